@@ -1,0 +1,3 @@
+"""tfbuild: build TensorFlow wheels optimized for the machines they run on."""
+
+__version__ = "0.1.0"

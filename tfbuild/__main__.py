@@ -1,0 +1,3 @@
+from tfbuild.cli import main
+
+main()

@@ -1,0 +1,234 @@
+"""Reading a Linux ``/proc/cpuinfo`` dump into plain facts, on any machine.
+
+The architecture comes from the dump's contents (x86 lists ``vendor_id`` and ``flags``, Arm lists
+``CPU implementer`` and ``Features``, POWER names itself in ``cpu``), never from the machine tfbuild
+runs on, so that a login host can describe the cluster nodes it plans builds for.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfbuild.errors import InputError
+
+#: Largest file accepted as a cpuinfo dump. A 512-thread server writes about 1.5 MB.
+MAX_BYTES = 16 * 1024 * 1024
+
+_FIX = "Save one on the machine with 'cat /proc/cpuinfo > node.cpuinfo' and pass that file."
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuInfo:
+    """What a /proc/cpuinfo dump says about a machine's processors."""
+
+    source: str
+    architecture: str  # x86_64, i686, aarch64, armv7l, ppc64, riscv64
+    vendor: str  # GenuineIntel, AuthenticAMD, an Arm implementer name, IBM, generic
+    brand: str | None  # "model name" (x86), "cpu" (POWER); None where the dump has none
+    family: int | None = None  # x86 "cpu family"
+    model: int | None = None
+    stepping: int | None = None
+    flags: frozenset[str] = frozenset()  # x86 "flags" or Arm "Features"
+    cpu_part: str = ""  # Arm "CPU part"
+    generation: int = 0  # POWER generation (9 for POWER9)
+    processors_listed: int = 1  # how many "processor" blocks the dump holds
+    logical_cpus: int | None = None  # the best estimate of hardware threads
+    physical_cores: int | None = None
+    sockets: int | None = None
+    cache_size_kib: int | None = None  # x86 "cache size" (the last level the kernel reports)
+    mhz: float | None = None
+    byte_order_known: bool = True  # False for POWER dumps: cpuinfo does not say ppc64 or ppc64le
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "architecture": self.architecture,
+            "vendor": self.vendor,
+            "brand": self.brand,
+            "family": self.family,
+            "model": self.model,
+            "stepping": self.stepping,
+            "cpu_part": self.cpu_part or None,
+            "generation": self.generation or None,
+            "flags": sorted(self.flags),
+            "processors_listed": self.processors_listed,
+            "logical_cpus": self.logical_cpus,
+            "physical_cores": self.physical_cores,
+            "sockets": self.sockets,
+            "cache_size_kib": self.cache_size_kib,
+            "mhz": self.mhz,
+        }
+
+
+def read_cpuinfo(path: Path) -> CpuInfo:
+    """Read and parse a cpuinfo dump; every way the file can be wrong is an :class:`InputError`."""
+    what = f"cannot use --cpuinfo {path}"
+    try:
+        if path.is_dir():
+            raise InputError(what, why="it is a directory, not a file", fix=_FIX)
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise InputError(what, why="the file does not exist", fix=_FIX) from None
+    except PermissionError:
+        raise InputError(what, why="permission denied", fix="Make the file readable.") from None
+    except OSError as exc:
+        raise InputError(what, why=exc.strerror or str(exc), fix=_FIX) from None
+    if len(raw) > MAX_BYTES:
+        raise InputError(what, why=f"it is larger than {MAX_BYTES // 2**20} MiB", fix=_FIX)
+    if b"\0" in raw:
+        raise InputError(what, why="it is a binary file, not text", fix=_FIX)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(what, why="it is not UTF-8 text", fix=_FIX) from None
+    return parse_cpuinfo(text, source=str(path))
+
+
+def _blocks(text: str) -> list[dict[str, str]]:
+    """Split the dump into one key/value dict per processor (blank-line separated)."""
+    blocks: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if not sep:
+            if current:
+                blocks.append(current)
+                current = {}
+            continue
+        key = key.strip()
+        if key == "processor" and "processor" in current:
+            # Some dumps lose the blank separator lines; a new "processor" starts a new block.
+            blocks.append(current)
+            current = {}
+        current.setdefault(key, value.strip())
+    if current:
+        blocks.append(current)
+    return blocks
+
+
+def _int(value: str | None, base: int = 10) -> int | None:
+    if value is None:
+        return None
+    try:
+        return int(value, base)
+    except ValueError:
+        return None
+
+
+def _architecture(first: dict[str, str]) -> str | None:
+    if "vendor_id" in first or ("flags" in first and "cpu family" in first):
+        return "x86_64" if "lm" in first.get("flags", "").split() else "i686"
+    if "CPU implementer" in first or "Features" in first:
+        arch = _int(first.get("CPU architecture", "8").split()[0]) or 8
+        return "aarch64" if arch >= 8 else "armv7l"
+    if re.search(r"POWER\d+", first.get("cpu", "")):
+        return "ppc64"
+    if "isa" in first and first.get("isa", "").startswith("rv64"):
+        return "riscv64"
+    return None
+
+
+def _arm_vendor(first: dict[str, str]) -> str:
+    # archspec's own table of Arm implementer codes ("0x41" -> "ARM"), so names match its targets.
+    from archspec.cpu.schema import TARGETS_JSON
+
+    code = first.get("CPU implementer")
+    if code is None:
+        return "generic"
+    vendors: dict[str, str] = TARGETS_JSON["conversions"]["arm_vendors"]
+    return vendors.get(code, code)
+
+
+def _counts(blocks: list[dict[str, str]]) -> tuple[int | None, int | None, int | None]:
+    """Logical CPUs, physical cores and sockets, from what the dump lists."""
+    first = blocks[0]
+    sockets_seen = {b["physical id"] for b in blocks if "physical id" in b}
+    sockets = len(sockets_seen) if sockets_seen else None
+    logical = len(blocks)
+    siblings = _int(first.get("siblings"))
+    cores = _int(first.get("cpu cores"))
+    if siblings is not None:
+        # archspec-style dumps keep only the first processor; "siblings" is threads per socket.
+        logical = max(logical, siblings * (sockets or 1))
+    physical = cores * (sockets or 1) if cores is not None else None
+    return logical, physical, sockets
+
+
+def parse_cpuinfo(text: str, *, source: str) -> CpuInfo:
+    """Parse the text of a /proc/cpuinfo dump (only the first processor's features are used)."""
+    what = f"cannot use --cpuinfo {source}"
+    if not text.strip():
+        raise InputError(what, why="the file is empty", fix=_FIX)
+    blocks = [b for b in _blocks(text) if b]
+    cpu_blocks = [b for b in blocks if "processor" in b]
+    if not cpu_blocks:
+        raise InputError(
+            what, why="it has no 'processor' entries, so it is not a /proc/cpuinfo dump", fix=_FIX
+        )
+    first = cpu_blocks[0]
+    arch = _architecture(first)
+    if arch is None:
+        raise InputError(
+            what,
+            why="it names no known CPU architecture (no x86 'flags', Arm 'Features' or POWER 'cpu')",
+            fix=_FIX,
+        )
+    feature_key = "flags" if arch in ("x86_64", "i686") else "Features"
+    if arch in ("x86_64", "i686", "aarch64", "armv7l") and feature_key not in first:
+        raise InputError(
+            what, why=f"it is truncated: the first processor has no '{feature_key}' line", fix=_FIX
+        )
+    last_line = text.rstrip("\r").splitlines()[-1]
+    if not text.endswith("\n") and last_line.split(":")[0].strip() == feature_key:
+        raise InputError(
+            what, why=f"it is truncated: the file ends inside the '{feature_key}' line", fix=_FIX
+        )
+    flags = frozenset(first.get(feature_key, "").split())
+    bad = sorted(f for f in flags if not re.fullmatch(r"[A-Za-z0-9_.]+", f))
+    if bad:
+        raise InputError(what, why=f"its {feature_key} line holds garbage ({bad[0]!r})", fix=_FIX)
+
+    logical, physical, sockets = _counts(cpu_blocks)
+    mhz_text = first.get("cpu MHz")
+    cache = re.match(r"(\d+)\s*KB", first.get("cache size", ""))
+    common: dict[str, Any] = {
+        "source": source,
+        "architecture": arch,
+        "flags": flags,
+        "processors_listed": len(cpu_blocks),
+        "logical_cpus": logical,
+        "physical_cores": physical,
+        "sockets": sockets,
+    }
+    if arch in ("x86_64", "i686"):
+        return CpuInfo(
+            **common,
+            vendor=first.get("vendor_id", "generic"),
+            brand=first.get("model name"),
+            family=_int(first.get("cpu family")),
+            model=_int(first.get("model")),
+            stepping=_int(first.get("stepping")),
+            cache_size_kib=int(cache.group(1)) if cache else None,
+            mhz=float(mhz_text) if mhz_text and re.fullmatch(r"[\d.]+", mhz_text) else None,
+        )
+    if arch in ("aarch64", "armv7l"):
+        return CpuInfo(
+            **common,
+            vendor=_arm_vendor(first),
+            brand=None,
+            cpu_part=first.get("CPU part", ""),
+        )
+    if arch == "ppc64":
+        generation = re.search(r"POWER(\d+)", first.get("cpu", ""))
+        return CpuInfo(
+            **common,
+            vendor="IBM",
+            brand=first.get("cpu"),
+            generation=int(generation.group(1)) if generation else 0,
+            byte_order_known=False,
+        )
+    return CpuInfo(**common, vendor="generic", brand=first.get("uarch"))

@@ -1,0 +1,191 @@
+"""Human-readable output (rich tables). Only the text modes import this; ``--json`` never does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from tfbuild.detect.report import DetectReport, MachineReport
+
+_GIB = 1024**3
+
+
+def _gib(value: int | None) -> str:
+    return "unknown" if value is None else f"{value / _GIB:.1f} GiB"
+
+
+def _cpu_table(machine: MachineReport, title: str) -> Table:
+    info = machine.cpu
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("architecture", info.architecture)
+    table.add_row("vendor", info.vendor)
+    if info.brand:
+        table.add_row("model", info.brand)
+    if info.family is not None:
+        table.add_row("family/model/stepping", f"{info.family} / {info.model} / {info.stepping}")
+    table.add_row("microarchitecture", f"{machine.microarchitecture} (archspec)")
+    if machine.generic_level:
+        table.add_row("generic level", machine.generic_level)
+    counts = [
+        f"{info.logical_cpus} logical" if info.logical_cpus else "",
+        f"{info.physical_cores} cores" if info.physical_cores else "",
+        f"{info.sockets} socket(s)" if info.sockets else "",
+    ]
+    if any(counts):
+        table.add_row("processors", ", ".join(c for c in counts if c))
+    return table
+
+
+def _feature_table(machine: MachineReport) -> Table | None:
+    if not machine.guard.applicable:
+        return None
+    coverage = {c.feature: c for c in machine.flags.coverage} if machine.flags else {}
+    compiler = machine.flags.compiler if machine.flags else None
+    table = Table(
+        title="TensorFlow CPU features (what cpu_feature_guard checks)", title_justify="left"
+    )
+    table.add_column("feature")
+    table.add_column("CPU has it")
+    table.add_column(f"enabled by ({compiler.spec})" if compiler else "enabled by")
+    for name in (*machine.guard.present, *machine.guard.absent):
+        has = name in machine.guard.present
+        cover = coverage.get(name)
+        if not has:
+            enabled = "[dim]-[/dim]"
+        elif cover is None or cover.flag is None:
+            enabled = f"[red]not covered[/red] {cover.note if cover else ''}"
+        else:
+            enabled = f"[green]{cover.flag}[/green]"
+        table.add_row(name, "[green]yes[/green]" if has else "[dim]no[/dim]", enabled)
+    return table
+
+
+def _system_rows(report: DetectReport) -> Table | None:
+    system = report.system
+    if system is None:
+        return None
+    table = Table(title="This host", show_header=False, title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("os", f"{system.os} (kernel {system.kernel}, {system.machine})")
+    table.add_row(
+        "python",
+        f"{system.python.implementation} {system.python.version} ({system.python.executable})",
+    )
+    table.add_row("glibc", system.glibc or "not glibc")
+    table.add_row("cpus usable", f"{system.usable_cpus} of {system.logical_cpus}")
+    if system.caches:
+        table.add_row(
+            "caches",
+            ", ".join(f"L{c.level} {c.kind[0]} {c.size_kib} KiB" for c in system.caches),
+        )
+    memory = system.memory
+    limit = f", cgroup limit {_gib(memory.cgroup_limit_bytes)}" if memory.cgroup_limit_bytes else ""
+    table.add_row(
+        "memory", f"{_gib(memory.total_bytes)} total, {_gib(memory.available_bytes)} free{limit}"
+    )
+    if system.disk:
+        table.add_row(
+            "disk",
+            f"{_gib(system.disk.free_bytes)} free of {_gib(system.disk.total_bytes)} "
+            f"at {system.disk.path}",
+        )
+    return table
+
+
+def _gpu_lines(data: dict[str, Any] | None, nvidia: dict[str, Any] | None) -> list[str]:
+    lines: list[str] = []
+    if data is not None:
+        toolkits = data.get("toolkits") or []
+        if not toolkits:
+            lines.append("CUDA toolkit: none found")
+        for kit in toolkits:
+            found_by = ", ".join(kit.get("found_by") or [])
+            lines.append(
+                f"CUDA toolkit {kit.get('version') or '?'} at {kit.get('root')} (found by {found_by})"
+            )
+        for key, label in (("cudnn", "cuDNN"), ("nccl", "NCCL"), ("tensorrt", "TensorRT")):
+            entries = data.get(key) or []
+            if not entries:
+                lines.append(f"{label}: none found")
+            for entry in entries:
+                where = entry.get("header") or ", ".join(entry.get("libraries") or [])
+                lines.append(f"{label} {entry.get('version') or '?'} ({where})")
+    if nvidia is not None:
+        driver = nvidia.get("driver")
+        if driver is None:
+            lines.append("NVIDIA driver: none")
+        else:
+            lines.append(
+                f"NVIDIA driver {driver.get('version')} (supports CUDA up to "
+                f"{driver.get('cuda_version') or '?'})"
+            )
+        for gpu in nvidia.get("gpus") or []:
+            lines.append(
+                f"GPU {gpu.get('index')}: {gpu.get('name')}, {gpu.get('memory_mib')} MiB, "
+                f"compute capability {gpu.get('compute_capability') or 'unknown'}"
+            )
+    return lines
+
+
+def print_detect(report: DetectReport) -> None:
+    console = Console()
+    for machine in report.machines:
+        title = "This machine" if report.live else f"Machine from {machine.cpu.source}"
+        console.print(_cpu_table(machine, title))
+        features = _feature_table(machine)
+        if features is not None:
+            console.print(features)
+        else:
+            console.print(machine.guard.note)
+        if machine.flags:
+            console.print(
+                f"[bold]flags[/bold] ({machine.flags.compiler.spec}, {machine.microarchitecture}): "
+                f"{machine.flags.command_line}",
+                soft_wrap=True,
+            )
+        console.print()
+    if report.common is not None:
+        common = report.common
+        console.print(
+            f"[bold]Common target of all {len(report.machines)} machines:[/bold] "
+            f"{common.microarchitecture}"
+        )
+        if common.guard.applicable:
+            console.print(f"TensorFlow features on all: {' '.join(common.guard.present)}")
+        if common.flags:
+            console.print(
+                f"[bold]flags[/bold] ({common.flags.compiler.spec}): {common.flags.command_line}",
+                soft_wrap=True,
+            )
+        console.print()
+    if report.target is not None:
+        target = report.target
+        console.print(
+            f"[bold]Target {target.name}[/bold] ({target.flags.compiler.spec}): "
+            f"{target.flags.command_line}",
+            soft_wrap=True,
+        )
+        for fit in target.fits:
+            mark = "[green]runs[/green]" if fit.runs else "[red]does not run[/red]"
+            console.print(f"  {mark}: {fit.reason}")
+        console.print()
+    for fit in report.why_not:
+        mark = "[green]fits[/green]" if fit.runs else "[red]does not fit[/red]"
+        where = "" if report.live else f" on {fit.machine}"
+        console.print(f"[bold]why not {fit.target}{where}?[/bold] {mark}: {fit.reason}")
+    system = _system_rows(report)
+    if system is not None:
+        console.print(system)
+    gpu = _gpu_lines(
+        report.cuda.to_json() if report.cuda else None,
+        report.nvidia.to_json() if report.nvidia else None,
+    )
+    for line in gpu:
+        console.print(line, highlight=False)
+    for warning in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)

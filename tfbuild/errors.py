@@ -1,0 +1,97 @@
+"""The one error taxonomy of tfbuild.
+
+Every failure a user can cause or meet is a ``TfbuildError`` subclass. Each class carries its own exit
+code, and each instance says three things in one line: what failed, why, and what to do about it.
+Only the CLI boundary (``tfbuild.cli.main``) catches them; it prints :meth:`TfbuildError.line` and
+exits with :attr:`TfbuildError.exit_code`. A traceback is shown only with ``--debug`` or
+``TFBUILD_DEBUG=1``.
+
+Exit codes (also documented in the README):
+
+====  ======================  ==========================================================================
+code  class                   meaning
+====  ======================  ==========================================================================
+1     (internal error)        a bug in tfbuild: rerun with --debug and report the traceback
+2     UsageError              an option value is wrong (unknown --target, malformed --compiler, ...)
+3     InputError              an input file is missing, unreadable, empty, binary or malformed
+4     UnsupportedError        the request is valid but cannot be met (compiler too old for the target,
+                              no common target for the given machines, ...)
+5     EnvironmentProblem      something this machine needs is missing or unreachable (Docker engine, a tool)
+6     BuildFailed             the build ran and failed
+7     SmokeFailed             the wheel was checked and found wanting
+130   Interrupted             stopped by Ctrl-C or SIGTERM
+====  ======================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+def _one_line(text: str) -> str:
+    """Collapse whitespace so that a message always prints as a single line."""
+    return " ".join(text.split())
+
+
+class TfbuildError(Exception):
+    """Base class: a failure with a message for the user and an exit code for scripts."""
+
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, what: str, *, why: str = "", fix: str = "") -> None:
+        self.what = _one_line(what)
+        self.why = _one_line(why)
+        self.fix = _one_line(fix)
+        super().__init__(self.line())
+
+    def line(self) -> str:
+        """The message as one line: ``what: why. fix``."""
+        text = self.what
+        if self.why:
+            text += f": {self.why.rstrip('.')}"
+        text += "."
+        if self.fix:
+            text += f" {self.fix}"
+        return text
+
+
+class UsageError(TfbuildError):
+    """An option or argument value is wrong."""
+
+    exit_code = 2
+
+
+class InputError(TfbuildError):
+    """An input file is missing, unreadable or not what it should be."""
+
+    exit_code = 3
+
+
+class UnsupportedError(TfbuildError):
+    """The request is well formed but cannot be met."""
+
+    exit_code = 4
+
+
+class EnvironmentProblem(TfbuildError):
+    """Something this machine needs is missing or unreachable."""
+
+    exit_code = 5
+
+
+class BuildFailed(TfbuildError):
+    """The build ran and failed."""
+
+    exit_code = 6
+
+
+class SmokeFailed(TfbuildError):
+    """The wheel under test did not pass its checks."""
+
+    exit_code = 7
+
+
+class Interrupted(TfbuildError):
+    """Stopped by the user (Ctrl-C) or by SIGTERM."""
+
+    exit_code = 130
