@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 #: Compiler names archspec carries flags for.
 KNOWN_COMPILERS = ("gcc", "clang", "aocc", "apple-clang", "intel", "oneapi", "nvhpc")
 
-_SPEC = re.compile(r"^(?P<name>[a-z][a-z-]*?)(?:[-@](?P<version>\d+(?:\.\d+){0,3}))?$")
+_SPEC = re.compile(r"^(?P<name>apple-clang|[a-z]+)(?:[-@](?P<version>.+))?$")
+_VERSION = re.compile(r"^\d+(?:\.\d+){0,3}$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +90,13 @@ def parse_compiler(spec: str, *, run: Runner = run_command) -> Compiler:
             fix=f"Use one of {', '.join(KNOWN_COMPILERS)} with a version, e.g. --compiler clang-18.",
         )
     name, version = match.group("name"), match.group("version")
+    if version is not None and not _VERSION.match(version):
+        raise UsageError(
+            what,
+            why=f"the version {version!r} is not dotted digits; expected NAME-VERSION such as "
+            "gcc-12 or clang-18.1.8",
+            fix="Write the version as digits, e.g. --compiler gcc-12.2.",
+        )
     if name not in KNOWN_COMPILERS:
         close = difflib.get_close_matches(name, KNOWN_COMPILERS, n=1)
         hint = f"Did you mean {close[0]!r}? " if close else ""

@@ -1,0 +1,36 @@
+# `make test` is the one command that checks everything: lint, types and the whole test suite.
+# It creates its own virtual environment (.venv) and installs tfbuild with its test tools.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.tfbuild-installed
+
+.PHONY: test lint typecheck pytest detect bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check tfbuild tests benchmarks
+	$(BIN)/ruff format --check tfbuild tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+test: lint typecheck pytest
+
+detect: $(STAMP)
+	$(BIN)/tfbuild detect
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/detect_speed.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist build

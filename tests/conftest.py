@@ -1,0 +1,57 @@
+"""Shared test helpers: the recorded cpuinfo dumps and running the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: Real /proc/cpuinfo dumps, kept beside the project (see ../shared/fixtures/cpuinfo/README.md).
+CPUINFO_DIR = ROOT.parent / "shared" / "fixtures" / "cpuinfo"
+
+
+def cpuinfo_fixtures() -> list[Path]:
+    if not CPUINFO_DIR.is_dir():
+        return []
+    return sorted(p for p in CPUINFO_DIR.iterdir() if p.name.startswith("linux-"))
+
+
+def cpuinfo_fixture(suffix: str) -> Path:
+    """The dump whose name ends with ``suffix`` (e.g. ``haswell``); skips when the folder is absent."""
+    if not CPUINFO_DIR.is_dir():
+        pytest.skip(f"recorded cpuinfo dumps not found at {CPUINFO_DIR} (a clone outside the team)")
+    matches = [p for p in cpuinfo_fixtures() if p.name.endswith(suffix)]
+    assert len(matches) == 1, f"expected one dump ending in {suffix!r}, found {matches}"
+    return matches[0]
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> CliResult:
+    """Run ``python -m tfbuild ARGS`` exactly as a user would, and capture everything."""
+    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    full_env.pop("TFBUILD_DEBUG", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tfbuild", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=120,
+        check=False,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)

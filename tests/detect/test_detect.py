@@ -1,0 +1,215 @@
+"""`tfbuild detect` as a whole: the live machine, several machines, targets, why-not, the JSON."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import archspec.cpu
+import pytest
+
+from tests.conftest import cpuinfo_fixture, run_cli
+from tfbuild.detect import cpu, system
+from tfbuild.detect.cpuinfo import read_cpuinfo
+from tfbuild.detect.report import SCHEMA
+
+
+def test_live_machine_matches_archspec_host() -> None:
+    # tfbuild applies archspec's rule to a parsed dump; on the live machine both must agree.
+    assert cpu.identify(cpu.host_cpuinfo()).name == archspec.cpu.host().name
+
+
+def test_live_json_report() -> None:
+    result = run_cli("detect", "--json")
+    assert result.returncode == 0, result.stderr
+    report = result.json()
+    assert report["schema"] == SCHEMA
+    assert report["live"] is True
+    (machine,) = report["machines"]
+    assert machine["microarchitecture"] == archspec.cpu.host().name
+    info = machine["cpu"]
+    assert info["architecture"] == platform.machine()
+    assert info["logical_cpus"] == os.cpu_count()
+    sysinfo = report["system"]
+    assert sysinfo["python"]["version"] == platform.python_version()
+    assert sysinfo["glibc"] == platform.libc_ver()[1]
+    assert sysinfo["logical_cpus"] == os.cpu_count()
+    meminfo = Path("/proc/meminfo").read_text()
+    total_kib = int(meminfo.split("MemTotal:")[1].split()[0])
+    assert sysinfo["memory"]["total_bytes"] == total_kib * 1024
+    assert sysinfo["disk"]["free_bytes"] > 0
+    flags = machine["compiler_flags"]
+    assert flags["compiler"]["spec"] == "clang-18.1.8"
+    assert flags["uncovered"] == []
+    present = machine["tensorflow_features"]["present"]
+    assert {c["feature"] for c in flags["coverage"]} == set(present)
+
+
+def test_live_text_report_names_the_features() -> None:
+    result = run_cli("detect", "--no-gpu")
+    assert result.returncode == 0, result.stderr
+    assert archspec.cpu.host().name in result.stdout
+    assert "TensorFlow CPU features" in result.stdout
+    assert "flags (clang-18.1.8" in result.stdout
+
+
+def test_json_mode_does_not_import_docker_jinja2_or_rich() -> None:
+    code = (
+        "import sys\n"
+        "from tfbuild.cli import main\n"
+        "try:\n"
+        "    main(['detect', '--json'])\n"
+        "except SystemExit as exc:\n"
+        "    assert not exc.code, exc.code\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'docker', 'jinja2', 'rich'})\n"
+        "sys.stderr.write('HEAVY=' + ','.join(heavy))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().endswith("HEAVY="), proc.stderr
+
+
+def test_several_machines_give_their_common_target() -> None:
+    result = run_cli(
+        "detect",
+        "--cpuinfo",
+        str(cpuinfo_fixture("haswell")),
+        "--cpuinfo",
+        str(cpuinfo_fixture("zen4")),
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    report = result.json()
+    assert [m["microarchitecture"] for m in report["machines"]] == ["haswell", "zen4"]
+    common = report["common"]
+    assert common["microarchitecture"] == "x86_64_v3"
+    assert common["tensorflow_features"]["present"] == [
+        "SSE3", "SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA",
+    ]  # fmt: skip
+    assert common["compiler_flags"]["flags"] == "-march=x86-64-v3 -mtune=generic"
+
+
+def test_same_vendor_machines_keep_a_named_common_target() -> None:
+    infos = [read_cpuinfo(cpuinfo_fixture(n)) for n in ("broadwell", "skylake_avx512")]
+    assert cpu.identify(cpu.common_info(infos)).name == "broadwell"
+
+
+def test_machines_of_different_architectures_have_no_common_target() -> None:
+    result = run_cli(
+        "detect",
+        "--cpuinfo",
+        str(cpuinfo_fixture("haswell")),
+        "--cpuinfo",
+        str(cpuinfo_fixture("neoverse_v2")),
+    )
+    assert result.returncode == 4, result.stderr
+    assert "different architectures (aarch64, x86_64)" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_target_flags_and_where_it_runs() -> None:
+    result = run_cli(
+        "detect",
+        "--cpuinfo",
+        str(cpuinfo_fixture("haswell")),
+        "--cpuinfo",
+        str(cpuinfo_fixture("k10")),
+        "--target",
+        "x86_64_v3",
+        "--compiler",
+        "gcc-12",
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    target = result.json()["target"]
+    assert target["compiler_flags"]["flags"] == "-march=x86-64-v3 -mtune=generic"
+    runs = {Path(f["machine"]).name.split("-")[-1]: f for f in target["runs_on"]}
+    assert runs["haswell"]["runs"] is True
+    assert runs["k10"]["runs"] is False
+    assert "requires features the CPU lacks" in runs["k10"]["reason"]
+    assert "avx2" in runs["k10"]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("machine", "target", "runs", "fragment"),
+    [
+        ("haswell", "haswell", True, "is this machine's microarchitecture"),
+        ("haswell", "x86_64_v3", True, "ancestor of the detected haswell"),
+        ("haswell", "skylake_avx512", False, "requires features the CPU lacks: "),
+        (
+            "haswell",
+            "zen2",
+            False,
+            "targets vendor AuthenticAMD, but the CPU vendor is GenuineIntel",
+        ),
+        ("haswell", "neoverse_v2", False, "belongs to the aarch64 architecture family"),
+        ("power9", "power10", False, "needs POWER generation 10, but the machine is generation 9"),
+        ("zen5-vm", "zen4", False, "flush_l1d, pku, rdseed"),
+    ],
+)
+def test_why_not(machine: str, target: str, runs: bool, fragment: str) -> None:
+    fit = cpu.why_not(cpu.lookup_target(target), read_cpuinfo(cpuinfo_fixture(machine)))
+    assert fit.runs is runs
+    assert fragment in fit.reason
+
+
+def test_why_not_on_the_cli() -> None:
+    result = run_cli("detect", "--cpuinfo", str(cpuinfo_fixture("haswell")), "--why-not", "icelake")
+    assert result.returncode == 0, result.stderr
+    assert "why not icelake" in result.stdout
+    assert "does not fit" in result.stdout
+    assert "avx512" in result.stdout
+
+
+def test_non_x86_machines_say_the_guard_does_not_apply() -> None:
+    result = run_cli("detect", "--cpuinfo", str(cpuinfo_fixture("neoverse_v2")), "--json")
+    assert result.returncode == 0, result.stderr
+    (machine,) = result.json()["machines"]
+    guard = machine["tensorflow_features"]
+    assert guard["applicable"] is False
+    assert guard["present"] == [] and guard["absent"] == []
+    assert "x86-64 features only" in guard["note"]
+    assert machine["compiler_flags"]["flags"] == "-mcpu=neoverse-v2"
+    text = run_cli("detect", "--cpuinfo", str(cpuinfo_fixture("power9")))
+    assert text.returncode == 0, text.stderr
+    assert "power9" in text.stdout
+    assert "byte order" in text.stdout
+
+
+def test_zen5_vm_explains_its_generic_level() -> None:
+    result = run_cli("detect", "--cpuinfo", str(cpuinfo_fixture("zen5-vm")), "--json")
+    warnings = result.json()["warnings"]
+    assert any("nearest: zen4 requires features the CPU lacks" in w for w in warnings)
+
+
+# --- facts about this host ------------------------------------------------------------------------
+
+
+def test_meminfo_and_cgroup_limits(tmp_path: Path) -> None:
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/meminfo").write_text(
+        "MemTotal:       24641300 kB\nMemFree:        23000000 kB\nMemAvailable:   24000000 kB\n"
+    )
+    cgroup = tmp_path / "sys/fs/cgroup"
+    cgroup.mkdir(parents=True)
+    (cgroup / "memory.max").write_text("8589934592\n")
+    info = system.system_info(root=tmp_path, build_dir=tmp_path / "cache" / "tfbuild")
+    assert info.memory.total_bytes == 24641300 * 1024
+    assert info.memory.available_bytes == 24000000 * 1024
+    assert info.memory.cgroup_limit_bytes == 8 * 2**30
+    assert info.memory.usable_bytes == 8 * 2**30
+    assert info.disk is not None and info.disk.path.endswith("cache/tfbuild")
+    (cgroup / "memory.max").write_text("max\n")
+    assert system.cgroup_memory_limit(tmp_path) is None
+
+
+def test_live_caches_come_from_sysfs() -> None:
+    caches = system.caches(Path("/"))
+    base = Path("/sys/devices/system/cpu/cpu0/cache")
+    if not base.is_dir():
+        pytest.skip("this kernel exposes no cache information in sysfs")
+    assert len(caches) == len(list(base.glob("index*")))
+    assert {c.level for c in caches} >= {1}

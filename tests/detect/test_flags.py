@@ -1,0 +1,213 @@
+"""Compiler flags: archspec's -march plus TensorFlow's guard features, checked with real compilers.
+
+The claims in tfbuild.detect.features and the flags tfbuild computes are compiled with every gcc and
+clang found on this machine (``-dM -E``): each feature claimed covered must really be enabled, and no
+guard feature the machine lacks may be enabled (that wheel would die with SIGILL there).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import archspec.cpu
+import pytest
+
+from tests.conftest import cpuinfo_fixture, cpuinfo_fixtures
+from tfbuild.compilers import Compiler, flags_for, parse_compiler
+from tfbuild.detect import cpu, features
+from tfbuild.detect._run import CommandResult
+from tfbuild.detect.cpuinfo import read_cpuinfo
+from tfbuild.errors import UnsupportedError, UsageError
+
+
+def _installed_compilers() -> list[str]:
+    found = []
+    for name in ("gcc", "clang", *(f"clang-{v}" for v in range(14, 22))):
+        if shutil.which(name):
+            found.append(name)
+    return found
+
+
+INSTALLED = _installed_compilers()
+
+
+def _version_of(executable: str) -> Compiler:
+    family = "gcc" if executable.startswith("gcc") else "clang"
+    out = subprocess.run([executable, "--version"], capture_output=True, text=True, check=True)
+    version = re.search(r"(\d+\.\d+\.\d+)", out.stdout)
+    assert version, out.stdout
+    return parse_compiler(f"{family}-{version.group(1)}")
+
+
+def _macros(executable: str, flags: tuple[str, ...]) -> set[str]:
+    out = subprocess.run(
+        [executable, *flags, "-dM", "-E", "-x", "c", "/dev/null"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return {line.split()[1] for line in out.stdout.splitlines() if line.startswith("#define")}
+
+
+def _guard_macros(defined: set[str]) -> set[str]:
+    return {f.name for f in features.GUARD_FEATURES if f.macro in defined}
+
+
+def test_a_compiler_is_installed_to_check_against() -> None:
+    # gcc is part of this project's machines; without it the checks below would check nothing.
+    assert "gcc" in INSTALLED
+
+
+X86_DUMPS = [p for p in cpuinfo_fixtures() if read_cpuinfo(p).architecture == "x86_64"]
+
+
+@pytest.mark.parametrize("executable", INSTALLED)
+@pytest.mark.parametrize("dump", X86_DUMPS, ids=lambda p: p.name)
+def test_host_flags_enable_exactly_what_the_machine_has(executable: str, dump: Path) -> None:
+    compiler = _version_of(executable)
+    info = read_cpuinfo(dump)
+    have = set(cpu.guard_features(info))
+    result = flags_for(cpu.identify(info), compiler, machine_features=have)
+    enabled = _guard_macros(_macros(executable, result.flags))
+    claimed = {c.feature for c in result.coverage if c.flag}
+    assert claimed <= enabled, f"claimed but not enabled: {claimed - enabled} by {result.flags}"
+    assert enabled <= have, f"enables what {dump.name} lacks: {enabled - have}"
+    if (
+        compiler.name == "gcc"
+        and compiler.version_tuple >= (13,)
+        or compiler.version_tuple >= (16,)
+    ):
+        assert result.uncovered == ()
+
+
+@pytest.mark.parametrize("executable", INSTALLED)
+@pytest.mark.parametrize("level", ["x86_64", "x86_64_v2", "x86_64_v3", "x86_64_v4", "haswell"])
+def test_portable_targets_stay_portable(executable: str, level: str) -> None:
+    compiler = _version_of(executable)
+    target = archspec.cpu.TARGETS[level]
+    guaranteed = set(features.present(target.features))
+    result = flags_for(target, compiler, machine_features=guaranteed)
+    enabled = _guard_macros(_macros(executable, result.flags))
+    assert enabled <= guaranteed
+    assert {c.feature for c in result.coverage if c.flag} <= enabled
+
+
+@pytest.mark.parametrize("executable", INSTALLED)
+@pytest.mark.parametrize("feature", features.GUARD_FEATURES, ids=lambda f: f.name)
+def test_each_option_enables_its_feature_and_what_it_claims_to_imply(
+    executable: str, feature: features.GuardFeature
+) -> None:
+    compiler = _version_of(executable)
+    minimum = feature.gcc if compiler.name == "gcc" else feature.clang
+    if compiler.version_tuple < tuple(int(p) for p in minimum.split(".")):
+        probe = subprocess.run(
+            [executable, feature.option, "-E", "-x", "c", "/dev/null"], capture_output=True
+        )
+        assert probe.returncode != 0, f"{compiler} accepts {feature.option}: lower the minimum"
+        return
+    enabled = _guard_macros(_macros(executable, (feature.option,)))
+    assert features.closure([feature.name]) <= enabled
+
+
+def test_zen5_guest_needs_three_options_beyond_x86_64_v4() -> None:
+    # The project's own Zen 5 VM: -march=x86-64-v4 leaves AVX512_VNNI, AVX512_BF16 and AVX_VNNI
+    # uncovered, exactly the extra names the stock wheel prints beyond what -mavx covers.
+    info = read_cpuinfo(cpuinfo_fixture("zen5-vm"))
+    result = flags_for(
+        cpu.identify(info), parse_compiler("clang-18"), machine_features=cpu.guard_features(info)
+    )
+    assert result.flags == (
+        "-march=x86-64-v4",
+        "-mtune=generic",
+        "-mavx512vnni",
+        "-mavx512bf16",
+        "-mavxvnni",
+    )
+    by_feature = {c.feature: c.flag for c in result.coverage}
+    assert by_feature["AVX2"] == "-march=x86-64-v4"
+    assert by_feature["AVX_VNNI"] == "-mavxvnni"
+
+
+def test_zen5_features_beyond_avx_are_the_stock_wheels_message() -> None:
+    # stock-wheel-baseline.md: "To enable the following instructions: AVX2 AVX512F AVX512_VNNI
+    # AVX512_BF16 AVX_VNNI FMA" on this CPU, from a wheel built with -mavx.
+    info = read_cpuinfo(cpuinfo_fixture("zen5-vm"))
+    unused = [f for f in cpu.guard_features(info) if f not in features.closure(["AVX"])]
+    assert " ".join(unused) == "AVX2 AVX512F AVX512_VNNI AVX512_BF16 AVX_VNNI FMA"
+
+
+def test_znver4_needs_only_avxvnni_on_zen5() -> None:
+    info = read_cpuinfo(cpuinfo_fixture("zen5-vm"))
+    result = flags_for(
+        archspec.cpu.TARGETS["zen4"],
+        parse_compiler("clang-18"),
+        machine_features=cpu.guard_features(info),
+    )
+    assert result.command_line == "-march=znver4 -mtune=znver4 -mavxvnni"
+
+
+def test_old_gcc_falls_back_and_says_what_stays_uncovered() -> None:
+    info = read_cpuinfo(cpuinfo_fixture("zen4"))
+    result = flags_for(
+        cpu.identify(info), parse_compiler("gcc-9.4"), machine_features=cpu.guard_features(info)
+    )
+    assert result.march_target == "zen2"
+    assert "-mavx512f" in result.flags
+    assert result.uncovered == ("AVX512_BF16",)
+    (note,) = [c.note for c in result.coverage if c.flag is None]
+    assert note == "gcc 9.4.0 has no -mavx512bf16 (needs 10.1+)"
+    assert any("does not know zen4" in w for w in result.warnings)
+
+
+def test_gcc_12_2_gets_archspecs_znver3_list_for_zen4() -> None:
+    # archspec's range "10.3:12.2" must include 12.2.x (a full version compares above "12.2").
+    info = read_cpuinfo(cpuinfo_fixture("zen4"))
+    result = flags_for(
+        cpu.identify(info), parse_compiler("gcc-12.2.0"), machine_features=cpu.guard_features(info)
+    )
+    assert result.march_target == "zen4"
+    assert result.flags[:2] == ("-march=znver3", "-mtune=znver3")
+    assert result.flags[-1] == "-mavx512bf16"  # archspec's list lacks it; Zen 4 has it
+
+
+def test_too_old_compiler_for_any_ancestor_is_refused() -> None:
+    # archspec: nvhpc has no flags for the plain x86_64 level, and x86_64 has no ancestors.
+    with pytest.raises(UnsupportedError, match="cannot build for x86_64"):
+        flags_for(
+            archspec.cpu.TARGETS["x86_64"],
+            Compiler(name="nvhpc", version="23.0.0", spec="nvhpc-23"),
+            machine_features=(),
+        )
+
+
+@pytest.mark.parametrize(
+    ("spec", "name", "version"),
+    [
+        ("gcc-12", "gcc", "12.1.0"),
+        ("gcc-12.2", "gcc", "12.2.0"),
+        ("gcc@11.4.0", "gcc", "11.4.0"),
+        ("clang-18", "clang", "18.1.0"),
+        ("clang-16", "clang", "16.0.0"),
+        ("Clang-18.1.8", "clang", "18.1.8"),
+        ("apple-clang-15", "apple-clang", "15.0.0"),
+    ],
+)
+def test_compiler_specs(spec: str, name: str, version: str) -> None:
+    compiler = parse_compiler(spec)
+    assert (compiler.name, compiler.version) == (name, version)
+
+
+def test_bare_name_asks_the_compiler_on_path() -> None:
+    real = subprocess.run(["gcc", "-dumpfullversion"], capture_output=True, text=True, check=True)
+    assert parse_compiler("gcc").version == real.stdout.strip()
+
+
+def test_bare_name_without_a_compiler_is_a_usage_error() -> None:
+    def nothing_installed(argv: object) -> CommandResult | None:
+        return None
+
+    with pytest.raises(UsageError, match="Give the version explicitly"):
+        parse_compiler("clang", run=nothing_installed)

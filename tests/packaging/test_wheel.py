@@ -1,0 +1,56 @@
+"""What ships: a plain (non-editable) install of tfbuild's wheel finds templates/ and recipes/."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+
+def test_wheel_ships_data_and_a_clean_install_finds_it(tmp_path: Path) -> None:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        check=True,
+    )
+    (wheel,) = tmp_path.glob("tfbuild-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "tfbuild/_data/templates/README.md" in names
+    assert "tfbuild/_data/recipes/README.md" in names
+    assert "tfbuild/py.typed" in names
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    # Install without dependencies into the clean venv: resources must not need them.
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin/python"), "install", "--quiet",
+         "--no-deps", str(wheel)],
+        check=True,
+    )  # fmt: skip
+    probe = (
+        "from tfbuild.resources import data_dir\n"
+        "for name in ('templates', 'recipes'):\n"
+        "    print(data_dir(name))\n"
+    )
+    out = subprocess.run(
+        [str(venv / "bin/python"), "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    ).stdout.split()
+    assert out == [
+        str(p) for p in sorted(venv.glob("lib/python*/site-packages/tfbuild/_data/*"), reverse=True)
+    ]
