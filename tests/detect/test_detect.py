@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +214,27 @@ def test_live_caches_come_from_sysfs() -> None:
         pytest.skip("this kernel exposes no cache information in sysfs")
     assert len(caches) == len(list(base.glob("index*")))
     assert {c.level for c in caches} >= {1}
+
+
+def test_live_report_tells_the_truth_about_cuda_and_the_driver() -> None:
+    report = run_cli("detect", "--json").json()
+    roots = [t["root"] for t in report["cuda"]["toolkits"]]
+    cuda = Path("/usr/local/cuda")
+    if cuda.exists():
+        real = str(cuda.resolve())
+        assert real in roots
+        (kit,) = [t for t in report["cuda"]["toolkits"] if t["root"] == real]
+        header = (cuda / "include/cuda.h").read_text(errors="replace")
+        number = int(header.split("#define CUDA_VERSION ")[1].split()[0])
+        assert kit["version"] == f"{number // 1000}.{number % 1000 // 10}"
+    else:
+        assert roots == [] or all(not r.startswith("/usr/local/cuda") for r in roots)
+    if not Path("/proc/driver/nvidia/version").exists() and not shutil.which("nvidia-smi"):
+        assert report["nvidia"] == {"driver": None, "gpus": [], "warnings": []}
+
+
+def test_no_gpu_skips_the_gpu_detectors() -> None:
+    report = run_cli("detect", "--json", "--no-gpu").json()
+    assert report["cuda"] is None
+    assert report["nvidia"] is None
+    assert report["system"] is not None
