@@ -70,6 +70,7 @@ def detect(
         list[Path] | None,
         typer.Option(
             "--cpuinfo",
+            metavar="FILE",
             help="Describe another machine from a saved /proc/cpuinfo. Repeat to get the common "
             "target of several machines.",
             show_default=False,
@@ -79,6 +80,7 @@ def detect(
         str | None,
         typer.Option(
             "--compiler",
+            metavar="SPEC",
             help="Compiler the flags are for, e.g. clang-18 or gcc-12 (a bare name asks PATH). "
             "Default: clang-18.1.8, TensorFlow 2.19-2.21's release compiler.",
             show_default=False,
@@ -88,6 +90,7 @@ def detect(
         str | None,
         typer.Option(
             "--target",
+            metavar="NAME",
             help="Also show flags for a portable target (x86_64_v3, haswell, ...) and whether it "
             "runs on the machine(s).",
             show_default=False,
@@ -97,6 +100,7 @@ def detect(
         list[str] | None,
         typer.Option(
             "--why-not",
+            metavar="NAME",
             help="Explain whether code built for this target runs on the machine, and why not.",
             show_default=False,
         ),

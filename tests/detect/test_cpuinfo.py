@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -168,3 +171,17 @@ def test_errors_print_as_what_why_fix() -> None:
     error = InputError("cannot use x", why="it is\nempty", fix="Do y.")
     assert error.line() == "cannot use x: it is empty. Do y."
     assert InputError.exit_code == 3
+
+
+def test_dump_from_standard_input() -> None:
+    dump = cpuinfo_fixture("alderlake")
+    proc = subprocess.run(
+        [sys.executable, "-m", "tfbuild", "detect", "--cpuinfo", "-", "--json"],
+        input=dump.read_bytes(),
+        capture_output=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (machine,) = json.loads(proc.stdout)["machines"]
+    assert machine["microarchitecture"] == "alderlake"
+    assert machine["cpu"]["source"] == "<stdin>"

@@ -8,6 +8,7 @@ runs on, so that a login host can describe the cluster nodes it plans builds for
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,8 +65,13 @@ class CpuInfo:
 
 
 def read_cpuinfo(path: Path) -> CpuInfo:
-    """Read and parse a cpuinfo dump; every way the file can be wrong is an :class:`InputError`."""
+    """Read and parse a cpuinfo dump; every way the file can be wrong is an :class:`InputError`.
+
+    ``-`` reads standard input: ``ssh node cat /proc/cpuinfo | tfbuild detect --cpuinfo -``.
+    """
     what = f"cannot use --cpuinfo {path}"
+    if str(path) == "-":
+        return _decode(sys.stdin.buffer.read(MAX_BYTES + 1), what=what, source="<stdin>")
     try:
         if path.is_dir():
             raise InputError(what, why="it is a directory, not a file", fix=_FIX)
@@ -77,6 +83,10 @@ def read_cpuinfo(path: Path) -> CpuInfo:
         raise InputError(what, why="permission denied", fix="Make the file readable.") from None
     except OSError as exc:
         raise InputError(what, why=exc.strerror or str(exc), fix=_FIX) from None
+    return _decode(raw, what=what, source=str(path))
+
+
+def _decode(raw: bytes, *, what: str, source: str) -> CpuInfo:
     if len(raw) > MAX_BYTES:
         raise InputError(what, why=f"it is larger than {MAX_BYTES // 2**20} MiB", fix=_FIX)
     if b"\0" in raw:
@@ -85,7 +95,7 @@ def read_cpuinfo(path: Path) -> CpuInfo:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(what, why="it is not UTF-8 text", fix=_FIX) from None
-    return parse_cpuinfo(text, source=str(path))
+    return parse_cpuinfo(text, source=source)
 
 
 def _blocks(text: str) -> list[dict[str, str]]:

@@ -205,6 +205,12 @@ def disk_for(path: Path) -> Disk | None:
     return Disk(path=str(path), free_bytes=usage.free, total_bytes=usage.total)
 
 
+def _abi_prefix() -> str:
+    # The interpreter part of a wheel's tag: cp311 for CPython 3.11, pp311 for PyPy.
+    name = sys.implementation.name
+    return {"cpython": "cp", "pypy": "pp"}.get(name, name)
+
+
 def system_info(*, root: Path = Path("/"), build_dir: Path | None = None) -> SystemInfo:
     """Describe the machine tfbuild runs on."""
     total, available = parse_meminfo(_read(root / "proc/meminfo") or "")
@@ -223,7 +229,7 @@ def system_info(*, root: Path = Path("/"), build_dir: Path | None = None) -> Sys
             version=version,
             implementation=platform.python_implementation(),
             executable=sys.executable,
-            abi_tag=f"cp{sys.version_info.major}{sys.version_info.minor}",
+            abi_tag=_abi_prefix() + f"{sys.version_info.major}{sys.version_info.minor}",
         ),
         logical_cpus=logical,
         usable_cpus=usable,
