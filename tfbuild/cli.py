@@ -7,9 +7,11 @@ the result; every failure arrives as a :class:`tfbuild.errors.TfbuildError` and 
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -127,6 +129,229 @@ def detect(
     from tfbuild.display import print_detect
 
     print_detect(report)
+
+
+# --- recipes ---------------------------------------------------------------------------------------
+
+recipes_app = typer.Typer(
+    help="The TensorFlow releases tfbuild can build, one recipe each.",
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(recipes_app, name="recipes")
+
+RecipesDir = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--recipes-dir",
+        metavar="DIR",
+        help="Extra recipes that add to or override the shipped ones (also $TFBUILD_RECIPES_DIR).",
+        show_default=False,
+    ),
+]
+
+
+@recipes_app.callback()
+def recipes_list(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the list as JSON.")] = False,
+    recipes_dir: RecipesDir = None,
+) -> None:
+    """List the recipes (one per TensorFlow release)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from tfbuild.recipes import load_recipes
+
+    recipes = load_recipes(tuple(recipes_dir or ()))
+    if as_json:
+        _print_json({"recipes": [r.to_json() for r in recipes.recipes], "dirs": list(recipes.dirs)})
+        return
+    from tfbuild.display import print_recipes
+
+    print_recipes(recipes)
+
+
+@recipes_app.command("show")
+def recipes_show(
+    version: Annotated[str, typer.Argument(help="TensorFlow version, e.g. 2.21 or 2.21.0.")],
+    recipes_dir: RecipesDir = None,
+) -> None:
+    """Print one recipe, resolved, as JSON."""
+    from tfbuild.recipes import load_recipes
+
+    _print_json(load_recipes(tuple(recipes_dir or ())).get(version).to_json())
+
+
+# --- plan and render ---------------------------------------------------------------------------------
+
+
+def _plan_options(
+    tf: Annotated[
+        str, typer.Option("--tf", metavar="VERSION", help="TensorFlow version: 2.21 or 2.21.0.")
+    ],
+    mkl: Annotated[
+        bool, typer.Option("--mkl", help="The oneDNN CPU build (see the README for its threading).")
+    ] = False,
+    cuda: Annotated[bool, typer.Option("--cuda", help="The CUDA build.")] = False,
+    mkl_threading: Annotated[
+        str,
+        typer.Option(
+            "--mkl-threading",
+            metavar="threadpool|openmp",
+            help="oneDNN threading: TensorFlow's thread pool (mkl_threadpool) or OpenMP (mkl).",
+        ),
+    ] = "threadpool",
+    target: Annotated[
+        str | None,
+        typer.Option("--target", metavar="NAME", help="A portable target, e.g. x86_64_v3."),
+    ] = None,
+    cpuinfo: Annotated[
+        Path | None,
+        typer.Option(
+            "--cpuinfo", metavar="FILE", help="Build for the machine of a saved /proc/cpuinfo."
+        ),
+    ] = None,
+    native: Annotated[
+        bool,
+        typer.Option("--native", help="Literal -march=native (a build on the machine itself)."),
+    ] = False,
+    python: Annotated[
+        str | None, typer.Option("--python", metavar="X.Y", help="Python the wheel is for.")
+    ] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="bazel --jobs.")] = None,
+    local_ram_resources: Annotated[
+        int | None,
+        typer.Option("--local-ram-resources", metavar="MB", min=512, help="bazel's memory budget."),
+    ] = None,
+    jvm_heap: Annotated[
+        int | None, typer.Option("--jvm-heap", metavar="MB", min=256, help="bazel server heap.")
+    ] = None,
+    cache_volume: Annotated[
+        str, typer.Option("--cache-volume", metavar="NAME", help="Docker volume for bazel caches.")
+    ] = "tfbuild-cache",
+    disk_cache: Annotated[
+        bool, typer.Option("--disk-cache/--no-disk-cache", help="bazel's local disk cache.")
+    ] = True,
+    remote_cache: Annotated[
+        str | None, typer.Option("--remote-cache", metavar="URL", help="A shared bazel cache.")
+    ] = None,
+    remote_executor: Annotated[
+        str | None,
+        typer.Option("--remote-executor", metavar="URL", help="A bazel remote executor."),
+    ] = None,
+    cuda_capabilities: Annotated[
+        str | None,
+        typer.Option(
+            "--cuda-capabilities", metavar="LIST", help="e.g. 8.9,9.0 (default: this host's GPUs)."
+        ),
+    ] = None,
+    cuda_version: Annotated[
+        str | None, typer.Option("--cuda-version", metavar="X.Y.Z", help="Hermetic CUDA version.")
+    ] = None,
+    cudnn_version: Annotated[
+        str | None, typer.Option("--cudnn-version", metavar="X.Y.Z", help="cuDNN version.")
+    ] = None,
+    skip_disk_check: Annotated[
+        bool, typer.Option("--skip-disk-check", help="Plan even when free disk looks too small.")
+    ] = False,
+    recipes_dir: RecipesDir = None,
+) -> None:
+    """Holds the options plan, render (and wheel) share; never called."""
+
+
+def _with_plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Give ``func`` the shared plan options in front of its own (typer reads the signature)."""
+    shared = inspect.signature(_plan_options, eval_str=True).parameters.values()
+    own = [
+        p
+        for p in inspect.signature(func, eval_str=True).parameters.values()
+        if p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in (*own, *shared)]
+    func.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    func.__annotations__ = {p.name: p.annotation for p in params}
+    return func
+
+
+def _make_plan(kwargs: dict[str, Any]) -> tuple[Any, Any]:
+    from tfbuild.detect.gather import host_facts
+    from tfbuild.errors import UsageError
+    from tfbuild.plan import PlanOptions, Variant, make_plan
+    from tfbuild.recipes import load_base_images, load_recipes
+
+    if kwargs["mkl"] and kwargs["cuda"]:
+        raise UsageError("--mkl and --cuda together", fix="Choose one variant.")
+    if kwargs["mkl_threading"] not in ("threadpool", "openmp"):
+        raise UsageError(
+            f"--mkl-threading {kwargs['mkl_threading']!r}", fix="Use threadpool or openmp."
+        )
+    if kwargs["target"] and kwargs["cpuinfo"]:
+        raise UsageError(
+            "--target and --cpuinfo together",
+            why="a build is for a named portable target or for one machine, not both",
+            fix="Drop one of them.",
+        )
+    extra = tuple(kwargs["recipes_dir"] or ())
+    recipes = load_recipes(extra)
+    recipe = recipes.get(kwargs["tf"])
+    variant: Variant = "cuda" if kwargs["cuda"] else "mkl" if kwargs["mkl"] else "cpu"
+    caps = tuple(c for c in (kwargs["cuda_capabilities"] or "").split(",") if c.strip())
+    options = PlanOptions(
+        tf=kwargs["tf"],
+        variant=variant,
+        mkl_threading=kwargs["mkl_threading"],
+        target=kwargs["target"],
+        native=kwargs["native"],
+        python=kwargs["python"],
+        jobs=kwargs["jobs"],
+        local_ram_mb=kwargs["local_ram_resources"],
+        jvm_heap_mb=kwargs["jvm_heap"],
+        cache_volume=kwargs["cache_volume"],
+        disk_cache=kwargs["disk_cache"],
+        remote_cache=kwargs["remote_cache"],
+        remote_executor=kwargs["remote_executor"],
+        cuda_capabilities=caps,
+        cuda_version=kwargs["cuda_version"],
+        cudnn_version=kwargs["cudnn_version"],
+        skip_disk_check=kwargs["skip_disk_check"],
+    )
+    host = host_facts(cpuinfo=kwargs["cpuinfo"], with_gpu=variant == "cuda")
+    plan = make_plan(options, recipe, host, base_images=load_base_images(extra))
+    return plan, recipe
+
+
+@app.command("plan")
+@_with_plan_options
+def plan_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    **kwargs: Any,
+) -> None:
+    """Resolve a build: every choice tfbuild would make, with the reason for it."""
+    plan, _ = _make_plan(kwargs)
+    if as_json:
+        _print_json(plan.to_json())
+        return
+    from tfbuild.display import print_plan
+
+    print_plan(plan)
+
+
+@app.command("render")
+@_with_plan_options
+def render_command(
+    out: Annotated[
+        Path, typer.Option("-o", "--output", metavar="DIR", help="Where to write the context.")
+    ],
+    **kwargs: Any,
+) -> None:
+    """Write the build context: Dockerfile, bazel rc file, build.sh, runtime.env, plan.json."""
+    from tfbuild.render import check, render_files, write_context
+
+    plan, recipe = _make_plan(kwargs)
+    files = render_files(plan)
+    check(files, recipe)
+    for path in write_context(files, out):
+        typer.echo(str(path))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 from tfbuild.detect.report import DetectReport, MachineReport
+from tfbuild.plan import BuildPlan
+from tfbuild.recipes import RecipeSet
 
 _GIB = 1024**3
 
@@ -188,4 +190,53 @@ def print_detect(report: DetectReport) -> None:
     for line in gpu:
         console.print(line, highlight=False)
     for warning in report.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+
+
+def print_recipes(recipes: RecipeSet) -> None:
+    table = Table(title="TensorFlow recipes", title_justify="left")
+    for column in ("TensorFlow", "Python", "compiler", "bazel", "wheel", "CUDA", "recipe"):
+        table.add_column(column)
+    for r in recipes.recipes:
+        cuda = "-" if r.cuda is None else f"{r.cuda.cuda} / cuDNN {r.cuda.cudnn}"
+        if r.cuda is not None and r.cuda.hermetic:
+            cuda += " (hermetic)"
+        table.add_row(
+            r.tensorflow,
+            f"{r.python[0]}-{r.python[-1]}",
+            r.compiler,
+            r.bazel,
+            r.wheel_flow,
+            cuda,
+            r.path,
+        )
+    Console().print(table)
+
+
+def print_plan(plan: BuildPlan) -> None:
+    console = Console()
+    console.print(
+        f"[bold]TensorFlow {plan.tensorflow}[/bold] {plan.variant} wheel for Python {plan.python}, "
+        f"target {plan.target} ({plan.target_kind})",
+        highlight=False,
+    )
+    table = Table(title="Choices", title_justify="left")
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_column("why")
+    for reason in plan.reasons:
+        table.add_row(reason.what, reason.value, reason.why)
+    console.print(table)
+    console.print(f"[bold]compiler flags[/bold]: {' '.join(plan.cflags)}", soft_wrap=True)
+    configs = " ".join(f"--config={c}" for c in plan.bazel_configs)
+    console.print(
+        f"[bold]bazel[/bold] {plan.bazel}: build {configs} {' '.join(plan.build_options)} "
+        f"{plan.build_target}",
+        soft_wrap=True,
+        highlight=False,
+    )
+    if plan.runtime_env:
+        env = " ".join(f"{k}={v}" for k, v in plan.runtime_env)
+        console.print(f"[bold]runtime env[/bold]: {env}", soft_wrap=True, highlight=False)
+    for warning in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)

@@ -49,7 +49,8 @@ class TfbuildError(Exception):
         text = self.what
         if self.why:
             text += f": {self.why.rstrip('.')}"
-        text += "."
+        if not text.endswith(("?", ".", "!")):
+            text += "."
         if self.fix:
             text += f" {self.fix}"
         return text

@@ -1,0 +1,549 @@
+"""Recipes: one YAML file per TensorFlow release, validated against a schema and the version gates.
+
+A recipe says what one release needs: its source, Python range, compiler, bazel, wheel flow, the
+bazel configs its own ``.bazelrc`` defines, and its CUDA row. Loading is strict: an unknown key, a
+wrong type, a value that could smuggle shell or Dockerfile syntax, or a combination the version
+gates rule out is an :class:`InputError` naming the file, the line and what is allowed.
+
+Users extend or override the shipped recipes with ``--recipes-dir DIR`` (or ``TFBUILD_RECIPES_DIR``):
+a recipe there for the same TensorFlow version replaces the shipped one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tfbuild import tfversions
+from tfbuild.errors import InputError, UsageError
+from tfbuild.resources import data_dir
+
+RECIPES_ENV = "TFBUILD_RECIPES_DIR"
+
+# --- value checks: each returns None when fine, or a description of what is allowed ----------------
+
+_SAFE_TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9._~%/+=-]*)?$")
+_FLAG = re.compile(r"^-[A-Za-z0-9][A-Za-z0-9_=.,+:-]*$")
+_DEFINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]+$")
+_CAPABILITY = re.compile(r"^(sm|compute)_\d{2,3}[a-z]?$")
+
+
+def _pattern(regex: re.Pattern[str], allowed: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if isinstance(value, str) and regex.match(value):
+            return None
+        return allowed
+
+    return check
+
+
+_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "version3": _pattern(re.compile(r"^\d+\.\d+\.\d+$"), "a version X.Y.Z, e.g. 2.21.0"),
+    "version2": _pattern(re.compile(r"^\d+\.\d+$"), "a version X.Y, e.g. 3.11"),
+    "version": _pattern(re.compile(r"^\d+(\.\d+){1,3}$"), "a dotted version, e.g. 12.5.1"),
+    "token": _pattern(_SAFE_TOKEN, "letters, digits and . _ + - only"),
+    "url": _pattern(_URL, "an https:// URL without spaces, quotes or shell characters"),
+    "hex40": _pattern(re.compile(r"^[0-9a-f]{40}$"), "a full 40-digit git commit hash"),
+    "hex64": _pattern(re.compile(r"^[0-9a-f]{64}$"), "a 64-digit sha256 in lower-case hex"),
+    "compiler": _pattern(
+        re.compile(r"^(gcc|clang)-\d+(\.\d+){0,2}$"), "gcc-N[.N[.N]] or clang-N[.N[.N]]"
+    ),
+    "flag": _pattern(_FLAG, "a compiler flag like -Wno-sign-compare (no spaces or quotes)"),
+    "define": _pattern(_DEFINE, "a bazel define NAME=value"),
+    "capability": _pattern(_CAPABILITY, "sm_XY or compute_XY, e.g. sm_89"),
+    "text": lambda v: None if isinstance(v, str) else "text",
+    "bool": lambda v: None if isinstance(v, bool) else "true or false",
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    kind: str  # a key of _CHECKS, "list:<kind>", or "map"
+    required: bool = True
+    nullable: bool = False
+    children: dict[str, Field] | None = None
+    choices: tuple[str, ...] = ()
+
+
+SCHEMA: dict[str, Field] = {
+    "tensorflow": Field("version3"),
+    "source": Field(
+        "map",
+        children={
+            "git": Field("url"),
+            "tag": Field("token"),
+            "commit": Field("hex40", nullable=True),
+            "tarball": Field("url"),
+            "sha256": Field("hex64", nullable=True),
+        },
+    ),
+    "python": Field("list:version2"),
+    "bazel": Field("version3"),
+    "compiler": Field("compiler"),
+    "base_image": Field("token"),
+    "wheel": Field(
+        "map",
+        children={
+            "flow": Field("token", choices=("build_pip_package", "wheel")),
+            "hermetic_python": Field("bool"),
+            "pywrap_rules": Field("bool"),
+        },
+    ),
+    "configs": Field("list:token"),
+    "copts": Field("list:flag", required=False),
+    "defines": Field("list:define", required=False),
+    "cuda": Field(
+        "map",
+        required=False,
+        nullable=True,
+        children={
+            "hermetic": Field("bool"),
+            "cuda": Field("version"),
+            "cudnn": Field("version"),
+            "cuda_versions": Field("list:version", required=False),
+            "cudnn_versions": Field("list:version", required=False),
+            "capabilities": Field("list:capability"),
+            "base_image": Field("token", required=False),
+        },
+    ),
+    "notes": Field("text", required=False),
+}
+
+
+# --- the recipe value -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaRow:
+    hermetic: bool
+    cuda: str  # default CUDA version (a full x.y.z HERMETIC key from 2.18)
+    cudnn: str
+    cuda_versions: tuple[str, ...]  # every version this release can use (default first if empty)
+    cudnn_versions: tuple[str, ...]
+    capabilities: tuple[str, ...]  # the release's default compute capabilities
+    base_image: str | None  # pre-hermetic builds need CUDA in the toolchain image
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recipe:
+    tensorflow: str
+    path: str
+    git: str
+    tag: str
+    commit: str | None
+    tarball: str
+    sha256: str | None
+    python: tuple[str, ...]
+    bazel: str
+    compiler: str
+    base_image: str
+    wheel_flow: str
+    hermetic_python: bool
+    pywrap_rules: bool
+    configs: tuple[str, ...]
+    copts: tuple[str, ...]
+    defines: tuple[str, ...]
+    cuda: CudaRow | None
+    notes: str
+    lines: dict[str, int]  # "python", "cuda", ... -> line in the file, for messages
+
+    @property
+    def version(self) -> tfversions.Version:
+        return tfversions.parse_version(self.tensorflow)
+
+    @property
+    def short(self) -> str:
+        return ".".join(self.tensorflow.split(".")[:2])
+
+    def where(self, key: str) -> str:
+        return f"{self.path}:{self.lines.get(key, 1)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tensorflow": self.tensorflow,
+            "path": self.path,
+            "source": {
+                "git": self.git,
+                "tag": self.tag,
+                "commit": self.commit,
+                "tarball": self.tarball,
+                "sha256": self.sha256,
+            },
+            "python": list(self.python),
+            "bazel": self.bazel,
+            "compiler": self.compiler,
+            "base_image": self.base_image,
+            "wheel": {
+                "flow": self.wheel_flow,
+                "hermetic_python": self.hermetic_python,
+                "pywrap_rules": self.pywrap_rules,
+            },
+            "configs": list(self.configs),
+            "copts": list(self.copts),
+            "defines": list(self.defines),
+            "cuda": None
+            if self.cuda is None
+            else {
+                "hermetic": self.cuda.hermetic,
+                "cuda": self.cuda.cuda,
+                "cudnn": self.cuda.cudnn,
+                "cuda_versions": list(self.cuda.cuda_versions),
+                "cudnn_versions": list(self.cuda.cudnn_versions),
+                "capabilities": list(self.cuda.capabilities),
+                "base_image": self.cuda.base_image,
+            },
+            "notes": self.notes or None,
+        }
+
+
+# --- validation over the YAML node tree (it keeps line numbers) -----------------------------------
+
+
+def _fail(path: str, node: yaml.Node | None, message: str) -> InputError:
+    line = node.start_mark.line + 1 if node is not None else 1
+    return InputError(
+        f"invalid recipe {path}:{line}",
+        why=message,
+        fix="Fix the recipe (see recipes/README.md for the schema).",
+    )
+
+
+def _scalar(node: yaml.Node) -> Any:
+    """A scalar node's value with YAML 1.2-like typing: true/false, null, everything else text.
+
+    Versions stay text (``3.10`` must not become the float 3.1)."""
+    value = node.value
+    if node.tag.endswith(":bool"):
+        return value.lower() == "true"
+    if node.tag.endswith(":null"):
+        return None
+    return value
+
+
+def _validate(
+    path: str,
+    node: yaml.Node,
+    schema: dict[str, Field],
+    prefix: str,
+    lines: dict[str, int],
+) -> dict[str, Any]:
+    if not isinstance(node, yaml.MappingNode):
+        raise _fail(path, node, f"{prefix or 'the recipe'} must be a mapping of keys to values")
+    result: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        key = key_node.value
+        dotted = f"{prefix}{key}"
+        if key not in schema:
+            close = difflib.get_close_matches(key, list(schema), n=1)
+            hint = f", did you mean '{prefix}{close[0]}'?" if close else ""
+            line = key_node.start_mark.line + 1
+            raise InputError(
+                f"unknown key '{dotted}' at {path}:{line}{hint}",
+                fix=f"Allowed keys here: {', '.join(prefix + k for k in sorted(schema))}.",
+            )
+        if key in result:
+            raise _fail(path, key_node, f"key '{dotted}' appears twice")
+        lines[dotted] = key_node.start_mark.line + 1
+        result[key] = _value(path, value_node, schema[key], dotted, lines)
+    for key, field in schema.items():
+        if field.required and key not in result:
+            raise _fail(path, node, f"missing key '{prefix}{key}'")
+    return result
+
+
+def _value(path: str, node: yaml.Node, field: Field, dotted: str, lines: dict[str, int]) -> Any:
+    if isinstance(node, yaml.ScalarNode) and _scalar(node) is None:
+        if field.nullable:
+            return None
+        raise _fail(path, node, f"'{dotted}' must not be empty")
+    if field.kind == "map":
+        assert field.children is not None
+        return _validate(path, node, field.children, f"{dotted}.", lines)
+    if field.kind.startswith("list:"):
+        if not isinstance(node, yaml.SequenceNode):
+            raise _fail(path, node, f"'{dotted}' must be a list")
+        item = Field(field.kind.removeprefix("list:"))
+        return [
+            _value(path, child, item, f"{dotted}[{i}]", lines) for i, child in enumerate(node.value)
+        ]
+    if not isinstance(node, yaml.ScalarNode):
+        raise _fail(path, node, f"'{dotted}' must be a single value, not a list or mapping")
+    value = _scalar(node)
+    problem = _CHECKS[field.kind](value)
+    if problem is None and field.choices and value not in field.choices:
+        problem = " or ".join(field.choices)
+    if problem is not None:
+        shown = value if isinstance(value, bool) else repr(value)
+        raise _fail(path, node, f"'{dotted}' is {shown}; expected {problem}")
+    return value
+
+
+def _gate(recipe: Recipe) -> None:
+    """Refuse what the version gates rule out for this release."""
+    v = recipe.version
+    checks: list[tuple[str, bool, str]] = [
+        (
+            "wheel",
+            recipe.wheel_flow == tfversions.wheel_flow(v),
+            f"TensorFlow {recipe.short} builds its wheel with '{tfversions.wheel_flow(v)}', "
+            f"not '{recipe.wheel_flow}' (the :wheel target arrived in 2.17)",
+        ),
+        (
+            "wheel",
+            recipe.hermetic_python == tfversions.hermetic_python(v),
+            f"hermetic_python is {str(tfversions.hermetic_python(v)).lower()} for TensorFlow "
+            f"{recipe.short} (rules_python picks the interpreter from 2.14)",
+        ),
+        (
+            "wheel",
+            recipe.pywrap_rules == tfversions.pywrap_rules(v),
+            f"pywrap_rules is {str(tfversions.pywrap_rules(v)).lower()} for TensorFlow "
+            f"{recipe.short} (USE_PYWRAP_RULES from 2.20)",
+        ),
+    ]
+    tested = tfversions.TESTED.get(tfversions.minor(v))
+    if tested is not None:
+        low, high = (tfversions.parse_version(p) for p in tested.python)
+        outside = [p for p in recipe.python if not low <= tfversions.parse_version(p) <= high]
+        checks.append(
+            (
+                "python",
+                not outside,
+                f"Python {', '.join(outside)} is outside what TensorFlow {recipe.short} supports "
+                f"({tested.python[0]} to {tested.python[1]})",
+            )
+        )
+    family, _, version = recipe.compiler.partition("-")
+    conflict = tfversions.compiler_conflict(v, family, int(version.split(".")[0]))
+    checks.append(("compiler", conflict is None, conflict or ""))
+    if recipe.cuda is not None:
+        checks.append(
+            (
+                "cuda",
+                recipe.cuda.hermetic == tfversions.hermetic_cuda(v),
+                f"cuda.hermetic is {str(tfversions.hermetic_cuda(v)).lower()} for TensorFlow "
+                f"{recipe.short} (hermetic CUDA from 2.18)",
+            )
+        )
+        if recipe.cuda.hermetic:
+            bad = [x for x in (recipe.cuda.cuda, *recipe.cuda.cuda_versions) if x.count(".") != 2]
+            checks.append(
+                (
+                    "cuda",
+                    not bad,
+                    f"hermetic CUDA versions must be full x.y.z keys, not {', '.join(bad)} "
+                    "('12.5' does not work, '12.5.1' does)",
+                )
+            )
+        else:
+            checks.append(
+                (
+                    "cuda",
+                    recipe.cuda.base_image is not None,
+                    "a pre-hermetic CUDA row needs cuda.base_image (the toolchain image with "
+                    "CUDA and cuDNN installed)",
+                )
+            )
+    for key, ok, message in checks:
+        if not ok:
+            raise InputError(
+                f"invalid recipe {recipe.where(key)}",
+                why=message,
+                fix="Fix the recipe (see recipes/README.md for the schema).",
+            )
+
+
+def parse_recipe(text: str, *, path: str) -> Recipe:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        raise InputError(
+            f"invalid recipe {path}:{line}",
+            why=f"it is not valid YAML ({getattr(exc, 'problem', None) or exc})",
+            fix="Fix the YAML syntax.",
+        ) from None
+    if node is None:
+        raise _fail(path, None, "the file is empty")
+    lines: dict[str, int] = {}
+    data = _validate(path, node, SCHEMA, "", lines)
+    source, wheel, cuda = data["source"], data["wheel"], data.get("cuda")
+    recipe = Recipe(
+        tensorflow=data["tensorflow"],
+        path=path,
+        git=source["git"],
+        tag=source["tag"],
+        commit=source.get("commit"),
+        tarball=source["tarball"],
+        sha256=source.get("sha256"),
+        python=tuple(data["python"]),
+        bazel=data["bazel"],
+        compiler=data["compiler"],
+        base_image=data["base_image"],
+        wheel_flow=wheel["flow"],
+        hermetic_python=wheel["hermetic_python"],
+        pywrap_rules=wheel["pywrap_rules"],
+        configs=tuple(sorted(set(data["configs"]))),
+        copts=tuple(data.get("copts") or ()),
+        defines=tuple(data.get("defines") or ()),
+        cuda=None
+        if cuda is None
+        else CudaRow(
+            hermetic=cuda["hermetic"],
+            cuda=cuda["cuda"],
+            cudnn=cuda["cudnn"],
+            cuda_versions=tuple(cuda.get("cuda_versions") or (cuda["cuda"],)),
+            cudnn_versions=tuple(cuda.get("cudnn_versions") or (cuda["cudnn"],)),
+            capabilities=tuple(cuda["capabilities"]),
+            base_image=cuda.get("base_image"),
+        ),
+        notes=data.get("notes") or "",
+        lines=lines,
+    )
+    _gate(recipe)
+    return recipe
+
+
+def read_recipe(path: Path, *, shown_as: str | None = None) -> Recipe:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read recipe {path}", why=str(exc)) from None
+    return parse_recipe(text, path=shown_as or str(path))
+
+
+# --- the set of recipes -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecipeSet:
+    recipes: tuple[Recipe, ...]  # sorted by TensorFlow version
+    dirs: tuple[str, ...]  # where they were read, shipped first
+
+    def versions(self) -> tuple[str, ...]:
+        return tuple(r.tensorflow for r in self.recipes)
+
+    def get(self, version: str) -> Recipe:
+        """The recipe for ``2.21`` or ``2.21.0``; the newest patch release when only X.Y is given."""
+        text = version.strip().removeprefix("v")
+        if not re.fullmatch(r"\d+\.\d+(\.\d+)?", text):
+            raise UsageError(
+                f"--tf {version!r} is not a TensorFlow version",
+                fix="Write it as X.Y or X.Y.Z, e.g. --tf 2.21.",
+            )
+        matches = [
+            r
+            for r in self.recipes
+            if r.tensorflow == text or (text.count(".") == 1 and r.short == text)
+        ]
+        if not matches:
+            raise UsageError(
+                f"no recipe for TensorFlow {text}",
+                why=f"recipes exist for {', '.join(self.versions()) or 'nothing'}",
+                fix=f"Pick one of those, or add a recipe with --recipes-dir DIR (or ${RECIPES_ENV}).",
+            )
+        return max(matches, key=lambda r: r.version)
+
+
+def _recipe_files(directory: Path) -> Iterable[Path]:
+    # Recipes are tf-X.Y.yaml; other YAML beside them (base-images.yaml) is not a recipe.
+    return sorted(p for p in directory.glob("tf-*.yaml") if p.is_file())
+
+
+def load_recipes(extra_dirs: Sequence[Path] = ()) -> RecipeSet:
+    """The shipped recipes, extended or overridden by ``extra_dirs`` (and ``$TFBUILD_RECIPES_DIR``)."""
+    dirs = [data_dir("recipes")]
+    env = os.environ.get(RECIPES_ENV)
+    user_dirs = (
+        [*(Path(p) for p in env.split(os.pathsep) if p), *extra_dirs] if env else [*extra_dirs]
+    )
+    for directory in user_dirs:
+        if not directory.is_dir():
+            raise InputError(
+                f"cannot read recipes from {directory}",
+                why="it is not a directory",
+                fix=f"Pass an existing directory to --recipes-dir (or ${RECIPES_ENV}).",
+            )
+    dirs.extend(user_dirs)
+    by_version: dict[str, Recipe] = {}
+    for index, directory in enumerate(dirs):
+        seen: dict[str, str] = {}
+        for path in _recipe_files(directory):
+            # Shipped recipes are named as in the repository, so plans are the same on any machine.
+            recipe = read_recipe(path, shown_as=f"recipes/{path.name}" if index == 0 else None)
+            if recipe.tensorflow in seen:
+                raise InputError(
+                    f"two recipes for TensorFlow {recipe.tensorflow} in {directory}",
+                    why=f"{seen[recipe.tensorflow]} and {path}",
+                    fix="Keep one of them.",
+                )
+            seen[recipe.tensorflow] = str(path)
+            by_version[recipe.tensorflow] = recipe  # later directories override
+    recipes = tuple(sorted(by_version.values(), key=lambda r: r.version))
+    return RecipeSet(recipes=recipes, dirs=tuple(str(d) for d in dirs))
+
+
+# --- base images ----------------------------------------------------------------------------------
+
+BASE_IMAGES_FILE = "base-images.yaml"
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, Any]:
+    """``base-images.yaml``: name -> BaseImage (pinned by digest). A user recipes directory may
+    carry its own file, whose entries add to or replace the shipped ones."""
+    from tfbuild.plan import BaseImage
+
+    env = os.environ.get(RECIPES_ENV)
+    dirs = [
+        data_dir("recipes"),
+        *(Path(p) for p in (env or "").split(os.pathsep) if p),
+        *extra_dirs,
+    ]
+    images: dict[str, Any] = {}
+    for directory in dirs:
+        path = directory / BASE_IMAGES_FILE
+        if not path.is_file():
+            continue
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise InputError(f"cannot read {path}", why=str(exc).splitlines()[0]) from None
+        if not isinstance(data, dict):
+            raise InputError(f"invalid {path}", why="it must map image names to their pins")
+        for name, entry in data.items():
+            fields = ("image", "tag", "digest", "distro", "suite", "python", "tcmalloc_package")
+            missing = [f for f in fields if not isinstance(entry, dict) or not entry.get(f)]
+            if missing:
+                raise InputError(
+                    f"invalid {path}: entry {name!r}", why=f"missing {', '.join(missing)}"
+                )
+            values = {f: str(entry[f]) for f in fields}
+            bad = [
+                f
+                for f, v in values.items()
+                if f != "digest" and not _SAFE_TOKEN.match(v.replace("/", "-"))
+            ]
+            if not _DIGEST.match(values["digest"]) or bad:
+                raise InputError(
+                    f"invalid {path}: entry {name!r}",
+                    why=f"unsafe or malformed {', '.join(bad) or 'digest'}",
+                )
+            images[str(name)] = BaseImage(
+                name=str(name),
+                reference=f"{values['image']}:{values['tag']}@{values['digest']}",
+                distro=values["distro"],
+                suite=values["suite"],
+                python=values["python"],
+                tcmalloc_package=values["tcmalloc_package"],
+            )
+    return images

@@ -1,0 +1,139 @@
+"""Rendering a BuildPlan into a build context: Dockerfile, bazel rc file, build.sh, plan.json.
+
+Pure and deterministic: the same plan gives byte-identical files on any machine (no timestamps,
+sorted JSON, StrictUndefined templates). The templates only loop and print; every decision was made
+in the plan. Values that reach a shell script pass the ``sh`` filter (shell quoting) on top of the
+validation recipes and options already went through.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tfbuild import __version__
+from tfbuild.errors import InputError, UnsupportedError
+from tfbuild.plan import (
+    BAZELISK_SHA256,
+    BAZELISK_VERSION,
+    OUTPUT_DIR,
+    SOURCE_DIR,
+    BuildPlan,
+)
+from tfbuild.recipes import Recipe
+from tfbuild.resources import data_dir
+
+#: Where the rendered context is mounted in the build container.
+CONTEXT_DIR = "/tfbuild"
+
+#: The files a build context holds, and the template each comes from (None: written directly).
+FILES = {
+    "Dockerfile": "Dockerfile.j2",
+    "tf_configure.bazelrc": "tf_configure.bazelrc.j2",
+    "build.sh": "build.sh.j2",
+    "runtime.env": "runtime.env.j2",
+    "plan.json": None,
+}
+
+#: Packages every toolchain image gets, besides the compiler.
+BASE_PACKAGES = (
+    "ca-certificates",
+    "curl",
+    "git",
+    "patchelf",
+    "python3",
+    "python3-dev",
+    "python3-pip",
+    "python3-setuptools",
+    "python3-venv",
+    "python3-wheel",
+    "unzip",
+    "zip",
+)
+
+
+def _environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+        trim_blocks=False,
+    )
+    env.filters["sh"] = shlex.quote
+    return env
+
+
+def render_files(plan: BuildPlan) -> dict[str, str]:
+    """The build context as file name -> text."""
+    env = _environment()
+    packages = sorted({*BASE_PACKAGES, *plan.compiler_packages, plan.base_image.tcmalloc_package})
+    arch = "arm64" if plan.architecture == "aarch64" else "amd64"
+    context = {
+        "plan": plan,
+        "packages": packages,
+        "tfbuild_version": __version__,
+        "bazelisk_version": BAZELISK_VERSION,
+        "bazelisk_arch": arch,
+        "bazelisk_sha256": BAZELISK_SHA256[arch],
+        "source_dir": SOURCE_DIR,
+        "output_dir": OUTPUT_DIR,
+        "context_dir": CONTEXT_DIR,
+    }
+    files: dict[str, str] = {}
+    for name, template in FILES.items():
+        if template is None:
+            files[name] = json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n"
+        else:
+            files[name] = env.get_template(template).render(**context)
+    return files
+
+
+_CONFIG_USE = re.compile(r"--config[= ]([A-Za-z0-9_.-]+)")
+_CONFIG_DEF = re.compile(r"^(?:build|common|test|run):([A-Za-z0-9_.-]+)\s", re.MULTILINE)
+
+
+def undefined_configs(files: dict[str, str], recipe: Recipe) -> list[str]:
+    """``--config=X`` uses that neither the rendered rc file nor the release's .bazelrc define."""
+    defined = set(_CONFIG_DEF.findall(files["tf_configure.bazelrc"])) | set(recipe.configs)
+    used = set(_CONFIG_USE.findall(files["build.sh"] + files["tf_configure.bazelrc"]))
+    return sorted(used - defined)
+
+
+def check(files: dict[str, str], recipe: Recipe) -> None:
+    missing = undefined_configs(files, recipe)
+    if missing:
+        raise UnsupportedError(
+            f"the build would use undefined bazel config(s) {', '.join(missing)}",
+            why=f"neither the rendered rc file nor {recipe.where('configs')} defines them",
+            fix="Add them to the recipe's configs list if that release's .bazelrc has them.",
+        )
+
+
+def write_context(files: dict[str, str], out: Path) -> list[Path]:
+    """Write the files into ``out``; each lands whole (temp name, then rename), build.sh executable."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create -o {out}", why=exc.strerror or str(exc)) from None
+    written = []
+    for name, text in files.items():
+        target = out / name
+        fd, temp = tempfile.mkstemp(prefix=f".{name}.", dir=out)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+            Path(temp).chmod(0o755 if name.endswith(".sh") else 0o644)
+            Path(temp).replace(target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+        written.append(target)
+    return written

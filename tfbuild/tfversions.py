@@ -1,0 +1,94 @@
+"""What changed between TensorFlow releases that a build must get right: the version gates.
+
+Recipes carry the facts of one release; this module holds the rules that hold *across* releases, so
+that a recipe contradicting them is refused when it is loaded (a ``:wheel`` flow for 2.16, hermetic
+CUDA for 2.17, Clang 15 for 2.18...). Sources: ../shared/reference/tensorflow-build-facts.md §0-§4
+(TensorFlow's configure.py, .bazelrc, docs; Spack's conflict table).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Version = tuple[int, ...]
+
+
+def parse_version(text: str) -> Version:
+    return tuple(int(p) for p in text.split("."))
+
+
+def minor(version: Version) -> Version:
+    return version[:2]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tested:
+    """A row of TensorFlow's "tested build configurations" table (Linux)."""
+
+    python: tuple[str, str]  # lowest and highest Python tested
+    compiler: str
+    bazel: str
+    cuda: str | None
+    cudnn: str | None
+
+
+#: tensorflow/docs site/en/install/source.md, tested configurations (HEAD 2026-03-11).
+TESTED: dict[Version, Tested] = {
+    (2, 21): Tested(python=("3.10", "3.13"), compiler="clang-18.1.8", bazel="7.4.1", cuda="12.5", cudnn="9.3"),
+    (2, 20): Tested(python=("3.9", "3.13"), compiler="clang-18.1.8", bazel="7.4.1", cuda="12.5", cudnn="9.3"),
+    (2, 19): Tested(python=("3.9", "3.12"), compiler="clang-18.1.8", bazel="6.5.0", cuda="12.5", cudnn="9.3"),
+    (2, 18): Tested(python=("3.9", "3.12"), compiler="clang-17.0.6", bazel="6.5.0", cuda="12.5", cudnn="9.3"),
+    (2, 17): Tested(python=("3.9", "3.12"), compiler="clang-17.0.6", bazel="6.5.0", cuda="12.3", cudnn="8.9"),
+    (2, 16): Tested(python=("3.9", "3.12"), compiler="clang-17.0.6", bazel="6.5.0", cuda="12.3", cudnn="8.9"),
+    (2, 15): Tested(python=("3.9", "3.11"), compiler="clang-16.0.0", bazel="6.1.0", cuda="12.2", cudnn="8.9"),
+    (2, 14): Tested(python=("3.9", "3.11"), compiler="clang-16.0.0", bazel="6.1.0", cuda="11.8", cudnn="8.7"),
+    (2, 13): Tested(python=("3.8", "3.11"), compiler="clang-16.0.0", bazel="5.3.0", cuda="11.8", cudnn="8.6"),
+}  # fmt: skip
+
+
+def wheel_flow(version: Version) -> str:
+    """``build_pip_package`` (a script bazel builds, then runs) up to 2.16; the ``:wheel`` target from
+    2.17 (issue #63298: "Target 'build_pip_package' no longer existing?")."""
+    return "build_pip_package" if minor(version) < (2, 17) else "wheel"
+
+
+def hermetic_python(version: Version) -> bool:
+    """rules_python picks the interpreter (``HERMETIC_PYTHON_VERSION``) since 2.14 (PR #61389)."""
+    return minor(version) >= (2, 14)
+
+
+def hermetic_cuda(version: Version) -> bool:
+    """CUDA, cuDNN and NCCL are downloaded by bazel at build time since 2.18."""
+    return minor(version) >= (2, 18)
+
+
+def cuda_wheel_config(version: Version) -> bool:
+    """``--config=cuda_wheel`` is required for a CUDA ``:wheel`` since 2.18."""
+    return minor(version) >= (2, 18)
+
+
+def pywrap_rules(version: Version) -> bool:
+    """``--repo_env=USE_PYWRAP_RULES=1`` since 2.20."""
+    return minor(version) >= (2, 20)
+
+
+#: The repo_envs that select the hermetic Python. Both are set: TF_PYTHON_VERSION is the older name
+#: (Spack still sets it), HERMETIC_PYTHON_VERSION the current one (ci/official/envs); the exact
+#: release of the rename is not pinned, and a variable a release does not read is harmless.
+PYTHON_VERSION_ENVS = ("HERMETIC_PYTHON_VERSION", "TF_PYTHON_VERSION")
+
+
+def compiler_conflict(version: Version, family: str, major: int) -> str | None:
+    """Why a compiler cannot build this release (Spack's conflict table, TF issues), or None."""
+    v = minor(version)
+    if family == "clang":
+        if v >= (2, 18) and major <= 15:
+            return "TensorFlow 2.18+ needs Clang 16 or newer (issue #76908)"
+        if v <= (2, 14) and major >= 17:
+            return "Clang 17+ breaks TensorFlow 2.14 and older (issue #62416)"
+    if family == "gcc":
+        if v >= (2, 17) and major <= 11:
+            return "TensorFlow 2.17+ needs GCC 12 or newer (XNNPACK uses -mavx512fp16)"
+        if v <= (2, 14) and major >= 13:
+            return "GCC 13+ breaks TensorFlow 2.14 and older (issue #60577)"
+    return None
