@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.tfbuild-installed
 
-.PHONY: test lint typecheck pytest detect bench clean
+.PHONY: test lint typecheck pytest detect bench golden clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ detect: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/detect_speed.py
+	$(BIN)/python benchmarks/render_speed.py
+
+# Regenerate the golden build contexts after an intended change; review the diff before committing.
+golden: $(STAMP)
+	TFBUILD_UPDATE_GOLDEN=1 $(BIN)/pytest tests/render -q -k golden
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist build

@@ -228,6 +228,12 @@ def print_plan(plan: BuildPlan) -> None:
         table.add_row(reason.what, reason.value, reason.why)
     console.print(table)
     console.print(f"[bold]compiler flags[/bold]: {' '.join(plan.cflags)}", soft_wrap=True)
+    if plan.coverage:
+        covers = ", ".join(
+            f"{c['feature']} ({c['flag'] or 'NOT COVERED: ' + (c['note'] or '')})"
+            for c in plan.coverage
+        )
+        console.print(f"[bold]TensorFlow CPU features covered[/bold]: {covers}", soft_wrap=True)
     configs = " ".join(f"--config={c}" for c in plan.bazel_configs)
     console.print(
         f"[bold]bazel[/bold] {plan.bazel}: build {configs} {' '.join(plan.build_options)} "

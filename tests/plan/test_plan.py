@@ -1,0 +1,282 @@
+"""The build plan: pure decisions over a recipe and recorded host facts, each with its reason."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, cpuinfo_fixture
+from tfbuild.detect.cpuinfo import read_cpuinfo
+from tfbuild.errors import EnvironmentProblem, UnsupportedError, UsageError
+from tfbuild.plan import GIB, BaseImage, HostFacts, PlanOptions, make_plan
+from tfbuild.recipes import Recipe, parse_recipe
+
+MODEL = (ROOT / "recipes" / "tf-2.21.yaml").read_text()
+IMAGES = {
+    name: BaseImage(
+        name=name,
+        reference=f"docker.io/library/{distro}:{tag}@sha256:" + "ab" * 32,
+        distro=distro,
+        suite=suite,
+        python=python,
+        tcmalloc_package=package,
+    )
+    for name, distro, tag, suite, python, package in (
+        ("ubuntu-22.04", "ubuntu", "22.04", "jammy", "3.10", "libgoogle-perftools4"),
+        ("ubuntu-24.04", "ubuntu", "24.04", "noble", "3.12", "libgoogle-perftools4t64"),
+        ("debian-12", "debian", "12", "bookworm", "3.11", "libgoogle-perftools4"),
+    )
+}
+
+
+def recipe_221() -> Recipe:
+    return parse_recipe(MODEL, path="recipes/tf-2.21.yaml")
+
+
+def host(machine: str = "zen5-vm", **changes: object) -> HostFacts:
+    facts = HostFacts(
+        machine=read_cpuinfo(cpuinfo_fixture(machine)),
+        machine_is_build_host=True,
+        build_cpus=2,
+        build_memory_bytes=24 * GIB,
+        build_disk_path="/cache",
+        build_disk_free_bytes=100 * GIB,
+        python="3.11",
+    )
+    return dataclasses.replace(facts, **changes)  # type: ignore[arg-type]
+
+
+def plan(
+    options: PlanOptions | None = None, recipe: Recipe | None = None, facts: HostFacts | None = None
+):
+    return make_plan(
+        options or PlanOptions(tf="2.21", variant="mkl"),
+        recipe or recipe_221(),
+        facts or host(),
+        base_images=IMAGES,
+    )
+
+
+def reason(p, what: str) -> str:
+    (found,) = [r for r in p.reasons if r.what == what]
+    return f"{found.value} | {found.why}"
+
+
+def test_mkl_plan_for_this_zen5_host() -> None:
+    p = plan()
+    assert p.bazel_configs == ("opt", "mkl_threadpool")
+    assert p.cflags == (
+        "-march=x86-64-v4",
+        "-mtune=generic",
+        "-mavx512vnni",
+        "-mavx512bf16",
+        "-mavxvnni",
+    )
+    assert "build:opt --copt=-mavxvnni" in p.rc_lines
+    assert not any(line.startswith("build:opt --host_copt=-m") for line in p.rc_lines)
+    assert p.python == "3.11"
+    assert dict(p.runtime_env) == {"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"}
+    assert "build --repo_env=WHEEL_NAME=tensorflow_cpu" in p.rc_lines
+    assert "build --repo_env=USE_PYWRAP_RULES=1" in p.rc_lines
+    assert p.build_target == "//tensorflow/tools/pip_package:wheel"
+    assert "Eigen thread pool" in reason(p, "bazel config")
+    covered = {c["feature"]: c["flag"] for c in p.coverage}
+    assert covered["AVX512_BF16"] == "-mavx512bf16"
+
+
+def test_openmp_threading_adds_the_runtime_settings() -> None:
+    p = plan(
+        PlanOptions(tf="2.21", variant="mkl", mkl_threading="openmp"), facts=host("sapphirerapids")
+    )
+    env = dict(p.runtime_env)
+    assert p.bazel_configs == ("opt", "mkl")
+    assert env["OMP_NUM_THREADS"] == "56"  # physical cores of that machine
+    assert env["KMP_BLOCKTIME"] == "1"
+    assert env["KMP_AFFINITY"] == "granularity=fine,compact,1,0"
+    assert env["TF_NUM_INTRAOP_THREADS"] == "56"
+
+
+def test_portable_target_never_takes_the_hosts_extras() -> None:
+    p = plan(PlanOptions(tf="2.21", variant="cpu", target="x86_64_v3"))
+    assert p.cflags == ("-march=x86-64-v3", "-mtune=generic")
+    assert p.target_kind == "portable"
+    assert p.bazel_configs == ("opt",)
+
+
+def test_plan_for_another_machine_spells_its_flags() -> None:
+    facts = host("haswell", machine_is_build_host=False)
+    p = plan(PlanOptions(tf="2.21", variant="cpu"), facts=facts)
+    assert p.cflags == ("-march=haswell", "-mtune=haswell")
+    assert "linux-rhel7-haswell" in reason(p, "target")
+
+
+def test_native_for_another_machine_is_refused() -> None:
+    with pytest.raises(UsageError, match="-march=native would describe the build host"):
+        plan(
+            PlanOptions(tf="2.21", native=True), facts=host("haswell", machine_is_build_host=False)
+        )
+    native = plan(PlanOptions(tf="2.21", native=True))
+    assert native.cflags == ("-march=native",)
+
+
+def test_python_choice() -> None:
+    assert "this host's Python" in reason(plan(), "python")
+    other = plan(facts=host(python="3.14"))
+    assert other.python == "3.13"
+    assert "outside recipes/tf-2.21.yaml" in reason(other, "python")
+    with pytest.raises(UnsupportedError) as caught:
+        plan(PlanOptions(tf="2.21", python="3.9"))
+    assert "recipes/tf-2.21.yaml:" in caught.value.line()
+    assert "allows 3.10, 3.11, 3.12, 3.13" in caught.value.line()
+
+
+@pytest.mark.parametrize(
+    ("memory_gib", "cpus", "variant", "jobs", "jvm", "ram"),
+    [
+        (8, 2, "mkl", 2, 1024, 6144),
+        (4, 2, "mkl", 1, 1024, 2048),
+        (24, 2, "mkl", 2, 2457, 21095),
+        (64, 32, "mkl", 23, 4096, 60416),
+        (64, 32, "cuda", 14, 6144, 58368),
+    ],
+)
+def test_resources_fit_memory(
+    memory_gib: int, cpus: int, variant: str, jobs: int, jvm: int, ram: int
+) -> None:
+    facts = host(build_memory_bytes=memory_gib * GIB, build_cpus=cpus)
+    p = plan(PlanOptions(tf="2.21", variant=variant), facts=facts)  # type: ignore[arg-type]
+    assert (p.resources.jobs, p.resources.jvm_heap_mb, p.resources.local_ram_mb) == (jobs, jvm, ram)
+    assert f"--jobs={jobs}" in p.build_options
+    assert f"--local_ram_resources={ram}" in p.build_options
+    assert f"--host_jvm_args=-Xmx{jvm}m" in p.startup_options
+
+
+def test_resource_overrides() -> None:
+    p = plan(PlanOptions(tf="2.21", jobs=7, local_ram_mb=3000, jvm_heap_mb=900))
+    assert (p.resources.jobs, p.resources.local_ram_mb, p.resources.jvm_heap_mb) == (7, 3000, 900)
+    assert "asked for with --jobs" in reason(p, "jobs")
+
+
+def test_disk_check() -> None:
+    with pytest.raises(EnvironmentProblem, match=r"10.0 GiB free, about 40 GiB needed"):
+        plan(facts=host(build_disk_free_bytes=10 * GIB))
+    p = plan(
+        PlanOptions(tf="2.21", skip_disk_check=True), facts=host(build_disk_free_bytes=10 * GIB)
+    )
+    assert p.resources.disk_free_gib == 10.0
+
+
+def test_caches_and_remote() -> None:
+    p = plan(
+        PlanOptions(tf="2.21", remote_cache="grpcs://cache.example.org:443", cache_volume="team")
+    )
+    assert "--remote_cache=grpcs://cache.example.org:443" in p.build_options
+    assert "--disk_cache=/cache/disk" in p.build_options
+    assert "--repository_cache=/cache/repository" in p.build_options
+    assert p.cache_volume == "team"
+    assert (
+        "--disk_cache=/cache/disk"
+        not in plan(PlanOptions(tf="2.21", disk_cache=False)).build_options
+    )
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        PlanOptions(tf="2.21", remote_cache="grpc://cache:9092; rm -rf /"),
+        PlanOptions(tf="2.21", remote_executor="http://x/$(id)"),
+        PlanOptions(tf="2.21", cache_volume="vol\nRUN x"),
+    ],
+)
+def test_hostile_options_are_rejected(options: PlanOptions) -> None:
+    with pytest.raises(UsageError):
+        plan(options)
+
+
+# --- CUDA ---------------------------------------------------------------------------------------------
+
+
+def test_cuda_without_gpu_uses_the_release_defaults() -> None:
+    p = plan(PlanOptions(tf="2.21", variant="cuda"))
+    assert p.cuda is not None
+    assert (p.cuda.cuda, p.cuda.cudnn) == ("12.5.1", "9.3.0")
+    assert p.cuda.capabilities == ("sm_60", "sm_70", "sm_80", "sm_89", "compute_90")
+    assert p.bazel_configs == ("opt", "cuda_clang", "cuda_wheel")
+    assert 'build:cuda --repo_env HERMETIC_CUDA_VERSION="12.5.1"' in p.rc_lines
+    assert "build --repo_env=WHEEL_NAME=tensorflow" in p.rc_lines
+
+
+def test_cuda_follows_the_driver_and_the_gpus() -> None:
+    facts = host(
+        driver_version="550.54.15", driver_cuda="12.4", gpu_capabilities=("8.9", "8.6", "8.9")
+    )
+    p = plan(PlanOptions(tf="2.21", variant="cuda"), facts=facts)
+    assert p.cuda is not None
+    assert p.cuda.cuda == "12.4.1"
+    assert p.cuda.capabilities == ("sm_86", "sm_89", "compute_89")
+    assert "driver 550.54.15" in reason(p, "CUDA")
+
+
+def test_driver_too_old_says_what_to_change() -> None:
+    facts = host(driver_version="535.129.03", driver_cuda="12.2")
+    with pytest.raises(UnsupportedError) as caught:
+        plan(PlanOptions(tf="2.21", variant="cuda", cuda_version="12.5.1"), facts=facts)
+    line = caught.value.line()
+    assert "NVIDIA driver 535.129.03 is too old for CUDA 12.5.1" in line
+    assert "Upgrade the driver to 555.42.02 or newer" in line
+
+
+def test_gpu_newer_than_the_toolkit_is_refused() -> None:
+    facts = host(driver_version="575.51.03", driver_cuda="12.9", gpu_capabilities=("12.0",))
+    with pytest.raises(UnsupportedError, match=r"cannot compile for compute capability 12\.0"):
+        plan(PlanOptions(tf="2.21", variant="cuda"), facts=facts)
+
+
+def test_explicit_capabilities() -> None:
+    p = plan(PlanOptions(tf="2.21", variant="cuda", cuda_capabilities=("sm_80", "9.0")))
+    assert p.cuda is not None
+    assert p.cuda.capabilities == ("sm_80", "sm_90", "compute_90")
+    with pytest.raises(UsageError, match="not a compute capability"):
+        plan(PlanOptions(tf="2.21", variant="cuda", cuda_capabilities=("ampere",)))
+
+
+def test_cuda_for_a_recipe_without_a_cuda_row() -> None:
+    text = MODEL[: MODEL.index("cuda:\n")]
+    recipe = parse_recipe(text, path="recipes/tf-2.21.yaml")
+    with pytest.raises(UnsupportedError, match="has no CUDA row"):
+        plan(PlanOptions(tf="2.21", variant="cuda"), recipe=recipe)
+
+
+def test_a_config_missing_from_the_release_is_refused() -> None:
+    text = MODEL.replace("mkl_threadpool,", "", 1)
+    recipe = parse_recipe(text, path="recipes/tf-2.21.yaml")
+    with pytest.raises(UnsupportedError, match="has no bazel config 'mkl_threadpool'"):
+        plan(recipe=recipe)
+
+
+def test_every_choice_has_a_reason() -> None:
+    p = plan(PlanOptions(tf="2.21", variant="cuda"))
+    whats = {r.what for r in p.reasons}
+    assert {
+        "recipe",
+        "python",
+        "base image",
+        "compiler",
+        "target",
+        "jobs",
+        "TCMalloc",
+        "CUDA",
+    } <= whats
+    assert all(r.why for r in p.reasons)
+
+
+def test_plan_json_round_trips_through_the_cli(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    result = run_cli("plan", "--tf", "2.21", "--mkl", "--json", "--skip-disk-check")
+    assert result.returncode == 0, result.stderr
+    data = result.json()
+    assert data["schema"] == "tfbuild.plan/1"
+    assert data["bazel_configs"] == ["opt", "mkl_threadpool"]
