@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -194,23 +195,31 @@ def print_detect(report: DetectReport) -> None:
 
 
 def print_recipes(recipes: RecipeSet) -> None:
-    table = Table(title="TensorFlow recipes", title_justify="left")
-    for column in ("TensorFlow", "Python", "compiler", "bazel", "wheel", "CUDA", "recipe"):
-        table.add_column(column)
+    table = Table(title="TensorFlow recipes", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("TF", "Python", "compiler", "bazel", "wheel", "CUDA/cuDNN"):
+        table.add_column(column, no_wrap=True)
     for r in recipes.recipes:
-        cuda = "-" if r.cuda is None else f"{r.cuda.cuda} / cuDNN {r.cuda.cudnn}"
+        cuda = "-" if r.cuda is None else f"{r.cuda.cuda}/{r.cuda.cudnn}"
         if r.cuda is not None and r.cuda.hermetic:
-            cuda += " (hermetic)"
+            cuda += " (h)"
         table.add_row(
             r.tensorflow,
             f"{r.python[0]}-{r.python[-1]}",
             r.compiler,
             r.bazel,
-            r.wheel_flow,
+            ":wheel" if r.wheel_flow == "wheel" else "script",
             cuda,
-            r.path,
         )
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    console.print(
+        "wheel: ':wheel' target (2.17+) or the build_pip_package script; (h) hermetic: bazel "
+        "downloads CUDA/cuDNN at build time",
+        highlight=False,
+    )
+    user = [r.path for r in recipes.recipes if not r.path.startswith("recipes/")]
+    for path in user:
+        console.print(f"from a user directory: {path}", highlight=False)
 
 
 def print_plan(plan: BuildPlan) -> None:

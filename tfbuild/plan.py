@@ -117,8 +117,11 @@ class BaseImage:
     suite: str
     python: str  # the distribution's python3 (X.Y)
     tcmalloc_package: str
+    packaged_compilers: tuple[str, ...] = ()  # "clang-16", "gcc-12": what apt installs as is
+    cuda: str | None = None  # NVIDIA images: the CUDA toolkit inside
+    cudnn: str | None = None  # NVIDIA images: the cuDNN major inside (None: none)
 
-    def to_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "reference": self.reference,
@@ -126,6 +129,9 @@ class BaseImage:
             "suite": self.suite,
             "python": self.python,
             "tcmalloc_package": self.tcmalloc_package,
+            "packaged_compilers": list(self.packaged_compilers),
+            "cuda": self.cuda,
+            "cudnn": self.cudnn,
         }
 
 
@@ -176,6 +182,8 @@ class BuildPlan:
     compiler: str
     compiler_path: str  # inside the toolchain image
     compiler_packages: tuple[str, ...]
+    llvm_apt_suite: str | None  # "llvm-toolchain-jammy-17" when clang comes from apt.llvm.org
+    extra_packages: tuple[str, ...]  # e.g. cuDNN for CUDA images that lack it
     target: str  # archspec name, "native", or the portable target
     target_kind: Literal["machine", "portable", "native"]
     cflags: tuple[str, ...]
@@ -211,6 +219,8 @@ class BuildPlan:
             "compiler": self.compiler,
             "compiler_path": self.compiler_path,
             "compiler_packages": list(self.compiler_packages),
+            "llvm_apt_suite": self.llvm_apt_suite,
+            "extra_packages": list(self.extra_packages),
             "target": self.target,
             "target_kind": self.target_kind,
             "cflags": list(self.cflags),
@@ -259,6 +269,56 @@ def _compiler_path(family: str, major: str) -> tuple[str, tuple[str, ...]]:
     if family == "clang":
         return f"/usr/lib/llvm-{major}/bin/clang", (f"clang-{major}", f"lld-{major}")
     return f"/usr/bin/gcc-{major}", (f"gcc-{major}", f"g++-{major}")
+
+
+def _compiler_source(family: str, major: str, base: BaseImage) -> str | None:
+    """None when the base image's distribution packages the compiler; else the apt.llvm.org suite."""
+    if f"{family}-{major}" in base.packaged_compilers:
+        return None
+    if family != "clang":
+        raise UnsupportedError(
+            f"{base.name} does not package {family}-{major}",
+            why=f"it packages {', '.join(base.packaged_compilers) or 'no listed compiler'}",
+            fix="Choose a base image that packages it (base-images.yaml).",
+        )
+    return f"llvm-toolchain-{base.suite}-{major}"
+
+
+def _toolchain(
+    options: PlanOptions, recipe: Recipe, base: BaseImage
+) -> tuple[str, tuple[str, ...], str | None, tuple[str, ...], list[Reason]]:
+    """The compiler's path, packages and source, plus packages the variant needs (cuDNN)."""
+    reasons: list[Reason] = []
+    family, _, compiler_version = recipe.compiler.partition("-")
+    major = compiler_version.split(".")[0]
+    compiler_path, compiler_packages = _compiler_path(family, major)
+    llvm_apt = _compiler_source(family, major, base)
+    source = f"from {llvm_apt} (apt.llvm.org)" if llvm_apt else f"packaged by {base.suite}"
+    reasons.append(
+        Reason(
+            what="compiler",
+            value=recipe.compiler,
+            why=f"TensorFlow {recipe.short}'s tested compiler, {source}; flags are spelled for "
+            "it, not for this host's compiler",
+        )
+    )
+    extra_packages: tuple[str, ...] = ()
+    if options.variant == "cuda" and recipe.cuda and not recipe.cuda.hermetic and not base.cudnn:
+        cudnn_series = ".".join(recipe.cuda.cudnn.split(".")[:2])
+        cudnn_major = cudnn_series.split(".")[0]
+        extra_packages = (
+            f"libcudnn{cudnn_major}={cudnn_series}.*",
+            f"libcudnn{cudnn_major}-dev={cudnn_series}.*",
+        )
+        reasons.append(
+            Reason(
+                what="cuDNN install",
+                value=" ".join(extra_packages),
+                why=f"{base.name} has no cuDNN; NVIDIA's apt repository in that image has it",
+            )
+        )
+
+    return compiler_path, compiler_packages, llvm_apt, extra_packages, reasons
 
 
 def _target_flags(
@@ -707,17 +767,11 @@ def make_plan(
         )
     )
 
-    family, _, compiler_version = recipe.compiler.partition("-")
-    major = compiler_version.split(".")[0]
-    compiler_path, compiler_packages = _compiler_path(family, major)
-    reasons.append(
-        Reason(
-            what="compiler",
-            value=recipe.compiler,
-            why=f"TensorFlow {recipe.short}'s tested compiler; flags are spelled for it, not for "
-            "this host's compiler",
-        )
+    family = recipe.compiler.partition("-")[0]
+    compiler_path, compiler_packages, llvm_apt, extra_packages, compiler_reasons = _toolchain(
+        options, recipe, base
     )
+    reasons.extend(compiler_reasons)
 
     target, kind, flags, target_reasons = _target_flags(options, recipe, host)
     reasons.extend(target_reasons)
@@ -800,6 +854,8 @@ def make_plan(
         compiler=recipe.compiler,
         compiler_path=compiler_path,
         compiler_packages=compiler_packages,
+        llvm_apt_suite=llvm_apt,
+        extra_packages=extra_packages,
         target=target,
         target_kind=kind,
         cflags=cflags,

@@ -538,6 +538,24 @@ def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, Any]:
                     f"invalid {path}: entry {name!r}",
                     why=f"unsafe or malformed {', '.join(bad) or 'digest'}",
                 )
+            packaged = entry.get("packaged_compilers") or []
+            if not isinstance(packaged, list) or not all(
+                isinstance(c, str) and _CHECKS["compiler"](c) is None for c in packaged
+            ):
+                raise InputError(
+                    f"invalid {path}: entry {name!r}",
+                    why="packaged_compilers must be a list like [gcc-12, clang-16]",
+                )
+            extras = {k: entry.get(k) for k in ("cuda", "cudnn")}
+            for key, value in extras.items():
+                if (
+                    value is not None
+                    and _CHECKS["version"](str(value)) is not None
+                    and not str(value).isdigit()
+                ):
+                    raise InputError(
+                        f"invalid {path}: entry {name!r}", why=f"{key} must be a version"
+                    )
             images[str(name)] = BaseImage(
                 name=str(name),
                 reference=f"{values['image']}:{values['tag']}@{values['digest']}",
@@ -545,5 +563,8 @@ def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, Any]:
                 suite=values["suite"],
                 python=values["python"],
                 tcmalloc_package=values["tcmalloc_package"],
+                packaged_compilers=tuple(packaged),
+                cuda=None if extras["cuda"] is None else str(extras["cuda"]),
+                cudnn=None if extras["cudnn"] is None else str(extras["cudnn"]),
             )
     return images

@@ -28,6 +28,10 @@ from tfbuild.plan import (
 from tfbuild.recipes import Recipe
 from tfbuild.resources import data_dir
 
+#: apt.llvm.org's signing key ("Sylvestre Ledru - Debian LLVM packages"), as many public build
+#: scripts pin it; a key that does not match stops the image build.
+LLVM_APT_FINGERPRINT = "6084F3CF814B57C1CF12EFD515CF4D18AF4F7421"
+
 #: Where the rendered context is mounted in the build container.
 CONTEXT_DIR = "/tfbuild"
 
@@ -74,7 +78,14 @@ def _environment() -> Any:
 def render_files(plan: BuildPlan) -> dict[str, str]:
     """The build context as file name -> text."""
     env = _environment()
-    packages = sorted({*BASE_PACKAGES, *plan.compiler_packages, plan.base_image.tcmalloc_package})
+    packages = sorted(
+        {
+            *BASE_PACKAGES,
+            *plan.compiler_packages,
+            *plan.extra_packages,
+            plan.base_image.tcmalloc_package,
+        }
+    )
     arch = "arm64" if plan.architecture == "aarch64" else "amd64"
     context = {
         "plan": plan,
@@ -83,6 +94,7 @@ def render_files(plan: BuildPlan) -> dict[str, str]:
         "bazelisk_version": BAZELISK_VERSION,
         "bazelisk_arch": arch,
         "bazelisk_sha256": BAZELISK_SHA256[arch],
+        "llvm_fingerprint": LLVM_APT_FINGERPRINT,
         "source_dir": SOURCE_DIR,
         "output_dir": OUTPUT_DIR,
         "context_dir": CONTEXT_DIR,

@@ -22,11 +22,20 @@ IMAGES = {
         suite=suite,
         python=python,
         tcmalloc_package=package,
+        packaged_compilers=packaged,
     )
-    for name, distro, tag, suite, python, package in (
-        ("ubuntu-22.04", "ubuntu", "22.04", "jammy", "3.10", "libgoogle-perftools4"),
-        ("ubuntu-24.04", "ubuntu", "24.04", "noble", "3.12", "libgoogle-perftools4t64"),
-        ("debian-12", "debian", "12", "bookworm", "3.11", "libgoogle-perftools4"),
+    for name, distro, tag, suite, python, package, packaged in (
+        ("ubuntu-22.04", "ubuntu", "22.04", "jammy", "3.10", "libgoogle-perftools4", ("clang-15",)),
+        (
+            "ubuntu-24.04",
+            "ubuntu",
+            "24.04",
+            "noble",
+            "3.12",
+            "libgoogle-perftools4t64",
+            ("clang-18",),
+        ),
+        ("debian-12", "debian", "12", "bookworm", "3.11", "libgoogle-perftools4", ("clang-16",)),
     )
 }
 
@@ -280,3 +289,19 @@ def test_plan_json_round_trips_through_the_cli(tmp_path: Path) -> None:
     data = result.json()
     assert data["schema"] == "tfbuild.plan/1"
     assert data["bazel_configs"] == ["opt", "mkl_threadpool"]
+
+
+def test_compiler_from_the_distribution_or_from_apt_llvm_org() -> None:
+    packaged = plan()
+    assert packaged.llvm_apt_suite is None
+    assert "packaged by noble" in reason(packaged, "compiler")
+    on_jammy = plan(
+        recipe=parse_recipe(
+            MODEL.replace("base_image: ubuntu-24.04", "base_image: ubuntu-22.04"), path="r.yaml"
+        )
+    )
+    assert on_jammy.llvm_apt_suite == "llvm-toolchain-jammy-18"
+    assert on_jammy.compiler_path == "/usr/lib/llvm-18/bin/clang"
+    gcc = parse_recipe(MODEL.replace("compiler: clang-18.1.8", "compiler: gcc-13"), path="r.yaml")
+    with pytest.raises(UnsupportedError, match="does not package gcc-13"):
+        plan(recipe=gcc)

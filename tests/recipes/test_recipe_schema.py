@@ -86,7 +86,7 @@ def test_wrong_types_name_the_line_and_the_allowed_values(
         ("copts: []", 'copts: ["-O2 $(id)"]'),
         ("copts: []", 'copts: ["-Wno-x\'"]'),
         ("defines: []", 'defines: ["a=b\\nRUN x"]'),
-        ("base_image: ubuntu-22.04", 'base_image: "ubuntu`id`"'),
+        ("base_image: ubuntu-24.04", 'base_image: "ubuntu`id`"'),
         (
             "  capabilities: [sm_60, sm_70, sm_80, sm_89, compute_90]",
             '  capabilities: ["sm_90 && x"]',
@@ -138,7 +138,8 @@ def test_not_yaml_names_the_line() -> None:
 
 
 def test_user_directory_adds_and_overrides(tmp_path: Path) -> None:
-    override = _variant(MODEL, "notes", "notes") if "notes" in MODEL else MODEL + "notes: mine\n"
+    assert "\nnotes:" not in MODEL
+    override = MODEL + "notes: mine\n"
     (tmp_path / "tf-2.21.yaml").write_text(override)
     newer = _variant(MODEL, "tensorflow: 2.21.0", "tensorflow: 2.99.0")
     (tmp_path / "tf-2.99.yaml").write_text(newer)

