@@ -190,6 +190,15 @@ def print_detect(report: DetectReport) -> None:
     )
     for line in gpu:
         console.print(line, highlight=False)
+    if report.tensorflow is not None:
+        usable = [t.version for t in report.tensorflow if t.python_ok and t.cpu_ok]
+        console.print(
+            f"TensorFlow this host can build and run (recipes): {', '.join(usable) or 'none'}",
+            highlight=False,
+        )
+        for t in report.tensorflow:
+            if t.note:
+                console.print(f"  {t.version}: {t.note}", highlight=False)
     for warning in report.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
 

@@ -238,3 +238,26 @@ def test_no_gpu_skips_the_gpu_detectors() -> None:
     assert report["cuda"] is None
     assert report["nvidia"] is None
     assert report["system"] is not None
+
+
+def test_live_report_lists_the_tensorflow_versions_from_the_recipes() -> None:
+    report = run_cli("detect", "--json").json()
+    from tfbuild.recipes import load_recipes
+
+    versions = [t["version"] for t in report["tensorflow"]]
+    assert versions == [r.tensorflow for r in load_recipes().recipes]
+    python = ".".join(platform.python_version().split(".")[:2])
+    for entry, recipe in zip(report["tensorflow"], load_recipes().recipes, strict=True):
+        assert entry["python_ok"] is (python in recipe.python)
+
+
+def test_tensorflow_support_with_a_driver() -> None:
+    from tfbuild.detect.report import tensorflow_support
+    from tfbuild.recipes import load_recipes
+
+    recipes = [r for r in load_recipes().recipes if r.short in ("2.15", "2.21")]
+    old, new = tensorflow_support(recipes, python="3.12", architecture="x86_64", driver_cuda="12.4")
+    assert (old.python_ok, old.cuda_ok) == (False, True)
+    assert "Python 3.12 is outside 3.9-3.11" in old.note
+    assert (new.python_ok, new.cuda, new.cuda_ok) == (True, "12.5.1", False)
+    assert "the driver supports CUDA 12.4, the release defaults to 12.5.1" in new.note

@@ -13,6 +13,7 @@ from tfbuild.detect.report import (
     DetectReport,
     describe_machine,
     describe_target,
+    tensorflow_support,
 )
 from tfbuild.errors import UsageError
 from tfbuild.plan import HostFacts
@@ -56,14 +57,24 @@ def gather(
 
         cuda = locate_cuda()
         nvidia = detect_nvidia()
+    system = system_info()
+    from tfbuild.recipes import load_recipes
+
+    support = tensorflow_support(
+        load_recipes().recipes,
+        python=".".join(system.python.version.split(".")[:2]),
+        architecture=infos[0].architecture,
+        driver_cuda=nvidia.driver.cuda_version if nvidia and nvidia.driver else None,
+    )
     return DetectReport(
         live=True,
         machines=machines,
         target=target_report,
         why_not=fits,
-        system=system_info(),
+        system=system,
         cuda=cuda,
         nvidia=nvidia,
+        tensorflow=support,
     )
 
 

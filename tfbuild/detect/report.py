@@ -145,6 +145,61 @@ def describe_target(name: str, infos: Sequence[CpuInfo], compiler: Compiler) -> 
 
 
 @dataclass(frozen=True, kw_only=True)
+class TensorflowSupport:
+    """One recipe seen from this host: can its wheel be built for, and run on, this machine?"""
+
+    version: str
+    python_ok: bool  # this host's Python is in the release's range
+    cpu_ok: bool  # TensorFlow ships CPU builds for this architecture (x86_64, aarch64)
+    cuda: str | None  # the release's default CUDA (None: no CUDA row)
+    cuda_ok: bool | None  # the driver runs that CUDA (None: no driver or no CUDA row)
+    note: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "python_ok": self.python_ok,
+            "cpu_ok": self.cpu_ok,
+            "cuda": self.cuda,
+            "cuda_ok": self.cuda_ok,
+            "note": self.note,
+        }
+
+
+def tensorflow_support(
+    recipes: Sequence[Any], *, python: str, architecture: str, driver_cuda: str | None
+) -> tuple[TensorflowSupport, ...]:
+    """Which TensorFlow versions this host can build (for itself) and run, from the recipes."""
+    result = []
+    for recipe in recipes:
+        python_ok = python in recipe.python
+        cpu_ok = architecture in ("x86_64", "aarch64")
+        cuda = recipe.cuda.cuda if recipe.cuda else None
+        cuda_ok = None
+        if cuda and driver_cuda:
+            need = tuple(int(p) for p in cuda.split(".")[:2])
+            cuda_ok = need <= tuple(int(p) for p in driver_cuda.split(".")[:2])
+        notes = []
+        if not python_ok:
+            notes.append(f"Python {python} is outside {recipe.python[0]}-{recipe.python[-1]}")
+        if not cpu_ok:
+            notes.append(f"no TensorFlow builds for {architecture}")
+        if cuda_ok is False:
+            notes.append(f"the driver supports CUDA {driver_cuda}, the release defaults to {cuda}")
+        result.append(
+            TensorflowSupport(
+                version=recipe.tensorflow,
+                python_ok=python_ok,
+                cpu_ok=cpu_ok,
+                cuda=cuda,
+                cuda_ok=cuda_ok,
+                note="; ".join(notes),
+            )
+        )
+    return tuple(result)
+
+
+@dataclass(frozen=True, kw_only=True)
 class DetectReport:
     """Everything ``tfbuild detect`` says."""
 
@@ -156,6 +211,7 @@ class DetectReport:
     system: SystemInfo | None = None
     cuda: CudaReport | None = None
     nvidia: NvidiaReport | None = None
+    tensorflow: tuple[TensorflowSupport, ...] | None = None
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -180,7 +236,8 @@ class DetectReport:
             "system": self.system.to_json() if self.system else None,
             "cuda": self.cuda.to_json() if self.cuda else None,
             "nvidia": self.nvidia.to_json() if self.nvidia else None,
-            # Seam for the recipes: which TensorFlow versions this machine can build and run.
-            "tensorflow": None,
+            "tensorflow": None
+            if self.tensorflow is None
+            else [t.to_json() for t in self.tensorflow],
             "warnings": list(self.warnings),
         }
