@@ -354,6 +354,133 @@ def render_command(
         typer.echo(str(path))
 
 
+# --- smoke -------------------------------------------------------------------------------------------
+
+
+@app.command("smoke")
+def smoke_command(
+    wheel: Annotated[
+        str | None,
+        typer.Argument(
+            help="A .whl file, or a requirement such as tensorflow-cpu==2.21.0.", show_default=False
+        ),
+    ] = None,
+    installed: Annotated[
+        bool, typer.Option("--installed", help="Test the TensorFlow of the --python interpreter.")
+    ] = False,
+    python: Annotated[
+        str | None,
+        typer.Option("--python", metavar="PATH", help="Interpreter for the test environments."),
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            metavar="SPEC",
+            help="What to compare with: a .whl, a requirement, or 'none'. Default: the stock "
+            "tensorflow-cpu of the same version.",
+        ),
+    ] = None,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Shorter measurements for CI (under 2 minutes).")
+    ] = False,
+    bench: Annotated[
+        bool, typer.Option("--bench/--no-bench", help="Benchmark, or only probe the import.")
+    ] = True,
+    settings: Annotated[
+        bool,
+        typer.Option("--settings/--no-settings", help="Try TCMalloc, thread and OpenMP settings."),
+    ] = True,
+    env_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--env-file", metavar="FILE", help="The wheel's runtime env file: read, then updated."
+        ),
+    ] = None,
+    allow_unused: Annotated[
+        bool,
+        typer.Option("--allow-unused", help="Pass even if TensorFlow names unused instructions."),
+    ] = False,
+    allow_slower: Annotated[
+        str | None,
+        typer.Option(
+            "--allow-slower", metavar="OPS", help="Comma-separated ops allowed to be slower."
+        ),
+    ] = None,
+    min_margin: Annotated[
+        float,
+        typer.Option(
+            "--min-margin", min=0.0, max=1.0, help="Smallest difference called a verdict."
+        ),
+    ] = 0.05,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    plot_file: Annotated[
+        Path | None,
+        typer.Option("--plot", metavar="FILE.png", help="Draw candidate vs baseline per op."),
+    ] = None,
+) -> None:
+    """Prove a wheel: no unused-instruction complaint at import, and faster than the stock wheel."""
+    from tfbuild.errors import SmokeFailed, UsageError
+    from tfbuild.smoke.report import Rules
+    from tfbuild.smoke.session import SmokeOptions, read_env_file, run_smoke
+
+    if (wheel is None) == (not installed):
+        raise UsageError(
+            "name one wheel to test",
+            why="give a WHEEL argument or --installed, not both and not neither",
+            fix="e.g. tfbuild smoke dist/tensorflow_cpu-2.21.0-cp311-cp311-linux_x86_64.whl",
+        )
+    if plot_file is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            from tfbuild.errors import EnvironmentProblem
+
+            raise EnvironmentProblem(
+                "--plot needs matplotlib", fix="pip install 'tfbuild[plot]'"
+            ) from None
+    runtime: dict[str, str] = {}
+    if env_file is None and wheel and wheel.endswith(".whl"):
+        beside = Path(wheel).with_suffix(".env")
+        env_file = beside if beside.exists() else None
+    if env_file is not None and env_file.exists():
+        runtime = read_env_file(env_file)
+    options = SmokeOptions(
+        wheel=wheel,
+        installed=installed,
+        python=python or sys.executable,
+        baseline=baseline,
+        quick=quick,
+        bench=bench,
+        settings=settings,
+        rules=Rules(
+            allow_unused=allow_unused,
+            allow_slower=tuple(o.strip() for o in (allow_slower or "").split(",") if o.strip()),
+            min_margin=min_margin,
+        ),
+        env_file=env_file,
+        runtime_env=runtime,
+    )
+
+    def progress(message: str) -> None:
+        if not as_json:
+            sys.stderr.write(f"[smoke] {message}\n")
+
+    report = run_smoke(options, progress=progress)
+    if plot_file is not None and report.results:
+        from tfbuild.smoke.report import plot
+
+        plot(report, plot_file)
+    if as_json:
+        _print_json(report.to_json())
+    else:
+        from tfbuild.display import print_smoke
+
+        print_smoke(report)
+    if not report.passed:
+        raise SmokeFailed(f"{report.candidate_label} did not pass", why="; ".join(report.failures))
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``tfbuild`` console script: the only place that catches errors."""
     _state["debug"] = _debug_from_env() or "--debug" in (argv or sys.argv[1:])

@@ -264,3 +264,64 @@ def print_plan(plan: BuildPlan) -> None:
         console.print(f"[bold]runtime env[/bold]: {env}", soft_wrap=True, highlight=False)
     for warning in plan.warnings:
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+
+
+def print_smoke(report: Any) -> None:
+    console = Console()
+    cand = report.candidate
+    console.print(
+        f"[bold]{report.candidate_label}[/bold]: TensorFlow {cand.version or '?'} "
+        f"({cand.git_version or 'no git version'})",
+        highlight=False,
+    )
+    if not cand.ok:
+        console.print(f"[red]import failed[/red]: {cand.failure}", highlight=False)
+    guard = cand.guard
+    if guard.unused:
+        console.print(
+            f"[red]unused instructions[/red] (TensorFlow's own message): {' '.join(guard.unused)}",
+            highlight=False,
+        )
+    elif cand.ok:
+        console.print("[green]no unused-instruction message at import[/green]", highlight=False)
+    console.print(f"TCMalloc loaded: {'yes' if cand.tcmalloc_loaded else 'no'}", highlight=False)
+    if report.results:
+        table = Table(
+            title=f"vs {report.baseline_label or 'no baseline'} (median, in alternation)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+        )
+        for column in ("op", "threads", "candidate", "baseline", "verdict"):
+            table.add_column(column, no_wrap=True)
+        short = {"GFLOP/s": "GF/s", "Gelem/s": "Gel/s"}
+        for r in report.results:
+            unit = short.get(r.candidate.unit, r.candidate.unit)
+            base = f"{r.baseline.throughput_median:.2f}" if r.baseline else "-"
+            peak = f" {r.peak_fraction:.0%} pk" if r.peak_fraction else ""
+            if r.verdict:
+                label = r.verdict.label
+                color = {"faster": "green", "slower": "red"}.get(label, "white")
+                verdict = (
+                    f"[{color}]{label}[/{color}] {r.verdict.ratio:.2f}x "
+                    f"(±{r.verdict.margin * 100:.0f}%)"
+                )
+            else:
+                verdict = "-"
+            table.add_row(
+                r.op,
+                r.threads,
+                f"{r.candidate.throughput_median:.2f} {unit}{peak}",
+                base,
+                verdict,
+            )
+        console.print(table)
+    for trial in report.settings:
+        mark = "[green]wins[/green]" if trial.wins else "no gain"
+        console.print(f"setting {trial.name}: {mark}", highlight=False)
+    if report.env_file:
+        console.print(f"runtime env file: {report.env_file}", highlight=False)
+    if report.passed:
+        console.print(f"[green]PASSED[/green] in {report.seconds:.0f} s", highlight=False)
+    else:
+        for failure in report.failures:
+            console.print(f"[red]FAILED[/red]: {failure}", highlight=False)

@@ -1,0 +1,22 @@
+"""Real wheels for the smoke tests: the stock tensorflow-cpu from the package index, in a cached
+environment made with tfbuild's own code (the first run downloads about 260 MB)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from tfbuild.smoke.envs import WheelSpec, ensure_env
+
+STOCK = "tensorflow-cpu==2.21.0"
+
+
+@pytest.fixture(scope="session")
+def stock_python() -> str:
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip(f"{STOCK} is tested on Python 3.11, this is {sys.version.split()[0]}")
+    env = ensure_env(WheelSpec.parse(STOCK))
+    os.environ.setdefault("TFBUILD_TEST_TF_PYTHON", env.python)
+    return env.python

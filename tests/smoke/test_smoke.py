@@ -1,0 +1,210 @@
+"""`tfbuild smoke` on real wheels: the stock tensorflow-cpu, and wheels that really crash."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+from tfbuild.detect import cpu, features
+from tfbuild.smoke.envs import clean_env
+from tfbuild.smoke.probe import run_probe
+from tfbuild.smoke.run import Method, compare
+
+TCMALLOC = Path("/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4")
+
+
+def expected_unused() -> list[str]:
+    """What a stock (-mavx) wheel must name on this CPU: its guard features beyond AVX."""
+    have = cpu.guard_features(cpu.host_cpuinfo())
+    return [f for f in have if f not in features.closure(["AVX"])]
+
+
+def test_stock_wheel_is_reported_as_leaving_instructions_unused(stock_python: str) -> None:
+    result = run_cli("smoke", "tensorflow-cpu==2.21.0", "--no-bench", "--json")
+    assert result.returncode == 7, result.stderr
+    report = result.json()
+    candidate = report["candidate"]
+    assert candidate["ok"] is True
+    assert candidate["version"] == "2.21.0"
+    assert candidate["guard"]["unused"] == expected_unused()
+    assert candidate["build_info"]["is_cuda_build"] is False
+    assert report["passed"] is False
+    assert any("leaves" in f and "unused" in f for f in report["failures"])
+    assert "tfbuild: error:" in result.stderr
+    assert "did not pass" in result.stderr
+
+
+def test_on_this_zen5_machine_the_list_is_the_known_one() -> None:
+    # stock-wheel-baseline.md: the stock wheel prints exactly these on the project's Zen 5 VMs.
+    info = cpu.host_cpuinfo()
+    if not {"avx512_bf16", "avx_vnni"} <= info.flags or "avx512_fp16" in info.flags:
+        pytest.skip("not a Zen 5-class CPU (AVX512_BF16 and AVX_VNNI, no AVX512_FP16)")
+    assert expected_unused() == ["AVX2", "AVX512F", "AVX512_VNNI", "AVX512_BF16", "AVX_VNNI", "FMA"]
+
+
+def test_the_probe_clears_the_log_level_that_would_hide_the_message(stock_python: str) -> None:
+    env = {**clean_env(), "TF_CPP_MIN_LOG_LEVEL": "1"}
+    hidden = run_probe(stock_python, env=env)
+    assert hidden.ok and hidden.guard.unused == ()  # what a naive check would call a pass
+    shown = run_probe(stock_python, env=clean_env())
+    assert list(shown.guard.unused) == expected_unused()
+    assert shown.guard.onednn_custom_ops is True
+    assert not shown.guard.errors, shown.guard.errors  # the DT_HALF line is benign
+
+
+@pytest.mark.skipif(not TCMALLOC.exists(), reason="libgoogle-perftools4 is not installed")
+def test_tcmalloc_is_checked_in_the_probes_memory_map(stock_python: str, tmp_path: Path) -> None:
+    good = tmp_path / "good.env"
+    good.write_text(f"LD_PRELOAD={TCMALLOC}\n")
+    result = run_cli(
+        "smoke", "tensorflow-cpu==2.21.0", "--no-bench", "--json", "--env-file", str(good)
+    )
+    report = result.json()
+    assert report["candidate"]["tcmalloc_loaded"] is True
+    assert str(TCMALLOC.resolve()) in report["candidate"]["tcmalloc_maps"] or any(
+        "libtcmalloc" in m for m in report["candidate"]["tcmalloc_maps"]
+    )
+    assert not any("TCMalloc should be preloaded" in f for f in report["failures"])
+    bad = tmp_path / "bad.env"
+    bad.write_text("LD_PRELOAD=/nonexistent/libtcmalloc.so.4\n")
+    result = run_cli(
+        "smoke", "tensorflow-cpu==2.21.0", "--no-bench", "--json", "--env-file", str(bad)
+    )
+    report = result.json()
+    assert report["candidate"]["tcmalloc_loaded"] is False
+    assert any("TCMalloc should be preloaded" in f for f in report["failures"])
+
+
+# --- wheels that really die on import -------------------------------------------------------------
+
+# vaddph zmm0, zmm0, zmm0 (AVX512-FP16), as raw bytes so that no assembler support is needed.
+# A CPU without AVX512-FP16 raises #UD on it: a real SIGILL, as a wheel built for a newer CPU gets.
+ILLEGAL = r"""
+void boom(void) { __asm__ volatile(".byte 0x62, 0xf5, 0x7c, 0x48, 0x58, 0xc0"); }
+"""
+MISSING = r"""
+extern void tf_symbol_from_a_newer_library(void);
+void boom(void) { tf_symbol_from_a_newer_library(); }
+"""
+INIT = """
+import ctypes, pathlib
+_lib = ctypes.CDLL(str(pathlib.Path(__file__).with_name("libboom.so")))
+_lib.boom()
+__version__ = "0.0.1"
+"""
+
+
+def _wheel(tmp_path: Path, source: str, link_flags: list[str]) -> Path:
+    """A real wheel named tensorflow whose native library does something bad on import."""
+    c_file = tmp_path / "boom.c"
+    c_file.write_text(source)
+    lib = tmp_path / "libboom.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(lib), str(c_file), *link_flags], check=True
+    )
+    wheel = tmp_path / "tensorflow-0.0.1-py3-none-any.whl"
+    files = {
+        "tensorflow/__init__.py": INIT.encode(),
+        "tensorflow/libboom.so": lib.read_bytes(),
+        "tensorflow-0.0.1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: tensorflow\nVersion: 0.0.1\n",
+        "tensorflow-0.0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: tfbuild-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(data)}")
+    record.append("tensorflow-0.0.1.dist-info/RECORD,,")
+    files["tensorflow-0.0.1.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return wheel
+
+
+def test_a_wheel_that_dies_with_sigill_is_reported_as_such(tmp_path: Path) -> None:
+    if "avx512_fp16" in cpu.host_cpuinfo().flags:
+        pytest.skip("this CPU has AVX512-FP16, so the instruction would not trap")
+    wheel = _wheel(tmp_path, ILLEGAL, [])
+    result = run_cli("smoke", str(wheel), "--json")
+    assert result.returncode == 7, result.stderr
+    report = result.json()
+    assert report["candidate"]["ok"] is False
+    assert report["candidate"]["signal"] == "SIGILL"
+    assert "Illegal instruction" in report["candidate"]["failure"]
+    assert report["results"] == [] and report["baseline"] is None
+    assert "Traceback" not in result.stderr
+
+
+def test_a_wheel_with_a_missing_symbol_is_reported_in_one_line(tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path, MISSING, ["-Wl,--unresolved-symbols=ignore-all"])
+    result = run_cli("smoke", str(wheel))
+    assert result.returncode == 7
+    assert "undefined symbol: tf_symbol_from_a_newer_library" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# --- the comparison logic, on the real stock wheel -------------------------------------------------
+
+OPS = ("matmul_1024", "conv2d_nhwc", "exp", "add")
+
+
+def test_stock_against_itself_is_the_same_everywhere(stock_python: str) -> None:
+    results = compare(
+        stock_python,
+        stock_python,
+        candidate_env=clean_env(),
+        method=Method(reps=15, blocks=3, min_rep_seconds=0.02, ops=OPS),
+        thread_settings=(("default", 0, 0),),
+    )
+    labels = {r.op: r.verdict.label for r in results if r.verdict}
+    assert set(labels) == set(OPS)
+    assert "faster" not in labels.values(), labels
+    assert "slower" not in labels.values(), labels
+
+
+def test_a_handicapped_stock_is_detected_as_slower(stock_python: str) -> None:
+    # oneDNN off: TensorFlow's conv falls back to Eigen, about 0.62x here (stock-wheel-baseline.md).
+    results = compare(
+        stock_python,
+        stock_python,
+        candidate_env={**clean_env(), "TF_ENABLE_ONEDNN_OPTS": "0"},
+        baseline_env=clean_env(),
+        method=Method(reps=15, blocks=3, min_rep_seconds=0.05, ops=("conv2d_nhwc",)),
+        thread_settings=(("default", 0, 0),),
+    )
+    (conv,) = results
+    assert conv.verdict is not None
+    assert conv.verdict.label == "slower", conv.verdict.to_json()
+
+
+def test_quick_smoke_end_to_end_with_a_plot(stock_python: str, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    plot = tmp_path / "smoke.png"
+    result = run_cli(
+        "smoke",
+        "tensorflow-cpu==2.21.0",
+        "--quick",
+        "--json",
+        "--allow-unused",
+        "--plot",
+        str(plot),
+    )
+    report = result.json()
+    assert report["method"]["reps"] >= 15
+    ops = {r["op"] for r in report["results"]}
+    assert {"matmul_2048", "conv2d_nhwc", "exp", "tanh", "cast_f32_bf16", "add", "relu"} <= ops
+    assert {r["threads"] for r in report["results"]} == {"1", "default"}
+    matmul = [
+        r for r in report["results"] if r["op"] == "matmul_2048" and r["threads"] == "default"
+    ]
+    assert matmul[0]["peak_fraction"] is not None and 0.05 < matmul[0]["peak_fraction"] < 2.0
+    assert report["peak"]["theoretical"]["gflops"] > 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert result.returncode == (0 if report["passed"] else 7), json.dumps(report["failures"])

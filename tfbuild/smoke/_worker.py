@@ -1,0 +1,330 @@
+# mypy: disable-error-code="import-not-found,import-untyped"
+"""The benchmark process: runs inside the wheel's own virtual environment, never imports tfbuild.
+
+Usage: ``PYTHON _worker.py --intra N --inter M [--bf16]`` (0 = TensorFlow's default thread count).
+Only the standard library, numpy and tensorflow are imported, and the file stays valid on Python 3.9.
+
+Protocol, one JSON object per line. Stdout carries the protocol and nothing else: the worker keeps a
+private duplicate of file descriptor 1 and points fd 1 at stderr before TensorFlow is imported, so
+whatever TensorFlow, its C++ libraries or a stray ``print`` write lands on stderr.
+
+* Start: ``{"ready": true, "tensorflow": ..., "git_version": ..., "intra": N, "inter": M,
+  "ops": {NAME: {"unit": "GFLOP/s" | "Gelem/s", "work": flops or elements per call,
+  "group": "matmul" | "conv" | "elementwise" | "control" | "cast"}}, ...}``, listing only the ops this
+  build runs on this CPU (``conv2d_nchw`` only when the build accepts NCHW, ``matmul_bf16_1024`` only
+  with ``--bf16``). When TensorFlow cannot be imported or set up: ``{"ready": false, "error": ...}``
+  and exit code 1.
+* ``{"op": NAME, "reps": R, "min_rep_seconds": S}``: 3 warm-up calls, an inner loop count calibrated
+  so that one repetition takes at least S seconds, then R timed repetitions. Reply
+  ``{"op": NAME, "seconds_per_call": [R floats], "inner": n, "work": w, "unit": ...}``, or
+  ``{"op": NAME, "error": "..."}`` when the op raised (the worker goes on).
+* ``{"quit": true}`` or end of input: exit 0.
+
+Ops run eagerly: a ``tf.function`` call costs 150-250 us on the project's machines, as much as the
+element-wise kernels themselves, and would hide the instruction set. Eager CPU ops are synchronous,
+so timing the call times the kernel; the result of each call is kept until the next one replaces it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import IO, Any
+
+WARMUP_CALLS = 3
+#: Element-wise inputs: 262,144 float32 (1 MiB), as rows so softmax and layer norm have an axis.
+ROWS, COLS = 1024, 256
+ELEMENTS = ROWS * COLS
+#: The ResNet-style 3x3 layer: x [32, 56, 56, 64] (NHWC) * w [3, 3, 64, 64], stride 1, SAME.
+CONV_N, CONV_HW, CONV_C, CONV_K = 32, 56, 64, 3
+CONV_FLOPS = 2 * CONV_N * CONV_HW * CONV_HW * CONV_C * CONV_K * CONV_K * CONV_C  # 7.40 GFLOP
+MAX_INNER = 10_000_000
+#: Environment variables that change threading or kernels, echoed in the ready line.
+RECORDED_ENV = (
+    "TF_ENABLE_ONEDNN_OPTS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+    "OMP_NUM_THREADS",
+    "ONEDNN_MAX_CPU_ISA",
+    "DNNL_MAX_CPU_ISA",
+    "LD_PRELOAD",
+)
+
+
+class Op:
+    """One benchmark: a zero-argument callable over inputs made once, and its work per call."""
+
+    def __init__(self, name: str, group: str, unit: str, work: int, fn: Callable[[], Any]) -> None:
+        self.name = name
+        self.group = group
+        self.unit = unit
+        self.work = work
+        self.fn = fn
+
+    def describe(self) -> dict[str, Any]:
+        return {"unit": self.unit, "work": self.work, "group": self.group}
+
+
+class Protocol:
+    """The private copy of the original stdout, one JSON object per line."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._stream.write(json.dumps(message) + "\n")
+        self._stream.flush()
+
+
+def take_stdout() -> Protocol:
+    """Keep fd 1 for the protocol and send everything else written to stdout to stderr."""
+    sys.stdout.flush()
+    private = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return Protocol(os.fdopen(private, "w", encoding="utf-8", buffering=1))
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--intra", type=int, default=0, help="intra-op threads (0 = default)")
+    parser.add_argument("--inter", type=int, default=0, help="inter-op threads (0 = default)")
+    parser.add_argument("--bf16", action="store_true", help="also offer matmul_bf16_1024")
+    args = parser.parse_args(argv)
+    if args.intra < 0 or args.inter < 0:
+        parser.error("thread counts must be >= 0")
+    return args
+
+
+def build_ops(tf: Any, np: Any, *, bf16: bool) -> tuple[list[Op], dict[str, str]]:
+    """Every op this build runs, with its inputs already made; and why the others were dropped."""
+    rng = np.random.default_rng(20261122)
+
+    def tensor(shape: tuple[int, ...], dtype: Any = None) -> Any:
+        data = rng.standard_normal(shape).astype(np.float32)
+        value = tf.constant(data)
+        return value if dtype is None else tf.cast(value, dtype)
+
+    ops: list[Op] = []
+    dropped: dict[str, str] = {}
+
+    def add(name: str, group: str, unit: str, work: int, fn: Callable[[], Any]) -> None:
+        ops.append(Op(name, group, unit, work, fn))
+
+    def accepted(name: str, probe: Callable[[], Any]) -> bool:
+        try:
+            probe()
+        except Exception as exc:  # the build refuses it: leave the op out
+            dropped[name] = f"{type(exc).__name__}: {one_line(str(exc))}"[:500]
+            return False
+        return True
+
+    matmul = tf.linalg.matmul
+
+    def product(a: Any, b: Any) -> Callable[[], Any]:
+        return lambda: matmul(a, b)
+
+    for n in (256, 1024, 2048):
+        add(f"matmul_{n}", "matmul", "GFLOP/s", 2 * n**3, product(tensor((n, n)), tensor((n, n))))
+    if bf16:
+        small = tensor((16, 16), tf.bfloat16)
+        if accepted("matmul_bf16_1024", lambda: matmul(small, small)):
+            a16, b16 = tensor((1024, 1024), tf.bfloat16), tensor((1024, 1024), tf.bfloat16)
+            add("matmul_bf16_1024", "matmul", "GFLOP/s", 2 * 1024**3, product(a16, b16))
+
+    conv2d = tf.nn.conv2d
+    x_nhwc = tensor((CONV_N, CONV_HW, CONV_HW, CONV_C))
+    w = tensor((CONV_K, CONV_K, CONV_C, CONV_C))  # HWIO in both data formats
+    add(
+        "conv2d_nhwc",
+        "conv",
+        "GFLOP/s",
+        CONV_FLOPS,
+        lambda: conv2d(x_nhwc, w, strides=1, padding="SAME", data_format="NHWC"),
+    )
+    tiny_x, tiny_w = tensor((1, CONV_C, 4, 4)), tensor((CONV_K, CONV_K, CONV_C, CONV_C))
+    nchw_probe = lambda: conv2d(tiny_x, tiny_w, strides=1, padding="SAME", data_format="NCHW")  # noqa: E731
+    if accepted("conv2d_nchw", nchw_probe):
+        x_nchw = tf.transpose(x_nhwc, [0, 3, 1, 2])
+        add(
+            "conv2d_nchw",
+            "conv",
+            "GFLOP/s",
+            CONV_FLOPS,
+            lambda: conv2d(x_nchw, w, strides=1, padding="SAME", data_format="NCHW"),
+        )
+
+    x, y = tensor((ROWS, COLS)), tensor((ROWS, COLS))
+    x_pos = tf.abs(x)  # log1p's domain
+    gamma, beta = tensor((COLS,)), tensor((COLS,))
+
+    def layer_norm() -> Any:  # what Keras' LayerNormalization runs: moments + batch_normalization
+        mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+        return tf.nn.batch_normalization(x, mean, variance, beta, gamma, 1e-5)
+
+    elementwise: list[tuple[str, Callable[[], Any]]] = [
+        ("exp", lambda: tf.math.exp(x)),
+        ("tanh", lambda: tf.math.tanh(x)),
+        ("sigmoid", lambda: tf.math.sigmoid(x)),
+        ("erf", lambda: tf.math.erf(x)),
+        ("gelu", lambda: tf.nn.gelu(x, approximate=False)),  # the erf form, a few eager ops
+        ("log1p", lambda: tf.math.log1p(x_pos)),
+        ("softmax", lambda: tf.nn.softmax(x, axis=-1)),
+        ("log_softmax", lambda: tf.nn.log_softmax(x, axis=-1)),
+        ("layer_norm", layer_norm),
+    ]
+    for name, fn in elementwise:
+        add(name, "elementwise", "Gelem/s", ELEMENTS, fn)
+    add("cast_f32_bf16", "cast", "Gelem/s", ELEMENTS, lambda: tf.cast(x, tf.bfloat16))
+    add("cast_f32_f16", "cast", "Gelem/s", ELEMENTS, lambda: tf.cast(x, tf.float16))
+    add("add", "control", "Gelem/s", ELEMENTS, lambda: tf.math.add(x, y))
+    add("relu", "control", "Gelem/s", ELEMENTS, lambda: tf.nn.relu(x))
+    add("reduce_sum", "control", "Gelem/s", ELEMENTS, lambda: tf.math.reduce_sum(x, axis=-1))
+    return ops, dropped
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def time_calls(fn: Callable[[], Any], count: int) -> float:
+    """Seconds for ``count`` back-to-back calls; each result lives until the next call replaces it."""
+    result = None
+    start = time.perf_counter()
+    for _ in range(count):
+        result = fn()
+    elapsed = time.perf_counter() - start
+    del result
+    return elapsed
+
+
+def calibrate(fn: Callable[[], Any], min_rep_seconds: float) -> int:
+    """The smallest inner count (found by growing it) whose loop took at least min_rep_seconds."""
+    inner = 1
+    while inner < MAX_INNER:
+        elapsed = time_calls(fn, inner)
+        if elapsed >= min_rep_seconds:
+            break
+        if elapsed <= 0:
+            inner *= 10
+            continue
+        estimate = math.ceil(inner * min_rep_seconds / elapsed * 1.05)
+        inner = min(MAX_INNER, max(inner * 2, min(estimate, inner * 1000)))
+    return inner
+
+
+def measure(op: Op, reps: int, min_rep_seconds: float) -> dict[str, Any]:
+    time_calls(op.fn, WARMUP_CALLS)
+    inner = calibrate(op.fn, min_rep_seconds)
+    seconds: list[float] = []
+    gc.collect()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(reps):
+            seconds.append(time_calls(op.fn, inner) / inner)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return {
+        "op": op.name,
+        "seconds_per_call": seconds,
+        "inner": inner,
+        "work": op.work,
+        "unit": op.unit,
+    }
+
+
+def handle(line: str, ops: dict[str, Op]) -> dict[str, Any] | None:
+    """The reply to one request line; None means quit."""
+    try:
+        request = json.loads(line)
+    except ValueError as exc:
+        return {"error": f"not JSON: {exc}"}
+    if not isinstance(request, dict):
+        return {"error": "a request is a JSON object"}
+    if request.get("quit"):
+        return None
+    name = request.get("op")
+    op = ops.get(name) if isinstance(name, str) else None
+    if op is None:
+        return {"op": name, "error": f"unknown op {name!r}; known: {', '.join(ops)}"}
+    reps = request.get("reps", 15)
+    min_rep_seconds = request.get("min_rep_seconds", 0.05)
+    if isinstance(reps, bool) or not isinstance(reps, int) or reps < 1:
+        return {"op": name, "error": f"reps must be an integer >= 1, not {reps!r}"}
+    if isinstance(min_rep_seconds, bool) or not isinstance(min_rep_seconds, (int, float)):
+        return {"op": name, "error": f"min_rep_seconds must be a number, not {min_rep_seconds!r}"}
+    if not 0 <= min_rep_seconds <= 60:
+        return {"op": name, "error": f"min_rep_seconds must be in [0, 60], not {min_rep_seconds}"}
+    try:
+        return measure(op, reps, float(min_rep_seconds))
+    except Exception as exc:  # the op failed on this build: say so and go on
+        traceback.print_exc(file=sys.stderr)
+        return {"op": name, "error": f"{type(exc).__name__}: {one_line(str(exc))}"[:2000]}
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    protocol = take_stdout()
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        import numpy as np
+        import tensorflow as tf
+
+        if args.intra:
+            tf.config.threading.set_intra_op_parallelism_threads(args.intra)
+        if args.inter:
+            tf.config.threading.set_inter_op_parallelism_threads(args.inter)
+        ops, dropped = build_ops(tf, np, bf16=args.bf16)
+    except Exception as exc:
+        traceback.print_exc(file=sys.stderr)
+        protocol.send({"ready": False, "error": f"{type(exc).__name__}: {one_line(str(exc))}"})
+        return 1
+    by_name = {op.name: op for op in ops}
+    protocol.send(
+        {
+            "ready": True,
+            "tensorflow": tf.__version__,
+            "git_version": getattr(tf, "__git_version__", None),
+            "intra": args.intra,
+            "inter": args.inter,
+            "ops": {op.name: op.describe() for op in ops},
+            "dropped": dropped,
+            "cpus": cpu_count(),
+            "env": {k: os.environ[k] for k in RECORDED_ENV if k in os.environ},
+            "python": sys.version.split()[0],
+            "numpy": np.__version__,
+            "pid": os.getpid(),
+        }
+    )
+    try:
+        for line in iter(sys.stdin.readline, ""):
+            if not line.strip():
+                continue
+            reply = handle(line, by_name)
+            if reply is None:
+                break
+            protocol.send(reply)
+    except BrokenPipeError:  # the driver went away: nobody to answer
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Fresh virtual environments for the wheels under test, reused when the same wheel comes again.
+
+A wheel is identified by the sha256 of its file (a requirement such as ``tensorflow-cpu==2.21.0`` by
+its text) and the interpreter's version. The environment is built under a temporary name and renamed
+into place only once the install succeeded, so an interrupted install never leaves a half-made
+environment that a later run would trust.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfbuild.detect.system import default_cache_dir
+from tfbuild.errors import EnvironmentProblem, InputError, UsageError
+
+_MARKER = ".tfbuild-ready"
+_REQUIREMENT = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([=<>!~]=?[A-Za-z0-9.*+!-]+)?$"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelSpec:
+    """What to test: a wheel file, a requirement from the package index, or the current interpreter."""
+
+    kind: str  # "file", "requirement" or "installed"
+    value: str  # the path, the requirement text, or the interpreter
+
+    @property
+    def label(self) -> str:
+        return Path(self.value).name if self.kind == "file" else self.value
+
+    @staticmethod
+    def parse(text: str) -> WheelSpec:
+        if text.endswith(".whl") or "/" in text:
+            path = Path(text)
+            if not path.is_file():
+                raise InputError(
+                    f"cannot test wheel {text}",
+                    why="the file does not exist",
+                    fix="Pass the path of a .whl file, or a requirement such as tensorflow-cpu==2.21.0.",
+                )
+            return WheelSpec(kind="file", value=str(path.resolve()))
+        if not _REQUIREMENT.match(text):
+            raise UsageError(
+                f"{text!r} is neither a wheel file nor a requirement",
+                fix="Pass a .whl path or a requirement such as tensorflow-cpu==2.21.0.",
+            )
+        return WheelSpec(kind="requirement", value=text)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestEnv:
+    """An interpreter with the wheel under test installed."""
+
+    python: str
+    spec: WheelSpec
+    reused: bool
+    location: str | None  # the environment's directory (None for --installed)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _python_version(python: str) -> str:
+    try:
+        out = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        raise UsageError(
+            f"--python {python} does not run",
+            fix="Pass the path of a working Python interpreter.",
+        ) from None
+    return out.stdout.strip()
+
+
+def env_key(spec: WheelSpec, python: str) -> str:
+    identity = _sha256(Path(spec.value)) if spec.kind == "file" else spec.value
+    version = _python_version(python)
+    return hashlib.sha256(f"{identity}\n{version}".encode()).hexdigest()[:16] + f"-py{version}"
+
+
+def envs_root() -> Path:
+    return default_cache_dir() / "smoke-envs"
+
+
+def ensure_env(
+    spec: WheelSpec, *, python: str = sys.executable, root: Path | None = None
+) -> TestEnv:
+    """A virtual environment with ``spec`` installed, made once and reused afterwards."""
+    if spec.kind == "installed":
+        return TestEnv(python=spec.value, spec=spec, reused=True, location=None)
+    base = root or envs_root()
+    final = base / env_key(spec, python)
+    if (final / _MARKER).is_file():
+        return TestEnv(
+            python=str(final / "bin/python"), spec=spec, reused=True, location=str(final)
+        )
+    base.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=base))
+    try:
+        subprocess.run([python, "-m", "venv", str(staging)], check=True, capture_output=True)
+        pip = [
+            str(staging / "bin/python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ]
+        install = subprocess.run([*pip, spec.value], capture_output=True, text=True, check=False)
+        if install.returncode != 0:
+            last = (install.stderr.strip().splitlines() or ["(no output)"])[-1]
+            raise EnvironmentProblem(
+                f"cannot install {spec.label} into a fresh environment",
+                why=f"pip failed: {last}",
+                fix="Check the wheel matches this Python and platform, and that the package "
+                "index is reachable for its dependencies.",
+            )
+        (staging / _MARKER).write_text(spec.value + "\n")
+        # The venv's scripts name their own directory; the interpreter link does not, so a rename
+        # keeps `bin/python` working (the only entry point tfbuild uses).
+        if final.exists():
+            shutil.rmtree(final)
+        staging.replace(final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return TestEnv(python=str(final / "bin/python"), spec=spec, reused=False, location=str(final))
+
+
+def clean_env() -> dict[str, str]:
+    """The environment a probe or benchmark runs with: the user's, minus what hides TF's messages."""
+    env = dict(os.environ)
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # any value >= 1 hides the INFO-level guard message
+    env.pop("PYTHONPATH", None)
+    return env

@@ -1,0 +1,156 @@
+"""The probe: import TensorFlow in the wheel's own interpreter, run ops, and read what it says.
+
+It runs in a subprocess with ``TF_CPP_MIN_LOG_LEVEL`` unset (the CPU-feature message is INFO level),
+so a wheel that dies on import (SIGILL, a missing symbol, a too-new glibc) is reported as such,
+never as a traceback from tfbuild.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfbuild.smoke.messages import GuardReport, parse_messages
+
+#: Runs inside the wheel's interpreter: stdlib and tensorflow only. The JSON result is the last
+#: stdout line; TensorFlow's own messages go to stderr.
+PROBE = r"""
+import json, sys
+import tensorflow as tf
+x = tf.random.uniform([64, 64], seed=1)
+y = tf.linalg.matmul(x, x)
+h = tf.cast(x, tf.float16)  # fp16 path: oneDNN prints a harmless DT_HALF line here on some CPUs
+ok = bool(tf.reduce_all(tf.math.is_finite(y)).numpy()) and h.dtype == tf.float16
+maps = []
+try:
+    with open("/proc/self/maps") as handle:
+        maps = sorted({line.split()[-1] for line in handle if "tcmalloc" in line and "/" in line})
+except OSError:
+    pass
+try:
+    info = dict(tf.sysconfig.get_build_info())
+except Exception as exc:
+    info = {"error": str(exc)}
+print(json.dumps({
+    "ok": ok,
+    "version": tf.__version__,
+    "git_version": getattr(tf, "__git_version__", None),
+    "build_info": {k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v))
+                   for k, v in sorted(info.items())},
+    "tcmalloc_maps": maps,
+    "python": sys.version.split()[0],
+}))
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeResult:
+    """What importing the wheel said and did."""
+
+    ok: bool
+    returncode: int
+    signal_name: str | None  # "SIGILL" when the wheel died on an instruction the CPU lacks
+    failure: str | None  # one line: why the import or the op failed
+    version: str | None
+    git_version: str | None
+    build_info: dict[str, Any] = field(default_factory=dict)
+    guard: GuardReport
+    tcmalloc_maps: tuple[str, ...] = ()
+    stderr_tail: tuple[str, ...] = ()
+
+    @property
+    def tcmalloc_loaded(self) -> bool:
+        return bool(self.tcmalloc_maps)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "returncode": self.returncode,
+            "signal": self.signal_name,
+            "failure": self.failure,
+            "version": self.version,
+            "git_version": self.git_version,
+            "build_info": dict(sorted(self.build_info.items())),
+            "guard": self.guard.to_json(),
+            "tcmalloc_loaded": self.tcmalloc_loaded,
+            "tcmalloc_maps": list(self.tcmalloc_maps),
+        }
+
+
+def _failure_line(stderr: str, returncode: int) -> str:
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        if name == "SIGILL":
+            return (
+                "died with SIGILL (Illegal instruction): the wheel uses instructions this CPU lacks"
+            )
+        return f"died with {name}"
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    for line in reversed(lines):
+        if line.startswith(("ImportError", "OSError", "ModuleNotFoundError", "RuntimeError")) or (
+            "Error:" in line and not line.startswith(" ")
+        ):
+            return line.strip()
+    return lines[-1].strip() if lines else f"exited with code {returncode}"
+
+
+def run_probe(python: str, *, env: Mapping[str, str], timeout: float = 600) -> ProbeResult:
+    """Import TensorFlow with ``python`` and report; never raises for a broken wheel."""
+    try:
+        proc = subprocess.run(
+            [python, "-c", PROBE],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            env=dict(env),
+            timeout=timeout,
+            check=False,
+        )
+        stdout, stderr, code = proc.stdout, proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        stdout = exc.stdout if isinstance(exc.stdout, str) else ""
+        stderr = exc.stderr if isinstance(exc.stderr, str) else ""
+        code = -9
+        stderr += f"\nthe probe did not finish within {timeout:.0f} s"
+    guard = parse_messages(stderr + "\n" + stdout)
+    data: dict[str, Any] = {}
+    for line in reversed(stdout.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                data = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            break
+    tail = tuple(stderr.strip().splitlines()[-40:])
+    signal_name = None
+    if code < 0:
+        try:
+            signal_name = signal.Signals(-code).name
+        except ValueError:
+            signal_name = f"signal {-code}"
+    ok = code == 0 and bool(data.get("ok"))
+    failure = None if ok else _failure_line(stderr, code)
+    if not ok and guard.missing:
+        failure = (
+            f"{failure}; the binary was compiled for {' '.join(guard.missing)}, "
+            "which this CPU lacks"
+        )
+    return ProbeResult(
+        ok=ok,
+        returncode=code,
+        signal_name=signal_name,
+        failure=failure,
+        version=data.get("version"),
+        git_version=data.get("git_version"),
+        build_info=data.get("build_info") or {},
+        guard=guard,
+        tcmalloc_maps=tuple(data.get("tcmalloc_maps") or ()),
+        stderr_tail=tail,
+    )

@@ -1,0 +1,153 @@
+"""The smoke report: what the wheel says at import, how it compares, and the verdict.
+
+A wheel passes only when its import names no unused instruction and no op is slower than the
+baseline beyond the measured noise. Both rules can be relaxed explicitly (``--allow-unused``,
+``--allow-slower``), never silently.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tfbuild.smoke.probe import ProbeResult
+from tfbuild.smoke.run import Method, OpResult, SettingTrial
+
+SCHEMA = "tfbuild.smoke/1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rules:
+    allow_unused: bool = False
+    allow_slower: tuple[str, ...] = ()  # op names whose "slower" does not fail the smoke
+    min_margin: float = 0.05
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "allow_unused": self.allow_unused,
+            "allow_slower": list(self.allow_slower),
+            "min_margin": self.min_margin,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmokeReport:
+    candidate_label: str
+    baseline_label: str | None
+    candidate: ProbeResult
+    baseline: ProbeResult | None
+    method: Method | None
+    results: tuple[OpResult, ...] = ()
+    settings: tuple[SettingTrial, ...] = ()
+    peak: dict[str, Any] | None = None
+    rules: Rules = field(default_factory=Rules)
+    env_file: str | None = None
+    seconds: float = 0.0
+    tcmalloc_expected: bool = False  # the wheel's runtime env preloads TCMalloc
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """Every reason the wheel does not pass, one sentence each."""
+        reasons = []
+        if not self.candidate.ok:
+            reasons.append(f"the wheel does not work: {self.candidate.failure}")
+        if self.tcmalloc_expected and self.candidate.ok and not self.candidate.tcmalloc_loaded:
+            reasons.append(
+                "TCMalloc should be preloaded (the runtime env says so) but the probe's "
+                "/proc/self/maps has no libtcmalloc"
+            )
+        unused = self.candidate.guard.unused
+        if unused and not self.rules.allow_unused:
+            reasons.append(f"TensorFlow says it leaves {' '.join(unused)} unused on this CPU")
+        slower = [
+            f"{r.op} ({r.threads} thread(s), {r.verdict.ratio:.2f}x)"
+            for r in self.results
+            if r.verdict and r.verdict.label == "slower" and r.op not in self.rules.allow_slower
+        ]
+        if slower:
+            reasons.append(f"slower than the baseline beyond noise: {', '.join(slower)}")
+        return tuple(reasons)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "candidate": {"spec": self.candidate_label, **self.candidate.to_json()},
+            "baseline": None
+            if self.baseline is None
+            else {"spec": self.baseline_label, **self.baseline.to_json()},
+            "method": self.method.to_json() if self.method else None,
+            "results": [r.to_json() for r in self.results],
+            "settings": [s.to_json() for s in self.settings],
+            "peak": self.peak,
+            "rules": self.rules.to_json(),
+            "env_file": self.env_file,
+            "seconds": round(self.seconds, 1),
+            "tcmalloc_expected": self.tcmalloc_expected,
+            "passed": self.passed,
+            "failures": list(self.failures),
+        }
+
+
+def write_env_file(path: Path, settings: tuple[SettingTrial, ...], header: str) -> None:
+    """The runtime settings that won, as NAME=value lines (written whole: temp name, then rename)."""
+    lines = [f"# {header}", "# Use: set -a; . THIS_FILE; set +a"]
+    for trial in settings:
+        if trial.wins:
+            lines.append(f"# {trial.name}: faster than without it on most ops, slower on none")
+            lines.extend(f"{name}={value}" for name, value in trial.env)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(lines) + "\n")
+    Path(temp).replace(path)
+
+
+def plot(report: SmokeReport, path: Path) -> None:
+    """Candidate vs baseline per op (median throughput, min-max error bars), as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [(r, r.baseline) for r in report.results if r.baseline is not None]
+    labels = [f"{r.op}\n({r.threads})" for r, _ in rows]
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.6 * len(rows)), 5))
+    positions = range(len(rows))
+    for offset, side, color in ((-0.2, "candidate", "tab:green"), (0.2, "baseline", "tab:gray")):
+        medians, lows, highs = [], [], []
+        for result, base in rows:
+            summary = result.candidate if side == "candidate" else base
+            scale = base.throughput_median
+            value = summary.throughput_median / scale
+            medians.append(value)
+            lows.append(value - summary.throughput_min / scale)
+            highs.append(summary.throughput_max / scale - value)
+        ax.bar(
+            [p + offset for p in positions],
+            medians,
+            width=0.4,
+            yerr=[lows, highs],
+            label=side,
+            color=color,
+            capsize=2,
+        )
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(list(positions))
+    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("throughput relative to the baseline's median")
+    ax.set_title(f"{report.candidate_label} vs {report.baseline_label}")
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
+    os.close(fd)
+    fig.savefig(temp, dpi=110)
+    plt.close(fig)
+    Path(temp).replace(path)

@@ -1,0 +1,323 @@
+"""Candidate and baseline, side by side: benchmark workers driven in alternation.
+
+Each wheel gets a long-lived worker process (``_worker.py`` in the wheel's own interpreter), one per
+thread setting. Ops are timed block by block, candidate then baseline, so that whatever the machine
+does meanwhile hits both alike; the per-call times of all blocks are pooled per op.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from tfbuild.errors import SmokeFailed
+from tfbuild.smoke.stats import Summary, Verdict, verdict
+
+WORKER = Path(__file__).with_name("_worker.py")
+
+
+class Worker:
+    """One benchmark process; a context manager that always stops it."""
+
+    def __init__(
+        self,
+        python: str,
+        *,
+        intra: int,
+        inter: int,
+        env: Mapping[str, str],
+        bf16: bool = False,
+        label: str = "",
+    ) -> None:
+        self.label = label
+        self._log = tempfile.TemporaryFile(mode="w+", prefix="tfbuild-worker-")  # noqa: SIM115
+        argv = [python, str(WORKER), "--intra", str(intra), "--inter", str(inter)]
+        if bf16:
+            argv.append("--bf16")
+        self._proc = subprocess.Popen(  # argv built here, no shell
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env=dict(env),
+        )
+        self.info = self._read()
+        if not self.info.get("ready"):
+            self.close()
+            raise self._died("did not start")
+
+    def _died(self, what: str) -> SmokeFailed:
+        self._log.seek(0)
+        tail = [line for line in self._log.read().splitlines() if line.strip()][-3:]
+        return SmokeFailed(
+            f"the benchmark worker for {self.label} {what}",
+            why=" | ".join(tail) or f"exit code {self._proc.poll()}",
+            fix="Run 'tfbuild smoke --no-bench' to see whether the wheel imports at all.",
+        )
+
+    def _read(self) -> dict[str, Any]:
+        stdout: IO[str] | None = self._proc.stdout
+        assert stdout is not None
+        line = stdout.readline()
+        if not line:
+            raise self._died("stopped unexpectedly")
+        result: dict[str, Any] = json.loads(line)
+        return result
+
+    def run(self, op: str, *, reps: int, min_rep_seconds: float) -> dict[str, Any]:
+        stdin = self._proc.stdin
+        assert stdin is not None
+        request = {"op": op, "reps": reps, "min_rep_seconds": min_rep_seconds}
+        stdin.write(json.dumps(request) + "\n")
+        stdin.flush()
+        return self._read()
+
+    @property
+    def ops(self) -> dict[str, dict[str, Any]]:
+        ops: dict[str, dict[str, Any]] = self.info.get("ops") or {}
+        return ops
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            try:
+                assert self._proc.stdin is not None
+                self._proc.stdin.write(json.dumps({"quit": True}) + "\n")
+                self._proc.stdin.flush()
+                self._proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired, AssertionError):
+                self._proc.kill()
+                self._proc.wait()
+        self._log.close()
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpResult:
+    op: str
+    threads: str  # "1" or "default"
+    candidate: Summary
+    baseline: Summary | None
+    verdict: Verdict | None
+    peak_fraction: float | None = None  # matmul: candidate GFLOP/s over the machine's peak
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "threads": self.threads,
+            "candidate": self.candidate.to_json(),
+            "baseline": self.baseline.to_json() if self.baseline else None,
+            "verdict": self.verdict.to_json() if self.verdict else None,
+            "peak_fraction": self.peak_fraction,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Method:
+    """How hard to measure: --quick trades precision for time, never the rules."""
+
+    reps: int = 15
+    blocks: int = 3
+    min_rep_seconds: float = 0.05
+    ops: tuple[str, ...] | None = None  # None = every op both builds run
+    min_margin: float = 0.05  # the smallest difference ever called faster or slower
+
+    @staticmethod
+    def quick(min_margin: float = 0.05) -> Method:
+        return Method(reps=15, blocks=3, min_rep_seconds=0.01, min_margin=min_margin)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reps": self.reps,
+            "blocks": self.blocks,
+            "min_rep_seconds": self.min_rep_seconds,
+            "ops": list(self.ops) if self.ops else None,
+            "min_margin": self.min_margin,
+        }
+
+
+THREAD_SETTINGS = (("1", 1, 1), ("default", 0, 0))
+
+
+def alternate(
+    cand: Worker,
+    base: Worker | None,
+    *,
+    method: Method,
+    threads: str,
+    peak_gflops: float | None = None,
+    progress: Any = None,
+) -> list[OpResult]:
+    """Time every op both workers offer, block by block: candidate, then baseline."""
+    results: list[OpResult] = []
+    ops = [o for o in cand.ops if base is None or o in base.ops]
+    if method.ops:
+        ops = [o for o in ops if o in method.ops]
+    reps = max(1, -(-method.reps // method.blocks))
+    for op in ops:
+        if progress:
+            progress(f"{threads} thread(s): {op}")
+        c_times: list[float] = []
+        b_times: list[float] = []
+        meta = cand.ops[op]
+        failed = False
+        for _ in range(method.blocks):
+            c = cand.run(op, reps=reps, min_rep_seconds=method.min_rep_seconds)
+            if "error" in c:
+                failed = True
+                break
+            c_times.extend(c["seconds_per_call"])
+            if base is not None:
+                b = base.run(op, reps=reps, min_rep_seconds=method.min_rep_seconds)
+                if "error" in b:
+                    failed = True
+                    break
+                b_times.extend(b["seconds_per_call"])
+        if failed:
+            continue
+        c_sum = Summary.of(c_times, meta["work"], meta["unit"])
+        b_sum = Summary.of(b_times, meta["work"], meta["unit"]) if b_times else None
+        fraction = None
+        if peak_gflops and meta["unit"] == "GFLOP/s" and threads == "default":
+            fraction = round(c_sum.throughput_median / peak_gflops, 3)
+        results.append(
+            OpResult(
+                op=op,
+                threads=threads,
+                candidate=c_sum,
+                baseline=b_sum,
+                verdict=verdict(c_times, b_times, min_margin=method.min_margin)
+                if b_times
+                else None,
+                peak_fraction=fraction,
+            )
+        )
+    return results
+
+
+def compare(
+    candidate_python: str,
+    baseline_python: str | None,
+    *,
+    candidate_env: Mapping[str, str],
+    baseline_env: Mapping[str, str] | None = None,
+    method: Method,
+    bf16: bool = False,
+    thread_settings: Sequence[tuple[str, int, int]] = THREAD_SETTINGS,
+    peak_gflops: float | None = None,
+    progress: Any = None,
+) -> list[OpResult]:
+    """Time every op for the candidate (and the baseline, in alternation) at each thread setting."""
+    results: list[OpResult] = []
+    for label, intra, inter in thread_settings:
+        with Worker(
+            candidate_python,
+            intra=intra,
+            inter=inter,
+            env=candidate_env,
+            bf16=bf16,
+            label="candidate",
+        ) as cand:
+            if baseline_python is None:
+                results += alternate(
+                    cand,
+                    None,
+                    method=method,
+                    threads=label,
+                    peak_gflops=peak_gflops,
+                    progress=progress,
+                )
+                continue
+            with Worker(
+                baseline_python,
+                intra=intra,
+                inter=inter,
+                env=baseline_env or candidate_env,
+                bf16=bf16,
+                label="baseline",
+            ) as base:
+                results += alternate(
+                    cand,
+                    base,
+                    method=method,
+                    threads=label,
+                    peak_gflops=peak_gflops,
+                    progress=progress,
+                )
+    return results
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettingTrial:
+    """One runtime setting tried on the candidate against the candidate without it."""
+
+    name: str
+    env: tuple[tuple[str, str], ...]
+    intra: int
+    inter: int
+    results: tuple[OpResult, ...]
+
+    @property
+    def wins(self) -> bool:
+        labels = [r.verdict.label for r in self.results if r.verdict]
+        return bool(labels) and "slower" not in labels and labels.count("faster") * 2 > len(labels)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "env": dict(self.env),
+            "intra": self.intra,
+            "inter": self.inter,
+            "wins": self.wins,
+            "ops": {r.op: r.verdict.label if r.verdict else None for r in self.results},
+        }
+
+
+SETTING_OPS = ("matmul_1024", "conv2d_nhwc", "exp", "add", "softmax")
+
+
+def try_setting(
+    python: str,
+    *,
+    base_env: Mapping[str, str],
+    name: str,
+    env: Mapping[str, str],
+    intra: int = 0,
+    inter: int = 0,
+    method: Method,
+) -> SettingTrial:
+    """Measure the candidate with a runtime setting against itself without it, in alternation."""
+    trial_method = dataclasses.replace(method, ops=SETTING_OPS)
+    with (
+        Worker(python, intra=intra, inter=inter, env={**base_env, **env}, label=name) as with_it,
+        Worker(python, intra=0, inter=0, env=base_env, label="as is") as without,
+    ):
+        results = alternate(with_it, without, method=trial_method, threads="default")
+    return SettingTrial(
+        name=name, env=tuple(sorted(env.items())), intra=intra, inter=inter, results=tuple(results)
+    )
+
+
+def cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

@@ -1,0 +1,188 @@
+"""One `tfbuild smoke` run: environments, probes, the side-by-side benchmark, settings, report."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tfbuild.detect import cpu
+from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env
+from tfbuild.smoke.probe import ProbeResult, run_probe
+from tfbuild.smoke.report import Rules, SmokeReport, write_env_file
+from tfbuild.smoke.run import Method, OpResult, SettingTrial, compare, try_setting
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmokeOptions:
+    wheel: str | None = None  # a .whl path or a requirement; None with installed=True
+    installed: bool = False
+    python: str = sys.executable
+    baseline: str | None = None  # None: the stock wheel of the same version; "none": no baseline
+    quick: bool = False
+    bench: bool = True
+    settings: bool = True
+    rules: Rules = field(default_factory=Rules)
+    env_file: Path | None = None
+    runtime_env: dict[str, str] = field(default_factory=dict)  # the wheel's runtime env file
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """NAME=value lines (comments and blank lines ignored), as tfbuild writes them."""
+    values: dict[str, str] = {}
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if line and not line.startswith("#") and "=" in line:
+            name, _, value = line.partition("=")
+            values[name.strip()] = value.strip().strip("'\"")
+    return values
+
+
+def stock_spec(version: str | None, architecture: str) -> str:
+    """The package index's stock wheel of the same release (local labels and dev parts dropped)."""
+    package = "tensorflow-cpu" if architecture == "x86_64" else "tensorflow"
+    if not version:
+        return package
+    release = re.match(r"\d+\.\d+\.\d+", version)
+    return f"{package}=={release.group(0)}" if release else package
+
+
+def _env_for(spec: TestEnv, extra: dict[str, str]) -> dict[str, str]:
+    return {**clean_env(), **extra}
+
+
+def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> SmokeReport:
+    say = progress or (lambda _message: None)
+    started = time.perf_counter()
+    spec = (
+        WheelSpec(kind="installed", value=options.python)
+        if options.installed
+        else WheelSpec.parse(options.wheel or "")
+    )
+    say(f"preparing an environment for {spec.label}")
+    candidate_env = ensure_env(spec, python=options.python)
+    say(f"probing {spec.label} ({'reused' if candidate_env.reused else 'new'} environment)")
+    cand_vars = _env_for(candidate_env, options.runtime_env)
+    candidate = run_probe(candidate_env.python, env=cand_vars)
+    tcmalloc_expected = "tcmalloc" in options.runtime_env.get("LD_PRELOAD", "")
+    info = cpu.host_cpuinfo()
+
+    baseline: ProbeResult | None = None
+    baseline_label: str | None = None
+    baseline_env: TestEnv | None = None
+    if candidate.ok and options.bench and options.baseline != "none":
+        baseline_label = options.baseline or stock_spec(candidate.version, info.architecture)
+        say(f"preparing the baseline {baseline_label}")
+        baseline_env = ensure_env(WheelSpec.parse(baseline_label), python=options.python)
+        baseline = run_probe(baseline_env.python, env=clean_env())
+
+    method: Method | None = None
+    results: tuple[OpResult, ...] = ()
+    settings: tuple[SettingTrial, ...] = ()
+    peak: dict[str, object] | None = None
+    if candidate.ok and options.bench:
+        from tfbuild.smoke.peak import measure_fma_peak, theoretical_peak
+
+        margin = options.rules.min_margin
+        method = Method.quick(margin) if options.quick else Method(min_margin=margin)
+        theory = theoretical_peak(info)
+        # The nominal clock of /proc/cpuinfo understates a boosting CPU; a short FMA loop tells.
+        measured = measure_fma_peak(seconds=0.3 if options.quick else 1.0)
+        peak = {
+            "theoretical": theory.to_json(),
+            "measured": measured.to_json() if measured else None,
+        }
+        ceiling = measured.gflops_total if measured else theory.gflops
+        have_bf16 = bool(info.flags & {"avx512_bf16", "amx_bf16"})
+        say("benchmarking (candidate and baseline in alternation)")
+        results = tuple(
+            compare(
+                candidate_env.python,
+                baseline_env.python if baseline_env and baseline and baseline.ok else None,
+                candidate_env=cand_vars,
+                baseline_env=clean_env(),
+                method=method,
+                bf16=have_bf16,
+                peak_gflops=ceiling,
+                progress=say,
+            )
+        )
+        if options.settings and not options.quick:
+            settings = _try_settings(candidate_env.python, cand_vars, info, method, say)
+
+    report = SmokeReport(
+        candidate_label=spec.label,
+        baseline_label=baseline_label,
+        candidate=candidate,
+        baseline=baseline,
+        method=method,
+        results=results,
+        settings=settings,
+        peak=peak,
+        rules=options.rules,
+        env_file=str(options.env_file) if options.env_file else None,
+        seconds=time.perf_counter() - started,
+        tcmalloc_expected=tcmalloc_expected,
+    )
+    if options.env_file and settings:
+        write_env_file(
+            options.env_file,
+            settings,
+            header=f"runtime settings measured by tfbuild smoke for {spec.label}",
+        )
+    return report
+
+
+def _try_settings(
+    python: str, base_env: dict[str, str], info: object, method: Method, say: Progress
+) -> tuple[SettingTrial, ...]:
+    """The seed guides' runtime advice, each tried against the wheel without it."""
+    from tfbuild.detect.cpuinfo import CpuInfo
+
+    assert isinstance(info, CpuInfo)
+    trials = []
+    multiarch = "aarch64-linux-gnu" if info.architecture == "aarch64" else "x86_64-linux-gnu"
+    tcmalloc = Path(f"/usr/lib/{multiarch}/libtcmalloc.so.4")
+    if tcmalloc.exists() and "LD_PRELOAD" not in base_env:
+        say("trying TCMalloc preloaded")
+        trials.append(
+            try_setting(
+                python,
+                base_env=base_env,
+                name="tcmalloc",
+                env={"LD_PRELOAD": str(tcmalloc)},
+                method=method,
+            )
+        )
+    cores = info.physical_cores or info.logical_cpus or 1
+    say(f"trying intra-op threads = {cores} physical cores, inter-op = 1")
+    # TensorFlow reads these two variables when it creates its thread pools (process_util.cc).
+    trials.append(
+        try_setting(
+            python,
+            base_env=base_env,
+            name=f"threads intra={cores} inter=1",
+            env={"TF_NUM_INTRAOP_THREADS": str(cores), "TF_NUM_INTEROP_THREADS": "1"},
+            method=method,
+        )
+    )
+    say("trying OpenMP settings (OMP_NUM_THREADS, KMP_BLOCKTIME, KMP_AFFINITY)")
+    trials.append(
+        try_setting(
+            python,
+            base_env=base_env,
+            name="openmp",
+            env={
+                "OMP_NUM_THREADS": str(cores),
+                "KMP_BLOCKTIME": "1",
+                "KMP_AFFINITY": "granularity=fine,compact,1,0",
+            },
+            method=method,
+        )
+    )
+    return tuple(trials)
