@@ -3,7 +3,6 @@ environment made with tfbuild's own code (the first run downloads about 260 MB).
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
@@ -17,6 +16,4 @@ STOCK = "tensorflow-cpu==2.21.0"
 def stock_python() -> str:
     if sys.version_info[:2] != (3, 11):
         pytest.skip(f"{STOCK} is tested on Python 3.11, this is {sys.version.split()[0]}")
-    env = ensure_env(WheelSpec.parse(STOCK))
-    os.environ.setdefault("TFBUILD_TEST_TF_PYTHON", env.python)
-    return env.python
+    return ensure_env(WheelSpec.parse(STOCK)).python

@@ -1,7 +1,6 @@
 """The benchmark worker: its protocol against a real TensorFlow, and its timing logic without one.
 
-The real tests need an interpreter with TensorFlow: ``TFBUILD_TEST_TF_PYTHON``, else
-``/tmp/tfvenv/bin/python``; without either they skip and say so. The rest run everywhere.
+The real tests run the stock tensorflow-cpu wheel, in the environment tests/smoke/conftest.py makes.
 """
 
 from __future__ import annotations
@@ -55,34 +54,10 @@ OPTIONAL_OPS = {"matmul_bf16_1024", "conv2d_nchw"}
 # --- finding TensorFlow and driving a worker --------------------------------------------------------
 
 
-def find_tf_python() -> str:
-    """An interpreter that can import tensorflow (and numpy), or skip the test with the reason."""
-    tried = []
-    for source, path in (
-        (f"${TF_PYTHON_ENV}", os.environ.get(TF_PYTHON_ENV)),
-        ("the fallback", TF_PYTHON_FALLBACK),
-    ):
-        if not path:
-            continue
-        if not os.access(path, os.X_OK):
-            tried.append(f"{source} {path}: not an executable")
-            continue
-        check = "import importlib.util as u, sys; sys.exit(not (u.find_spec('tensorflow') and u.find_spec('numpy')))"
-        if subprocess.run(
-            [path, "-c", check], capture_output=True, timeout=60, check=False
-        ).returncode:
-            tried.append(f"{source} {path}: cannot import tensorflow and numpy")
-            continue
-        return path
-    pytest.skip(
-        f"no Python with TensorFlow for the worker tests (set {TF_PYTHON_ENV}); tried: "
-        + ("; ".join(tried) or f"{TF_PYTHON_ENV} unset, {TF_PYTHON_FALLBACK} absent")
-    )
-
-
 @pytest.fixture(scope="session")
-def tf_python() -> str:
-    return find_tf_python()
+def tf_python(stock_python: str) -> str:
+    """The stock wheel's interpreter, from the environment the smoke tests make (conftest)."""
+    return stock_python
 
 
 def worker_env(**extra: str) -> dict[str, str]:
@@ -303,6 +278,7 @@ def test_ready_line_lists_the_ops_with_work_unit_and_group(one_thread: WorkerPro
     for name, meta in ops.items():
         assert meta["group"] == ALL_OPS[name]
         assert meta["unit"] == ("GFLOP/s" if meta["group"] in {"matmul", "conv"} else "Gelem/s")
+        assert meta["dtype"] == "float32"
     assert ops["matmul_256"]["work"] == 2 * 256**3
     assert ops["matmul_2048"]["work"] == 2 * 2048**3
     assert ops["conv2d_nhwc"]["work"] == pytest.approx(7.40e9, rel=1e-3)
@@ -378,4 +354,6 @@ def test_eof_exits_0_and_unsupported_ops_are_left_out(tf_python: str) -> None:
     assert "NHWC" in ready["dropped"]["conv2d_nchw"]
     assert ready["env"]["TF_ENABLE_ONEDNN_OPTS"] == "0"  # recorded
     assert ("matmul_bf16_1024" in ready["ops"]) != ("matmul_bf16_1024" in ready["dropped"])
+    if "matmul_bf16_1024" in ready["ops"]:
+        assert ready["ops"]["matmul_bf16_1024"]["dtype"] == "bfloat16"
     assert len(reply["seconds_per_call"]) == 1

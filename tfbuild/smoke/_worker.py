@@ -10,7 +10,8 @@ whatever TensorFlow, its C++ libraries or a stray ``print`` write lands on stder
 
 * Start: ``{"ready": true, "tensorflow": ..., "git_version": ..., "intra": N, "inter": M,
   "ops": {NAME: {"unit": "GFLOP/s" | "Gelem/s", "work": flops or elements per call,
-  "group": "matmul" | "conv" | "elementwise" | "control" | "cast"}}, ...}``, listing only the ops this
+  "group": "matmul" | "conv" | "elementwise" | "control" | "cast", "dtype": "float32" | "bfloat16"}},
+  "dropped": {NAME: why}, "cpus": ..., "env": {...}, ...}``, listing only the ops this
   build runs on this CPU (``conv2d_nchw`` only when the build accepts NCHW, ``matmul_bf16_1024`` only
   with ``--bf16``). When TensorFlow cannot be imported or set up: ``{"ready": false, "error": ...}``
   and exit code 1.
@@ -19,6 +20,13 @@ whatever TensorFlow, its C++ libraries or a stray ``print`` write lands on stder
   ``{"op": NAME, "seconds_per_call": [R floats], "inner": n, "work": w, "unit": ...}``, or
   ``{"op": NAME, "error": "..."}`` when the op raised (the worker goes on).
 * ``{"quit": true}`` or end of input: exit 0.
+
+Ops: matmul n x n float32 (2n^3 flop); conv2d x [32, 56, 56, 64] * w [3, 3, 64, 64], stride 1, SAME
+(7.40 GFLOP; NCHW on the transposed input); element-wise ops on x [1024, 256] float32 (262,144
+elements): exp, tanh, sigmoid, erf, gelu (exact, erf form), log1p (of |x|), softmax and log_softmax
+(last axis), layer_norm (``tf.nn.moments`` + ``tf.nn.batch_normalization`` with scale and offset, as
+Keras does), casts to bfloat16 and float16, and the memory-bound controls add (x + y), relu and
+reduce_sum (last axis). Inputs are made once, from a fixed seed, before the ready line.
 
 Ops run eagerly: a ``tf.function`` call costs 150-250 us on the project's machines, as much as the
 element-wise kernels themselves, and would hide the instruction set. Eager CPU ops are synchronous,
@@ -61,15 +69,24 @@ RECORDED_ENV = (
 class Op:
     """One benchmark: a zero-argument callable over inputs made once, and its work per call."""
 
-    def __init__(self, name: str, group: str, unit: str, work: int, fn: Callable[[], Any]) -> None:
+    def __init__(
+        self,
+        name: str,
+        group: str,
+        unit: str,
+        work: int,
+        fn: Callable[[], Any],
+        dtype: str = "float32",
+    ) -> None:
         self.name = name
         self.group = group
         self.unit = unit
         self.work = work
         self.fn = fn
+        self.dtype = dtype  # of the inputs: a bfloat16 matmul has another peak than a float32 one
 
     def describe(self) -> dict[str, Any]:
-        return {"unit": self.unit, "work": self.work, "group": self.group}
+        return {"unit": self.unit, "work": self.work, "group": self.group, "dtype": self.dtype}
 
 
 class Protocol:
@@ -115,8 +132,10 @@ def build_ops(tf: Any, np: Any, *, bf16: bool) -> tuple[list[Op], dict[str, str]
     ops: list[Op] = []
     dropped: dict[str, str] = {}
 
-    def add(name: str, group: str, unit: str, work: int, fn: Callable[[], Any]) -> None:
-        ops.append(Op(name, group, unit, work, fn))
+    def add(
+        name: str, group: str, unit: str, work: int, fn: Callable[[], Any], dtype: str = "float32"
+    ) -> None:
+        ops.append(Op(name, group, unit, work, fn, dtype))
 
     def accepted(name: str, probe: Callable[[], Any]) -> bool:
         try:
@@ -137,7 +156,7 @@ def build_ops(tf: Any, np: Any, *, bf16: bool) -> tuple[list[Op], dict[str, str]
         small = tensor((16, 16), tf.bfloat16)
         if accepted("matmul_bf16_1024", lambda: matmul(small, small)):
             a16, b16 = tensor((1024, 1024), tf.bfloat16), tensor((1024, 1024), tf.bfloat16)
-            add("matmul_bf16_1024", "matmul", "GFLOP/s", 2 * 1024**3, product(a16, b16))
+            add("matmul_bf16_1024", "matmul", "GFLOP/s", 2 * 1024**3, product(a16, b16), "bfloat16")
 
     conv2d = tf.nn.conv2d
     x_nhwc = tensor((CONV_N, CONV_HW, CONV_HW, CONV_C))
@@ -289,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             tf.config.threading.set_intra_op_parallelism_threads(args.intra)
         if args.inter:
             tf.config.threading.set_inter_op_parallelism_threads(args.inter)
+        tf.config.experimental.set_synchronous_execution(True)  # the default; timing relies on it
         ops, dropped = build_ops(tf, np, bf16=args.bf16)
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
