@@ -422,7 +422,7 @@ def smoke_command(
     """Prove a wheel: no unused-instruction complaint at import, and faster than the stock wheel."""
     from tfbuild.errors import SmokeFailed, UsageError
     from tfbuild.smoke.report import Rules
-    from tfbuild.smoke.session import SmokeOptions, read_env_file, run_smoke
+    from tfbuild.smoke.session import SmokeOptions, built_for, read_env_file, run_smoke
 
     if (wheel is None) == (not installed):
         raise UsageError(
@@ -445,6 +445,7 @@ def smoke_command(
         env_file = beside if beside.exists() else None
     if env_file is not None and env_file.exists():
         runtime = read_env_file(env_file)
+    receipt = Path(wheel).with_suffix(".json") if wheel and wheel.endswith(".whl") else None
     options = SmokeOptions(
         wheel=wheel,
         installed=installed,
@@ -460,6 +461,7 @@ def smoke_command(
         ),
         env_file=env_file,
         runtime_env=runtime,
+        built_for=built_for(receipt) if receipt else None,
     )
 
     def progress(message: str) -> None:

@@ -9,15 +9,14 @@ validation recipes and options already went through.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from tfbuild import __version__
 from tfbuild.errors import InputError, UnsupportedError
+from tfbuild.files import write_text
 from tfbuild.plan import (
     BAZELISK_SHA256,
     BAZELISK_VERSION,
@@ -138,14 +137,6 @@ def write_context(files: dict[str, str], out: Path) -> list[Path]:
     written = []
     for name, text in files.items():
         target = out / name
-        fd, temp = tempfile.mkstemp(prefix=f".{name}.", dir=out)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(text)
-            Path(temp).chmod(0o755 if name.endswith(".sh") else 0o644)
-            Path(temp).replace(target)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        write_text(target, text, mode=0o755 if name.endswith(".sh") else 0o644)
         written.append(target)
     return written

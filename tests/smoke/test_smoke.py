@@ -132,12 +132,15 @@ def test_a_wheel_that_dies_with_sigill_is_reported_as_such(tmp_path: Path) -> No
     if "avx512_fp16" in cpu.host_cpuinfo().flags:
         pytest.skip("this CPU has AVX512-FP16, so the instruction would not trap")
     wheel = _wheel(tmp_path, ILLEGAL, [])
+    receipt = {"plan": {"target": "sapphirerapids", "cflags": ["-march=sapphirerapids"]}}
+    wheel.with_suffix(".json").write_text(json.dumps(receipt))
     result = run_cli("smoke", str(wheel), "--json")
     assert result.returncode == 7, result.stderr
     report = result.json()
     assert report["candidate"]["ok"] is False
     assert report["candidate"]["signal"] == "SIGILL"
     assert "Illegal instruction" in report["candidate"]["failure"]
+    assert "built for sapphirerapids (-march=sapphirerapids)" in report["failures"][0]
     assert report["results"] == [] and report["baseline"] is None
     assert "Traceback" not in result.stderr
 

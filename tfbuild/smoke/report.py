@@ -7,12 +7,11 @@ baseline beyond the measured noise. Both rules can be relaxed explicitly (``--al
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfbuild.files import replacing, write_text
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.run import Method, OpResult, SettingTrial
 
@@ -47,13 +46,15 @@ class SmokeReport:
     env_file: str | None = None
     seconds: float = 0.0
     tcmalloc_expected: bool = False  # the wheel's runtime env preloads TCMalloc
+    built_for: str | None = None  # the target the wheel's receipt names
 
     @property
     def failures(self) -> tuple[str, ...]:
         """Every reason the wheel does not pass, one sentence each."""
         reasons = []
         if not self.candidate.ok:
-            reasons.append(f"the wheel does not work: {self.candidate.failure}")
+            built = f"; it was built for {self.built_for}" if self.built_for else ""
+            reasons.append(f"the wheel does not work: {self.candidate.failure}{built}")
         if self.tcmalloc_expected and self.candidate.ok and not self.candidate.tcmalloc_loaded:
             reasons.append(
                 "TCMalloc should be preloaded (the runtime env says so) but the probe's "
@@ -90,6 +91,7 @@ class SmokeReport:
             "env_file": self.env_file,
             "seconds": round(self.seconds, 1),
             "tcmalloc_expected": self.tcmalloc_expected,
+            "built_for": self.built_for,
             "passed": self.passed,
             "failures": list(self.failures),
         }
@@ -102,11 +104,7 @@ def write_env_file(path: Path, settings: tuple[SettingTrial, ...], header: str) 
         if trial.wins:
             lines.append(f"# {trial.name}: faster than without it on most ops, slower on none")
             lines.extend(f"{name}={value}" for name, value in trial.env)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write("\n".join(lines) + "\n")
-    Path(temp).replace(path)
+    write_text(path, "\n".join(lines) + "\n")
 
 
 def plot(report: SmokeReport, path: Path) -> None:
@@ -145,9 +143,6 @@ def plot(report: SmokeReport, path: Path) -> None:
     ax.set_title(f"{report.candidate_label} vs {report.baseline_label}")
     ax.legend()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    os.close(fd)
-    fig.savefig(temp, dpi=110)
+    with replacing(path) as temp:
+        fig.savefig(temp, dpi=110, format="png")
     plt.close(fig)
-    Path(temp).replace(path)

@@ -30,6 +30,7 @@ class SmokeOptions:
     rules: Rules = field(default_factory=Rules)
     env_file: Path | None = None
     runtime_env: dict[str, str] = field(default_factory=dict)  # the wheel's runtime env file
+    built_for: str | None = None  # from the wheel's receipt: the target and flags it was built with
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -41,6 +42,21 @@ def read_env_file(path: Path) -> dict[str, str]:
             name, _, value = line.partition("=")
             values[name.strip()] = value.strip().strip("'\"")
     return values
+
+
+def built_for(receipt: Path) -> str | None:
+    """ "x86_64_v4 (-march=x86-64-v4 ...)" from a wheel's receipt (``<wheel>.json``), if readable."""
+    import json
+
+    try:
+        data = json.loads(receipt.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    plan = data.get("plan") if isinstance(data, dict) else None
+    if not isinstance(plan, dict) or not plan.get("target"):
+        return None
+    flags = " ".join(str(f) for f in plan.get("cflags") or [])
+    return f"{plan['target']} ({flags})" if flags else str(plan["target"])
 
 
 def stock_spec(version: str | None, architecture: str) -> str:
@@ -128,6 +144,7 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
         env_file=str(options.env_file) if options.env_file else None,
         seconds=time.perf_counter() - started,
         tcmalloc_expected=tcmalloc_expected,
+        built_for=options.built_for,
     )
     if options.env_file and settings:
         write_env_file(

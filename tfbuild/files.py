@@ -1,0 +1,33 @@
+"""Writing files whole: a temp name in the same directory, then an atomic rename.
+
+Nothing tfbuild writes is ever seen half-written, and a failure leaves no temp file behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def replacing(path: Path, *, mode: int = 0o644) -> Iterator[Path]:
+    """Yield a temp path beside ``path``; on success it becomes ``path`` (with ``mode``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    temp = Path(name)
+    try:
+        yield temp
+        temp.chmod(mode)
+        temp.replace(path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
+    with replacing(path, mode=mode) as temp:
+        temp.write_text(text, encoding="utf-8", newline="\n")
