@@ -84,7 +84,7 @@ def detect(
             "--compiler",
             metavar="SPEC",
             help="Compiler the flags are for, e.g. clang-18 or gcc-12 (a bare name asks PATH). "
-            "Default: clang-18.1.8, TensorFlow 2.19-2.21's release compiler.",
+            "Default: the newest recipe's compiler (what a build uses).",
             show_default=False,
         ),
     ] = None,

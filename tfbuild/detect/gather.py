@@ -9,7 +9,6 @@ from tfbuild.compilers import parse_compiler
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.detect.report import (
-    DEFAULT_COMPILER,
     DetectReport,
     describe_machine,
     describe_target,
@@ -28,7 +27,11 @@ def gather(
     with_gpu: bool = True,
 ) -> DetectReport:
     """Describe this machine, or the machines of saved cpuinfo dumps."""
-    compiler = parse_compiler(compiler_spec or DEFAULT_COMPILER)
+    from tfbuild.recipes import load_recipes
+
+    recipes = load_recipes().recipes
+    # Without --compiler, flags are spelled for the newest release's compiler: what a build uses.
+    compiler = parse_compiler(compiler_spec or recipes[-1].compiler)
     # Validate names before any slow work, so a typo fails at once.
     for name in (*why_not, *([target] if target else [])):
         cpu.lookup_target(name)
@@ -58,10 +61,8 @@ def gather(
         cuda = locate_cuda()
         nvidia = detect_nvidia()
     system = system_info()
-    from tfbuild.recipes import load_recipes
-
     support = tensorflow_support(
-        load_recipes().recipes,
+        recipes,
         python=".".join(system.python.version.split(".")[:2]),
         architecture=infos[0].architecture,
         driver_cuda=nvidia.driver.cuda_version if nvidia and nvidia.driver else None,

@@ -21,10 +21,6 @@ if TYPE_CHECKING:
 
 SCHEMA = "tfbuild.detect/1"
 
-#: The compiler flags are shown for when none is named: TensorFlow 2.19-2.21's release toolchain.
-#: (Once recipes exist, a build plan uses the recipe's compiler instead.)
-DEFAULT_COMPILER = "clang-18.1.8"
-
 
 @dataclass(frozen=True, kw_only=True)
 class GuardReport:
