@@ -454,6 +454,12 @@ class RecipeSet:
         return max(matches, key=lambda r: r.version)
 
 
+def _user_dirs(extra_dirs: Sequence[Path]) -> list[Path]:
+    """``$TFBUILD_RECIPES_DIR`` (os.pathsep-separated), then ``--recipes-dir``: later ones win."""
+    env = os.environ.get(RECIPES_ENV, "")
+    return [*(Path(p) for p in env.split(os.pathsep) if p), *extra_dirs]
+
+
 def _recipe_files(directory: Path) -> Iterable[Path]:
     # Recipes are tf-X.Y.yaml; other YAML beside them (base-images.yaml) is not a recipe.
     return sorted(p for p in directory.glob("tf-*.yaml") if p.is_file())

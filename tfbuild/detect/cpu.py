@@ -9,6 +9,7 @@ checks that on the live machine the result equals ``archspec.cpu.host()``.
 
 from __future__ import annotations
 
+import functools
 import platform
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 X86_FAMILIES = ("x86_64",)
 
 
+@functools.cache
 def _targets() -> dict[str, Microarchitecture]:
     from archspec.cpu import TARGETS
 
