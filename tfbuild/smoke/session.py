@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfbuild.detect import cpu
+from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.probe import ProbeResult, run_probe
 from tfbuild.smoke.report import Rules, SmokeReport, write_env_file
@@ -68,10 +69,6 @@ def stock_spec(version: str | None, architecture: str) -> str:
     return f"{package}=={release.group(0)}" if release else package
 
 
-def _env_for(spec: TestEnv, extra: dict[str, str]) -> dict[str, str]:
-    return {**clean_env(), **extra}
-
-
 def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> SmokeReport:
     say = progress or (lambda _message: None)
     started = time.perf_counter()
@@ -83,7 +80,9 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
     say(f"preparing an environment for {spec.label}")
     candidate_env = ensure_env(spec, python=options.python)
     say(f"probing {spec.label} ({'reused' if candidate_env.reused else 'new'} environment)")
-    cand_vars = _env_for(candidate_env, options.runtime_env)
+    # The wheel's runtime env applies, except a log level that would hide the guard message.
+    cand_vars = {**clean_env(), **options.runtime_env}
+    cand_vars.pop("TF_CPP_MIN_LOG_LEVEL", None)
     candidate = run_probe(candidate_env.python, env=cand_vars)
     tcmalloc_expected = "tcmalloc" in options.runtime_env.get("LD_PRELOAD", "")
     info = cpu.host_cpuinfo()
@@ -156,12 +155,9 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
 
 
 def _try_settings(
-    python: str, base_env: dict[str, str], info: object, method: Method, say: Progress
+    python: str, base_env: dict[str, str], info: CpuInfo, method: Method, say: Progress
 ) -> tuple[SettingTrial, ...]:
     """The seed guides' runtime advice, each tried against the wheel without it."""
-    from tfbuild.detect.cpuinfo import CpuInfo
-
-    assert isinstance(info, CpuInfo)
     trials = []
     multiarch = "aarch64-linux-gnu" if info.architecture == "aarch64" else "x86_64-linux-gnu"
     tcmalloc = Path(f"/usr/lib/{multiarch}/libtcmalloc.so.4")
