@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.tfbuild-installed
 
-.PHONY: test lint typecheck pytest detect bench golden clean
+.PHONY: test lint typecheck pytest detect bench golden base-image clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ detect: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/detect_speed.py
 	$(BIN)/python benchmarks/render_speed.py
+
+# The base image the real-engine tests build on (debootstrap + docker import; needs root and an engine).
+base-image: $(STAMP)
+	$(BIN)/tfbuild base --suite bookworm
 
 # Regenerate the golden build contexts after an intended change; review the diff before committing.
 golden: $(STAMP)

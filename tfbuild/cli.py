@@ -483,6 +483,49 @@ def smoke_command(
         raise SmokeFailed(f"{report.candidate_label} did not pass", why="; ".join(report.failures))
 
 
+# --- base ----------------------------------------------------------------------------------------------
+
+
+@app.command("base")
+def base_command(
+    suite: Annotated[
+        str, typer.Option("--suite", help="Debian or Ubuntu suite: bookworm, trixie, jammy, noble.")
+    ] = "bookworm",
+    mirror: Annotated[
+        str | None,
+        typer.Option(
+            "--mirror", metavar="URL", help="Package mirror (default: the distribution's)."
+        ),
+    ] = None,
+    tag: Annotated[
+        str | None, typer.Option("--tag", help="Image tag (default: tfbuild/base:SUITE).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if the tag exists.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Make a base image with debootstrap + docker import (for sites without registry access)."""
+    from tfbuild.base import make_base_image
+    from tfbuild.engine import DockerEngine
+
+    engine = DockerEngine.connect()
+    try:
+
+        def show(line: str) -> None:
+            if not as_json:
+                sys.stderr.write(f"[base] {line}\n")
+
+        result = make_base_image(
+            engine, suite=suite, mirror=mirror, tag=tag, force=force, on_line=show
+        )
+    finally:
+        engine.close()
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        state = f"created in {result.seconds:.0f} s" if result.created else "already there, reused"
+        typer.echo(f"{result.tag} ({result.image_id[:19]}): {state}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``tfbuild`` console script: the only place that catches errors."""
     _state["debug"] = _debug_from_env() or "--debug" in (argv or sys.argv[1:])

@@ -1,0 +1,40 @@
+"""Real Docker engine tests. In CI (CI or GITHUB_ACTIONS set) an unreachable engine fails the run;
+elsewhere these tests skip and say why. The base image is made with `tfbuild base` (debootstrap +
+docker import, no registry) and reused by tag."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+IN_CI = bool(os.environ.get("CI") or os.environ.get("GITHUB_ACTIONS"))
+BASE_TAG = os.environ.get("TFBUILD_TEST_BASE_IMAGE", "tfbuild/base:bookworm")
+
+
+@pytest.fixture(scope="session")
+def engine() -> Iterator[Any]:
+    from tfbuild.engine import DockerEngine
+    from tfbuild.errors import EnvironmentProblem
+
+    try:
+        docker_engine = DockerEngine.connect()
+    except EnvironmentProblem as exc:
+        if IN_CI:
+            pytest.fail(f"CI must provide a Docker engine (.ci/run starts one): {exc.line()}")
+        pytest.skip(f"no Docker engine here: {exc.line()}")
+    yield docker_engine
+    docker_engine.close()
+
+
+@pytest.fixture(scope="session")
+def base_image(engine: Any) -> str:
+    """The test base image; .ci/run creates it with `tfbuild base`, cached by tag."""
+    if not engine.image_exists(BASE_TAG):
+        message = f"the base image {BASE_TAG} is missing: run 'tfbuild base' (as root) first"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    return BASE_TAG

@@ -1,0 +1,153 @@
+"""`tfbuild base`: a base image made from a distribution mirror, for sites without registry access.
+
+debootstrap installs a minimal Debian or Ubuntu into a temporary directory, which is then imported as
+an image (``docker import``), tagged ``tfbuild/base:<suite>`` and reused by that tag. It needs root
+(debootstrap creates device nodes and chowns files) and the ``debootstrap`` program.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfbuild.errors import BuildFailed, EnvironmentProblem, UsageError
+
+#: Where each distribution's packages come from unless --mirror says otherwise.
+MIRRORS = {
+    "debian": "http://deb.debian.org/debian",
+    "ubuntu": "http://archive.ubuntu.com/ubuntu",
+}
+SUITES = {
+    "bullseye": "debian",
+    "bookworm": "debian",
+    "trixie": "debian",
+    "jammy": "ubuntu",
+    "noble": "ubuntu",
+}
+#: What the test pipeline needs inside: a compiler, Python, and objdump for instruction checks.
+DEFAULT_PACKAGES = ("binutils", "ca-certificates", "gcc", "libc6-dev", "python3", "python3-venv")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaseImage:
+    tag: str
+    image_id: str
+    created: bool  # False when the tag already existed and was reused
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tag": self.tag,
+            "image_id": self.image_id,
+            "created": self.created,
+            "seconds": round(self.seconds, 1),
+        }
+
+
+def default_tag(suite: str) -> str:
+    return f"tfbuild/base:{suite}"
+
+
+def _check_prerequisites(suite: str) -> None:
+    if suite not in SUITES:
+        raise UsageError(
+            f"unknown --suite {suite!r}",
+            fix=f"Use one of {', '.join(sorted(SUITES))}.",
+        )
+    if os.geteuid() != 0:
+        raise EnvironmentProblem(
+            "tfbuild base needs root",
+            why="debootstrap creates device nodes and files owned by other users",
+            fix="Run it as root (sudo tfbuild base), or import a base image another way.",
+        )
+    if shutil.which("debootstrap") is None:
+        raise EnvironmentProblem(
+            "tfbuild base needs debootstrap",
+            why="it is not on PATH",
+            fix="Install it: apt-get install debootstrap.",
+        )
+
+
+def _stream(argv: Sequence[str], on_line: Callable[[str], None], what: str) -> None:
+    """Run a command, passing its output on line by line; failure keeps the last lines."""
+    tail: list[str] = []
+    with subprocess.Popen(  # argv built here, no shell
+        list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as proc:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.rstrip("\n")
+            tail = [*tail[-9:], line]
+            on_line(line)
+        code = proc.wait()
+    if code != 0:
+        raise BuildFailed(
+            f"{what} failed (exit code {code})",
+            why=" | ".join(tail[-3:]) or "no output",
+            fix="Check that the mirror is reachable (--mirror URL) and the suite exists there.",
+        )
+
+
+def make_base_image(
+    engine: Any,
+    *,
+    suite: str = "bookworm",
+    mirror: str | None = None,
+    tag: str | None = None,
+    packages: Sequence[str] = DEFAULT_PACKAGES,
+    force: bool = False,
+    on_line: Callable[[str], None] = lambda _line: None,
+) -> BaseImage:
+    """The base image for ``suite``, made with debootstrap and imported; reused when it exists."""
+    started = time.perf_counter()
+    name = tag or default_tag(suite)
+    if not force and engine.image_exists(name):
+        return BaseImage(tag=name, image_id=engine.image_id(name) or "", created=False, seconds=0.0)
+    _check_prerequisites(suite)
+    source = mirror or MIRRORS[SUITES[suite]]
+    workdir = Path(tempfile.mkdtemp(prefix="tfbuild-base-"))
+    try:
+        rootfs = workdir / "rootfs"
+        include = ",".join(sorted(set(packages)))
+        _stream(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={include}",
+                suite,
+                str(rootfs),
+                source,
+            ],
+            on_line,
+            f"debootstrap {suite} from {source}",
+        )
+        # Package lists and caches make the image bigger and are stale the day after.
+        for leftover in ("var/lib/apt/lists", "var/cache/apt/archives"):
+            shutil.rmtree(rootfs / leftover, ignore_errors=True)
+        archive = workdir / "rootfs.tar"
+        _stream(
+            ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(archive), "."], on_line, "tar"
+        )
+        repository, _, image_tag = name.rpartition(":")
+        image_id = engine.import_image(
+            archive,
+            repository=repository,
+            tag=image_tag,
+            changes=[
+                'CMD ["/bin/bash"]',
+                "ENV LANG=C.UTF-8",
+                f"LABEL org.tfbuild.base={suite} org.tfbuild.mirror={source}",
+            ],
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return BaseImage(
+        tag=name, image_id=image_id, created=True, seconds=time.perf_counter() - started
+    )
