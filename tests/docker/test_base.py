@@ -44,3 +44,12 @@ def test_the_image_came_from_debootstrap_not_a_registry(engine: Any, base_image:
         check=True,
     ).stdout
     assert '"org.tfbuild.base":"bookworm"' in labels
+
+
+def test_no_engine_is_one_line_and_exit_5() -> None:
+    result = run_cli("base", env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    assert result.returncode == 5, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "cannot reach the Docker engine at unix:///nonexistent/docker.sock" in lines[0]
+    assert "Traceback" not in result.stderr
