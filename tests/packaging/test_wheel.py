@@ -30,6 +30,11 @@ def test_wheel_ships_data_and_a_clean_install_finds_it(tmp_path: Path) -> None:
     assert "tfbuild/_data/templates/README.md" in names
     assert "tfbuild/_data/recipes/README.md" in names
     assert "tfbuild/py.typed" in names
+    # Data the package runs from files, not imports: the smoke worker and the canary tree.
+    assert "tfbuild/smoke/_worker.py" in names
+    assert "tfbuild/canary/tree/src/kernel.c" in names
+    bazel = zipfile.ZipFile(wheel).getinfo("tfbuild/canary/tree/bazel")
+    assert (bazel.external_attr >> 16) & 0o111, "the stand-in bazel must stay executable"
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
