@@ -42,6 +42,7 @@ from tfbuild.errors import (
     TfbuildError,
     UsageError,
 )
+from tfbuild.files import sha256_file
 
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 LABEL = "org.tfbuild"  # every container, image and volume tfbuild makes: org.tfbuild=1
@@ -187,16 +188,8 @@ def _context_entries(context: Path) -> Iterator[tuple[str, str, str]]:
                 yield relative, "dir", ""  # an empty directory can still be COPYed
             elif path.is_file():
                 kind = "exec" if path.stat().st_mode & 0o111 else "file"
-                yield relative, kind, _file_sha256(path)
+                yield relative, kind, sha256_file(path)
             # Sockets and FIFOs cannot be part of an image; the build would skip them too.
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _why_unreachable(exc: BaseException, timeout: float) -> str:

@@ -5,6 +5,7 @@ Nothing tfbuild writes is ever seen half-written, and a failure leaves no temp f
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from collections.abc import Iterator
@@ -31,3 +32,12 @@ def replacing(path: Path, *, mode: int = 0o644) -> Iterator[Path]:
 def write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
     with replacing(path, mode=mode) as temp:
         temp.write_text(text, encoding="utf-8", newline="\n")
+
+
+def sha256_file(path: Path) -> str:
+    """The file's sha256 in hex, read in 1 MiB blocks (wheels and contexts can be large)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

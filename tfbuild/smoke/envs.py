@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tfbuild.detect.system import default_cache_dir
 from tfbuild.errors import EnvironmentProblem, InputError, UsageError
+from tfbuild.files import sha256_file
 
 _MARKER = ".tfbuild-ready"
 _REQUIREMENT = re.compile(
@@ -67,14 +68,6 @@ class TestEnv:
     location: str | None  # the environment's directory (None for --installed)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _python_version(python: str) -> str:
     try:
         out = subprocess.run(
@@ -93,7 +86,7 @@ def _python_version(python: str) -> str:
 
 
 def env_key(spec: WheelSpec, python: str) -> str:
-    identity = _sha256(Path(spec.value)) if spec.kind == "file" else spec.value
+    identity = sha256_file(Path(spec.value)) if spec.kind == "file" else spec.value
     version = _python_version(python)
     return hashlib.sha256(f"{identity}\n{version}".encode()).hexdigest()[:16] + f"-py{version}"
 
