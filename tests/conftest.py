@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -11,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tfbuild.detect.cpuinfo import read_cpuinfo
+from tfbuild.plan import GIB, HostFacts
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Real /proc/cpuinfo dumps, kept beside the project (see ../shared/fixtures/cpuinfo/README.md).
@@ -55,3 +59,17 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> CliResult:
         check=False,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def recorded_host(machine: str, *, memory_gib: int, disk_gib: int, **changes: object) -> HostFacts:
+    """Planner input from a recorded cpuinfo dump and fixed resources: the same on any machine."""
+    facts = HostFacts(
+        machine=read_cpuinfo(cpuinfo_fixture(machine)),
+        machine_is_build_host=True,
+        build_cpus=2,
+        build_memory_bytes=memory_gib * GIB,
+        build_disk_path="/cache",
+        build_disk_free_bytes=disk_gib * GIB,
+        python="3.11",
+    )
+    return dataclasses.replace(facts, **changes)  # type: ignore[arg-type]

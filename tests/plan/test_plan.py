@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, cpuinfo_fixture
-from tfbuild.detect.cpuinfo import read_cpuinfo
+from tests.conftest import ROOT, recorded_host
 from tfbuild.errors import EnvironmentProblem, UnsupportedError, UsageError
 from tfbuild.plan import GIB, BaseImage, HostFacts, PlanOptions, make_plan
 from tfbuild.recipes import Recipe, parse_recipe
@@ -45,16 +43,7 @@ def recipe_221() -> Recipe:
 
 
 def host(machine: str = "zen5-vm", **changes: object) -> HostFacts:
-    facts = HostFacts(
-        machine=read_cpuinfo(cpuinfo_fixture(machine)),
-        machine_is_build_host=True,
-        build_cpus=2,
-        build_memory_bytes=24 * GIB,
-        build_disk_path="/cache",
-        build_disk_free_bytes=100 * GIB,
-        python="3.11",
-    )
-    return dataclasses.replace(facts, **changes)  # type: ignore[arg-type]
+    return recorded_host(machine, memory_gib=24, disk_gib=100, **changes)
 
 
 def plan(

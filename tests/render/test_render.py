@@ -6,7 +6,6 @@ then review the diff.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shutil
@@ -16,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, cpuinfo_fixture, run_cli
-from tfbuild.detect.cpuinfo import read_cpuinfo
-from tfbuild.plan import GIB, HostFacts, PlanOptions, make_plan
+from tests.conftest import ROOT, recorded_host, run_cli
+from tfbuild.plan import HostFacts, PlanOptions, make_plan
 from tfbuild.recipes import load_base_images, load_recipes
 from tfbuild.render import FILES, render_files, undefined_configs, write_context
 
@@ -28,16 +26,7 @@ BIN = Path(sys.executable).parent
 
 
 def fixed_host(machine: str = "zen5-vm", **changes: object) -> HostFacts:
-    facts = HostFacts(
-        machine=read_cpuinfo(cpuinfo_fixture(machine)),
-        machine_is_build_host=True,
-        build_cpus=2,
-        build_memory_bytes=8 * GIB,
-        build_disk_path="/cache",
-        build_disk_free_bytes=200 * GIB,
-        python="3.11",
-    )
-    return dataclasses.replace(facts, **changes)  # type: ignore[arg-type]
+    return recorded_host(machine, memory_gib=8, disk_gib=200, **changes)
 
 
 def render(version: str, options: PlanOptions, facts: HostFacts | None = None) -> dict[str, str]:
