@@ -8,7 +8,7 @@ making any decision of its own.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from tfbuild import tfversions
@@ -81,6 +81,8 @@ class PlanOptions:
     cudnn_version: str | None = None
     skip_disk_check: bool = False
     release_version: bool = True  # 2.20+: ML_WHEEL_TYPE=release (no .dev0+selfbuilt suffix)
+    base_image: str | None = None  # a key of base_images instead of the recipe's (--base-image)
+    standin: bool = False  # the canary: `bazel` is the stand-in script of the source tree
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,11 +122,13 @@ class BaseImage:
     packaged_compilers: tuple[str, ...] = ()  # "clang-16", "gcc-12": what apt installs as is
     cuda: str | None = None  # NVIDIA images: the CUDA toolkit inside
     cudnn: str | None = None  # NVIDIA images: the cuDNN major inside (None: none)
+    image_id: str | None = None  # a local image (tfbuild base): its id, as the reference is a tag
 
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "reference": self.reference,
+            "image_id": self.image_id,
             "distro": self.distro,
             "suite": self.suite,
             "python": self.python,
@@ -203,6 +207,7 @@ class BuildPlan:
     cuda: CudaPlan | None
     reasons: tuple[Reason, ...]
     warnings: tuple[str, ...] = field(default=())
+    standin: bool = False  # the canary stand-in source, not TensorFlow
 
     def runtime_env_value(self, name: str) -> str:
         return dict(self.runtime_env).get(name, "")
@@ -240,6 +245,7 @@ class BuildPlan:
             "cuda": self.cuda.to_json() if self.cuda else None,
             "reasons": [r.to_json() for r in self.reasons],
             "warnings": list(self.warnings),
+            "standin": self.standin,
         }
 
 
@@ -708,6 +714,19 @@ def _bazel_options(
     return startup, build_options, reasons
 
 
+def with_jobs(plan: BuildPlan, jobs: int, *, why: str) -> BuildPlan:
+    """The same plan with bazel's ``--jobs`` changed (a retry after the compiler was OOM-killed)."""
+    return replace(
+        plan,
+        build_options=tuple(
+            f"--jobs={jobs}" if option.startswith("--jobs=") else option
+            for option in plan.build_options
+        ),
+        resources=replace(plan.resources, jobs=jobs),
+        reasons=(*plan.reasons, Reason(what="jobs", value=str(jobs), why=why)),
+    )
+
+
 # --- the plan ---------------------------------------------------------------------------------------
 
 
@@ -749,8 +768,19 @@ def make_plan(
             why=f"base-images.yaml has {', '.join(sorted(base_images))}",
             fix="Add the image to base-images.yaml or use one of those.",
         )
-    image_key = recipe.base_image
-    if options.variant == "cuda" and recipe.cuda and not recipe.cuda.hermetic:
+    image_key = options.base_image or recipe.base_image
+    if options.base_image and options.base_image not in base_images:
+        raise UnsupportedError(
+            f"unknown base image {options.base_image!r}",
+            why=f"known: {', '.join(sorted(base_images))}",
+            fix="Name an entry of base-images.yaml, or a local image made by tfbuild base.",
+        )
+    if (
+        options.base_image is None
+        and options.variant == "cuda"
+        and recipe.cuda
+        and not recipe.cuda.hermetic
+    ):
         image_key = recipe.cuda.base_image or image_key
         if image_key not in base_images:
             raise UnsupportedError(
@@ -763,7 +793,10 @@ def make_plan(
         Reason(
             what="base image",
             value=base.reference,
-            why="pinned by digest in base-images.yaml; it ships the recipe's compiler",
+            why="asked for with --base-image"
+            + (f" (local image {base.image_id}, made by tfbuild base)" if base.image_id else "")
+            if options.base_image
+            else "pinned by digest in base-images.yaml; it ships the recipe's compiler",
         )
     )
 
@@ -875,4 +908,5 @@ def make_plan(
         cuda=cuda_plan,
         reasons=tuple(reasons),
         warnings=tuple(dict.fromkeys(warnings)),
+        standin=options.standin,
     )

@@ -20,6 +20,7 @@ from tfbuild.files import write_text
 from tfbuild.plan import (
     BAZELISK_SHA256,
     BAZELISK_VERSION,
+    CACHE_ROOT,
     OUTPUT_DIR,
     SOURCE_DIR,
     BuildPlan,
@@ -97,6 +98,7 @@ def render_files(plan: BuildPlan) -> dict[str, str]:
         "source_dir": SOURCE_DIR,
         "output_dir": OUTPUT_DIR,
         "context_dir": CONTEXT_DIR,
+        "cache_root": CACHE_ROOT,
     }
     files: dict[str, str] = {}
     for name, template in FILES.items():

@@ -6,12 +6,23 @@ set -euo pipefail
 
 phase() { echo "[tfbuild] phase: $1"; }
 
+# bazel keeps its state under HOME and the output base: both on the cache volume. One output base
+# per source tree and toolchain (TFBUILD_BUILD_KEY, set by tfbuild wheel), so builds of different
+# trees never share a bazel server.
+export HOME=/cache/home
+mkdir -p "$HOME"
+output_base=/cache/output/"${TFBUILD_BUILD_KEY:-default}"
+
 phase configure
+echo "[tfbuild] tool: compiler $(/usr/lib/llvm-18/bin/clang --version | head -n 1)"
+echo "[tfbuild] tool: python $(python3 --version 2>&1)"
+echo "[tfbuild] tool: bazel $(bazel --version)"
 cp /tfbuild/tf_configure.bazelrc /src/.tf_configure.bazelrc
 cd /src
 
 phase compile
 bazel \
+  --output_base="$output_base" \
   --output_user_root=/cache/output \
   --host_jvm_args=-Xmx1024m \
   build \
