@@ -1,0 +1,609 @@
+"""Where the TensorFlow source tree of a build comes from.
+
+Two ways:
+
+1. ``--source DIR`` (:func:`local_source`): a local checkout, of TensorFlow or of any fork. It is
+   used as it is; tfbuild only checks that it looks like a TensorFlow tree and, for a git checkout,
+   records its commit and whether it has uncommitted changes.
+2. The recipe's release tarball (:func:`fetch_source`): downloaded once into a cache, verified
+   against its sha256 before every use, then extracted once. When the recipe pins no sha256, the
+   checksum of the first download is recorded and later runs verify against it (trust on first use).
+
+The cache (:func:`default_cache_dir`, ``~/.cache/tfbuild/sources`` by default) holds, per version::
+
+    tensorflow-2.21.0.tar.gz            the download
+    tensorflow-2.21.0.tar.gz.sha256     its recorded sha256 (only when the recipe pins none)
+    tensorflow-2.21.0-<sha256[:12]>/    the extracted tree, with a .complete marker written last
+
+Everything is written under a ``.partial-<pid>`` name and renamed into place, so an interrupted run
+(Ctrl-C included) leaves nothing half-written, and two runs sharing the cache never see each
+other's partial work.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import os
+import re
+import shutil
+import ssl
+import subprocess
+import tarfile
+import urllib.error
+import urllib.request
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.client import HTTPException
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
+
+from tfbuild import __version__
+from tfbuild.errors import EnvironmentProblem, InputError
+from tfbuild.files import sha256_file, write_text
+
+#: What a TensorFlow source tree has and other trees do not.
+SOURCE_MARKER = "tensorflow/tools/pip_package"
+_CLONE_FIX = (
+    "Pass the top of a TensorFlow checkout "
+    "(e.g. git clone https://github.com/tensorflow/tensorflow)."
+)
+_NETWORK_FIX = (
+    "Check the URL and the network; behind a proxy set HTTPS_PROXY (and NO_PROXY); "
+    "on a machine without network access pass --source DIR with a TensorFlow checkout."
+)
+_CACHE_FIX = "Free some space there, or set TFBUILD_CACHE_DIR to another directory."
+_CHUNK = 1 << 20
+_MB = 1_000_000
+#: Without a Content-Length, a progress line every this many bytes.
+_UNSIZED_STEP = 50 * _MB
+_COMPLETE = ".complete"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+-]*")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    """A TensorFlow source tree, and where it came from."""
+
+    #: The tree to mount as the build's source directory (absolute).
+    path: Path
+    kind: Literal["directory", "tarball"]
+    #: The directory as given (absolute), or the tarball's URL.
+    origin: str
+    #: The tarball's sha256 (None for a directory).
+    sha256: str | None
+    #: True when the sha256 was pinned (by the recipe or --source-sha256); False when it was
+    #: recorded at the first download (trust on first use), and for directories.
+    pinned: bool
+    #: HEAD of a git checkout, else None.
+    git_commit: str | None
+    #: Whether a git checkout has uncommitted changes to tracked files, else None.
+    git_dirty: bool | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "kind": self.kind,
+            "origin": self.origin,
+            "sha256": self.sha256,
+            "pinned": self.pinned,
+            "git_commit": self.git_commit,
+            "git_dirty": self.git_dirty,
+        }
+
+
+def default_cache_dir(env: Mapping[str, str] = os.environ) -> Path:
+    """``$TFBUILD_CACHE_DIR/sources``, else ``$XDG_CACHE_HOME/tfbuild/sources``, else
+    ``~/.cache/tfbuild/sources``."""
+    if env.get("TFBUILD_CACHE_DIR"):
+        return Path(env["TFBUILD_CACHE_DIR"]) / "sources"
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if xdg and Path(xdg).is_absolute():  # the XDG spec says to ignore a relative path
+        return Path(xdg) / "tfbuild" / "sources"
+    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return home / ".cache" / "tfbuild" / "sources"
+
+
+# --- 1. a local directory ----------------------------------------------------------------------
+
+
+def local_source(path: Path, *, marker: str = SOURCE_MARKER) -> Source:
+    """The checkout at ``path``; InputError unless it is a directory with a ``marker`` subdirectory."""
+    path = path.absolute()
+    _check_tree(path, marker)
+    commit, dirty = _git_state(path) if (path / ".git").exists() else (None, None)
+    return Source(
+        path=path,
+        kind="directory",
+        origin=str(path),
+        sha256=None,
+        pinned=False,
+        git_commit=commit,
+        git_dirty=dirty,
+    )
+
+
+def _check_tree(path: Path, marker: str) -> None:
+    what = f"cannot use {path} as the TensorFlow source"
+    try:
+        if not path.is_dir():
+            why = "it is not a directory" if path.exists() else "it does not exist"
+            raise InputError(what, why=why, fix=_CLONE_FIX)
+        has_marker = (path / marker).is_dir()
+    except OSError as exc:
+        raise InputError(what, why=exc.strerror or str(exc), fix=_CLONE_FIX) from None
+    if not has_marker:
+        raise InputError(
+            f"{path} does not look like a TensorFlow source tree",
+            why=f"it has no {marker}",
+            fix=_CLONE_FIX,
+        )
+
+
+def _git_state(path: Path) -> tuple[str | None, bool | None]:
+    """HEAD and dirtiness of the checkout at ``path``; None for what git cannot tell."""
+    head = _git(path, "rev-parse", "HEAD")
+    commit = head.strip() if head is not None and _COMMIT.fullmatch(head.strip()) else None
+    if commit is None:
+        return None, None
+    status = _git(path, "status", "--porcelain", "--untracked-files=no")
+    return commit, None if status is None else bool(status.strip())
+
+
+def _git(path: Path, *args: str) -> str | None:
+    """``git -C path ARGS``'s output, or None if git is missing, fails or hangs (never an error)."""
+    # No optional locks: a status must not take index.lock while the user works in the checkout.
+    env = {**os.environ, "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
+    try:
+        proc = subprocess.run(  # argv is built here, never by a shell
+            ["git", "-C", str(path), *args],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=60,
+            check=False,
+            env=env,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+# --- 2. the recipe's release tarball -----------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Cache:
+    """The cache entries of one version."""
+
+    dir: Path
+    version: str
+
+    @property
+    def tarball(self) -> Path:
+        return self.dir / f"tensorflow-{self.version}.tar.gz"
+
+    @property
+    def record(self) -> Path:
+        return self.dir / f"tensorflow-{self.version}.tar.gz.sha256"
+
+    def tree(self, sha256: str) -> Path:
+        return self.dir / f"tensorflow-{self.version}-{sha256[:12]}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Fetch:
+    """One call of :func:`fetch_source`: what to download, where to, and how."""
+
+    url: str
+    cache: _Cache
+    pinned: bool
+    ca_bundle: Path | None
+    timeout: float
+    on_line: Callable[[str], None]
+
+
+def fetch_source(
+    url: str,
+    *,
+    version: str,
+    sha256: str | None,
+    cache_dir: Path,
+    ca_bundle: Path | None = None,
+    on_line: Callable[[str], None] = lambda _l: None,
+    timeout: float = 60,
+) -> Source:
+    """The release tarball at ``url``, downloaded, verified and extracted into ``cache_dir``.
+
+    ``sha256`` is the pinned checksum; without one, the first download's checksum is recorded and
+    later runs verify against it. An extracted tree already in the cache is reused without any
+    network access. Raises InputError for a checksum mismatch or a bad archive, EnvironmentProblem
+    when the download fails or the cache cannot be written.
+    """
+    pinned = _pinned_sha256(sha256)
+    cache = _Cache(dir=_prepare_cache_dir(cache_dir), version=_checked_version(version))
+    fetch = _Fetch(
+        url=url,
+        cache=cache,
+        pinned=pinned is not None,
+        ca_bundle=ca_bundle,
+        timeout=timeout,
+        on_line=on_line,
+    )
+    expected = pinned if pinned is not None else _recorded_sha256(cache, on_line)
+    if expected is None or not _is_complete(cache.tree(expected)):
+        expected = _verified_tarball(fetch, expected)
+        _extract(fetch, expected)
+    return Source(
+        path=_tree_root(cache.tree(expected)),
+        kind="tarball",
+        origin=url,
+        sha256=expected,
+        pinned=fetch.pinned,
+        git_commit=None,
+        git_dirty=None,
+    )
+
+
+def _pinned_sha256(sha256: str | None) -> str | None:
+    if sha256 is None:
+        return None
+    value = sha256.strip().lower()
+    if not _SHA256.fullmatch(value):
+        raise InputError(
+            f"the pinned sha256 {sha256!r} is not a sha256",
+            why="expected 64 hexadecimal digits",
+            fix="Check the recipe's source.sha256 (or --source-sha256).",
+        )
+    return value
+
+
+def _checked_version(version: str) -> str:
+    if not _VERSION.fullmatch(version):
+        raise InputError(
+            f"the TensorFlow version {version!r} cannot name a cache entry",
+            why="a version has only letters, digits and . _ + -",
+            fix="Check the recipe's tensorflow: field.",
+        )
+    return version
+
+
+def _prepare_cache_dir(cache_dir: Path) -> Path:
+    cache_dir = cache_dir.absolute()
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvironmentProblem(
+            f"cannot create the source cache {cache_dir}",
+            why=exc.strerror or str(exc),
+            fix="Set TFBUILD_CACHE_DIR to a writable directory.",
+        ) from None
+    return cache_dir
+
+
+def _recorded_sha256(cache: _Cache, on_line: Callable[[str], None]) -> str | None:
+    """The checksum recorded at the first download, or None (a malformed record is discarded)."""
+    try:
+        text = cache.record.read_text(encoding="utf-8").strip().lower()
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        text = f"unreadable: {exc}"
+    if _SHA256.fullmatch(text):
+        return text
+    on_line(f"discarding {cache.record}: it holds no sha256; downloading again")
+    _discard_download(cache, pinned=False)
+    return None
+
+
+def _is_complete(tree: Path) -> bool:
+    return (tree / _COMPLETE).is_file()
+
+
+def _tree_root(tree: Path) -> Path:
+    """The archive's single top-level directory, or ``tree`` itself when it has several entries."""
+    entries = [entry for entry in tree.iterdir() if entry.name != _COMPLETE]
+    if len(entries) == 1 and entries[0].is_dir() and not entries[0].is_symlink():
+        return entries[0]
+    return tree
+
+
+def _partial(path: Path) -> Path:
+    """Where this process writes ``path`` before renaming it into place."""
+    return path.with_name(f"{path.name}.partial-{os.getpid()}")
+
+
+def _discard_download(cache: _Cache, *, pinned: bool) -> None:
+    """Delete the cached tarball and, when nothing pins its checksum, the recorded checksum."""
+    _remove_tree(cache.tarball)
+    if not pinned:
+        _remove_tree(cache.record)
+
+
+def _remove_tree(path: Path) -> None:
+    """Delete ``path`` (a file or a tree) if it exists, read-only directories included; what
+    cannot be deleted stays (the next step that needs the name fails with a clear message)."""
+    if not os.path.lexists(path):
+        return
+    if path.is_symlink() or not path.is_dir():
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+        return
+    # The data filter keeps an archive's directory modes, which may lack the owner's write bit.
+    with contextlib.suppress(OSError):
+        path.chmod(0o700)
+    for root, dirs, _files in os.walk(path):
+        for name in dirs:
+            sub = Path(root, name)
+            if not sub.is_symlink():
+                with contextlib.suppress(OSError):
+                    sub.chmod(0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# --- downloading and verifying ---
+
+
+def _verified_tarball(fetch: _Fetch, expected: str | None) -> str:
+    """Make sure the cache holds the tarball and that it matches ``expected``; its sha256.
+
+    A cached tarball is verified again before every use: one that does not match is deleted and
+    downloaded again, once.
+    """
+    tarball = fetch.cache.tarball
+    if tarball.is_file():
+        if expected is not None and _file_sha256(tarball) == expected:
+            return expected
+        if expected is None:
+            fetch.on_line(f"{tarball} has no recorded sha256; downloading it again")
+        else:
+            fetch.on_line(f"{tarball} does not match its sha256; downloading it again")
+        _remove_tree(tarball)
+    return _download_verified(fetch, expected)
+
+
+def _file_sha256(path: Path) -> str | None:
+    """The file's sha256, or None when it cannot be read."""
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None
+
+
+def _download_verified(fetch: _Fetch, expected: str | None) -> str:
+    """Download the tarball into the cache, checked against ``expected`` or recorded as new."""
+    cache = fetch.cache
+    partial = _partial(cache.tarball)
+    try:
+        actual = _download(fetch, partial)
+        if expected is not None and actual != expected:
+            raise _mismatch(fetch, expected, actual)
+        if expected is None:
+            write_text(cache.record, actual + "\n")
+        partial.replace(cache.tarball)
+    except OSError as exc:
+        raise _cache_problem(f"cannot write to the source cache {cache.dir}", exc) from None
+    finally:
+        partial.unlink(missing_ok=True)
+    if expected is None:
+        fetch.on_line(
+            f"the recipe pins no sha256 for {fetch.url}: recorded {actual} at this first "
+            "download; later runs verify against it"
+        )
+    return actual
+
+
+def _mismatch(fetch: _Fetch, expected: str, actual: str) -> InputError:
+    if fetch.pinned:
+        return InputError(
+            f"the download of {fetch.url} does not match its pinned sha256",
+            why=f"expected {expected}, got {actual}",
+            fix="Check the recipe's source.sha256 and the network (a proxy rewriting downloads?); "
+            "rerun to download again.",
+        )
+    record = fetch.cache.record
+    return InputError(
+        f"the download of {fetch.url} does not match the sha256 recorded at its first download",
+        why=f"expected {expected} (in {record}), got {actual}",
+        fix=f"Check the network (a proxy rewriting downloads?); if the release was published "
+        f"again, delete {record} to trust the new download.",
+    )
+
+
+def _download(fetch: _Fetch, partial: Path) -> str:
+    """Stream ``fetch.url`` into ``partial``; the sha256 of what arrived.
+
+    urllib honours HTTP_PROXY, HTTPS_PROXY and NO_PROXY from the environment by itself (its
+    default ProxyHandler reads them), so nothing here deals with proxies.
+    """
+    request = _request(fetch.url)
+    context = _ssl_context(fetch.ca_bundle)
+    fetch.on_line(f"downloading {fetch.url}")
+    with partial.open("wb") as out:
+        try:
+            with urllib.request.urlopen(
+                request, timeout=fetch.timeout, context=context
+            ) as response:
+                length = _content_length(response.headers.get("Content-Length"))
+                return _stream(fetch, response.read, length, out)
+        except urllib.error.HTTPError as exc:
+            exc.close()  # it holds the error page's open connection
+            raise _network_problem(
+                fetch, f"the server answered HTTP {exc.code} {exc.reason}"
+            ) from None
+        except urllib.error.URLError as exc:
+            raise _network_problem(fetch, _reason(exc.reason, fetch.timeout)) from None
+        except (OSError, HTTPException) as exc:  # a timeout or a reset connection while reading
+            raise _network_problem(fetch, _reason(exc, fetch.timeout)) from None
+
+
+def _request(url: str) -> urllib.request.Request:
+    try:
+        return urllib.request.Request(url, headers={"User-Agent": f"tfbuild/{__version__}"})
+    except ValueError:
+        raise InputError(
+            f"cannot download {url!r}",
+            why="it is not a URL",
+            fix="Check the recipe's source.tarball.",
+        ) from None
+
+
+def _ssl_context(ca_bundle: Path | None) -> ssl.SSLContext:
+    if ca_bundle is None:
+        return ssl.create_default_context()
+    try:
+        return ssl.create_default_context(cafile=str(ca_bundle))
+    except OSError as exc:  # ssl.SSLError included
+        raise InputError(
+            f"cannot use the CA bundle {ca_bundle}",
+            why=exc.strerror or str(exc),
+            fix="Pass a PEM file of CA certificates with --ca-bundle.",
+        ) from None
+
+
+def _content_length(header: str | None) -> int | None:
+    try:
+        length = int(header) if header is not None else None
+    except ValueError:
+        return None
+    return length if length is not None and length > 0 else None
+
+
+def _stream(fetch: _Fetch, read: Callable[[int], bytes], length: int | None, out: BinaryIO) -> str:
+    """Copy ``read``'s chunks to ``out``, reporting progress; their sha256."""
+    digest = hashlib.sha256()
+    progress = _Progress(length, fetch.on_line)
+    done = 0
+    while chunk := read(_CHUNK):
+        digest.update(chunk)
+        try:
+            out.write(chunk)
+        except OSError as exc:
+            raise _cache_problem(f"cannot write {fetch.cache.tarball}", exc) from None
+        done += len(chunk)
+        progress.update(done)
+    if length is not None and done < length:
+        raise _network_problem(fetch, f"the download ended after {done} of {length} bytes")
+    return digest.hexdigest()
+
+
+class _Progress:
+    """A progress line every 10 percent of the download, or every 50 MB when its size is unknown."""
+
+    def __init__(self, length: int | None, on_line: Callable[[str], None]) -> None:
+        self.length = length
+        self.on_line = on_line
+        self.step = max(length // 10, 1) if length is not None else _UNSIZED_STEP
+        self.next = self.step
+
+    def update(self, done: int) -> None:
+        if done < self.next:
+            return
+        self.next = (done // self.step + 1) * self.step
+        if self.length is None:
+            self.on_line(f"downloaded {_megabytes(done)} MB")
+        else:
+            self.on_line(f"downloaded {_megabytes(done)} / {_megabytes(self.length)} MB")
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / _MB:.0f}" if size >= 10 * _MB else f"{size / _MB:.1f}"
+
+
+def _reason(reason: object, timeout: float) -> str:
+    if isinstance(reason, TimeoutError):
+        return f"no answer within {timeout:g} s"
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror
+    return str(reason) or type(reason).__name__
+
+
+def _network_problem(fetch: _Fetch, why: str) -> EnvironmentProblem:
+    fix = _NETWORK_FIX
+    if "CERTIFICATE_VERIFY_FAILED" in why:
+        fix = "Behind a proxy that inspects TLS, pass its CA certificates with --ca-bundle; " + fix
+    return EnvironmentProblem(f"cannot download {fetch.url}", why=why, fix=fix)
+
+
+def _cache_problem(what: str, exc: OSError) -> EnvironmentProblem:
+    return EnvironmentProblem(what, why=exc.strerror or str(exc), fix=_CACHE_FIX)
+
+
+# --- extracting ---
+
+
+def _extract(fetch: _Fetch, sha256: str) -> None:
+    """Extract the verified tarball into its tree in the cache, unless another run did already."""
+    tree = fetch.cache.tree(sha256)
+    if _is_complete(tree):
+        return
+    if not hasattr(tarfile, "data_filter"):
+        raise EnvironmentProblem(
+            "this Python cannot extract archives safely",
+            why="its tarfile module has no extraction filters (Python 3.10.12 or 3.11.4 and later)",
+            fix="Upgrade Python, or pass --source DIR with a TensorFlow checkout.",
+        )
+    partial = _partial(tree)
+    fetch.on_line(f"extracting {fetch.cache.tarball.name} into {tree}")
+    try:
+        _remove_tree(partial)  # left by a killed run that had the same process id
+        partial.mkdir()
+        _unpack(fetch, partial)
+        (partial / _COMPLETE).write_text(f"{fetch.url}\n{sha256}\n", encoding="utf-8")
+        _install_tree(partial, tree)
+    except OSError as exc:
+        raise _cache_problem(f"cannot extract {fetch.cache.tarball} into {tree}", exc) from None
+    finally:
+        _remove_tree(partial)
+
+
+def _unpack(fetch: _Fetch, into: Path) -> None:
+    """Extract the archive into ``into``; a bad archive is deleted from the cache (InputError)."""
+    try:
+        _extract_archive(fetch.cache.tarball, into)
+    except tarfile.FilterError as exc:
+        _discard_download(fetch.cache, pinned=fetch.pinned)
+        raise InputError(
+            f"the archive downloaded from {fetch.url} is unsafe to extract",
+            why=str(exc),
+            fix="TensorFlow's release archives have no such members: check the recipe's "
+            "source.tarball, or pass --source DIR with a TensorFlow checkout.",
+        ) from None
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        _discard_download(fetch.cache, pinned=fetch.pinned)
+        raise InputError(
+            f"the archive downloaded from {fetch.url} cannot be extracted",
+            why=str(exc) or type(exc).__name__,
+            fix="It was deleted from the cache: rerun to download it again; if this repeats, "
+            "check the recipe's source.tarball and source.sha256.",
+        ) from None
+
+
+def _extract_archive(tarball: Path, into: Path) -> None:
+    with tarfile.open(tarball, "r:*") as archive:
+        archive.extractall(into, filter=_safe_member)
+
+
+def _safe_member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """The ``data`` filter, which refuses members outside ``dest`` (``..``, links pointing out) and
+    device files and clears setuid bits, and which also refuses absolute names (it would only
+    strip their leading slash: no honest source archive has one)."""
+    if member.name.startswith(("/", os.sep)):
+        raise tarfile.AbsolutePathError(member)
+    return tarfile.data_filter(member, dest)
+
+
+def _install_tree(partial: Path, tree: Path) -> None:
+    """Rename the extracted ``partial`` to ``tree``; if another run got there first, keep theirs."""
+    if tree.exists() and not _is_complete(tree):
+        _remove_tree(tree)  # no tfbuild run leaves a tree without its marker: a stray copy
+    try:
+        partial.replace(tree)
+    except OSError:
+        if _is_complete(tree):
+            return  # the caller deletes ours
+        raise
