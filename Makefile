@@ -32,6 +32,7 @@ detect: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/detect_speed.py
 	$(BIN)/python benchmarks/render_speed.py
+	$(BIN)/python benchmarks/wheel_overhead.py
 
 # The base image the real-engine tests build on (debootstrap + docker import; needs root and an engine).
 base-image: $(STAMP)

@@ -120,6 +120,8 @@ def make_base_image(
             [
                 "debootstrap",
                 "--variant=minbase",
+                # Ubuntu packages clang, gperftools and python3-*-dev in universe, not main.
+                *(["--components=main,universe"] if SUITES[suite] == "ubuntu" else []),
                 f"--include={include}",
                 suite,
                 str(rootfs),

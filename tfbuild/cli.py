@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -187,8 +188,14 @@ def recipes_show(
 
 def _plan_options(
     tf: Annotated[
-        str, typer.Option("--tf", metavar="VERSION", help="TensorFlow version: 2.21 or 2.21.0.")
-    ],
+        str | None,
+        typer.Option(
+            "--tf",
+            metavar="VERSION",
+            help="TensorFlow version: 2.21 or 2.21.0 (default: the newest recipe).",
+            show_default=False,
+        ),
+    ] = None,
     mkl: Annotated[
         bool, typer.Option("--mkl", help="The oneDNN CPU build (see the README for its threading).")
     ] = False,
@@ -273,7 +280,9 @@ def _with_plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def _make_plan(kwargs: dict[str, Any]) -> tuple[Any, Any]:
+def _make_plan(
+    kwargs: dict[str, Any], *, engine: Any = None, standin: bool = False
+) -> tuple[Any, Any]:
     from tfbuild.detect.gather import host_facts
     from tfbuild.errors import UsageError
     from tfbuild.plan import PlanOptions, Variant, make_plan
@@ -293,7 +302,17 @@ def _make_plan(kwargs: dict[str, Any]) -> tuple[Any, Any]:
         )
     extra = tuple(kwargs["recipes_dir"] or ())
     recipes = load_recipes(extra)
-    recipe = recipes.get(kwargs["tf"])
+    recipe = recipes.get(kwargs["tf"]) if kwargs["tf"] else recipes.recipes[-1]
+    if standin:
+        from tfbuild import canary
+
+        recipe = canary.recipe(recipe)
+    base_images = load_base_images(extra)
+    base_image = kwargs.get("base_image")
+    if base_image and base_image not in base_images and engine is not None:
+        from tfbuild.build import local_base_image
+
+        base_images[base_image] = local_base_image(engine, base_image, base_images)
     variant: Variant = "cuda" if kwargs["cuda"] else "mkl" if kwargs["mkl"] else "cpu"
     caps = tuple(c for c in (kwargs["cuda_capabilities"] or "").split(",") if c.strip())
     options = PlanOptions(
@@ -314,9 +333,11 @@ def _make_plan(kwargs: dict[str, Any]) -> tuple[Any, Any]:
         cuda_version=kwargs["cuda_version"],
         cudnn_version=kwargs["cudnn_version"],
         skip_disk_check=kwargs["skip_disk_check"],
+        base_image=base_image,
+        standin=standin,
     )
     host = host_facts(cpuinfo=kwargs["cpuinfo"], with_gpu=variant == "cuda")
-    plan = make_plan(options, recipe, host, base_images=load_base_images(extra))
+    plan = make_plan(options, recipe, host, base_images=base_images)
     return plan, recipe
 
 
@@ -352,6 +373,181 @@ def render_command(
     check(files, recipe)
     for path in write_context(files, out):
         typer.echo(str(path))
+
+
+# --- wheel ---------------------------------------------------------------------------------------------
+
+
+@app.command("wheel")
+@_with_plan_options
+def wheel_command(
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            "--source",
+            metavar="DIR",
+            help="A local TensorFlow checkout (any fork). Default: the recipe's release tarball, "
+            "downloaded once and checked against its sha256.",
+            show_default=False,
+        ),
+    ] = None,
+    source_sha256: Annotated[
+        str | None,
+        typer.Option(
+            "--source-sha256",
+            metavar="HEX",
+            help="The tarball's sha256, where the recipe pins none.",
+            show_default=False,
+        ),
+    ] = None,
+    dist: Annotated[
+        Path, typer.Option("--dist", metavar="DIR", help="Where the wheel, receipt and logs go.")
+    ] = Path("dist"),
+    base_image: Annotated[
+        str | None,
+        typer.Option(
+            "--base-image",
+            metavar="NAME",
+            help="A base-images.yaml entry, or a local image made by tfbuild base "
+            "(e.g. tfbuild/base:jammy) where no registry can be reached.",
+            show_default=False,
+        ),
+    ] = None,
+    ca_bundle: Annotated[
+        Path | None,
+        typer.Option(
+            "--ca-bundle",
+            metavar="FILE",
+            help="CA certificates for the build's downloads, mounted read-only (default: "
+            "$SSL_CERT_FILE or $REQUESTS_CA_BUNDLE when set). Proxy variables pass through.",
+            show_default=False,
+        ),
+    ] = None,
+    memory: Annotated[
+        str | None,
+        typer.Option(
+            "--memory", metavar="SIZE", help="Memory limit of the build container, e.g. 16g."
+        ),
+    ] = None,
+    keep_container: Annotated[
+        bool, typer.Option("--keep-container", help="Keep the build container for a post-mortem.")
+    ] = False,
+    canary: Annotated[
+        bool,
+        typer.Option(
+            "--canary",
+            help="Build tfbuild's STAND-IN source (a miniature, not TensorFlow) through the same "
+            "pipeline, in a minute: what tfbuild doctor does.",
+        ),
+    ] = False,
+    quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Print only the result.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Show every line of the build.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    **kwargs: Any,
+) -> None:
+    """Build the wheel in Docker: toolchain image, build container, wheel + receipt in dist/."""
+    import signal
+
+    from tfbuild.build import BuildRun
+    from tfbuild.display import print_wheel_result
+
+    if memory is not None and not _MEMORY.match(memory):
+        from tfbuild.errors import UsageError
+
+        raise UsageError(f"--memory {memory!r} is not a size", fix="Write it like 8g or 16384m.")
+
+    def stop(signum: int, _frame: Any) -> None:
+        from tfbuild.errors import Interrupted
+
+        raise Interrupted(
+            f"stopped by {signal.Signals(signum).name}",
+            why="the build container was stopped and removed, no partial files were left",
+        )
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        run = BuildRun(
+            dist=dist,
+            source=source,
+            source_sha256=source_sha256,
+            ca_bundle=ca_bundle,
+            memory=memory,
+            keep_container=keep_container,
+            canary=canary,
+            quiet=quiet or as_json,
+            verbose=verbose,
+        )
+        result = run.execute(
+            lambda engine, standin, default_base: _make_plan(
+                {**kwargs, "base_image": base_image or default_base},
+                engine=engine,
+                standin=standin,
+            )
+        )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if as_json:
+        _print_json(result.to_json() | {"receipt_data": result.data})
+    else:
+        print_wheel_result(result, quiet=quiet)
+
+
+_MEMORY = re.compile(r"^[1-9][0-9]*[bkmg]?$", re.IGNORECASE)
+
+
+# --- doctor --------------------------------------------------------------------------------------------
+
+
+@app.command("doctor")
+def doctor_command(
+    canary: Annotated[
+        bool,
+        typer.Option(
+            "--canary/--no-canary",
+            help="Build the stand-in canary through the whole pipeline (a few minutes).",
+        ),
+    ] = True,
+    dist: Annotated[
+        Path | None,
+        typer.Option(
+            "--dist",
+            metavar="DIR",
+            help="Keep the canary wheels, receipts and logs here (default: a temporary directory).",
+            show_default=False,
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Show every line of the canary builds.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Check this machine for a TensorFlow build, then prove the pipeline with the canary."""
+    from tfbuild.display import print_doctor_check
+    from tfbuild.doctor import run_doctor
+    from tfbuild.errors import EnvironmentProblem
+
+    def say(text: str) -> None:
+        if not as_json:
+            sys.stderr.write(f"[doctor] {text}\n")
+
+    report = run_doctor(
+        with_canary=canary,
+        dist=dist,
+        say=say,
+        show=(lambda _check: None) if as_json else print_doctor_check,
+        verbose=verbose and not as_json,
+    )
+    if as_json:
+        _print_json(report.to_json())
+    failed = [c for c in report.checks if c.status == "fail"]
+    if failed:
+        raise EnvironmentProblem(
+            f"{len(failed)} check(s) failed: {', '.join(c.name for c in failed)}",
+            why=failed[0].detail,
+            fix=failed[0].fix,
+        )
 
 
 # --- smoke -------------------------------------------------------------------------------------------
@@ -534,8 +730,15 @@ def main(argv: list[str] | None = None) -> None:
     except TfbuildError as exc:
         if _state["debug"]:
             raise
+        for detail in exc.details:
+            sys.stderr.write(f"  | {detail}\n")
         sys.stderr.write(f"tfbuild: error: {exc.line()}\n")
         sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        if _state["debug"]:
+            raise
+        sys.stderr.write("tfbuild: interrupted: everything tfbuild started was stopped.\n")
+        sys.exit(130)
     except Exception as exc:
         if _state["debug"]:
             raise

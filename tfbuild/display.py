@@ -325,3 +325,58 @@ def print_smoke(report: Any) -> None:
     else:
         for failure in report.failures:
             console.print(f"[red]FAILED[/red]: {failure}", highlight=False)
+
+
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {rest:02d} s" if minutes else f"{seconds:.1f} s"
+
+
+def print_wheel_result(result: Any, *, quiet: bool = False) -> None:
+    """The end of `tfbuild wheel`: where the wheel is, what it is, and what to do next."""
+    console = Console(highlight=False, soft_wrap=True)
+    if quiet:
+        console.print(str(result.wheel))
+        return
+    attempts = len(result.attempts)
+    how = "toolchain image built" if result.image_built else "toolchain image reused"
+    if attempts > 1:
+        jobs = " -> ".join(str(a.jobs) for a in result.attempts)
+        how += f"; {attempts} attempts after OOM kills (jobs {jobs})"
+    standin = bool(result.data.get("standin"))
+    rows = [
+        ("wheel", str(result.wheel) + ("  (STAND-IN canary, not TensorFlow)" if standin else "")),
+        ("size", f"{result.size / 1e6:.1f} MB"),
+        ("sha256", result.sha256),
+        ("took", f"{_duration(result.seconds)} ({how})"),
+        ("receipt", str(result.receipt)),
+        ("env file", f"{result.env_file}  (set -a; . {result.env_file}; set +a)"),
+        ("log", str(result.log)),
+    ]
+    if result.replaced:
+        rows.append(("note", "a wheel of the same name was replaced"))
+    if not standin:
+        rows.append(("next", f"tfbuild smoke {result.wheel}"))
+    for name, value in rows:
+        console.print(f"{name:9} {value}")
+
+
+_MARKS = {
+    "ok": "[green]✓[/green]",
+    "warn": "[yellow]![/yellow]",
+    "fail": "[red]✗[/red]",
+    "skip": "-",
+}
+
+
+def print_doctor_check(check: Any) -> None:
+    """One doctor check as it completes: mark, name, what was found, and the fix when it failed."""
+    console = Console(highlight=False, soft_wrap=True)
+    from rich.markup import escape
+
+    console.print(f"{_MARKS[check.status]} {check.name:16} {escape(check.detail)}", markup=True)
+    if check.fix and check.status != "ok":
+        console.print(f"  {'':16} fix: {check.fix}", markup=False)

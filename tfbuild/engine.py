@@ -314,6 +314,15 @@ class DockerEngine:
             except docker.errors.ImageNotFound:
                 return None
 
+    def image_labels(self, tag: str) -> dict[str, str] | None:
+        """The image's labels ({} when it has none); None when there is no such image."""
+        with self._talking(f"looking up image {tag}"):
+            try:
+                config = self._client.api.inspect_image(tag).get("Config") or {}
+            except docker.errors.ImageNotFound:
+                return None
+        return {str(k): str(v) for k, v in (config.get("Labels") or {}).items()}
+
     def image_exists(self, tag: str) -> bool:
         return self.image_id(tag) is not None
 

@@ -38,10 +38,14 @@ class TfbuildError(Exception):
 
     exit_code: ClassVar[int] = 1
 
-    def __init__(self, what: str, *, why: str = "", fix: str = "") -> None:
+    def __init__(
+        self, what: str, *, why: str = "", fix: str = "", details: tuple[str, ...] = ()
+    ) -> None:
         self.what = _one_line(what)
         self.why = _one_line(why)
         self.fix = _one_line(fix)
+        # Lines shown above the one-line message (the last lines of a failed build's log).
+        self.details = details
         super().__init__(self.line())
 
     def line(self) -> str:

@@ -11,7 +11,29 @@ packages it as a wheel whose version says ``tfbuild.canary``.
 
 from __future__ import annotations
 
+import shutil
+from dataclasses import replace
 from pathlib import Path
+
+from tfbuild.recipes import Recipe
 
 #: The stand-in source tree, to copy (or mount) where a TensorFlow checkout would go.
 TREE = Path(__file__).resolve().parent / "tree"
+#: The canary's compiler: the one Debian bookworm packages, already in `tfbuild base`'s image, so
+#: the toolchain image needs no third-party repository and no large download.
+COMPILER = "gcc-12.2.0"
+#: The suite of the canary's base image when no registry can be reached (`tfbuild base`).
+SUITE = "bookworm"
+#: The library inside the canary wheel whose machine code the checks look at.
+LIBRARY = "tfbuild_canary/libcanary.so"
+
+
+def recipe(newest: Recipe) -> Recipe:
+    """The newest recipe's build flow (configs, rc lines, wheel target) with the canary's compiler."""
+    return replace(newest, compiler=COMPILER, path=f"canary stand-in (the flow of {newest.path})")
+
+
+def copy_tree(destination: Path) -> Path:
+    """A private copy of the stand-in tree (a build writes into its source, as bazel does)."""
+    shutil.copytree(TREE, destination, symlinks=True)
+    return destination

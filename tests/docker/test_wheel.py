@@ -1,0 +1,418 @@
+"""`tfbuild wheel` end to end against the real engine, on the canary STAND-IN source (not TensorFlow).
+
+The same code path as a TensorFlow build: plan, rendered context, toolchain image tagged by its
+input hash, build container as the calling user with the source, output, context and cache volume
+mounted, wheel + receipt + env file published into dist/. The stand-in compiles a real native kernel
+with the planned flags, so the machine code can be checked with objdump.
+
+Every build here runs with its own cache volume, removed afterwards; the toolchain image is shared
+(built once, reused by hash, which is itself under test).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tfbuild import canary
+from tfbuild.detect import cpu
+from tfbuild.files import sha256_file
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def volume(engine: Any) -> Iterator[str]:
+    name = f"tfbuild-test-cache-{uuid.uuid4().hex[:10]}"
+    yield name
+    engine.remove_volume(name)
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_containers(engine: Any) -> Iterator[None]:
+    """No test may leave a build container behind (the kept-container test removes its own)."""
+    before = set(engine.containers(label="org.tfbuild.build"))
+    yield
+    after = set(engine.containers(label="org.tfbuild.build")) - before
+    for container_id in after:
+        engine.remove_container(container_id)
+    assert not after, f"build containers left behind: {after}"
+
+
+def wheel_cli(
+    dist: Path, volume: str, *args: str, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tfbuild",
+            "wheel",
+            "--canary",
+            "--base-image",
+            "tfbuild/base:bookworm",
+            "--dist",
+            str(dist),
+            "--cache-volume",
+            volume,
+            "--skip-disk-check",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def standin_source(tmp_path: Path, name: str = "src") -> Path:
+    return canary.copy_tree(tmp_path / name)
+
+
+def library(wheel: Path, into: Path) -> Path:
+    into.write_bytes(zipfile.ZipFile(wheel).read(canary.LIBRARY))
+    return into
+
+
+def disassembly(path: Path) -> str:
+    return subprocess.run(
+        ["objdump", "-d", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def leftovers(dist: Path) -> list[str]:
+    return sorted(p.name for p in dist.iterdir() if p.name.startswith(".tfbuild-"))
+
+
+def test_canary_wheel_lands_with_receipt_and_the_planned_instructions(
+    base_image: str, volume: str, tmp_path: Path
+) -> None:
+    dist = tmp_path / "dist"
+    host = wheel_cli(dist / "host", volume, "--json")
+    assert host.returncode == 0, host.stderr
+    baseline = wheel_cli(dist / "base", volume, "--target", "x86_64", "--json")
+    assert baseline.returncode == 0, baseline.stderr
+
+    result = json.loads(host.stdout)
+    wheel = Path(result["wheel"])
+    assert wheel.parent == (dist / "host").resolve()
+    assert wheel.name.startswith("tensorflow_cpu-0.0.0+tfbuild.canary-")
+    receipt = json.loads(wheel.with_suffix(".json").read_text())
+    assert receipt["schema"] == "tfbuild.receipt/1"
+    assert receipt["standin"] is True
+    assert receipt["wheel"]["sha256"] == sha256_file(wheel) == result["sha256"]
+    assert receipt["image"]["tag"].startswith("tfbuild/toolchain:")
+    assert receipt["image"]["id"].startswith("sha256:")
+    assert receipt["tools"]["compiler"].startswith("gcc-12")
+    assert receipt["plan"]["cflags"] == receipt["cflags"]
+    assert Path(receipt["log"]).is_file()
+    assert "[tfbuild] phase: compile" in Path(receipt["log"]).read_text()
+    env_file = wheel.with_suffix(".env").read_text()
+    assert "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4" in env_file
+    assert leftovers(dist / "host") == []
+
+    # The planned flags reached the compiler: the host build uses the host's vector instructions,
+    # the x86_64 baseline build of the same source none of them.
+    base_wheel = Path(json.loads(baseline.stdout)["wheel"])
+    host_asm = disassembly(library(wheel, tmp_path / "host.so"))
+    base_asm = disassembly(library(base_wheel, tmp_path / "base.so"))
+    have = set(cpu.guard_features(cpu.host_cpuinfo()))
+    if "AVX512F" in have:
+        assert "%zmm" in host_asm
+    elif "AVX2" in have:
+        assert "%ymm" in host_asm
+    if "FMA" in have:
+        assert "vfmadd" in host_asm
+    for marker in ("%zmm", "%ymm", "vfmadd"):
+        assert marker not in base_asm
+
+
+def test_a_second_run_reuses_the_toolchain_image(
+    base_image: str, volume: str, tmp_path: Path
+) -> None:
+    first = wheel_cli(tmp_path / "dist", volume, "--json")
+    assert first.returncode == 0, first.stderr
+    second = wheel_cli(tmp_path / "dist", volume, "--json")
+    assert second.returncode == 0, second.stderr
+    first_data, second_data = json.loads(first.stdout), json.loads(second.stdout)
+    assert second_data["image_built"] is False
+    assert second_data["receipt_data"]["image"] == first_data["receipt_data"]["image"] | {
+        "built_now": False
+    }
+    assert second_data["replaced"] is True
+    assert len(list((tmp_path / "dist" / "logs").glob("*.log"))) == 2
+
+
+def test_the_build_runs_as_the_calling_user(
+    engine: Any, base_image: str, volume: str, tmp_path: Path
+) -> None:
+    """Run as another uid:gid than the test's own: every file the build writes is theirs."""
+    from tfbuild.build import BuildRun
+    from tfbuild.cli import _make_plan
+
+    source = standin_source(tmp_path)
+    for path in (source, *source.rglob("*")):
+        os.lchown(path, 4321, 4321)
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    os.chown(dist, 4321, 4321)  # the user's own dist/
+    options = plan_kwargs(volume)
+    run = BuildRun(dist=dist, source=source, canary=True, quiet=True, user="4321:4321")
+    result = run.execute(
+        lambda eng, standin, base: _make_plan(
+            {**options, "base_image": base_image}, engine=eng, standin=standin
+        ),
+        engine=engine,
+    )
+    assert result.wheel.stat().st_uid == 4321
+    assert (source / "bazel-out" / "libcanary.so").stat().st_uid == 4321
+    assert (source / ".tf_configure.bazelrc").stat().st_uid == 4321
+
+
+def plan_kwargs(volume: str, **changes: Any) -> dict[str, Any]:
+    """The plan options the CLI would pass, for calling BuildRun directly."""
+    options: dict[str, Any] = {
+        "tf": None,
+        "mkl": False,
+        "cuda": False,
+        "mkl_threading": "threadpool",
+        "target": None,
+        "cpuinfo": None,
+        "native": False,
+        "python": None,
+        "jobs": None,
+        "local_ram_resources": None,
+        "jvm_heap": None,
+        "cache_volume": volume,
+        "disk_cache": True,
+        "remote_cache": None,
+        "remote_executor": None,
+        "cuda_capabilities": None,
+        "cuda_version": None,
+        "cudnn_version": None,
+        "skip_disk_check": True,
+        "recipes_dir": None,
+    }
+    return options | changes
+
+
+def test_a_failed_build_shows_its_last_lines_and_leaves_no_wheel(
+    base_image: str, volume: str, tmp_path: Path
+) -> None:
+    source = standin_source(tmp_path)
+    kernel = source / "src" / "kernel.c"
+    kernel.write_text(kernel.read_text() + "\nthis is not C;\n")
+    dist = tmp_path / "dist"
+    result = wheel_cli(dist, volume, "--source", str(source))
+    assert result.returncode == 6, result.stderr
+    error = result.stderr.strip().splitlines()[-1]
+    assert error.startswith("tfbuild: error: the build failed (exit code 1)")
+    assert str(dist.resolve() / "logs") in error
+    shown = [line for line in result.stderr.splitlines() if line.startswith("  | ")]
+    assert 0 < len(shown) <= 40
+    assert any("this is not C" in line or "error:" in line for line in shown)
+    assert not list(dist.glob("*.whl"))
+    assert leftovers(dist) == []
+    (log,) = (dist / "logs").glob("*.log")
+    assert "ERROR: compiling src/kernel.c failed" in log.read_text()
+    assert "Traceback" not in result.stderr
+
+
+def test_keep_container_leaves_the_failed_container(
+    engine: Any, base_image: str, volume: str, tmp_path: Path
+) -> None:
+    source = standin_source(tmp_path)
+    (source / "src" / "kernel.c").write_text("not C at all\n")
+    before = set(engine.containers(label="org.tfbuild.build"))
+    result = wheel_cli(tmp_path / "dist", volume, "--source", str(source), "--keep-container")
+    kept = set(engine.containers(label="org.tfbuild.build")) - before
+    try:
+        assert result.returncode == 6
+        assert len(kept) == 1
+        assert "container kept for a post-mortem" in result.stderr
+    finally:
+        for container_id in kept:
+            engine.remove_container(container_id)
+
+
+HUNGRY_BAZEL = """#!/usr/bin/env python3
+# Test stand-in: like a compile action per job, it holds JOB_MB per bazel job before building.
+import os, sys
+jobs = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--jobs=")), 1)
+if "build" in sys.argv:
+    print(f"[0 / 3] allocating {jobs} x 96 MB", flush=True)
+    held = [bytearray(96 << 20) for _ in range(jobs)]
+    for block in held:
+        block[::4096] = b"x" * len(block[::4096])
+os.execv(sys.executable, [sys.executable, os.path.join(os.path.dirname(os.path.realpath(__file__)), "bazel.real"), *sys.argv[1:]])
+"""
+
+
+def test_an_oom_killed_build_is_retried_with_half_the_jobs(
+    base_image: str, volume: str, tmp_path: Path
+) -> None:
+    """A real OOM kill under a container memory limit: 4 jobs x 96 MB do not fit in 256 MB, 2 do."""
+    source = standin_source(tmp_path)
+    (source / "bazel").rename(source / "bazel.real")
+    (source / "bazel").write_text(HUNGRY_BAZEL)
+    (source / "bazel").chmod(0o755)
+    dist = tmp_path / "dist"
+    result = wheel_cli(
+        dist, volume, "--source", str(source), "--memory", "256m", "--jobs", "4", "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    attempts = json.loads(result.stdout)["attempts"]
+    assert [a["jobs"] for a in attempts] == [4, 2]
+    assert attempts[0]["exit_code"] != 0
+    assert attempts[1]["exit_code"] == 0
+    receipt = json.loads(next(dist.glob("*.json")).read_text())
+    assert "--jobs=2" in receipt["plan"]["build_options"]
+    assert any(
+        r["what"] == "jobs" and "out of memory" in r["why"] for r in receipt["plan"]["reasons"]
+    )
+
+
+SLOW_BAZEL = """#!/usr/bin/env python3
+import sys, time
+if sys.argv[1:] == ["--version"]:
+    print("bazel slow-test-stand-in")
+    sys.exit(0)
+print("[1 / 3] Compiling for a long time", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_and_removes_the_build(
+    engine: Any, base_image: str, volume: str, tmp_path: Path, signum: int
+) -> None:
+    source = standin_source(tmp_path)
+    (source / "bazel").write_text(SLOW_BAZEL)
+    dist = tmp_path / "dist"
+    before = set(engine.containers(label="org.tfbuild.build"))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tfbuild",
+            "wheel",
+            "--canary",
+            "--base-image",
+            base_image,
+            "--source",
+            str(source),
+            "--dist",
+            str(dist),
+            "--cache-volume",
+            volume,
+            "--skip-disk-check",
+            "--verbose",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen: list[str] = []
+    compiling = threading.Event()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            seen.append(line)
+            if "Compiling for a long time" in line:
+                compiling.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert compiling.wait(300), "".join(seen)
+        running = set(engine.containers(label="org.tfbuild.build", all=False)) - before
+        assert len(running) == 1
+        proc.send_signal(signum)
+        assert proc.wait(60) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        reader.join(5)
+        assert proc.stdout is not None
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()
+    assert set(engine.containers(label="org.tfbuild.build")) - before == set()
+    assert leftovers(dist) == []
+    assert not list(dist.glob("*.whl"))
+    assert "Traceback" not in "".join(seen)
+
+
+def test_two_builds_at_once_into_one_dist(base_image: str, volume: str, tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tfbuild",
+                "wheel",
+                "--canary",
+                "--base-image",
+                base_image,
+                "--dist",
+                str(dist),
+                "--cache-volume",
+                volume,
+                "--skip-disk-check",
+                "--target",
+                target,
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for target in ("x86_64", "x86_64_v2")
+    ]
+    outputs = [proc.communicate(timeout=600) for proc in procs]
+    for proc, (_out, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err
+    results = [json.loads(out) for out, _err in outputs]
+    assert len({r["log"] for r in results}) == 2
+    for result in results:
+        assert Path(result["log"]).read_text().count("[tfbuild] phase: package") == 1
+    # Both built the same wheel name: one of them is in dist/, whole, with its own receipt.
+    (wheel,) = dist.glob("*.whl")
+    receipt = json.loads(wheel.with_suffix(".json").read_text())
+    assert receipt["wheel"]["sha256"] == sha256_file(wheel)
+    assert receipt["target"] in ("x86_64", "x86_64_v2")
+    assert leftovers(dist) == []
+
+
+def test_a_missing_base_image_is_one_line(volume: str, tmp_path: Path, engine: Any) -> None:
+    result = wheel_cli(tmp_path / "dist", volume, "--base-image", "tfbuild/base:no-such-suite")
+    assert result.returncode == 4
+    assert result.stderr.count("\n") == 1
+    assert "unknown base image 'tfbuild/base:no-such-suite'" in result.stderr
+
+
+def test_no_engine_is_one_line_naming_the_socket(tmp_path: Path) -> None:
+    result = wheel_cli(
+        tmp_path / "dist",
+        "unused",
+        env={"DOCKER_HOST": f"unix://{tmp_path}/nothing.sock"},
+    )
+    assert result.returncode == 5
+    assert result.stderr.count("\n") == 1
+    assert f"unix://{tmp_path}/nothing.sock" in result.stderr
+    assert not (tmp_path / "dist").exists() or leftovers(tmp_path / "dist") == []

@@ -1,0 +1,646 @@
+"""`tfbuild wheel`: run a BuildPlan in the Docker engine and deliver the wheel, its receipt and env file.
+
+The steps, each visible as a phase of the display and each line kept in ``dist/logs/<build-id>.log``:
+
+1. render the plan; the toolchain image is built from the Dockerfile alone, tagged by its input hash,
+   so a change of target flags or jobs never rebuilds it;
+2. prepare the bazel cache volume for the calling user (a short root container that only creates
+   and chowns the top directories);
+3. run ``build.sh`` in a container from the toolchain image as the calling uid:gid, with the source at
+   /src, a private output directory at /out, the rendered context read-only at /tfbuild, the cache
+   volume at /cache, the proxy variables and a read-only CA bundle; a compiler killed for lack of
+   memory is retried with half the jobs (bazel resumes where it stopped);
+4. publish: the wheel, ``<wheel>.json`` (the receipt) and ``<wheel>.env`` (runtime settings) are moved
+   into ``dist/`` under a lock, each whole (temp name, then rename).
+
+All work happens in ``dist/.tfbuild-<build-id>-*/`` (same filesystem as ``dist/``, so the renames are
+atomic), removed on every way out. The container is removed on every way out too, Ctrl-C and SIGTERM
+included, unless ``--keep-container``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from tfbuild import __version__
+from tfbuild.engine import DockerEngine, Mount, RunResult
+from tfbuild.errors import BuildFailed, EnvironmentProblem, InputError, UnsupportedError
+from tfbuild.files import sha256_file, write_text
+from tfbuild.plan import CACHE_ROOT, OUTPUT_DIR, SOURCE_DIR, BaseImage, BuildPlan, with_jobs
+from tfbuild.recipes import Recipe
+from tfbuild.render import CONTEXT_DIR, check, render_files, write_context
+from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
+
+TOOLCHAIN_REPOSITORY = "tfbuild/toolchain"
+BUILD_LABEL = "org.tfbuild.build"  # the build id, on the build's containers
+CA_PATH = "/etc/tfbuild/ca-bundle.pem"  # where --ca-bundle is seen in the container
+#: Lines of the log shown when a build fails.
+TAIL_LINES = 40
+#: Proxy variables passed through to the build container, both spellings.
+PROXY_VARIABLES = tuple(
+    name
+    for base in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY")
+    for name in (base, base.lower())
+)
+#: What a compiler (or bazel's JVM) killed for lack of memory leaves in the log.
+_KILLED = re.compile(
+    r"internal compiler error: Killed|Killed signal terminated program|"
+    r"\(Exit 137\)|signal 9|^Killed$|: Killed$|\bOOM\b|java\.lang\.OutOfMemoryError"
+)
+_TOOL = re.compile(r"^\[tfbuild\] tool: (\w+) (.*)$")
+
+
+class Display(Protocol):
+    """What the build tells its user (tfbuild.progress.BuildDisplay, or a quiet one)."""
+
+    def phase(self, name: str) -> None: ...
+    def line(self, text: str) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelRequest:
+    """One build: the plan, where its source is, where the results go, and how to run it."""
+
+    plan: BuildPlan
+    source: Source
+    dist: Path
+    user: str  # uid:gid the build runs as
+    build_id: str
+    ca_bundle: Path | None = None
+    proxies: tuple[tuple[str, str], ...] = ()
+    memory_limit: str | None = None  # the build container's memory limit (e.g. "16g")
+    keep_container: bool = False
+    oom_retries: int = 2  # how many times a compiler OOM kill halves the jobs and retries
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    jobs: int
+    exit_code: int
+    oom_killed: bool
+    seconds: float
+    container_id: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jobs": self.jobs,
+            "exit_code": self.exit_code,
+            "oom_killed": self.oom_killed,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelResult:
+    wheel: Path
+    receipt: Path
+    env_file: Path
+    log: Path
+    sha256: str
+    size: int
+    seconds: float
+    image_built: bool
+    attempts: tuple[Attempt, ...]
+    replaced: bool  # a wheel of the same name was in dist/ and was replaced
+    data: dict[str, Any]  # the receipt
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "wheel": str(self.wheel),
+            "receipt": str(self.receipt),
+            "env_file": str(self.env_file),
+            "log": str(self.log),
+            "sha256": self.sha256,
+            "size": self.size,
+            "seconds": round(self.seconds, 3),
+            "image_built": self.image_built,
+            "attempts": [a.to_json() for a in self.attempts],
+            "replaced": self.replaced,
+        }
+
+
+# --- inputs ---------------------------------------------------------------------------------------
+
+
+def new_build_id(now: datetime | None = None) -> str:
+    """Sortable and unique enough for one dist/: 20261123-091502-3fa9c1."""
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def proxies_from(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, env[name]) for name in PROXY_VARIABLES if env.get(name))
+
+
+def ca_bundle_from(option: Path | None, env: Mapping[str, str]) -> Path | None:
+    """``--ca-bundle``, else SSL_CERT_FILE or REQUESTS_CA_BUNDLE when set; it must be a readable file."""
+    if option is not None:
+        chosen, origin = option, "--ca-bundle"
+    else:
+        name = next((n for n in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE") if env.get(n)), None)
+        if name is None:
+            return None
+        chosen, origin = Path(env[name]), name
+    if not chosen.is_file() or not os.access(chosen, os.R_OK):
+        raise InputError(
+            f"the CA bundle {chosen} (from {origin}) is not a readable file",
+            fix="Pass a PEM file with --ca-bundle, or unset the variable.",
+        )
+    return chosen.resolve()
+
+
+def local_base_image(engine: DockerEngine, tag: str, known: Mapping[str, BaseImage]) -> BaseImage:
+    """A base image made by ``tfbuild base``: its suite's facts from base-images.yaml, its own id."""
+    labels = engine.image_labels(tag)
+    if labels is None:
+        raise UnsupportedError(
+            f"unknown base image {tag!r}",
+            why=f"it is neither an entry of base-images.yaml ({', '.join(sorted(known))}) nor an "
+            "image on this engine",
+            fix="Make one with tfbuild base --suite SUITE --tag TAG, or name an entry.",
+        )
+    suite = labels.get("org.tfbuild.base")
+    facts = next((b for b in known.values() if b.suite == suite and b.cuda is None), None)
+    if suite is None or facts is None:
+        raise UnsupportedError(
+            f"{tag} cannot be a base image here",
+            why=f"it has no org.tfbuild.base label naming a known suite (it has {suite!r})",
+            fix="Use an image made by tfbuild base (bookworm, jammy or noble).",
+        )
+    return BaseImage(
+        name=tag,
+        reference=tag,
+        distro=facts.distro,
+        suite=facts.suite,
+        python=facts.python,
+        tcmalloc_package=facts.tcmalloc_package,
+        packaged_compilers=facts.packaged_compilers,
+        image_id=engine.image_id(tag),
+    )
+
+
+# --- the pieces -----------------------------------------------------------------------------------
+
+
+def is_oom(result: RunResult, tail: list[str]) -> bool:
+    """Was the build (or a compiler in it) killed for lack of memory?"""
+    if result.exit_code == 0:
+        return False
+    if result.oom_killed or result.exit_code == 137:
+        return True
+    return any(_KILLED.search(line.strip()) for line in tail[-TAIL_LINES:])
+
+
+def build_key(source: Path, toolchain_tag: str) -> str:
+    """One bazel output base per source tree and toolchain image."""
+    text = f"{source.resolve()}\0{toolchain_tag}"
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+@contextlib.contextmanager
+def _locked(path: Path, *, blocking: bool, busy: str) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+") as handle:
+        flags = fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB)
+        try:
+            fcntl.flock(handle, flags)
+        except BlockingIOError:
+            raise EnvironmentProblem(
+                busy, fix="Wait for the other build, or build from another copy of the source."
+            ) from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _source_lock(source: Path) -> Path:
+    key = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:16]
+    root = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
+    return root / f"tfbuild-{os.getuid()}" / f"source-{key}.lock"
+
+
+class _Log:
+    """The build log file, the last lines for a failure message, and the tool versions seen."""
+
+    def __init__(self, path: Path, display: Display) -> None:
+        self.path = path
+        self._file = path.open("a", encoding="utf-8", errors="replace")
+        self._display = display
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.tools: dict[str, str] = {}
+
+    def line(self, text: str) -> None:
+        self._file.write(text + "\n")
+        self._file.flush()
+        self.tail.append(text)
+        tool = _TOOL.match(text)
+        if tool:
+            self.tools[tool.group(1)] = tool.group(2).strip()
+        self._display.line(text)
+
+    def note(self, text: str) -> None:
+        self._file.write(f"[tfbuild] {text}\n")
+        self._file.flush()
+        self._display.note(text)
+
+    def phase(self, name: str) -> None:
+        self._file.write(f"[tfbuild] phase: {name}\n")
+        self._file.flush()
+        self._display.phase(name)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _toolchain(
+    engine: DockerEngine, plan: BuildPlan, files: dict[str, str], work: Path, log: _Log
+) -> tuple[str, bool]:
+    image_dir = work / "image"
+    write_context({"Dockerfile": files["Dockerfile"]}, image_dir)
+    base = plan.base_image
+    pulled = not base.image_id and not engine.image_exists(base.reference)
+    try:
+        tag, built = engine.ensure_image(
+            image_dir, repository=TOOLCHAIN_REPOSITORY, labels={}, on_line=log.line
+        )
+    except BuildFailed as exc:
+        if pulled and "Step 1/" in exc.what:
+            raise BuildFailed(
+                f"cannot get the base image {base.reference}",
+                why=exc.why.split("; its last lines")[0],
+                fix="Where no container registry can be reached, make a local one with "
+                f"sudo tfbuild base --suite {base.suite} and pass --base-image "
+                f"tfbuild/base:{base.suite}.",
+            ) from exc
+        raise BuildFailed(
+            exc.what, why=exc.why, fix=f"The whole log: {log.path}", details=tuple(log.tail)
+        ) from exc
+    log.note(f"toolchain image {tag}: {'built' if built else 'reused (unchanged)'}")
+    return tag, built
+
+
+def _prepare_cache(engine: DockerEngine, tag: str, volume: str, user: str) -> None:
+    """A new volume belongs to root: give its top directories to the build's user (not -R: a big
+    cache would take minutes, and everything below was written by that user anyway)."""
+    engine.ensure_volume(volume)
+    if user.split(":", maxsplit=1)[0] == "0":
+        return
+    dirs = [f"{CACHE_ROOT}/{name}" for name in ("home", "output", "repository", "disk")]
+    result = engine.run(
+        tag,
+        ["sh", "-c", f"mkdir -p {' '.join(dirs)} && chown {user} {CACHE_ROOT} {' '.join(dirs)}"],
+        mounts=[Mount(volume, CACHE_ROOT, kind="volume")],
+        user="0:0",
+    )
+    if result.exit_code != 0:
+        raise BuildFailed(
+            f"cannot prepare the cache volume {volume} for user {user}",
+            why=f"chown exited with {result.exit_code}",
+            fix="Remove the volume (docker volume rm) or pass another --cache-volume.",
+        )
+
+
+def _mounts(request: WheelRequest, context: Path, out: Path) -> list[Mount]:
+    mounts = [
+        Mount(str(request.source.path), SOURCE_DIR),
+        Mount(str(out), OUTPUT_DIR),
+        Mount(str(context), CONTEXT_DIR, read_only=True),
+        Mount(request.plan.cache_volume, CACHE_ROOT, kind="volume"),
+    ]
+    if request.ca_bundle is not None:
+        mounts.append(Mount(str(request.ca_bundle), CA_PATH, read_only=True))
+    return mounts
+
+
+def _environment(request: WheelRequest, key: str) -> dict[str, str]:
+    env = dict(request.proxies)
+    env["TFBUILD_BUILD_KEY"] = key
+    if request.ca_bundle is not None:
+        for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT"):
+            env[name] = CA_PATH
+    return env
+
+
+def _run_build(
+    engine: DockerEngine,
+    request: WheelRequest,
+    *,
+    tag: str,
+    work: Path,
+    log: _Log,
+) -> tuple[BuildPlan, list[Attempt], Path]:
+    """Run build.sh until it succeeds; halve the jobs after an OOM kill. The final plan, attempts, out."""
+    plan, attempts = request.plan, []
+    context, out = work / "context", work / "out"
+    out.mkdir()
+    uid, _, gid = request.user.partition(":")
+    if os.geteuid() == 0 and uid != "0":  # root building for another user: the output is theirs
+        os.chown(out, int(uid), int(gid or uid))
+    key = build_key(request.source.path, tag)
+    retries = request.oom_retries
+    while True:
+        write_context(render_files(plan), context)
+        log.tail.clear()
+        result = engine.run(
+            tag,
+            # One ordered stream: the engine copies stdout and stderr separately.
+            ["bash", "-c", f"exec bash {CONTEXT_DIR}/build.sh 2>&1"],
+            mounts=_mounts(request, context, out),
+            env=_environment(request, key),
+            user=request.user,
+            workdir=SOURCE_DIR,
+            labels={BUILD_LABEL: request.build_id},
+            mem_limit=request.memory_limit,
+            on_line=log.line,
+            keep=request.keep_container,
+        )
+        attempts.append(
+            Attempt(
+                jobs=plan.resources.jobs,
+                exit_code=result.exit_code,
+                oom_killed=result.oom_killed,
+                seconds=result.duration_s,
+                container_id=result.container_id,
+            )
+        )
+        if request.keep_container:
+            log.note(f"container kept for a post-mortem: {result.container_id[:12]}")
+        if result.exit_code == 0:
+            return plan, attempts, out
+        tail = list(log.tail)
+        jobs = plan.resources.jobs
+        if is_oom(result, tail) and retries > 0 and jobs > 1:
+            retries -= 1
+            half = max(1, jobs // 2)
+            log.note(
+                f"the build ran out of memory with --jobs={jobs}: retrying with --jobs={half} "
+                "(bazel resumes where it stopped)"
+            )
+            plan = with_jobs(plan, half, why=f"--jobs={jobs} ran out of memory (OOM kill)")
+            continue
+        if is_oom(result, tail):
+            raise BuildFailed(
+                f"the build ran out of memory (exit code {result.exit_code}) with --jobs={jobs}",
+                why="a compiler was killed for lack of memory"
+                + (", after halving the jobs" if len(attempts) > 1 else ""),
+                fix=f"Give the engine more memory{' or lift --memory' if request.memory_limit else ''}, "
+                f"or pass a lower --jobs / --local-ram-resources. The log: {log.path}",
+                details=tuple(tail),
+            )
+        raise BuildFailed(
+            f"the build failed (exit code {result.exit_code})",
+            why=_last_error(tail),
+            fix=f"The last {len(tail)} lines are above; the whole log is {log.path}"
+            + ("" if request.keep_container else " (--keep-container keeps the container)"),
+            details=tuple(tail),
+        )
+
+
+def _last_error(tail: list[str]) -> str:
+    for line in reversed(tail):
+        if line.startswith(("ERROR", "FAILED")) or " error: " in line or line.startswith("error:"):
+            return line.strip()[:300]
+    return "see the log"
+
+
+def _receipt(
+    request: WheelRequest,
+    *,
+    plan: BuildPlan,
+    wheel: Path,
+    sha256: str,
+    image: dict[str, Any],
+    attempts: list[Attempt],
+    tools: dict[str, str],
+    timings: dict[str, float],
+    log: Path,
+    env_file: Path,
+) -> dict[str, Any]:
+    return {
+        "schema": "tfbuild.receipt/1",
+        "build_id": request.build_id,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "standin": plan.standin,
+        "wheel": {"name": wheel.name, "sha256": sha256, "size": wheel.stat().st_size},
+        "target": plan.target,
+        "variant": plan.variant,
+        "cflags": list(plan.cflags),
+        "image": image,
+        "source": request.source.to_json(),
+        "tools": {"tfbuild": __version__, **tools},
+        "timings": {k: round(v, 3) for k, v in timings.items()},
+        "attempts": [a.to_json() for a in attempts],
+        "runtime_env_file": env_file.name,
+        "log": str(log),
+        "plan": plan.to_json(),
+    }
+
+
+def _publish(
+    dist: Path, built: Path, receipt: dict[str, Any], env_text: str
+) -> tuple[Path, Path, Path, bool]:
+    """Move the wheel into dist/ with its receipt and env file, as one step for other builds."""
+    wheel = dist / built.name
+    receipt_path = wheel.with_suffix(".json")
+    env_path = wheel.with_suffix(".env")
+    with _locked(dist / ".tfbuild.lock", blocking=True, busy=""):
+        replaced = wheel.exists()
+        write_text(env_path, env_text)
+        write_text(receipt_path, json.dumps(receipt, indent=2) + "\n")
+        built.replace(wheel)
+    return wheel, receipt_path, env_path, replaced
+
+
+# --- the build ------------------------------------------------------------------------------------
+
+
+def build_wheel(engine: DockerEngine, request: WheelRequest, display: Display) -> WheelResult:
+    """Build the wheel of ``request.plan`` in ``engine``; everything lands in ``request.dist``."""
+    started = time.monotonic()
+    dist = request.dist.resolve()
+    try:
+        (dist / "logs").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create {dist / 'logs'}", why=exc.strerror or str(exc)) from None
+    log = _Log(dist / "logs" / f"{request.build_id}.log", display)
+    work = Path(tempfile.mkdtemp(prefix=f".tfbuild-{request.build_id}-", dir=dist))
+    try:
+        busy = f"another tfbuild build is using the source {request.source.path}"
+        with _locked(_source_lock(request.source.path), blocking=False, busy=busy):
+            log.note(
+                f"build {request.build_id}: TensorFlow {request.plan.tensorflow} "
+                f"({request.plan.variant}, target {request.plan.target})"
+                + (" — STAND-IN canary source, not TensorFlow" if request.plan.standin else "")
+            )
+            log.phase("toolchain image")
+            files = render_files(request.plan)
+            tag, image_built = _toolchain(engine, request.plan, files, work, log)
+            image_done = time.monotonic()
+            _prepare_cache(engine, tag, request.plan.cache_volume, request.user)
+            plan, attempts, out = _run_build(engine, request, tag=tag, work=work, log=log)
+            log.phase("publish")
+            wheels = sorted(out.glob("*.whl"))
+            if len(wheels) != 1:
+                raise BuildFailed(
+                    f"the build finished but left {len(wheels)} wheels in its output",
+                    why=", ".join(w.name for w in wheels) or "none",
+                    fix=f"Check build.sh's package step in the log: {log.path}",
+                    details=tuple(log.tail),
+                )
+            built = wheels[0]
+            sha256 = sha256_file(built)
+            env_text = render_files(plan)["runtime.env"]
+            image = {
+                "tag": tag,
+                "id": engine.image_id(tag),
+                "built_now": image_built,
+                "base_image": plan.base_image.reference,
+                "base_image_id": plan.base_image.image_id,
+                "engine": engine.endpoint,
+            }
+            finished = time.monotonic()
+            receipt = _receipt(
+                request,
+                plan=plan,
+                wheel=built,
+                sha256=sha256,
+                image=image,
+                attempts=attempts,
+                tools=log.tools,
+                timings={
+                    "toolchain_image_s": image_done - started,
+                    "build_s": sum(a.seconds for a in attempts),
+                    "total_s": finished - started,
+                },
+                log=log.path,
+                env_file=dist / Path(built.name).with_suffix(".env").name,
+            )
+            wheel, receipt_path, env_path, replaced = _publish(dist, built, receipt, env_text)
+            log.note(f"wheel: {wheel} ({wheel.stat().st_size} bytes, sha256 {sha256})")
+            return WheelResult(
+                wheel=wheel,
+                receipt=receipt_path,
+                env_file=env_path,
+                log=log.path,
+                sha256=sha256,
+                size=wheel.stat().st_size,
+                seconds=time.monotonic() - started,
+                image_built=image_built,
+                attempts=tuple(attempts),
+                replaced=replaced,
+                data=receipt,
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        log.close()
+
+
+def update_receipt(receipt: Path, key: str, value: Any) -> None:
+    """Add one section to a receipt (the canary's instruction-set check and speedup), atomically."""
+    data = json.loads(receipt.read_text(encoding="utf-8"))
+    data[key] = value
+    write_text(receipt, json.dumps(data, indent=2) + "\n")
+
+
+# --- one `tfbuild wheel` run ------------------------------------------------------------------------
+
+#: Makes the plan once the engine is known: (engine, standin, default base image) -> (plan, recipe).
+PlanMaker = Callable[[DockerEngine, bool, str | None], tuple[BuildPlan, Recipe]]
+
+
+def canary_base_image(engine: DockerEngine) -> str:
+    """The canary's base image: the local one made by tfbuild base, else Debian 12 from the registry."""
+    from tfbuild import canary
+    from tfbuild.base import default_tag
+
+    local = default_tag(canary.SUITE)
+    return local if engine.image_exists(local) else "debian-12"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildRun:
+    """What ``tfbuild wheel`` was asked, beyond the plan: source, output, how to run and show it."""
+
+    dist: Path
+    source: Path | None = None
+    source_sha256: str | None = None
+    ca_bundle: Path | None = None
+    memory: str | None = None
+    keep_container: bool = False
+    canary: bool = False
+    quiet: bool = False
+    verbose: bool = False
+    user: str | None = None  # uid:gid; default: the calling user's
+
+    def execute(self, make_plan: PlanMaker, *, engine: DockerEngine | None = None) -> WheelResult:
+        from tfbuild.progress import BuildDisplay, choose_mode
+
+        ca_bundle = ca_bundle_from(self.ca_bundle, os.environ)
+        own_engine = engine is None
+        engine = engine or DockerEngine.connect()
+        try:
+            default_base = canary_base_image(engine) if self.canary else None
+            plan, recipe = make_plan(engine, self.canary, default_base)
+            check(render_files(plan), recipe)
+            mode = choose_mode(quiet=self.quiet, stream=sys.stderr, env=os.environ)
+            with (
+                BuildDisplay(mode=mode, verbose=self.verbose) as display,
+                self._source(recipe, ca_bundle, display) as source,
+            ):
+                request = WheelRequest(
+                    plan=plan,
+                    source=source,
+                    dist=self.dist,
+                    user=self.user or f"{os.getuid()}:{os.getgid()}",
+                    build_id=new_build_id(),
+                    ca_bundle=ca_bundle,
+                    proxies=proxies_from(os.environ),
+                    memory_limit=self.memory,
+                    keep_container=self.keep_container,
+                )
+                return build_wheel(engine, request, display)
+        finally:
+            if own_engine:
+                engine.close()
+
+    @contextlib.contextmanager
+    def _source(self, recipe: Recipe, ca_bundle: Path | None, display: Display) -> Iterator[Source]:
+        if self.source is not None:
+            yield local_source(self.source)
+        elif self.canary:
+            from tfbuild import canary
+
+            self.dist.mkdir(parents=True, exist_ok=True)
+            holder = Path(tempfile.mkdtemp(prefix=".tfbuild-canary-", dir=self.dist))
+            try:
+                yield local_source(canary.copy_tree(holder / "src"))
+            finally:
+                shutil.rmtree(holder, ignore_errors=True)
+        else:
+            display.phase("source")
+            yield fetch_source(
+                recipe.tarball,
+                version=recipe.tensorflow,
+                sha256=self.source_sha256 or recipe.sha256,
+                cache_dir=default_cache_dir(),
+                ca_bundle=ca_bundle,
+                on_line=display.note,
+            )

@@ -1,0 +1,410 @@
+"""`tfbuild doctor`: know in minutes what would fail after hours.
+
+It checks what a TensorFlow build needs from this machine (the engine, its storage driver and free
+disk, memory and cores against the plan, proxy and CA settings) and then runs the canary, a
+miniature STAND-IN source, through the whole pipeline twice: once for this machine and once for the
+x86_64 baseline. Both wheels are installed, imported and run in the toolchain container (the smoke),
+their machine code is checked for the planned instructions, and their kernels are timed side by side:
+the ``speedup`` of the host-targeted build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tfbuild import canary
+from tfbuild.build import (
+    BuildRun,
+    ca_bundle_from,
+    local_base_image,
+    proxies_from,
+    update_receipt,
+)
+from tfbuild.engine import DockerEngine, EngineInfo, Mount
+from tfbuild.errors import TfbuildError
+from tfbuild.plan import DISK_NEEDED_GIB, GIB, JOB_MIB, MIB, BuildPlan, PlanOptions, make_plan
+from tfbuild.recipes import Recipe, load_base_images, load_recipes
+
+Status = Literal["ok", "warn", "fail", "skip"]
+#: Storage drivers that make a multi-gigabyte build slow or fragile.
+SLOW_DRIVERS = {
+    "vfs": "vfs copies every layer in full: slow, and it needs many times the disk",
+    "devicemapper": "devicemapper (loop-lvm) is deprecated and fills its pool",
+}
+CANARY_VOLUME = "tfbuild-canary-cache"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix}
+
+
+@dataclass(kw_only=True)
+class DoctorReport:
+    checks: list[Check] = field(default_factory=list)
+    canary: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(c.status != "fail" for c in self.checks)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "tfbuild.doctor/1",
+            "ok": self.ok,
+            "checks": [c.to_json() for c in self.checks],
+            "canary": self.canary,
+        }
+
+
+Say = Callable[[Check], None]
+
+
+# --- checks that need no build ----------------------------------------------------------------------
+
+
+def engine_checks(info: EngineInfo, *, disk_needed_gib: int) -> list[Check]:
+    checks = [
+        Check(
+            name="engine",
+            status="ok",
+            detail=f"Docker {info.server_version} (API {info.api_version}) at {info.endpoint}, "
+            f"cgroup v{info.cgroup_version}",
+        )
+    ]
+    driver = info.storage_driver
+    checks.append(
+        Check(
+            name="storage driver",
+            status="warn" if driver in SLOW_DRIVERS else "ok",
+            detail=SLOW_DRIVERS.get(driver, f"{driver}"),
+            fix="Configure overlay2 in /etc/docker/daemon.json." if driver in SLOW_DRIVERS else "",
+        )
+    )
+    if info.free_disk_bytes is None:
+        checks.append(
+            Check(
+                name="disk",
+                status="skip",
+                detail=f"the engine's root {info.docker_root_dir or '?'} is not on this machine",
+            )
+        )
+    else:
+        free = info.free_disk_bytes / GIB
+        enough = free >= disk_needed_gib
+        checks.append(
+            Check(
+                name="disk",
+                status="ok" if enough else "fail",
+                detail=f"{free:.0f} GiB free under {info.docker_root_dir} (images, bazel caches); "
+                f"a build needs about {disk_needed_gib} GiB",
+                fix="" if enough else "Free space there, or move the engine's data-root.",
+            )
+        )
+    return checks
+
+
+def resource_check(plan: BuildPlan, *, cpus: int, memory_bytes: int | None) -> Check:
+    jobs, per_job = plan.resources.jobs, JOB_MIB[plan.variant]
+    if memory_bytes is None:
+        return Check(name="memory", status="warn", detail="the memory size is unknown")
+    memory_mib = memory_bytes // MIB
+    detail = (
+        f"{cpus} cpus, {memory_mib / 1024:.1f} GiB: bazel --jobs={jobs}, "
+        f"--local_ram_resources={plan.resources.local_ram_mb} (about {per_job} MiB per compile job)"
+    )
+    if memory_mib < per_job + plan.resources.jvm_heap_mb:
+        return Check(
+            name="memory",
+            status="fail",
+            detail=detail + ": less than one compile job and bazel's server need",
+            fix=f"A TensorFlow build needs at least {(per_job + 1024) / 1024:.0f} GiB.",
+        )
+    if cpus < 4:
+        return Check(
+            name="memory",
+            status="warn",
+            detail=detail + f"; with {cpus} cpus a TensorFlow build takes many hours",
+            fix="Use a remote cache (--remote-cache) or a bigger machine for real builds.",
+        )
+    return Check(name="memory", status="ok", detail=detail)
+
+
+def network_check(env: dict[str, str]) -> Check:
+    proxies = proxies_from(env)
+    try:
+        ca = ca_bundle_from(None, env)
+    except TfbuildError as exc:
+        return Check(name="proxy and CA", status="fail", detail=exc.what, fix=exc.fix)
+    parts = [f"{name}={value}" for name, value in proxies if name.isupper()] or ["no proxy"]
+    parts.append(f"CA bundle {ca} (mounted read-only)" if ca else "system CA certificates")
+    return Check(name="proxy and CA", status="ok", detail="; ".join(parts) + ", passed to builds")
+
+
+# --- the canary -------------------------------------------------------------------------------------
+
+
+def canary_base(engine: DockerEngine, *, on_line: Callable[[str], None]) -> tuple[str, Check]:
+    """The canary's base image: the local `tfbuild base` image, made now when possible."""
+    from tfbuild.base import default_tag, make_base_image
+
+    tag = default_tag(canary.SUITE)
+    if engine.image_exists(tag):
+        return tag, Check(
+            name="base image",
+            status="ok",
+            detail=f"{tag}, made by tfbuild base (no container registry needed)",
+        )
+    if os.geteuid() == 0 and shutil.which("debootstrap"):
+        made = make_base_image(engine, suite=canary.SUITE, on_line=on_line)
+        return tag, Check(
+            name="base image",
+            status="ok",
+            detail=f"{tag} created now with tfbuild base in {made.seconds:.0f} s (debootstrap "
+            "from the Debian mirror, no container registry needed)",
+        )
+    return "debian-12", Check(
+        name="base image",
+        status="warn",
+        detail="no local base image: the canary pulls debian:12 from the registry",
+        fix="Where no registry can be reached, run sudo tfbuild base first.",
+    )
+
+
+def _canary_plan(
+    engine: DockerEngine, base: str, target: str | None, facts: Any
+) -> tuple[BuildPlan, Recipe]:
+    recipe = canary.recipe(load_recipes().recipes[-1])
+    images = load_base_images()
+    if base not in images:
+        images[base] = local_base_image(engine, base, images)
+    options = PlanOptions(
+        tf=recipe.tensorflow,
+        target=target,
+        base_image=base,
+        standin=True,
+        cache_volume=CANARY_VOLUME,
+        skip_disk_check=True,
+    )
+    return make_plan(options, recipe, facts, base_images=images), recipe
+
+
+def expected_instructions(plan: BuildPlan) -> list[str]:
+    """What the host build's machine code must contain: the widest vectors and FMA, when planned."""
+    enabled = {c["feature"] for c in plan.coverage if c.get("flag")}
+    expected = ["zmm"] if "AVX512F" in enabled else ["ymm"] if "AVX2" in enabled else []
+    return [*expected, "fma"] if "FMA" in enabled else expected
+
+
+def run_canary(
+    engine: DockerEngine,
+    *,
+    base: str,
+    dist: Path,
+    facts: Any,
+    say: Callable[[str], None],
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """Build the canary for this machine and for x86_64, smoke both, check and time them."""
+    builds: dict[str, Any] = {}
+    plans: dict[str, BuildPlan] = {}
+    for name, target in (("host", None), ("baseline", "x86_64")):
+        say(f"canary: building the {name} wheel (STAND-IN source, real pipeline)")
+
+        def make(
+            eng: DockerEngine,
+            _standin: bool,
+            _base: str | None,
+            target: str | None = target,
+            name: str = name,
+        ) -> tuple[BuildPlan, Recipe]:
+            plan, recipe = _canary_plan(eng, base, target, facts)
+            plans[name] = plan
+            return plan, recipe
+
+        run = BuildRun(dist=dist / name, canary=True, quiet=not verbose, verbose=verbose)
+        builds[name] = run.execute(make, engine=engine)
+    host, baseline = builds["host"], builds["baseline"]
+    say("canary: smoke (install, import, run), instruction check and timing in the toolchain image")
+    probe = _probe(engine, host.data["image"]["tag"], host.wheel, baseline.wheel)
+    expected = expected_instructions(plans["host"])
+    counts = probe.get("instructions", {})
+    isa_ok = (
+        bool(counts)
+        and all(counts["host"].get(m, 0) > 0 for m in expected)
+        and not any(counts["baseline"].get(m, 0) for m in ("zmm", "ymm", "fma"))
+    )
+    seconds = probe.get("seconds", {})
+    medians = {k: statistics.median(v) for k, v in seconds.items()}
+    speedup = medians["baseline"] / medians["host"] if len(medians) == 2 else None
+    section = {
+        "standin": True,
+        "isa": {"expected": expected, "found": counts, "ok": isa_ok},
+        "smoke": {k: {"ok": v["ok"]} | ({} if v["ok"] else v) for k, v in probe["smoke"].items()},
+        "median_ms": {k: round(v * 1e3, 3) for k, v in medians.items()},
+        "rounds": len(seconds.get("host", [])),
+        "speedup": None if speedup is None else round(speedup, 2),
+    }
+    update_receipt(host.receipt, "canary", section)
+    return {
+        **section,
+        "base_image": base,
+        "builds": {
+            name: {
+                "wheel": str(result.wheel),
+                "receipt": str(result.receipt),
+                "target": result.data["target"],
+                "cflags": result.data["cflags"],
+                "seconds": round(result.seconds, 1),
+                "toolchain_image_built": result.image_built,
+            }
+            for name, result in builds.items()
+        },
+    }
+
+
+def _probe(engine: DockerEngine, image: str, host: Path, baseline: Path) -> dict[str, Any]:
+    lines: list[str] = []
+    result = engine.run(
+        image,
+        [
+            "python3",
+            "/probe/probe.py",
+            f"/wheels/host/{host.name}",
+            f"/wheels/baseline/{baseline.name}",
+        ],
+        mounts=[
+            Mount(
+                str(Path(canary.__file__).with_name("probe.py")), "/probe/probe.py", read_only=True
+            ),
+            Mount(str(host.parent), "/wheels/host", read_only=True),
+            Mount(str(baseline.parent), "/wheels/baseline", read_only=True),
+        ],
+        user=f"{os.getuid()}:{os.getgid()}",
+        env={"HOME": "/tmp"},
+        on_line=lines.append,
+    )
+    for line in reversed(lines):
+        if line.startswith("{"):
+            data: dict[str, Any] = json.loads(line)
+            return data
+    return {
+        "smoke": {
+            "host": {"ok": False, "exit_code": result.exit_code, "stderr": "\n".join(lines[-20:])},
+            "baseline": {"ok": False},
+        }
+    }
+
+
+# --- the doctor -------------------------------------------------------------------------------------
+
+
+def run_doctor(
+    *,
+    with_canary: bool = True,
+    dist: Path | None = None,
+    say: Callable[[str], None] = lambda _text: None,
+    show: Say = lambda _check: None,
+    verbose: bool = False,
+) -> DoctorReport:
+    from tfbuild.detect.gather import host_facts
+
+    report = DoctorReport()
+
+    def add(check: Check) -> None:
+        report.checks.append(check)
+        show(check)
+
+    try:
+        engine = DockerEngine.connect()
+    except TfbuildError as exc:
+        add(Check(name="engine", status="fail", detail=exc.what + f": {exc.why}", fix=exc.fix))
+        return report
+    try:
+        facts = host_facts()
+        newest = load_recipes().recipes[-1]
+        plan = make_plan(
+            PlanOptions(tf=newest.tensorflow, skip_disk_check=True),
+            newest,
+            facts,
+            base_images=load_base_images(),
+        )
+        for check in engine_checks(engine.info(), disk_needed_gib=DISK_NEEDED_GIB["cpu"]):
+            add(check)
+        add(resource_check(plan, cpus=facts.build_cpus, memory_bytes=facts.build_memory_bytes))
+        add(network_check(dict(os.environ)))
+        if not with_canary:
+            return report
+        base, base_check = canary_base(engine, on_line=lambda line: say(f"base: {line}"))
+        add(base_check)
+        holder = dist or Path(tempfile.mkdtemp(prefix="tfbuild-doctor-"))
+        started = time.monotonic()
+        try:
+            report.canary = run_canary(
+                engine, base=base, dist=holder, facts=facts, say=say, verbose=verbose
+            )
+        except TfbuildError as exc:
+            add(Check(name="canary build", status="fail", detail=exc.line(), fix=exc.fix))
+            return report
+        finally:
+            if dist is None:
+                shutil.rmtree(holder, ignore_errors=True)
+        canary_report = report.canary
+        host = canary_report["builds"]["host"]
+        add(
+            Check(
+                name="canary build",
+                status="ok",
+                detail=f"both wheels built through the pipeline in {time.monotonic() - started:.0f} s "
+                f"(host target {host['target']}: {' '.join(host['cflags'])})",
+            )
+        )
+        smoke_ok = all(s["ok"] for s in canary_report["smoke"].values())
+        add(
+            Check(
+                name="canary smoke",
+                status="ok" if smoke_ok else "fail",
+                detail="both wheels install, import and run"
+                if smoke_ok
+                else f"a canary wheel did not run: {canary_report['smoke']}",
+                fix="" if smoke_ok else "Read the canary's build log; report it if it persists.",
+            )
+        )
+        isa = canary_report["isa"]
+        add(
+            Check(
+                name="instruction set",
+                status="ok" if isa["ok"] else "fail",
+                detail=f"host build uses {', '.join(isa['expected']) or 'no vector extensions'}, "
+                f"baseline none (found {isa['found']})",
+                fix="" if isa["ok"] else "The planned flags did not reach the compiler: report it.",
+            )
+        )
+        speedup = canary_report["speedup"]
+        add(
+            Check(
+                name="speedup",
+                status="ok" if speedup and speedup > 1 else "warn",
+                detail=f"the host-targeted canary kernel runs {speedup}x the speed of the x86_64 "
+                f"build (medians of {canary_report['rounds']} alternating rounds: "
+                f"{canary_report['median_ms']} ms)",
+            )
+        )
+    finally:
+        engine.close()
+    return report
