@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.canary.test_standin import disassembly
 from tfbuild import canary
 from tfbuild.detect import cpu
 from tfbuild.files import sha256_file
@@ -50,25 +51,30 @@ def no_leftover_containers(engine: Any) -> Iterator[None]:
     assert not after, f"build containers left behind: {after}"
 
 
+def wheel_argv(dist: Path, volume: str, *args: str) -> list[str]:
+    """`tfbuild wheel` on the canary, on the test base image, with the test's own cache volume."""
+    return [
+        sys.executable,
+        "-m",
+        "tfbuild",
+        "wheel",
+        "--canary",
+        "--base-image",
+        "tfbuild/base:bookworm",
+        "--dist",
+        str(dist),
+        "--cache-volume",
+        volume,
+        "--skip-disk-check",
+        *args,
+    ]
+
+
 def wheel_cli(
     dist: Path, volume: str, *args: str, timeout: float = 600, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tfbuild",
-            "wheel",
-            "--canary",
-            "--base-image",
-            "tfbuild/base:bookworm",
-            "--dist",
-            str(dist),
-            "--cache-volume",
-            volume,
-            "--skip-disk-check",
-            *args,
-        ],
+        wheel_argv(dist, volume, *args),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -84,12 +90,6 @@ def standin_source(tmp_path: Path, name: str = "src") -> Path:
 def library(wheel: Path, into: Path) -> Path:
     into.write_bytes(zipfile.ZipFile(wheel).read(canary.LIBRARY))
     return into
-
-
-def disassembly(path: Path) -> str:
-    return subprocess.run(
-        ["objdump", "-d", str(path)], capture_output=True, text=True, check=True
-    ).stdout
 
 
 def leftovers(dist: Path) -> list[str]:
@@ -303,23 +303,7 @@ def test_a_signal_stops_and_removes_the_build(
     dist = tmp_path / "dist"
     before = set(engine.containers(label="org.tfbuild.build"))
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tfbuild",
-            "wheel",
-            "--canary",
-            "--base-image",
-            base_image,
-            "--source",
-            str(source),
-            "--dist",
-            str(dist),
-            "--cache-volume",
-            volume,
-            "--skip-disk-check",
-            "--verbose",
-        ],
+        wheel_argv(dist, volume, "--source", str(source), "--verbose"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -361,23 +345,7 @@ def test_two_builds_at_once_into_one_dist(base_image: str, volume: str, tmp_path
     dist = tmp_path / "dist"
     procs = [
         subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tfbuild",
-                "wheel",
-                "--canary",
-                "--base-image",
-                base_image,
-                "--dist",
-                str(dist),
-                "--cache-volume",
-                volume,
-                "--skip-disk-check",
-                "--target",
-                target,
-                "--json",
-            ],
+            wheel_argv(dist, volume, "--target", target, "--json"),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
