@@ -384,3 +384,21 @@ def test_no_engine_is_one_line_naming_the_socket(tmp_path: Path) -> None:
     assert result.stderr.count("\n") == 1
     assert f"unix://{tmp_path}/nothing.sock" in result.stderr
     assert not (tmp_path / "dist").exists() or leftovers(tmp_path / "dist") == []
+
+
+def test_the_summary_and_github_folding(base_image: str, volume: str, tmp_path: Path) -> None:
+    """On GitHub Actions (no tty): plain lines folded per phase; at the end the wheel and its files."""
+    result = wheel_cli(tmp_path / "dist", volume, env={"GITHUB_ACTIONS": "true"})
+    assert result.returncode == 0, result.stderr
+    groups = [line for line in result.stderr.splitlines() if line.startswith("::")]
+    opened = [g.removeprefix("::group::tfbuild: ") for g in groups if g.startswith("::group::")]
+    assert opened[:2] == ["toolchain image", "configure"]
+    assert "compile" in opened and "publish" in opened
+    assert groups.count("::endgroup::") == len(opened)  # every group is closed
+    assert "\x1b[" not in result.stderr  # no terminal control codes in a CI log
+    summary = dict(line.split(None, 1) for line in result.stdout.splitlines())
+    wheel = Path(summary["wheel"].split("  ")[0])
+    assert wheel.is_file() and "STAND-IN" in summary["wheel"]
+    assert summary["sha256"] == sha256_file(wheel)
+    assert Path(summary["receipt"]) == wheel.with_suffix(".json")
+    assert "next" not in summary  # a stand-in wheel is not for tfbuild smoke
