@@ -46,6 +46,7 @@ from tfbuild.plan import CACHE_ROOT, OUTPUT_DIR, SOURCE_DIR, BaseImage, BuildPla
 from tfbuild.recipes import Recipe
 from tfbuild.render import CONTEXT_DIR, check, render_files, write_context
 from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
+from tfbuild.wheelfile import relabel
 
 TOOLCHAIN_REPOSITORY = "tfbuild/toolchain"
 BUILD_LABEL = "org.tfbuild.build"  # the build id, on the build's containers
@@ -442,6 +443,7 @@ def _receipt(
         "wheel": {"name": wheel.name, "sha256": sha256, "size": wheel.stat().st_size},
         "target": plan.target,
         "variant": plan.variant,
+        "label": plan.label,
         "cflags": list(plan.cflags),
         "image": image,
         "source": request.source.to_json(),
@@ -506,6 +508,11 @@ def build_wheel(engine: DockerEngine, request: WheelRequest, display: Display) -
                     details=tuple(log.tail),
                 )
             built = wheels[0]
+            if plan.label:
+                unlabelled, built = built, relabel(built, plan.label, out)
+                if built != unlabelled:
+                    unlabelled.unlink()
+                log.note(f"label: +{plan.label} -> {built.name}")
             sha256 = sha256_file(built)
             env_text = render_files(plan)["runtime.env"]
             image = {

@@ -261,6 +261,13 @@ def _plan_options(
     skip_disk_check: Annotated[
         bool, typer.Option("--skip-disk-check", help="Plan even when free disk looks too small.")
     ] = False,
+    label: Annotated[
+        bool,
+        typer.Option(
+            "--label/--no-label",
+            help="Put the target in the wheel's version: 2.21.0+x86_64v4 (read by tfbuild pick).",
+        ),
+    ] = True,
     recipes_dir: RecipesDir = None,
 ) -> None:
     """Holds the options plan, render (and wheel) share; never called."""
@@ -335,6 +342,7 @@ def _make_plan(
         skip_disk_check=kwargs["skip_disk_check"],
         base_image=base_image,
         standin=standin,
+        label=kwargs["label"],
     )
     host = host_facts(cpuinfo=kwargs["cpuinfo"], with_gpu=variant == "cuda")
     plan = make_plan(options, recipe, host, base_images=base_images)

@@ -16,6 +16,7 @@ from tfbuild.compilers import CompilerFlags, flags_for, parse_compiler
 from tfbuild.detect import cpu, features
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.errors import EnvironmentProblem, UnsupportedError, UsageError
+from tfbuild.labels import local_label
 from tfbuild.recipes import Recipe
 
 Variant = Literal["cpu", "mkl", "cuda"]
@@ -83,6 +84,7 @@ class PlanOptions:
     release_version: bool = True  # 2.20+: ML_WHEEL_TYPE=release (no .dev0+selfbuilt suffix)
     base_image: str | None = None  # a key of base_images instead of the recipe's (--base-image)
     standin: bool = False  # the canary: `bazel` is the stand-in script of the source tree
+    label: bool = True  # put the target in the wheel's PEP 440 local version label (+x86_64v4)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,6 +210,7 @@ class BuildPlan:
     reasons: tuple[Reason, ...]
     warnings: tuple[str, ...] = field(default=())
     standin: bool = False  # the canary stand-in source, not TensorFlow
+    label: str | None = None  # the wheel's local version label ("x86_64v4.cu125"); None: unlabelled
 
     def runtime_env_value(self, name: str) -> str:
         return dict(self.runtime_env).get(name, "")
@@ -246,6 +249,7 @@ class BuildPlan:
             "reasons": [r.to_json() for r in self.reasons],
             "warnings": list(self.warnings),
             "standin": self.standin,
+            "label": self.label,
         }
 
 
@@ -714,6 +718,19 @@ def _bazel_options(
     return startup, build_options, reasons
 
 
+def _label(
+    options: PlanOptions, target: str, cuda_plan: CudaPlan | None
+) -> tuple[str | None, list[Reason]]:
+    if not options.label:
+        return None, [Reason(what="label", value="none", why="asked for with --no-label")]
+    label = local_label(target, options.variant, cuda_plan.cuda if cuda_plan else None)
+    why = (
+        "the wheel's PEP 440 local version label: what it was built for, so that wheels for "
+        "several targets can sit side by side and tfbuild pick can choose"
+    )
+    return label, [Reason(what="label", value=f"+{label}", why=why)]
+
+
 def with_jobs(plan: BuildPlan, jobs: int, *, why: str) -> BuildPlan:
     """The same plan with bazel's ``--jobs`` changed (a retry after the compiler was OOM-killed)."""
     return replace(
@@ -871,6 +888,9 @@ def make_plan(
     startup, build_options, cache_reasons = _bazel_options(options, resources)
     reasons.extend(cache_reasons)
 
+    wheel_label, label_reasons = _label(options, target, cuda_plan)
+    reasons.extend(label_reasons)
+
     return BuildPlan(
         tensorflow=recipe.tensorflow,
         recipe=recipe.path,
@@ -909,4 +929,5 @@ def make_plan(
         reasons=tuple(reasons),
         warnings=tuple(dict.fromkeys(warnings)),
         standin=options.standin,
+        label=wheel_label,
     )

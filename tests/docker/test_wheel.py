@@ -11,6 +11,7 @@ Every build here runs with its own cache volume, removed afterwards; the toolcha
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import signal
@@ -29,6 +30,7 @@ from tests.canary.test_standin import disassembly
 from tfbuild import canary
 from tfbuild.detect import cpu
 from tfbuild.files import sha256_file
+from tfbuild.labels import cpu_label
 
 pytestmark = pytest.mark.docker
 
@@ -108,8 +110,14 @@ def test_canary_wheel_lands_with_receipt_and_the_planned_instructions(
     result = json.loads(host.stdout)
     wheel = Path(result["wheel"])
     assert wheel.parent == (dist / "host").resolve()
-    assert wheel.name.startswith("tensorflow_cpu-0.0.0+tfbuild.canary-")
     receipt = json.loads(wheel.with_suffix(".json").read_text())
+    # The wheel's version carries the target: the host's microarchitecture, named by archspec.
+    host_target = str(cpu.identify(cpu.host_cpuinfo()).name)
+    assert receipt["target"] == host_target
+    assert receipt["label"] == cpu_label(host_target)
+    assert wheel.name.startswith(f"tensorflow_cpu-0.0.0+tfbuild.canary.{receipt['label']}-")
+    base_wheel = Path(json.loads(baseline.stdout)["wheel"])
+    assert base_wheel.name.startswith("tensorflow_cpu-0.0.0+tfbuild.canary.x86_64-")
     assert receipt["schema"] == "tfbuild.receipt/1"
     assert receipt["standin"] is True
     assert receipt["wheel"]["sha256"] == sha256_file(wheel) == result["sha256"]
@@ -125,7 +133,6 @@ def test_canary_wheel_lands_with_receipt_and_the_planned_instructions(
 
     # The planned flags reached the compiler: the host build uses the host's vector instructions,
     # the x86_64 baseline build of the same source none of them.
-    base_wheel = Path(json.loads(baseline.stdout)["wheel"])
     host_asm = disassembly(library(wheel, tmp_path / "host.so"))
     base_asm = disassembly(library(base_wheel, tmp_path / "base.so"))
     have = set(cpu.guard_features(cpu.host_cpuinfo()))
@@ -182,30 +189,13 @@ def test_the_build_runs_as_the_calling_user(
 
 
 def plan_kwargs(volume: str, **changes: Any) -> dict[str, Any]:
-    """The plan options the CLI would pass, for calling BuildRun directly."""
-    options: dict[str, Any] = {
-        "tf": None,
-        "mkl": False,
-        "cuda": False,
-        "mkl_threading": "threadpool",
-        "target": None,
-        "cpuinfo": None,
-        "native": False,
-        "python": None,
-        "jobs": None,
-        "local_ram_resources": None,
-        "jvm_heap": None,
-        "cache_volume": volume,
-        "disk_cache": True,
-        "remote_cache": None,
-        "remote_executor": None,
-        "cuda_capabilities": None,
-        "cuda_version": None,
-        "cudnn_version": None,
-        "skip_disk_check": True,
-        "recipes_dir": None,
+    """The plan options the CLI would pass (its defaults), for calling BuildRun directly."""
+    from tfbuild.cli import _plan_options
+
+    defaults = {
+        name: param.default for name, param in inspect.signature(_plan_options).parameters.items()
     }
-    return options | changes
+    return defaults | {"cache_volume": volume, "skip_disk_check": True} | changes
 
 
 def test_a_failed_build_shows_its_last_lines_and_leaves_no_wheel(
@@ -359,11 +349,16 @@ def test_two_builds_at_once_into_one_dist(base_image: str, volume: str, tmp_path
     assert len({r["log"] for r in results}) == 2
     for result in results:
         assert Path(result["log"]).read_text().count("[tfbuild] phase: package") == 1
-    # Both built the same wheel name: one of them is in dist/, whole, with its own receipt.
-    (wheel,) = dist.glob("*.whl")
-    receipt = json.loads(wheel.with_suffix(".json").read_text())
-    assert receipt["wheel"]["sha256"] == sha256_file(wheel)
-    assert receipt["target"] in ("x86_64", "x86_64_v2")
+    # Each wheel carries its target in its name: both land in dist/, whole, with their receipts.
+    wheels = sorted(dist.glob("*.whl"))
+    assert [w.name.split("-")[1] for w in wheels] == [
+        "0.0.0+tfbuild.canary.x86_64",
+        "0.0.0+tfbuild.canary.x86_64v2",
+    ]
+    for wheel in wheels:
+        receipt = json.loads(wheel.with_suffix(".json").read_text())
+        assert receipt["wheel"]["sha256"] == sha256_file(wheel)
+        assert receipt["label"] == wheel.name.split("-")[1].removeprefix("0.0.0+tfbuild.canary.")
     assert leftovers(dist) == []
 
 
