@@ -183,6 +183,76 @@ def recipes_show(
     _print_json(load_recipes(tuple(recipes_dir or ())).get(version).to_json())
 
 
+@app.command("matrix")
+def matrix_command(
+    tf: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--tf",
+            metavar="LIST",
+            help="TensorFlow versions, e.g. 2.20,2.21, or all (default: the newest recipe).",
+            show_default=False,
+        ),
+    ] = None,
+    python: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--python",
+            metavar="LIST",
+            help="Pythons, e.g. 3.11,3.12 (default: all a release supports).",
+            show_default=False,
+        ),
+    ] = None,
+    targets: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--targets",
+            metavar="LIST",
+            help="Portable CPU targets (default: x86_64_v2,x86_64_v3,x86_64_v4).",
+            show_default=False,
+        ),
+    ] = None,
+    variants: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--variants", metavar="LIST", help="cpu, mkl, cuda (default: cpu).", show_default=False
+        ),
+    ] = None,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Say why each left-out combination is impossible.")
+    ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="One line of JSON for GitHub Actions' fromJSON: {include}."),
+    ] = False,
+    recipes_dir: RecipesDir = None,
+) -> None:
+    """The CI build matrix: TensorFlow x Python x CPU target x variant, impossible ones left out."""
+    from tfbuild.matrix import build_matrix
+    from tfbuild.recipes import load_base_images, load_recipes
+
+    extra = tuple(recipes_dir or ())
+    matrix = build_matrix(
+        load_recipes(extra),
+        load_base_images(extra),
+        tf=tf,
+        python=python,
+        targets=targets,
+        variants=variants,
+    )
+    if explain:
+        from tfbuild.display import print_skipped
+
+        print_skipped(matrix.skipped)
+    if as_json:
+        # One line: the workflow writes it to $GITHUB_OUTPUT as matrix=<json>.
+        sys.stdout.write(json.dumps(matrix.to_json(), separators=(",", ":")) + "\n")
+        return
+    from tfbuild.display import print_matrix
+
+    print_matrix(matrix, explain=explain)
+
+
 # --- plan and render ---------------------------------------------------------------------------------
 
 

@@ -231,6 +231,25 @@ def print_recipes(recipes: RecipeSet) -> None:
         console.print(f"from a user directory: {path}", highlight=False)
 
 
+def print_matrix(matrix: Any, *, explain: bool) -> None:
+    table = Table(title="CI build matrix", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("job (tf-python-target-variant)", "wheel label", "CUDA"):
+        table.add_column(column, no_wrap=True)
+    for job in matrix.jobs:
+        table.add_row(job.name, f"+{job.label}", job.cuda or "-")
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(table)
+    if matrix.skipped and not explain:
+        console.print(f"{len(matrix.skipped)} combination(s) left out: --explain says why")
+
+
+def print_skipped(skipped: Any) -> None:
+    """Why each combination was left out, on stderr (stdout may be the matrix JSON)."""
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    for entry in skipped:
+        console.print(f"left out {entry.name}: {entry.reason}")
+
+
 def print_plan(plan: BuildPlan) -> None:
     console = Console()
     console.print(
