@@ -800,6 +800,111 @@ def base_command(
         typer.echo(f"{result.tag} ({result.image_id[:19]}): {state}")
 
 
+# --- pick ----------------------------------------------------------------------------------------------
+
+
+@app.command("pick")
+def pick_command(
+    source: Annotated[
+        str,
+        typer.Argument(
+            metavar="DIR_OR_INDEX_URL",
+            help="A directory of wheels (e.g. dist), one .whl, or an http(s) index page.",
+        ),
+    ],
+    cpuinfo: Annotated[
+        Path | None,
+        typer.Option(
+            "--cpuinfo", metavar="FILE", help="Pick for the machine of a saved /proc/cpuinfo."
+        ),
+    ] = None,
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python",
+            metavar="X.Y",
+            help="The Python to match (default: --pip-python's, else tfbuild's own).",
+            show_default=False,
+        ),
+    ] = None,
+    driver_cuda: Annotated[
+        str | None,
+        typer.Option(
+            "--driver-cuda",
+            metavar="X.Y|none",
+            help="The newest CUDA the GPU driver supports (default: from nvidia-smi; none with "
+            "--cpuinfo).",
+            show_default=False,
+        ),
+    ] = None,
+    tf: Annotated[
+        str | None,
+        typer.Option("--tf", metavar="VERSION", help="Only this TensorFlow release, e.g. 2.20."),
+    ] = None,
+    variant: Annotated[
+        str | None,
+        typer.Option("--variant", metavar="cpu|mkl|cuda", help="Only this kind of build."),
+    ] = None,
+    install: Annotated[
+        bool, typer.Option("--install", help="pip install the chosen wheel.")
+    ] = False,
+    pip_python: Annotated[
+        str | None,
+        typer.Option(
+            "--pip-python",
+            metavar="PATH",
+            help="Install into this interpreter (its version is the Python to match).",
+            show_default=False,
+        ),
+    ] = None,
+    pip_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--pip-arg",
+            metavar="ARG",
+            help="Pass ARG to pip install (repeat), e.g. --pip-arg=--no-deps.",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the choice as JSON.")] = False,
+) -> None:
+    """Choose the wheel that runs best here (or on a --cpuinfo machine), and say why."""
+    from tfbuild import pick as picking
+    from tfbuild.errors import UsageError
+
+    if install and cpuinfo is not None:
+        raise UsageError(
+            "--install and --cpuinfo together",
+            why="--install installs on this machine, --cpuinfo describes another one",
+            fix="Drop --cpuinfo to pick for this machine.",
+        )
+    options = picking.PickOptions.parse(tf=tf, variant=variant)
+    host = picking.describe_host(
+        cpuinfo=cpuinfo, python=python, pip_python=pip_python, driver_cuda=driver_cuda
+    )
+    result = picking.pick(picking.load_wheels(source), host, options)
+    if not as_json:
+        picking.print_pick(result)
+    installed = None
+    if install and result.chosen is not None:
+        installed = picking.install(
+            result.chosen,
+            python=pip_python or sys.executable,
+            pip_args=tuple(pip_arg or ()),
+            capture=as_json,
+        )
+    if as_json:
+        _print_json(result.to_json() | {"install": installed.to_json() if installed else None})
+    if result.chosen is None:
+        raise result.no_choice()
+    if installed is not None:
+        failure = installed.error()
+        if failure is not None:
+            raise failure
+        if not as_json:
+            typer.echo(f"installed {installed.wheel} into {installed.python}")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``tfbuild`` console script: the only place that catches errors."""
     _state["debug"] = _debug_from_env() or "--debug" in (argv or sys.argv[1:])

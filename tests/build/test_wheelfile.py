@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 import io
 import subprocess
 import sys
@@ -13,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.wheels import record_hash
 from tfbuild.errors import InputError
 from tfbuild.wheelfile import has_label, relabel
 
@@ -32,10 +31,6 @@ class _Unseekable(io.RawIOBase):
         return self.sink.write(data)
 
 
-def _hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-
-
 def make_wheel(directory: Path, *, version: str = "2.21.0", descriptors: bool = False) -> Path:
     """A small, valid wheel with a package, a .data script, stored and deflated members."""
     dist = f"tfbuild_standin-{version}"
@@ -50,7 +45,7 @@ def make_wheel(directory: Path, *, version: str = "2.21.0", descriptors: bool = 
         f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: false\n"
         b"Tag: cp311-cp311-linux_x86_64\n",
     }
-    record = "".join(f"{name},{_hash(data)},{len(data)}\n" for name, data in files.items())
+    record = "".join(f"{name},{record_hash(data)},{len(data)}\n" for name, data in files.items())
     record += f"{dist}.dist-info/RECORD,,\n"
     files[f"{dist}.dist-info/RECORD"] = record.encode()
     path = directory / f"tfbuild_standin-{version}-cp311-cp311-linux_x86_64.whl"
@@ -81,7 +76,7 @@ def verify_record(wheel: Path) -> dict[str, str]:
             if name == record_name:
                 continue
             data = archive.read(name)
-            assert listed[name][1:] == [_hash(data), str(len(data))], name
+            assert listed[name][1:] == [record_hash(data), str(len(data))], name
         return {name: listed[name][1] for name in names}
 
 
@@ -114,7 +109,7 @@ def test_relabel_renames_everything_and_keeps_every_byte(tmp_path: Path, descrip
                 info.external_attr,
             )
             assert after.read(twin) == before.read(info)
-    assert hashes["tfbuild_standin/kernel.bin"] == _hash(bytes(range(256)) * 64)
+    assert hashes["tfbuild_standin/kernel.bin"] == record_hash(bytes(range(256)) * 64)
 
 
 def test_pip_installs_the_labelled_wheel(tmp_path: Path) -> None:

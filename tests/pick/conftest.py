@@ -1,0 +1,113 @@
+"""STAND-IN wheels for `tfbuild pick`: small, valid, installable wheels of a distribution called
+``tfbuild_standin`` (not TensorFlow), labelled like tfbuild's wheels, some with a receipt beside them.
+
+Each wheel holds one module, ``tfbuild_standin``, whose ``LABEL`` is the wheel's local version label,
+so that a test can tell which wheel pip installed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import wheels
+
+DIST = "tfbuild_standin"
+
+# TensorFlow's guard features, as `tfbuild detect` names them.
+V3_FEATURES = ("SSE3", "SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA")
+V4_FEATURES = (*V3_FEATURES, "AVX512F")
+ZEN4_FEATURES = (*V4_FEATURES, "AVX512_VNNI", "AVX512_BF16")
+# What the project's Zen 5 build VM has (linux-debian12-epyc-zen5-vm): a -march=native build there.
+ZEN5_VM_FEATURES = (*ZEN4_FEATURES, "AVX_VNNI")
+
+# The main set: short name -> file name. Every one is cp311 unless its name says otherwise.
+WHEELS = {
+    "v2": f"{DIST}-2.21.0+x86_64v2-cp311-cp311-linux_x86_64.whl",
+    "v3": f"{DIST}-2.21.0+x86_64v3-cp311-cp311-linux_x86_64.whl",
+    "v4": f"{DIST}-2.21.0+x86_64v4-cp311-cp311-linux_x86_64.whl",
+    "zen4": f"{DIST}-2.21.0+zen4-cp311-cp311-linux_x86_64.whl",
+    "sky": f"{DIST}-2.21.0+skylake_avx512-cp311-cp311-linux_x86_64.whl",
+    "cu125": f"{DIST}-2.21.0+x86_64v3.cu125-cp311-cp311-linux_x86_64.whl",
+    "mkl": f"{DIST}-2.21.0+x86_64v3.mkl-cp311-cp311-linux_x86_64.whl",
+    "stock": f"{DIST}-2.21.0-cp311-cp311-manylinux_2_17_x86_64.whl",
+    "py312": f"{DIST}-2.21.0+x86_64v3-cp312-cp312-linux_x86_64.whl",
+    "old": f"{DIST}-2.20.0+x86_64v4-cp311-cp311-linux_x86_64.whl",
+    "native": f"{DIST}-2.21.0+native-cp311-cp311-linux_x86_64.whl",
+    "unknown": f"{DIST}-2.21.0+mystery9-cp311-cp311-linux_x86_64.whl",
+}
+# Receipts written beside some of them: (target, covered guard features, the flag that covers them).
+RECEIPTS = {
+    "v3": ("x86_64_v3", V3_FEATURES, "-march=x86-64-v3"),
+    "v4": ("x86_64_v4", V4_FEATURES, "-march=x86-64-v4"),
+    "zen4": ("zen4", ZEN4_FEATURES, "-march=znver4"),
+    "native": ("native", ZEN5_VM_FEATURES, "-march=native"),
+}
+
+
+def make_wheel(directory: Path, filename: str) -> Path:
+    """A stand-in wheel whose module says which label it carries."""
+    version = filename.split("-")[1]
+    label = version.partition("+")[2]
+    text = (
+        '"""STAND-IN for tfbuild\'s pick tests: not TensorFlow."""\n'
+        f"STANDIN = True\nLABEL = {label!r}\nVERSION = {version!r}\n"
+    )
+    return wheels.make_wheel(directory, filename, module=DIST, module_text=text)
+
+
+def receipt_data(wheel: str, target: str, covered: tuple[str, ...], flag: str) -> dict[str, Any]:
+    """The parts of a tfbuild.receipt/1 that pick reads, shaped as tfbuild wheel writes them."""
+    return {
+        "schema": "tfbuild.receipt/1",
+        "standin": True,
+        "wheel": {"name": wheel},
+        "target": target,
+        "variant": "cpu",
+        "cflags": [flag],
+        "plan": {
+            "architecture": "x86_64",
+            "target": target,
+            "cflags": [flag],
+            "coverage": [
+                *({"feature": f, "flag": flag, "note": None} for f in covered),
+                {"feature": "AMX_FP16", "flag": None, "note": "the machine lacks it"},
+            ],
+        },
+    }
+
+
+def write_receipt(
+    wheel: Path, target: str, covered: tuple[str, ...], flag: str = "-march=native"
+) -> Path:
+    path = wheel.with_suffix(".json")
+    path.write_text(json.dumps(receipt_data(wheel.name, target, covered, flag), indent=2))
+    return path
+
+
+def make_wheels(directory: Path, names: dict[str, str] = WHEELS, *, receipts: bool = True) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for short, filename in names.items():
+        wheel = make_wheel(directory, filename)
+        if receipts and short in RECEIPTS:
+            write_receipt(wheel, *RECEIPTS[short])
+    return directory
+
+
+@pytest.fixture(scope="session")
+def standin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The main set of stand-in wheels (see WHEELS), with receipts for v3, v4, zen4 and native."""
+    return make_wheels(tmp_path_factory.mktemp("wheels"))
+
+
+@pytest.fixture
+def http_root(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """A real HTTP server (threads, an ephemeral port) serving a temporary directory: (dir, URL)."""
+    root = tmp_path / "www"
+    root.mkdir()
+    with wheels.served(root) as url:
+        yield root, url

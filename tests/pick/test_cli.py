@@ -1,0 +1,119 @@
+"""`tfbuild pick` as a user runs it: exit codes, the one-line errors, the JSON and the table."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+
+from tests.conftest import CliResult, cpuinfo_fixture, run_cli
+from tests.pick.conftest import WHEELS
+from tests.pick.test_index import write_index
+
+
+def one_error_line(result: CliResult) -> str:
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("tfbuild: error: ")
+    return lines[0]
+
+
+def test_json_for_a_recorded_machine(standin_dir: Path) -> None:
+    zen4 = cpuinfo_fixture("zen4")
+    result = run_cli("pick", str(standin_dir), "--cpuinfo", str(zen4), "--python", "3.11", "--json")
+    assert result.returncode == 0, result.stderr
+    data = result.json()
+    assert data["schema"] == "tfbuild.pick/1"
+    assert data["host"]["source"] == str(zen4)
+    assert (data["host"]["target"], data["host"]["python"], data["host"]["driver_cuda"]) == (
+        "zen4",
+        "3.11",
+        None,
+    )
+    assert data["chosen"]["filename"] == WHEELS["zen4"]
+    assert data["chosen"]["location"] == str(standin_dir / WHEELS["zen4"])
+    assert data["install"] is None
+    assert [w["filename"] for w in data["wheels"]][:2] == [WHEELS["zen4"], WHEELS["v4"]]
+
+
+def test_human_output_names_the_choice_and_every_wheel(standin_dir: Path) -> None:
+    haswell = cpuinfo_fixture("haswell")
+    result = run_cli(
+        "pick", str(standin_dir), "--cpuinfo", str(haswell), "--python", "3.11",
+        "--driver-cuda", "12.4",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"chosen: {WHEELS['v3']}" in result.stdout
+    assert "x86_64_v3 runs here: it is an ancestor of the detected haswell" in result.stdout
+    assert "driver supports only CUDA 12.4" in result.stdout
+    for filename in WHEELS.values():
+        assert filename in result.stdout
+    assert result.stderr == ""
+
+
+def test_nothing_runs_on_aarch64_exit_4(standin_dir: Path) -> None:
+    neoverse = cpuinfo_fixture("neoverse_v2")
+    result = run_cli("pick", str(standin_dir), "--cpuinfo", str(neoverse), "--python", "3.11")
+    assert result.returncode == 4
+    line = one_error_line(result)
+    assert f"runs on neoverse_v2 ({neoverse}, CPython 3.11)" in line
+    assert "but the machine is aarch64" in line
+    assert "no wheel runs here" in result.stdout  # the table is still shown
+
+
+def test_empty_directory_exit_3(tmp_path: Path) -> None:
+    result = run_cli("pick", str(tmp_path))
+    assert result.returncode == 3
+    assert one_error_line(result) == (
+        f"tfbuild: error: no wheels in {tmp_path}: the directory holds no .whl files. Name a "
+        "directory of .whl files (e.g. dist/) or an index page that links to them."
+    )
+
+
+def test_unreachable_url_exit_5() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = run_cli("pick", f"http://127.0.0.1:{port}/simple/tensorflow/")
+    assert result.returncode == 5
+    assert f"cannot reach http://127.0.0.1:{port}/simple/tensorflow/: " in one_error_line(result)
+
+
+def test_index_url_through_the_cli(http_root: tuple[Path, str]) -> None:
+    root, base = http_root
+    url = base + write_index(root)
+    result = run_cli(
+        "pick", url, "--cpuinfo", str(cpuinfo_fixture("skylake_avx512")), "--python", "3.11",
+        "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    chosen = result.json()["chosen"]
+    assert chosen["filename"] == WHEELS["sky"]
+    assert chosen["location"].startswith(f"{base}/files/")
+    assert len(chosen["sha256"]) == 64
+
+
+def test_usage_errors_exit_2(standin_dir: Path) -> None:
+    result = run_cli("pick", str(standin_dir), "--variant", "avx")
+    assert result.returncode == 2
+    assert (
+        one_error_line(result) == "tfbuild: error: unknown --variant 'avx'. Use cpu, mkl or cuda."
+    )
+    haswell = str(cpuinfo_fixture("haswell"))
+    both = run_cli("pick", str(standin_dir), "--install", "--cpuinfo", haswell)
+    assert both.returncode == 2
+    assert "--install and --cpuinfo together" in one_error_line(both)
+
+
+def test_this_machine(standin_dir: Path) -> None:
+    import archspec.cpu
+
+    result = run_cli("pick", str(standin_dir), "--json")
+    assert result.returncode in (0, 4), result.stderr
+    host = result.json()["host"]
+    assert (host["source"], host["live"]) == ("this machine", True)
+    assert host["target"] == archspec.cpu.host().name
+    assert host["python"] == f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert host["python_source"].startswith("this interpreter, ")
+    # nvidia-smi was asked: a driver's CUDA, or the reason there is none.
+    assert host["driver_cuda_source"]

@@ -1,0 +1,75 @@
+"""Small, valid stand-in wheels and a loopback HTTP server: shared by the label, index and pick tests.
+
+The wheels are real (a module, METADATA, WHEEL and a RECORD with true hashes): pip installs them,
+zipfile and ``sha256sum`` check them. They are STAND-INs, not TensorFlow.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import http.server
+import threading
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+def record_hash(data: bytes) -> str:
+    """A RECORD hash: ``sha256=`` and the urlsafe base64 digest without padding."""
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest}"
+
+
+def make_wheel(
+    directory: Path, filename: str, *, module: str | None = None, module_text: str | None = None
+) -> Path:
+    """A valid wheel named ``filename``: ``module/__init__.py`` (default: the distribution's name)."""
+    distribution, version, *rest = filename[: -len(".whl")].split("-")
+    tag = "-".join(rest[-3:])
+    dist_info = f"{distribution}-{version}.dist-info"
+    purelib = "true" if tag.endswith("-none-any") else "false"
+    files = {
+        f"{module or distribution}/__init__.py": (
+            module_text if module_text is not None else f"VERSION = {version!r}\n"
+        ).encode(),
+        f"{dist_info}/METADATA": (
+            f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n"
+            "Summary: STAND-IN wheel for tfbuild's tests (not TensorFlow)\n"
+        ).encode(),
+        f"{dist_info}/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: tfbuild-tests\n"
+            f"Root-Is-Purelib: {purelib}\nTag: {tag}\n"
+        ).encode(),
+    }
+    record = "".join(f"{name},{record_hash(data)},{len(data)}\n" for name, data in files.items())
+    record += f"{dist_info}/RECORD,,\n"
+    path = directory / filename
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr(f"{dist_info}/RECORD", record)
+    return path
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def served(directory: Path) -> Iterator[str]:
+    """``directory`` over real HTTP on the loopback address (an ephemeral port), for the block."""
+    handler = functools.partial(_Quiet, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
