@@ -800,6 +800,35 @@ def base_command(
         typer.echo(f"{result.tag} ({result.image_id[:19]}): {state}")
 
 
+# --- index -------------------------------------------------------------------------------------------
+
+
+@app.command("index")
+def index_command(
+    directory: Annotated[
+        Path, typer.Argument(metavar="DIR", help="The directory of wheels, e.g. dist.")
+    ],
+    title: Annotated[
+        str | None,
+        typer.Option(
+            "--title", help="The page's title (default: a fixed one).", show_default=False
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the wheels as JSON.")] = False,
+) -> None:
+    """Write DIR/index.html (a pip --find-links page, sha256 in every link) and DIR/SHA256SUMS."""
+    from tfbuild.index import write_index
+
+    result = write_index(directory, title=title)
+    if as_json:
+        _print_json(result.to_json())
+        return
+    for entry in result.entries:
+        standin = "  STAND-IN" if entry.standin else ""
+        typer.echo(f"{entry.sha256}  {entry.name}{standin}")
+    typer.echo(f"{result.index} and {result.sums}: {len(result.entries)} wheel(s)")
+
+
 # --- pick ----------------------------------------------------------------------------------------------
 
 

@@ -33,7 +33,9 @@ _GIB = 1 << 30
 
 #: The build runner as the planner sees it: the wheels are never for this machine.
 RUNNER = HostFacts(
-    machine=CpuInfo(source="a CI build runner", architecture="x86_64", vendor="generic", brand=None),
+    machine=CpuInfo(
+        source="a CI build runner", architecture="x86_64", vendor="generic", brand=None
+    ),
     machine_is_build_host=False,
     build_cpus=16,
     build_memory_bytes=64 * _GIB,

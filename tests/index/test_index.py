@@ -1,0 +1,445 @@
+"""``tfbuild index DIR``: the page pip and ``tfbuild pick`` read, and SHA256SUMS.
+
+The wheels here are real, small, valid wheels (METADATA, WHEEL, RECORD with hashes) written with
+zipfile, so that the real ``pip`` and the real ``sha256sum`` can be pointed at the result: pip must
+find the right file through the page, offline, and refuse a file whose bytes no longer match the
+sha256 in its link.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import urllib.parse
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import wheels
+from tests.conftest import run_cli
+from tests.wheels import served
+from tfbuild.errors import InputError
+from tfbuild.index import collect, render_html, write_index
+
+TF_V4 = "tensorflow_cpu-2.21.0+x86_64v4-cp311-cp311-linux_x86_64.whl"
+TF_V3_MKL = "tensorflow_cpu-2.21.0+x86_64v3.mkl-cp312-cp312-linux_x86_64.whl"
+TF_CUDA = "tensorflow-2.20.0+zen4.cu125-cp311-cp311-linux_x86_64.whl"
+STANDIN_V3 = "tfbuild_standin-2.21.0+x86_64v3-py3-none-any.whl"
+STANDIN_V4 = "tfbuild_standin-2.21.0+x86_64v4-py3-none-any.whl"
+
+
+# --- real wheels and receipts ---------------------------------------------------------------------
+
+
+def make_wheel(directory: Path, filename: str, *, payload: str = "") -> Path:
+    version = filename.split("-")[1]
+    return wheels.make_wheel(directory, filename, module_text=f"VERSION = {version!r}\n{payload}")
+
+
+def write_receipt(wheel: Path, **changes: Any) -> Path:
+    """The receipt tfbuild wheel writes beside ``wheel`` (tfbuild.build._receipt's keys)."""
+    data = wheel.read_bytes()
+    receipt: dict[str, Any] = {
+        "schema": "tfbuild.receipt/1",
+        "build_id": "test",
+        "created": "2025-01-01T00:00:00+00:00",
+        "standin": False,
+        "wheel": {
+            "name": wheel.name,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "size": len(data),
+        },
+        "target": "x86_64_v4",
+        "variant": "cpu",
+        "label": "x86_64v4",
+        "tools": {"tfbuild": "0.0.0"},
+        "plan": {"cuda": None},
+    }
+    for key, value in changes.items():
+        if key.startswith("wheel_"):
+            receipt["wheel"][key.removeprefix("wheel_")] = value
+        else:
+            receipt[key] = value
+    path = wheel.with_suffix(".json")
+    path.write_text(json.dumps(receipt, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def dist(tmp_path: Path) -> Path:
+    """A dist/ as the build jobs leave it: receipts for most wheels, one wheel without."""
+    directory = tmp_path / "dist"
+    directory.mkdir()
+    write_receipt(make_wheel(directory, TF_V4))
+    make_wheel(directory, TF_V3_MKL)  # no receipt: described by its label
+    write_receipt(
+        make_wheel(directory, TF_CUDA),
+        target="zen4",
+        variant="cuda",
+        label="zen4.cu125",
+        plan={"cuda": {"hermetic": True, "cuda": "12.5.1", "cudnn": "9.3.0", "capabilities": []}},
+    )
+    write_receipt(make_wheel(directory, STANDIN_V3), standin=True, target="x86_64_v3", label="x")
+    write_receipt(make_wheel(directory, STANDIN_V4), standin=True)
+    (directory / "logs").mkdir()
+    (directory / "notes.txt").write_text("not a wheel\n")
+    return directory
+
+
+class Page(HTMLParser):
+    """The parts of index.html that matter: anchors, table rows, title, every start tag."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.anchors: list[tuple[str, str]] = []
+        self.rows: list[list[str]] = []
+        self.header: list[str] = []
+        self.tags: list[str] = []
+        self.title = ""
+        self._href: str | None = None
+        self._text: list[str] = []
+        self._cell: list[str] | None = None
+        self._in_title = False
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "a":
+            self._href = dict(attrs)["href"]
+            self._text = []
+        elif tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag == "title":
+            self._in_title = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._href is not None:
+            self.anchors.append((self._href, "".join(self._text)))
+            self._href = None
+        elif tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "title":
+            self._in_title = False
+
+    def handle_data(self, data: str) -> None:
+        if self._href is not None:
+            self._text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._in_title:
+            self.title += data
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# --- the page and the sums --------------------------------------------------------------------------
+
+
+def test_every_wheel_gets_one_pep503_anchor_with_its_own_sha256(dist: Path) -> None:
+    result = write_index(dist)
+    page = Page((dist / "index.html").read_text(encoding="utf-8"))
+    wheels = sorted(p.name for p in dist.glob("*.whl"))
+    assert page.anchors == [(f"{name}#sha256={_sha256(dist / name)}", name) for name in wheels]
+    assert [e.name for e in result.entries] == wheels
+    assert page.title == "TensorFlow wheels built by tfbuild"
+
+
+def test_the_table_says_what_each_wheel_was_built_for(dist: Path) -> None:
+    write_index(dist)
+    page = Page((dist / "index.html").read_text(encoding="utf-8"))
+    header, *rows = page.rows
+    assert header == [
+        "wheel",
+        "TensorFlow version",
+        "Python tag",
+        "CPU target",
+        "variant",
+        "CUDA",
+        "size",
+        "sha256",
+    ]
+    by_name = {row[0].removesuffix(" STAND-IN"): row for row in rows}
+    size = (dist / TF_V4).stat().st_size
+    assert by_name[TF_V4] == [
+        TF_V4,
+        "2.21.0",
+        "cp311",
+        "x86_64_v4",
+        "cpu",
+        "-",
+        f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} bytes",
+        _sha256(dist / TF_V4),
+    ]
+    # No receipt: everything comes from the label.
+    assert by_name[TF_V3_MKL][1:6] == ["2.21.0", "cp312", "x86_64_v3", "mkl", "-"]
+    # The receipt's CUDA is the exact one the build used.
+    assert by_name[TF_CUDA][1:6] == ["2.20.0", "cp311", "zen4", "cuda", "12.5.1"]
+    # The receipt wins over the label (this receipt says x86_64_v4 for a +x86_64v3 name).
+    assert by_name[STANDIN_V3][1:6] == ["2.21.0", "py3", "x86_64_v3", "cpu", "-"]
+
+
+def test_stand_in_wheels_are_marked(dist: Path) -> None:
+    result = write_index(dist)
+    text = (dist / "index.html").read_text(encoding="utf-8")
+    page = Page(text)
+    marked = sorted(row[0] for row in page.rows if row[0].endswith("STAND-IN"))
+    assert marked == [f"{STANDIN_V3} STAND-IN", f"{STANDIN_V4} STAND-IN"]
+    assert "STAND-IN: 2 of these 5 wheels are tfbuild's canary, not TensorFlow." in text
+    assert [e.name for e in result.entries if e.standin] == [STANDIN_V3, STANDIN_V4]
+
+
+def test_json_lists_the_wheels_and_where_their_facts_came_from(dist: Path) -> None:
+    result = run_cli("index", str(dist), "--json")
+    assert result.returncode == 0, result.stderr
+    data = result.json()
+    assert data["schema"] == "tfbuild.index/1"
+    assert data["index"] == str(dist / "index.html")
+    entries = {w["name"]: w for w in data["wheels"]}
+    assert list(entries) == sorted(entries)
+    assert entries[TF_V3_MKL] == {
+        "name": TF_V3_MKL,
+        "distribution": "tensorflow-cpu",
+        "version": "2.21.0+x86_64v3.mkl",
+        "tensorflow": "2.21.0",
+        "python": ["cp312"],
+        "tags": ["cp312-cp312-linux_x86_64"],
+        "label": "x86_64v3.mkl",
+        "target": "x86_64_v3",
+        "variant": "mkl",
+        "cuda": None,
+        "standin": False,
+        "size": (dist / TF_V3_MKL).stat().st_size,
+        "sha256": _sha256(dist / TF_V3_MKL),
+        "receipt": None,
+        "described_by": "label",
+    }
+    assert entries[TF_V4]["receipt"] == TF_V4.removesuffix(".whl") + ".json"
+    assert entries[TF_V4]["described_by"] == "receipt"
+
+
+def test_plain_output_is_sha256sum_lines_then_the_files(dist: Path) -> None:
+    result = run_cli("index", str(dist))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"{_sha256(dist / TF_CUDA)}  {TF_CUDA}",
+        f"{_sha256(dist / TF_V3_MKL)}  {TF_V3_MKL}",
+        f"{_sha256(dist / TF_V4)}  {TF_V4}",
+        f"{_sha256(dist / STANDIN_V3)}  {STANDIN_V3}  STAND-IN",
+        f"{_sha256(dist / STANDIN_V4)}  {STANDIN_V4}  STAND-IN",
+        f"{dist / 'index.html'} and {dist / 'SHA256SUMS'}: 5 wheel(s)",
+    ]
+    assert (dist / "SHA256SUMS").read_text() == "".join(
+        line.removesuffix("  STAND-IN") + "\n" for line in result.stdout.splitlines()[:-1]
+    )
+
+
+def test_output_is_deterministic_and_written_whole(dist: Path) -> None:
+    write_index(dist, title="release v1")
+    first = {name: (dist / name).read_bytes() for name in ("index.html", "SHA256SUMS")}
+    for wheel in dist.glob("*.whl"):
+        wheel.touch()  # a new mtime changes nothing
+    write_index(dist, title="release v1")
+    assert {name: (dist / name).read_bytes() for name in first} == first
+    assert not [p.name for p in dist.iterdir() if p.name.startswith(".")]  # no temp files left
+    assert ((dist / "index.html").stat().st_mode & 0o777) == 0o644
+
+
+def test_sha256sum_checks_the_sums_file_for_real(dist: Path) -> None:
+    write_index(dist)
+    checked = subprocess.run(
+        ["sha256sum", "-c", "SHA256SUMS"], cwd=dist, capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert sorted(checked.stdout.splitlines()) == sorted(
+        f"{p.name}: OK" for p in dist.glob("*.whl")
+    )
+    # The check is live: a changed wheel fails it.
+    with (dist / TF_V4).open("ab") as handle:
+        handle.write(b"\0")
+    failed = subprocess.run(
+        ["sha256sum", "-c", "SHA256SUMS"], cwd=dist, capture_output=True, text=True, check=False
+    )
+    assert failed.returncode == 1
+    assert f"{TF_V4}: FAILED" in failed.stdout
+
+
+# --- what must never be published ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"wheel_sha256": "0" * 64}, "records sha256 " + "0" * 64),
+        ({"wheel_size": 1}, "records 1 bytes"),
+        ({"wheel_name": "other-1.0-py3-none-any.whl"}, "describes 'other-1.0-py3-none-any.whl'"),
+        ({"wheel_sha256": None}, "records no sha256"),
+    ],
+)
+def test_a_wheel_that_does_not_match_its_receipt_stops_everything(
+    dist: Path, change: dict[str, Any], said: str
+) -> None:
+    write_receipt(dist / TF_V4, **change)
+    result = run_cli("index", str(dist))
+    assert result.returncode == InputError.exit_code
+    assert TF_V4 in result.stderr
+    assert said in result.stderr
+    assert result.stderr.count("\n") == 1  # one line, no traceback
+    assert not (dist / "index.html").exists()
+    assert not (dist / "SHA256SUMS").exists()
+
+
+def test_a_corrupted_wheel_is_caught_by_its_receipt(dist: Path) -> None:
+    wheel = dist / TF_CUDA
+    data = bytearray(wheel.read_bytes())
+    data[100] ^= 0xFF  # one flipped byte, same size
+    wheel.write_bytes(bytes(data))
+    with pytest.raises(InputError, match=r"does not match its receipt: sha256") as caught:
+        collect(dist)
+    assert TF_CUDA in str(caught.value)
+    assert "Do not publish" in caught.value.fix
+
+
+@pytest.mark.parametrize("content", ["{not json", '{"schema": "x"}', "[]"])
+def test_a_broken_receipt_is_an_input_error(dist: Path, content: str) -> None:
+    (dist / TF_V4).with_suffix(".json").write_text(content)
+    with pytest.raises(InputError, match=re.escape(TF_V4.removesuffix(".whl"))):
+        collect(dist)
+
+
+def test_an_empty_directory_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / ".tfbuild-x-1.whl").write_bytes(b"a temp file of a running build")
+    (tmp_path / "notes.txt").write_text("no wheels here\n")
+    result = run_cli("index", str(tmp_path))
+    assert result.returncode == InputError.exit_code
+    assert result.stderr == (
+        f"tfbuild: error: no wheels in {tmp_path}: an index of nothing would publish an empty "
+        "page. Build one with tfbuild wheel --dist DIR, or name the directory that holds the "
+        ".whl files.\n"
+    )
+    assert not (tmp_path / "index.html").exists()
+
+
+def test_a_missing_directory_is_a_clear_error(tmp_path: Path) -> None:
+    result = run_cli("index", str(tmp_path / "nowhere"))
+    assert result.returncode == InputError.exit_code
+    assert "is not a directory" in result.stderr
+
+
+def test_a_file_that_is_not_a_wheel_name_is_named(tmp_path: Path) -> None:
+    (tmp_path / "garbage.whl").write_bytes(b"PK")
+    result = run_cli("index", str(tmp_path))
+    assert result.returncode == InputError.exit_code
+    assert "garbage.whl is not a wheel file name" in result.stderr
+
+
+# --- escaping ---------------------------------------------------------------------------------------------
+
+
+def test_everything_on_the_page_is_escaped(tmp_path: Path) -> None:
+    # A build tag may hold any character but "-": the file name itself carries markup.
+    name = "tfbuild_standin-2.21.0+x86_64v3-1&x<b>\"'z-py3-none-any.whl"
+    wheel = make_wheel(tmp_path, name)
+    write_receipt(wheel, target="<img src=x onerror=alert(1)>", variant='cpu"><script>')
+    title = '<script>alert("t")</script> & co'
+    write_index(tmp_path, title=title)
+    text = (tmp_path / "index.html").read_text(encoding="utf-8")
+    assert "<script" not in text
+    assert "<img" not in text
+    assert "<b>" not in text
+    page = Page(text)
+    assert set(page.tags) <= {
+        *("html", "head", "meta", "title", "style", "body", "h1", "p", "code", "table"),
+        *("thead", "tbody", "tr", "th", "td", "a", "strong"),
+    }
+    assert page.title == title
+    href = f"{urllib.parse.quote(name, safe='+')}#sha256={_sha256(wheel)}"
+    assert page.anchors == [(href, name)]
+    assert page.rows[1][3:5] == ["<img src=x onerror=alert(1)>", 'cpu"><script>']
+    assert urllib.parse.unquote(href.partition("#")[0]) == name
+
+
+def test_render_html_is_a_pure_function_of_entries(dist: Path) -> None:
+    entries = collect(dist)
+    assert render_html(entries, title="t") == render_html(entries, title="t")
+    assert "<title>t</title>" in render_html(entries, title="t")
+
+
+# --- pip reads the page ------------------------------------------------------------------------------------
+
+
+def _pip(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The real pip of this interpreter, isolated from user config and offline (--no-index)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "--isolated", "--disable-pip-version-check", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_pip_finds_the_right_wheel_through_the_page_offline(dist: Path, tmp_path: Path) -> None:
+    write_index(dist)
+    out = tmp_path / "out"
+    done = _pip(
+        "download",
+        "--no-deps",
+        "--no-index",
+        "--find-links",
+        str(dist / "index.html"),
+        "tfbuild_standin==2.21.0+x86_64v3",
+        "-d",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [p.name for p in out.iterdir()] == [STANDIN_V3]
+    assert (out / STANDIN_V3).read_bytes() == (dist / STANDIN_V3).read_bytes()
+
+
+def test_pip_refuses_a_wheel_whose_bytes_no_longer_match_the_link(
+    dist: Path, tmp_path: Path
+) -> None:
+    write_index(dist)
+    make_wheel(dist, STANDIN_V4, payload="# changed after the index was written\n")
+    done = _pip(
+        "download",
+        "--no-deps",
+        "--no-index",
+        "--find-links",
+        str(dist / "index.html"),
+        "tfbuild_standin==2.21.0+x86_64v4",
+        "-d",
+        str(tmp_path / "out"),
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    assert "THESE PACKAGES DO NOT MATCH THE HASHES" in done.stderr
+    assert _sha256(dist / STANDIN_V4) in done.stderr
+
+
+# --- tfbuild pick reads the page -----------------------------------------------------------------------
+
+
+def test_tfbuild_pick_reads_every_wheel_and_its_sha256_from_the_page(dist: Path) -> None:
+    write_index(dist)
+    with served(dist) as url:
+        result = run_cli("pick", f"{url}/index.html", "--python", "3.12", "--json")
+    assert result.returncode == 0, result.stderr
+    data = result.json()
+    assert data["source"]["kind"] == "index"
+    assert {w["filename"]: w["sha256"] for w in data["wheels"]} == {
+        p.name: _sha256(p) for p in dist.glob("*.whl")
+    }

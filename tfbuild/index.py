@@ -1,0 +1,369 @@
+"""A directory of wheels as a page pip reads: ``index.html`` (PEP 503 anchors) and ``SHA256SUMS``.
+
+``tfbuild index DIR`` lists every ``*.whl`` in DIR. Each wheel gets one anchor,
+``<a href="NAME#sha256=HEX">NAME</a>``, which is what ``pip --find-links DIR/index.html`` and
+``tfbuild pick`` read (pip checks the fragment's hash before it installs), inside a table for people:
+TensorFlow version, Python tag, CPU target, variant, CUDA, size and sha256. What a wheel was built for
+comes from its receipt (``<stem>.json`` beside it, written by ``tfbuild wheel``) when there is one,
+else from the local version label of its file name (:mod:`tfbuild.labels`).
+
+Every sha256 is computed from the wheel itself. Where a receipt exists, its ``wheel.sha256`` (and name
+and size) must agree, or nothing is written: a corrupted or swapped artifact is never published.
+The output is deterministic (sorted by name, no timestamps), and both files are written whole under a
+temp name and renamed. :func:`collect` and :func:`render_html` are pure apart from reading the
+directory; :func:`write_index` is the one step that writes.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from tfbuild.errors import InputError
+from tfbuild.files import sha256_file, write_text
+from tfbuild.labels import parse_label
+
+SCHEMA = "tfbuild.index/1"
+INDEX_NAME = "index.html"
+SUMS_NAME = "SHA256SUMS"
+DEFAULT_TITLE = "TensorFlow wheels built by tfbuild"
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexEntry:
+    """One wheel of the page: its file, its checksum and what it was built for."""
+
+    name: str  # the file name
+    distribution: str  # normalised project name: tensorflow-cpu
+    version: str  # the full version, local label included: 2.21.0+x86_64v4
+    tensorflow: str  # the public version: 2.21.0
+    python: tuple[str, ...]  # interpreter tags: ("cp311",)
+    tags: tuple[str, ...]  # every compatibility tag: ("cp311-cp311-linux_x86_64",)
+    label: str  # the local version label, "" when none
+    target: str | None
+    variant: str
+    cuda: str | None
+    standin: bool
+    size: int
+    sha256: str
+    receipt: str | None  # the receipt's file name, when there is one
+    described_by: Literal["receipt", "label"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "tensorflow": self.tensorflow,
+            "python": list(self.python),
+            "tags": list(self.tags),
+            "label": self.label,
+            "target": self.target,
+            "variant": self.variant,
+            "cuda": self.cuda,
+            "standin": self.standin,
+            "size": self.size,
+            "sha256": self.sha256,
+            "receipt": self.receipt,
+            "described_by": self.described_by,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexResult:
+    """What ``tfbuild index`` wrote."""
+
+    directory: Path
+    index: Path
+    sums: Path
+    title: str
+    entries: tuple[IndexEntry, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "directory": str(self.directory),
+            "index": str(self.index),
+            "sha256sums": str(self.sums),
+            "title": self.title,
+            "wheels": [e.to_json() for e in self.entries],
+        }
+
+
+# --- reading the directory -------------------------------------------------------------------------
+
+
+def _read_receipt(path: Path, wheel: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read {path}", why=exc.strerror or str(exc)) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(
+            f"{path} is not a JSON receipt",
+            why=str(exc),
+            fix=f"Remove it, or rebuild {wheel.name} with tfbuild wheel.",
+        ) from None
+    if not isinstance(data, dict) or not isinstance(data.get("wheel"), dict):
+        raise InputError(
+            f"{path} is not a tfbuild receipt",
+            why="it has no 'wheel' object with the wheel's name, sha256 and size",
+            fix=f"Remove it, or rebuild {wheel.name} with tfbuild wheel.",
+        )
+    return data
+
+
+def _check_receipt(
+    receipt: dict[str, Any], path: Path, wheel: Path, sha256: str, size: int
+) -> None:
+    """The receipt must describe exactly this file: same name, same sha256, same size."""
+    recorded = receipt["wheel"]
+    fix = (
+        f"Do not publish {wheel.name}: rebuild it (or fetch it again) so that the wheel and its "
+        "receipt come from the same build."
+    )
+    if recorded.get("name") not in (None, wheel.name):
+        raise InputError(
+            f"{wheel} does not match its receipt",
+            why=f"{path.name} describes {recorded.get('name')!r}",
+            fix=fix,
+        )
+    expected = recorded.get("sha256")
+    if not isinstance(expected, str) or not expected:
+        raise InputError(
+            f"{path} records no sha256 for {wheel.name}",
+            why="a wheel's checksum cannot be cross-checked without it",
+            fix=fix,
+        )
+    if expected.lower() != sha256:
+        raise InputError(
+            f"{wheel} does not match its receipt: sha256 {sha256}",
+            why=f"{path.name} records sha256 {expected}, so the wheel was changed or corrupted "
+            "after it was built",
+            fix=fix,
+        )
+    if isinstance(recorded.get("size"), int) and recorded["size"] != size:
+        raise InputError(
+            f"{wheel} does not match its receipt: {size} bytes",
+            why=f"{path.name} records {recorded['size']} bytes",
+            fix=fix,
+        )
+
+
+def _receipt_cuda(receipt: dict[str, Any]) -> str | None:
+    cuda = receipt.get("cuda")
+    if isinstance(cuda, str) and cuda:
+        return cuda
+    plan = receipt.get("plan")
+    if isinstance(plan, dict) and isinstance(plan.get("cuda"), dict):
+        version = plan["cuda"].get("cuda")
+        return version if isinstance(version, str) and version else None
+    return None
+
+
+def _entry(wheel: Path) -> IndexEntry:
+    try:
+        name, version, _build, tags = parse_wheel_filename(wheel.name)
+    except InvalidWheelFilename as exc:
+        raise InputError(
+            f"{wheel} is not a wheel file name",
+            why=str(exc),
+            fix="Wheels are named NAME-VERSION-PYTHON-ABI-PLATFORM.whl (PEP 427); rename or "
+            "remove it.",
+        ) from None
+    try:
+        size = wheel.stat().st_size
+        sha256 = sha256_file(wheel)
+    except OSError as exc:
+        raise InputError(f"cannot read {wheel}", why=exc.strerror or str(exc)) from None
+    # The version as the file spells it: packaging normalises the label (x86_64v4 -> x86.64v4).
+    spelt = wheel.name.split("-")[1]
+    label_text = spelt.partition("+")[2]
+    from_label = parse_label(label_text or None)
+    target, variant, cuda = from_label.target, from_label.variant, from_label.cuda
+    standin = False
+    receipt_path = wheel.with_suffix(".json")
+    receipt_name: str | None = None
+    described_by: Literal["receipt", "label"] = "label"
+    if receipt_path.is_file():
+        receipt = _read_receipt(receipt_path, wheel)
+        _check_receipt(receipt, receipt_path, wheel, sha256, size)
+        receipt_name = receipt_path.name
+        described_by = "receipt"
+        standin = receipt.get("standin") is True
+        if isinstance(receipt.get("target"), str):
+            target = receipt["target"]
+        if isinstance(receipt.get("variant"), str):
+            variant = receipt["variant"]
+        if isinstance(receipt.get("label"), str) and receipt["label"]:
+            cuda = parse_label(receipt["label"]).cuda or cuda
+        cuda = _receipt_cuda(receipt) or cuda
+    if variant != "cuda":
+        cuda = None
+    return IndexEntry(
+        name=wheel.name,
+        distribution=str(name),
+        version=spelt,
+        tensorflow=version.public,
+        python=tuple(sorted({t.interpreter for t in tags})),
+        tags=tuple(sorted(str(t) for t in tags)),
+        label=label_text,
+        target=target,
+        variant=variant,
+        cuda=cuda,
+        standin=standin,
+        size=size,
+        sha256=sha256,
+        receipt=receipt_name,
+        described_by=described_by,
+    )
+
+
+def wheels_in(directory: Path) -> list[Path]:
+    """The wheel files directly in ``directory``, sorted by name (temp and hidden files left out)."""
+    if not directory.is_dir():
+        raise InputError(
+            f"{directory} is not a directory",
+            fix="Name the directory the wheels are in, e.g. tfbuild index dist.",
+        )
+    return sorted(
+        (p for p in directory.iterdir() if p.suffix == ".whl" and not p.name.startswith(".")),
+        key=lambda p: p.name,
+    )
+
+
+def collect(directory: Path) -> tuple[IndexEntry, ...]:
+    """Every wheel in ``directory``, checked against its receipt; an error if there are none."""
+    wheels = [p for p in wheels_in(directory) if p.is_file()]
+    if not wheels:
+        raise InputError(
+            f"no wheels in {directory}",
+            why="an index of nothing would publish an empty page",
+            fix="Build one with tfbuild wheel --dist DIR, or name the directory that holds the "
+            ".whl files.",
+        )
+    return tuple(_entry(p) for p in wheels)
+
+
+# --- the two files -----------------------------------------------------------------------------------
+
+
+def render_sums(entries: tuple[IndexEntry, ...]) -> str:
+    """``sha256sum`` format: HEX, two spaces, file name; ``sha256sum -c SHA256SUMS`` checks it."""
+    return "".join(f"{e.sha256}  {e.name}\n" for e in entries)
+
+
+def _href(entry: IndexEntry) -> str:
+    # Wheel names keep their spelling ("+" included); anything unusual is percent-encoded.
+    return f"{urllib.parse.quote(entry.name, safe='+')}#sha256={entry.sha256}"
+
+
+def _size(size: int) -> str:
+    value = float(size)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+_STYLE = """\
+body { font-family: system-ui, sans-serif; margin: 2rem; }
+table { border-collapse: collapse; }
+th, td { border: 1px solid #ccc; padding: 0.3rem 0.6rem; text-align: left; vertical-align: top; }
+td.num { text-align: right; white-space: nowrap; }
+code { font-size: 0.85em; word-break: break-all; }
+.standin { color: #b00; font-weight: bold; }"""
+
+_COLUMNS = (
+    "wheel",
+    "TensorFlow version",
+    "Python tag",
+    "CPU target",
+    "variant",
+    "CUDA",
+    "size",
+    "sha256",
+)
+
+
+def render_html(entries: tuple[IndexEntry, ...], *, title: str) -> str:
+    """The page: one PEP 503 anchor per wheel (its only links), in a table; everything escaped."""
+
+    def esc(text: str) -> str:
+        return html.escape(text, quote=True)
+
+    rows = []
+    for e in entries:
+        standin = ' <strong class="standin">STAND-IN</strong>' if e.standin else ""
+        cells = (
+            f'<a href="{esc(_href(e))}">{esc(e.name)}</a>{standin}',
+            esc(e.tensorflow),
+            esc(".".join(e.python)),
+            esc(e.target or "unknown"),
+            esc(e.variant),
+            esc(e.cuda or "-"),
+            f"{esc(_size(e.size))}",
+            f"<code>{esc(e.sha256)}</code>",
+        )
+        tds = "".join(
+            f'<td class="num" data-bytes="{e.size}">{c}</td>' if i == 6 else f"<td>{c}</td>"
+            for i, c in enumerate(cells)
+        )
+        rows.append(f"<tr>{tds}</tr>")
+    standins = sum(e.standin for e in entries)
+    note = (
+        f'<p class="standin">STAND-IN: {standins} of these {len(entries)} wheels '
+        "are tfbuild's canary, not TensorFlow.</p>\n"
+        if standins
+        else ""
+    )
+    head = "".join(f"<th>{esc(c)}</th>" for c in _COLUMNS)
+    count = f"{len(entries)} wheel{'s' if len(entries) != 1 else ''}"
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n'
+        "<head>\n"
+        '<meta charset="utf-8">\n'
+        '<meta name="pypi:repository-version" content="1.0">\n'
+        f"<title>{esc(title)}</title>\n"
+        f"<style>\n{_STYLE}\n</style>\n"
+        "</head>\n"
+        "<body>\n"
+        f"<h1>{esc(title)}</h1>\n"
+        f"<p>{count}. Each link carries the wheel's sha256, which pip checks before it "
+        "installs: <code>pip install --find-links URL/index.html 'NAME==VERSION'</code>. "
+        f"The same checksums are in <code>{SUMS_NAME}</code> "
+        f"(<code>sha256sum -c {SUMS_NAME}</code>).</p>\n"
+        f"{note}"
+        "<table>\n"
+        f"<thead><tr>{head}</tr></thead>\n"
+        "<tbody>\n" + "\n".join(rows) + "\n</tbody>\n"
+        "</table>\n"
+        "</body>\n"
+        "</html>\n"
+    )
+
+
+def write_index(directory: Path, *, title: str | None = None) -> IndexResult:
+    """Check every wheel in ``directory``, then write ``index.html`` and ``SHA256SUMS`` there."""
+    entries = collect(directory)
+    page_title = title if title and title.strip() else DEFAULT_TITLE
+    index = directory / INDEX_NAME
+    sums = directory / SUMS_NAME
+    try:
+        write_text(sums, render_sums(entries))
+        write_text(index, render_html(entries, title=page_title))
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the index in {directory}", why=exc.strerror or str(exc)
+        ) from None
+    return IndexResult(
+        directory=directory, index=index, sums=sums, title=page_title, entries=entries
+    )
