@@ -397,3 +397,55 @@ def test_the_summary_and_github_folding(base_image: str, volume: str, tmp_path: 
     assert summary["sha256"] == sha256_file(wheel)
     assert Path(summary["receipt"]) == wheel.with_suffix(".json")
     assert "next" not in summary  # a stand-in wheel is not for tfbuild smoke
+
+
+def test_labelled_wheels_through_index_and_pick(
+    base_image: str, volume: str, tmp_path: Path
+) -> None:
+    """Built, labelled, indexed, picked and installed: the CI matrix's path for three targets."""
+    from tests.conftest import cpuinfo_fixture, run_cli
+
+    dist = tmp_path / "dist"
+    for target in ("x86_64_v2", "x86_64_v3", "x86_64_v4"):
+        result = wheel_cli(dist, volume, "--target", target, "--json")
+        assert result.returncode == 0, result.stderr
+    indexed = run_cli("index", str(dist), "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    assert (dist / "index.html").is_file() and (dist / "SHA256SUMS").is_file()
+
+    def chosen(*args: str) -> str:
+        result = run_cli("pick", str(dist), "--python", "3.11", "--json", *args)
+        assert result.returncode == 0, result.stderr
+        return str(result.json()["chosen"]["filename"])
+
+    # Haswell has AVX2 and FMA but no AVX-512: the v3 wheel; Skylake-SP: the v4 wheel.
+    assert "+tfbuild.canary.x86_64v3-" in chosen("--cpuinfo", str(cpuinfo_fixture("haswell")))
+    assert "+tfbuild.canary.x86_64v4-" in chosen(
+        "--cpuinfo", str(cpuinfo_fixture("skylake_avx512"))
+    )
+    refused = run_cli(
+        "pick", str(dist), "--python", "3.11", "--json", "--cpuinfo", str(cpuinfo_fixture("k10"))
+    )
+    assert refused.returncode == 4  # K10 predates x86-64-v2: nothing here runs on it
+    assert "Illegal instruction" in refused.stderr
+
+    # On this machine: the best wheel it runs, installed with pip into a fresh venv, and run.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    installed = run_cli(
+        "pick", str(dist), "--install", "--pip-python", str(venv / "bin" / "python"),
+        "--pip-arg=--no-index", "--pip-arg=--no-deps", "--json",
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    name = installed.json()["chosen"]["filename"]
+    have = set(cpu.guard_features(cpu.host_cpuinfo()))
+    expected = "x86_64v4" if "AVX512F" in have else "x86_64v3" if "AVX2" in have else "x86_64v2"
+    assert f"+tfbuild.canary.{expected}-" in name
+    ran = subprocess.run(
+        [venv / "bin" / "python", "-c", "import tfbuild_canary as c; print(c.run(1024, 2))"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert float(ran.stdout) != 0.0
