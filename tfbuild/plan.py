@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from tfbuild import tfversions
-from tfbuild.compilers import CompilerFlags, flags_for, parse_compiler
+from tfbuild.compilers import CompilerFlags, Coverage, flags_for, parse_compiler
 from tfbuild.detect import cpu, features
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.errors import EnvironmentProblem, UnsupportedError, UsageError
@@ -379,6 +379,20 @@ def _target_flags(
             )
         ],
     )
+
+
+def _coverage(
+    kind: str, flags: CompilerFlags | None, host: HostFacts
+) -> tuple[dict[str, Any], ...]:
+    """Which guard features the flags turn on, each with the flag that does."""
+    if kind == "native":
+        # -march=native turns on what the build host has: recorded, so that tfbuild pick can tell
+        # which machines the wheel runs on.
+        return tuple(
+            Coverage(feature=f, flag="-march=native").to_json()
+            for f in cpu.guard_features(host.machine)
+        )
+    return tuple(c.to_json() for c in flags.coverage) if flags else ()
 
 
 def _resources(options: PlanOptions, host: HostFacts) -> tuple[Resources, list[Reason]]:
@@ -826,7 +840,7 @@ def make_plan(
     target, kind, flags, target_reasons = _target_flags(options, recipe, host)
     reasons.extend(target_reasons)
     cflags = ("-march=native",) if kind == "native" else (flags.flags if flags else ())
-    coverage = tuple(c.to_json() for c in flags.coverage) if flags else ()
+    coverage = _coverage(kind, flags, host)
     if flags is not None:
         warnings.extend(flags.warnings)
         if flags.uncovered:

@@ -117,6 +117,12 @@ def test_native_for_another_machine_is_refused() -> None:
         )
     native = plan(PlanOptions(tf="2.21", native=True))
     assert native.cflags == ("-march=native",)
+    assert native.label == "native"
+    # What -march=native turns on is the build host's: recorded for tfbuild pick.
+    features = [c["feature"] for c in native.coverage]  # the Zen 5 VM of host()
+    assert {"AVX2", "FMA", "AVX512F", "AVX512_VNNI", "AVX512_BF16", "AVX_VNNI"} <= set(features)
+    assert "AMX_TILE" not in features
+    assert {c["flag"] for c in native.coverage} == {"-march=native"}
 
 
 def test_python_choice() -> None:
