@@ -46,7 +46,7 @@ class CliResult:
         return json.loads(self.stdout)
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> CliResult:
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> CliResult:
     """Run ``python -m tfbuild ARGS`` exactly as a user would, and capture everything."""
     full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
     full_env.pop("TFBUILD_DEBUG", None)
@@ -55,7 +55,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> CliResult:
         capture_output=True,
         text=True,
         env=full_env,
-        timeout=120,
+        timeout=timeout,  # a hang guard, never a speed check: generous on a busy 2-core machine
         check=False,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)

@@ -202,6 +202,7 @@ def test_quick_smoke_end_to_end_with_a_plot(stock_python: str, tmp_path: Path) -
         "--allow-unused",
         "--plot",
         str(plot),
+        timeout=900,  # about 80 s when the machine is quiet
     )
     report = result.json()
     assert report["method"]["reps"] >= 15
