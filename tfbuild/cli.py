@@ -814,12 +814,21 @@ def index_command(
             "--title", help="The page's title (default: a fixed one).", show_default=False
         ),
     ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            metavar="URL",
+            help="Link the wheels at URL/NAME (e.g. a release's download URL), not beside the page.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the wheels as JSON.")] = False,
 ) -> None:
     """Write DIR/index.html (a pip --find-links page, sha256 in every link) and DIR/SHA256SUMS."""
     from tfbuild.index import write_index
 
-    result = write_index(directory, title=title)
+    result = write_index(directory, title=title, base_url=base_url)
     if as_json:
         _print_json(result.to_json())
         return

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from tfbuild.errors import InputError
+from tfbuild.errors import InputError, UsageError
 from tfbuild.files import sha256_file, write_text
 from tfbuild.labels import parse_label
 
@@ -259,9 +259,23 @@ def render_sums(entries: tuple[IndexEntry, ...]) -> str:
     return "".join(f"{e.sha256}  {e.name}\n" for e in entries)
 
 
-def _href(entry: IndexEntry) -> str:
+def _href(entry: IndexEntry, base_url: str | None = None) -> str:
+    if base_url:
+        # Where the wheels live elsewhere (a release's download URLs): absolute, fully encoded.
+        return f"{base_url}{urllib.parse.quote(entry.name, safe='')}#sha256={entry.sha256}"
     # Wheel names keep their spelling ("+" included); anything unusual is percent-encoded.
     return f"{urllib.parse.quote(entry.name, safe='+')}#sha256={entry.sha256}"
+
+
+def check_base_url(base_url: str) -> str:
+    """An http(s) URL ending in "/", where the wheels will be downloaded from."""
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise UsageError(
+            f"--base-url {base_url!r} is not an http(s) URL of a directory",
+            fix="Pass e.g. https://github.com/OWNER/REPO/releases/download/TAG/",
+        )
+    return base_url if base_url.endswith("/") else base_url + "/"
 
 
 def _size(size: int) -> str:
@@ -293,7 +307,7 @@ _COLUMNS = (
 )
 
 
-def render_html(entries: tuple[IndexEntry, ...], *, title: str) -> str:
+def render_html(entries: tuple[IndexEntry, ...], *, title: str, base_url: str | None = None) -> str:
     """The page: one PEP 503 anchor per wheel (its only links), in a table; everything escaped."""
 
     def esc(text: str) -> str:
@@ -303,7 +317,7 @@ def render_html(entries: tuple[IndexEntry, ...], *, title: str) -> str:
     for e in entries:
         standin = ' <strong class="standin">STAND-IN</strong>' if e.standin else ""
         cells = (
-            f'<a href="{esc(_href(e))}">{esc(e.name)}</a>{standin}',
+            f'<a href="{esc(_href(e, base_url))}">{esc(e.name)}</a>{standin}',
             esc(e.tensorflow),
             esc(".".join(e.python)),
             esc(e.target or "unknown"),
@@ -351,15 +365,22 @@ def render_html(entries: tuple[IndexEntry, ...], *, title: str) -> str:
     )
 
 
-def write_index(directory: Path, *, title: str | None = None) -> IndexResult:
-    """Check every wheel in ``directory``, then write ``index.html`` and ``SHA256SUMS`` there."""
+def write_index(
+    directory: Path, *, title: str | None = None, base_url: str | None = None
+) -> IndexResult:
+    """Check every wheel in ``directory``, then write ``index.html`` and ``SHA256SUMS`` there.
+
+    With ``base_url`` the page links each wheel at ``base_url + name`` instead of beside the page:
+    for wheels published elsewhere, such as a GitHub release's download URLs.
+    """
+    base = check_base_url(base_url) if base_url else None
     entries = collect(directory)
     page_title = title if title and title.strip() else DEFAULT_TITLE
     index = directory / INDEX_NAME
     sums = directory / SUMS_NAME
     try:
         write_text(sums, render_sums(entries))
-        write_text(index, render_html(entries, title=page_title))
+        write_text(index, render_html(entries, title=page_title, base_url=base))
     except OSError as exc:
         raise InputError(
             f"cannot write the index in {directory}", why=exc.strerror or str(exc)

@@ -443,3 +443,41 @@ def test_tfbuild_pick_reads_every_wheel_and_its_sha256_from_the_page(dist: Path)
     assert {w["filename"]: w["sha256"] for w in data["wheels"]} == {
         p.name: _sha256(p) for p in dist.glob("*.whl")
     }
+
+
+def test_a_base_url_page_lives_apart_from_its_wheels(dist: Path, tmp_path: Path) -> None:
+    """As in a release: the page at one address, each wheel downloaded from --base-url."""
+    with served(dist) as files_url:
+        base = f"{files_url}/"
+        result = run_cli("index", str(dist), "--base-url", files_url)  # "/" added
+        assert result.returncode == 0, result.stderr
+        page = Page((dist / "index.html").read_text())
+        expected = {
+            p.name: f"{base}{p.name.replace('+', '%2B')}#sha256={_sha256(p)}"
+            for p in dist.glob("*.whl")
+        }
+        assert {text: href for href, text in page.anchors} == expected
+        # The page alone, elsewhere: pip and tfbuild pick follow its absolute links.
+        elsewhere = tmp_path / "pages"
+        elsewhere.mkdir()
+        (elsewhere / "index.html").write_bytes((dist / "index.html").read_bytes())
+        out = tmp_path / "out"
+        done = _pip(
+            "download", "--no-deps", "--no-index", "--find-links", str(elsewhere / "index.html"),
+            "tfbuild_standin==2.21.0+x86_64v4", "-d", str(out), cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert [p.name for p in out.iterdir()] == [STANDIN_V4]
+        with served(elsewhere) as page_url:
+            picked = run_cli("pick", f"{page_url}/index.html", "--python", "3.12", "--json")
+        assert picked.returncode == 0, picked.stderr
+        locations = {w["filename"]: w["location"] for w in picked.json()["wheels"]}
+        assert locations[STANDIN_V4] == expected[STANDIN_V4].split("#")[0]
+
+
+@pytest.mark.parametrize("url", ["ftp://example.org/x/", "example.org/wheels", "https://h/x?y=1"])
+def test_a_base_url_must_be_an_http_directory(dist: Path, url: str) -> None:
+    result = run_cli("index", str(dist), "--base-url", url)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "--base-url" in result.stderr
+    assert not (dist / "index.html").exists()

@@ -454,10 +454,20 @@ def test_the_release_steps_index_and_publish_every_file(tmp_path: Path) -> None:
         wheel.with_suffix(".env").write_text("TF_ENABLE_ONEDNN_OPTS=1\n")
     stubs = tmp_path / "stubs"
     argv = tmp_path / "gh-argv"
-    _stub(stubs, "gh", f'printf "%s\\n" "$@" > "{argv}"')
+    listing = tmp_path / "gh-assets"  # what `gh release view --json assets` would list
+    _stub(
+        stubs,
+        "gh",
+        f'if [ "$2" = view ]; then cat "{listing}"; else printf "%s\\n" "$@" > "{argv}"; fi',
+    )
     path = f"{stubs}{os.pathsep}{BIN}{os.pathsep}{os.environ['PATH']}"
-    extra = {"GITHUB_REF_NAME": "v1.2.3"}
-    for containing in ("tfbuild index", "gh release create"):
+    extra = {
+        "GITHUB_REF_NAME": "v1.2.3",
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "o/r",
+    }
+
+    def run(containing: str) -> subprocess.CompletedProcess[str]:
         s = step(workflow, "release", containing=containing)
         s = {**s, "env": {**s.get("env", {}), **extra}}
         result, _ = run_step(
@@ -466,11 +476,32 @@ def test_the_release_steps_index_and_publish_every_file(tmp_path: Path) -> None:
             values={"github.token": "t", "github.repository": "o/r"},
             path=path,
         )
+        return result
+
+    for containing in ("tfbuild index", "gh release create"):
+        result = run(containing)
         assert result.returncode == 0, result.stderr
-    assert "TensorFlow wheels built by tfbuild, v1.2.3" in (dist / "index.html").read_text()
+    page = (dist / "index.html").read_text()
+    assert "TensorFlow wheels built by tfbuild, v1.2.3" in page
+    # Each wheel is linked at the release's download URL.
+    assert (
+        'href="https://github.com/o/r/releases/download/v1.2.3/'
+        "tensorflow_cpu-2.21.0%2Bx86_64v4-cp311-cp311-linux_x86_64.whl#sha256="
+    ) in page
     args = argv.read_text().splitlines()
     assert args[:3] == ["release", "create", "v1.2.3"]
     published = sorted(a for a in args if a.startswith("dist/"))
     assert published == sorted(f"dist/{p.name}" for p in dist.iterdir())
     notes = Path(args[args.index("--notes-file") + 1]).read_text()
     assert (dist / "SHA256SUMS").read_text() in notes
+
+    # The release kept every name: the check passes. GitHub renamed "+" to ".": it fails loudly.
+    names = [a.removeprefix("dist/") for a in published]
+    listing.write_text("".join(f"{n}\n" for n in reversed(names)))
+    kept = run("release view")
+    assert kept.returncode == 0, kept.stdout + kept.stderr
+    listing.write_text("".join(f"{n.replace('+', '.')}\n" for n in names))
+    renamed = run("release view")
+    assert renamed.returncode == 1
+    assert "::error title=release assets renamed::" in renamed.stdout
+    assert "-tensorflow_cpu-2.21.0+x86_64v4-cp311" in renamed.stdout  # the diff names it
