@@ -887,10 +887,8 @@ def _target_specificity(verdict: Verdict, host: Host) -> tuple[int, int]:
         if receipt is not None and set(receipt.covered) == set(host.guard):
             # Built on a CPU with exactly this one's TensorFlow features: a machine like this one.
             return _specificity(cpu.identify(host.cpu))
-        return (
-            0,
-            0,
-        )  # a subset of this CPU's features: only known to run, so just above unlabelled
+        # A subset of this CPU's features: only known to run, so just above unlabelled.
+        return (0, 0)
     return _specificity(TARGETS[target]) if target in TARGETS else (-1, -1)
 
 
