@@ -41,3 +41,15 @@ def sha256_file(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def wheel_files(directory: Path) -> list[Path]:
+    """The wheel files directly in ``directory``, sorted by name (temp and hidden files left out)."""
+    return sorted(
+        (
+            p
+            for p in directory.iterdir()
+            if p.suffix == ".whl" and not p.name.startswith(".") and p.is_file()
+        ),
+        key=lambda p: p.name,
+    )

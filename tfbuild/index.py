@@ -26,8 +26,8 @@ from typing import Any, Literal
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from tfbuild.errors import InputError, UsageError
-from tfbuild.files import sha256_file, write_text
-from tfbuild.labels import parse_label
+from tfbuild.files import sha256_file, wheel_files, write_text
+from tfbuild.labels import parse_label, spelt_label, spelt_version
 
 SCHEMA = "tfbuild.index/1"
 INDEX_NAME = "index.html"
@@ -182,9 +182,7 @@ def _entry(wheel: Path) -> IndexEntry:
         sha256 = sha256_file(wheel)
     except OSError as exc:
         raise InputError(f"cannot read {wheel}", why=exc.strerror or str(exc)) from None
-    # The version as the file spells it: packaging normalises the label (x86_64v4 -> x86.64v4).
-    spelt = wheel.name.split("-")[1]
-    label_text = spelt.partition("+")[2]
+    label_text = spelt_label(wheel.name) or ""
     from_label = parse_label(label_text or None)
     target, variant, cuda = from_label.target, from_label.variant, from_label.cuda
     standin = False
@@ -209,7 +207,7 @@ def _entry(wheel: Path) -> IndexEntry:
     return IndexEntry(
         name=wheel.name,
         distribution=str(name),
-        version=spelt,
+        version=spelt_version(wheel.name),
         tensorflow=version.public,
         python=tuple(sorted({t.interpreter for t in tags})),
         tags=tuple(sorted(str(t) for t in tags)),
@@ -226,21 +224,18 @@ def _entry(wheel: Path) -> IndexEntry:
 
 
 def wheels_in(directory: Path) -> list[Path]:
-    """The wheel files directly in ``directory``, sorted by name (temp and hidden files left out)."""
+    """:func:`wheel_files` of ``directory``, which must be one."""
     if not directory.is_dir():
         raise InputError(
             f"{directory} is not a directory",
             fix="Name the directory the wheels are in, e.g. tfbuild index dist.",
         )
-    return sorted(
-        (p for p in directory.iterdir() if p.suffix == ".whl" and not p.name.startswith(".")),
-        key=lambda p: p.name,
-    )
+    return wheel_files(directory)
 
 
 def collect(directory: Path) -> tuple[IndexEntry, ...]:
     """Every wheel in ``directory``, checked against its receipt; an error if there are none."""
-    wheels = [p for p in wheels_in(directory) if p.is_file()]
+    wheels = wheels_in(directory)
     if not wheels:
         raise InputError(
             f"no wheels in {directory}",

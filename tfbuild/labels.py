@@ -53,6 +53,16 @@ def labelled_version(version: str, label: str) -> str:
     return f"{version}.{label}" if "+" in version else f"{version}+{label}"
 
 
+def spelt_version(filename: str) -> str:
+    """A wheel file name's version as spelt there (packaging would normalise x86_64v4 to x86.64v4)."""
+    return filename.split("-")[1] if filename.count("-") >= 4 else ""
+
+
+def spelt_label(filename: str) -> str | None:
+    """A wheel file name's local label as spelt there, or None: ``...-2.21.0+x86_64v4-...`` -> ``x86_64v4``."""
+    return spelt_version(filename).partition("+")[2] or None
+
+
 def normalised(text: str) -> str:
     """PEP 440's normal form of a local label: lower case, ``.`` between segments."""
     return re.sub(r"[-_.]+", ".", text.strip().lower())

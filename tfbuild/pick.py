@@ -47,7 +47,8 @@ from packaging.version import InvalidVersion, Version
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
-from tfbuild.labels import NATIVE, WheelLabel, parse_label
+from tfbuild.files import wheel_files
+from tfbuild.labels import NATIVE, WheelLabel, parse_label, spelt_label, spelt_version
 
 if TYPE_CHECKING:
     from archspec.cpu import Microarchitecture
@@ -318,11 +319,7 @@ def _load_directory(path: Path) -> WheelSource:
                 )
             files = [path]
         else:
-            files = sorted(
-                p
-                for p in path.iterdir()
-                if p.suffix == ".whl" and not p.name.startswith(".") and p.is_file()
-            )
+            files = wheel_files(path)
     except PermissionError:
         raise InputError(what, why="permission denied", fix="Make it readable.") from None
     except OSError as exc:
@@ -372,7 +369,7 @@ def _load_index(url: str) -> WheelSource:
             continue
         stem = name[: -len(".whl")]
         receipt_url = receipts.get(f"{stem}.json")
-        if receipt_url is None and parse_label(_spelt_label(name)).target == NATIVE:
+        if receipt_url is None and parse_label(spelt_label(name)).target == NATIVE:
             # Whether a native build runs depends on its receipt: look beside it even unlinked.
             receipt_url = location[: -len(".whl")] + ".json"
         receipt = _fetch_receipt(receipt_url, name, warnings) if receipt_url else None
@@ -622,12 +619,6 @@ class Verdict:
         }
 
 
-def _spelt_label(filename: str) -> str | None:
-    # packaging normalises the label (x86_64v4 -> x86.64v4); show it as the file spells it.
-    spelt = filename.split("-")[1] if filename.count("-") >= 4 else ""
-    return spelt.partition("+")[2] or None
-
-
 def _platform_arch_ok(arch: str, host: Host) -> bool:
     machine = host.cpu.architecture
     if arch == machine:
@@ -823,13 +814,13 @@ def evaluate(wheel: WheelFile, host: Host) -> Verdict:
     """Does this wheel run on the host? The first failed check is the reason."""
     name, version, _build, tagset = parse_wheel_filename(wheel.filename)
     tags = sorted(tagset, key=str)
-    label = parse_label(_spelt_label(wheel.filename) or version.local)
+    label = parse_label(spelt_label(wheel.filename) or version.local)
 
     def verdict(stage: Stage, reason: str, *, target: str | None = None, rank: int = 0) -> Verdict:
         return Verdict(
             wheel=wheel,
             name=str(name),
-            version=wheel.filename.split("-")[1],
+            version=spelt_version(wheel.filename),
             tensorflow=version.public,
             tags=tuple(str(t) for t in tags),
             label=label,
