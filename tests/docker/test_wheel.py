@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.canary.test_standin import disassembly
+from tests.canary.test_standin import assert_planned_isa, disassembly
 from tfbuild import canary
 from tfbuild.detect import cpu
 from tfbuild.files import sha256_file
@@ -135,15 +135,7 @@ def test_canary_wheel_lands_with_receipt_and_the_planned_instructions(
     # the x86_64 baseline build of the same source none of them.
     host_asm = disassembly(library(wheel, tmp_path / "host.so"))
     base_asm = disassembly(library(base_wheel, tmp_path / "base.so"))
-    have = set(cpu.guard_features(cpu.host_cpuinfo()))
-    if "AVX512F" in have:
-        assert "%zmm" in host_asm
-    elif "AVX2" in have:
-        assert "%ymm" in host_asm
-    if "FMA" in have:
-        assert "vfmadd" in host_asm
-    for marker in ("%zmm", "%ymm", "vfmadd"):
-        assert marker not in base_asm
+    assert_planned_isa(host_asm, base_asm)
 
 
 def test_a_second_run_reuses_the_toolchain_image(
