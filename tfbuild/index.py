@@ -157,9 +157,7 @@ def _check_receipt(
 
 
 def _receipt_cuda(receipt: dict[str, Any]) -> str | None:
-    cuda = receipt.get("cuda")
-    if isinstance(cuda, str) and cuda:
-        return cuda
+    """The CUDA release of the plan (a receipt has no CUDA key of its own)."""
     plan = receipt.get("plan")
     if isinstance(plan, dict) and isinstance(plan.get("cuda"), dict):
         version = plan["cuda"].get("cuda")
