@@ -310,8 +310,9 @@ def print_smoke(report: Any) -> None:
             title_justify="left",
             box=box.SIMPLE_HEAD,
         )
-        for column in ("op", "threads", "candidate", "baseline", "verdict"):
+        for column in ("op", "threads", "candidate", "baseline"):
             table.add_column(column, no_wrap=True)
+        table.add_column("verdict", ratio=1)  # the one that wraps in a narrow terminal
         short = {"GFLOP/s": "GF/s", "Gelem/s": "Gel/s"}
         for r in report.results:
             unit = short.get(r.candidate.unit, r.candidate.unit)
@@ -320,9 +321,10 @@ def print_smoke(report: Any) -> None:
             if r.verdict:
                 label = r.verdict.label
                 color = {"faster": "green", "slower": "red"}.get(label, "white")
+                again = {True: ", held on a recheck", False: ", gone on a recheck"}
                 verdict = (
                     f"[{color}]{label}[/{color}] {r.verdict.ratio:.2f}x "
-                    f"(±{r.verdict.margin * 100:.0f}%)"
+                    f"(±{r.verdict.margin * 100:.0f}%{again.get(r.verdict.confirmed, '')})"
                 )
             else:
                 verdict = "-"
