@@ -9,18 +9,18 @@ from tfbuild.smoke.messages import parse_messages
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.report import SmokeReport
 from tfbuild.smoke.run import Method, OpResult
-from tfbuild.smoke.stats import Summary, settle, verdict
+from tfbuild.smoke.stats import Summary, Verdict, settle, verdict
 
 FIRST_C, FIRST_B = [1.0] * 12 + [3.0] * 3, [1.5] * 12 + [0.9] * 3  # "faster", not decisive
 
 
-def _result(op: str, candidate: list[float], baseline: list[float], found: object) -> OpResult:
+def _result(op: str, candidate: list[float], baseline: list[float], found: Verdict) -> OpResult:
     return OpResult(
         op=op,
         threads="default",
         candidate=Summary.of(candidate, 1e9, "GFLOP/s"),
         baseline=Summary.of(baseline, 1e9, "GFLOP/s"),
-        verdict=found,  # type: ignore[arg-type]
+        verdict=found,
     )
 
 
