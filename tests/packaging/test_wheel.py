@@ -30,8 +30,9 @@ def test_wheel_ships_data_and_a_clean_install_finds_it(tmp_path: Path) -> None:
     assert "tfbuild/_data/templates/README.md" in names
     assert "tfbuild/_data/recipes/README.md" in names
     assert "tfbuild/py.typed" in names
-    # Data the package runs from files, not imports: the smoke worker and the canary tree.
+    # Data the package runs from files, not imports: the smoke worker, the peak kernel, the canary tree.
     assert "tfbuild/smoke/_worker.py" in names
+    assert "tfbuild/smoke/peak_kernel.c" in names  # compiled by measure_fma_peak
     assert "tfbuild/canary/tree/src/kernel.c" in names
     assert "tfbuild/canary/tree/tensorflow/tools/pip_package/BUILD" in names  # the source marker
     assert "tfbuild/canary/probe.py" in names  # run by path inside the toolchain container

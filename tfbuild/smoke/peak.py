@@ -6,10 +6,11 @@
   FMA pipes per core × clock. It works for any dump (``--cpuinfo``), needs no compiler, and every guess
   it makes is written into :attr:`Peak.assumptions` as a plain sentence. Its clock is the nominal one,
   so on machines that boost (all of them) it is lower than what the cores really reach.
-* :func:`measure_fma_peak` compiles a tiny C kernel (12 independent FMA chains on the widest vectors
-  ``-march=native`` allows) and runs one copy per physical core at the same time, each pinned to its own
-  core. This is the real ceiling at the clock the machine runs under load. On this project's Zen 5 VM
-  the nominal figure is 332 GFLOP/s and the measured one about 500 (see the stock-wheel baseline, §2).
+* :func:`measure_fma_peak` compiles a tiny C kernel (``peak_kernel.c``, shipped with this module:
+  12 independent FMA chains on the widest vectors ``-march=native`` allows) and runs one copy per
+  physical core at the same time, each pinned to its own core. This is the real ceiling at the clock
+  the machine runs under load. On this project's Zen 5 VM the nominal figure is 332 GFLOP/s and the
+  measured one about 500 (see the stock-wheel baseline, §2).
 
 The pipe counts per microarchitecture (:data:`FMA_DATAPATH_BITS`) come from the vendors' optimization
 guides and from Agner Fog's and Chips and Cheese's measurements; each entry carries its reason.
@@ -24,6 +25,7 @@ import shlex
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -437,116 +439,15 @@ def theoretical_peak(info: CpuInfo, *, cores: int | None = None, ghz: float | No
 # Measured peak
 # --------------------------------------------------------------------------------------------------
 
-#: The kernel: 12 independent multiply-add chains on the widest vectors the compiler enables. Every
-#: chain starts from a different value so that the compiler cannot merge them, and the sum of the
-#: accumulators is printed so that it cannot drop the loop. It waits for its stdin to close, so that
-#: every copy starts at the same moment, then warms up, then counts for the given seconds.
-FMA_KERNEL = r"""
-#define _POSIX_C_SOURCE 199309L
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
+#: The kernel's C source, shipped next to this module (in the wheel too): 12 independent
+#: multiply-add chains on the widest vectors the compiler enables; its header comment says more.
+KERNEL_SOURCE = "peak_kernel.c"
 
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#define ISA "avx512"
-typedef __m512 vec;
-#define SPLAT(x) _mm512_set1_ps(x)
-#define STEP(a) a = _mm512_fmadd_ps(a, m, c)
-#elif defined(__AVX__) && defined(__FMA__)
-#include <immintrin.h>
-#define ISA "avx2"
-typedef __m256 vec;
-#define SPLAT(x) _mm256_set1_ps(x)
-#define STEP(a) a = _mm256_fmadd_ps(a, m, c)
-#elif defined(__AVX__)
-#include <immintrin.h>
-#define ISA "avx"
-typedef __m256 vec;
-#define SPLAT(x) _mm256_set1_ps(x)
-#define STEP(a) a = _mm256_add_ps(_mm256_mul_ps(a, m), c)
-#elif defined(__SSE__)
-#include <xmmintrin.h>
-#define ISA "sse"
-typedef __m128 vec;
-#define SPLAT(x) _mm_set1_ps(x)
-#define STEP(a) a = _mm_add_ps(_mm_mul_ps(a, m), c)
-#elif defined(__ARM_NEON)
-#include <arm_neon.h>
-#define ISA "neon"
-typedef float32x4_t vec;
-#define SPLAT(x) vdupq_n_f32(x)
-#define STEP(a) a = vfmaq_f32(c, a, m)
-#else
-#define ISA "generic"
-typedef float vec __attribute__((vector_size(16)));
-#define SPLAT(x) ((vec){(x), (x), (x), (x)})
-#define STEP(a) a = a * m + c
-#endif
 
-#define LANES ((int)(sizeof(vec) / sizeof(float)))
-#define CHAINS 12
-#define CHUNK 8192
+def fma_kernel() -> str:
+    """The C source of the FMA kernel, read from the package (a source tree or an installed wheel)."""
+    return resources.files("tfbuild.smoke").joinpath(KERNEL_SOURCE).read_text(encoding="utf-8")
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static double total(vec v) {
-    float parts[sizeof(vec) / sizeof(float)];
-    double sum = 0.0;
-    memcpy(parts, &v, sizeof v);
-    for (int i = 0; i < LANES; i++) sum += parts[i];
-    return sum;
-}
-
-int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s SECONDS WARMUP_SECONDS (then close stdin)\n", argv[0]);
-        return 2;
-    }
-    double seconds = atof(argv[1]), warmup = atof(argv[2]);
-    volatile float vm = 0.999f, vc = 0.001f, v0 = 1.0f, dv = 0.001f;
-    float m0 = vm, c0 = vc, x = v0, d = dv;
-    vec m = SPLAT(m0), c = SPLAT(c0);
-    vec a0 = SPLAT(x), a1 = SPLAT(x + d), a2 = SPLAT(x + 2 * d), a3 = SPLAT(x + 3 * d);
-    vec a4 = SPLAT(x + 4 * d), a5 = SPLAT(x + 5 * d), a6 = SPLAT(x + 6 * d);
-    vec a7 = SPLAT(x + 7 * d), a8 = SPLAT(x + 8 * d), a9 = SPLAT(x + 9 * d);
-    vec a10 = SPLAT(x + 10 * d), a11 = SPLAT(x + 11 * d);
-    while (getchar() != EOF) {
-    }
-    long long iters = 0;
-    int warming = warmup > 0.0;
-    double start = now(), t = start, stop = start + (warming ? warmup : seconds);
-    for (;;) {
-        for (int i = 0; i < CHUNK; i++) {
-            STEP(a0); STEP(a1); STEP(a2); STEP(a3); STEP(a4); STEP(a5);
-            STEP(a6); STEP(a7); STEP(a8); STEP(a9); STEP(a10); STEP(a11);
-        }
-        t = now();
-        if (warming) {
-            if (t >= stop) {
-                warming = 0;
-                start = t;
-                stop = t + seconds;
-            }
-            continue;
-        }
-        iters += CHUNK;
-        if (t >= stop) break;
-    }
-    double elapsed = t - start;
-    double flops = (double)iters * CHAINS * LANES * 2.0;
-    double sum = total(a0) + total(a1) + total(a2) + total(a3) + total(a4) + total(a5) +
-                 total(a6) + total(a7) + total(a8) + total(a9) + total(a10) + total(a11);
-    printf("isa=%s lanes=%d gflops=%.3f seconds=%.6f checksum=%.6g\n", ISA, LANES,
-           flops / elapsed / 1e9, elapsed, sum);
-    return 0;
-}
-"""
 
 #: Flag sets tried in order: -march=native is what the baseline measured; some Arm compilers only
 #: know -mcpu=native; the last resort is the compiler's default target.
@@ -622,7 +523,7 @@ def one_cpu_per_core() -> list[int]:
 def _compile(compiler: list[str], workdir: Path) -> tuple[Path, tuple[str, ...]] | None:
     source = workdir / "fmapeak.c"
     binary = workdir / "fmapeak"
-    source.write_text(FMA_KERNEL)
+    source.write_text(fma_kernel())
     for flags in _FLAG_SETS:
         result = run_command(
             [*compiler, *flags, "-o", str(binary), str(source)], timeout=_COMPILE_TIMEOUT
