@@ -12,7 +12,9 @@ import pytest
 from tests.conftest import cpuinfo_fixture
 from tests.pick.conftest import WHEELS, make_wheels
 from tfbuild.errors import EnvironmentProblem, InputError, UsageError
-from tfbuild.pick import describe_host, load_wheels, pick
+from tfbuild.pick.host import describe_host
+from tfbuild.pick.rank import pick
+from tfbuild.pick.sources import load_wheels
 
 
 def write_index(root: Path, *, receipts: tuple[str, ...] = ()) -> str:

@@ -7,6 +7,7 @@ test.
 
 from __future__ import annotations
 
+import json
 import platform
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,16 +18,11 @@ from tests.conftest import cpuinfo_fixture
 from tests.pick.conftest import DIST, V3_FEATURES, WHEELS, make_wheel, make_wheels, write_receipt
 from tfbuild.detect.system import glibc_version
 from tfbuild.errors import InputError, UsageError
-from tfbuild.pick import (
-    UNLABELLED_REASON,
-    Host,
-    PickOptions,
-    PickResult,
-    describe_host,
-    load_wheels,
-    parse_index,
-    pick,
-)
+from tfbuild.pick.compat import UNLABELLED_REASON
+from tfbuild.pick.host import Host, describe_host
+from tfbuild.pick.rank import PickOptions, PickResult, pick
+from tfbuild.pick.sources import load_wheels, parse_index
+from tfbuild.variants import Variant
 
 
 def host_from(suffix: str, *, python: str = "3.11", driver_cuda: str | None = None) -> Host:
@@ -181,13 +177,13 @@ EXPECTED: dict[str, Expect] = {
 def test_expectation_table(standin_dir: Path, machine: str) -> None:
     expect = EXPECTED[machine]
     result = pick(load_wheels(str(standin_dir)), host_from(machine))
-    verdicts = by_short(result)
+    assessments = by_short(result)
     assert ranked(result) == list(expect.runs)
     for short in expect.runs:
-        assert verdicts[short][0] == "runs", (short, verdicts[short])
+        assert assessments[short][0] == "runs", (short, assessments[short])
     for short, (stage, reason) in expect.refused.items():
-        status, got_stage, got_reason = verdicts[short]
-        assert (status, got_stage) == ("refused", stage), (short, verdicts[short])
+        status, got_stage, got_reason = assessments[short]
+        assert (status, got_stage) == ("refused", stage), (short, assessments[short])
         assert reason in got_reason, (short, got_reason)
     # Every wheel is either expected to run or named with its refusal.
     assert set(expect.runs) | set(expect.refused) == set(WHEELS)
@@ -260,8 +256,8 @@ def test_variant_mkl_asks_for_the_onednn_build(standin_dir: Path) -> None:
         PickOptions.parse(tf=None, variant="mkl"),
     )
     assert result.chosen is not None and result.chosen.wheel.filename == WHEELS["mkl"]
-    verdicts = by_short(result)
-    assert verdicts["v3"][0] == "filtered"
+    assessments = by_short(result)
+    assert assessments["v3"][0] == "filtered"
     assert ranked(result) == ["mkl"]
 
 
@@ -310,6 +306,15 @@ def test_python_312_picks_the_cp312_wheel(standin_dir: Path) -> None:
 def test_bad_pick_options_are_usage_errors(tf: str | None, variant: str | None) -> None:
     with pytest.raises(UsageError):
         PickOptions.parse(tf=tf, variant=variant)
+
+
+def test_variant_option_is_the_shared_variant() -> None:
+    options = PickOptions.parse(tf="2.21", variant=" MKL ")
+    assert options.variant is Variant.mkl
+    assert options.to_json() == {"tf": "2.21", "variant": "mkl"}
+    assert json.dumps(options.to_json()) == '{"tf": "2.21", "variant": "mkl"}'
+    with pytest.raises(UsageError, match=r"unknown --variant 'avx'"):
+        PickOptions.parse(tf=None, variant="avx")
 
 
 @pytest.mark.parametrize(
@@ -364,9 +369,9 @@ def test_receipt_features_beyond_the_label_refuse_the_wheel(tmp_path: Path) -> N
     wheel = make_wheel(tmp_path, WHEELS["v3"])
     write_receipt(wheel, "x86_64_v3", (*V3_FEATURES, "AVX512F"), "-mavx512f")
     result = pick(load_wheels(str(tmp_path)), host_from("haswell"))
-    (verdict,) = result.wheels
-    assert verdict.stage == "cpu"
-    assert verdict.reason == (
+    (assessment,) = result.wheels
+    assert assessment.stage == "cpu"
+    assert assessment.reason == (
         "would die with Illegal instruction: its receipt says the compiler turned on AVX512F, "
         "which this CPU lacks"
     )
@@ -383,8 +388,8 @@ def test_a_broken_receipt_is_a_warning_and_the_label_decides(tmp_path: Path) -> 
 
 def test_native_without_receipt_is_refused(tmp_path: Path) -> None:
     make_wheel(tmp_path, WHEELS["native"])
-    (verdict,) = pick(load_wheels(str(tmp_path)), host_from("zen4")).wheels
-    assert verdict.reason == (
+    (assessment,) = pick(load_wheels(str(tmp_path)), host_from("zen4")).wheels
+    assert assessment.reason == (
         "built with -march=native on some machine, and no receipt beside it says which "
         "instructions it uses"
     )

@@ -1,0 +1,65 @@
+"""`tfbuild pick`: which wheel of a directory or an index page runs best on a machine, and why.
+
+The wheels come from a local directory (``*.whl``, with the receipt ``<stem>.json`` beside each one
+when there is one) or from an HTML index page (PEP 503 anchors, ``<a href="NAME.whl#sha256=HEX">``,
+which is what ``tfbuild index`` writes). The machine is this one, or a saved ``/proc/cpuinfo`` with
+a stated Python and CUDA driver.
+
+Each wheel passes five checks in order, and the first that fails is the wheel's refusal reason:
+
+1. **platform**: its platform tag is for this architecture (``linux_x86_64``, ``manylinux*``, ``any``);
+2. **python**: its Python tag fits the interpreter (``cp311``, ``abi3``, ``py3-none``);
+3. **glibc**: a ``manylinux_X_Y`` wheel needs glibc X.Y on this machine (not checked for ``--cpuinfo``);
+4. **cpu**: the CPU target of its local version label (:mod:`tfbuild.labels`) runs here, by
+   archspec's rule (:func:`tfbuild.detect.cpu.why_not`), and every TensorFlow guard feature its
+   receipt says the compiler turned on is present. ``native`` needs a receipt; no label at all is
+   assumed portable (the stock wheel);
+5. **cuda**: a CUDA build needs a driver that supports that CUDA release.
+
+Among the wheels that run (and match ``--tf`` / ``--variant``) the ranking is: newest TensorFlow,
+then a usable CUDA build over CPU builds, then the most specific CPU target (a target above its
+ancestors; among unrelated ones, more features), then the plain build over oneDNN (``mkl``), then an
+exact ``cpXY`` build over ``abi3`` over ``py3-none``.
+
+One module a job, each importing only those before it:
+
+- :mod:`~tfbuild.pick.sources`: the wheels and their receipts, from a directory or an index page
+  (:func:`load_wheels`, a directory read or an HTTP fetch);
+- :mod:`~tfbuild.pick.host`: the machine, its Python and its driver (:func:`describe_host`:
+  cpuinfo, nvidia-smi, the interpreter);
+- :mod:`~tfbuild.pick.compat`: the five checks, one wheel on one host (:func:`evaluate`, pure),
+  giving an :class:`Assessment`;
+- :mod:`~tfbuild.pick.rank`: the ranking and the choice (:func:`pick`, pure);
+- :mod:`~tfbuild.pick.install`: pip installs the choice (:func:`install`).
+
+The human output is :func:`tfbuild.display.print_pick`; this package never imports rich, so
+``--json`` does not either.
+"""
+
+from __future__ import annotations
+
+from tfbuild.pick.compat import UNLABELLED_REASON, Assessment, evaluate
+from tfbuild.pick.host import Host, describe_host
+from tfbuild.pick.install import InstallResult, check_install_here, install
+from tfbuild.pick.rank import SCHEMA, PickOptions, PickResult, pick
+from tfbuild.pick.sources import Receipt, WheelFile, WheelSource, load_wheels, parse_index
+
+__all__ = [
+    "SCHEMA",
+    "UNLABELLED_REASON",
+    "Assessment",
+    "Host",
+    "InstallResult",
+    "PickOptions",
+    "PickResult",
+    "Receipt",
+    "WheelFile",
+    "WheelSource",
+    "check_install_here",
+    "describe_host",
+    "evaluate",
+    "install",
+    "load_wheels",
+    "parse_index",
+    "pick",
+]

@@ -1,0 +1,335 @@
+"""Does one wheel run on one host? Five checks in order; the first that fails is the reason.
+
+platform, python, glibc, cpu, cuda (see :mod:`tfbuild.pick`). :func:`evaluate` is pure: it reads
+the wheel's file name, label and receipt, and the :class:`~tfbuild.pick.host.Host`, and returns an
+:class:`Assessment`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from packaging.tags import Tag
+from packaging.utils import parse_wheel_filename
+
+from tfbuild.detect import cpu
+from tfbuild.labels import NATIVE, WheelLabel, parse_label, spelt_label, spelt_version
+from tfbuild.pick.host import IMPLEMENTATIONS, Host, version_key
+from tfbuild.pick.sources import Receipt, WheelFile
+from tfbuild.variants import Variant
+
+if TYPE_CHECKING:
+    from archspec.cpu import Microarchitecture
+
+Stage = Literal["platform", "python", "glibc", "cpu", "cuda", "ok"]
+#: How far a wheel got: a refusal at a later stage is the nearer miss.
+STAGE_ORDER: dict[str, int] = {
+    "platform": 0,
+    "python": 1,
+    "glibc": 2,
+    "cpu": 3,
+    "cuda": 4,
+    "ok": 5,
+}
+UNLABELLED_REASON = "no CPU label: assumed portable (like the stock wheel)"
+
+_INTERPRETER = re.compile(r"^([a-z]+?)(\d)(\d*)$")
+_MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_(.+)$")
+_MUSLLINUX = re.compile(r"^musllinux_(\d+)_(\d+)_(.+)$")
+_LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Assessment:
+    """One wheel assessed on one host: does it run, and why (not).
+
+    :func:`evaluate` decides the checks; :func:`~tfbuild.pick.rank.pick` fills in ``filtered`` and
+    ``rank``.
+    """
+
+    wheel: WheelFile
+    name: str  # the distribution, normalised
+    version: str  # as the file spells it: 2.21.0+x86_64v4
+    tensorflow: str  # the public version: 2.21.0
+    tags: tuple[str, ...]
+    label: WheelLabel
+    target: str | None  # the CPU target decided on (the label's, else the receipt's)
+    runs: bool
+    stage: Stage  # the check that refused it ("ok" when it runs)
+    reason: str
+    python_rank: int = 0  # 3 exact cpXY, 2 abi3 (or cpXY-none), 1 py3-none; 0 when it does not fit
+    filtered: str | None = None  # why --tf / --variant leaves it out
+    rank: int | None = (
+        None  # 1 for the chosen wheel, 2... for the others that run and are asked for
+    )
+
+    @property
+    def variant(self) -> Variant:
+        return Variant(self.label.variant)
+
+    @property
+    def status(self) -> Literal["runs", "refused", "filtered"]:
+        if not self.runs:
+            return "refused"
+        return "filtered" if self.filtered else "runs"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.wheel.to_json(),
+            "name": self.name,
+            "version": self.version,
+            "tensorflow": self.tensorflow,
+            "tags": list(self.tags),
+            "label": self.label.to_json() if self.label.text else None,
+            "target": self.target,
+            "variant": self.variant,
+            "cuda": self.label.cuda,
+            "status": self.status,
+            "runs": self.runs,
+            "stage": self.stage,
+            "reason": self.reason,
+            "filtered": self.filtered,
+            "rank": self.rank,
+        }
+
+
+def _platform_arch_ok(arch: str, host: Host) -> bool:
+    machine = host.cpu.architecture
+    if arch == machine:
+        return True
+    # A POWER dump does not say its byte order; either wheel may fit.
+    return machine == "ppc64" and not host.cpu.byte_order_known and arch in ("ppc64", "ppc64le")
+
+
+def _platform_check(platform: str, host: Host) -> tuple[str | None, str | None]:
+    """(architecture refusal, glibc refusal) for one platform tag; None where it passes."""
+    if platform == "any":
+        return None, None
+    arch: str | None = None
+    glibc: tuple[int, int] | None = None
+    musl = False
+    if platform.startswith("linux_"):
+        arch = platform[len("linux_") :]
+    elif found := _MANYLINUX.match(platform):
+        glibc, arch = (int(found.group(1)), int(found.group(2))), found.group(3)
+    elif found := _MUSLLINUX.match(platform):
+        musl, arch = True, found.group(3)
+    else:
+        legacy, _, rest = platform.partition("_")
+        if legacy in _LEGACY_MANYLINUX and rest:
+            glibc, arch = _LEGACY_MANYLINUX[legacy], rest
+    if arch is None:
+        return f"built for another operating system ({platform})", None
+    if not _platform_arch_ok(arch, host):
+        return f"built for {arch} ({platform}), but the machine is {host.cpu.architecture}", None
+    if not host.live:
+        return None, None
+    if musl and host.glibc:
+        return None, f"built for musl libc ({platform}), but this machine runs glibc {host.glibc}"
+    if glibc is not None:
+        needed = f"{glibc[0]}.{glibc[1]}"
+        if host.glibc is None:
+            return (
+                None,
+                f"needs glibc {needed} or newer ({platform}), but this machine's C library is not glibc",
+            )
+        if version_key(host.glibc)[:2] < glibc:
+            return (
+                None,
+                f"needs glibc {needed} or newer ({platform}), but this machine has glibc {host.glibc}",
+            )
+    return None, None
+
+
+def python_rank(tag: Tag, host: Host) -> int:
+    """How well a tag's interpreter and ABI fit the host's Python: 3 exact, 2 abi3, 1 py3, 0 not."""
+    found = _INTERPRETER.match(tag.interpreter)
+    if not found:
+        return 0
+    kind, major, minor_text = found.group(1), int(found.group(2)), found.group(3)
+    minor = int(minor_text) if minor_text else None
+    host_major, host_minor = version_key(host.python)
+    if major != host_major:
+        return 0
+    if kind == "py" or minor is None:
+        return 1 if tag.abi == "none" and (minor is None or minor <= host_minor) else 0
+    if kind != host.implementation:
+        return 0
+    if tag.abi == "abi3":
+        return 2 if minor <= host_minor else 0
+    if minor != host_minor:
+        return 0
+    if tag.abi == "none":
+        return 2
+    return 3 if tag.abi.startswith(f"{kind}{major}{minor}") or tag.abi.startswith("pypy") else 0
+
+
+def _describe_tag(tag: Tag) -> str:
+    found = _INTERPRETER.match(tag.interpreter)
+    if not found:
+        return f"{tag.interpreter}-{tag.abi}"
+    kind, major, minor = found.group(1), found.group(2), found.group(3)
+    who = IMPLEMENTATIONS.get(kind, kind)
+    version = f"{major}.{minor}" if minor else major
+    if tag.abi == "abi3":
+        version += " or newer"
+    return f"{tag.interpreter}-{tag.abi} ({who} {version})"
+
+
+def _illegal(fit_reason: str, target: Microarchitecture, host: Host) -> str:
+    if target.vendor in (host.cpu.vendor, "generic"):
+        return f"would die with Illegal instruction: {fit_reason}"
+    return f"not for this CPU: {fit_reason}"
+
+
+def _cpu_check(
+    label: WheelLabel, receipt: Receipt | None, host: Host
+) -> tuple[bool, str, str | None]:
+    """(runs, reason, the target decided on) for the CPU part of a wheel."""
+    from archspec.cpu import TARGETS
+
+    target = label.target
+    source = "label"
+    if target is None and receipt is not None and receipt.target:
+        target, source = receipt.target, "receipt"
+    if target is None:
+        if label.other:
+            shown = ".".join(label.other)
+            return (
+                False,
+                f"its label segment {shown!r} names no CPU target tfbuild knows (no archspec "
+                "microarchitecture), and no receipt says what it was built for",
+                None,
+            )
+        return True, UNLABELLED_REASON, None
+    guard = set(host.guard)
+    if target == NATIVE:
+        if receipt is None:
+            return (
+                False,
+                "built with -march=native on some machine, and no receipt beside it says which "
+                "instructions it uses",
+                target,
+            )
+        if receipt.architecture and receipt.architecture != host.cpu.architecture:
+            return (
+                False,
+                f"built with -march=native on an {receipt.architecture} machine, but this one is "
+                f"{host.cpu.architecture}",
+                target,
+            )
+        if not receipt.covered:
+            return (
+                False,
+                "built with -march=native, and its receipt records no CPU features",
+                target,
+            )
+        missing = [f for f in receipt.covered if f not in guard]
+        if missing:
+            return (
+                False,
+                "would die with Illegal instruction: built with -march=native on a CPU with "
+                f"{', '.join(missing)}, which this CPU lacks (from its receipt)",
+                target,
+            )
+        return (
+            True,
+            f"built with -march=native; every feature its receipt records is here "
+            f"({', '.join(receipt.covered)})",
+            target,
+        )
+    if target not in TARGETS:
+        return (
+            False,
+            f"its receipt names the target {target!r}, which archspec does not know",
+            target,
+        )
+    micro = TARGETS[target]
+    fit = cpu.why_not(micro, host.cpu)
+    if not fit.runs:
+        return False, _illegal(fit.reason, micro, host), target
+    reason = fit.reason + (" (target from its receipt)" if source == "receipt" else "")
+    if receipt is not None:
+        missing = [f for f in receipt.covered if f not in guard]
+        if missing:
+            return (
+                False,
+                f"would die with Illegal instruction: its receipt says the compiler turned on "
+                f"{', '.join(missing)}, which this CPU lacks",
+                target,
+            )
+        if receipt.covered:
+            reason += "; every feature its receipt records is here"
+    return True, reason, target
+
+
+def _cuda_check(cuda: str, host: Host) -> tuple[bool, str]:
+    if host.driver_cuda is None and host.driver_source.startswith("NVIDIA driver"):
+        return (
+            False,
+            f"a CUDA {cuda} build, but the CUDA release the driver supports is unknown "
+            f"({host.driver_source}); state it with --driver-cuda X.Y",
+        )
+    if host.driver_cuda is None:
+        return False, f"a CUDA {cuda} build, but there is no GPU here ({host.driver_source})"
+    if version_key(host.driver_cuda)[:2] < version_key(cuda)[:2]:
+        from tfbuild.detect.nvidia import min_driver_for_cuda
+
+        minimum = min_driver_for_cuda(cuda)
+        need = f" (CUDA {cuda} needs driver {minimum} or newer)" if minimum else ""
+        return (
+            False,
+            f"a CUDA {cuda} build, but the driver supports only CUDA {host.driver_cuda}{need}",
+        )
+    return True, f"a CUDA {cuda} build; the driver supports CUDA {host.driver_cuda}"
+
+
+def evaluate(wheel: WheelFile, host: Host) -> Assessment:
+    """Does this wheel run on the host? The first failed check is the reason."""
+    name, version, _build, tagset = parse_wheel_filename(wheel.filename)
+    tags = sorted(tagset, key=str)
+    label = parse_label(spelt_label(wheel.filename) or version.local)
+
+    def assessment(
+        stage: Stage, reason: str, *, target: str | None = None, rank: int = 0
+    ) -> Assessment:
+        return Assessment(
+            wheel=wheel,
+            name=str(name),
+            version=spelt_version(wheel.filename),
+            tensorflow=version.public,
+            tags=tuple(str(t) for t in tags),
+            label=label,
+            target=target or label.target or (wheel.receipt.target if wheel.receipt else None),
+            runs=stage == "ok",
+            stage=stage,
+            reason=reason,
+            python_rank=rank,
+        )
+
+    checks = [(t, *_platform_check(t.platform, host)) for t in tags]
+    arch_ok = [(t, glibc) for t, arch, glibc in checks if arch is None]
+    if not arch_ok:
+        return assessment("platform", checks[0][1] or "")
+    fitting = [(t, glibc) for t, glibc in arch_ok if python_rank(t, host)]
+    if not fitting:
+        described = ", ".join(sorted({_describe_tag(t) for t, _ in arch_ok}))
+        return assessment(
+            "python",
+            f"built for {described}, not the {host.python_text} here ({host.python_source})",
+        )
+    usable = [t for t, glibc in fitting if glibc is None]
+    if not usable:
+        return assessment("glibc", fitting[0][1] or "")
+    rank = max(python_rank(t, host) for t in usable)
+    runs, reason, target = _cpu_check(label, wheel.receipt, host)
+    if not runs:
+        return assessment("cpu", reason, target=target, rank=rank)
+    if label.cuda:
+        cuda_ok, cuda_reason = _cuda_check(label.cuda, host)
+        if not cuda_ok:
+            return assessment("cuda", cuda_reason, target=target, rank=rank)
+        reason = f"{reason}; {cuda_reason}"
+    return assessment("ok", reason, target=target, rank=rank)

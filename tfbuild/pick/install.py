@@ -1,0 +1,91 @@
+"""``tfbuild pick --install``: pip installs the chosen wheel into an interpreter.
+
+The one edge after the choice: ``python -m pip install`` in a subprocess, and what came of it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfbuild.errors import EnvironmentProblem, UsageError
+from tfbuild.pick.compat import Assessment
+
+
+def check_install_here(*, install: bool, cpuinfo: Path | None) -> None:
+    """``--install`` installs on this machine: it cannot go with a ``--cpuinfo`` of another one."""
+    if install and cpuinfo is not None:
+        raise UsageError(
+            "--install and --cpuinfo together",
+            why="--install installs on this machine, --cpuinfo describes another one",
+            fix="Drop --cpuinfo to pick for this machine.",
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstallResult:
+    """What ``pip install`` did with the chosen wheel."""
+
+    wheel: str
+    python: str
+    command: tuple[str, ...]
+    returncode: int
+    output: tuple[str, ...]  # pip's last 40 lines, when captured (--json)
+
+    def error(self) -> EnvironmentProblem | None:
+        """The error to raise when pip failed (its output travels in the details), else None."""
+        if self.returncode == 0:
+            return None
+        last = next((line.strip() for line in reversed(self.output) if line.strip()), "")
+        return EnvironmentProblem(
+            f"pip could not install {self.wheel} into {self.python}",
+            why=f"pip exited with status {self.returncode}" + (f": {last}" if last else ""),
+            fix="Read pip's output above.",
+            details=self.output,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "wheel": self.wheel,
+            "python": self.python,
+            "command": list(self.command),
+            "returncode": self.returncode,
+            "output": list(self.output),
+        }
+
+
+def install(
+    assessment: Assessment, *, python: str, pip_args: Iterable[str] = (), capture: bool = False
+) -> InstallResult:
+    """``python -m pip install [pip_args] WHEEL``; check :meth:`InstallResult.error` after.
+
+    With ``capture`` pip's output is kept (its last 40 lines, for --json); otherwise it goes to
+    the terminal (standard error) as pip prints it.
+    """
+    argv = (python, "-m", "pip", "install", *pip_args, assessment.wheel.install_spec)
+    try:
+        proc = subprocess.run(  # argv built here, no shell
+            argv,
+            stdout=subprocess.PIPE if capture else sys.stderr,
+            stderr=subprocess.STDOUT if capture else None,
+            text=True,
+            errors="replace",
+            check=False,
+        )
+    except OSError as exc:
+        raise EnvironmentProblem(
+            f"cannot run {python} -m pip",
+            why=exc.strerror or str(exc),
+            fix="Give an interpreter with --pip-python PATH.",
+        ) from None
+    return InstallResult(
+        wheel=assessment.wheel.filename,
+        python=python,
+        command=argv,
+        returncode=proc.returncode,
+        output=tuple((proc.stdout or "").splitlines()[-40:]),
+    )
