@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from tfbuild.detect.cpuinfo import read_cpuinfo
-from tfbuild.plan import GIB, HostFacts, PlanOptions, make_plan
+from tfbuild.detect.host import HostFacts
+from tfbuild.plan import GIB, PlanOptions, make_plan
 from tfbuild.recipes import load_base_images, load_recipes
 from tfbuild.render import render_files
 
@@ -40,9 +41,7 @@ def _render_all() -> int:
     for recipe in recipes.recipes:
         variants = ["cpu", "mkl"] + (["cuda"] if recipe.cuda else [])
         for variant in variants:
-            plan = make_plan(
-                PlanOptions(tf=recipe.short, variant=variant), recipe, host, base_images=images
-            )  # type: ignore[arg-type]
+            plan = make_plan(PlanOptions(variant=variant), recipe, host, base_images=images)  # type: ignore[arg-type]
             render_files(plan)
             count += 1
     return count

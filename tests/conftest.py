@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from tfbuild.detect.cpuinfo import read_cpuinfo
-from tfbuild.plan import GIB, HostFacts
+from tfbuild.detect.host import HostFacts
+from tfbuild.plan import GIB
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Real /proc/cpuinfo dumps, kept beside the project (see ../shared/fixtures/cpuinfo/README.md).

@@ -12,12 +12,16 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tfbuild.errors import BuildFailed, EnvironmentProblem, UsageError
+if TYPE_CHECKING:
+    from tfbuild.engine import DockerEngine
+
+from tfbuild.errors import BuildFailed, EnvironmentProblem, UnsupportedError, UsageError
+from tfbuild.recipes import BaseImage
 
 #: Where each distribution's packages come from unless --mirror says otherwise.
 MIRRORS = {
@@ -36,7 +40,9 @@ DEFAULT_PACKAGES = ("binutils", "ca-certificates", "gcc", "libc6-dev", "python3"
 
 
 @dataclass(frozen=True, kw_only=True)
-class BaseImage:
+class MadeImage:
+    """What ``tfbuild base`` left on the engine."""
+
     tag: str
     image_id: str
     created: bool  # False when the tag already existed and was reused
@@ -96,7 +102,7 @@ def _stream(argv: Sequence[str], on_line: Callable[[str], None], what: str) -> N
 
 
 def make_base_image(
-    engine: Any,
+    engine: DockerEngine,
     *,
     suite: str = "bookworm",
     mirror: str | None = None,
@@ -104,12 +110,12 @@ def make_base_image(
     packages: Sequence[str] = DEFAULT_PACKAGES,
     force: bool = False,
     on_line: Callable[[str], None] = lambda _line: None,
-) -> BaseImage:
+) -> MadeImage:
     """The base image for ``suite``, made with debootstrap and imported; reused when it exists."""
     started = time.perf_counter()
     name = tag or default_tag(suite)
     if not force and engine.image_exists(name):
-        return BaseImage(tag=name, image_id=engine.image_id(name) or "", created=False, seconds=0.0)
+        return MadeImage(tag=name, image_id=engine.image_id(name) or "", created=False, seconds=0.0)
     _check_prerequisites(suite)
     source = mirror or MIRRORS[SUITES[suite]]
     workdir = Path(tempfile.mkdtemp(prefix="tfbuild-base-"))
@@ -150,6 +156,47 @@ def make_base_image(
         )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return BaseImage(
+    return MadeImage(
         tag=name, image_id=image_id, created=True, seconds=time.perf_counter() - started
     )
+
+
+# --- base images on the engine, for planning -----------------------------------------------------
+
+
+def local_base_image(engine: DockerEngine, tag: str, known: Mapping[str, BaseImage]) -> BaseImage:
+    """A base image made by ``tfbuild base``: its suite's facts from base-images.yaml, its own id."""
+    labels = engine.image_labels(tag)
+    if labels is None:
+        raise UnsupportedError(
+            f"unknown base image {tag!r}",
+            why=f"it is neither an entry of base-images.yaml ({', '.join(sorted(known))}) nor an "
+            "image on this engine",
+            fix="Make one with tfbuild base --suite SUITE --tag TAG, or name an entry.",
+        )
+    suite = labels.get("org.tfbuild.base")
+    facts = next((b for b in known.values() if b.suite == suite and b.cuda is None), None)
+    if suite is None or facts is None:
+        raise UnsupportedError(
+            f"{tag} cannot be a base image here",
+            why=f"it has no org.tfbuild.base label naming a known suite (it has {suite!r})",
+            fix="Use an image made by tfbuild base (bookworm, jammy or noble).",
+        )
+    return BaseImage(
+        name=tag,
+        reference=tag,
+        distro=facts.distro,
+        suite=facts.suite,
+        python=facts.python,
+        tcmalloc_package=facts.tcmalloc_package,
+        packaged_compilers=facts.packaged_compilers,
+        image_id=engine.image_id(tag),
+    )
+
+
+def canary_base_image(engine: DockerEngine) -> str:
+    """The canary's base image: the local one made by tfbuild base, else Debian 12 from the registry."""
+    from tfbuild import canary
+
+    local = default_tag(canary.SUITE)
+    return local if engine.image_exists(local) else "debian-12"

@@ -16,9 +16,9 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-LabelVariant = Literal["cpu", "mkl", "cuda"]
+from tfbuild.variants import Variant
 
 _GENERIC_LEVEL = re.compile(r"^x86_64_v(\d)$")
 _CUDA_SEGMENT = re.compile(r"^cu(\d{2,3})$")
@@ -36,12 +36,12 @@ def cuda_label(cuda: str) -> str:
     return f"cu{int(major)}{int(minor)}"
 
 
-def local_label(target: str, variant: LabelVariant, cuda: str | None = None) -> str:
+def local_label(target: str, variant: Variant, cuda: str | None = None) -> str:
     """The local version label of a wheel built for ``target`` in ``variant``."""
     segments = [cpu_label(target)]
-    if variant == "mkl":
+    if variant == Variant.mkl:
         segments.append("mkl")
-    if variant == "cuda":
+    if variant == Variant.cuda:
         if not cuda:
             raise ValueError("a CUDA label needs the CUDA version")
         segments.append(cuda_label(cuda))
@@ -83,7 +83,7 @@ class WheelLabel:
 
     text: str  # the local label as found (without "+")
     target: str | None  # an archspec target name, "native", or None when no segment names one
-    variant: LabelVariant
+    variant: Variant
     cuda: str | None  # "12.5" for cu125
     other: tuple[str, ...] = ()  # segments that are none of those (e.g. "selfbuilt")
 
@@ -102,16 +102,16 @@ def parse_label(local: str | None) -> WheelLabel:
     text = local or ""
     segments = [s for s in normalised(text).split(".") if s]
     cuda: str | None = None
-    variant: LabelVariant = "cpu"
+    variant = Variant.cpu
     rest: list[str] = []
     for segment in segments:
         match = _CUDA_SEGMENT.match(segment)
         if match:
             digits = match.group(1)
             cuda = f"{int(digits[:-1])}.{digits[-1]}"
-            variant = "cuda"
+            variant = Variant.cuda
         elif segment == "mkl" and variant != "cuda":
-            variant = "mkl"
+            variant = Variant.mkl
         else:
             rest.append(segment)
     by_label = _targets_by_label()

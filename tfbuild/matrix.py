@@ -15,18 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
+from tfbuild.detect.host import HostFacts
 from tfbuild.errors import TfbuildError, UsageError
-from tfbuild.plan import BaseImage, HostFacts, PlanOptions, Variant, make_plan
-from tfbuild.recipes import Recipe, RecipeSet
+from tfbuild.plan import PlanOptions, make_plan
+from tfbuild.recipes import BaseImage, Recipe, RecipeSet
 from tfbuild.tfversions import parse_version
+from tfbuild.variants import VARIANTS, Variant
 
 DEFAULT_TARGETS = ("x86_64_v2", "x86_64_v3", "x86_64_v4")
-DEFAULT_VARIANTS: tuple[Variant, ...] = ("cpu",)
-VARIANTS: tuple[Variant, ...] = ("cpu", "mkl", "cuda")
+DEFAULT_VARIANTS: tuple[Variant, ...] = (Variant.cpu,)
 #: GitHub Actions runs at most this many jobs from one matrix.
 GITHUB_MATRIX_LIMIT = 256
 _GIB = 1 << 30
@@ -133,12 +134,12 @@ def _variants(variants: list[str]) -> list[Variant]:
                 why=f"the variants are {', '.join(VARIANTS)}",
                 fix="Pass e.g. --variants cpu,cuda.",
             )
-    return [cast(Variant, v) for v in variants] or list(DEFAULT_VARIANTS)
+    return [Variant(v) for v in variants] or list(DEFAULT_VARIANTS)
 
 
 def _args(tf: str, python: str, target: str, variant: Variant) -> tuple[str, ...]:
     args = ["--tf", tf, "--python", python, "--target", target]
-    if variant != "cpu":
+    if variant != Variant.cpu:
         args.append(f"--{variant}")
     return tuple(args)
 
@@ -176,7 +177,6 @@ def build_matrix(
                         skipped.append(Skipped(name=name, reason=reason))
                         continue
                     options = PlanOptions(
-                        tf=recipe.short,
                         variant=variant,
                         target=target,
                         python=py,

@@ -30,7 +30,7 @@ RECIPES_ENV = "TFBUILD_RECIPES_DIR"
 # --- value checks: each returns None when fine, or a description of what is allowed ----------------
 
 _SAFE_TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9._~%/+=-]*)?$")
+_HTTPS_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9._~%/+=-]*)?$")
 _FLAG = re.compile(r"^-[A-Za-z0-9][A-Za-z0-9_=.,+:-]*$")
 _DEFINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]+$")
 _CAPABILITY = re.compile(r"^(sm|compute)_\d{2,3}[a-z]?$")
@@ -50,7 +50,7 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "version2": _pattern(re.compile(r"^\d+\.\d+$"), "a version X.Y, e.g. 3.11"),
     "version": _pattern(re.compile(r"^\d+(\.\d+){1,3}$"), "a dotted version, e.g. 12.5.1"),
     "token": _pattern(_SAFE_TOKEN, "letters, digits and . _ + - only"),
-    "url": _pattern(_URL, "an https:// URL without spaces, quotes or shell characters"),
+    "url": _pattern(_HTTPS_URL, "an https:// URL without spaces, quotes or shell characters"),
     "hex40": _pattern(re.compile(r"^[0-9a-f]{40}$"), "a full 40-digit git commit hash"),
     "hex64": _pattern(re.compile(r"^[0-9a-f]{64}$"), "a 64-digit sha256 in lower-case hex"),
     "compiler": _pattern(
@@ -468,10 +468,7 @@ def _recipe_files(directory: Path) -> Iterable[Path]:
 def load_recipes(extra_dirs: Sequence[Path] = ()) -> RecipeSet:
     """The shipped recipes, extended or overridden by ``extra_dirs`` (and ``$TFBUILD_RECIPES_DIR``)."""
     dirs = [data_dir("recipes")]
-    env = os.environ.get(RECIPES_ENV)
-    user_dirs = (
-        [*(Path(p) for p in env.split(os.pathsep) if p), *extra_dirs] if env else [*extra_dirs]
-    )
+    user_dirs = _user_dirs(extra_dirs)
     for directory in user_dirs:
         if not directory.is_dir():
             raise InputError(
@@ -504,18 +501,42 @@ BASE_IMAGES_FILE = "base-images.yaml"
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
-def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, Any]:
+@dataclass(frozen=True, kw_only=True)
+class BaseImage:
+    """An image a toolchain image is built on: pinned by digest in base-images.yaml, or a local
+    image made by ``tfbuild base`` (then ``image_id`` pins it, as its reference is a tag)."""
+
+    name: str
+    reference: str  # image@sha256:digest
+    distro: str
+    suite: str
+    python: str  # the distribution's python3 (X.Y)
+    tcmalloc_package: str
+    packaged_compilers: tuple[str, ...] = ()  # "clang-16", "gcc-12": what apt installs as is
+    cuda: str | None = None  # NVIDIA images: the CUDA toolkit inside
+    cudnn: str | None = None  # NVIDIA images: the cuDNN major inside (None: none)
+    image_id: str | None = None  # a local image (tfbuild base): its id, as the reference is a tag
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "reference": self.reference,
+            "image_id": self.image_id,
+            "distro": self.distro,
+            "suite": self.suite,
+            "python": self.python,
+            "tcmalloc_package": self.tcmalloc_package,
+            "packaged_compilers": list(self.packaged_compilers),
+            "cuda": self.cuda,
+            "cudnn": self.cudnn,
+        }
+
+
+def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, BaseImage]:
     """``base-images.yaml``: name -> BaseImage (pinned by digest). A user recipes directory may
     carry its own file, whose entries add to or replace the shipped ones."""
-    from tfbuild.plan import BaseImage
-
-    env = os.environ.get(RECIPES_ENV)
-    dirs = [
-        data_dir("recipes"),
-        *(Path(p) for p in (env or "").split(os.pathsep) if p),
-        *extra_dirs,
-    ]
-    images: dict[str, Any] = {}
+    dirs = [data_dir("recipes"), *_user_dirs(extra_dirs)]
+    images: dict[str, BaseImage] = {}
     for directory in dirs:
         path = directory / BASE_IMAGES_FILE
         if not path.is_file():
@@ -574,3 +595,45 @@ def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, Any]:
                 cudnn=None if extras["cudnn"] is None else str(extras["cudnn"]),
             )
     return images
+
+
+# --- pinned tools ---------------------------------------------------------------------------------
+
+TOOLS_FILE = "tools.yaml"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolPin:
+    """A tool the toolchain image downloads: its version and the sha256 of each architecture's file."""
+
+    name: str
+    version: str
+    sha256: dict[str, str]  # Debian architecture name (amd64, arm64) -> sha256
+
+
+def load_tools() -> dict[str, ToolPin]:
+    """``tools.yaml`` (shipped only: pins are reviewed with tfbuild, not overridden per site)."""
+    path = data_dir("recipes") / TOOLS_FILE
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"cannot read {path}", why=str(exc).splitlines()[0]) from None
+    tools: dict[str, ToolPin] = {}
+    for name, entry in (data or {}).items():
+        version = entry.get("version") if isinstance(entry, dict) else None
+        sums = entry.get("sha256") if isinstance(entry, dict) else None
+        if (
+            not isinstance(version, str)
+            or _SAFE_TOKEN.fullmatch(version) is None
+            or not isinstance(sums, dict)
+            or not sums
+            or not all(isinstance(v, str) and _CHECKS["hex64"](v) is None for v in sums.values())
+        ):
+            raise InputError(
+                f"invalid {path}: entry {name!r}",
+                why="each tool needs a version and a sha256 per architecture (64 hex digits)",
+            )
+        tools[str(name)] = ToolPin(
+            name=str(name), version=version, sha256={str(k): v for k, v in sums.items()}
+        )
+    return tools

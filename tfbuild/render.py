@@ -17,15 +17,8 @@ from typing import Any
 from tfbuild import __version__
 from tfbuild.errors import InputError, UnsupportedError
 from tfbuild.files import write_text
-from tfbuild.plan import (
-    BAZELISK_SHA256,
-    BAZELISK_VERSION,
-    CACHE_ROOT,
-    OUTPUT_DIR,
-    SOURCE_DIR,
-    BuildPlan,
-)
-from tfbuild.recipes import Recipe
+from tfbuild.plan import CACHE_ROOT, OUTPUT_DIR, SOURCE_DIR, BuildPlan
+from tfbuild.recipes import Recipe, load_tools
 from tfbuild.resources import data_dir
 
 #: apt.llvm.org's signing key ("Sylvestre Ledru - Debian LLVM packages"), as many public build
@@ -87,13 +80,14 @@ def render_files(plan: BuildPlan) -> dict[str, str]:
         }
     )
     arch = "arm64" if plan.architecture == "aarch64" else "amd64"
+    bazelisk = load_tools()["bazelisk"]
     context = {
         "plan": plan,
         "packages": packages,
         "tfbuild_version": __version__,
-        "bazelisk_version": BAZELISK_VERSION,
+        "bazelisk_version": bazelisk.version,
         "bazelisk_arch": arch,
-        "bazelisk_sha256": BAZELISK_SHA256[arch],
+        "bazelisk_sha256": bazelisk.sha256[arch],
         "llvm_fingerprint": LLVM_APT_FINGERPRINT,
         "source_dir": SOURCE_DIR,
         "output_dir": OUTPUT_DIR,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import recorded_host
+from tfbuild.detect.host import HostFacts
 from tfbuild.doctor import (
     Check,
     engine_checks,
@@ -13,7 +14,7 @@ from tfbuild.doctor import (
     resource_check,
 )
 from tfbuild.engine import EngineInfo
-from tfbuild.plan import GIB, BuildPlan, HostFacts, PlanOptions, make_plan
+from tfbuild.plan import GIB, BuildPlan, PlanOptions, make_plan
 from tfbuild.recipes import load_base_images, load_recipes
 
 
@@ -60,7 +61,7 @@ def test_a_remote_engines_disk_is_not_measured_here() -> None:
 def _plan(memory_gib: int, cpus: int) -> tuple[BuildPlan, HostFacts]:
     recipe = load_recipes().get("2.21")
     host = recorded_host("zen4", memory_gib=memory_gib, disk_gib=200, build_cpus=cpus)
-    return make_plan(PlanOptions(tf="2.21"), recipe, host, base_images=load_base_images()), host
+    return make_plan(PlanOptions(), recipe, host, base_images=load_base_images()), host
 
 
 def test_memory_for_less_than_one_compile_job_fails() -> None:
@@ -98,10 +99,10 @@ def test_the_expected_instructions_follow_the_planned_flags() -> None:
         ("haswell", ["ymm", "fma"]),
     ):
         host = recorded_host(machine, memory_gib=64, disk_gib=200)
-        plan = make_plan(PlanOptions(tf="2.21"), recipe, host, base_images=images)
+        plan = make_plan(PlanOptions(), recipe, host, base_images=images)
         assert expected_instructions(plan) == expected
     baseline = make_plan(
-        PlanOptions(tf="2.21", target="x86_64"),
+        PlanOptions(target="x86_64"),
         recipe,
         recorded_host("zen4", memory_gib=64, disk_gib=200),
         base_images=images,

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, recorded_host
+from tfbuild.detect.host import HostFacts
 from tfbuild.errors import EnvironmentProblem, UnsupportedError, UsageError
-from tfbuild.plan import GIB, BaseImage, HostFacts, PlanOptions, make_plan
-from tfbuild.recipes import Recipe, parse_recipe
+from tfbuild.plan import GIB, PlanOptions, make_plan
+from tfbuild.recipes import BaseImage, Recipe, parse_recipe
 
 MODEL = (ROOT / "recipes" / "tf-2.21.yaml").read_text()
 IMAGES = {
@@ -50,7 +51,7 @@ def plan(
     options: PlanOptions | None = None, recipe: Recipe | None = None, facts: HostFacts | None = None
 ):
     return make_plan(
-        options or PlanOptions(tf="2.21", variant="mkl"),
+        options or PlanOptions(variant="mkl"),
         recipe or recipe_221(),
         facts or host(),
         base_images=IMAGES,
@@ -85,9 +86,7 @@ def test_mkl_plan_for_this_zen5_host() -> None:
 
 
 def test_openmp_threading_adds_the_runtime_settings() -> None:
-    p = plan(
-        PlanOptions(tf="2.21", variant="mkl", mkl_threading="openmp"), facts=host("sapphirerapids")
-    )
+    p = plan(PlanOptions(variant="mkl", mkl_threading="openmp"), facts=host("sapphirerapids"))
     env = dict(p.runtime_env)
     assert p.bazel_configs == ("opt", "mkl")
     assert env["OMP_NUM_THREADS"] == "56"  # physical cores of that machine
@@ -97,7 +96,7 @@ def test_openmp_threading_adds_the_runtime_settings() -> None:
 
 
 def test_portable_target_never_takes_the_hosts_extras() -> None:
-    p = plan(PlanOptions(tf="2.21", variant="cpu", target="x86_64_v3"))
+    p = plan(PlanOptions(variant="cpu", target="x86_64_v3"))
     assert p.cflags == ("-march=x86-64-v3", "-mtune=generic")
     assert p.target_kind == "portable"
     assert p.bazel_configs == ("opt",)
@@ -105,17 +104,15 @@ def test_portable_target_never_takes_the_hosts_extras() -> None:
 
 def test_plan_for_another_machine_spells_its_flags() -> None:
     facts = host("haswell", machine_is_build_host=False)
-    p = plan(PlanOptions(tf="2.21", variant="cpu"), facts=facts)
+    p = plan(PlanOptions(variant="cpu"), facts=facts)
     assert p.cflags == ("-march=haswell", "-mtune=haswell")
     assert "linux-rhel7-haswell" in reason(p, "target")
 
 
 def test_native_for_another_machine_is_refused() -> None:
     with pytest.raises(UsageError, match="-march=native would describe the build host"):
-        plan(
-            PlanOptions(tf="2.21", native=True), facts=host("haswell", machine_is_build_host=False)
-        )
-    native = plan(PlanOptions(tf="2.21", native=True))
+        plan(PlanOptions(native=True), facts=host("haswell", machine_is_build_host=False))
+    native = plan(PlanOptions(native=True))
     assert native.cflags == ("-march=native",)
     assert native.label == "native"
     # What -march=native turns on is the build host's: recorded for tfbuild pick.
@@ -131,7 +128,7 @@ def test_python_choice() -> None:
     assert other.python == "3.13"
     assert "outside recipes/tf-2.21.yaml" in reason(other, "python")
     with pytest.raises(UnsupportedError) as caught:
-        plan(PlanOptions(tf="2.21", python="3.9"))
+        plan(PlanOptions(python="3.9"))
     assert "recipes/tf-2.21.yaml:" in caught.value.line()
     assert "allows 3.10, 3.11, 3.12, 3.13" in caught.value.line()
 
@@ -150,7 +147,7 @@ def test_resources_fit_memory(
     memory_gib: int, cpus: int, variant: str, jobs: int, jvm: int, ram: int
 ) -> None:
     facts = host(build_memory_bytes=memory_gib * GIB, build_cpus=cpus)
-    p = plan(PlanOptions(tf="2.21", variant=variant), facts=facts)  # type: ignore[arg-type]
+    p = plan(PlanOptions(variant=variant), facts=facts)  # type: ignore[arg-type]
     assert (p.resources.jobs, p.resources.jvm_heap_mb, p.resources.local_ram_mb) == (jobs, jvm, ram)
     assert f"--jobs={jobs}" in p.build_options
     assert f"--local_ram_resources={ram}" in p.build_options
@@ -158,7 +155,7 @@ def test_resources_fit_memory(
 
 
 def test_resource_overrides() -> None:
-    p = plan(PlanOptions(tf="2.21", jobs=7, local_ram_mb=3000, jvm_heap_mb=900))
+    p = plan(PlanOptions(jobs=7, local_ram_mb=3000, jvm_heap_mb=900))
     assert (p.resources.jobs, p.resources.local_ram_mb, p.resources.jvm_heap_mb) == (7, 3000, 900)
     assert "asked for with --jobs" in reason(p, "jobs")
 
@@ -166,32 +163,25 @@ def test_resource_overrides() -> None:
 def test_disk_check() -> None:
     with pytest.raises(EnvironmentProblem, match=r"10.0 GiB free, about 40 GiB needed"):
         plan(facts=host(build_disk_free_bytes=10 * GIB))
-    p = plan(
-        PlanOptions(tf="2.21", skip_disk_check=True), facts=host(build_disk_free_bytes=10 * GIB)
-    )
+    p = plan(PlanOptions(skip_disk_check=True), facts=host(build_disk_free_bytes=10 * GIB))
     assert p.resources.disk_free_gib == 10.0
 
 
 def test_caches_and_remote() -> None:
-    p = plan(
-        PlanOptions(tf="2.21", remote_cache="grpcs://cache.example.org:443", cache_volume="team")
-    )
+    p = plan(PlanOptions(remote_cache="grpcs://cache.example.org:443", cache_volume="team"))
     assert "--remote_cache=grpcs://cache.example.org:443" in p.build_options
     assert "--disk_cache=/cache/disk" in p.build_options
     assert "--repository_cache=/cache/repository" in p.build_options
     assert p.cache_volume == "team"
-    assert (
-        "--disk_cache=/cache/disk"
-        not in plan(PlanOptions(tf="2.21", disk_cache=False)).build_options
-    )
+    assert "--disk_cache=/cache/disk" not in plan(PlanOptions(disk_cache=False)).build_options
 
 
 @pytest.mark.parametrize(
     "options",
     [
-        PlanOptions(tf="2.21", remote_cache="grpc://cache:9092; rm -rf /"),
-        PlanOptions(tf="2.21", remote_executor="http://x/$(id)"),
-        PlanOptions(tf="2.21", cache_volume="vol\nRUN x"),
+        PlanOptions(remote_cache="grpc://cache:9092; rm -rf /"),
+        PlanOptions(remote_executor="http://x/$(id)"),
+        PlanOptions(cache_volume="vol\nRUN x"),
     ],
 )
 def test_hostile_options_are_rejected(options: PlanOptions) -> None:
@@ -203,7 +193,7 @@ def test_hostile_options_are_rejected(options: PlanOptions) -> None:
 
 
 def test_cuda_without_gpu_uses_the_release_defaults() -> None:
-    p = plan(PlanOptions(tf="2.21", variant="cuda"))
+    p = plan(PlanOptions(variant="cuda"))
     assert p.cuda is not None
     assert (p.cuda.cuda, p.cuda.cudnn) == ("12.5.1", "9.3.0")
     assert p.cuda.capabilities == ("sm_60", "sm_70", "sm_80", "sm_89", "compute_90")
@@ -216,7 +206,7 @@ def test_cuda_follows_the_driver_and_the_gpus() -> None:
     facts = host(
         driver_version="550.54.15", driver_cuda="12.4", gpu_capabilities=("8.9", "8.6", "8.9")
     )
-    p = plan(PlanOptions(tf="2.21", variant="cuda"), facts=facts)
+    p = plan(PlanOptions(variant="cuda"), facts=facts)
     assert p.cuda is not None
     assert p.cuda.cuda == "12.4.1"
     assert p.cuda.capabilities == ("sm_86", "sm_89", "compute_89")
@@ -226,7 +216,7 @@ def test_cuda_follows_the_driver_and_the_gpus() -> None:
 def test_driver_too_old_says_what_to_change() -> None:
     facts = host(driver_version="535.129.03", driver_cuda="12.2")
     with pytest.raises(UnsupportedError) as caught:
-        plan(PlanOptions(tf="2.21", variant="cuda", cuda_version="12.5.1"), facts=facts)
+        plan(PlanOptions(variant="cuda", cuda_version="12.5.1"), facts=facts)
     line = caught.value.line()
     assert "NVIDIA driver 535.129.03 is too old for CUDA 12.5.1" in line
     assert "Upgrade the driver to 555.42.02 or newer" in line
@@ -235,22 +225,22 @@ def test_driver_too_old_says_what_to_change() -> None:
 def test_gpu_newer_than_the_toolkit_is_refused() -> None:
     facts = host(driver_version="575.51.03", driver_cuda="12.9", gpu_capabilities=("12.0",))
     with pytest.raises(UnsupportedError, match=r"cannot compile for compute capability 12\.0"):
-        plan(PlanOptions(tf="2.21", variant="cuda"), facts=facts)
+        plan(PlanOptions(variant="cuda"), facts=facts)
 
 
 def test_explicit_capabilities() -> None:
-    p = plan(PlanOptions(tf="2.21", variant="cuda", cuda_capabilities=("sm_80", "9.0")))
+    p = plan(PlanOptions(variant="cuda", cuda_capabilities=("sm_80", "9.0")))
     assert p.cuda is not None
     assert p.cuda.capabilities == ("sm_80", "sm_90", "compute_90")
     with pytest.raises(UsageError, match="not a compute capability"):
-        plan(PlanOptions(tf="2.21", variant="cuda", cuda_capabilities=("ampere",)))
+        plan(PlanOptions(variant="cuda", cuda_capabilities=("ampere",)))
 
 
 def test_cuda_for_a_recipe_without_a_cuda_row() -> None:
     text = MODEL[: MODEL.index("cuda:\n")]
     recipe = parse_recipe(text, path="recipes/tf-2.21.yaml")
     with pytest.raises(UnsupportedError, match="has no CUDA row"):
-        plan(PlanOptions(tf="2.21", variant="cuda"), recipe=recipe)
+        plan(PlanOptions(variant="cuda"), recipe=recipe)
 
 
 def test_a_config_missing_from_the_release_is_refused() -> None:
@@ -261,7 +251,7 @@ def test_a_config_missing_from_the_release_is_refused() -> None:
 
 
 def test_every_choice_has_a_reason() -> None:
-    p = plan(PlanOptions(tf="2.21", variant="cuda"))
+    p = plan(PlanOptions(variant="cuda"))
     whats = {r.what for r in p.reasons}
     assert {
         "recipe",

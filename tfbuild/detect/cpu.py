@@ -23,8 +23,6 @@ from tfbuild.errors import UnsupportedError, UsageError
 if TYPE_CHECKING:
     from archspec.cpu import Microarchitecture
 
-X86_FAMILIES = ("x86_64",)
-
 
 @functools.cache
 def _targets() -> dict[str, Microarchitecture]:

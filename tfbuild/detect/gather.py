@@ -15,7 +15,6 @@ from tfbuild.detect.report import (
     tensorflow_support,
 )
 from tfbuild.errors import UsageError
-from tfbuild.plan import HostFacts
 
 
 def gather(
@@ -76,33 +75,4 @@ def gather(
         cuda=cuda,
         nvidia=nvidia,
         tensorflow=support,
-    )
-
-
-def host_facts(*, cpuinfo: Path | None = None, with_gpu: bool = False) -> HostFacts:
-    """What the planner needs: the machine the wheel is for, and this build host's resources."""
-    from tfbuild.detect.system import system_info
-
-    system = system_info()
-    machine = read_cpuinfo(cpuinfo) if cpuinfo else cpu.host_cpuinfo()
-    driver_version = driver_cuda = None
-    capabilities: tuple[str, ...] = ()
-    if with_gpu and cpuinfo is None:
-        from tfbuild.detect.nvidia import detect_nvidia
-
-        nvidia = detect_nvidia()
-        if nvidia.driver is not None:
-            driver_version, driver_cuda = nvidia.driver.version, nvidia.driver.cuda_version
-        capabilities = tuple(g.compute_capability for g in nvidia.gpus if g.compute_capability)
-    return HostFacts(
-        machine=machine,
-        machine_is_build_host=cpuinfo is None,
-        build_cpus=system.usable_cpus,
-        build_memory_bytes=system.memory.usable_bytes,
-        build_disk_path=system.disk.path if system.disk else None,
-        build_disk_free_bytes=system.disk.free_bytes if system.disk else None,
-        python=".".join(system.python.version.split(".")[:2]),
-        driver_version=driver_version,
-        driver_cuda=driver_cuda,
-        gpu_capabilities=capabilities,
     )

@@ -1,0 +1,39 @@
+"""The build plan: options + recipe + host facts -> one frozen, fully resolved BuildPlan.
+
+Everything here is a pure function. Every choice is recorded with the reason for it, so
+``tfbuild plan`` can print *why* as well as *what*. The renderer turns a plan into files without
+making any decision of its own.
+
+The rooms: ``model`` (the data), ``toolchain`` (Python and compiler), ``target`` (CPU flags),
+``resources`` (jobs, memory, disk), ``cuda`` (toolkit, cuDNN, GPUs), ``bazel`` (configs, rc lines,
+options) and ``make`` (``make_plan``, which asks each of them in turn).
+"""
+
+from tfbuild.plan.make import make_plan, with_jobs
+from tfbuild.plan.model import (
+    CACHE_ROOT,
+    GIB,
+    MIB,
+    OUTPUT_DIR,
+    SOURCE_DIR,
+    BuildPlan,
+    CudaPlan,
+    PlanOptions,
+    Reason,
+    Resources,
+)
+
+__all__ = [
+    "CACHE_ROOT",
+    "GIB",
+    "MIB",
+    "OUTPUT_DIR",
+    "SOURCE_DIR",
+    "BuildPlan",
+    "CudaPlan",
+    "PlanOptions",
+    "Reason",
+    "Resources",
+    "make_plan",
+    "with_jobs",
+]

@@ -1,0 +1,195 @@
+"""bazel: the variant's configs and runtime settings, the ./configure rc lines, bazel's options.
+
+This is where decisions become bazel's spelling: ``--config`` names, ``.tf_configure.bazelrc``
+lines, and the startup and per-build options (resources, caches).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tfbuild import tfversions
+from tfbuild.detect.host import HostFacts
+from tfbuild.errors import UnsupportedError
+from tfbuild.plan.cuda import plan_cuda
+from tfbuild.plan.model import CACHE_ROOT, CudaPlan, PlanOptions, Reason, Resources
+from tfbuild.recipes import Recipe
+from tfbuild.variants import MklThreading, Variant
+
+
+@dataclass(frozen=True, kw_only=True)
+class VariantChoice:
+    """What the variant (cpu, mkl, cuda) adds: bazel configs, runtime settings, the CUDA plan."""
+
+    configs: tuple[str, ...]  # --config=X on the command line, "opt" first
+    runtime_env: tuple[tuple[str, str], ...]
+    cuda: CudaPlan | None
+    reasons: tuple[Reason, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BazelRc:
+    """What TensorFlow's ./configure would have written, and the wheel target it builds."""
+
+    lines: tuple[str, ...]
+    build_target: str
+    wheel_name: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BazelOptions:
+    startup: tuple[str, ...]
+    build: tuple[str, ...]
+    reasons: tuple[Reason, ...]
+
+
+def _quoted(value: str) -> str:
+    return '"' + value + '"'
+
+
+def choose_variant(
+    options: PlanOptions, recipe: Recipe, host: HostFacts, family: str
+) -> VariantChoice:
+    """The bazel configs, runtime environment and CUDA plan of the variant (cpu, mkl, cuda)."""
+    version = recipe.version
+    reasons: list[Reason] = []
+    configs: list[str] = ["opt"]
+    runtime: list[tuple[str, str]] = []
+    cuda_plan: CudaPlan | None = None
+    if options.variant == Variant.mkl:
+        config = "mkl_threadpool" if options.mkl_threading == MklThreading.threadpool else "mkl"
+        configs.append(config)
+        if options.mkl_threading == MklThreading.threadpool:
+            why = (
+                "oneDNN forced on (ENABLE_MKL) with TensorFlow's own Eigen thread pool, like the "
+                "stock wheel's threading: no OpenMP runtime to tune, so no slowdown from untuned "
+                "OMP/KMP settings (easyblocks#2577, tensorflow#36874)"
+            )
+        else:
+            why = (
+                "oneDNN with OpenMP (--mkl-threading openmp); needs the OMP/KMP runtime settings "
+                "in the runtime env file or it runs slower than stock"
+            )
+            cores = host.machine.physical_cores or host.build_cpus
+            sockets = host.machine.sockets or 1
+            runtime.extend(
+                [
+                    ("OMP_NUM_THREADS", str(cores)),
+                    ("KMP_BLOCKTIME", "1"),
+                    ("KMP_AFFINITY", "granularity=fine,compact,1,0"),
+                    ("TF_NUM_INTRAOP_THREADS", str(cores)),
+                    ("TF_NUM_INTEROP_THREADS", str(sockets)),
+                ]
+            )
+        reasons.append(Reason(what="bazel config", value=config, why=why))
+    elif options.variant == Variant.cuda:
+        cuda_plan, cuda_reasons = plan_cuda(options, recipe, host)
+        reasons.extend(cuda_reasons)
+        configs.append("cuda_clang" if family == "clang" else "cuda")
+        if tfversions.cuda_wheel_config(version):
+            configs.append("cuda_wheel")
+    for name in configs:
+        if name != "opt" and name not in recipe.configs:
+            raise UnsupportedError(
+                f"TensorFlow {recipe.short} has no bazel config '{name}'",
+                why=f"{recipe.where('configs')} lists {', '.join(recipe.configs)}",
+                fix="Fix the recipe's configs list, or choose another variant.",
+            )
+    return VariantChoice(
+        configs=tuple(configs), runtime_env=tuple(runtime), cuda=cuda_plan, reasons=tuple(reasons)
+    )
+
+
+def configure_rc(
+    *,
+    options: PlanOptions,
+    recipe: Recipe,
+    family: str,
+    compiler_path: str,
+    cflags: tuple[str, ...],
+    python: str,
+    cuda_plan: CudaPlan | None,
+) -> BazelRc:
+    """What TensorFlow's ./configure would have written (.tf_configure.bazelrc), plus the wheel."""
+    rc: list[str] = [
+        f"build --action_env PYTHON_BIN_PATH={_quoted('/usr/bin/python3')}",
+        f"build --python_path={_quoted('/usr/bin/python3')}",
+    ]
+    if family == "clang":
+        rc += [
+            f"build --action_env CLANG_COMPILER_PATH={_quoted(compiler_path)}",
+            f"build --repo_env=CC={compiler_path}",
+            f"build --repo_env=BAZEL_COMPILER={compiler_path}",
+        ]
+    else:
+        rc += [
+            f"build --action_env CC={_quoted(compiler_path)}",
+            f"build --repo_env=CC={compiler_path}",
+        ]
+    for flag in (*cflags, *recipe.copts):
+        rc.append(f"build:opt --copt={flag}")
+    # Host tools (protoc, code generators) run on the build machine during the build: they get the
+    # warning flags but never the target's -march, which the build machine may not have.
+    for flag in recipe.copts:
+        rc.append(f"build:opt --host_copt={flag}")
+    for define in recipe.defines:
+        rc.append(f"build --define={define}")
+    if recipe.hermetic_python:
+        for env in tfversions.PYTHON_VERSION_ENVS:
+            rc.append(f"build --repo_env={env}={_quoted(python)}")
+    if cuda_plan is not None:
+        caps = ",".join(cuda_plan.capabilities)
+        if cuda_plan.hermetic:
+            rc += [
+                f"build:cuda --repo_env HERMETIC_CUDA_VERSION={_quoted(cuda_plan.cuda)}",
+                f"build:cuda --repo_env HERMETIC_CUDNN_VERSION={_quoted(cuda_plan.cudnn)}",
+                f"build:cuda --repo_env HERMETIC_CUDA_COMPUTE_CAPABILITIES={_quoted(caps)}",
+            ]
+        else:
+            rc += [
+                f"build --action_env TF_CUDA_VERSION={_quoted(cuda_plan.cuda)}",
+                f"build --action_env TF_CUDNN_VERSION={_quoted(cuda_plan.cudnn.split('.')[0])}",
+                f"build --action_env TF_CUDA_PATHS={_quoted('/usr/local/cuda,/usr')}",
+                f"build --action_env TF_CUDA_COMPUTE_CAPABILITIES={_quoted(caps)}",
+            ]
+        if family == "clang":
+            rc.append(f"build --action_env CLANG_CUDA_COMPILER_PATH={_quoted(compiler_path)}")
+    wheel_name = {"cuda": "tensorflow"}.get(options.variant, "tensorflow_cpu")
+    if recipe.wheel_flow == "wheel":
+        rc.append(f"build --repo_env=WHEEL_NAME={wheel_name}")
+        build_target = "//tensorflow/tools/pip_package:wheel"
+    else:
+        build_target = "//tensorflow/tools/pip_package:build_pip_package"
+    if recipe.pywrap_rules:
+        rc.append("build --repo_env=USE_PYWRAP_RULES=1")
+        # 2.20+: a release wheel (no .dev0+selfbuilt suffix in its version).
+        rc.append("build --repo_env=ML_WHEEL_TYPE=release")
+
+    return BazelRc(lines=tuple(rc), build_target=build_target, wheel_name=wheel_name)
+
+
+def bazel_options(options: PlanOptions, resources: Resources) -> BazelOptions:
+    """bazel's startup options and the per-build options (resources and caches)."""
+    reasons: list[Reason] = []
+    startup = (
+        f"--output_user_root={CACHE_ROOT}/output",
+        f"--host_jvm_args=-Xmx{resources.jvm_heap_mb}m",
+    )
+    build_options = [
+        f"--jobs={resources.jobs}",
+        f"--local_ram_resources={resources.local_ram_mb}",
+        f"--repository_cache={CACHE_ROOT}/repository",
+    ]
+    if options.disk_cache:
+        build_options.append(f"--disk_cache={CACHE_ROOT}/disk")
+    if options.remote_cache:
+        build_options.append(f"--remote_cache={options.remote_cache}")
+        reasons.append(
+            Reason(
+                what="remote cache", value=options.remote_cache, why="asked for; shared by a team"
+            )
+        )
+    if options.remote_executor:
+        build_options.append(f"--remote_executor={options.remote_executor}")
+
+    return BazelOptions(startup=startup, build=tuple(build_options), reasons=tuple(reasons))

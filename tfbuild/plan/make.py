@@ -1,0 +1,246 @@
+"""make_plan: options + recipe + host facts -> one BuildPlan, each choice with its reason."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from tfbuild.detect.host import HostFacts
+from tfbuild.errors import UnsupportedError, UsageError
+from tfbuild.labels import local_label
+from tfbuild.plan.bazel import bazel_options, choose_variant, configure_rc
+from tfbuild.plan.model import BuildPlan, CudaPlan, PlanOptions, Reason
+from tfbuild.plan.resources import choose_resources
+from tfbuild.plan.target import choose_target
+from tfbuild.plan.toolchain import choose_python, choose_toolchain
+from tfbuild.recipes import BaseImage, Recipe
+from tfbuild.variants import Variant
+
+#: A remote cache or executor: a plain URL, nothing a shell or bazel could read as more.
+_REMOTE_URL = re.compile(r"^(grpcs?|https?)://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9._~%/+=-]*)?$")
+_VOLUME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+def _check_options(options: PlanOptions) -> None:
+    for label, value in (
+        ("remote cache", options.remote_cache),
+        ("remote executor", options.remote_executor),
+    ):
+        if value is not None and not _REMOTE_URL.match(value):
+            raise UsageError(
+                f"--{label.replace(' ', '-')} {value!r} is not a plain URL",
+                why="it must be grpc://, grpcs://, http:// or https:// with no spaces, quotes or "
+                "shell characters",
+                fix="Pass e.g. grpcs://cache.example.org:443.",
+            )
+    if not _VOLUME.match(options.cache_volume):
+        raise UsageError(
+            f"--cache-volume {options.cache_volume!r} is not a Docker volume name",
+            fix="Use letters, digits, '_', '.' or '-'.",
+        )
+
+
+def _choose_base_image(
+    options: PlanOptions, recipe: Recipe, base_images: dict[str, BaseImage]
+) -> tuple[BaseImage, Reason]:
+    """The recipe's base image (its CUDA row's for an older CUDA build), or --base-image."""
+    if recipe.base_image not in base_images:
+        raise UnsupportedError(
+            f"unknown base image {recipe.base_image!r} in {recipe.where('base_image')}",
+            why=f"base-images.yaml has {', '.join(sorted(base_images))}",
+            fix="Add the image to base-images.yaml or use one of those.",
+        )
+    image_key = options.base_image or recipe.base_image
+    if options.base_image and options.base_image not in base_images:
+        raise UnsupportedError(
+            f"unknown base image {options.base_image!r}",
+            why=f"known: {', '.join(sorted(base_images))}",
+            fix="Name an entry of base-images.yaml, or a local image made by tfbuild base.",
+        )
+    if (
+        options.base_image is None
+        and options.variant == Variant.cuda
+        and recipe.cuda
+        and not recipe.cuda.hermetic
+    ):
+        image_key = recipe.cuda.base_image or image_key
+        if image_key not in base_images:
+            raise UnsupportedError(
+                f"unknown base image {image_key!r} in {recipe.where('cuda')}",
+                why=f"base-images.yaml has {', '.join(sorted(base_images))}",
+                fix="Add the image to base-images.yaml.",
+            )
+    base = base_images[image_key]
+    why = (
+        "asked for with --base-image"
+        + (f" (local image {base.image_id}, made by tfbuild base)" if base.image_id else "")
+        if options.base_image
+        else "pinned by digest in base-images.yaml; it ships the recipe's compiler"
+    )
+    return base, Reason(what="base image", value=base.reference, why=why)
+
+
+def _image_python(
+    options: PlanOptions, recipe: Recipe, base: BaseImage, python: str
+) -> Reason | None:
+    """Before 2.14 bazel builds with the image's own Python: the wheel is for that version."""
+    if recipe.hermetic_python or python == base.python:
+        return None
+    if options.python is not None:
+        raise UnsupportedError(
+            f"TensorFlow {recipe.short} cannot be built for Python {python} here",
+            why=f"it builds with the toolchain image's Python ({base.python} on {base.name}); "
+            "hermetic Python arrived in 2.14",
+            fix=f"Use --python {base.python}, or TensorFlow 2.14 or newer.",
+        )
+    return Reason(
+        what="python",
+        value=base.python,
+        why=f"TensorFlow {recipe.short} builds with the image's Python (no hermetic "
+        "Python before 2.14)",
+    )
+
+
+def _tcmalloc(host: HostFacts, base: BaseImage) -> tuple[tuple[str, str], Reason]:
+    multiarch = (
+        "aarch64-linux-gnu" if host.machine.architecture == "aarch64" else "x86_64-linux-gnu"
+    )
+    tcmalloc = f"/usr/lib/{multiarch}/libtcmalloc.so.4"
+    reason = Reason(
+        what="TCMalloc",
+        value=f"{base.tcmalloc_package}, LD_PRELOAD={tcmalloc}",
+        why="TensorFlow has no TCMalloc build option; preloading gperftools' TCMalloc at run "
+        "time is the established practice, can be switched off per process, and keeps "
+        "TensorFlow's shared objects as upstream links them",
+    )
+    return ("LD_PRELOAD", tcmalloc), reason
+
+
+def _label(
+    options: PlanOptions, target: str, cuda_plan: CudaPlan | None
+) -> tuple[str | None, Reason]:
+    if not options.label:
+        return None, Reason(what="label", value="none", why="asked for with --no-label")
+    label = local_label(target, options.variant, cuda_plan.cuda if cuda_plan else None)
+    why = (
+        "the wheel's PEP 440 local version label: what it was built for, so that wheels for "
+        "several targets can sit side by side and tfbuild pick can choose"
+    )
+    return label, Reason(what="label", value=f"+{label}", why=why)
+
+
+def with_jobs(plan: BuildPlan, jobs: int, *, why: str) -> BuildPlan:
+    """The same plan with bazel's ``--jobs`` changed (a retry after the compiler was OOM-killed)."""
+    return replace(
+        plan,
+        build_options=tuple(
+            f"--jobs={jobs}" if option.startswith("--jobs=") else option
+            for option in plan.build_options
+        ),
+        resources=replace(plan.resources, jobs=jobs),
+        reasons=(*plan.reasons, Reason(what="jobs", value=str(jobs), why=why)),
+    )
+
+
+def make_plan(
+    options: PlanOptions,
+    recipe: Recipe,
+    host: HostFacts,
+    *,
+    base_images: dict[str, BaseImage],
+) -> BuildPlan:
+    """Resolve every choice of a build, with its reason."""
+    _check_options(options)
+    reasons: list[Reason] = [
+        Reason(what="recipe", value=recipe.path, why=f"TensorFlow {recipe.tensorflow}")
+    ]
+    warnings: list[str] = []
+
+    python_reason = choose_python(options, recipe, host)
+    reasons.append(python_reason)
+    base, base_reason = _choose_base_image(options, recipe, base_images)
+    reasons.append(base_reason)
+    toolchain = choose_toolchain(options, recipe, base)
+    reasons.extend(toolchain.reasons)
+
+    target = choose_target(options, recipe, host)
+    reasons.extend(target.reasons)
+    if target.flags is not None:
+        warnings.extend(target.flags.warnings)
+        if target.flags.uncovered:
+            warnings.append(
+                f"{recipe.compiler} cannot enable {', '.join(target.flags.uncovered)}: the wheel "
+                "will still name them at import"
+            )
+
+    python = python_reason.value
+    image_python = _image_python(options, recipe, base, python)
+    if image_python is not None:
+        python = image_python.value
+        reasons.append(image_python)
+
+    resources, resource_reasons = choose_resources(options, host)
+    reasons.extend(resource_reasons)
+
+    variant = choose_variant(options, recipe, host, toolchain.family)
+    reasons.extend(variant.reasons)
+
+    preload, tcmalloc_reason = _tcmalloc(host, base)
+    reasons.append(tcmalloc_reason)
+
+    rc = configure_rc(
+        options=options,
+        recipe=recipe,
+        family=toolchain.family,
+        compiler_path=toolchain.compiler_path,
+        cflags=target.cflags,
+        python=python,
+        cuda_plan=variant.cuda,
+    )
+
+    bazel = bazel_options(options, resources)
+    reasons.extend(bazel.reasons)
+
+    wheel_label, label_reason = _label(options, target.name, variant.cuda)
+    reasons.append(label_reason)
+
+    return BuildPlan(
+        tensorflow=recipe.tensorflow,
+        recipe=recipe.path,
+        source={
+            "git": recipe.git,
+            "tag": recipe.tag,
+            "commit": recipe.commit,
+            "tarball": recipe.tarball,
+            "sha256": recipe.sha256,
+        },
+        architecture=host.machine.architecture,
+        variant=options.variant,
+        python=python,
+        compiler=recipe.compiler,
+        compiler_path=toolchain.compiler_path,
+        compiler_packages=toolchain.compiler_packages,
+        llvm_apt_suite=toolchain.llvm_apt_suite,
+        extra_packages=toolchain.extra_packages,
+        target=target.name,
+        target_kind=target.kind,
+        cflags=target.cflags,
+        coverage=target.coverage,
+        base_image=base,
+        bazel=recipe.bazel,
+        bazel_configs=variant.configs,
+        rc_lines=rc.lines,
+        build_options=bazel.build,
+        startup_options=bazel.startup,
+        build_target=rc.build_target,
+        wheel_flow=recipe.wheel_flow,
+        wheel_name=rc.wheel_name,
+        cache_volume=options.cache_volume,
+        runtime_env=(preload, *variant.runtime_env),
+        resources=resources,
+        cuda=variant.cuda,
+        reasons=tuple(reasons),
+        warnings=tuple(dict.fromkeys(warnings)),
+        standin=options.standin,
+        label=wheel_label,
+    )

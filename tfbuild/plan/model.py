@@ -1,0 +1,171 @@
+"""The plan's data: what the user asked for (PlanOptions) and the resolved build (BuildPlan).
+
+Frozen values only; the decisions that fill them live in the other modules of this package.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tfbuild.recipes import BaseImage
+from tfbuild.variants import MklThreading, Variant
+
+MIB = 1024**2
+GIB = 1024**3
+
+#: Paths inside the build container (the cache volume, the source and the output mounts).
+CACHE_ROOT = "/cache"
+SOURCE_DIR = "/src"
+OUTPUT_DIR = "/out"
+
+TargetKind = Literal["machine", "portable", "native"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanOptions:
+    """What the planner is asked: the choices of one build, typed (PlanArgs.options makes them)."""
+
+    variant: Variant = Variant.cpu
+    mkl_threading: MklThreading = MklThreading.threadpool
+    target: str | None = None  # a portable archspec target; None = the machine described
+    native: bool = False  # literal -march=native (only for a build on the machine itself)
+    python: str | None = None
+    jobs: int | None = None
+    local_ram_mb: int | None = None
+    jvm_heap_mb: int | None = None
+    cache_volume: str = "tfbuild-cache"
+    disk_cache: bool = True
+    remote_cache: str | None = None
+    remote_executor: str | None = None
+    cuda_capabilities: tuple[str, ...] = ()
+    cuda_version: str | None = None
+    cudnn_version: str | None = None
+    skip_disk_check: bool = False
+    base_image: str | None = None  # a key of base_images instead of the recipe's (--base-image)
+    standin: bool = False  # the canary: `bazel` is the stand-in script of the source tree
+    label: bool = True  # put the target in the wheel's PEP 440 local version label (+x86_64v4)
+
+    def __post_init__(self) -> None:
+        # Callers (tests, the matrix) may pass the plain text; the plan holds the enum members.
+        object.__setattr__(self, "variant", Variant(self.variant))
+        object.__setattr__(self, "mkl_threading", MklThreading(self.mkl_threading))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reason:
+    what: str
+    value: str
+    why: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"what": self.what, "value": self.value, "why": self.why}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaPlan:
+    hermetic: bool
+    cuda: str
+    cudnn: str
+    capabilities: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "hermetic": self.hermetic,
+            "cuda": self.cuda,
+            "cudnn": self.cudnn,
+            "capabilities": list(self.capabilities),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resources:
+    jobs: int
+    local_ram_mb: int
+    jvm_heap_mb: int
+    disk_needed_gib: int
+    disk_free_gib: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jobs": self.jobs,
+            "local_ram_mb": self.local_ram_mb,
+            "jvm_heap_mb": self.jvm_heap_mb,
+            "disk_needed_gib": self.disk_needed_gib,
+            "disk_free_gib": self.disk_free_gib,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildPlan:
+    """A complete, exact, reviewable build: the renderer's only input."""
+
+    tensorflow: str
+    recipe: str
+    source: dict[str, str | None]
+    architecture: str  # of the machine the wheel is for (x86_64, aarch64)
+    variant: Variant
+    python: str
+    compiler: str
+    compiler_path: str  # inside the toolchain image
+    compiler_packages: tuple[str, ...]
+    llvm_apt_suite: str | None  # "llvm-toolchain-jammy-17" when clang comes from apt.llvm.org
+    extra_packages: tuple[str, ...]  # e.g. cuDNN for CUDA images that lack it
+    target: str  # archspec name, "native", or the portable target
+    target_kind: TargetKind
+    cflags: tuple[str, ...]
+    coverage: tuple[dict[str, Any], ...]
+    base_image: BaseImage
+    bazel: str
+    bazel_configs: tuple[str, ...]  # --config=X on the command line
+    rc_lines: tuple[str, ...]  # the rendered .tf_configure.bazelrc, line by line
+    build_options: tuple[str, ...]  # per-build options (resources, caches)
+    startup_options: tuple[str, ...]
+    build_target: str
+    wheel_flow: str
+    wheel_name: str
+    cache_volume: str
+    runtime_env: tuple[tuple[str, str], ...]
+    resources: Resources
+    cuda: CudaPlan | None
+    reasons: tuple[Reason, ...]
+    warnings: tuple[str, ...] = field(default=())
+    standin: bool = False  # the canary stand-in source, not TensorFlow
+    label: str | None = None  # the wheel's local version label ("x86_64v4.cu125"); None: unlabelled
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "tfbuild.plan/1",
+            "tensorflow": self.tensorflow,
+            "recipe": self.recipe,
+            "source": dict(self.source),
+            "architecture": self.architecture,
+            "variant": self.variant,
+            "python": self.python,
+            "compiler": self.compiler,
+            "compiler_path": self.compiler_path,
+            "compiler_packages": list(self.compiler_packages),
+            "llvm_apt_suite": self.llvm_apt_suite,
+            "extra_packages": list(self.extra_packages),
+            "target": self.target,
+            "target_kind": self.target_kind,
+            "cflags": list(self.cflags),
+            "coverage": list(self.coverage),
+            "base_image": self.base_image.to_json(),
+            "bazel": self.bazel,
+            "bazel_configs": list(self.bazel_configs),
+            "rc_lines": list(self.rc_lines),
+            "build_options": list(self.build_options),
+            "startup_options": list(self.startup_options),
+            "build_target": self.build_target,
+            "wheel_flow": self.wheel_flow,
+            "wheel_name": self.wheel_name,
+            "cache_volume": self.cache_volume,
+            "runtime_env": dict(self.runtime_env),
+            "resources": self.resources.to_json(),
+            "cuda": self.cuda.to_json() if self.cuda else None,
+            "reasons": [r.to_json() for r in self.reasons],
+            "warnings": list(self.warnings),
+            "standin": self.standin,
+            "label": self.label,
+        }

@@ -1,0 +1,89 @@
+"""The target: the CPU the wheel is built for, the compiler flags for it, and what they cover."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tfbuild.compilers import CompilerFlags, Coverage, flags_for, parse_compiler
+from tfbuild.detect import cpu, features
+from tfbuild.detect.host import HostFacts
+from tfbuild.errors import UsageError
+from tfbuild.plan.model import PlanOptions, Reason, TargetKind
+from tfbuild.recipes import Recipe
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """The target's name and kind, its compiler flags, and the guard features they turn on."""
+
+    name: str  # archspec name, or "native"
+    kind: TargetKind
+    flags: CompilerFlags | None  # None for -march=native
+    cflags: tuple[str, ...]
+    coverage: tuple[dict[str, Any], ...]
+    reasons: tuple[Reason, ...]
+
+
+def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Target:
+    """The machine, portable target or -march=native the wheel is built for, and its flags."""
+    compiler = parse_compiler(recipe.compiler)
+    if options.native:
+        if not host.machine_is_build_host or options.target:
+            raise UsageError(
+                "--native builds for the machine that runs the build",
+                why="-march=native would describe the build host, not the machine the wheel is for",
+                fix="Drop --native: tfbuild spells the target machine's flags explicitly "
+                "(from --cpuinfo or --target), which is what a build for another machine needs.",
+            )
+        return Target(
+            name="native",
+            kind="native",
+            flags=None,
+            cflags=("-march=native",),
+            coverage=_native_coverage(host),
+            reasons=(Reason(what="target", value="-march=native", why="asked for with --native"),),
+        )
+    if options.target:
+        target = cpu.lookup_target(options.target)
+        guaranteed = features.present(target.features) if target.family.name == "x86_64" else ()
+        flags = flags_for(target, compiler, machine_features=guaranteed)
+        reason = (
+            "a portable target: only what every CPU of that level has, never this host's extras"
+        )
+        return Target(
+            name=str(target.name),
+            kind="portable",
+            flags=flags,
+            cflags=flags.flags,
+            coverage=tuple(c.to_json() for c in flags.coverage),
+            reasons=(Reason(what="target", value=str(target.name), why=reason),),
+        )
+    target = cpu.identify(host.machine)
+    have = cpu.guard_features(host.machine)
+    flags = flags_for(target, compiler, machine_features=have)
+    who = "this host" if host.machine_is_build_host else host.machine.source
+    return Target(
+        name=str(target.name),
+        kind="machine",
+        flags=flags,
+        cflags=flags.flags,
+        coverage=tuple(c.to_json() for c in flags.coverage),
+        reasons=(
+            Reason(
+                what="target",
+                value=str(target.name),
+                why=f"the microarchitecture of {who} (archspec), with every TensorFlow guard "
+                "feature it has enabled",
+            ),
+        ),
+    )
+
+
+def _native_coverage(host: HostFacts) -> tuple[dict[str, Any], ...]:
+    """-march=native turns on what the build host has: recorded, so that tfbuild pick can tell
+    which machines the wheel runs on."""
+    return tuple(
+        Coverage(feature=f, flag="-march=native").to_json()
+        for f in cpu.guard_features(host.machine)
+    )
