@@ -28,23 +28,28 @@ import os
 import re
 import secrets
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
 from tfbuild import __version__
+from tfbuild.base import canary_base_image, local_base_image
+from tfbuild.detect.host import HostFacts
 from tfbuild.engine import DockerEngine, Mount, RunResult
-from tfbuild.errors import BuildFailed, EnvironmentProblem, InputError, UnsupportedError
+from tfbuild.errors import BuildFailed, EnvironmentProblem, InputError, Interrupted, UsageError
 from tfbuild.files import sha256_file, write_text
-from tfbuild.plan import CACHE_ROOT, OUTPUT_DIR, SOURCE_DIR, BaseImage, BuildPlan, with_jobs
-from tfbuild.recipes import Recipe
+from tfbuild.plan import CACHE_ROOT, OUTPUT_DIR, SOURCE_DIR, BuildPlan, with_jobs
+from tfbuild.recipes import Recipe, load_base_images
 from tfbuild.render import CONTEXT_DIR, check, render_files, write_context
+from tfbuild.request import PlanArgs, Planned, choose_recipe, plan_request
 from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
 from tfbuild.wheelfile import relabel
 
@@ -64,6 +69,10 @@ _KILLED = re.compile(
     r"internal compiler error: Killed|Killed signal terminated program|"
     r"\(Exit 137\)|signal 9|^Killed$|: Killed$|\bOOM\b|java\.lang\.OutOfMemoryError"
 )
+#: The memory limit of the build container: a number of bytes, or with a k, m or g suffix.
+_MEMORY = re.compile(r"[1-9][0-9]*[bkmg]?", re.IGNORECASE)
+#: Taken while files are published into (or updated in) a dist/ directory.
+DIST_LOCK = ".tfbuild.lock"
 _TOOL = re.compile(r"^\[tfbuild\] tool: (\w+) (.*)$")
 
 
@@ -76,7 +85,7 @@ class Display(Protocol):
 
 
 @dataclass(frozen=True, kw_only=True)
-class WheelRequest:
+class BuildJob:
     """One build: the plan, where its source is, where the results go, and how to run it."""
 
     plan: BuildPlan
@@ -167,36 +176,6 @@ def ca_bundle_from(option: Path | None, env: Mapping[str, str]) -> Path | None:
     return chosen.resolve()
 
 
-def local_base_image(engine: DockerEngine, tag: str, known: Mapping[str, BaseImage]) -> BaseImage:
-    """A base image made by ``tfbuild base``: its suite's facts from base-images.yaml, its own id."""
-    labels = engine.image_labels(tag)
-    if labels is None:
-        raise UnsupportedError(
-            f"unknown base image {tag!r}",
-            why=f"it is neither an entry of base-images.yaml ({', '.join(sorted(known))}) nor an "
-            "image on this engine",
-            fix="Make one with tfbuild base --suite SUITE --tag TAG, or name an entry.",
-        )
-    suite = labels.get("org.tfbuild.base")
-    facts = next((b for b in known.values() if b.suite == suite and b.cuda is None), None)
-    if suite is None or facts is None:
-        raise UnsupportedError(
-            f"{tag} cannot be a base image here",
-            why=f"it has no org.tfbuild.base label naming a known suite (it has {suite!r})",
-            fix="Use an image made by tfbuild base (bookworm, jammy or noble).",
-        )
-    return BaseImage(
-        name=tag,
-        reference=tag,
-        distro=facts.distro,
-        suite=facts.suite,
-        python=facts.python,
-        tcmalloc_package=facts.tcmalloc_package,
-        packaged_compilers=facts.packaged_compilers,
-        image_id=engine.image_id(tag),
-    )
-
-
 # --- the pieces -----------------------------------------------------------------------------------
 
 
@@ -271,7 +250,7 @@ class _Log:
         self._file.close()
 
 
-def _toolchain(
+def _toolchain_image(
     engine: DockerEngine, plan: BuildPlan, files: dict[str, str], work: Path, log: _Log
 ) -> tuple[str, bool]:
     image_dir = work / "image"
@@ -319,7 +298,7 @@ def _prepare_cache(engine: DockerEngine, tag: str, volume: str, user: str) -> No
         )
 
 
-def _mounts(request: WheelRequest, context: Path, out: Path) -> list[Mount]:
+def _mounts(request: BuildJob, context: Path, out: Path) -> list[Mount]:
     mounts = [
         Mount(str(request.source.path), SOURCE_DIR),
         Mount(str(out), OUTPUT_DIR),
@@ -331,7 +310,7 @@ def _mounts(request: WheelRequest, context: Path, out: Path) -> list[Mount]:
     return mounts
 
 
-def _environment(request: WheelRequest, key: str) -> dict[str, str]:
+def _environment(request: BuildJob, key: str) -> dict[str, str]:
     env = dict(request.proxies)
     env["TFBUILD_BUILD_KEY"] = key
     if request.ca_bundle is not None:
@@ -342,7 +321,7 @@ def _environment(request: WheelRequest, key: str) -> dict[str, str]:
 
 def _run_build(
     engine: DockerEngine,
-    request: WheelRequest,
+    request: BuildJob,
     *,
     tag: str,
     work: Path,
@@ -423,7 +402,7 @@ def _last_error(tail: list[str]) -> str:
 
 
 def _receipt(
-    request: WheelRequest,
+    request: BuildJob,
     *,
     plan: BuildPlan,
     wheel: Path,
@@ -463,7 +442,7 @@ def _publish(
     wheel = dist / built.name
     receipt_path = wheel.with_suffix(".json")
     env_path = wheel.with_suffix(".env")
-    with _locked(dist / ".tfbuild.lock", blocking=True, busy=""):
+    with _locked(dist / DIST_LOCK, blocking=True, busy=""):
         replaced = wheel.exists()
         write_text(env_path, env_text)
         write_text(receipt_path, json.dumps(receipt, indent=2) + "\n")
@@ -474,7 +453,7 @@ def _publish(
 # --- the build ------------------------------------------------------------------------------------
 
 
-def build_wheel(engine: DockerEngine, request: WheelRequest, display: Display) -> WheelResult:
+def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> WheelResult:
     """Build the wheel of ``request.plan`` in ``engine``; everything lands in ``request.dist``."""
     started = time.monotonic()
     dist = request.dist.resolve()
@@ -494,7 +473,7 @@ def build_wheel(engine: DockerEngine, request: WheelRequest, display: Display) -
             )
             log.phase("toolchain image")
             files = render_files(request.plan)
-            tag, image_built = _toolchain(engine, request.plan, files, work, log)
+            tag, image_built = _toolchain_image(engine, request.plan, files, work, log)
             image_done = time.monotonic()
             _prepare_cache(engine, tag, request.plan.cache_volume, request.user)
             plan, attempts, out = _run_build(engine, request, tag=tag, work=work, log=log)
@@ -561,30 +540,64 @@ def build_wheel(engine: DockerEngine, request: WheelRequest, display: Display) -
 
 
 def update_receipt(receipt: Path, key: str, value: Any) -> None:
-    """Add one section to a receipt (the canary's instruction-set check and speedup), atomically."""
-    data = json.loads(receipt.read_text(encoding="utf-8"))
-    data[key] = value
-    write_text(receipt, json.dumps(data, indent=2) + "\n")
+    """Add one section to a published receipt (the canary's instruction-set check and speedup),
+    whole and under the lock of its ``dist/``, as the build published it."""
+    with _locked(receipt.parent / DIST_LOCK, blocking=True, busy=""):
+        data = json.loads(receipt.read_text(encoding="utf-8"))
+        data[key] = value
+        write_text(receipt, json.dumps(data, indent=2) + "\n")
 
 
 # --- one `tfbuild wheel` run ------------------------------------------------------------------------
 
-#: Makes the plan once the engine is known: (engine, standin, default base image) -> (plan, recipe).
-PlanMaker = Callable[[DockerEngine, bool, str | None], tuple[BuildPlan, Recipe]]
+
+def plan_here(
+    args: PlanArgs, engine: DockerEngine | None = None, *, host: HostFacts | None = None
+) -> Planned:
+    """Plan ``args`` on this host. A base image that is no base-images.yaml entry (a local image made
+    by ``tfbuild base``), and the canary's default one, are looked up on ``engine``; without one,
+    the engine is connected only when such a lookup is needed."""
+    recipe = choose_recipe(args)
+    images = load_base_images(args.recipes_dir)
+    wanted = args.base_image
+    if wanted in images or (wanted is None and not args.canary):
+        return plan_request(args, base_images=images, recipe=recipe, host=host)
+    with contextlib.ExitStack() as stack:
+        if engine is None:
+            engine = DockerEngine.connect()
+            stack.callback(engine.close)
+        if wanted is None:
+            wanted = canary_base_image(engine)
+            args = replace(args, base_image=wanted)
+        if wanted not in images:
+            images[wanted] = local_base_image(engine, wanted, images)
+    return plan_request(args, base_images=images, recipe=recipe, host=host)
 
 
-def canary_base_image(engine: DockerEngine) -> str:
-    """The canary's base image: the local one made by tfbuild base, else Debian 12 from the registry."""
-    from tfbuild import canary
-    from tfbuild.base import default_tag
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM stops a build like Ctrl-C: the container and the work directory are cleaned up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal handlers belong to the main thread; Ctrl-C still reaches it
+        return
 
-    local = default_tag(canary.SUITE)
-    return local if engine.image_exists(local) else "debian-12"
+    def stop(signum: int, _frame: Any) -> None:
+        raise Interrupted(
+            f"stopped by {signal.Signals(signum).name}",
+            why="the build container was stopped and removed, no partial files were left",
+        )
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass(frozen=True, kw_only=True)
 class BuildRun:
-    """What ``tfbuild wheel`` was asked, beyond the plan: source, output, how to run and show it."""
+    """How to run a finished plan: source, output, and how to show it. ``tfbuild wheel`` and
+    ``tfbuild doctor`` both build through it, so both clean up the same way on Ctrl-C and SIGTERM."""
 
     dist: Path
     source: Path | None = None
@@ -592,47 +605,51 @@ class BuildRun:
     ca_bundle: Path | None = None
     memory: str | None = None
     keep_container: bool = False
-    canary: bool = False
     quiet: bool = False
     verbose: bool = False
     user: str | None = None  # uid:gid; default: the calling user's
 
-    def execute(self, make_plan: PlanMaker, *, engine: DockerEngine | None = None) -> WheelResult:
+    def __post_init__(self) -> None:
+        if self.memory is not None and not _MEMORY.fullmatch(self.memory):
+            raise UsageError(
+                f"--memory {self.memory!r} is not a size", fix="Write it like 8g or 16384m."
+            )
+
+    def execute(self, planned: Planned, *, engine: DockerEngine | None = None) -> WheelResult:
+        """Build ``planned`` in ``engine`` (default: a new connection, closed afterwards)."""
         from tfbuild.progress import BuildDisplay, choose_mode
 
+        plan, recipe = planned.plan, planned.recipe
+        check(render_files(plan), recipe)
         ca_bundle = ca_bundle_from(self.ca_bundle, os.environ)
-        own_engine = engine is None
-        engine = engine or DockerEngine.connect()
-        try:
-            default_base = canary_base_image(engine) if self.canary else None
-            plan, recipe = make_plan(engine, self.canary, default_base)
-            check(render_files(plan), recipe)
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(_sigterm_interrupts())
+            if engine is None:
+                engine = DockerEngine.connect()
+                stack.callback(engine.close)
             mode = choose_mode(quiet=self.quiet, stream=sys.stderr, env=os.environ)
-            with (
-                BuildDisplay(mode=mode, verbose=self.verbose) as display,
-                self._source(recipe, ca_bundle, display) as source,
-            ):
-                request = WheelRequest(
-                    plan=plan,
-                    source=source,
-                    dist=self.dist,
-                    user=self.user or f"{os.getuid()}:{os.getgid()}",
-                    build_id=new_build_id(),
-                    ca_bundle=ca_bundle,
-                    proxies=proxies_from(os.environ),
-                    memory_limit=self.memory,
-                    keep_container=self.keep_container,
-                )
-                return build_wheel(engine, request, display)
-        finally:
-            if own_engine:
-                engine.close()
+            display = stack.enter_context(BuildDisplay(mode=mode, verbose=self.verbose))
+            source = stack.enter_context(self._source(plan, recipe, ca_bundle, display))
+            job = BuildJob(
+                plan=plan,
+                source=source,
+                dist=self.dist,
+                user=self.user or f"{os.getuid()}:{os.getgid()}",
+                build_id=new_build_id(),
+                ca_bundle=ca_bundle,
+                proxies=proxies_from(os.environ),
+                memory_limit=self.memory,
+                keep_container=self.keep_container,
+            )
+            return build_wheel(engine, job, display)
 
     @contextlib.contextmanager
-    def _source(self, recipe: Recipe, ca_bundle: Path | None, display: Display) -> Iterator[Source]:
+    def _source(
+        self, plan: BuildPlan, recipe: Recipe, ca_bundle: Path | None, display: Display
+    ) -> Iterator[Source]:
         if self.source is not None:
             yield local_source(self.source)
-        elif self.canary:
+        elif plan.standin:
             from tfbuild import canary
 
             self.dist.mkdir(parents=True, exist_ok=True)

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from tfbuild.build import WheelResult
 from tfbuild.detect.report import DetectReport, MachineReport
+from tfbuild.doctor import Check
+from tfbuild.matrix import Matrix, Skipped
+from tfbuild.pick import PickResult
 from tfbuild.plan import BuildPlan
 from tfbuild.recipes import RecipeSet
+from tfbuild.smoke.report import SmokeReport
 
 _GIB = 1024**3
 
@@ -231,7 +237,7 @@ def print_recipes(recipes: RecipeSet) -> None:
         console.print(f"from a user directory: {path}", highlight=False)
 
 
-def print_matrix(matrix: Any, *, explain: bool) -> None:
+def print_matrix(matrix: Matrix, *, explain: bool) -> None:
     table = Table(title="CI build matrix", title_justify="left", box=box.SIMPLE_HEAD)
     for column in ("job (tf-python-target-variant)", "wheel label", "CUDA"):
         table.add_column(column, no_wrap=True)
@@ -243,7 +249,7 @@ def print_matrix(matrix: Any, *, explain: bool) -> None:
         console.print(f"{len(matrix.skipped)} combination(s) left out: --explain says why")
 
 
-def print_skipped(skipped: Any) -> None:
+def print_skipped(skipped: Sequence[Skipped]) -> None:
     """Why each combination was left out, on stderr (stdout may be the matrix JSON)."""
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     for entry in skipped:
@@ -285,7 +291,7 @@ def print_plan(plan: BuildPlan) -> None:
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
 
 
-def print_smoke(report: Any) -> None:
+def print_smoke(report: SmokeReport) -> None:
     console = Console()
     cand = report.candidate
     console.print(
@@ -321,10 +327,17 @@ def print_smoke(report: Any) -> None:
             if r.verdict:
                 label = r.verdict.label
                 color = {"faster": "green", "slower": "red"}.get(label, "white")
-                again = {True: ", held on a recheck", False: ", gone on a recheck"}
+                confirmed = r.verdict.confirmed
+                again = (
+                    ""
+                    if confirmed is None
+                    else ", held on a recheck"
+                    if confirmed
+                    else ", gone on a recheck"
+                )
                 verdict = (
                     f"[{color}]{label}[/{color}] {r.verdict.ratio:.2f}x "
-                    f"(±{r.verdict.margin * 100:.0f}%{again.get(r.verdict.confirmed, '')})"
+                    f"(±{r.verdict.margin * 100:.0f}%{again})"
                 )
             else:
                 verdict = "-"
@@ -356,7 +369,7 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {rest:02d} s" if minutes else f"{seconds:.1f} s"
 
 
-def print_wheel_result(result: Any, *, quiet: bool = False) -> None:
+def print_wheel_result(result: WheelResult, *, quiet: bool = False) -> None:
     """The end of `tfbuild wheel`: where the wheel is, what it is, and what to do next."""
     console = Console(highlight=False, soft_wrap=True)
     if quiet:
@@ -393,7 +406,7 @@ _MARKS = {
 }
 
 
-def print_doctor_check(check: Any) -> None:
+def print_doctor_check(check: Check) -> None:
     """One doctor check as it completes: mark, name, what was found, and the fix when it failed."""
     console = Console(highlight=False, soft_wrap=True)
     from rich.markup import escape
@@ -401,3 +414,47 @@ def print_doctor_check(check: Any) -> None:
     console.print(f"{_MARKS[check.status]} {check.name:16} {escape(check.detail)}", markup=True)
     if check.fix and check.status != "ok":
         console.print(f"  {'':16} fix: {check.fix}", markup=False)
+
+
+def print_pick(result: PickResult) -> None:
+    """``tfbuild pick``: the host, the chosen wheel and why, then every wheel with its status."""
+    from rich.markup import escape
+
+    console = Console(highlight=False)
+    host = result.host
+    console.print(
+        f"[bold]host[/bold]: {escape(host.target)} ({escape(host.source)}), "
+        f"{escape(host.python_text)} ({escape(host.python_source)}), "
+        f"CUDA driver: {escape(host.driver_cuda or 'none')} ({escape(host.driver_source)})",
+        soft_wrap=True,
+    )
+    if result.chosen is not None:
+        console.print(f"[bold green]chosen[/bold green]: {escape(result.chosen.wheel.filename)}")
+        for line in result.why:
+            console.print(f"  - {escape(line)}", soft_wrap=True)
+    else:
+        console.print("[bold red]no wheel runs here[/bold red]")
+    table = Table(
+        title=f"wheels in {escape(result.source.source)}", title_justify="left", box=box.SIMPLE_HEAD
+    )
+    table.add_column("#", justify="right")
+    table.add_column("wheel", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("reason", overflow="fold")
+    colors = {"runs": "green", "refused": "red", "filtered": "yellow"}
+    for assessment in result.wheels:
+        status = assessment.status
+        reason = (
+            assessment.reason
+            if status != "filtered"
+            else f"{assessment.filtered} ({assessment.reason})"
+        )
+        table.add_row(
+            str(assessment.rank or ""),
+            escape(assessment.wheel.filename),
+            f"[{colors[status]}]{status}[/{colors[status]}]",
+            escape(reason),
+        )
+    console.print(table)
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)

@@ -22,17 +22,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tfbuild import canary
-from tfbuild.build import (
-    BuildRun,
-    ca_bundle_from,
-    local_base_image,
-    proxies_from,
-    update_receipt,
-)
+from tfbuild.build import BuildRun, ca_bundle_from, plan_here, proxies_from, update_receipt
+from tfbuild.detect.host import HostFacts, host_facts
 from tfbuild.engine import DockerEngine, EngineInfo, Mount
-from tfbuild.errors import TfbuildError
-from tfbuild.plan import DISK_NEEDED_GIB, GIB, JOB_MIB, MIB, BuildPlan, PlanOptions, make_plan
-from tfbuild.recipes import Recipe, load_base_images, load_recipes
+from tfbuild.errors import EnvironmentProblem, TfbuildError
+from tfbuild.plan import GIB, MIB, BuildPlan
+from tfbuild.plan.resources import DISK_NEEDED_GIB, JOB_MIB
+from tfbuild.request import PlanArgs
 
 Status = Literal["ok", "warn", "fail", "skip"]
 #: Storage drivers that make a multi-gigabyte build slow or fragile.
@@ -62,6 +58,17 @@ class DoctorReport:
     @property
     def ok(self) -> bool:
         return all(c.status != "fail" for c in self.checks)
+
+    def failure(self) -> EnvironmentProblem | None:
+        """The error ``tfbuild doctor`` exits with: the failed checks, the first one's fix."""
+        failed = [c for c in self.checks if c.status == "fail"]
+        if not failed:
+            return None
+        return EnvironmentProblem(
+            f"{len(failed)} check(s) failed: {', '.join(c.name for c in failed)}",
+            why=failed[0].detail,
+            fix=failed[0].fix,
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -186,24 +193,6 @@ def canary_base(engine: DockerEngine, *, on_line: Callable[[str], None]) -> tupl
     )
 
 
-def _canary_plan(
-    engine: DockerEngine, base: str, target: str | None, facts: Any
-) -> tuple[BuildPlan, Recipe]:
-    recipe = canary.recipe(load_recipes().recipes[-1])
-    images = load_base_images()
-    if base not in images:
-        images[base] = local_base_image(engine, base, images)
-    options = PlanOptions(
-        tf=recipe.tensorflow,
-        target=target,
-        base_image=base,
-        standin=True,
-        cache_volume=CANARY_VOLUME,
-        skip_disk_check=True,
-    )
-    return make_plan(options, recipe, facts, base_images=images), recipe
-
-
 def expected_instructions(plan: BuildPlan) -> list[str]:
     """What the host build's machine code must contain: the widest vectors and FMA, when planned."""
     enabled = {c["feature"] for c in plan.coverage if c.get("flag")}
@@ -216,7 +205,7 @@ def run_canary(
     *,
     base: str,
     dist: Path,
-    facts: Any,
+    facts: HostFacts,
     say: Callable[[str], None],
     verbose: bool = False,
 ) -> dict[str, Any]:
@@ -225,20 +214,17 @@ def run_canary(
     plans: dict[str, BuildPlan] = {}
     for name, target in (("host", None), ("baseline", "x86_64")):
         say(f"canary: building the {name} wheel (STAND-IN source, real pipeline)")
-
-        def make(
-            eng: DockerEngine,
-            _standin: bool,
-            _base: str | None,
-            target: str | None = target,
-            name: str = name,
-        ) -> tuple[BuildPlan, Recipe]:
-            plan, recipe = _canary_plan(eng, base, target, facts)
-            plans[name] = plan
-            return plan, recipe
-
-        run = BuildRun(dist=dist / name, canary=True, quiet=not verbose, verbose=verbose)
-        builds[name] = run.execute(make, engine=engine)
+        args = PlanArgs(
+            canary=True,
+            target=target,
+            base_image=base,
+            cache_volume=CANARY_VOLUME,
+            skip_disk_check=True,
+        )
+        planned = plan_here(args, engine, host=facts)
+        plans[name] = planned.plan
+        run = BuildRun(dist=dist / name, quiet=not verbose, verbose=verbose)
+        builds[name] = run.execute(planned, engine=engine)
     host, baseline = builds["host"], builds["baseline"]
     say("canary: smoke (install, import, run), instruction check and timing in the toolchain image")
     probe = _probe(engine, host.data["image"]["tag"], host.wheel, baseline.wheel)
@@ -322,8 +308,6 @@ def run_doctor(
     show: Say = lambda _check: None,
     verbose: bool = False,
 ) -> DoctorReport:
-    from tfbuild.detect.gather import host_facts
-
     report = DoctorReport()
 
     def add(check: Check) -> None:
@@ -337,13 +321,7 @@ def run_doctor(
         return report
     try:
         facts = host_facts()
-        newest = load_recipes().recipes[-1]
-        plan = make_plan(
-            PlanOptions(tf=newest.tensorflow, skip_disk_check=True),
-            newest,
-            facts,
-            base_images=load_base_images(),
-        )
+        plan = plan_here(PlanArgs(skip_disk_check=True), engine, host=facts).plan
         for check in engine_checks(engine.info(), disk_needed_gib=DISK_NEEDED_GIB["cpu"]):
             add(check)
         add(resource_check(plan, cpus=facts.build_cpus, memory_bytes=facts.build_memory_bytes))

@@ -49,7 +49,7 @@ def test_oom_kills_are_told_from_other_failures(
 def test_a_retry_plan_halves_the_jobs_and_says_why() -> None:
     recipe = load_recipes().get("2.21")
     host = recorded_host("zen4", memory_gib=64, disk_gib=200, build_cpus=16)
-    plan = make_plan(PlanOptions(tf="2.21"), recipe, host, base_images=load_base_images())
+    plan = make_plan(PlanOptions(), recipe, host, base_images=load_base_images())
     assert "--jobs=16" in plan.build_options
     retry = with_jobs(plan, 8, why="--jobs=16 ran out of memory (OOM kill)")
     assert "--jobs=8" in retry.build_options and "--jobs=16" not in retry.build_options
@@ -102,3 +102,46 @@ def test_the_failure_line_is_the_last_error_in_the_tail() -> None:
     ]
     assert _last_error(tail).startswith("ERROR: /src/tensorflow/core/kernels/BUILD:40:1")
     assert _last_error(["nothing useful"]) == "see the log"
+
+
+def test_sigterm_in_a_build_run_is_an_interrupt_that_cleans_up() -> None:
+    """Every command that builds (wheel, doctor) goes through BuildRun, which turns SIGTERM into
+    the same Interrupted as Ctrl-C, and puts the previous handler back afterwards."""
+    import os
+    import signal
+
+    from tfbuild.build import _sigterm_interrupts
+    from tfbuild.errors import Interrupted
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Interrupted, match="stopped by SIGTERM") as caught, _sigterm_interrupts():
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert caught.value.exit_code == 130
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_receipt_is_updated_under_the_dist_lock(tmp_path: Path) -> None:
+    """doctor adds its canary section under the same lock the build publishes under: while another
+    build holds dist/'s lock, the update waits, then lands whole."""
+    import fcntl
+    import json
+    import threading
+
+    from tfbuild.build import DIST_LOCK, update_receipt
+
+    receipt = tmp_path / "w.json"
+    receipt.write_text(json.dumps({"schema": "tfbuild.receipt/1"}))
+    with (tmp_path / DIST_LOCK).open("a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        worker = threading.Thread(target=update_receipt, args=(receipt, "canary", {"ok": True}))
+        worker.start()
+        worker.join(timeout=0.5)
+        assert worker.is_alive(), "the update did not wait for the lock"
+        assert "canary" not in json.loads(receipt.read_text())
+        fcntl.flock(held, fcntl.LOCK_UN)
+    worker.join(timeout=60)
+    assert not worker.is_alive()
+    assert json.loads(receipt.read_text()) == {
+        "schema": "tfbuild.receipt/1",
+        "canary": {"ok": True},
+    }

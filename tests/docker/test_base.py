@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,3 +54,30 @@ def test_no_engine_is_one_line_and_exit_5() -> None:
     assert len(lines) == 1
     assert "cannot reach the Docker engine at unix:///nonexistent/docker.sock" in lines[0]
     assert "Traceback" not in result.stderr
+
+
+def test_plan_and_render_take_a_local_base_image(
+    engine: Any, base_image: str, tmp_path: Path
+) -> None:
+    """--base-image names a `tfbuild base` image for plan and render too: looked up on the engine,
+    its id pinned in the plan and the Dockerfile (a re-made base image rebuilds the toolchain)."""
+    import json
+
+    planned = run_cli("plan", "--canary", "--base-image", base_image, "--json")
+    assert planned.returncode == 0, planned.stderr
+    plan = json.loads(planned.stdout)
+    image_id = engine.image_id(base_image)
+    assert plan["base_image"]["reference"] == base_image
+    assert plan["base_image"]["image_id"] == image_id
+    assert plan["standin"] is True
+    out = tmp_path / "ctx"
+    rendered = run_cli("render", "--canary", "--base-image", base_image, "-o", str(out))
+    assert rendered.returncode == 0, rendered.stderr
+    assert image_id in (out / "Dockerfile").read_text()
+
+
+def test_an_unknown_base_image_names_both_places_it_looked(engine: Any) -> None:
+    result = run_cli("plan", "--base-image", "tfbuild/base:no-such-suite", "--json")
+    assert result.returncode == 4, result.stderr
+    assert "neither an entry of base-images.yaml" in result.stderr
+    assert result.stdout == ""

@@ -11,7 +11,6 @@ Every build here runs with its own cache volume, removed afterwards; the toolcha
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import signal
@@ -158,8 +157,8 @@ def test_the_build_runs_as_the_calling_user(
     engine: Any, base_image: str, volume: str, tmp_path: Path
 ) -> None:
     """Run as another uid:gid than the test's own: every file the build writes is theirs."""
-    from tfbuild.build import BuildRun
-    from tfbuild.cli import _make_plan
+    from tfbuild.build import BuildRun, plan_here
+    from tfbuild.request import PlanArgs
 
     source = standin_source(tmp_path)
     for path in (source, *source.rglob("*")):
@@ -167,27 +166,12 @@ def test_the_build_runs_as_the_calling_user(
     dist = tmp_path / "dist"
     dist.mkdir()
     os.chown(dist, 4321, 4321)  # the user's own dist/
-    options = plan_kwargs(volume)
-    run = BuildRun(dist=dist, source=source, canary=True, quiet=True, user="4321:4321")
-    result = run.execute(
-        lambda eng, standin, base: _make_plan(
-            {**options, "base_image": base_image}, engine=eng, standin=standin
-        ),
-        engine=engine,
-    )
+    args = PlanArgs(canary=True, base_image=base_image, cache_volume=volume, skip_disk_check=True)
+    run = BuildRun(dist=dist, source=source, quiet=True, user="4321:4321")
+    result = run.execute(plan_here(args, engine), engine=engine)
     assert result.wheel.stat().st_uid == 4321
     assert (source / "bazel-out" / "libcanary.so").stat().st_uid == 4321
     assert (source / ".tf_configure.bazelrc").stat().st_uid == 4321
-
-
-def plan_kwargs(volume: str, **changes: Any) -> dict[str, Any]:
-    """The plan options the CLI would pass (its defaults), for calling BuildRun directly."""
-    from tfbuild.cli import _plan_options
-
-    defaults = {
-        name: param.default for name, param in inspect.signature(_plan_options).parameters.items()
-    }
-    return defaults | {"cache_volume": volume, "skip_disk_check": True} | changes
 
 
 def test_a_failed_build_shows_its_last_lines_and_leaves_no_wheel(

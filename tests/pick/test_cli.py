@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import platform
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +18,16 @@ def one_error_line(result: CliResult) -> str:
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("tfbuild: error: ")
     return lines[0]
+
+
+def test_pick_never_imports_rich() -> None:
+    """``--json`` stays free of rich: the package that decides does not import it."""
+    code = (
+        "import sys, tfbuild.pick, tfbuild.pick.install; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "[]"
 
 
 def test_json_for_a_recorded_machine(standin_dir: Path) -> None:
@@ -94,11 +106,14 @@ def test_index_url_through_the_cli(http_root: tuple[Path, str]) -> None:
 
 
 def test_usage_errors_exit_2(standin_dir: Path) -> None:
+    # --variant is a closed choice that typer checks: click's usage error names the choices.
     result = run_cli("pick", str(standin_dir), "--variant", "avx")
     assert result.returncode == 2
-    assert (
-        one_error_line(result) == "tfbuild: error: unknown --variant 'avx'. Use cpu, mkl or cuda."
-    )
+    assert "Invalid value for '--variant'" in result.stderr
+    assert "'cpu', 'mkl', 'cuda'" in result.stderr
+    assert "Traceback" not in result.stderr
+    upper = run_cli("pick", str(standin_dir), "--variant", "MKL", "--json")
+    assert upper.json()["options"]["variant"] == "mkl", upper.stderr
     haswell = str(cpuinfo_fixture("haswell"))
     both = run_cli("pick", str(standin_dir), "--install", "--cpuinfo", haswell)
     assert both.returncode == 2
@@ -109,7 +124,10 @@ def test_this_machine(standin_dir: Path) -> None:
     import archspec.cpu
 
     result = run_cli("pick", str(standin_dir), "--json")
-    assert result.returncode in (0, 4), result.stderr
+    # The stock wheel (cp311, manylinux_2_17_x86_64, no CPU label) runs on any x86_64 machine with
+    # CPython 3.11; elsewhere nothing in the directory runs, which is exit 4.
+    runs_stock = sys.version_info[:2] == (3, 11) and platform.machine() == "x86_64"
+    assert result.returncode == (0 if runs_stock else 4), result.stderr
     host = result.json()["host"]
     assert (host["source"], host["live"]) == ("this machine", True)
     assert host["target"] == archspec.cpu.host().name

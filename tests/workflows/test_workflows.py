@@ -46,7 +46,6 @@ from tests.index.test_index import make_wheel, write_receipt
 
 BIN = Path(sys.executable).parent
 WORKFLOWS = ROOT / ".github" / "workflows"
-IN_CI = bool(os.environ.get("CI") or os.environ.get("GITHUB_ACTIONS"))
 
 #: The only actions the workflows may use, each pinned to this commit.
 PINS = {
@@ -274,18 +273,7 @@ def run_step(
     return result, output
 
 
-def _matrix_or_skip() -> None:
-    probe = run_cli("matrix", "--help")
-    if probe.returncode != 0:
-        said = probe.stderr.strip().splitlines()[-1:] or ["no output"]
-        message = f"tfbuild matrix is not there yet, and wheels.yml needs it ({said[0]})"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-
-
 def _plan_matrix(tmp_path: Path, inputs: dict[str, str]) -> list[dict[str, Any]]:
-    _matrix_or_skip()
     workflow = load(WORKFLOWS / "wheels.yml")
     result, output = run_step(
         step(workflow, "plan", containing="tfbuild matrix"),
@@ -347,7 +335,6 @@ def test_the_plan_step_passes_the_dispatch_inputs_to_tfbuild_matrix(tmp_path: Pa
 
 
 def test_a_bad_dispatch_input_fails_the_plan_job(tmp_path: Path) -> None:
-    _matrix_or_skip()
     workflow = load(WORKFLOWS / "wheels.yml")
     result, output = run_step(
         step(workflow, "plan", containing="tfbuild matrix"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfbuild.errors import EnvironmentProblem
 from tfbuild.files import replacing, write_text
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.run import Method, OpResult, SettingTrial
@@ -105,6 +106,16 @@ def write_env_file(path: Path, settings: tuple[SettingTrial, ...], header: str) 
             lines.append(f"# {trial.name}: faster than without it on most ops, slower on none")
             lines.extend(f"{name}={value}" for name, value in trial.env)
     write_text(path, "\n".join(lines) + "\n")
+
+
+def check_plot() -> None:
+    """--plot needs matplotlib: say so before minutes of measuring, not after."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise EnvironmentProblem(
+            "--plot needs matplotlib", fix="pip install 'tfbuild[plot]'"
+        ) from None
 
 
 def plot(report: SmokeReport, path: Path) -> None:

@@ -6,11 +6,12 @@ import re
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
+from tfbuild.errors import UsageError
 from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.probe import ProbeResult, run_probe
 from tfbuild.smoke.report import Rules, SmokeReport, write_env_file
@@ -32,6 +33,33 @@ class SmokeOptions:
     env_file: Path | None = None
     runtime_env: dict[str, str] = field(default_factory=dict)  # the wheel's runtime env file
     built_for: str | None = None  # from the wheel's receipt: the target and flags it was built with
+
+    def __post_init__(self) -> None:
+        if (self.wheel is None) == (not self.installed):
+            raise UsageError(
+                "name one wheel to test",
+                why="give a WHEEL argument or --installed, not both and not neither",
+                fix="e.g. tfbuild smoke dist/tensorflow_cpu-2.21.0-cp311-cp311-linux_x86_64.whl",
+            )
+
+
+def with_wheel_files(options: SmokeOptions) -> SmokeOptions:
+    """The options completed with what tfbuild wheel left beside a wheel file: the runtime env file
+    ``<wheel>.env`` (unless ``--env-file`` names another) and the receipt ``<wheel>.json`` (what the
+    wheel was built for)."""
+    wheel = options.wheel if options.wheel and options.wheel.endswith(".whl") else None
+    env_file = options.env_file
+    if env_file is None and wheel is not None:
+        beside = Path(wheel).with_suffix(".env")
+        env_file = beside if beside.exists() else None
+    runtime = read_env_file(env_file) if env_file is not None and env_file.exists() else {}
+    receipt = Path(wheel).with_suffix(".json") if wheel is not None else None
+    return replace(
+        options,
+        env_file=env_file,
+        runtime_env=runtime or options.runtime_env,
+        built_for=built_for(receipt) if receipt else options.built_for,
+    )
 
 
 def read_env_file(path: Path) -> dict[str, str]:

@@ -1,25 +1,27 @@
 """The command line: parse options, call one function per command, print, map errors to exit codes.
 
-No logic lives here. Every command hands its options to a pure function (or a detector) and prints
-the result; every failure arrives as a :class:`tfbuild.errors.TfbuildError` and leaves through
-:func:`main` as one line and the error's exit code.
+No logic lives here. Every command hands its options, as one typed value, to a function of the
+layers below (a planner, a build run, a detector) and prints the result; every failure arrives as a
+:class:`tfbuild.errors.TfbuildError` and leaves through :func:`main` as one line and the error's
+exit code. The plan options that ``plan``, ``render`` and ``wheel`` share are declared once
+(:func:`_plan_options`) and reach each command as one :class:`tfbuild.request.PlanArgs`.
 """
 
 from __future__ import annotations
 
-import inspect
+import contextlib
 import json
 import os
-import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from tfbuild import __version__
+from tfbuild.cli.plan_options import PlanCommand, RecipesDir, plan_args
 from tfbuild.errors import TfbuildError
+from tfbuild.variants import Variant
 
 app = typer.Typer(
     name="tfbuild",
@@ -141,16 +143,6 @@ recipes_app = typer.Typer(
 )
 app.add_typer(recipes_app, name="recipes")
 
-RecipesDir = Annotated[
-    list[Path] | None,
-    typer.Option(
-        "--recipes-dir",
-        metavar="DIR",
-        help="Extra recipes that add to or override the shipped ones (also $TFBUILD_RECIPES_DIR).",
-        show_default=False,
-    ),
-]
-
 
 @recipes_app.callback()
 def recipes_list(
@@ -253,180 +245,18 @@ def matrix_command(
     print_matrix(matrix, explain=explain)
 
 
-# --- plan and render ---------------------------------------------------------------------------------
+# --- plan, render and wheel: the plan options, declared once ------------------------------------------
 
 
-def _plan_options(
-    tf: Annotated[
-        str | None,
-        typer.Option(
-            "--tf",
-            metavar="VERSION",
-            help="TensorFlow version: 2.21 or 2.21.0 (default: the newest recipe).",
-            show_default=False,
-        ),
-    ] = None,
-    mkl: Annotated[
-        bool, typer.Option("--mkl", help="The oneDNN CPU build (see the README for its threading).")
-    ] = False,
-    cuda: Annotated[bool, typer.Option("--cuda", help="The CUDA build.")] = False,
-    mkl_threading: Annotated[
-        str,
-        typer.Option(
-            "--mkl-threading",
-            metavar="threadpool|openmp",
-            help="oneDNN threading: TensorFlow's thread pool (mkl_threadpool) or OpenMP (mkl).",
-        ),
-    ] = "threadpool",
-    target: Annotated[
-        str | None,
-        typer.Option("--target", metavar="NAME", help="A portable target, e.g. x86_64_v3."),
-    ] = None,
-    cpuinfo: Annotated[
-        Path | None,
-        typer.Option(
-            "--cpuinfo", metavar="FILE", help="Build for the machine of a saved /proc/cpuinfo."
-        ),
-    ] = None,
-    native: Annotated[
-        bool,
-        typer.Option("--native", help="Literal -march=native (a build on the machine itself)."),
-    ] = False,
-    python: Annotated[
-        str | None, typer.Option("--python", metavar="X.Y", help="Python the wheel is for.")
-    ] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", min=1, help="bazel --jobs.")] = None,
-    local_ram_resources: Annotated[
-        int | None,
-        typer.Option("--local-ram-resources", metavar="MB", min=512, help="bazel's memory budget."),
-    ] = None,
-    jvm_heap: Annotated[
-        int | None, typer.Option("--jvm-heap", metavar="MB", min=256, help="bazel server heap.")
-    ] = None,
-    cache_volume: Annotated[
-        str, typer.Option("--cache-volume", metavar="NAME", help="Docker volume for bazel caches.")
-    ] = "tfbuild-cache",
-    disk_cache: Annotated[
-        bool, typer.Option("--disk-cache/--no-disk-cache", help="bazel's local disk cache.")
-    ] = True,
-    remote_cache: Annotated[
-        str | None, typer.Option("--remote-cache", metavar="URL", help="A shared bazel cache.")
-    ] = None,
-    remote_executor: Annotated[
-        str | None,
-        typer.Option("--remote-executor", metavar="URL", help="A bazel remote executor."),
-    ] = None,
-    cuda_capabilities: Annotated[
-        str | None,
-        typer.Option(
-            "--cuda-capabilities", metavar="LIST", help="e.g. 8.9,9.0 (default: this host's GPUs)."
-        ),
-    ] = None,
-    cuda_version: Annotated[
-        str | None, typer.Option("--cuda-version", metavar="X.Y.Z", help="Hermetic CUDA version.")
-    ] = None,
-    cudnn_version: Annotated[
-        str | None, typer.Option("--cudnn-version", metavar="X.Y.Z", help="cuDNN version.")
-    ] = None,
-    skip_disk_check: Annotated[
-        bool, typer.Option("--skip-disk-check", help="Plan even when free disk looks too small.")
-    ] = False,
-    label: Annotated[
-        bool,
-        typer.Option(
-            "--label/--no-label",
-            help="Put the target in the wheel's version: 2.21.0+x86_64v4 (read by tfbuild pick).",
-        ),
-    ] = True,
-    recipes_dir: RecipesDir = None,
-) -> None:
-    """Holds the options plan, render (and wheel) share; never called."""
-
-
-def _with_plan_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Give ``func`` the shared plan options in front of its own (typer reads the signature)."""
-    shared = inspect.signature(_plan_options, eval_str=True).parameters.values()
-    own = [
-        p
-        for p in inspect.signature(func, eval_str=True).parameters.values()
-        if p.kind is not inspect.Parameter.VAR_KEYWORD
-    ]
-    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in (*own, *shared)]
-    func.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    func.__annotations__ = {p.name: p.annotation for p in params}
-    return func
-
-
-def _make_plan(
-    kwargs: dict[str, Any], *, engine: Any = None, standin: bool = False
-) -> tuple[Any, Any]:
-    from tfbuild.detect.gather import host_facts
-    from tfbuild.errors import UsageError
-    from tfbuild.plan import PlanOptions, Variant, make_plan
-    from tfbuild.recipes import load_base_images, load_recipes
-
-    if kwargs["mkl"] and kwargs["cuda"]:
-        raise UsageError("--mkl and --cuda together", fix="Choose one variant.")
-    if kwargs["mkl_threading"] not in ("threadpool", "openmp"):
-        raise UsageError(
-            f"--mkl-threading {kwargs['mkl_threading']!r}", fix="Use threadpool or openmp."
-        )
-    if kwargs["target"] and kwargs["cpuinfo"]:
-        raise UsageError(
-            "--target and --cpuinfo together",
-            why="a build is for a named portable target or for one machine, not both",
-            fix="Drop one of them.",
-        )
-    extra = tuple(kwargs["recipes_dir"] or ())
-    recipes = load_recipes(extra)
-    recipe = recipes.get(kwargs["tf"]) if kwargs["tf"] else recipes.recipes[-1]
-    if standin:
-        from tfbuild import canary
-
-        recipe = canary.recipe(recipe)
-    base_images = load_base_images(extra)
-    base_image = kwargs.get("base_image")
-    if base_image and base_image not in base_images and engine is not None:
-        from tfbuild.build import local_base_image
-
-        base_images[base_image] = local_base_image(engine, base_image, base_images)
-    variant: Variant = "cuda" if kwargs["cuda"] else "mkl" if kwargs["mkl"] else "cpu"
-    caps = tuple(c for c in (kwargs["cuda_capabilities"] or "").split(",") if c.strip())
-    options = PlanOptions(
-        tf=kwargs["tf"],
-        variant=variant,
-        mkl_threading=kwargs["mkl_threading"],
-        target=kwargs["target"],
-        native=kwargs["native"],
-        python=kwargs["python"],
-        jobs=kwargs["jobs"],
-        local_ram_mb=kwargs["local_ram_resources"],
-        jvm_heap_mb=kwargs["jvm_heap"],
-        cache_volume=kwargs["cache_volume"],
-        disk_cache=kwargs["disk_cache"],
-        remote_cache=kwargs["remote_cache"],
-        remote_executor=kwargs["remote_executor"],
-        cuda_capabilities=caps,
-        cuda_version=kwargs["cuda_version"],
-        cudnn_version=kwargs["cudnn_version"],
-        skip_disk_check=kwargs["skip_disk_check"],
-        base_image=base_image,
-        standin=standin,
-        label=kwargs["label"],
-    )
-    host = host_facts(cpuinfo=kwargs["cpuinfo"], with_gpu=variant == "cuda")
-    plan = make_plan(options, recipe, host, base_images=base_images)
-    return plan, recipe
-
-
-@app.command("plan")
-@_with_plan_options
+@app.command("plan", cls=PlanCommand)
 def plan_command(
+    ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
-    **kwargs: Any,
 ) -> None:
     """Resolve a build: every choice tfbuild would make, with the reason for it."""
-    plan, _ = _make_plan(kwargs)
+    from tfbuild.build import plan_here
+
+    plan = plan_here(plan_args(ctx)).plan
     if as_json:
         _print_json(plan.to_json())
         return
@@ -435,30 +265,27 @@ def plan_command(
     print_plan(plan)
 
 
-@app.command("render")
-@_with_plan_options
+@app.command("render", cls=PlanCommand)
 def render_command(
+    ctx: typer.Context,
     out: Annotated[
         Path, typer.Option("-o", "--output", metavar="DIR", help="Where to write the context.")
     ],
-    **kwargs: Any,
 ) -> None:
     """Write the build context: Dockerfile, bazel rc file, build.sh, runtime.env, plan.json."""
+    from tfbuild.build import plan_here
     from tfbuild.render import check, render_files, write_context
 
-    plan, recipe = _make_plan(kwargs)
-    files = render_files(plan)
-    check(files, recipe)
+    planned = plan_here(plan_args(ctx))
+    files = render_files(planned.plan)
+    check(files, planned.recipe)
     for path in write_context(files, out):
         typer.echo(str(path))
 
 
-# --- wheel ---------------------------------------------------------------------------------------------
-
-
-@app.command("wheel")
-@_with_plan_options
+@app.command("wheel", cls=PlanCommand)
 def wheel_command(
+    ctx: typer.Context,
     source: Annotated[
         Path | None,
         typer.Option(
@@ -481,16 +308,6 @@ def wheel_command(
     dist: Annotated[
         Path, typer.Option("--dist", metavar="DIR", help="Where the wheel, receipt and logs go.")
     ] = Path("dist"),
-    base_image: Annotated[
-        str | None,
-        typer.Option(
-            "--base-image",
-            metavar="NAME",
-            help="A base-images.yaml entry, or a local image made by tfbuild base "
-            "(e.g. tfbuild/base:jammy) where no registry can be reached.",
-            show_default=False,
-        ),
-    ] = None,
     ca_bundle: Annotated[
         Path | None,
         typer.Option(
@@ -510,69 +327,33 @@ def wheel_command(
     keep_container: Annotated[
         bool, typer.Option("--keep-container", help="Keep the build container for a post-mortem.")
     ] = False,
-    canary: Annotated[
-        bool,
-        typer.Option(
-            "--canary",
-            help="Build tfbuild's STAND-IN source (a miniature, not TensorFlow) through the same "
-            "pipeline, in a minute: what tfbuild doctor does.",
-        ),
-    ] = False,
     quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Print only the result.")] = False,
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="Show every line of the build.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    **kwargs: Any,
 ) -> None:
     """Build the wheel in Docker: toolchain image, build container, wheel + receipt in dist/."""
-    import signal
-
-    from tfbuild.build import BuildRun
+    from tfbuild.build import BuildRun, plan_here
     from tfbuild.display import print_wheel_result
+    from tfbuild.engine import DockerEngine
 
-    if memory is not None and not _MEMORY.match(memory):
-        from tfbuild.errors import UsageError
-
-        raise UsageError(f"--memory {memory!r} is not a size", fix="Write it like 8g or 16384m.")
-
-    def stop(signum: int, _frame: Any) -> None:
-        from tfbuild.errors import Interrupted
-
-        raise Interrupted(
-            f"stopped by {signal.Signals(signum).name}",
-            why="the build container was stopped and removed, no partial files were left",
-        )
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        run = BuildRun(
-            dist=dist,
-            source=source,
-            source_sha256=source_sha256,
-            ca_bundle=ca_bundle,
-            memory=memory,
-            keep_container=keep_container,
-            canary=canary,
-            quiet=quiet or as_json,
-            verbose=verbose,
-        )
-        result = run.execute(
-            lambda engine, standin, default_base: _make_plan(
-                {**kwargs, "base_image": base_image or default_base},
-                engine=engine,
-                standin=standin,
-            )
-        )
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    run = BuildRun(
+        dist=dist,
+        source=source,
+        source_sha256=source_sha256,
+        ca_bundle=ca_bundle,
+        memory=memory,
+        keep_container=keep_container,
+        quiet=quiet or as_json,
+        verbose=verbose,
+    )
+    with contextlib.closing(DockerEngine.connect()) as engine:
+        result = run.execute(plan_here(plan_args(ctx), engine), engine=engine)
     if as_json:
         _print_json(result.to_json() | {"receipt_data": result.data})
     else:
         print_wheel_result(result, quiet=quiet)
-
-
-_MEMORY = re.compile(r"^[1-9][0-9]*[bkmg]?$", re.IGNORECASE)
 
 
 # --- doctor --------------------------------------------------------------------------------------------
@@ -604,7 +385,6 @@ def doctor_command(
     """Check this machine for a TensorFlow build, then prove the pipeline with the canary."""
     from tfbuild.display import print_doctor_check
     from tfbuild.doctor import run_doctor
-    from tfbuild.errors import EnvironmentProblem
 
     def say(text: str) -> None:
         if not as_json:
@@ -619,13 +399,9 @@ def doctor_command(
     )
     if as_json:
         _print_json(report.to_json())
-    failed = [c for c in report.checks if c.status == "fail"]
-    if failed:
-        raise EnvironmentProblem(
-            f"{len(failed)} check(s) failed: {', '.join(c.name for c in failed)}",
-            why=failed[0].detail,
-            fix=failed[0].fix,
-        )
+    failure = report.failure()
+    if failure is not None:
+        raise failure
 
 
 # --- smoke -------------------------------------------------------------------------------------------
@@ -694,32 +470,10 @@ def smoke_command(
     ] = None,
 ) -> None:
     """Prove a wheel: no unused-instruction complaint at import, and faster than the stock wheel."""
-    from tfbuild.errors import SmokeFailed, UsageError
-    from tfbuild.smoke.report import Rules
-    from tfbuild.smoke.session import SmokeOptions, built_for, read_env_file, run_smoke
+    from tfbuild.errors import SmokeFailed
+    from tfbuild.smoke.report import Rules, check_plot
+    from tfbuild.smoke.session import SmokeOptions, run_smoke, with_wheel_files
 
-    if (wheel is None) == (not installed):
-        raise UsageError(
-            "name one wheel to test",
-            why="give a WHEEL argument or --installed, not both and not neither",
-            fix="e.g. tfbuild smoke dist/tensorflow_cpu-2.21.0-cp311-cp311-linux_x86_64.whl",
-        )
-    if plot_file is not None:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            from tfbuild.errors import EnvironmentProblem
-
-            raise EnvironmentProblem(
-                "--plot needs matplotlib", fix="pip install 'tfbuild[plot]'"
-            ) from None
-    runtime: dict[str, str] = {}
-    if env_file is None and wheel and wheel.endswith(".whl"):
-        beside = Path(wheel).with_suffix(".env")
-        env_file = beside if beside.exists() else None
-    if env_file is not None and env_file.exists():
-        runtime = read_env_file(env_file)
-    receipt = Path(wheel).with_suffix(".json") if wheel and wheel.endswith(".whl") else None
     options = SmokeOptions(
         wheel=wheel,
         installed=installed,
@@ -734,9 +488,10 @@ def smoke_command(
             min_margin=min_margin,
         ),
         env_file=env_file,
-        runtime_env=runtime,
-        built_for=built_for(receipt) if receipt else None,
     )
+    if plot_file is not None:
+        check_plot()
+    options = with_wheel_files(options)
 
     def progress(message: str) -> None:
         if not as_json:
@@ -880,8 +635,8 @@ def pick_command(
         typer.Option("--tf", metavar="VERSION", help="Only this TensorFlow release, e.g. 2.20."),
     ] = None,
     variant: Annotated[
-        str | None,
-        typer.Option("--variant", metavar="cpu|mkl|cuda", help="Only this kind of build."),
+        Variant | None,
+        typer.Option("--variant", case_sensitive=False, help="Only this kind of build."),
     ] = None,
     install: Annotated[
         bool, typer.Option("--install", help="pip install the chosen wheel.")
@@ -908,21 +663,17 @@ def pick_command(
 ) -> None:
     """Choose the wheel that runs best here (or on a --cpuinfo machine), and say why."""
     from tfbuild import pick as picking
-    from tfbuild.errors import UsageError
 
-    if install and cpuinfo is not None:
-        raise UsageError(
-            "--install and --cpuinfo together",
-            why="--install installs on this machine, --cpuinfo describes another one",
-            fix="Drop --cpuinfo to pick for this machine.",
-        )
+    picking.check_install_here(install=install, cpuinfo=cpuinfo)
     options = picking.PickOptions.parse(tf=tf, variant=variant)
     host = picking.describe_host(
         cpuinfo=cpuinfo, python=python, pip_python=pip_python, driver_cuda=driver_cuda
     )
     result = picking.pick(picking.load_wheels(source), host, options)
     if not as_json:
-        picking.print_pick(result)
+        from tfbuild.display import print_pick
+
+        print_pick(result)
     installed = None
     if install and result.chosen is not None:
         installed = picking.install(

@@ -1,0 +1,96 @@
+"""The typed request: the plan options declared once, checked once, planned outside the CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cpuinfo_fixture, recorded_host, run_cli
+from tfbuild.cli.plan_options import _plan_options
+from tfbuild.errors import UsageError
+from tfbuild.recipes import load_base_images
+from tfbuild.request import PlanArgs, choose_recipe, plan_request
+from tfbuild.variants import MklThreading, Variant
+
+
+def test_every_plan_option_is_a_field_of_the_request() -> None:
+    """The command line declares exactly the request's fields: none forgotten, none extra."""
+    options = set(inspect.signature(_plan_options).parameters)
+    fields = {f.name for f in dataclasses.fields(PlanArgs)}
+    assert options == fields
+
+
+def test_the_command_line_defaults_are_the_request_defaults() -> None:
+    defaults = _plan_options()
+    assert defaults == PlanArgs()
+    assert defaults.variant is Variant.cpu
+    assert defaults.mkl_threading is MklThreading.threadpool
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"mkl": True, "cuda": True}, "--mkl and --cuda together"),
+        ({"target": "x86_64_v3", "cpuinfo": Path("node.cpuinfo")}, "--target and --cpuinfo"),
+        ({"python": "abc"}, "--python 'abc' is not a Python version"),
+        ({"python": "3.11\n"}, "is not a Python version"),  # full match: no trailing newline
+        ({"mkl_threading": "fibers"}, "--mkl-threading 'fibers'"),
+    ],
+)
+def test_a_bad_request_is_refused_when_made(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(UsageError, match=message) as caught:
+        PlanArgs(**changes)  # type: ignore[arg-type]
+    assert caught.value.exit_code == 2
+
+
+def test_the_variant_comes_from_the_flags() -> None:
+    assert PlanArgs(mkl=True).variant is Variant.mkl
+    assert PlanArgs(cuda=True).variant is Variant.cuda
+    assert PlanArgs(mkl_threading="openmp").mkl_threading is MklThreading.openmp  # type: ignore[arg-type]
+
+
+def test_a_request_plans_without_the_cli() -> None:
+    args = PlanArgs(tf="2.20", mkl=True, target="x86_64_v3", python="3.12", skip_disk_check=True)
+    host = recorded_host("zen4", memory_gib=32, disk_gib=200)
+    planned = plan_request(args, base_images=load_base_images(), host=host)
+    assert planned.recipe.short == "2.20"
+    assert planned.plan.tensorflow == planned.recipe.tensorflow
+    assert planned.plan.variant == "mkl"
+    assert planned.plan.target == "x86_64_v3"
+    assert planned.plan.python == "3.12"
+    assert "mkl_threadpool" in planned.plan.bazel_configs
+
+
+def test_the_canary_request_swaps_in_the_stand_in_recipe() -> None:
+    newest = choose_recipe(PlanArgs())
+    canary = choose_recipe(PlanArgs(canary=True))
+    assert canary.path.startswith("canary stand-in") and canary.compiler != newest.compiler
+    assert canary.configs == newest.configs  # the newest release's flow, with the canary's compiler
+    host = recorded_host("haswell", memory_gib=16, disk_gib=100)
+    plan = plan_request(
+        PlanArgs(canary=True, base_image="debian-12"),
+        base_images=load_base_images(),
+        recipe=canary,
+        host=host,
+    ).plan
+    assert plan.standin is True
+
+
+def test_plan_and_render_take_the_same_options(tmp_path: Path) -> None:
+    """One declaration: the same options give the same plan through plan and render."""
+    common = ["--tf", "2.21", "--mkl", "--cpuinfo", str(cpuinfo_fixture("haswell"))]
+    common += ["--skip-disk-check", "--python", "3.12", "--no-label"]
+    planned = run_cli("plan", *common, "--json")
+    assert planned.returncode == 0, planned.stderr
+    rendered = run_cli("render", *common, "-o", str(tmp_path / "ctx"))
+    assert rendered.returncode == 0, rendered.stderr
+    assert (tmp_path / "ctx" / "plan.json").read_text().startswith("{")
+    import json
+
+    plan_json = json.loads(planned.stdout)
+    written = json.loads((tmp_path / "ctx" / "plan.json").read_text())
+    assert plan_json == written
+    assert plan_json["target"] == "haswell" and plan_json["label"] is None
