@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 lint: $(STAMP)
 	$(BIN)/ruff check tfbuild tests benchmarks
 	$(BIN)/ruff format --check tfbuild tests benchmarks
+	$(BIN)/lint-imports  # the one-way layers of pyproject.toml's [tool.importlinter]
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
