@@ -185,7 +185,7 @@ _PLAN_OPTIONS_APP.command()(_plan_options)
 
 
 def plan_args(ctx: typer.Context) -> PlanArgs:
-    """The PlanArgs of a command made with ``cls=_PlanCommand``."""
+    """The PlanArgs of a command made with ``cls=PlanCommand``."""
     args = ctx.meta[_PLAN_ARGS]
     assert isinstance(args, PlanArgs)
     return args
