@@ -326,7 +326,7 @@ def test_script_fails_cleanly_when_the_registry_is_unreachable(tmp_path: Path) -
         timeout=60,
         check=False,
     )
-    assert result.returncode != 0
+    assert result.returncode == 2, result.stderr  # the script's code for "registry unreachable"
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1, result.stderr
