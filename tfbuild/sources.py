@@ -5,19 +5,34 @@ Two ways:
 1. ``--source DIR`` (:func:`local_source`): a local checkout, of TensorFlow or of any fork. It is
    used as it is; tfbuild only checks that it looks like a TensorFlow tree and, for a git checkout,
    records its commit and whether it has uncommitted changes.
-2. The recipe's release tarball (:func:`fetch_source`): downloaded once into a cache, verified
-   against its sha256 before every use, then extracted once. When the recipe pins no sha256, the
-   checksum of the first download is recorded and later runs verify against it (trust on first use).
+2. The recipe's release tarball (:func:`fetch_source`): downloaded once into a cache that is keyed by
+   content, verified against its sha256 before every use, then extracted once.
 
-The cache (:func:`default_cache_dir`, ``~/.cache/tfbuild/sources`` by default) holds, per version::
+The cache (:func:`default_cache_dir`, ``~/.cache/tfbuild/sources`` by default) names every entry by
+a sha256, never by a TensorFlow version or a file name::
 
-    tensorflow-2.21.0.tar.gz            the download
-    tensorflow-2.21.0.tar.gz.sha256     its recorded sha256 (only when the recipe pins none)
-    tensorflow-2.21.0-<sha256[:12]>/    the extracted tree, with a .complete marker written last
+    sha256/<sha256>.tar.gz          a verified download, named by its own sha256
+    sha256/<sha256>/                its extracted tree; the .complete marker (JSON: the sha256 and
+                                    the source's epoch) is written last
+    urls/<sha256 of the URL>.json   trust on first use: {url, sha256, first_seen} of a URL that no
+                                    pin covers
 
-Everything is written under a ``.partial-<pid>`` name and renamed into place, so an interrupted run
-(Ctrl-C included) leaves nothing half-written, and two runs sharing the cache never see each
-other's partial work.
+A pinned sha256 (the recipe's ``source.sha256`` or ``--source-sha256``) names its entry directly, and
+the entry is used only when its tarball hashes to the pin: a tarball that another recipe put in the
+cache, from another URL, can never stand in for this one. Without a pin, the first download of a
+URL records the sha256 of what it served; every later use of that URL is checked against that
+record, and an upstream that now serves other bytes is an error naming both checksums.
+
+Entries of the earlier per-version layout (``tensorflow-2.21.0.tar.gz``, its ``.sha256`` record and
+``tensorflow-2.21.0-<sha256[:12]>/``) are ignored: nothing reads them, and they can be deleted.
+
+The source's epoch (:attr:`Source.epoch`, the build's ``SOURCE_DATE_EPOCH``) is the newest member
+mtime of a tarball, the HEAD commit's time of a git checkout, or the newest file mtime of any other
+directory.
+
+Everything is written under a ``.partial-<pid>`` name (or another temp name) and renamed into place,
+so an interrupted run (Ctrl-C included) leaves nothing half-written, and two runs sharing the cache
+never see each other's partial work.
 """
 
 from __future__ import annotations
@@ -25,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -36,6 +52,7 @@ import urllib.request
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from http.client import HTTPException
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
@@ -43,6 +60,7 @@ from typing import Any, BinaryIO, Literal
 from tfbuild import __version__
 from tfbuild.errors import EnvironmentProblem, InputError
 from tfbuild.files import sha256_file, write_text
+from tfbuild.receipt import SourceRecord
 
 #: What a TensorFlow source tree has and other trees do not.
 SOURCE_MARKER = "tensorflow/tools/pip_package"
@@ -62,7 +80,7 @@ _UNSIZED_STEP = 50 * _MB
 _COMPLETE = ".complete"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
-_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+-]*")
+_EPOCH = re.compile(r"[0-9]+")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,17 +101,27 @@ class Source:
     git_commit: str | None
     #: Whether a git checkout has uncommitted changes to tracked files, else None.
     git_dirty: bool | None
+    #: The source's time (SOURCE_DATE_EPOCH): a tarball's newest member mtime, a git checkout's
+    #: HEAD commit time, another directory's newest file mtime; None when there is none.
+    epoch: int | None
+
+    def record(self) -> SourceRecord:
+        """The receipt's record of this source: a tarball by URL and sha256, a directory by path
+        (and commit)."""
+        tarball = self.kind == "tarball"
+        return SourceRecord(
+            kind=self.kind,
+            url=self.origin if tarball else None,
+            sha256=self.sha256,
+            pinned=self.pinned,
+            path=None if tarball else str(self.path),
+            commit=self.git_commit,
+            dirty=self.git_dirty,
+            epoch=self.epoch,
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "kind": self.kind,
-            "origin": self.origin,
-            "sha256": self.sha256,
-            "pinned": self.pinned,
-            "git_commit": self.git_commit,
-            "git_dirty": self.git_dirty,
-        }
+        return self.record().to_json()
 
 
 def default_cache_dir(env: Mapping[str, str] = os.environ) -> Path:
@@ -116,6 +144,7 @@ def local_source(path: Path, *, marker: str = SOURCE_MARKER) -> Source:
     path = path.absolute()
     _check_tree(path, marker)
     commit, dirty = _git_state(path) if (path / ".git").exists() else (None, None)
+    epoch = _git_epoch(path) if commit is not None else None
     return Source(
         path=path,
         kind="directory",
@@ -124,6 +153,7 @@ def local_source(path: Path, *, marker: str = SOURCE_MARKER) -> Source:
         pinned=False,
         git_commit=commit,
         git_dirty=dirty,
+        epoch=epoch if epoch is not None else _newest_mtime(path),
     )
 
 
@@ -154,10 +184,51 @@ def _git_state(path: Path) -> tuple[str | None, bool | None]:
     return commit, None if status is None else bool(status.strip())
 
 
+def _git_epoch(path: Path) -> int | None:
+    """The HEAD commit's time (committer date, seconds since the epoch), or None."""
+    out = _git(path, "log", "-1", "--format=%ct")
+    text = out.strip() if out is not None else ""
+    return int(text) if _EPOCH.fullmatch(text) else None
+
+
+def _newest_mtime(root: Path) -> int | None:
+    """The newest mtime among the files below ``root`` (symlinks not followed; ``.git`` and bazel's
+    ``bazel-*`` output links left out), or None when there is no file."""
+    newest: float | None = None
+    for name_of_top, dirs, files in os.walk(root):  # Path.walk() needs Python 3.12
+        top = Path(name_of_top)
+        dirs[:] = [d for d in dirs if not _skipped(top / d)]
+        for name in files:
+            if _skipped(top / name):
+                continue
+            try:
+                mtime = (top / name).lstat().st_mtime
+            except OSError:
+                continue
+            newest = mtime if newest is None else max(newest, mtime)
+    return _epoch(newest)
+
+
+def _skipped(path: Path) -> bool:
+    """``.git`` (a directory, or a worktree's file) and bazel's ``bazel-*`` output links."""
+    return path.name == ".git" or (path.name.startswith("bazel-") and path.is_symlink())
+
+
+def _epoch(value: float | None) -> int | None:
+    """A SOURCE_DATE_EPOCH from a time: whole seconds, never negative."""
+    return int(value) if value is not None and value >= 0 else None
+
+
 def _git(path: Path, *args: str) -> str | None:
     """``git -C path ARGS``'s output, or None if git is missing, fails or hangs (never an error)."""
     # No optional locks: a status must not take index.lock while the user works in the checkout.
-    env = {**os.environ, "LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0"}
+    # No discovery above ``path``: a directory whose .git is broken is not the repository around it.
+    env = {
+        **os.environ,
+        "LC_ALL": "C",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_CEILING_DIRECTORIES": str(path.parent),
+    }
     try:
         proc = subprocess.run(  # argv is built here, never by a shell
             ["git", "-C", str(path), *args],
@@ -178,21 +249,24 @@ def _git(path: Path, *args: str) -> str | None:
 
 @dataclass(frozen=True, kw_only=True)
 class _Cache:
-    """The cache entries of one version."""
+    """The cache's entries, each named by a sha256: of a tarball's content, or of a URL."""
 
     dir: Path
-    version: str
 
     @property
-    def tarball(self) -> Path:
-        return self.dir / f"tensorflow-{self.version}.tar.gz"
+    def objects(self) -> Path:
+        return self.dir / "sha256"
 
-    @property
-    def record(self) -> Path:
-        return self.dir / f"tensorflow-{self.version}.tar.gz.sha256"
+    def tarball(self, sha256: str) -> Path:
+        return self.objects / f"{sha256}.tar.gz"
 
     def tree(self, sha256: str) -> Path:
-        return self.dir / f"tensorflow-{self.version}-{sha256[:12]}"
+        return self.objects / sha256
+
+    def record(self, url: str) -> Path:
+        """The trust-on-first-use record of ``url``."""
+        name = hashlib.sha256(url.encode("utf-8")).hexdigest()
+        return self.dir / "urls" / f"{name}.json"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,6 +274,7 @@ class _Fetch:
     """One call of :func:`fetch_source`: what to download, where to, and how."""
 
     url: str
+    version: str
     cache: _Cache
     pinned: bool
     ca_bundle: Path | None
@@ -219,33 +294,33 @@ def fetch_source(
 ) -> Source:
     """The release tarball at ``url``, downloaded, verified and extracted into ``cache_dir``.
 
-    ``sha256`` is the pinned checksum; without one, the first download's checksum is recorded and
-    later runs verify against it. An extracted tree already in the cache is reused without any
-    network access. Raises InputError for a checksum mismatch or a bad archive, EnvironmentProblem
-    when the download fails or the cache cannot be written.
+    ``sha256`` is the pinned checksum, which names the cache entry; without one, the first
+    download's checksum is recorded for ``url`` and every later use is verified against it.
+    ``version`` only appears in messages. A verified tarball already in the cache is reused without
+    any network access. Raises InputError for a checksum mismatch or a bad archive,
+    EnvironmentProblem when the download fails or the cache cannot be written.
     """
     pinned = _pinned_sha256(sha256)
-    cache = _Cache(dir=_prepare_cache_dir(cache_dir), version=_checked_version(version))
     fetch = _Fetch(
         url=url,
-        cache=cache,
+        version=version,
+        cache=_Cache(dir=_prepare_cache_dir(cache_dir)),
         pinned=pinned is not None,
         ca_bundle=ca_bundle,
         timeout=timeout,
         on_line=on_line,
     )
-    expected = pinned if pinned is not None else _recorded_sha256(cache, on_line)
-    if expected is None or not _is_complete(cache.tree(expected)):
-        expected = _verified_tarball(fetch, expected)
-        _extract(fetch, expected)
+    actual = _pinned_tarball(fetch, pinned) if pinned is not None else _first_seen_tarball(fetch)
+    epoch = _extracted(fetch, actual)
     return Source(
-        path=_tree_root(cache.tree(expected)),
+        path=_tree_root(fetch.cache.tree(actual)),
         kind="tarball",
         origin=url,
-        sha256=expected,
+        sha256=actual,
         pinned=fetch.pinned,
         git_commit=None,
         git_dirty=None,
+        epoch=epoch,
     )
 
 
@@ -262,16 +337,6 @@ def _pinned_sha256(sha256: str | None) -> str | None:
     return value
 
 
-def _checked_version(version: str) -> str:
-    if not _VERSION.fullmatch(version):
-        raise InputError(
-            f"the TensorFlow version {version!r} cannot name a cache entry",
-            why="a version has only letters, digits and . _ + -",
-            fix="Check the recipe's tensorflow: field.",
-        )
-    return version
-
-
 def _prepare_cache_dir(cache_dir: Path) -> Path:
     cache_dir = cache_dir.absolute()
     try:
@@ -285,23 +350,114 @@ def _prepare_cache_dir(cache_dir: Path) -> Path:
     return cache_dir
 
 
-def _recorded_sha256(cache: _Cache, on_line: Callable[[str], None]) -> str | None:
-    """The checksum recorded at the first download, or None (a malformed record is discarded)."""
+# --- which tarball: pinned, or trusted on first use ---
+
+
+def _pinned_tarball(fetch: _Fetch, pinned: str) -> str:
+    """Make sure the cache holds the tarball whose sha256 is ``pinned``; a cached one that does
+    not match (damaged, or tampered with) is deleted with its tree and downloaded again."""
+    tarball = fetch.cache.tarball(pinned)
+    if os.path.lexists(tarball):
+        if _file_sha256(tarball) == pinned:
+            return pinned
+        fetch.on_line(f"{tarball} does not match its sha256; downloading it again")
+        _discard_entry(fetch.cache, pinned)
+    return _download_into_cache(fetch, pinned)
+
+
+def _first_seen_tarball(fetch: _Fetch) -> str:
+    """The tarball of an unpinned URL: verified against the sha256 recorded at the URL's first
+    download, or downloaded and recorded now. A cached tarball that does not match its record is
+    refused (the record is the only witness of what the URL served)."""
+    recorded = _recorded_sha256(fetch)
+    if recorded is None:
+        actual = _download_into_cache(fetch, None)
+        _record_sha256(fetch, actual)
+        fetch.on_line(
+            f"the recipe pins no sha256 for {fetch.url}: recorded {actual} at this first "
+            "download; later runs verify against it"
+        )
+        return actual
+    tarball = fetch.cache.tarball(recorded)
+    if not os.path.lexists(tarball):
+        return _download_into_cache(fetch, recorded)
+    found = _file_sha256(tarball)
+    if found == recorded:
+        return recorded
+    record = fetch.cache.record(fetch.url)
+    raise InputError(
+        f"the cached tarball {tarball} does not match the sha256 recorded at the first download "
+        f"of {fetch.url}",
+        why=f"expected {recorded} (in {record}), got {found or 'an unreadable file'}",
+        fix=f"The cache was damaged or tampered with: delete {tarball} and "
+        f"{fetch.cache.tree(recorded)}, then rerun to download it again (it is verified "
+        "against the same record).",
+    )
+
+
+def _recorded_sha256(fetch: _Fetch) -> str | None:
+    """The sha256 recorded at the URL's first download, or None (a malformed record is discarded)."""
+    record = fetch.cache.record(fetch.url)
     try:
-        text = cache.record.read_text(encoding="utf-8").strip().lower()
+        data = json.loads(record.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        text = f"unreadable: {exc}"
-    if _SHA256.fullmatch(text):
-        return text
-    on_line(f"discarding {cache.record}: it holds no sha256; downloading again")
-    _discard_download(cache, pinned=False)
+    except (OSError, UnicodeDecodeError, ValueError):
+        data = None
+    sha256 = data.get("sha256") if isinstance(data, dict) else None
+    url = data.get("url") if isinstance(data, dict) else None
+    if url == fetch.url and isinstance(sha256, str) and _SHA256.fullmatch(sha256):
+        return sha256
+    fetch.on_line(f"discarding {record}: it is no sha256 record of {fetch.url}; downloading again")
+    _remove_tree(record)
     return None
 
 
-def _is_complete(tree: Path) -> bool:
-    return (tree / _COMPLETE).is_file()
+def _record_sha256(fetch: _Fetch, sha256: str) -> None:
+    """Record what ``fetch.url`` served at its first download (unless a run sharing the cache
+    recorded it meanwhile: then that record must agree)."""
+    recorded = _recorded_sha256(fetch)
+    if recorded is not None:
+        if recorded != sha256:
+            raise _mismatch(fetch, recorded, sha256)
+        return
+    record = fetch.cache.record(fetch.url)
+    first_seen = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    data = {"url": fetch.url, "sha256": sha256, "first_seen": first_seen}
+    try:
+        write_text(record, json.dumps(data, indent=2) + "\n")
+    except OSError as exc:
+        raise _cache_problem(f"cannot write {record}", exc) from None
+
+
+# --- cache entries ---
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Marker:
+    """The ``.complete`` marker of an extracted tree, written last: what it holds, and its epoch."""
+
+    sha256: str
+    epoch: int | None
+
+    def text(self) -> str:
+        return json.dumps({"sha256": self.sha256, "epoch": self.epoch}, sort_keys=True) + "\n"
+
+    @staticmethod
+    def read(tree: Path) -> _Marker | None:
+        """The tree's marker, or None when it has none or a malformed one."""
+        try:
+            data = json.loads((tree / _COMPLETE).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        sha256, epoch = data.get("sha256"), data.get("epoch")
+        if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
+            return None
+        if epoch is not None and (type(epoch) is not int or epoch < 0):
+            return None
+        return _Marker(sha256=sha256, epoch=epoch)
 
 
 def _tree_root(tree: Path) -> Path:
@@ -317,11 +473,10 @@ def _partial(path: Path) -> Path:
     return path.with_name(f"{path.name}.partial-{os.getpid()}")
 
 
-def _discard_download(cache: _Cache, *, pinned: bool) -> None:
-    """Delete the cached tarball and, when nothing pins its checksum, the recorded checksum."""
-    _remove_tree(cache.tarball)
-    if not pinned:
-        _remove_tree(cache.record)
+def _discard_entry(cache: _Cache, sha256: str) -> None:
+    """Delete a cached tarball and the tree extracted from it."""
+    _remove_tree(cache.tarball(sha256))
+    _remove_tree(cache.tree(sha256))
 
 
 def _remove_tree(path: Path) -> None:
@@ -348,24 +503,6 @@ def _remove_tree(path: Path) -> None:
 # --- downloading and verifying ---
 
 
-def _verified_tarball(fetch: _Fetch, expected: str | None) -> str:
-    """Make sure the cache holds the tarball and that it matches ``expected``; its sha256.
-
-    A cached tarball is verified again before every use: one that does not match is deleted and
-    downloaded again, once.
-    """
-    tarball = fetch.cache.tarball
-    if tarball.is_file():
-        if expected is not None and _file_sha256(tarball) == expected:
-            return expected
-        if expected is None:
-            fetch.on_line(f"{tarball} has no recorded sha256; downloading it again")
-        else:
-            fetch.on_line(f"{tarball} does not match its sha256; downloading it again")
-        _remove_tree(tarball)
-    return _download_verified(fetch, expected)
-
-
 def _file_sha256(path: Path) -> str | None:
     """The file's sha256, or None when it cannot be read."""
     try:
@@ -374,26 +511,21 @@ def _file_sha256(path: Path) -> str | None:
         return None
 
 
-def _download_verified(fetch: _Fetch, expected: str | None) -> str:
-    """Download the tarball into the cache, checked against ``expected`` or recorded as new."""
-    cache = fetch.cache
-    partial = _partial(cache.tarball)
+def _download_into_cache(fetch: _Fetch, expected: str | None) -> str:
+    """Download the tarball, check it against ``expected`` (when there is one) and store it under
+    its own sha256; that sha256."""
+    objects = fetch.cache.objects
+    partial = _partial(objects / "download")
     try:
+        objects.mkdir(parents=True, exist_ok=True)
         actual = _download(fetch, partial)
         if expected is not None and actual != expected:
             raise _mismatch(fetch, expected, actual)
-        if expected is None:
-            write_text(cache.record, actual + "\n")
-        partial.replace(cache.tarball)
+        partial.replace(fetch.cache.tarball(actual))
     except OSError as exc:
-        raise _cache_problem(f"cannot write to the source cache {cache.dir}", exc) from None
+        raise _cache_problem(f"cannot write to the source cache {fetch.cache.dir}", exc) from None
     finally:
         partial.unlink(missing_ok=True)
-    if expected is None:
-        fetch.on_line(
-            f"the recipe pins no sha256 for {fetch.url}: recorded {actual} at this first "
-            "download; later runs verify against it"
-        )
     return actual
 
 
@@ -405,12 +537,13 @@ def _mismatch(fetch: _Fetch, expected: str, actual: str) -> InputError:
             fix="Check the recipe's source.sha256 and the network (a proxy rewriting downloads?); "
             "rerun to download again.",
         )
-    record = fetch.cache.record
+    record = fetch.cache.record(fetch.url)
     return InputError(
         f"the download of {fetch.url} does not match the sha256 recorded at its first download",
         why=f"expected {expected} (in {record}), got {actual}",
         fix=f"Check the network (a proxy rewriting downloads?); if the release was published "
-        f"again, delete {record} to trust the new download.",
+        f"again, pin the new sha256 in the recipe's source.sha256, or delete {record} to trust "
+        "the new download.",
     )
 
 
@@ -483,7 +616,9 @@ def _stream(fetch: _Fetch, read: Callable[[int], bytes], length: int | None, out
         try:
             out.write(chunk)
         except OSError as exc:
-            raise _cache_problem(f"cannot write {fetch.cache.tarball}", exc) from None
+            raise _cache_problem(
+                f"cannot write to the source cache {fetch.cache.dir}", exc
+            ) from None
         done += len(chunk)
         progress.update(done)
     if length is not None and done < length:
@@ -536,37 +671,45 @@ def _cache_problem(what: str, exc: OSError) -> EnvironmentProblem:
 # --- extracting ---
 
 
-def _extract(fetch: _Fetch, sha256: str) -> None:
-    """Extract the verified tarball into its tree in the cache, unless another run did already."""
+def _extracted(fetch: _Fetch, sha256: str) -> int | None:
+    """Make sure the verified tarball is extracted into its tree in the cache (unless a run did
+    already); the source's epoch, from the tree's marker."""
     tree = fetch.cache.tree(sha256)
-    if _is_complete(tree):
-        return
+    marker = _Marker.read(tree)
+    if marker is not None and marker.sha256 == sha256:
+        return marker.epoch
+    if os.path.lexists(tree):
+        _remove_tree(tree)  # no tfbuild run leaves a tree without its marker: a stray copy
     if not hasattr(tarfile, "data_filter"):
         raise EnvironmentProblem(
             "this Python cannot extract archives safely",
             why="its tarfile module has no extraction filters (Python 3.10.12 or 3.11.4 and later)",
             fix="Upgrade Python, or pass --source DIR with a TensorFlow checkout.",
         )
+    tarball = fetch.cache.tarball(sha256)
     partial = _partial(tree)
-    fetch.on_line(f"extracting {fetch.cache.tarball.name} into {tree}")
+    fetch.on_line(f"extracting TensorFlow {fetch.version} ({tarball.name}) into {tree}")
     try:
         _remove_tree(partial)  # left by a killed run that had the same process id
         partial.mkdir()
-        _unpack(fetch, partial)
-        (partial / _COMPLETE).write_text(f"{fetch.url}\n{sha256}\n", encoding="utf-8")
-        _install_tree(partial, tree)
+        epoch = _unpack(fetch, sha256, partial)
+        (partial / _COMPLETE).write_text(
+            _Marker(sha256=sha256, epoch=epoch).text(), encoding="utf-8"
+        )
+        return _install_tree(partial, tree, epoch)
     except OSError as exc:
-        raise _cache_problem(f"cannot extract {fetch.cache.tarball} into {tree}", exc) from None
+        raise _cache_problem(f"cannot extract {tarball} into {tree}", exc) from None
     finally:
         _remove_tree(partial)
 
 
-def _unpack(fetch: _Fetch, into: Path) -> None:
-    """Extract the archive into ``into``; a bad archive is deleted from the cache (InputError)."""
+def _unpack(fetch: _Fetch, sha256: str, into: Path) -> int | None:
+    """Extract the archive into ``into``; its epoch. A bad archive is deleted from the cache, with
+    the URL's trust-on-first-use record (InputError), so that a rerun downloads it afresh."""
     try:
-        _extract_archive(fetch.cache.tarball, into)
+        return _extract_archive(fetch.cache.tarball(sha256), into)
     except tarfile.FilterError as exc:
-        _discard_download(fetch.cache, pinned=fetch.pinned)
+        _discard_download(fetch, sha256)
         raise InputError(
             f"the archive downloaded from {fetch.url} is unsafe to extract",
             why=str(exc),
@@ -574,7 +717,7 @@ def _unpack(fetch: _Fetch, into: Path) -> None:
             "source.tarball, or pass --source DIR with a TensorFlow checkout.",
         ) from None
     except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        _discard_download(fetch.cache, pinned=fetch.pinned)
+        _discard_download(fetch, sha256)
         raise InputError(
             f"the archive downloaded from {fetch.url} cannot be extracted",
             why=str(exc) or type(exc).__name__,
@@ -583,9 +726,18 @@ def _unpack(fetch: _Fetch, into: Path) -> None:
         ) from None
 
 
-def _extract_archive(tarball: Path, into: Path) -> None:
+def _discard_download(fetch: _Fetch, sha256: str) -> None:
+    _remove_tree(fetch.cache.tarball(sha256))
+    if not fetch.pinned:
+        _remove_tree(fetch.cache.record(fetch.url))
+
+
+def _extract_archive(tarball: Path, into: Path) -> int | None:
+    """Extract ``tarball`` into ``into`` safely; the newest mtime among its members (the epoch)."""
     with tarfile.open(tarball, "r:*") as archive:
         archive.extractall(into, filter=_safe_member)
+        mtimes = [member.mtime for member in archive.getmembers()]
+    return _epoch(max(mtimes)) if mtimes else None
 
 
 def _safe_member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
@@ -597,13 +749,14 @@ def _safe_member(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
     return tarfile.data_filter(member, dest)
 
 
-def _install_tree(partial: Path, tree: Path) -> None:
-    """Rename the extracted ``partial`` to ``tree``; if another run got there first, keep theirs."""
-    if tree.exists() and not _is_complete(tree):
-        _remove_tree(tree)  # no tfbuild run leaves a tree without its marker: a stray copy
+def _install_tree(partial: Path, tree: Path, epoch: int | None) -> int | None:
+    """Rename the extracted ``partial`` to ``tree``; if another run got there first, keep theirs.
+    The epoch of the tree in place."""
     try:
         partial.replace(tree)
     except OSError:
-        if _is_complete(tree):
-            return  # the caller deletes ours
+        theirs = _Marker.read(tree)
+        if theirs is not None:
+            return theirs.epoch  # the caller deletes ours
         raise
+    return epoch

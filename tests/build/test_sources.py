@@ -1,12 +1,15 @@
 """Where a build's TensorFlow tree comes from: a local checkout, or the recipe's release tarball.
 
-The tarballs are tiny real ``.tar.gz`` archives served by a real HTTP server on 127.0.0.1.
+The tarballs are tiny real ``.tar.gz`` archives served by a real HTTP server on 127.0.0.1; nothing
+here reaches any other host.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import json
+import os
 import re
 import shutil
 import socket
@@ -14,8 +17,9 @@ import subprocess
 import tarfile
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -23,6 +27,7 @@ import pytest
 
 from tfbuild import sources
 from tfbuild.errors import EnvironmentProblem, InputError
+from tfbuild.receipt import SourceRecord
 from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
 
 VERSION = "9.9.9"
@@ -33,17 +38,24 @@ TREE: dict[str, bytes] = {
     f"{TOP}/README.md": b"TensorFlow 9.9.9\n",
     f"{TOP}/configure.py": b"print('configure')\n",
 }
+#: The same version, other bytes: what an override recipe's tarball could hold.
+OTHER_TREE: dict[str, bytes] = {**TREE, f"{TOP}/injected.py": b"import os  # not TensorFlow's\n"}
 PATH = "/archive/v9.9.9.tar.gz"
+OTHER_PATH = "/fork/archive/v9.9.9.tar.gz"
+#: The members' mtime in the test tarballs (GitHub gives every member the commit's time).
+MTIME = 1_700_000_000
 
 
-def tar_gz(members: dict[str, bytes]) -> bytes:
-    """A gzip-compressed tar archive of regular files named exactly as given (no checks)."""
+def tar_gz(members: dict[str, bytes], mtimes: Mapping[str, int] | None = None) -> bytes:
+    """A gzip-compressed tar archive of regular files named exactly as given (no checks), each
+    with its mtime from ``mtimes`` (else :data:`MTIME`)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)
             info.mode = 0o644
+            info.mtime = (mtimes or {}).get(name, MTIME)
             archive.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
 
@@ -52,8 +64,23 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def tarball_file(cache: Path, data: bytes) -> Path:
+    return cache / "sha256" / f"{sha256(data)}.tar.gz"
+
+
 def tree_dir(cache: Path, data: bytes) -> Path:
-    return cache / f"tensorflow-{VERSION}-{sha256(data)[:12]}"
+    return cache / "sha256" / sha256(data)
+
+
+def record_file(cache: Path, url: str) -> Path:
+    return cache / "urls" / f"{sha256(url.encode())}.json"
+
+
+def files(root: Path) -> list[str]:
+    """Every file below ``root`` (directories left out), relative, sorted."""
+    if not root.exists():
+        return []
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if not p.is_dir())
 
 
 def partials(root: Path) -> list[Path]:
@@ -69,6 +96,8 @@ class Server:
     #: A Content-Length to announce instead of the body's (to cut a download short).
     lengths: dict[str, int] = field(default_factory=dict)
     hits: Counter[str] = field(default_factory=Counter)
+    #: Stop the server: from then on, a connection to it is refused.
+    stop: Callable[[], None] = lambda: None
 
     def url(self, path: str = PATH) -> str:
         return self.base + path
@@ -104,17 +133,32 @@ def server(no_proxy: None) -> Iterator[Server]:
     state.base = f"http://127.0.0.1:{httpd.server_address[1]}"
     thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
     thread.start()
+    stopped: list[bool] = []
+
+    def stop() -> None:
+        if not stopped:
+            stopped.append(True)
+            httpd.shutdown()
+            httpd.server_close()
+            thread.join()
+
+    state.stop = stop
     try:
         yield state
     finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+        stop()
 
 
-def fetch(server: Server, cache: Path, sha: str | None, lines: list[str] | None = None) -> Source:
+def fetch(
+    server: Server,
+    cache: Path,
+    sha: str | None,
+    lines: list[str] | None = None,
+    *,
+    path: str = PATH,
+) -> Source:
     return fetch_source(
-        server.url(),
+        server.url(path),
         version=VERSION,
         sha256=sha,
         cache_dir=cache,
@@ -143,26 +187,34 @@ def test_pinned_tarball_is_downloaded_verified_and_extracted(
     assert (source.kind, source.origin, source.sha256) == ("tarball", server.url(), sha256(data))
     assert source.pinned is True
     assert (source.git_commit, source.git_dirty) == (None, None)
-    assert (cache / f"tensorflow-{VERSION}.tar.gz").read_bytes() == data
-    assert not (cache / f"tensorflow-{VERSION}.tar.gz.sha256").exists()  # pinned: nothing recorded
-    assert (tree_dir(cache, data) / ".complete").is_file()
+    assert source.epoch == MTIME
+    assert tarball_file(cache, data).read_bytes() == data
+    assert not (cache / "urls").exists()  # pinned: no URL is recorded
+    assert json.loads((tree_dir(cache, data) / ".complete").read_text()) == {
+        "sha256": sha256(data),
+        "epoch": MTIME,
+    }
     assert server.hits[PATH] == 1
     assert f"downloading {server.url()}" in lines
     assert any(re.fullmatch(r"downloaded [0-9.]+ / [0-9.]+ MB", line) for line in lines)
     assert partials(cache) == []
+    assert source.record() == SourceRecord(
+        kind="tarball", url=server.url(), sha256=sha256(data), pinned=True, epoch=MTIME
+    )
     assert source.to_json() == {
-        "path": str(source.path),
         "kind": "tarball",
-        "origin": server.url(),
+        "url": server.url(),
         "sha256": sha256(data),
         "pinned": True,
-        "git_commit": None,
-        "git_dirty": None,
+        "path": None,
+        "commit": None,
+        "dirty": None,
+        "epoch": MTIME,
     }
 
 
 @pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "trust-on-first-use"])
-def test_an_extracted_tree_is_reused_without_network(
+def test_a_cached_entry_is_reused_with_the_server_stopped(
     server: Server, tmp_path: Path, pinned: bool
 ) -> None:
     data = tar_gz(TREE)
@@ -170,7 +222,7 @@ def test_an_extracted_tree_is_reused_without_network(
     cache = tmp_path / "cache"
     sha = sha256(data) if pinned else None
     first = fetch(server, cache, sha)
-    server.files.clear()  # any request would now fail with 404
+    server.stop()  # any request would now be refused
     lines: list[str] = []
 
     second = fetch(server, cache, sha, lines)
@@ -180,16 +232,19 @@ def test_an_extracted_tree_is_reused_without_network(
     assert lines == []
 
 
+@pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "trust-on-first-use"])
 def test_a_cached_tarball_is_extracted_again_without_network(
-    server: Server, tmp_path: Path
+    server: Server, tmp_path: Path, pinned: bool
 ) -> None:
     data = tar_gz(TREE)
     server.files[PATH] = data
     cache = tmp_path / "cache"
-    first = fetch(server, cache, sha256(data))
+    sha = sha256(data) if pinned else None
+    first = fetch(server, cache, sha)
     shutil.rmtree(tree_dir(cache, data))
+    server.stop()
 
-    second = fetch(server, cache, sha256(data))
+    second = fetch(server, cache, sha)
 
     assert second == first
     assert (second.path / "README.md").read_bytes() == TREE[f"{TOP}/README.md"]
@@ -211,10 +266,10 @@ def test_a_pinned_sha256_mismatch_leaves_nothing(server: Server, tmp_path: Path)
     assert f"expected {wrong}, got {sha256(data)}" in message
     assert "source.sha256" in message
     assert info.value.exit_code == 3
-    assert list(cache.iterdir()) == []
+    assert files(cache) == []
 
 
-def test_trust_on_first_use_records_the_sha256(server: Server, tmp_path: Path) -> None:
+def test_trust_on_first_use_records_the_url_and_its_sha256(server: Server, tmp_path: Path) -> None:
     data = tar_gz(TREE)
     server.files[PATH] = data
     cache = tmp_path / "cache"
@@ -222,26 +277,32 @@ def test_trust_on_first_use_records_the_sha256(server: Server, tmp_path: Path) -
 
     source = fetch(server, cache, None, lines)
 
-    record = cache / f"tensorflow-{VERSION}.tar.gz.sha256"
-    assert record.read_text() == sha256(data) + "\n"
+    record = json.loads(record_file(cache, server.url()).read_text())
+    assert (record["url"], record["sha256"]) == (server.url(), sha256(data))
+    assert datetime.fromisoformat(record["first_seen"]).tzinfo is not None
     assert source.sha256 == sha256(data)
     assert source.pinned is False
+    assert source.record().pinned is False
+    assert source.record().sha256 == sha256(data)  # the receipt names the content all the same
     assert source.path == tree_dir(cache, data) / TOP
+    assert files(cache / "urls") == [record_file(cache, server.url()).name]
     assert (
         f"the recipe pins no sha256 for {server.url()}: recorded {sha256(data)} at this first "
         "download; later runs verify against it"
     ) in lines
 
 
-def test_trust_on_first_use_verifies_later_downloads(server: Server, tmp_path: Path) -> None:
+def test_an_upstream_that_serves_other_bytes_later_is_refused(
+    server: Server, tmp_path: Path
+) -> None:
     data = tar_gz(TREE)
     server.files[PATH] = data
     cache = tmp_path / "cache"
     fetch(server, cache, None)
-    # The cache loses the download and the tree, and the server now serves other bytes.
-    (cache / f"tensorflow-{VERSION}.tar.gz").unlink()
+    # The cache loses the download and the tree, and the same URL now serves other bytes.
+    tarball_file(cache, data).unlink()
     shutil.rmtree(tree_dir(cache, data))
-    other = tar_gz({**TREE, f"{TOP}/injected.py": b"import os\n"})
+    other = tar_gz(OTHER_TREE)
     server.files[PATH] = other
 
     with pytest.raises(InputError) as info:
@@ -252,31 +313,120 @@ def test_trust_on_first_use_verifies_later_downloads(server: Server, tmp_path: P
     assert f"expected {sha256(data)}" in message
     assert f"got {sha256(other)}" in message
     assert server.hits[PATH] == 2
-    record = cache / f"tensorflow-{VERSION}.tar.gz.sha256"
-    assert record.read_text() == sha256(data) + "\n"  # the record is kept
-    assert sorted(p.name for p in cache.iterdir()) == [record.name]
+    record = record_file(cache, server.url())
+    assert json.loads(record.read_text())["sha256"] == sha256(data)  # the record is kept
+    assert files(cache) == [f"urls/{record.name}"]  # the other bytes are not kept
 
 
-@pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "trust-on-first-use"])
-def test_a_corrupted_cached_tarball_is_downloaded_again(
-    server: Server, tmp_path: Path, pinned: bool
+# --- the attack: one cache entry standing in for another ----------------------------------------
+
+
+@pytest.mark.parametrize("override_pinned", [True, False], ids=["override-pinned", "override-tofu"])
+@pytest.mark.parametrize("shipped_pinned", [True, False], ids=["shipped-pinned", "shipped-tofu"])
+def test_an_override_tarball_never_stands_in_for_the_shipped_one(
+    server: Server, tmp_path: Path, override_pinned: bool, shipped_pinned: bool
+) -> None:
+    shipped, other = tar_gz(TREE), tar_gz(OTHER_TREE)  # the same version, other bytes
+    server.files[PATH] = shipped
+    server.files[OTHER_PATH] = other
+    cache = tmp_path / "cache"
+    # A run with an override recipe fills the cache with its tarball, for the same version.
+    override = fetch(server, cache, sha256(other) if override_pinned else None, path=OTHER_PATH)
+    assert (override.path / "injected.py").is_file()
+
+    source = fetch(server, cache, sha256(shipped) if shipped_pinned else None)
+
+    assert server.hits[PATH] == 1  # the shipped tarball was downloaded
+    assert source.path == tree_dir(cache, shipped) / TOP
+    assert not (source.path / "injected.py").exists()
+    assert (source.origin, source.sha256) == (server.url(), sha256(shipped))
+    assert source.record().url == server.url()
+    assert source.record().sha256 == sha256(shipped)
+    assert server.hits[OTHER_PATH] == 1
+
+
+def test_entries_of_the_per_version_layout_are_ignored(server: Server, tmp_path: Path) -> None:
+    shipped, other = tar_gz(TREE), tar_gz(OTHER_TREE)
+    server.files[PATH] = shipped
+    cache = tmp_path / "cache"
+    # What tfbuild 0.1 left after a run with an override recipe: the other tarball, its recorded
+    # sha256 and its complete tree, all named by the version.
+    cache.mkdir()
+    (cache / f"tensorflow-{VERSION}.tar.gz").write_bytes(other)
+    (cache / f"tensorflow-{VERSION}.tar.gz.sha256").write_text(sha256(other) + "\n")
+    old_tree = cache / f"tensorflow-{VERSION}-{sha256(other)[:12]}"
+    (old_tree / TOP).mkdir(parents=True)
+    (old_tree / TOP / "injected.py").write_text("import os\n")
+    (old_tree / ".complete").write_text(f"{server.url()}\n{sha256(other)}\n")
+
+    for sha in (None, sha256(shipped)):
+        source = fetch(server, cache, sha)
+
+        assert source.path == tree_dir(cache, shipped) / TOP
+        assert not (source.path / "injected.py").exists()
+    assert server.hits[PATH] == 1
+
+
+# --- a damaged or tampered cache -----------------------------------------------------------------
+
+
+def test_a_tampered_pinned_tarball_is_downloaded_and_extracted_again(
+    server: Server, tmp_path: Path
 ) -> None:
     data = tar_gz(TREE)
     server.files[PATH] = data
     cache = tmp_path / "cache"
-    sha = sha256(data) if pinned else None
-    fetch(server, cache, sha)
-    shutil.rmtree(tree_dir(cache, data))
-    tarball = cache / f"tensorflow-{VERSION}.tar.gz"
-    tarball.write_bytes(data[:100] + b"\0" * 100)  # a damaged cache file
+    fetch(server, cache, sha256(data))
+    tarball = tarball_file(cache, data)
+    tarball.write_bytes(tar_gz(OTHER_TREE))  # swapped in behind tfbuild's back
+    (tree_dir(cache, data) / TOP / "injected.py").write_text("import os\n")
     lines: list[str] = []
 
-    source = fetch(server, cache, sha, lines)
+    source = fetch(server, cache, sha256(data), lines)
 
     assert server.hits[PATH] == 2
     assert tarball.read_bytes() == data
     assert (source.path / "configure.py").is_file()
+    assert not (source.path / "injected.py").exists()  # the tree went with its tarball
     assert f"{tarball} does not match its sha256; downloading it again" in lines
+
+
+def test_a_tampered_first_seen_tarball_is_refused(server: Server, tmp_path: Path) -> None:
+    data = tar_gz(TREE)
+    server.files[PATH] = data
+    cache = tmp_path / "cache"
+    fetch(server, cache, None)
+    tarball = tarball_file(cache, data)
+    bad = data[:100] + b"\0" * 100
+    tarball.write_bytes(bad)
+
+    with pytest.raises(InputError) as info:
+        fetch(server, cache, None)
+
+    message = str(info.value)
+    assert "\n" not in message
+    assert f"the cached tarball {tarball} does not match the sha256 recorded" in message
+    assert f"expected {sha256(data)}" in message
+    assert f"got {sha256(bad)}" in message
+    assert f"delete {tarball}" in message
+    assert server.hits[PATH] == 1  # refused before any download
+    assert tarball.read_bytes() == bad  # left for the user to look at
+
+
+def test_a_malformed_record_is_discarded(server: Server, tmp_path: Path) -> None:
+    data = tar_gz(TREE)
+    server.files[PATH] = data
+    cache = tmp_path / "cache"
+    record = record_file(cache, server.url())
+    record.parent.mkdir(parents=True)
+    record.write_text('{"url": "http://elsewhere/", "sha256": "' + "1" * 64 + '"}\n')
+    lines: list[str] = []
+
+    source = fetch(server, cache, None, lines)
+
+    assert source.sha256 == sha256(data)
+    assert json.loads(record.read_text())["sha256"] == sha256(data)
+    assert any(line.startswith(f"discarding {record}") for line in lines)
 
 
 def test_several_top_level_entries_give_the_extraction_directory(
@@ -301,11 +451,12 @@ def test_another_run_that_finished_first_wins(
     theirs = tree_dir(cache, data)
     real_extract = sources._extract_archive
 
-    def extract_while_another_run_finishes(tarball: Path, into: Path) -> None:
-        real_extract(tarball, into)
+    def extract_while_another_run_finishes(tarball: Path, into: Path) -> int | None:
+        epoch = real_extract(tarball, into)
         (theirs / TOP).mkdir(parents=True)
         (theirs / TOP / "theirs.txt").write_text("extracted by another run\n")
-        (theirs / ".complete").write_text("")
+        (theirs / ".complete").write_text(json.dumps({"sha256": sha256(data), "epoch": epoch}))
+        return epoch
 
     monkeypatch.setattr(sources, "_extract_archive", extract_while_another_run_finishes)
 
@@ -314,6 +465,7 @@ def test_another_run_that_finished_first_wins(
     assert source.path == theirs / TOP
     assert (source.path / "theirs.txt").is_file()
     assert not (source.path / "README.md").exists()  # ours was discarded
+    assert source.epoch == MTIME
     assert partials(cache) == []
 
 
@@ -324,6 +476,40 @@ def test_an_invalid_pinned_sha256_is_an_input_error(server: Server, tmp_path: Pa
         fetch(server, tmp_path / "cache", "abc123")
 
     assert server.hits[PATH] == 0
+
+
+# --- the epoch -----------------------------------------------------------------------------------
+
+
+def test_a_tarball_epoch_is_its_newest_member_and_is_read_once(
+    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    newest = 1_750_000_000
+    data = tar_gz(TREE, {f"{TOP}/README.md": newest, f"{TOP}/configure.py": 1_600_000_000})
+    server.files[PATH] = data
+    cache = tmp_path / "cache"
+
+    first = fetch(server, cache, sha256(data))
+
+    assert first.epoch == newest
+    assert first.record().epoch == newest
+
+    def no_reading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the tarball was read again")
+
+    monkeypatch.setattr(sources.tarfile, "open", no_reading)
+    again = fetch(server, cache, sha256(data))
+
+    assert again.epoch == newest  # from the tree's marker
+
+
+def test_an_archive_without_members_has_no_epoch(server: Server, tmp_path: Path) -> None:
+    data = tar_gz({})
+    server.files[PATH] = data
+
+    source = fetch(server, tmp_path / "cache", sha256(data))
+
+    assert source.epoch is None
 
 
 # --- failures ----------------------------------------------------------------------------------
@@ -346,7 +532,7 @@ def test_a_missing_file_is_an_environment_problem(server: Server, tmp_path: Path
 
     assert_network_problem(info.value, server.url(), "the server answered HTTP 404 Not Found")
     assert server.hits[PATH] == 1
-    assert list(cache.iterdir()) == []
+    assert files(cache) == []
 
 
 def test_a_refused_connection_is_an_environment_problem(no_proxy: None, tmp_path: Path) -> None:
@@ -360,7 +546,7 @@ def test_a_refused_connection_is_an_environment_problem(no_proxy: None, tmp_path
         fetch_source(url, version=VERSION, sha256=None, cache_dir=cache, timeout=10)
 
     assert_network_problem(info.value, url, "Connection refused")
-    assert list(cache.iterdir()) == []
+    assert files(cache) == []
 
 
 def test_a_silent_server_times_out(no_proxy: None, tmp_path: Path) -> None:
@@ -371,7 +557,7 @@ def test_a_silent_server_times_out(no_proxy: None, tmp_path: Path) -> None:
             fetch_source(url, version=VERSION, sha256=None, cache_dir=cache, timeout=0.3)
 
     assert_network_problem(info.value, url, "no answer within 0.3 s")
-    assert list(cache.iterdir()) == []
+    assert files(cache) == []
 
 
 def test_a_download_cut_short_is_an_environment_problem(server: Server, tmp_path: Path) -> None:
@@ -385,7 +571,7 @@ def test_a_download_cut_short_is_an_environment_problem(server: Server, tmp_path
 
     why = f"the download ended after {len(data)} of {len(data) + 1000} bytes"
     assert_network_problem(info.value, server.url(), why)
-    assert list(cache.iterdir()) == []
+    assert files(cache) == []
 
 
 @pytest.mark.parametrize("evil", ["../evil", "{outside}/evil", "{top}/../../evil"])
@@ -405,7 +591,7 @@ def test_an_archive_with_members_outside_is_refused(
     assert f"the archive downloaded from {server.url()} is unsafe to extract" in str(info.value)
     assert list(outside.iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "outside"]
-    assert list(cache.iterdir()) == []  # the tarball is deleted, no partial tree remains
+    assert files(cache) == []  # the tarball is deleted, no partial tree remains
 
 
 def test_a_symlink_pointing_outside_is_refused(server: Server, tmp_path: Path) -> None:
@@ -422,20 +608,37 @@ def test_a_symlink_pointing_outside_is_refused(server: Server, tmp_path: Path) -
     with pytest.raises(InputError, match="unsafe to extract"):
         fetch(server, cache, None)
 
-    assert list(cache.iterdir()) == []  # unpinned: the recorded sha256 goes with the tarball
+    assert files(cache) == []  # unpinned: the URL's record goes with the tarball
 
 
-def test_a_corrupt_archive_is_an_input_error_and_is_deleted(server: Server, tmp_path: Path) -> None:
+@pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "trust-on-first-use"])
+def test_a_corrupt_archive_is_an_input_error_and_is_deleted(
+    server: Server, tmp_path: Path, pinned: bool
+) -> None:
     data = b"<html>a captive portal, not a tarball</html>"
     server.files[PATH] = data
     cache = tmp_path / "cache"
 
     with pytest.raises(InputError) as info:
-        fetch(server, cache, sha256(data))
+        fetch(server, cache, sha256(data) if pinned else None)
 
     assert f"the archive downloaded from {server.url()} cannot be extracted" in str(info.value)
     assert "rerun to download it again" in str(info.value)
-    assert list(cache.iterdir()) == []
+    assert files(cache) == []
+
+
+def test_after_a_captive_portal_the_real_tarball_is_trusted(server: Server, tmp_path: Path) -> None:
+    server.files[PATH] = b"<html>a captive portal, not a tarball</html>"
+    cache = tmp_path / "cache"
+    with pytest.raises(InputError, match="cannot be extracted"):
+        fetch(server, cache, None)
+    data = tar_gz(TREE)
+    server.files[PATH] = data
+
+    source = fetch(server, cache, None)
+
+    assert source.sha256 == sha256(data)
+    assert json.loads(record_file(cache, server.url()).read_text())["sha256"] == sha256(data)
 
 
 def test_ctrl_c_during_the_download_leaves_no_partial_file(server: Server, tmp_path: Path) -> None:
@@ -450,7 +653,7 @@ def test_ctrl_c_during_the_download_leaves_no_partial_file(server: Server, tmp_p
     with pytest.raises(KeyboardInterrupt):
         fetch_source(server.url(), version=VERSION, sha256=None, cache_dir=cache, on_line=interrupt)
 
-    assert list(cache.iterdir()) == []
+    assert files(cache) == []
 
 
 def test_ctrl_c_during_extraction_leaves_no_partial_tree(
@@ -462,7 +665,7 @@ def test_ctrl_c_during_extraction_leaves_no_partial_tree(
     real_extract = sources._extract_archive
     seen: list[Path] = []
 
-    def extract_then_interrupt(tarball: Path, into: Path) -> None:
+    def extract_then_interrupt(tarball: Path, into: Path) -> int | None:
         real_extract(tarball, into)
         seen.append(into)
         raise KeyboardInterrupt
@@ -475,7 +678,7 @@ def test_ctrl_c_during_extraction_leaves_no_partial_tree(
     assert len(seen) == 1
     assert ".partial-" in seen[0].name
     assert not seen[0].exists()
-    assert sorted(p.name for p in cache.iterdir()) == [f"tensorflow-{VERSION}.tar.gz"]
+    assert files(cache) == [f"sha256/{sha256(data)}.tar.gz"]
 
 
 # --- the cache directory -----------------------------------------------------------------------
@@ -500,21 +703,39 @@ def test_default_cache_dir(env: dict[str, str], expected: str) -> None:
 # --- a local directory -------------------------------------------------------------------------
 
 
+#: The files' mtime in the test trees.
+TREE_MTIME = 1_600_000_000
+
+
 def make_tree(root: Path) -> Path:
     (root / "tensorflow/tools/pip_package").mkdir(parents=True)
     (root / "tensorflow/tools/pip_package/BUILD").write_text("# BUILD\n")
     (root / "configure.py").write_text("print('configure')\n")
+    for path in root.rglob("*"):
+        os.utime(path, (TREE_MTIME, TREE_MTIME))
     return root
 
 
-def git(root: Path, *args: str) -> str:
+def git(root: Path, *args: str, date: str | None = None) -> str:
+    env = dict(os.environ)
+    if date is not None:
+        env |= {"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date}
     proc = subprocess.run(
         ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args],
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     )
     return proc.stdout
+
+
+def commit_all(root: Path, *, date: str | None = None) -> str:
+    """Make ``root`` a git checkout with one commit of everything; its HEAD."""
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "tree", date=date)
+    return git(root, "rev-parse", "HEAD").strip()
 
 
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -533,7 +754,18 @@ def test_a_plain_directory(tmp_path: Path) -> None:
         pinned=False,
         git_commit=None,
         git_dirty=None,
+        epoch=TREE_MTIME,
     )
+    assert source.to_json() == {
+        "kind": "directory",
+        "url": None,
+        "sha256": None,
+        "pinned": False,
+        "path": str(root),
+        "commit": None,
+        "dirty": None,
+        "epoch": TREE_MTIME,
+    }
 
 
 def test_a_relative_directory_is_made_absolute(
@@ -551,10 +783,7 @@ def test_a_relative_directory_is_made_absolute(
 @needs_git
 def test_a_git_checkout_records_its_commit_and_cleanliness(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "tf")
-    git(root, "init", "-q")
-    git(root, "add", ".")
-    git(root, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "tree")
-    head = git(root, "rev-parse", "HEAD").strip()
+    head = commit_all(root)
     (root / "untracked.txt").write_text("not part of the build\n")
 
     source = local_source(root)
@@ -563,15 +792,32 @@ def test_a_git_checkout_records_its_commit_and_cleanliness(tmp_path: Path) -> No
     assert re.fullmatch(r"[0-9a-f]{40}", source.git_commit)
     assert source.git_commit == head
     assert source.git_dirty is False  # untracked files do not count
-    assert source.to_json()["git_commit"] == head
+    assert source.record() == SourceRecord(
+        kind="directory",
+        path=str(root),
+        commit=head,
+        dirty=False,
+        epoch=source.epoch,
+    )
+    assert source.to_json()["commit"] == head
+    assert source.record().identity == f"git:{head}"
+
+
+@needs_git
+def test_a_git_checkout_epoch_is_its_head_commit_time(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "tf")
+    commit_all(root, date="2024-03-01T12:00:00+00:00")
+    os.utime(root / "configure.py", (1_800_000_000, 1_800_000_000))  # edited after the commit
+
+    source = local_source(root)
+
+    assert source.epoch == 1_709_294_400  # 2024-03-01T12:00:00Z, not the newer file
 
 
 @needs_git
 def test_a_modified_tracked_file_makes_the_checkout_dirty(tmp_path: Path) -> None:
     root = make_tree(tmp_path / "tf")
-    git(root, "init", "-q")
-    git(root, "add", ".")
-    git(root, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "tree")
+    commit_all(root)
     (root / "configure.py").write_text("print('patched')\n")
 
     source = local_source(root)
@@ -592,6 +838,7 @@ def test_a_git_checkout_without_git_installed_is_still_usable(
 
     assert source.path == root
     assert (source.git_commit, source.git_dirty) == (None, None)
+    assert source.epoch == TREE_MTIME  # the files' mtimes (.git left out)
 
 
 @needs_git
@@ -602,6 +849,25 @@ def test_a_git_checkout_without_commits_has_no_commit(tmp_path: Path) -> None:
     source = local_source(root)
 
     assert (source.git_commit, source.git_dirty) == (None, None)
+    assert source.epoch == TREE_MTIME
+
+
+def test_a_plain_directory_epoch_is_its_newest_file(tmp_path: Path) -> None:
+    root = make_tree(tmp_path / "tf")
+    os.utime(root / "configure.py", (1_650_000_000, 1_650_000_000))
+    # Left out: a .git directory (here not even a repository) and bazel's output links.
+    (root / ".git").mkdir()
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    outputs = tmp_path / "bazel-outputs"
+    outputs.mkdir()
+    (outputs / "built.o").write_text("newer than the source\n")
+    (root / "bazel-out").symlink_to(outputs)
+    (root / "bazel-bin").symlink_to(tmp_path / "gone")  # dangling
+
+    source = local_source(root)
+
+    assert source.git_commit is None
+    assert source.epoch == 1_650_000_000
 
 
 def test_a_missing_directory_is_an_input_error(tmp_path: Path) -> None:
@@ -643,3 +909,4 @@ def test_the_marker_can_be_changed(tmp_path: Path) -> None:
     source = local_source(tmp_path / "fork", marker="tf_fork/pip")
 
     assert source.path == tmp_path / "fork"
+    assert source.epoch is None  # no file at all
