@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+import random
+import struct
 import subprocess
 import sys
 import zipfile
@@ -13,9 +15,10 @@ import pytest
 
 from tests.wheels import record_hash
 from tfbuild.errors import InputError
-from tfbuild.wheelfile import has_label, relabel
+from tfbuild.wheelfile import has_label, normalise, relabel, zip_time
 
 STOCK_WHEEL = "tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl"
+EPOCH = 1_767_323_045  # SOURCE_DATE_EPOCH for the normalised wheels: 2026-01-02 03:04:05 UTC
 
 
 class _Unseekable(io.RawIOBase):
@@ -112,8 +115,9 @@ def test_relabel_renames_everything_and_keeps_every_byte(tmp_path: Path, descrip
     assert hashes["tfbuild_standin/kernel.bin"] == record_hash(bytes(range(256)) * 64)
 
 
-def test_pip_installs_the_labelled_wheel(tmp_path: Path) -> None:
-    labelled = relabel(make_wheel(tmp_path), "zen4", tmp_path)
+@pytest.mark.parametrize("epoch", [None, EPOCH], ids=["labelled", "labelled-and-normalised"])
+def test_pip_installs_the_labelled_wheel(tmp_path: Path, epoch: int | None) -> None:
+    labelled = relabel(make_wheel(tmp_path), "zen4", tmp_path, epoch=epoch)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
@@ -228,3 +232,184 @@ def test_the_real_tensorflow_wheel(stock_wheel: Path, tmp_path: Path) -> None:
         "tensorflow_cpu-2.21.0.dist-info/RECORD",
     }
     assert len(hashes) == len([name for name in stock if not name.endswith("/")])
+
+
+# --- normalise: the zip layout no longer depends on the machine or the moment that packed it ---
+
+_LOCAL = struct.Struct("<4s2B4HL2L2H")  # a local file header (APPNOTE 4.3.7)
+
+
+def raw_members(wheel: Path) -> dict[str, tuple[int, bytes]]:
+    """Each file member's compression method and compressed bytes, read past its local header."""
+    found = {}
+    with zipfile.ZipFile(wheel) as archive, wheel.open("rb") as handle:
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            handle.seek(info.header_offset)
+            header = _LOCAL.unpack(handle.read(_LOCAL.size))
+            handle.seek(header[-2] + header[-1], 1)
+            found[info.filename] = (info.compress_type, handle.read(info.compress_size))
+    return found
+
+
+def repacked(wheel: Path, dest: Path, seed: int) -> Path:
+    """``wheel``'s members, same contents and compression, in another order with other times, modes,
+    directory entries, extra fields and "made by" systems: what another packing machine writes."""
+    rng = random.Random(seed)
+    dest.mkdir()
+    with zipfile.ZipFile(wheel) as source:
+        infos = source.infolist()
+        contents = {i.filename: source.read(i) for i in infos}
+    rng.shuffle(infos)
+    with zipfile.ZipFile(dest / wheel.name, "w") as target:
+        for directory in rng.sample(
+            ["tfbuild_standin/", "tfbuild_standin-2.21.0.data/"], k=seed % 3
+        ):
+            target.writestr(zipfile.ZipInfo(directory, date_time=(2020, 1, 1, 0, 0, 0)), b"")
+        for info in infos:
+            member = zipfile.ZipInfo(
+                info.filename, date_time=(rng.randint(1980, 2030), rng.randint(1, 12), 1, 2, 3, 4)
+            )
+            member.compress_type = info.compress_type
+            executable = (info.external_attr >> 16) & 0o111
+            mode = rng.choice([0o755, 0o775, 0o700, 0o711] if executable else [0o644, 0o664, 0o600])
+            member.external_attr = (0o100000 | mode) << 16
+            member.create_system = rng.choice([0, 3])
+            if rng.random() < 0.5:  # an extended-timestamp field, as Info-ZIP writes
+                member.extra = struct.pack("<HHBl", 0x5455, 5, 1, rng.randint(0, 2**31 - 1))
+            target.writestr(member, contents[info.filename])
+    return dest / wheel.name
+
+
+def test_normalise_makes_differently_packed_wheels_byte_identical(tmp_path: Path) -> None:
+    original = make_wheel(tmp_path)
+    variants = [repacked(original, tmp_path / f"packed{seed}", seed) for seed in range(4)]
+    with zipfile.ZipFile(variants[0]) as a, zipfile.ZipFile(variants[1]) as b:
+        assert a.namelist() != b.namelist()  # the inputs really differ
+    assert len({v.read_bytes() for v in variants}) == len(variants)
+    results = []
+    for index, wheel in enumerate([original, *variants]):
+        out = tmp_path / f"normalised{index}"
+        result = normalise(wheel, out, epoch=EPOCH)
+        assert result == out / original.name
+        assert [p.name for p in out.iterdir()] == [original.name]  # no temp file left
+        results.append(result.read_bytes())
+    assert len(set(results)) == 1
+    # Normalising a normalised wheel changes nothing.
+    again = normalise(tmp_path / "normalised0" / original.name, tmp_path / "again", epoch=EPOCH)
+    assert again.read_bytes() == results[0]
+
+
+def test_normalise_copies_the_compressed_bytes_and_writes_the_layout(tmp_path: Path) -> None:
+    original = repacked(make_wheel(tmp_path), tmp_path / "packed", seed=2)
+    result = normalise(original, tmp_path / "out", epoch=EPOCH)
+    before, after = raw_members(original), raw_members(result)
+    record_name = "tfbuild_standin-2.21.0.dist-info/RECORD"
+    assert after.keys() == before.keys()
+    for name in before.keys() - {record_name}:  # RECORD is written again, in the new order
+        assert after[name] == before[name], name  # the compressed bytes: not recompressed
+    hashes = verify_record(result)
+    with zipfile.ZipFile(result) as archive:
+        infos = archive.infolist()
+        names = [i.filename for i in infos]
+        record = archive.read(names[-1]).decode()
+    dist_info = "tfbuild_standin-2.21.0.dist-info/"
+    assert names == [
+        "tfbuild_standin-2.21.0.data/scripts/standin-hello",
+        "tfbuild_standin/__init__.py",
+        "tfbuild_standin/kernel.bin",
+        f"{dist_info}METADATA",
+        f"{dist_info}WHEEL",
+        f"{dist_info}RECORD",
+    ]
+    assert [row.split(",")[0] for row in record.splitlines()] == names  # RECORD: the same order
+    assert record.endswith(f"{dist_info}RECORD,,\n")
+    assert hashes["tfbuild_standin/kernel.bin"] == record_hash(bytes(range(256)) * 64)
+    for info in infos:
+        assert info.date_time == (2026, 1, 2, 3, 4, 4)  # UTC, in the zip's 2-second steps
+        executable = info.filename.endswith("standin-hello")
+        assert info.external_attr == (0o100755 if executable else 0o100644) << 16, info.filename
+        assert (info.create_system, info.extra, info.comment) == (3, b"", b"")
+
+
+def test_an_epoch_before_1980_is_the_zip_minimum(tmp_path: Path) -> None:
+    assert zip_time(0) == (1980, 1, 1, 0, 0, 0)
+    assert zip_time(-5) == (1980, 1, 1, 0, 0, 0)
+    assert zip_time(EPOCH) == (2026, 1, 2, 3, 4, 5)
+    result = normalise(make_wheel(tmp_path), tmp_path / "out", epoch=0)
+    with zipfile.ZipFile(result) as archive:
+        assert {i.date_time for i in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_relabel_with_an_epoch_is_relabel_then_normalise_in_one_pass(tmp_path: Path) -> None:
+    original = repacked(make_wheel(tmp_path), tmp_path / "packed", seed=1)
+    both = relabel(original, "x86_64v4", tmp_path / "both", epoch=EPOCH)
+    (tmp_path / "step").mkdir()
+    labelled = relabel(original, "x86_64v4", tmp_path / "step")
+    stepwise = normalise(labelled, tmp_path / "stepwise", epoch=EPOCH)
+    assert both.name == stepwise.name == labelled.name
+    assert both.read_bytes() == stepwise.read_bytes()
+    verify_record(both)
+    # Already labelled: no copy as it is, but normalised.
+    again = relabel(labelled, "x86_64v4", tmp_path / "again", epoch=EPOCH)
+    assert again.read_bytes() == both.read_bytes()
+    before, after = raw_members(labelled), raw_members(both)
+    assert {name for name in after if after[name] != before.get(name)} == {
+        "tfbuild_standin-2.21.0+x86_64v4.dist-info/RECORD"  # reordered; METADATA came as it was
+    }
+
+
+def test_normalise_in_place(tmp_path: Path) -> None:
+    wheel = repacked(make_wheel(tmp_path), tmp_path / "packed", seed=3)
+    expected = normalise(wheel, tmp_path / "elsewhere", epoch=EPOCH).read_bytes()
+    assert normalise(wheel, wheel.parent, epoch=EPOCH) == wheel
+    assert wheel.read_bytes() == expected
+    assert [p.name for p in wheel.parent.iterdir()] == [wheel.name]
+
+
+def test_a_record_that_disagrees_with_a_member_is_refused(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as source:
+        contents = {i.filename: source.read(i) for i in source.infolist()}
+    record = "tfbuild_standin-2.21.0.dist-info/RECORD"
+    contents[record] = contents[record].replace(b",11\n", b",12\n", 1)  # __init__.py's size
+    with zipfile.ZipFile(wheel, "w") as target:
+        for name, data in contents.items():
+            target.writestr(name, data)
+    with pytest.raises(
+        InputError, match=r"RECORD gives tfbuild_standin/__init__\.py 12 bytes, the member has 11"
+    ):
+        normalise(wheel, tmp_path / "out", epoch=EPOCH)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.slow
+def test_normalising_the_real_tensorflow_wheel(stock_wheel: Path, tmp_path: Path) -> None:
+    """15,600 members: sorted, re-timed, every compressed byte and RECORD hash as it was."""
+    result = normalise(stock_wheel, tmp_path, epoch=EPOCH)
+    with zipfile.ZipFile(stock_wheel) as before:
+        stock = {i.filename: i for i in before.infolist() if not i.is_dir()}
+        stock_record = before.read("tensorflow_cpu-2.21.0.dist-info/RECORD").decode()
+    with zipfile.ZipFile(result) as after:
+        infos = after.infolist()
+        record = after.read(infos[-1]).decode()
+    names = [i.filename for i in infos]
+    in_dist_info = [n.startswith("tensorflow_cpu-2.21.0.dist-info/") for n in names]
+    assert in_dist_info == sorted(in_dist_info)
+    assert names[-1] == "tensorflow_cpu-2.21.0.dist-info/RECORD"
+    assert names[:-1] == sorted(
+        names[:-1], key=lambda n: (n.startswith("tensorflow_cpu-2.21.0.dist-info/"), n)
+    )
+    assert set(names) == set(stock)
+    for info in infos[:-1]:  # RECORD is written again
+        twin = stock[info.filename]
+        assert (info.CRC, info.compress_size, info.compress_type) == (
+            twin.CRC,
+            twin.compress_size,
+            twin.compress_type,
+        )
+    rows = [row for row in csv.reader(io.StringIO(record)) if row]
+    stock_rows = {row[0]: row for row in csv.reader(io.StringIO(stock_record)) if row}
+    assert [row[0] for row in rows] == names
+    assert all(row[1:] == stock_rows[row[0]][1:] for row in rows[:-1])
