@@ -7,8 +7,10 @@ TensorFlow version, Python tag, CPU target, variant, CUDA, size and sha256. What
 comes from its receipt (``<stem>.json`` beside it, written by ``tfbuild wheel``) when there is one,
 else from the local version label of its file name (:mod:`tfbuild.labels`).
 
-Every sha256 is computed from the wheel itself. Where a receipt exists, its ``wheel.sha256`` (and name
-and size) must agree, or nothing is written: a corrupted or swapped artifact is never published.
+Every sha256 is computed from the wheel itself. Where a receipt exists, it must be a readable
+:class:`~tfbuild.receipt.Receipt` whose ``wheel.sha256`` (and name and size) agree and whose plan still
+hashes to its ``plan_sha256``, or nothing is written: a corrupted, swapped or edited artifact is never
+published.
 The output is deterministic (sorted by name, no timestamps), and both files are written whole under a
 temp name and renamed. :func:`collect` and :func:`render_html` are pure apart from reading the
 directory; :func:`write_index` is the one step that writes.
@@ -17,7 +19,6 @@ directory; :func:`write_index` is the one step that writes.
 from __future__ import annotations
 
 import html
-import json
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from tfbuild.errors import InputError, UsageError
 from tfbuild.files import sha256_file, wheel_files, write_text
 from tfbuild.labels import parse_label, spelt_label, spelt_version
+from tfbuild.receipt import Receipt, read_receipt, receipt_path
 
 SCHEMA = "tfbuild.index/1"
 INDEX_NAME = "index.html"
@@ -99,70 +101,41 @@ class IndexResult:
 # --- reading the directory -------------------------------------------------------------------------
 
 
-def _read_receipt(path: Path, wheel: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read {path}", why=exc.strerror or str(exc)) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(
-            f"{path} is not a JSON receipt",
-            why=str(exc),
-            fix=f"Remove it, or rebuild {wheel.name} with tfbuild wheel.",
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("wheel"), dict):
-        raise InputError(
-            f"{path} is not a tfbuild receipt",
-            why="it has no 'wheel' object with the wheel's name, sha256 and size",
-            fix=f"Remove it, or rebuild {wheel.name} with tfbuild wheel.",
-        )
-    return data
-
-
-def _check_receipt(
-    receipt: dict[str, Any], path: Path, wheel: Path, sha256: str, size: int
-) -> None:
-    """The receipt must describe exactly this file: same name, same sha256, same size."""
-    recorded = receipt["wheel"]
+def _checked_receipt(path: Path, wheel: Path, sha256: str, size: int) -> Receipt:
+    """The receipt must describe exactly this file (same name, sha256 and size), and its plan must
+    be the one the build recorded."""
+    receipt = read_receipt(path)
+    recorded = receipt.wheel
     fix = (
         f"Do not publish {wheel.name}: rebuild it (or fetch it again) so that the wheel and its "
         "receipt come from the same build."
     )
-    if recorded.get("name") not in (None, wheel.name):
+    if recorded.name != wheel.name:
         raise InputError(
             f"{wheel} does not match its receipt",
-            why=f"{path.name} describes {recorded.get('name')!r}",
+            why=f"{path.name} describes {recorded.name!r}",
             fix=fix,
         )
-    expected = recorded.get("sha256")
-    if not isinstance(expected, str) or not expected:
-        raise InputError(
-            f"{path} records no sha256 for {wheel.name}",
-            why="a wheel's checksum cannot be cross-checked without it",
-            fix=fix,
-        )
-    if expected.lower() != sha256:
+    if recorded.sha256.lower() != sha256:
         raise InputError(
             f"{wheel} does not match its receipt: sha256 {sha256}",
-            why=f"{path.name} records sha256 {expected}, so the wheel was changed or corrupted "
-            "after it was built",
+            why=f"{path.name} records sha256 {recorded.sha256}, so the wheel was changed or "
+            "corrupted after it was built",
             fix=fix,
         )
-    if isinstance(recorded.get("size"), int) and recorded["size"] != size:
+    if recorded.size != size:
         raise InputError(
             f"{wheel} does not match its receipt: {size} bytes",
-            why=f"{path.name} records {recorded['size']} bytes",
+            why=f"{path.name} records {recorded.size} bytes",
             fix=fix,
         )
-
-
-def _receipt_cuda(receipt: dict[str, Any]) -> str | None:
-    """The CUDA release of the plan (a receipt has no CUDA key of its own)."""
-    plan = receipt.get("plan")
-    if isinstance(plan, dict) and isinstance(plan.get("cuda"), dict):
-        version = plan["cuda"].get("cuda")
-        return version if isinstance(version, str) and version else None
-    return None
+    if not receipt.plan_intact():
+        raise InputError(
+            f"{path} was edited after {wheel.name} was built",
+            why="its plan no longer matches its plan_sha256",
+            fix=fix,
+        )
+    return receipt
 
 
 def _entry(wheel: Path) -> IndexEntry:
@@ -182,24 +155,21 @@ def _entry(wheel: Path) -> IndexEntry:
         raise InputError(f"cannot read {wheel}", why=exc.strerror or str(exc)) from None
     label_text = spelt_label(wheel.name) or ""
     from_label = parse_label(label_text or None)
-    target, variant, cuda = from_label.target, from_label.variant, from_label.cuda
+    target, cuda = from_label.target, from_label.cuda
+    variant: str = from_label.variant
     standin = False
-    receipt_path = wheel.with_suffix(".json")
+    beside = receipt_path(wheel)
     receipt_name: str | None = None
     described_by: Literal["receipt", "label"] = "label"
-    if receipt_path.is_file():
-        receipt = _read_receipt(receipt_path, wheel)
-        _check_receipt(receipt, receipt_path, wheel, sha256, size)
-        receipt_name = receipt_path.name
+    if beside.is_file():
+        receipt = _checked_receipt(beside, wheel, sha256, size)
+        receipt_name = beside.name
         described_by = "receipt"
-        standin = receipt.get("standin") is True
-        if isinstance(receipt.get("target"), str):
-            target = receipt["target"]
-        if isinstance(receipt.get("variant"), str):
-            variant = receipt["variant"]
-        if isinstance(receipt.get("label"), str) and receipt["label"]:
-            cuda = parse_label(receipt["label"]).cuda or cuda
-        cuda = _receipt_cuda(receipt) or cuda
+        standin = receipt.standin
+        target, variant = receipt.target, receipt.variant
+        if receipt.label:
+            cuda = parse_label(receipt.label).cuda or cuda
+        cuda = receipt.cuda or cuda  # the exact release the plan used
     if variant != "cuda":
         cuda = None
     return IndexEntry(

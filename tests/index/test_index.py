@@ -9,11 +9,11 @@ sha256 in its link.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import subprocess
 import sys
 import urllib.parse
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ import pytest
 
 from tests import wheels
 from tests.conftest import run_cli
+from tests.receipts import make_receipt, write_receipt
 from tests.wheels import served
 from tfbuild.errors import InputError
 from tfbuild.index import collect, render_html, write_index
@@ -41,35 +42,6 @@ def make_wheel(directory: Path, filename: str, *, payload: str = "") -> Path:
     return wheels.make_wheel(directory, filename, module_text=f"VERSION = {version!r}\n{payload}")
 
 
-def write_receipt(wheel: Path, **changes: Any) -> Path:
-    """The receipt tfbuild wheel writes beside ``wheel`` (tfbuild.build._receipt's keys)."""
-    data = wheel.read_bytes()
-    receipt: dict[str, Any] = {
-        "schema": "tfbuild.receipt/1",
-        "build_id": "test",
-        "created": "2025-01-01T00:00:00+00:00",
-        "standin": False,
-        "wheel": {
-            "name": wheel.name,
-            "sha256": hashlib.sha256(data).hexdigest(),
-            "size": len(data),
-        },
-        "target": "x86_64_v4",
-        "variant": "cpu",
-        "label": "x86_64v4",
-        "tools": {"tfbuild": "0.0.0"},
-        "plan": {"cuda": None},
-    }
-    for key, value in changes.items():
-        if key.startswith("wheel_"):
-            receipt["wheel"][key.removeprefix("wheel_")] = value
-        else:
-            receipt[key] = value
-    path = wheel.with_suffix(".json")
-    path.write_text(json.dumps(receipt, indent=2) + "\n", encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def dist(tmp_path: Path) -> Path:
     """A dist/ as the build jobs leave it: receipts for most wheels, one wheel without."""
@@ -82,7 +54,9 @@ def dist(tmp_path: Path) -> Path:
         target="zen4",
         variant="cuda",
         label="zen4.cu125",
-        plan={"cuda": {"hermetic": True, "cuda": "12.5.1", "cudnn": "9.3.0", "capabilities": []}},
+        plan_overrides={
+            "cuda": {"hermetic": True, "cuda": "12.5.1", "cudnn": "9.3.0", "capabilities": []}
+        },
     )
     write_receipt(make_wheel(directory, STANDIN_V3), standin=True, target="x86_64_v3", label="x")
     write_receipt(make_wheel(directory, STANDIN_V4), standin=True)
@@ -278,22 +252,69 @@ def test_sha256sum_checks_the_sums_file_for_real(dist: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "said"),
+    ("field", "value", "said"),
     [
-        ({"wheel_sha256": "0" * 64}, "records sha256 " + "0" * 64),
-        ({"wheel_size": 1}, "records 1 bytes"),
-        ({"wheel_name": "other-1.0-py3-none-any.whl"}, "describes 'other-1.0-py3-none-any.whl'"),
-        ({"wheel_sha256": None}, "records no sha256"),
+        ("sha256", "0" * 64, "records sha256 " + "0" * 64),
+        ("size", 1, "records 1 bytes"),
+        ("name", "other-1.0-py3-none-any.whl", "describes 'other-1.0-py3-none-any.whl'"),
     ],
 )
 def test_a_wheel_that_does_not_match_its_receipt_stops_everything(
-    dist: Path, change: dict[str, Any], said: str
+    dist: Path, field: str, value: Any, said: str
 ) -> None:
-    write_receipt(dist / TF_V4, **change)
+    wheel = dist / TF_V4
+    receipt = make_receipt(wheel)
+    receipt["wheel"][field] = value
+    write_receipt(wheel, receipt)
     result = run_cli("index", str(dist))
     assert result.returncode == InputError.exit_code
     assert TF_V4 in result.stderr
     assert said in result.stderr
+    assert result.stderr.count("\n") == 1  # one line, no traceback
+    assert not (dist / "index.html").exists()
+    assert not (dist / "SHA256SUMS").exists()
+
+
+def _schema_1(receipt: dict[str, Any]) -> None:
+    receipt["schema"] = "tfbuild.receipt/1"
+
+
+def _no_sha256(receipt: dict[str, Any]) -> None:
+    receipt["wheel"]["sha256"] = None
+
+
+def _plan_edited(receipt: dict[str, Any]) -> None:
+    receipt["plan"]["target"] = "x86_64_v2"  # after the build: plan_sha256 no longer fits
+
+
+@pytest.mark.parametrize(
+    ("spoil", "said"),
+    [
+        (
+            _schema_1,
+            "is not a usable receipt: its schema is 'tfbuild.receipt/1'; this tfbuild reads "
+            "tfbuild.receipt/2",
+        ),
+        (_no_sha256, "is not a usable receipt: its 'sha256' holds None, not text"),
+        (
+            _plan_edited,
+            "was edited after {wheel} was built: its plan no longer matches its "
+            "plan_sha256. Do not publish {wheel}",
+        ),
+    ],
+    ids=["schema-1", "no-sha256", "plan-edited"],
+)
+def test_an_unusable_receipt_stops_everything(
+    dist: Path, spoil: Callable[[dict[str, Any]], None], said: str
+) -> None:
+    wheel = dist / TF_V4
+    receipt = make_receipt(wheel)
+    spoil(receipt)
+    path = write_receipt(wheel, receipt)
+    result = run_cli("index", str(dist))
+    assert result.returncode == InputError.exit_code == 3
+    assert result.stderr.startswith(f"tfbuild: error: {path} ")
+    assert said.format(wheel=TF_V4) in result.stderr
     assert result.stderr.count("\n") == 1  # one line, no traceback
     assert not (dist / "index.html").exists()
     assert not (dist / "SHA256SUMS").exists()

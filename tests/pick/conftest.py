@@ -7,14 +7,12 @@ so that a test can tell which wheel pip installed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests import wheels
+from tests import receipts, wheels
 
 DIST = "tfbuild_standin"
 
@@ -60,33 +58,23 @@ def make_wheel(directory: Path, filename: str) -> Path:
     return wheels.make_wheel(directory, filename, module=DIST, module_text=text)
 
 
-def receipt_data(wheel: str, target: str, covered: tuple[str, ...], flag: str) -> dict[str, Any]:
-    """The parts of a tfbuild.receipt/1 that pick reads, shaped as tfbuild wheel writes them."""
-    return {
-        "schema": "tfbuild.receipt/1",
-        "standin": True,
-        "wheel": {"name": wheel},
-        "target": target,
-        "variant": "cpu",
-        "cflags": [flag],
-        "plan": {
-            "architecture": "x86_64",
-            "target": target,
-            "cflags": [flag],
-            "coverage": [
-                *({"feature": f, "flag": flag, "note": None} for f in covered),
-                {"feature": "AMX_FP16", "flag": None, "note": "the machine lacks it"},
-            ],
-        },
-    }
-
-
 def write_receipt(
     wheel: Path, target: str, covered: tuple[str, ...], flag: str = "-march=native"
 ) -> Path:
-    path = wheel.with_suffix(".json")
-    path.write_text(json.dumps(receipt_data(wheel.name, target, covered, flag), indent=2))
-    return path
+    """The receipt of a stand-in wheel: built for ``target``, ``flag`` turning on ``covered``."""
+    return receipts.write_receipt(
+        wheel,
+        target=target,
+        label=wheel.name.split("-")[1].partition("+")[2] or None,
+        standin=True,
+        cflags=(flag,),
+        plan_overrides={
+            "coverage": [
+                *({"feature": f, "flag": flag, "note": None} for f in covered),
+                {"feature": "AMX_FP16", "flag": None, "note": "the machine lacks it"},
+            ]
+        },
+    )
 
 
 def make_wheels(directory: Path, names: dict[str, str] = WHEELS, *, receipts: bool = True) -> Path:

@@ -14,8 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from tests import receipts
 from tests.conftest import cpuinfo_fixture
-from tests.pick.conftest import DIST, V3_FEATURES, WHEELS, make_wheel, make_wheels, write_receipt
+from tests.pick.conftest import (
+    DIST,
+    V3_FEATURES,
+    WHEELS,
+    ZEN4_FEATURES,
+    make_wheel,
+    make_wheels,
+    write_receipt,
+)
 from tfbuild.detect.system import glibc_version
 from tfbuild.errors import InputError, UsageError
 from tfbuild.pick.compat import UNLABELLED_REASON
@@ -386,6 +395,45 @@ def test_a_broken_receipt_is_a_warning_and_the_label_decides(tmp_path: Path) -> 
     assert warning.startswith(f"receipt {wheel.with_suffix('.json')} not used: ")
 
 
+def test_a_schema_1_receipt_is_only_a_warning(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path, WHEELS["v3"])
+    old = receipts.make_receipt(wheel, target="x86_64_v3") | {"schema": "tfbuild.receipt/1"}
+    path = receipts.write_receipt(wheel, old)
+    result = pick(load_wheels(str(tmp_path)), host_from("haswell"))
+    assert result.chosen is not None and result.chosen.wheel.receipt is None
+    assert result.chosen.reason == "x86_64_v3 runs here: it is an ancestor of the detected haswell"
+    assert result.warnings == (
+        f"receipt {path} not used: its schema is 'tfbuild.receipt/1'; this tfbuild reads "
+        "tfbuild.receipt/2",
+    )
+
+
+def test_a_receipt_whose_plan_was_edited_is_not_believed(tmp_path: Path) -> None:
+    # A native build's receipt edited to claim only AVX2: the wheel is judged without it.
+    wheel = make_wheel(tmp_path, WHEELS["native"])
+    data = receipts.make_receipt(wheel, target="native", label="native", cflags=("-march=native",))
+    data["plan"]["coverage"] = [{"feature": "AVX2", "flag": "-march=native", "note": None}]
+    path = receipts.write_receipt(wheel, data)
+    result = pick(load_wheels(str(tmp_path)), host_from("haswell"))
+    (assessment,) = result.wheels
+    assert assessment.wheel.receipt is None and not assessment.runs
+    assert "no receipt beside it says which instructions it uses" in assessment.reason
+    assert result.warnings == (
+        f"receipt {path} not used: its plan no longer matches its plan_sha256",
+    )
+
+
+def test_another_wheels_receipt_is_not_used(tmp_path: Path) -> None:
+    v3 = make_wheel(tmp_path, WHEELS["v3"])
+    v4 = make_wheel(tmp_path, WHEELS["v4"])
+    receipts.write_receipt(v3, receipts.make_receipt(v4))
+    result = pick(load_wheels(str(tmp_path)), host_from("haswell"))
+    assert all(v.wheel.receipt is None for v in result.wheels)
+    assert result.warnings == (
+        f"receipt {v3.with_suffix('.json')} not used: it describes {v4.name!r}, not this wheel",
+    )
+
+
 def test_native_without_receipt_is_refused(tmp_path: Path) -> None:
     make_wheel(tmp_path, WHEELS["native"])
     (assessment,) = pick(load_wheels(str(tmp_path)), host_from("zen4")).wheels
@@ -496,7 +544,14 @@ def test_json_shape(standin_dir: Path) -> None:
     assert (host["target"], host["python"], host["driver_cuda"]) == ("zen4", "3.11", None)
     assert host["source"].endswith("linux-rocky8.5-zen4")
     assert data["chosen"]["filename"] == WHEELS["zen4"]
-    assert data["chosen"]["receipt"]["covered"][-1] == "AVX512_BF16"
+    assert data["chosen"]["receipt"] == {
+        "source": str(standin_dir / WHEELS["zen4"].replace(".whl", ".json")),
+        "target": "zen4",
+        "variant": "cpu",
+        "architecture": "x86_64",
+        "cflags": ["-march=znver4"],
+        "covered": list(ZEN4_FEATURES),
+    }
     assert len(data["wheels"]) == len(WHEELS)
     assert {w["status"] for w in data["wheels"]} == {"runs", "refused"}
     stock = next(w for w in data["wheels"] if w["filename"] == WHEELS["stock"])

@@ -11,11 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from tests import wheels
 from tests.conftest import run_cli
+from tests.receipts import make_receipt, write_receipt
 from tfbuild.detect import cpu, features
+from tfbuild.receipt import receipt_path
 from tfbuild.smoke.envs import clean_env
 from tfbuild.smoke.probe import run_probe
 from tfbuild.smoke.run import Method, compare
+from tfbuild.smoke.session import built_for
 
 TCMALLOC = Path("/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4")
 
@@ -135,8 +139,7 @@ def test_a_wheel_that_dies_with_sigill_is_reported_as_such(tmp_path: Path) -> No
     if "avx512_fp16" in cpu.host_cpuinfo().flags:
         pytest.skip("this CPU has AVX512-FP16, so the instruction would not trap")
     wheel = _wheel(tmp_path, ILLEGAL, [])
-    receipt = {"plan": {"target": "sapphirerapids", "cflags": ["-march=sapphirerapids"]}}
-    wheel.with_suffix(".json").write_text(json.dumps(receipt))
+    write_receipt(wheel, target="sapphirerapids", label=None, cflags=("-march=sapphirerapids",))
     result = run_cli("smoke", str(wheel), "--json")
     assert result.returncode == 7, result.stderr
     report = result.json()
@@ -146,6 +149,21 @@ def test_a_wheel_that_dies_with_sigill_is_reported_as_such(tmp_path: Path) -> No
     assert "built for sapphirerapids (-march=sapphirerapids)" in report["failures"][0]
     assert report["results"] == [] and report["baseline"] is None
     assert "Traceback" not in result.stderr
+
+
+def test_built_for_comes_from_a_usable_receipt_or_not_at_all(tmp_path: Path) -> None:
+    wheel = wheels.make_wheel(tmp_path, "tensorflow-0.0.1-py3-none-any.whl")
+    assert built_for(wheel) is None  # no receipt
+    receipt = make_receipt(wheel, target="x86_64_v3", cflags=("-march=x86-64-v3", "-mtune=generic"))
+    write_receipt(wheel, receipt)
+    assert built_for(wheel) == "x86_64_v3 (-march=x86-64-v3 -mtune=generic)"
+    write_receipt(wheel, receipt | {"schema": "tfbuild.receipt/1"})
+    assert built_for(wheel) is None
+    other = wheels.make_wheel(tmp_path, "tensorflow-0.0.2-py3-none-any.whl")
+    write_receipt(wheel, make_receipt(other))
+    assert built_for(wheel) is None  # another wheel's receipt says nothing about this one
+    receipt_path(wheel).write_text("{not json")
+    assert built_for(wheel) is None
 
 
 def test_a_wheel_with_a_missing_symbol_is_reported_in_one_line(tmp_path: Path) -> None:

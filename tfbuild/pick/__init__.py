@@ -42,7 +42,7 @@ from tfbuild.pick.compat import UNLABELLED_REASON, Assessment, evaluate
 from tfbuild.pick.host import Host, describe_host
 from tfbuild.pick.install import InstallResult, check_install_here, install
 from tfbuild.pick.rank import SCHEMA, PickOptions, PickResult, pick
-from tfbuild.pick.sources import Receipt, WheelFile, WheelSource, load_wheels, parse_index
+from tfbuild.pick.sources import WheelFile, WheelSource, load_wheels, parse_index
 
 __all__ = [
     "SCHEMA",
@@ -52,7 +52,6 @@ __all__ = [
     "InstallResult",
     "PickOptions",
     "PickResult",
-    "Receipt",
     "WheelFile",
     "WheelSource",
     "check_install_here",

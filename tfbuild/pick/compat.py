@@ -17,7 +17,8 @@ from packaging.utils import parse_wheel_filename
 from tfbuild.detect import cpu
 from tfbuild.labels import NATIVE, WheelLabel, parse_label, spelt_label, spelt_version
 from tfbuild.pick.host import IMPLEMENTATIONS, Host, version_key
-from tfbuild.pick.sources import Receipt, WheelFile
+from tfbuild.pick.sources import WheelFile
+from tfbuild.receipt import Receipt
 from tfbuild.variants import Variant
 
 if TYPE_CHECKING:

@@ -1,7 +1,9 @@
 """Where the wheels come from: a directory of ``*.whl`` (receipts beside them) or an HTML index page.
 
 :func:`load_wheels` is the edge that reads a directory or fetches a page over HTTP; everything it
-returns (:class:`WheelSource`, :class:`WheelFile`, :class:`Receipt`) is plain data.
+returns (:class:`WheelSource`, :class:`WheelFile`, :class:`~tfbuild.receipt.Receipt`) is plain data.
+An unusable receipt (another schema, another wheel's, a plan edited since the build) is a warning,
+and the wheel is judged without it.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from tfbuild.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.files import wheel_files
 from tfbuild.labels import NATIVE, parse_label, spelt_label
+from tfbuild.receipt import InvalidReceipt, Receipt, receipt_path
 
-RECEIPT_SCHEMA = "tfbuild.receipt/1"
 #: Seconds an index page (or a receipt it links to) may take to arrive.
 FETCH_TIMEOUT = 30.0
 MAX_PAGE_BYTES = 32 * 1024 * 1024
@@ -38,54 +40,15 @@ def is_url(text: str) -> bool:
 # --- receipts and wheels ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class Receipt:
-    """What a wheel's receipt (``<stem>.json``, written by ``tfbuild wheel``) says it was built for."""
-
-    source: str  # the receipt's path or URL
-    target: str | None  # archspec name, "native", or None
-    variant: str | None
-    architecture: str | None  # the plan's architecture (x86_64, aarch64)
-    cflags: tuple[str, ...]
-    covered: tuple[str, ...]  # guard features a flag turned on: instructions the binary may use
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "target": self.target,
-            "variant": self.variant,
-            "architecture": self.architecture,
-            "cflags": list(self.cflags),
-            "covered": list(self.covered),
-        }
-
-
-def parse_receipt(data: Any, *, source: str, wheel: str) -> Receipt:
-    """Read a receipt's JSON; a ValueError says why it is not a usable receipt of ``wheel``."""
-    if not isinstance(data, dict) or data.get("schema") != RECEIPT_SCHEMA:
-        raise ValueError(f"it is not a {RECEIPT_SCHEMA} receipt")
-    recorded = data.get("wheel")
-    if isinstance(recorded, dict) and recorded.get("name") not in (None, wheel):
-        raise ValueError(f"it describes {recorded.get('name')!r}, not this wheel")
-    found = data.get("plan")
-    plan: dict[str, Any] = found if isinstance(found, dict) else {}
-    listed = plan.get("coverage")
-    coverage: list[Any] = listed if isinstance(listed, list) else []
-    covered = tuple(
-        str(item["feature"])
-        for item in coverage
-        if isinstance(item, dict) and item.get("feature") and item.get("flag")
-    )
-    target = data.get("target", plan.get("target"))
-    cflags = data.get("cflags", plan.get("cflags")) or []
-    return Receipt(
-        source=source,
-        target=str(target) if target else None,
-        variant=str(data["variant"]) if data.get("variant") else None,
-        architecture=str(plan["architecture"]) if plan.get("architecture") else None,
-        cflags=tuple(str(f) for f in cflags) if isinstance(cflags, list) else (),
-        covered=covered,
-    )
+def parse_receipt(raw: bytes, *, charset: str = "utf-8", wheel: str) -> Receipt:
+    """A receipt's bytes read; a ValueError (:class:`InvalidReceipt`, bad JSON or text) says why
+    it is not a usable receipt of ``wheel``."""
+    receipt = Receipt.from_json(json.loads(raw.decode(charset)))
+    if receipt.wheel.name != wheel:
+        raise InvalidReceipt(f"it describes {receipt.wheel.name!r}, not this wheel")
+    if not receipt.plan_intact():
+        raise InvalidReceipt("its plan no longer matches its plan_sha256")
+    return receipt
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,6 +59,7 @@ class WheelFile:
     location: str  # a local path, or an absolute URL without its fragment
     sha256: str | None = None  # from the index link's #sha256= fragment
     receipt: Receipt | None = None
+    receipt_source: str | None = None  # the receipt's path or URL
 
     @property
     def install_spec(self) -> str:
@@ -109,7 +73,21 @@ class WheelFile:
             "filename": self.filename,
             "location": self.location,
             "sha256": self.sha256,
-            "receipt": self.receipt.to_json() if self.receipt else None,
+            "receipt": self.receipt_json(),
+        }
+
+    def receipt_json(self) -> dict[str, Any] | None:
+        """What ``pick --json`` shows of the receipt: where it was read, what it was built for."""
+        receipt = self.receipt
+        if receipt is None:
+            return None
+        return {
+            "source": self.receipt_source,
+            "target": receipt.target,
+            "variant": receipt.variant,
+            "architecture": receipt.architecture,
+            "cflags": list(receipt.cflags),
+            "covered": list(receipt.covered),
         }
 
 
@@ -218,7 +196,7 @@ def fetch(url: str, *, limit: int, timeout: float = FETCH_TIMEOUT) -> tuple[byte
 def _fetch_receipt(url: str, wheel: str, warnings: list[str]) -> Receipt | None:
     try:
         body, _final, charset = fetch(url, limit=MAX_RECEIPT_BYTES)
-        return parse_receipt(json.loads(body.decode(charset)), source=url, wheel=wheel)
+        return parse_receipt(body, charset=charset, wheel=wheel)
     except (InputError, EnvironmentProblem, UsageError) as exc:
         warnings.append(f"receipt of {wheel} not used: {exc.line()}")
     except (ValueError, UnicodeDecodeError) as exc:
@@ -234,7 +212,7 @@ def _read_receipt_file(path: Path, wheel: str, warnings: list[str]) -> Receipt |
             raw = handle.read(MAX_RECEIPT_BYTES + 1)
         if len(raw) > MAX_RECEIPT_BYTES:
             raise ValueError(f"it is larger than {MAX_RECEIPT_BYTES // 2**20} MiB")
-        return parse_receipt(json.loads(raw.decode("utf-8")), source=str(path), wheel=wheel)
+        return parse_receipt(raw, wheel=wheel)
     except OSError as exc:
         warnings.append(f"receipt {path} not used: {exc.strerror or exc}")
     except (ValueError, UnicodeDecodeError) as exc:
@@ -249,6 +227,17 @@ def _valid(name: str, warnings: list[str]) -> bool:
         warnings.append(f"{name} skipped: not a valid wheel file name ({exc})")
         return False
     return True
+
+
+def _local_wheel(wheel: Path, warnings: list[str]) -> WheelFile:
+    beside = receipt_path(wheel)
+    receipt = _read_receipt_file(beside, wheel.name, warnings)
+    return WheelFile(
+        filename=wheel.name,
+        location=str(wheel),
+        receipt=receipt,
+        receipt_source=str(beside) if receipt else None,
+    )
 
 
 _NO_WHEELS_FIX = "Name a directory of .whl files (e.g. dist/) or an index page that links to them."
@@ -276,15 +265,7 @@ def _load_directory(path: Path) -> WheelSource:
             f"no wheels in {path}", why="the directory holds no .whl files", fix=_NO_WHEELS_FIX
         )
     warnings: list[str] = []
-    wheels = tuple(
-        WheelFile(
-            filename=f.name,
-            location=str(f),
-            receipt=_read_receipt_file(f.with_suffix(".json"), f.name, warnings),
-        )
-        for f in files
-        if _valid(f.name, warnings)
-    )
+    wheels = tuple(_local_wheel(f, warnings) for f in files if _valid(f.name, warnings))
     if not wheels:
         raise InputError(f"no wheels in {path}", why=warnings[0], fix=_NO_WHEELS_FIX)
     kind: Literal["directory", "file"] = "file" if path.is_file() else "directory"
@@ -320,7 +301,15 @@ def _load_index(url: str) -> WheelSource:
             # Whether a native build runs depends on its receipt: look beside it even unlinked.
             receipt_url = location[: -len(".whl")] + ".json"
         receipt = _fetch_receipt(receipt_url, name, warnings) if receipt_url else None
-        wheels.append(WheelFile(filename=name, location=location, sha256=sha256, receipt=receipt))
+        wheels.append(
+            WheelFile(
+                filename=name,
+                location=location,
+                sha256=sha256,
+                receipt=receipt,
+                receipt_source=receipt_url if receipt else None,
+            )
+        )
     if not wheels:
         raise InputError(f"no wheels at {url}", why=warnings[0], fix=_NO_WHEELS_FIX)
     return WheelSource(source=url, kind="index", wheels=tuple(wheels), warnings=tuple(warnings))

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
-from tfbuild.errors import UsageError
+from tfbuild.errors import InputError, UsageError
+from tfbuild.receipt import read_receipt, receipt_path
 from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.probe import ProbeResult, run_probe
 from tfbuild.smoke.report import Rules, SmokeReport, write_env_file
@@ -53,12 +54,11 @@ def with_wheel_files(options: SmokeOptions) -> SmokeOptions:
         beside = Path(wheel).with_suffix(".env")
         env_file = beside if beside.exists() else None
     runtime = read_env_file(env_file) if env_file is not None and env_file.exists() else {}
-    receipt = Path(wheel).with_suffix(".json") if wheel is not None else None
     return replace(
         options,
         env_file=env_file,
         runtime_env=runtime or options.runtime_env,
-        built_for=built_for(receipt) if receipt else options.built_for,
+        built_for=built_for(Path(wheel)) if wheel is not None else options.built_for,
     )
 
 
@@ -73,19 +73,12 @@ def read_env_file(path: Path) -> dict[str, str]:
     return values
 
 
-def built_for(receipt: Path) -> str | None:
-    """ "x86_64_v4 (-march=x86-64-v4 ...)" from a wheel's receipt (``<wheel>.json``), if readable."""
-    import json
-
+def built_for(wheel: Path) -> str | None:
+    """ "x86_64_v4 (-march=x86-64-v4 ...)" from the wheel's receipt (``<wheel>.json``), if usable."""
     try:
-        data = json.loads(receipt.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_receipt(receipt_path(wheel), wheel=wheel).built_for
+    except InputError:  # none, unreadable, another schema or wheel: the report does not say
         return None
-    plan = data.get("plan") if isinstance(data, dict) else None
-    if not isinstance(plan, dict) or not plan.get("target"):
-        return None
-    flags = " ".join(str(f) for f in plan.get("cflags") or [])
-    return f"{plan['target']} ({flags})" if flags else str(plan["target"])
 
 
 def stock_spec(version: str | None, architecture: str) -> str:
