@@ -1,14 +1,22 @@
 """The canary stand-in honours build.sh's contract and really compiles for the planned instruction set.
 
 This runs the stand-in `bazel` on the host (the real-engine run of the whole pipeline belongs to
-`tfbuild wheel`); the flags come from tfbuild's own planner for the installed gcc."""
+`tfbuild wheel`); the flags come from tfbuild's own planner for the installed gcc. It also has a
+real build's sources of non-determinism (member order and times, the build date, the output base in
+``__FILE__``), and the measures (SOURCE_DATE_EPOCH, a prefix map of the output base) remove the
+dates and paths but leave the order to tfbuild's normalisation."""
 
 from __future__ import annotations
 
+import base64
+import calendar
 import ctypes
+import hashlib
+import os
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -23,21 +31,39 @@ WHEEL_HOUSE = "bazel-bin/tensorflow/tools/pip_package/wheel_house"
 TARGET = "//tensorflow/tools/pip_package:wheel"
 
 
-def build(
-    tmp_path: Path, name: str, cflags: tuple[str, ...], *args: str
-) -> subprocess.CompletedProcess[str]:
+def make_tree(tmp_path: Path, name: str, cflags: tuple[str, ...]) -> Path:
     tree = tmp_path / name
     shutil.copytree(TREE, tree)
     rc = ["build --repo_env=CC=gcc", "build --repo_env=WHEEL_NAME=tensorflow_cpu"]
     rc += [f"build:opt --copt={flag}" for flag in cflags]
     (tree / ".tf_configure.bazelrc").write_text("\n".join(rc) + "\n")
+    return tree
+
+
+def run_bazel(
+    tree: Path, *args: str, startup: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(tree / "bazel"), "--output_user_root=/tmp/x", "build", *args],
+        [
+            sys.executable,
+            str(tree / "bazel"),
+            "--output_user_root=/tmp/x",
+            *startup,
+            "build",
+            *args,
+        ],
         cwd=tree,
         capture_output=True,
         text=True,
         check=False,
+        env=env,
     )
+
+
+def build(
+    tmp_path: Path, name: str, cflags: tuple[str, ...], *args: str
+) -> subprocess.CompletedProcess[str]:
+    return run_bazel(make_tree(tmp_path, name, cflags), *args)
 
 
 def library(tmp_path: Path, name: str) -> Path:
@@ -127,3 +153,133 @@ def test_the_canary_tree_ships_in_the_package() -> None:
     assert (TREE / "src/kernel.c").is_file()
     assert features.BY_NAME["AVX512F"].macro == "__AVX512F__"  # the guard table the flags come from
     assert archspec.cpu.TARGETS["x86_64_v4"]  # the planner's names
+
+
+# --- the stand-in's deliberate sources of non-determinism ----------------------------------------
+
+STAGING = "execroot/canary/bazel-out/bin/tensorflow/tools/pip_package/wheel_staging"
+RECORD = "tensorflow_cpu-0.0.0+tfbuild.canary.dist-info/RECORD"
+EPOCH = 1_700_000_000  # 2023-11-14 22:13:20 UTC, an even second (zip times have two-second steps)
+FLAGS = ("-march=x86-64",)
+
+
+def plain_env() -> dict[str, str]:
+    """This environment without the measures (a CI runner may set SOURCE_DATE_EPOCH itself)."""
+    return {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}
+
+
+def source_times(tree: Path, seconds: int) -> None:
+    """The source files' mtimes, as a checkout made at another time would leave them."""
+    for path in (tree / "src").iterdir():
+        os.utime(path, (seconds, seconds))
+
+
+def the_wheel(tree: Path) -> zipfile.ZipFile:
+    (wheel,) = (tree / WHEEL_HOUSE).glob("*.whl")
+    assert wheel.name.startswith("tensorflow_cpu-0.0.0+tfbuild.canary-")
+    return zipfile.ZipFile(wheel)
+
+
+def build_info(wheel: zipfile.ZipFile, target: Path) -> bytes:
+    target.write_bytes(wheel.read("tfbuild_canary/libcanary.so"))
+    function = ctypes.CDLL(str(target)).canary_build_info
+    function.restype = ctypes.c_char_p
+    value: bytes = function()
+    return value
+
+
+def walk_order(staging: Path) -> list[str]:
+    """The staging directory's files as os.walk lists them: the filesystem's order, unsorted."""
+    return [
+        (Path(root) / file).relative_to(staging).as_posix()
+        for root, _dirs, files in os.walk(staging)
+        for file in files
+    ]
+
+
+def assert_valid_record(wheel: zipfile.ZipFile) -> None:
+    """RECORD lists every member in the archive's order, itself last, each with hash and size."""
+    lines = wheel.read(RECORD).decode().splitlines()
+    assert [line.split(",")[0] for line in lines] == wheel.namelist()
+    assert lines[-1] == f"{RECORD},,"
+    for line in lines[:-1]:
+        name, digest, size = line.split(",")
+        data = wheel.read(name)
+        expected = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        assert (digest, int(size)) == (f"sha256={expected}", len(data))
+
+
+def test_two_builds_without_the_measures_differ(tmp_path: Path) -> None:
+    """Other output bases, other checkout times: member times and the embedded path differ."""
+    wheels, infos = {}, {}
+    for name, checkout in (("first", 1_000_000_000), ("second", 1_300_000_000)):
+        tree = make_tree(tmp_path, name, FLAGS)
+        source_times(tree, checkout)
+        output_base = tmp_path / "cache" / "output" / name
+        start = time.time()
+        result = run_bazel(
+            tree, "--config=opt", TARGET, startup=(f"--output_base={output_base}",), env=plain_env()
+        )
+        end = time.time()
+        assert result.returncode == 0, result.stderr
+        wheel = wheels[name] = the_wheel(tree)
+        assert_valid_record(wheel)
+        times = {info.filename: calendar.timegm(info.date_time) for info in wheel.infolist()}
+        # Copied with its times, as build_py copies: the checkout's time (an even second here).
+        assert times["tfbuild_canary/__init__.py"] == checkout
+        for member in ("tfbuild_canary/libcanary.so", "tfbuild_canary/BUILD_FLAGS", RECORD):
+            assert start - 5 <= times[member] <= end + 1  # the build's time (zip: 2 s steps)
+        infos[name] = build_info(wheel, tmp_path / f"{name}.so")
+        assert f"{output_base}/execroot/canary/src/kernel.c".encode() in infos[name]
+        assert (output_base / "execroot/canary/src/kernel.c").is_file()
+        assert (tree / "bazel-out" / "libcanary.so").is_file()
+    first, second = wheels["first"], wheels["second"]
+    first_times = {info.filename: info.date_time for info in first.infolist()}
+    assert first_times != {info.filename: info.date_time for info in second.infolist()}
+    assert infos["first"] != infos["second"]
+    so = "tfbuild_canary/libcanary.so"
+    assert first.read(so) != second.read(so)
+
+
+def test_the_measures_remove_the_dates_and_paths_but_not_the_order(tmp_path: Path) -> None:
+    """SOURCE_DATE_EPOCH and a prefix map of the output base: same library, every time the epoch;
+    the members stay in the staging directory's walk order (tfbuild normalises it afterwards)."""
+    env = plain_env() | {"SOURCE_DATE_EPOCH": str(EPOCH), "TZ": "UTC", "LC_ALL": "C"}
+    wheels, infos = {}, {}
+    for name, checkout in (("first", 1_000_000_000), ("second", 1_300_000_000)):
+        tree = make_tree(tmp_path, name, FLAGS)
+        source_times(tree, checkout)
+        output_base = tmp_path / "cache" / "output" / name
+        prefix_map = f"-ffile-prefix-map={output_base}=."
+        result = run_bazel(
+            tree,
+            "--config=opt",
+            f"--copt={prefix_map}",
+            f"--host_copt={prefix_map}",
+            TARGET,
+            startup=(f"--output_base={output_base}",),
+            env=env,
+        )
+        assert result.returncode == 0, result.stderr
+        assert prefix_map in result.stderr  # on the compiler's command line
+        wheel = wheels[name] = the_wheel(tree)
+        assert_valid_record(wheel)
+        assert {info.date_time for info in wheel.infolist()} == {time.gmtime(EPOCH)[:6]}
+        names = wheel.namelist()
+        assert names[:-1] == walk_order(output_base / STAGING)
+        assert names[-1] == RECORD
+        # Never sorted: RECORD comes after WHEEL and the package's files, and the rest is in the
+        # filesystem's order, so tfbuild's normalisation has work to do.
+        assert names != sorted(names)
+        assert wheel.read("tfbuild_canary/BUILD_FLAGS") == b"-march=x86-64\n"  # the planned flags
+        infos[name] = build_info(wheel, tmp_path / f"{name}.so")
+    first, second = wheels["first"], wheels["second"]
+    assert first.read("tfbuild_canary/libcanary.so") == second.read("tfbuild_canary/libcanary.so")
+    assert (
+        infos["first"]
+        == infos["second"]
+        == b"built Nov 14 2023 22:13:20 from ./execroot/canary/src/kernel.c"
+    )
+    assert {n: first.read(n) for n in first.namelist()} == {
+        n: second.read(n) for n in second.namelist()
+    }

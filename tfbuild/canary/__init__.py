@@ -11,6 +11,7 @@ packages it as a wheel whose version says ``tfbuild.canary``.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -30,10 +31,26 @@ LIBRARY = "tfbuild_canary/libcanary.so"
 
 def recipe(newest: Recipe) -> Recipe:
     """The newest recipe's build flow (configs, rc lines, wheel target) with the canary's compiler."""
-    return replace(newest, compiler=COMPILER, path=f"canary stand-in (the flow of {newest.path})")
+    return replace(
+        newest,
+        compiler=COMPILER,
+        path=f"canary stand-in (the flow of {newest.path})",
+        # Its base image is bookworm, and the snapshot archive is out of reach where tfbuild is
+        # tested: the receipt records the exact package versions instead.
+        snapshot=None,
+        file_sha256=None,
+    )
+
+
+#: The time of every file of a canary copy, as a release tarball fixes its members' times: the
+#: canary's source epoch (SOURCE_DATE_EPOCH) is then the same on every machine and checkout.
+EPOCH = 1700000000  # 2023-11-14 22:13:20 UTC
 
 
 def copy_tree(destination: Path) -> Path:
     """A private copy of the stand-in tree (a build writes into its source, as bazel does)."""
     shutil.copytree(TREE, destination, symlinks=True)
+    for path in (destination, *destination.rglob("*")):
+        if not path.is_symlink():
+            os.utime(path, (EPOCH, EPOCH))
     return destination

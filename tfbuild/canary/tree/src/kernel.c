@@ -22,3 +22,11 @@ float canary_kernel(float *restrict x, size_t n, int reps) {
     for (size_t i = 0; i < 16 * packets; ++i) sum += x[i];
     return sum;
 }
+
+/* Deliberately NOT reproducible, as TensorFlow's own build information is not: the build's date and
+ * time (the compiler takes them from SOURCE_DATE_EPOCH when it is set, else the clock and TZ) and
+ * the absolute path the source was compiled from, inside bazel's output base (which
+ * -ffile-prefix-map=OUTPUT_BASE=. rewrites). tfbuild's measures must remove both. */
+const char *canary_build_info(void) {
+    return "built " __DATE__ " " __TIME__ " from " __FILE__;
+}
