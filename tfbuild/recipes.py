@@ -12,6 +12,7 @@ a recipe there for the same TensorFlow version replaces the shipped one.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -53,6 +54,9 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "url": _pattern(_HTTPS_URL, "an https:// URL without spaces, quotes or shell characters"),
     "hex40": _pattern(re.compile(r"^[0-9a-f]{40}$"), "a full 40-digit git commit hash"),
     "hex64": _pattern(re.compile(r"^[0-9a-f]{64}$"), "a 64-digit sha256 in lower-case hex"),
+    "snapshot": _pattern(
+        re.compile(r"^[0-9]{8}T[0-9]{6}Z$"), "a UTC snapshot time like 20261115T000000Z"
+    ),
     "compiler": _pattern(
         re.compile(r"^(gcc|clang)-\d+(\.\d+){0,2}$"), "gcc-N[.N[.N]] or clang-N[.N[.N]]"
     ),
@@ -114,6 +118,7 @@ SCHEMA: dict[str, Field] = {
             "base_image": Field("token", required=False),
         },
     ),
+    "snapshot": Field("snapshot", required=False, nullable=True),
     "notes": Field("text", required=False),
 }
 
@@ -154,6 +159,10 @@ class Recipe:
     cuda: CudaRow | None
     notes: str
     lines: dict[str, int]  # "python", "cuda", ... -> line in the file, for messages
+    #: The distribution snapshot (UTC time) the toolchain's packages are installed from.
+    snapshot: str | None = None
+    #: The sha256 of the recipe file's text: its identity in a receipt (None for a derived recipe).
+    file_sha256: str | None = None
 
     @property
     def version(self) -> tfversions.Version:
@@ -186,6 +195,7 @@ class Recipe:
                 "hermetic_python": self.hermetic_python,
                 "pywrap_rules": self.pywrap_rules,
             },
+            "snapshot": self.snapshot,
             "configs": list(self.configs),
             "copts": list(self.copts),
             "defines": list(self.defines),
@@ -408,6 +418,8 @@ def parse_recipe(text: str, *, path: str) -> Recipe:
         ),
         notes=data.get("notes") or "",
         lines=lines,
+        snapshot=data.get("snapshot"),
+        file_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
     _gate(recipe)
     return recipe

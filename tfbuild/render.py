@@ -68,10 +68,9 @@ def _environment() -> Any:
     return env
 
 
-def render_files(plan: BuildPlan) -> dict[str, str]:
-    """The build context as file name -> text."""
-    env = _environment()
-    packages = sorted(
+def toolchain_packages(plan: BuildPlan) -> list[str]:
+    """The distribution packages the toolchain image installs, sorted."""
+    return sorted(
         {
             *BASE_PACKAGES,
             *plan.compiler_packages,
@@ -79,11 +78,26 @@ def render_files(plan: BuildPlan) -> dict[str, str]:
             plan.base_image.tcmalloc_package,
         }
     )
+
+
+def render_files(plan: BuildPlan) -> dict[str, str]:
+    """The build context as file name -> text."""
+    env = _environment()
+    packages = toolchain_packages(plan)
     arch = "arm64" if plan.architecture == "aarch64" else "amd64"
     bazelisk = load_tools()["bazelisk"]
+    pins = dict(plan.package_versions)
+    missing = [p for p in packages if pins and p not in pins]
+    if missing:
+        raise UnsupportedError(
+            f"the receipt pins no version of {', '.join(missing)}",
+            why="a rebuild installs every toolchain package at the version the build recorded",
+            fix="Rebuild from the receipt of a build made by this tfbuild version.",
+        )
     context = {
         "plan": plan,
         "packages": packages,
+        "package_pins": pins,
         "tfbuild_version": __version__,
         "bazelisk_version": bazelisk.version,
         "bazelisk_arch": arch,
@@ -114,7 +128,10 @@ def undefined_configs(files: dict[str, str], recipe: Recipe) -> list[str]:
     return sorted(used - defined)
 
 
-def check(files: dict[str, str], recipe: Recipe) -> None:
+def check(files: dict[str, str], recipe: Recipe | None) -> None:
+    """Every --config the files use is defined (no recipe: a rebuild's plan, checked when built)."""
+    if recipe is None:
+        return
     missing = undefined_configs(files, recipe)
     if missing:
         raise UnsupportedError(

@@ -53,6 +53,7 @@ class PlanArgs:
     label: bool = True
     base_image: str | None = None  # a base-images.yaml entry, or a local image (tfbuild base)
     canary: bool = False  # the STAND-IN canary source and recipe instead of TensorFlow
+    reproducible: bool = True  # the determinism measures (see tfbuild.plan.reproducible)
     recipes_dir: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
@@ -106,15 +107,17 @@ class PlanArgs:
             base_image=self.base_image,
             standin=self.canary,
             label=self.label,
+            reproducible=self.reproducible,
         )
 
 
 @dataclass(frozen=True, kw_only=True)
 class Planned:
-    """A finished plan and the recipe it was made from (the renderer checks configs against it)."""
+    """A finished plan and the recipe it was made from (the renderer checks configs against it);
+    a rebuild from a receipt has the receipt's plan and no recipe."""
 
     plan: BuildPlan
-    recipe: Recipe
+    recipe: Recipe | None
 
 
 def choose_recipe(args: PlanArgs, recipes: RecipeSet | None = None) -> Recipe:

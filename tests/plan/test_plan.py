@@ -164,7 +164,47 @@ def test_disk_check() -> None:
     with pytest.raises(EnvironmentProblem, match=r"10.0 GiB free, about 40 GiB needed"):
         plan(facts=host(build_disk_free_bytes=10 * GIB))
     p = plan(PlanOptions(skip_disk_check=True), facts=host(build_disk_free_bytes=10 * GIB))
-    assert p.resources.disk_free_gib == 10.0
+    assert p.resources.disk_needed_gib == 40
+
+
+def test_the_plan_holds_no_fact_about_the_moment() -> None:
+    """Free disk changes from one minute to the next: it is checked, never written into the plan,
+    so two renders of the same inputs are byte-identical (the receipt records it instead)."""
+    from tfbuild.render import render_files
+
+    files = [render_files(plan(facts=host(build_disk_free_bytes=free * GIB))) for free in (61, 900)]
+    assert files[0] == files[1]
+    assert "disk_free" not in files[0]["plan.json"]
+
+
+def test_the_reproducible_measures_each_have_a_reason() -> None:
+    p = plan()
+    assert p.reproducible and dict(p.build_env) == {
+        "TZ": "UTC",
+        "LC_ALL": "C",
+        "PYTHONHASHSEED": "0",
+    }
+    whats = {r.what for r in p.reasons}
+    assert {
+        "SOURCE_DATE_EPOCH",
+        "build environment",
+        "path prefix map",
+        "wheel normalisation",
+    } <= whats
+    assert "--action_env=SOURCE_DATE_EPOCH" in p.build_options
+    off = plan(PlanOptions(reproducible=False))
+    assert not off.reproducible and off.build_env == ()
+    assert not any(o.startswith("--action_env") for o in off.build_options)
+    assert "asked for with --no-reproducible" in reason(off, "reproducible")
+
+
+def test_a_plan_survives_its_json() -> None:
+    """A rebuild reads the plan back from its receipt: the same value, field for field."""
+    from tfbuild.plan import BuildPlan
+
+    for options in (PlanOptions(), PlanOptions(variant="mkl", mkl_threading="openmp")):
+        original = plan(options)
+        assert BuildPlan.from_json(original.to_json()) == original
 
 
 def test_caches_and_remote() -> None:
@@ -272,7 +312,7 @@ def test_plan_json_round_trips_through_the_cli(tmp_path: Path) -> None:
     result = run_cli("plan", "--tf", "2.21", "--mkl", "--json", "--skip-disk-check")
     assert result.returncode == 0, result.stderr
     data = result.json()
-    assert data["schema"] == "tfbuild.plan/1"
+    assert data["schema"] == "tfbuild.plan/2"
     assert data["bazel_configs"] == ["opt", "mkl_threadpool"]
 
 

@@ -126,6 +126,14 @@ def _plan_options(
             "pipeline, in a minute: what tfbuild doctor builds.",
         ),
     ] = False,
+    reproducible: Annotated[
+        bool,
+        typer.Option(
+            "--reproducible/--no-reproducible",
+            help="The determinism measures: SOURCE_DATE_EPOCH, TZ, locale, path maps and a "
+            "normalised wheel, so that a rebuild gives the same bytes.",
+        ),
+    ] = True,
     recipes_dir: RecipesDir = None,
 ) -> PlanArgs:
     """The plan options of plan, render and wheel, as one PlanArgs (which checks them)."""
@@ -152,6 +160,7 @@ def _plan_options(
         label=label,
         base_image=base_image,
         canary=canary,
+        reproducible=reproducible,
         recipes_dir=tuple(recipes_dir or ()),
     )
 

@@ -9,7 +9,7 @@ The rooms: ``model`` (the data), ``toolchain`` (Python and compiler), ``target``
 options) and ``make`` (``make_plan``, which asks each of them in turn).
 """
 
-from tfbuild.plan.make import make_plan, with_jobs
+from tfbuild.plan.make import isolated, make_plan, with_jobs, with_resources
 from tfbuild.plan.model import (
     CACHE_ROOT,
     GIB,
@@ -34,6 +34,8 @@ __all__ = [
     "PlanOptions",
     "Reason",
     "Resources",
+    "isolated",
     "make_plan",
     "with_jobs",
+    "with_resources",
 ]

@@ -9,7 +9,8 @@ from tfbuild.detect.host import HostFacts
 from tfbuild.errors import UnsupportedError, UsageError
 from tfbuild.labels import local_label
 from tfbuild.plan.bazel import bazel_options, choose_variant, configure_rc
-from tfbuild.plan.model import BuildPlan, CudaPlan, PlanOptions, Reason
+from tfbuild.plan.model import BuildPlan, CudaPlan, PlanOptions, Reason, Resources
+from tfbuild.plan.reproducible import choose_measures, choose_snapshot
 from tfbuild.plan.resources import choose_resources
 from tfbuild.plan.target import choose_target
 from tfbuild.plan.toolchain import choose_python, choose_toolchain
@@ -131,14 +132,52 @@ def _label(
 
 def with_jobs(plan: BuildPlan, jobs: int, *, why: str) -> BuildPlan:
     """The same plan with bazel's ``--jobs`` changed (a retry after the compiler was OOM-killed)."""
+    return with_resources(plan, replace(plan.resources, jobs=jobs), why=why)
+
+
+def with_resources(plan: BuildPlan, resources: Resources, *, why: str) -> BuildPlan:
+    """The same plan with other resources (jobs, bazel's memory budget and heap): they decide how
+    fast a build runs on a machine, never what it builds."""
+    changed = {
+        "--jobs=": f"--jobs={resources.jobs}",
+        "--local_ram_resources=": f"--local_ram_resources={resources.local_ram_mb}",
+        "--host_jvm_args=-Xmx": f"--host_jvm_args=-Xmx{resources.jvm_heap_mb}m",
+    }
+
+    def swap(option: str) -> str:
+        return next((new for prefix, new in changed.items() if option.startswith(prefix)), option)
+
+    reasons = [Reason(what="jobs", value=str(resources.jobs), why=why)]
+    if resources.local_ram_mb != plan.resources.local_ram_mb:
+        reasons.append(
+            Reason(what="local_ram_resources", value=f"{resources.local_ram_mb} MiB", why=why)
+        )
     return replace(
         plan,
-        build_options=tuple(
-            f"--jobs={jobs}" if option.startswith("--jobs=") else option
-            for option in plan.build_options
+        build_options=tuple(swap(o) for o in plan.build_options),
+        startup_options=tuple(swap(o) for o in plan.startup_options),
+        resources=resources,
+        reasons=(*plan.reasons, *reasons),
+    )
+
+
+def isolated(plan: BuildPlan, *, cache_volume: str) -> BuildPlan:
+    """The same build with nothing carried over: a fresh cache volume (so a fresh output base and
+    repository cache), no disk cache and no remote cache or executor (``tfbuild verify``)."""
+    dropped = ("--disk_cache=", "--remote_cache=", "--remote_executor=")
+    return replace(
+        plan,
+        cache_volume=cache_volume,
+        build_options=tuple(o for o in plan.build_options if not o.startswith(dropped)),
+        reasons=(
+            *plan.reasons,
+            Reason(
+                what="isolation",
+                value=cache_volume,
+                why="a rebuild to verify shares no cache with any build: a fresh volume, no disk "
+                "or remote cache",
+            ),
         ),
-        resources=replace(plan.resources, jobs=jobs),
-        reasons=(*plan.reasons, Reason(what="jobs", value=str(jobs), why=why)),
     )
 
 
@@ -201,6 +240,12 @@ def make_plan(
     bazel = bazel_options(options, resources)
     reasons.extend(bazel.reasons)
 
+    measures = choose_measures(options)
+    reasons.extend(measures.reasons)
+    snapshot, snapshot_reason = choose_snapshot(recipe, base)
+    if snapshot_reason is not None:
+        reasons.append(snapshot_reason)
+
     wheel_label, label_reason = _label(options, target.name, variant.cuda)
     reasons.append(label_reason)
 
@@ -230,7 +275,10 @@ def make_plan(
         bazel=recipe.bazel,
         bazel_configs=variant.configs,
         rc_lines=rc.lines,
-        build_options=bazel.build,
+        build_options=(
+            *bazel.build,
+            *(f"--action_env={name}" for name in measures.action_env),
+        ),
         startup_options=bazel.startup,
         build_target=rc.build_target,
         wheel_flow=recipe.wheel_flow,
@@ -243,4 +291,7 @@ def make_plan(
         warnings=tuple(dict.fromkeys(warnings)),
         standin=options.standin,
         label=wheel_label,
+        reproducible=measures.reproducible,
+        build_env=measures.build_env,
+        snapshot=snapshot,
     )

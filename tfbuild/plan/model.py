@@ -20,6 +20,9 @@ SOURCE_DIR = "/src"
 OUTPUT_DIR = "/out"
 
 TargetKind = Literal["machine", "portable", "native"]
+#: plan.json's schema: /2 moved facts about the moment (free disk) out to the receipt and added the
+#: reproducibility measures, the snapshot and package pins.
+PLAN_SCHEMA = "tfbuild.plan/2"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +48,7 @@ class PlanOptions:
     base_image: str | None = None  # a key of base_images instead of the recipe's (--base-image)
     standin: bool = False  # the canary: `bazel` is the stand-in script of the source tree
     label: bool = True  # put the target in the wheel's PEP 440 local version label (+x86_64v4)
+    reproducible: bool = True  # the determinism measures (SOURCE_DATE_EPOCH, ..., normalised wheel)
 
     def __post_init__(self) -> None:
         # Callers (tests, the matrix) may pass the plain text; the plan holds the enum members.
@@ -60,6 +64,30 @@ class Reason:
 
     def to_json(self) -> dict[str, str]:
         return {"what": self.what, "value": self.value, "why": self.why}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Reason:
+        return Reason(what=str(data["what"]), value=str(data["value"]), why=str(data["why"]))
+
+
+@dataclass(frozen=True, kw_only=True)
+class AptSnapshot:
+    """The distribution snapshot the toolchain's packages come from (the recipe names its time)."""
+
+    time: str  # 20261115T000000Z
+    url: str  # the snapshot archive at that time
+    sources: tuple[str, ...]  # the lines of /etc/apt/sources.list that point at it
+
+    def to_json(self) -> dict[str, Any]:
+        return {"time": self.time, "url": self.url, "sources": list(self.sources)}
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> AptSnapshot:
+        return AptSnapshot(
+            time=str(data["time"]),
+            url=str(data["url"]),
+            sources=tuple(str(line) for line in data["sources"]),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +105,15 @@ class CudaPlan:
             "capabilities": list(self.capabilities),
         }
 
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> CudaPlan:
+        return CudaPlan(
+            hermetic=bool(data["hermetic"]),
+            cuda=str(data["cuda"]),
+            cudnn=str(data["cudnn"]),
+            capabilities=tuple(str(c) for c in data["capabilities"]),
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class Resources:
@@ -84,7 +121,6 @@ class Resources:
     local_ram_mb: int
     jvm_heap_mb: int
     disk_needed_gib: int
-    disk_free_gib: float | None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,8 +128,16 @@ class Resources:
             "local_ram_mb": self.local_ram_mb,
             "jvm_heap_mb": self.jvm_heap_mb,
             "disk_needed_gib": self.disk_needed_gib,
-            "disk_free_gib": self.disk_free_gib,
         }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Resources:
+        return Resources(
+            jobs=int(data["jobs"]),
+            local_ram_mb=int(data["local_ram_mb"]),
+            jvm_heap_mb=int(data["jvm_heap_mb"]),
+            disk_needed_gib=int(data["disk_needed_gib"]),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,10 +176,17 @@ class BuildPlan:
     warnings: tuple[str, ...] = field(default=())
     standin: bool = False  # the canary stand-in source, not TensorFlow
     label: str | None = None  # the wheel's local version label ("x86_64v4.cu125"); None: unlabelled
+    #: The determinism measures: build.sh exports these (and SOURCE_DATE_EPOCH from the source),
+    #: maps the output base out of compiled paths, and the finished wheel is normalised.
+    reproducible: bool = True
+    build_env: tuple[tuple[str, str], ...] = ()
+    snapshot: AptSnapshot | None = None
+    #: Exact versions of the toolchain's packages (name, version): set for a rebuild from a receipt.
+    package_versions: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema": "tfbuild.plan/1",
+            "schema": PLAN_SCHEMA,
             "tensorflow": self.tensorflow,
             "recipe": self.recipe,
             "source": dict(self.source),
@@ -168,4 +219,67 @@ class BuildPlan:
             "warnings": list(self.warnings),
             "standin": self.standin,
             "label": self.label,
+            "reproducible": self.reproducible,
+            "build_env": dict(self.build_env),
+            "snapshot": self.snapshot.to_json() if self.snapshot else None,
+            "package_versions": dict(self.package_versions),
         }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> BuildPlan:
+        """The plan a receipt carries, back as a value (a KeyError or ValueError if it is not one)."""
+        if data.get("schema") != PLAN_SCHEMA:
+            raise ValueError(f"plan schema {data.get('schema')!r}, not {PLAN_SCHEMA}")
+        image = data["base_image"]
+        kind = data["target_kind"]
+        if kind not in ("machine", "portable", "native"):
+            raise ValueError(f"target kind {kind!r}")
+        return BuildPlan(
+            tensorflow=str(data["tensorflow"]),
+            recipe=str(data["recipe"]),
+            source={str(k): None if v is None else str(v) for k, v in data["source"].items()},
+            architecture=str(data["architecture"]),
+            variant=Variant(data["variant"]),
+            python=str(data["python"]),
+            compiler=str(data["compiler"]),
+            compiler_path=str(data["compiler_path"]),
+            compiler_packages=tuple(data["compiler_packages"]),
+            llvm_apt_suite=data["llvm_apt_suite"],
+            extra_packages=tuple(data["extra_packages"]),
+            target=str(data["target"]),
+            target_kind=kind,
+            cflags=tuple(data["cflags"]),
+            coverage=tuple(data["coverage"]),
+            base_image=BaseImage(
+                name=str(image["name"]),
+                reference=str(image["reference"]),
+                distro=str(image["distro"]),
+                suite=str(image["suite"]),
+                python=str(image["python"]),
+                tcmalloc_package=str(image["tcmalloc_package"]),
+                packaged_compilers=tuple(image["packaged_compilers"]),
+                cuda=image["cuda"],
+                cudnn=image["cudnn"],
+                image_id=image["image_id"],
+            ),
+            bazel=str(data["bazel"]),
+            bazel_configs=tuple(data["bazel_configs"]),
+            rc_lines=tuple(data["rc_lines"]),
+            build_options=tuple(data["build_options"]),
+            startup_options=tuple(data["startup_options"]),
+            build_target=str(data["build_target"]),
+            wheel_flow=str(data["wheel_flow"]),
+            wheel_name=str(data["wheel_name"]),
+            cache_volume=str(data["cache_volume"]),
+            runtime_env=tuple((str(k), str(v)) for k, v in data["runtime_env"].items()),
+            resources=Resources.from_json(data["resources"]),
+            cuda=CudaPlan.from_json(data["cuda"]) if data["cuda"] else None,
+            reasons=tuple(Reason.from_json(r) for r in data["reasons"]),
+            warnings=tuple(data["warnings"]),
+            standin=bool(data["standin"]),
+            label=data["label"],
+            reproducible=bool(data["reproducible"]),
+            build_env=tuple((str(k), str(v)) for k, v in data["build_env"].items()),
+            snapshot=AptSnapshot.from_json(data["snapshot"]) if data["snapshot"] else None,
+            package_versions=tuple((str(k), str(v)) for k, v in data["package_versions"].items()),
+        )

@@ -67,7 +67,6 @@ def choose_resources(options: PlanOptions, host: HostFacts) -> tuple[Resources, 
             local_ram_mb=local_ram,
             jvm_heap_mb=jvm,
             disk_needed_gib=needed,
-            disk_free_gib=free,
         ),
         reasons,
     )

@@ -13,6 +13,14 @@ export HOME=/cache/home
 mkdir -p "$HOME"
 output_base=/cache/output/"${TFBUILD_BUILD_KEY:-default}"
 
+# Reproducible build (plan.json's reasons say why each): the source's date, a fixed environment and
+# file modes, and the output base mapped out of every compiled path.
+umask 022
+export SOURCE_DATE_EPOCH="${TFBUILD_SOURCE_DATE_EPOCH:?tfbuild wheel sets it from the source}"
+export TZ=UTC
+export LC_ALL=C
+export PYTHONHASHSEED=0
+
 phase configure
 echo "[tfbuild] tool: compiler $(/usr/lib/llvm-17/bin/clang --version | head -n 1)"
 echo "[tfbuild] tool: python $(python3 --version 2>&1)"
@@ -32,6 +40,12 @@ bazel \
   --local_ram_resources=6144 \
   --repository_cache=/cache/repository \
   --disk_cache=/cache/disk \
+  --action_env=SOURCE_DATE_EPOCH \
+  --action_env=TZ \
+  --action_env=LC_ALL \
+  --action_env=PYTHONHASHSEED \
+  --copt=-ffile-prefix-map="$output_base"=. \
+  --host_copt=-ffile-prefix-map="$output_base"=. \
   //tensorflow/tools/pip_package:build_pip_package
 
 phase package

@@ -1,0 +1,116 @@
+"""Reproducibility: the measures that make two builds of the same inputs give the same wheel.
+
+Each measure answers a known source of difference between TensorFlow builds (see the README's
+"Reproducible builds" section for the list and what remains):
+
+- ``SOURCE_DATE_EPOCH`` from the source (the commit time, or the newest file in the tarball):
+  compilers take ``__DATE__``/``__TIME__`` from it, and the wheel's member times;
+- ``TZ=UTC``, ``LC_ALL=C``, ``PYTHONHASHSEED=0`` and ``umask 022``: dates, sort orders, Python's
+  set and dict iteration in generated code, and file modes do not depend on the build machine;
+- ``-ffile-prefix-map`` of bazel's output base: absolute paths (``__FILE__``, debug info) do not
+  carry the per-tree output base;
+- the finished wheel normalised: member order, times and permissions (a raw copy, no recompression).
+
+The snapshot: where the distribution keeps a snapshot archive (Debian's, Ubuntu's), the
+toolchain's packages come from it at the time the recipe names, so a rebuild next month installs
+the same versions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tfbuild.plan.model import AptSnapshot, PlanOptions, Reason
+from tfbuild.recipes import BaseImage, Recipe
+
+#: Exported by build.sh before bazel runs (SOURCE_DATE_EPOCH comes from the source at build time).
+BUILD_ENV = (("TZ", "UTC"), ("LC_ALL", "C"), ("PYTHONHASHSEED", "0"))
+#: bazel runs actions in a cleaned environment: these pass the measures on to every action.
+ACTION_ENV = ("SOURCE_DATE_EPOCH", "TZ", "LC_ALL", "PYTHONHASHSEED")
+#: The snapshot archives of Debian and Ubuntu (plain http: the base images have no CA certificates
+#: yet, and apt checks the archive's signatures either way), and where their security updates are.
+SNAPSHOT_URLS = {
+    "debian": "http://snapshot.debian.org/archive/debian/{time}/",
+    "ubuntu": "http://snapshot.ubuntu.com/ubuntu/{time}/",
+}
+SECURITY_URLS = {
+    "debian": "http://snapshot.debian.org/archive/debian-security/{time}/",
+    "ubuntu": "http://snapshot.ubuntu.com/ubuntu/{time}/",
+}
+COMPONENTS = {"debian": "main", "ubuntu": "main universe"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measures:
+    reproducible: bool
+    build_env: tuple[tuple[str, str], ...]
+    action_env: tuple[str, ...]  # bazel --action_env=NAME for each
+    reasons: tuple[Reason, ...]
+
+
+def choose_measures(options: PlanOptions) -> Measures:
+    """The determinism measures, each with its reason; none with --no-reproducible."""
+    if not options.reproducible:
+        return Measures(
+            reproducible=False,
+            build_env=(),
+            action_env=(),
+            reasons=(
+                Reason(
+                    what="reproducible",
+                    value="off",
+                    why="asked for with --no-reproducible: two builds of the same inputs may "
+                    "differ (dates, paths, member order and times)",
+                ),
+            ),
+        )
+    reasons = (
+        Reason(
+            what="SOURCE_DATE_EPOCH",
+            value="from the source",
+            why="the source's commit time (or its newest file): compilers take __DATE__ and "
+            "__TIME__ from it, and the wheel's member times",
+        ),
+        Reason(
+            what="build environment",
+            value=" ".join(f"{k}={v}" for k, v in BUILD_ENV) + ", umask 022",
+            why="dates, sort orders, Python's hash order in generated code and file modes do not "
+            "depend on the machine that builds",
+        ),
+        Reason(
+            what="path prefix map",
+            value="-ffile-prefix-map=<output base>=.",
+            why="bazel's output base differs per source tree: absolute paths in __FILE__ and "
+            "debug info must not carry it",
+        ),
+        Reason(
+            what="wheel normalisation",
+            value="sorted members, SOURCE_DATE_EPOCH times, 0644/0755 modes",
+            why="a wheel packed in filesystem order with build-time mtimes differs every time; "
+            "the members are copied raw, never recompressed",
+        ),
+    )
+    return Measures(reproducible=True, build_env=BUILD_ENV, action_env=ACTION_ENV, reasons=reasons)
+
+
+def choose_snapshot(recipe: Recipe, base: BaseImage) -> tuple[AptSnapshot | None, Reason | None]:
+    """The snapshot archive the recipe's packages come from, when it names a time."""
+    if recipe.snapshot is None or base.distro not in SNAPSHOT_URLS:
+        return None, None
+    url = SNAPSHOT_URLS[base.distro].format(time=recipe.snapshot)
+    security = SECURITY_URLS[base.distro].format(time=recipe.snapshot)
+    parts = COMPONENTS[base.distro]
+    option = "[check-valid-until=no]"  # a snapshot's Release files are past their Valid-Until
+    sources = (
+        f"deb {option} {url} {base.suite} {parts}",
+        f"deb {option} {url} {base.suite}-updates {parts}",
+        f"deb {option} {security} {base.suite}-security {parts}",
+    )
+    snapshot = AptSnapshot(time=recipe.snapshot, url=url, sources=sources)
+    return snapshot, Reason(
+        what="package snapshot",
+        value=recipe.snapshot,
+        why=f"{recipe.where('snapshot')}: {base.suite}'s packages as they were then, from its "
+        f"snapshot archive ({url}), so a rebuild installs the same versions; other repositories "
+        "(apt.llvm.org, NVIDIA's) have no snapshot: the receipt records their versions",
+    )
