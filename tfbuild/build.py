@@ -47,11 +47,12 @@ from tfbuild.engine import DockerEngine, Mount, RunResult
 from tfbuild.errors import BuildFailed, EnvironmentProblem, InputError, Interrupted, UsageError
 from tfbuild.files import sha256_file, write_text
 from tfbuild.plan import CACHE_ROOT, OUTPUT_DIR, SOURCE_DIR, BuildPlan, with_jobs
-from tfbuild.recipes import Recipe, load_base_images
+from tfbuild.receipt import Inputs, Receipt, WheelRecord, canonical_sha256, read_receipt
+from tfbuild.recipes import load_base_images, load_tools
 from tfbuild.render import CONTEXT_DIR, check, render_files, write_context
 from tfbuild.request import PlanArgs, Planned, choose_recipe, plan_request
 from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
-from tfbuild.wheelfile import relabel
+from tfbuild.wheelfile import normalise, relabel
 
 TOOLCHAIN_REPOSITORY = "tfbuild/toolchain"
 BUILD_LABEL = "org.tfbuild.build"  # the build id, on the build's containers
@@ -73,6 +74,8 @@ _KILLED = re.compile(
 _MEMORY = re.compile(r"[1-9][0-9]*[bkmg]?", re.IGNORECASE)
 #: Taken while files are published into (or updated in) a dist/ directory.
 DIST_LOCK = ".tfbuild.lock"
+#: apt's words for a pinned version its sources do not offer: (version, package).
+_NO_VERSION = re.compile(r"Version '([^']+)' for '([^']+)' was not found")
 _TOOL = re.compile(r"^\[tfbuild\] tool: (\w+) (.*)$")
 
 
@@ -98,6 +101,7 @@ class BuildJob:
     memory_limit: str | None = None  # the build container's memory limit (e.g. "16g")
     keep_container: bool = False
     oom_retries: int = 2  # how many times a compiler OOM kill halves the jobs and retries
+    recipe_sha256: str | None = None  # the recipe file's identity, for the receipt
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,7 +133,7 @@ class WheelResult:
     image_built: bool
     attempts: tuple[Attempt, ...]
     replaced: bool  # a wheel of the same name was in dist/ and was replaced
-    data: dict[str, Any]  # the receipt
+    data: Receipt  # what the receipt file holds
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -270,6 +274,15 @@ def _toolchain_image(
                 f"sudo tfbuild base --suite {base.suite} and pass --base-image "
                 f"tfbuild/base:{base.suite}.",
             ) from exc
+        gone = next((m for line in log.tail if (m := _NO_VERSION.search(line))), None)
+        if gone is not None and plan.package_versions:
+            raise EnvironmentProblem(
+                f"{gone.group(2)} {gone.group(1)} can no longer be had",
+                why="the rebuild installs every package at the version the receipt records, and "
+                "the package sources no longer offer this one",
+                fix="Rebuild where that version is still offered (a mirror or snapshot of the "
+                "time), or build anew without --from-receipt.",
+            ) from exc
         raise BuildFailed(
             exc.what, why=exc.why, fix=f"The whole log: {log.path}", details=tuple(log.tail)
         ) from exc
@@ -313,6 +326,7 @@ def _mounts(request: BuildJob, context: Path, out: Path) -> list[Mount]:
 def _environment(request: BuildJob, key: str) -> dict[str, str]:
     env = dict(request.proxies)
     env["TFBUILD_BUILD_KEY"] = key
+    env["TFBUILD_SOURCE_DATE_EPOCH"] = str(source_epoch(request.source))
     if request.ca_bundle is not None:
         for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT"):
             env[name] = CA_PATH
@@ -401,42 +415,96 @@ def _last_error(tail: list[str]) -> str:
     return "see the log"
 
 
+#: SOURCE_DATE_EPOCH when the source gives none: 1980-01-01, the earliest time a wheel (zip) holds.
+FALLBACK_EPOCH = 315532800
+#: What dpkg-query prints for each installed package of the toolchain image.
+_PACKAGE_LINE = re.compile(r"^(\S+)\t(\S+)$")
+
+
+def source_epoch(source: Source) -> int:
+    return source.epoch if source.epoch is not None else FALLBACK_EPOCH
+
+
+def toolchain_packages(engine: DockerEngine, tag: str) -> dict[str, str]:
+    """Every package installed in the toolchain image, with its exact version (dpkg-query -W)."""
+    lines: list[str] = []
+    result = engine.run(
+        tag,
+        ["dpkg-query", "-W", "-f", "${binary:Package}\t${Version}\n"],
+        on_line=lines.append,
+    )
+    if result.exit_code != 0:
+        raise BuildFailed(
+            f"cannot list the packages of the toolchain image {tag}",
+            why=f"dpkg-query exited with {result.exit_code}: {' '.join(lines[-3:])}",
+            fix="The image must be a Debian or Ubuntu one (base-images.yaml).",
+        )
+    packages: dict[str, str] = {}
+    for line in lines:
+        found = _PACKAGE_LINE.match(line.strip())
+        if found:
+            packages[found.group(1).split(":")[0]] = found.group(2)
+    return packages
+
+
+def _tools(plan: BuildPlan, seen: dict[str, str]) -> dict[str, str]:
+    """bazel, the compiler and python as the build printed them; bazelisk as the image pins it."""
+    tools = dict(seen)
+    if not plan.standin:
+        tools["bazelisk"] = load_tools()["bazelisk"].version
+    return tools
+
+
 def _receipt(
-    request: BuildJob,
+    job: BuildJob,
     *,
     plan: BuildPlan,
     wheel: Path,
     sha256: str,
-    image: dict[str, Any],
+    toolchain: tuple[str, str | None],
+    packages: dict[str, str],
     attempts: list[Attempt],
     tools: dict[str, str],
+    host: dict[str, Any],
     timings: dict[str, float],
     log: Path,
     env_file: Path,
-) -> dict[str, Any]:
-    return {
-        "schema": "tfbuild.receipt/1",
-        "build_id": request.build_id,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "standin": plan.standin,
-        "wheel": {"name": wheel.name, "sha256": sha256, "size": wheel.stat().st_size},
-        "target": plan.target,
-        "variant": plan.variant,
-        "label": plan.label,
-        "cflags": list(plan.cflags),
-        "image": image,
-        "source": request.source.to_json(),
-        "tools": {"tfbuild": __version__, **tools},
-        "timings": {k: round(v, 3) for k, v in timings.items()},
-        "attempts": [a.to_json() for a in attempts],
-        "runtime_env_file": env_file.name,
-        "log": str(log),
-        "plan": plan.to_json(),
-    }
+) -> Receipt:
+    plan_json = plan.to_json()
+    return Receipt(
+        build_id=job.build_id,
+        created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        standin=plan.standin,
+        wheel=WheelRecord(name=wheel.name, sha256=sha256, size=wheel.stat().st_size),
+        target=plan.target,
+        variant=str(plan.variant),
+        label=plan.label,
+        cflags=plan.cflags,
+        plan=plan_json,
+        plan_sha256=canonical_sha256(plan_json),
+        inputs=Inputs(
+            tfbuild=__version__,
+            recipe=plan.recipe,
+            recipe_sha256=job.recipe_sha256,
+            source=job.source.record(),
+            base_image=plan.base_image.reference,
+            base_image_id=plan.base_image.image_id,
+            toolchain_image=toolchain[0],
+            toolchain_image_id=toolchain[1],
+            packages=packages,
+            tools=tools,
+            snapshot=plan.snapshot.time if plan.snapshot else None,
+        ),
+        host=host,
+        timings={k: round(v, 3) for k, v in timings.items()},
+        attempts=tuple(a.to_json() for a in attempts),
+        runtime_env_file=env_file.name,
+        log=str(log),
+    )
 
 
 def _publish(
-    dist: Path, built: Path, receipt: dict[str, Any], env_text: str
+    dist: Path, built: Path, receipt: Receipt, env_text: str
 ) -> tuple[Path, Path, Path, bool]:
     """Move the wheel into dist/ with its receipt and env file, as one step for other builds."""
     wheel = dist / built.name
@@ -445,7 +513,7 @@ def _publish(
     with _locked(dist / DIST_LOCK, blocking=True, busy=""):
         replaced = wheel.exists()
         write_text(env_path, env_text)
-        write_text(receipt_path, json.dumps(receipt, indent=2) + "\n")
+        write_text(receipt_path, json.dumps(receipt.to_json(), indent=2) + "\n")
         built.replace(wheel)
     return wheel, receipt_path, env_path, replaced
 
@@ -475,6 +543,7 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
             files = render_files(request.plan)
             tag, image_built = _toolchain_image(engine, request.plan, files, work, log)
             image_done = time.monotonic()
+            packages = toolchain_packages(engine, tag)
             _prepare_cache(engine, tag, request.plan.cache_volume, request.user)
             plan, attempts, out = _run_build(engine, request, tag=tag, work=work, log=log)
             log.phase("publish")
@@ -487,30 +556,37 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                     details=tuple(log.tail),
                 )
             built = wheels[0]
+            # The label and the normalisation in one raw-copy pass over the members.
+            epoch = source_epoch(request.source) if plan.reproducible else None
+            raw = built
             if plan.label:
-                unlabelled, built = built, relabel(built, plan.label, out)
-                if built != unlabelled:
-                    unlabelled.unlink()
+                built = relabel(raw, plan.label, out / "final", epoch=epoch)
                 log.note(f"label: +{plan.label} -> {built.name}")
+            elif epoch is not None:
+                built = normalise(raw, out / "final", epoch=epoch)
+            if epoch is not None:
+                log.note(f"normalised: sorted members, times of SOURCE_DATE_EPOCH={epoch}")
+            if built != raw:
+                raw.unlink()
             sha256 = sha256_file(built)
             env_text = render_files(plan)["runtime.env"]
-            image = {
-                "tag": tag,
-                "id": engine.image_id(tag),
-                "built_now": image_built,
-                "base_image": plan.base_image.reference,
-                "base_image_id": plan.base_image.image_id,
-                "engine": engine.endpoint,
-            }
             finished = time.monotonic()
             receipt = _receipt(
                 request,
                 plan=plan,
                 wheel=built,
                 sha256=sha256,
-                image=image,
+                toolchain=(tag, engine.image_id(tag)),
+                packages=packages,
                 attempts=attempts,
-                tools=log.tools,
+                tools=_tools(plan, log.tools),
+                host={
+                    "engine": engine.endpoint,
+                    "toolchain_image_built": image_built,
+                    "disk_free_gib": round(shutil.disk_usage(dist).free / 1024**3, 1),
+                    "cpus": os.cpu_count(),
+                    "user": request.user,
+                },
                 timings={
                     "toolchain_image_s": image_done - started,
                     "build_s": sum(a.seconds for a in attempts),
@@ -543,9 +619,11 @@ def update_receipt(receipt: Path, key: str, value: Any) -> None:
     """Add one section to a published receipt (the canary's instruction-set check and speedup),
     whole and under the lock of its ``dist/``, as the build published it."""
     with _locked(receipt.parent / DIST_LOCK, blocking=True, busy=""):
-        data = json.loads(receipt.read_text(encoding="utf-8"))
-        data[key] = value
-        write_text(receipt, json.dumps(data, indent=2) + "\n")
+        found = read_receipt(receipt)
+        if key in found.to_json() and key not in found.sections:
+            raise ValueError(f"{key!r} is a field of the receipt, not a section to add")
+        updated = replace(found, sections={**found.sections, key: value})
+        write_text(receipt, json.dumps(updated.to_json(), indent=2) + "\n")
 
 
 # --- one `tfbuild wheel` run ------------------------------------------------------------------------
@@ -608,6 +686,7 @@ class BuildRun:
     quiet: bool = False
     verbose: bool = False
     user: str | None = None  # uid:gid; default: the calling user's
+    recipe_sha256: str | None = None  # a rebuild: the original recipe's identity, kept
 
     def __post_init__(self) -> None:
         if self.memory is not None and not _MEMORY.fullmatch(self.memory):
@@ -629,7 +708,7 @@ class BuildRun:
                 stack.callback(engine.close)
             mode = choose_mode(quiet=self.quiet, stream=sys.stderr, env=os.environ)
             display = stack.enter_context(BuildDisplay(mode=mode, verbose=self.verbose))
-            source = stack.enter_context(self._source(plan, recipe, ca_bundle, display))
+            source = stack.enter_context(self._source(plan, ca_bundle, display))
             job = BuildJob(
                 plan=plan,
                 source=source,
@@ -640,12 +719,13 @@ class BuildRun:
                 proxies=proxies_from(os.environ),
                 memory_limit=self.memory,
                 keep_container=self.keep_container,
+                recipe_sha256=recipe.file_sha256 if recipe else self.recipe_sha256,
             )
             return build_wheel(engine, job, display)
 
     @contextlib.contextmanager
     def _source(
-        self, plan: BuildPlan, recipe: Recipe, ca_bundle: Path | None, display: Display
+        self, plan: BuildPlan, ca_bundle: Path | None, display: Display
     ) -> Iterator[Source]:
         if self.source is not None:
             yield local_source(self.source)
@@ -661,9 +741,9 @@ class BuildRun:
         else:
             display.phase("source")
             yield fetch_source(
-                recipe.tarball,
-                version=recipe.tensorflow,
-                sha256=self.source_sha256 or recipe.sha256,
+                str(plan.source["tarball"]),
+                version=plan.tensorflow,
+                sha256=self.source_sha256 or plan.source["sha256"],
                 cache_dir=default_cache_dir(),
                 ca_bundle=ca_bundle,
                 on_line=display.note,

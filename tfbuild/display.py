@@ -15,6 +15,7 @@ from tfbuild.doctor import Check
 from tfbuild.matrix import Matrix, Skipped
 from tfbuild.pick import PickResult
 from tfbuild.plan import BuildPlan
+from tfbuild.rebuild import VerifyResult
 from tfbuild.recipes import RecipeSet
 from tfbuild.smoke.report import SmokeReport
 
@@ -380,7 +381,7 @@ def print_wheel_result(result: WheelResult, *, quiet: bool = False) -> None:
     if attempts > 1:
         jobs = " -> ".join(str(a.jobs) for a in result.attempts)
         how += f"; {attempts} attempts after OOM kills (jobs {jobs})"
-    standin = bool(result.data.get("standin"))
+    standin = result.data.standin
     rows = [
         ("wheel", str(result.wheel) + ("  (STAND-IN canary, not TensorFlow)" if standin else "")),
         ("size", f"{result.size / 1e6:.1f} MB"),
@@ -458,3 +459,45 @@ def print_pick(result: PickResult) -> None:
     console.print(table)
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
+
+
+# --- verify --------------------------------------------------------------------------------------
+
+
+def print_verify(result: VerifyResult) -> None:
+    """``reproducible`` with the hash, or the members that differ (ELF: which sections)."""
+    console = Console(highlight=False, soft_wrap=True)
+    diff = result.diff
+    if result.reproducible:
+        console.print(f"[green]reproducible[/green] {result.wheel.name}  sha256 {result.sha256}")
+        return
+    console.print(f"[red]not reproducible[/red] {result.wheel.name}")
+    console.print(f"  this wheel  sha256 {result.sha256}")
+    console.print(f"  rebuild     sha256 {result.rebuilt_sha256}")
+    if result.sha256 != result.receipt_sha256:
+        console.print(
+            f"  receipt     sha256 {result.receipt_sha256}  (the wheel is not the one built)"
+        )
+    for member in diff.changed:
+        # One block per member, never a table: member paths are long and must not be cut.
+        size = (
+            f"{member.size_a} bytes"
+            if member.size_a == member.size_b
+            else f"{member.size_a} / {member.size_b} bytes"
+        )
+        console.print(f"  [bold]{member.path}[/bold] differs: {size}")
+        console.print(f"    sha256 {member.sha256_a} (wheel)")
+        console.print(f"    sha256 {member.sha256_b} (rebuild)")
+        if member.elf is not None:
+            sections = ", ".join(member.elf.sections) or "none: the headers or padding differ"
+            console.print(f"    ELF sections that differ: {sections}")
+    for path in diff.only_in_a:
+        console.print(f"  only in the wheel:   {path}")
+    for path in diff.only_in_b:
+        console.print(f"  only in the rebuild: {path}")
+    for entry in diff.entries:
+        console.print(
+            f"  same contents, the zip entry differs: {entry.path} ({', '.join(entry.fields)})"
+        )
+    for note in diff.layout:
+        console.print(f"  archive: {note}")

@@ -227,7 +227,7 @@ def run_canary(
         builds[name] = run.execute(planned, engine=engine)
     host, baseline = builds["host"], builds["baseline"]
     say("canary: smoke (install, import, run), instruction check and timing in the toolchain image")
-    probe = _probe(engine, host.data["image"]["tag"], host.wheel, baseline.wheel)
+    probe = _probe(engine, host.data.inputs.toolchain_image, host.wheel, baseline.wheel)
     expected = expected_instructions(plans["host"])
     counts = probe.get("instructions", {})
     isa_ok = (
@@ -254,10 +254,11 @@ def run_canary(
             name: {
                 "wheel": str(result.wheel),
                 "receipt": str(result.receipt),
-                "target": result.data["target"],
-                "cflags": result.data["cflags"],
+                "target": result.data.target,
+                "cflags": list(result.data.cflags),
                 "seconds": round(result.seconds, 1),
                 "toolchain_image_built": result.image_built,
+                "sha256": result.sha256,
             }
             for name, result in builds.items()
         },

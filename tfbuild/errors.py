@@ -19,6 +19,7 @@ code  class                   meaning
 5     EnvironmentProblem      something this machine needs is missing or unreachable (Docker engine, a tool)
 6     BuildFailed             the build ran and failed
 7     SmokeFailed             the wheel was checked and found wanting
+8     NotReproducible         tfbuild verify rebuilt the wheel and the rebuild differs
 130   Interrupted             stopped by Ctrl-C or SIGTERM
 ====  ======================  ==========================================================================
 """
@@ -94,6 +95,12 @@ class SmokeFailed(TfbuildError):
     """The wheel under test did not pass its checks."""
 
     exit_code = 7
+
+
+class NotReproducible(TfbuildError):
+    """A rebuild from the receipt gave another wheel (tfbuild verify)."""
+
+    exit_code = 8
 
 
 class Interrupted(TfbuildError):

@@ -127,10 +127,14 @@ def test_a_receipt_is_updated_under_the_dist_lock(tmp_path: Path) -> None:
     import json
     import threading
 
+    from tests.receipts import make_receipt
     from tfbuild.build import DIST_LOCK, update_receipt
 
-    receipt = tmp_path / "w.json"
-    receipt.write_text(json.dumps({"schema": "tfbuild.receipt/1"}))
+    wheel = tmp_path / "tensorflow_cpu-2.21.0-cp311-cp311-linux_x86_64.whl"
+    wheel.write_bytes(b"stand-in")
+    receipt = tmp_path / "tensorflow_cpu-2.21.0-cp311-cp311-linux_x86_64.json"
+    original = make_receipt(wheel)
+    receipt.write_text(json.dumps(original))
     with (tmp_path / DIST_LOCK).open("a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         worker = threading.Thread(target=update_receipt, args=(receipt, "canary", {"ok": True}))
@@ -141,7 +145,7 @@ def test_a_receipt_is_updated_under_the_dist_lock(tmp_path: Path) -> None:
         fcntl.flock(held, fcntl.LOCK_UN)
     worker.join(timeout=60)
     assert not worker.is_alive()
-    assert json.loads(receipt.read_text()) == {
-        "schema": "tfbuild.receipt/1",
-        "canary": {"ok": True},
-    }
+    assert json.loads(receipt.read_text()) == original | {"canary": {"ok": True}}
+    # A section never overwrites a field of the receipt.
+    with pytest.raises(ValueError, match="'plan' is a field"):
+        update_receipt(receipt, "plan", {})

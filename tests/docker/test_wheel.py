@@ -30,6 +30,7 @@ from tfbuild import canary
 from tfbuild.detect import cpu
 from tfbuild.files import sha256_file
 from tfbuild.labels import cpu_label
+from tfbuild.receipt import Receipt
 
 pytestmark = pytest.mark.docker
 
@@ -117,13 +118,21 @@ def test_canary_wheel_lands_with_receipt_and_the_planned_instructions(
     assert wheel.name.startswith(f"tensorflow_cpu-0.0.0+tfbuild.canary.{receipt['label']}-")
     base_wheel = Path(json.loads(baseline.stdout)["wheel"])
     assert base_wheel.name.startswith("tensorflow_cpu-0.0.0+tfbuild.canary.x86_64-")
-    assert receipt["schema"] == "tfbuild.receipt/1"
+    assert receipt["schema"] == "tfbuild.receipt/2"
     assert receipt["standin"] is True
     assert receipt["wheel"]["sha256"] == sha256_file(wheel) == result["sha256"]
-    assert receipt["image"]["tag"].startswith("tfbuild/toolchain:")
-    assert receipt["image"]["id"].startswith("sha256:")
-    assert receipt["tools"]["compiler"].startswith("gcc-12")
+    inputs = receipt["inputs"]
+    assert inputs["toolchain_image"].startswith("tfbuild/toolchain:")
+    assert inputs["toolchain_image_id"].startswith("sha256:")
+    assert inputs["base_image"] == "tfbuild/base:bookworm" and inputs["base_image_id"]
+    assert inputs["tools"]["compiler"].startswith("gcc-12")
+    # Every package of the toolchain image, with its exact version (dpkg-query in the image).
+    assert inputs["packages"]["gcc-12"].startswith("12.2.0")
+    assert {"python3", "libgoogle-perftools4", "ca-certificates"} <= set(inputs["packages"])
+    assert inputs["source"]["kind"] == "directory"
+    assert inputs["source"]["epoch"] == canary.EPOCH
     assert receipt["plan"]["cflags"] == receipt["cflags"]
+    assert Receipt.from_json(receipt).plan_intact()
     assert Path(receipt["log"]).is_file()
     assert "[tfbuild] phase: compile" in Path(receipt["log"]).read_text()
     env_file = wheel.with_suffix(".env").read_text()
@@ -146,9 +155,12 @@ def test_a_second_run_reuses_the_toolchain_image(
     assert second.returncode == 0, second.stderr
     first_data, second_data = json.loads(first.stdout), json.loads(second.stdout)
     assert second_data["image_built"] is False
-    assert second_data["receipt_data"]["image"] == first_data["receipt_data"]["image"] | {
-        "built_now": False
-    }
+    first_inputs = first_data["receipt_data"]["inputs"]
+    assert (
+        second_data["receipt_data"]["inputs"]["toolchain_image_id"]
+        == (first_inputs["toolchain_image_id"])
+    )
+    assert second_data["receipt_data"]["host"]["toolchain_image_built"] is False
     assert second_data["replaced"] is True
     assert len(list((tmp_path / "dist" / "logs").glob("*.log"))) == 2
 

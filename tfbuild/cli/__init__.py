@@ -331,12 +331,23 @@ def wheel_command(
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="Show every line of the build.")
     ] = False,
+    from_receipt: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-receipt",
+            metavar="RECEIPT",
+            help="Build the same wheel again, here: the receipt's plan, source hash and package "
+            "versions (instead of the plan options).",
+            show_default=False,
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Build the wheel in Docker: toolchain image, build container, wheel + receipt in dist/."""
     from tfbuild.build import BuildRun, plan_here
     from tfbuild.display import print_wheel_result
     from tfbuild.engine import DockerEngine
+    from tfbuild.request import PlanArgs
 
     run = BuildRun(
         dist=dist,
@@ -348,10 +359,17 @@ def wheel_command(
         quiet=quiet or as_json,
         verbose=verbose,
     )
+    args = plan_args(ctx)
     with contextlib.closing(DockerEngine.connect()) as engine:
-        result = run.execute(plan_here(plan_args(ctx), engine), engine=engine)
+        if from_receipt is not None:
+            from tfbuild.rebuild import from_receipt as rebuild
+
+            planned, run = rebuild(from_receipt, args != PlanArgs(), run, engine)
+        else:
+            planned = plan_here(args, engine)
+        result = run.execute(planned, engine=engine)
     if as_json:
-        _print_json(result.to_json() | {"receipt_data": result.data})
+        _print_json(result.to_json() | {"receipt_data": result.data.to_json()})
     else:
         print_wheel_result(result, quiet=quiet)
 
@@ -402,6 +420,70 @@ def doctor_command(
     failure = report.failure()
     if failure is not None:
         raise failure
+
+
+# --- verify -------------------------------------------------------------------------------------------
+
+
+@app.command("verify")
+def verify_command(
+    wheel: Annotated[Path, typer.Argument(metavar="WHEEL", help="A wheel built by tfbuild wheel.")],
+    receipt: Annotated[
+        Path | None,
+        typer.Option(
+            "--receipt",
+            metavar="FILE",
+            help="Its receipt (default: <wheel>.json beside it).",
+            show_default=False,
+        ),
+    ] = None,
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            "--source",
+            metavar="DIR",
+            help="The checkout it was built from, when it was built with --source.",
+            show_default=False,
+        ),
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Show every line of the rebuild.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Rebuild a wheel from its receipt in isolation and check the rebuild is the same, byte for byte."""
+    from tfbuild.engine import DockerEngine
+    from tfbuild.errors import NotReproducible
+    from tfbuild.rebuild import verify
+
+    with contextlib.closing(DockerEngine.connect()) as engine:
+        result = verify(
+            wheel,
+            engine=engine,
+            receipt=receipt,
+            source=source,
+            quiet=as_json or not verbose,
+            verbose=verbose,
+        )
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        from tfbuild.display import print_verify
+
+        print_verify(result)
+    if not result.reproducible:
+        diff = result.diff
+        raise NotReproducible(
+            f"{wheel.name} is not reproducible: the rebuild is {result.rebuilt_sha256}",
+            why=f"{len(diff.changed)} member(s) differ"
+            + (
+                f", {len(diff.only_in_a) + len(diff.only_in_b)} are in one wheel only"
+                if diff.only_in_a or diff.only_in_b
+                else ""
+            )
+            + (", the zip entries differ" if diff.same_contents else ""),
+            fix="See the table above (or --json); build with the measures on (--reproducible).",
+        )
 
 
 # --- smoke -------------------------------------------------------------------------------------------

@@ -1,0 +1,263 @@
+"""Reproducible and verifiable builds, end to end on the real engine with the honest canary.
+
+The canary carries TensorFlow's real sources of non-determinism (a build date and an absolute
+output-base path compiled into its library, wheel members in filesystem order with build-time
+mtimes): these tests show that tfbuild's measures remove them, that without the measures the
+builds differ, and that `tfbuild verify` names what differs.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import uuid
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from tests.docker.test_wheel import standin_source, wheel_cli
+from tfbuild import canary
+from tfbuild.files import sha256_file
+from tfbuild.receipt import canonical_sha256
+from tfbuild.wheeldiff import compare
+
+pytestmark = pytest.mark.docker
+
+
+@pytest.fixture
+def volumes(engine: Any) -> Iterator[list[str]]:
+    """Fresh cache volumes on demand, all removed afterwards."""
+    made: list[str] = []
+    yield made
+    for name in made:
+        engine.remove_volume(name)
+
+
+def new_volume(volumes: list[str]) -> str:
+    volumes.append(f"tfbuild-test-repro-{uuid.uuid4().hex[:10]}")
+    return volumes[-1]
+
+
+def tfbuild(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tfbuild", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def built(result: subprocess.CompletedProcess[str]) -> Path:
+    assert result.returncode == 0, result.stderr
+    return Path(json.loads(result.stdout)["wheel"])
+
+
+def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.startswith("tfbuild: error:")]
+    assert len(lines) == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    return lines[0]
+
+
+def test_two_builds_agree_to_the_byte_and_verify_says_so(
+    engine: Any, base_image: str, volumes: list[str], tmp_path: Path
+) -> None:
+    """Different time, source directory (so output base), dist/, cache volume and uid: same wheel."""
+    from tfbuild.build import BuildRun, plan_here
+    from tfbuild.request import PlanArgs
+
+    first = built(wheel_cli(tmp_path / "a" / "dist", new_volume(volumes), "--json"))
+    # The second as another user, from another copy of the source, into another dist/.
+    source = standin_source(tmp_path / "b")
+    dist = tmp_path / "b" / "dist"
+    for path in (tmp_path / "b", source, *source.rglob("*")):
+        os.lchown(path, 4321, 4321)
+    dist.mkdir()
+    os.chown(dist, 4321, 4321)
+    args = PlanArgs(
+        canary=True, base_image=base_image, cache_volume=new_volume(volumes), skip_disk_check=True
+    )
+    second = BuildRun(dist=dist, source=source, quiet=True, user="4321:4321").execute(
+        plan_here(args, engine), engine=engine
+    )
+    assert second.wheel.stat().st_uid == 4321
+    first_receipt = json.loads(first.with_suffix(".json").read_text())
+    assert first_receipt["created"] != second.data.created or first.parent != second.wheel.parent
+    assert first_receipt["inputs"]["source"]["path"] != second.data.inputs.source.path
+    assert sha256_file(first) == second.sha256, compare(first, second.wheel).to_json()
+
+    verified = tfbuild("verify", str(first), "--json")
+    assert verified.returncode == 0, verified.stderr
+    report = json.loads(verified.stdout)
+    assert report["reproducible"] is True
+    assert report["rebuilt_sha256"] == report["sha256"] == first_receipt["wheel"]["sha256"]
+    # verify rebuilt in isolation, in a volume of its own, removed afterwards.
+    left = subprocess.run(
+        ["docker", "volume", "ls", "-q", "--filter", "name=tfbuild-verify-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert left == []
+
+
+def test_without_the_measures_builds_differ_and_verify_names_the_members(
+    base_image: str, volumes: list[str], tmp_path: Path
+) -> None:
+    wheel = built(wheel_cli(tmp_path / "dist", new_volume(volumes), "--no-reproducible", "--json"))
+    receipt = json.loads(wheel.with_suffix(".json").read_text())
+    assert receipt["plan"]["reproducible"] is False
+    result = tfbuild("verify", str(wheel), "--json")
+    assert result.returncode == 8, result.stderr
+    assert "is not reproducible" in one_error_line(result)
+    diff = json.loads(result.stdout)["diff"]
+    changed = {member["path"]: member for member in diff["changed"]}
+    library = changed[canary.LIBRARY]
+    # The build date and the output base's path live in the library's read-only data.
+    assert ".rodata" in library["elf"]["sections"]
+    # The members' times came from the build's clock.
+    assert any("mtime" in entry["fields"] for entry in diff["entries"])
+
+
+def flip_a_text_byte(library: bytes) -> bytes:
+    """The library with one byte in the middle of its .text section inverted."""
+    text = ELFFile(io.BytesIO(library)).get_section_by_name(".text")
+    offset = text["sh_offset"] + text["sh_size"] // 2
+    changed = bytearray(library)
+    changed[offset] ^= 0xFF
+    return bytes(changed)
+
+
+def test_a_changed_byte_in_the_library_fails_verify_naming_member_and_section(
+    base_image: str, volumes: list[str], tmp_path: Path
+) -> None:
+    wheel = built(wheel_cli(tmp_path / "dist", new_volume(volumes), "--json"))
+    original = sha256_file(wheel)
+    with zipfile.ZipFile(wheel) as archive:
+        members = [(info, archive.read(info)) for info in archive.infolist()]
+    tampered = tmp_path / "tampered" / wheel.name
+    tampered.parent.mkdir()
+    with zipfile.ZipFile(tampered, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info, data in members:
+            flipped = flip_a_text_byte(data) if info.filename == canary.LIBRARY else data
+            archive.writestr(info, flipped)
+    receipt = wheel.with_suffix(".json")
+    tampered.with_suffix(".json").write_text(receipt.read_text())
+    result = tfbuild("verify", str(tampered), "--json")
+    assert result.returncode == 8, result.stderr
+    report = json.loads(result.stdout)
+    assert report["receipt_sha256"] == original != report["sha256"]
+    assert report["rebuilt_sha256"] == original  # the rebuild is the wheel that was built
+    changed = {m["path"]: m for m in report["diff"]["changed"]}
+    assert canary.LIBRARY in changed
+    assert changed[canary.LIBRARY]["elf"]["sections"] == [".text"]
+    human = tfbuild("verify", str(tampered))
+    assert human.returncode == 8
+    assert canary.LIBRARY in human.stdout and ".text" in human.stdout
+
+
+def test_another_target_differs_in_the_library_and_what_names_its_flags(
+    base_image: str, volumes: list[str], tmp_path: Path
+) -> None:
+    volume = new_volume(volumes)
+    host = built(wheel_cli(tmp_path / "host", volume, "--no-label", "--json"))
+    baseline = built(
+        wheel_cli(tmp_path / "base", volume, "--no-label", "--target", "x86_64", "--json")
+    )
+    assert host.name == baseline.name
+    diff = compare(host, baseline)
+    assert not diff.only_in_a and not diff.only_in_b
+    dist_info = "tensorflow_cpu-0.0.0+tfbuild.canary.dist-info"
+    # The library, the flags file that says how it was compiled, and RECORD listing both hashes.
+    assert {m.path for m in diff.changed} == {
+        canary.LIBRARY,
+        "tfbuild_canary/BUILD_FLAGS",
+        f"{dist_info}/RECORD",
+    }
+    assert diff.entries == ()  # every other member is the same, entry for entry
+
+
+def test_wheel_from_receipt_builds_the_same_wheel(
+    base_image: str, volumes: list[str], tmp_path: Path
+) -> None:
+    wheel = built(wheel_cli(tmp_path / "dist", new_volume(volumes), "--json"))
+    receipt = wheel.with_suffix(".json")
+    again = tfbuild(
+        "wheel", "--from-receipt", str(receipt), "--dist", str(tmp_path / "again"), "--json"
+    )
+    rebuilt = built(again)
+    assert rebuilt.name == wheel.name
+    assert sha256_file(rebuilt) == sha256_file(wheel)
+    data = json.loads(rebuilt.with_suffix(".json").read_text())
+    original = json.loads(receipt.read_text())
+    # Every package at the version the first build installed.
+    assert data["plan"]["package_versions"]
+    assert all(
+        original["inputs"]["packages"][name] == version
+        for name, version in data["plan"]["package_versions"].items()
+    )
+
+
+# --- bad input: one line, its exit code, nothing in dist/ ---------------------------------------
+
+
+def _receipt_of_a_build(tmp_path: Path, volumes: list[str]) -> tuple[Path, dict[str, Any]]:
+    wheel = built(wheel_cli(tmp_path / "dist", new_volume(volumes), "--json"))
+    return wheel, json.loads(wheel.with_suffix(".json").read_text())
+
+
+def test_bad_receipts_are_refused_in_one_line(
+    base_image: str, volumes: list[str], tmp_path: Path
+) -> None:
+    wheel, data = _receipt_of_a_build(tmp_path, volumes)
+    receipt = wheel.with_suffix(".json")
+    out = tmp_path / "out"
+
+    old = dict(data, schema="tfbuild.receipt/1")
+    receipt.write_text(json.dumps(old))
+    result = tfbuild("verify", str(wheel))
+    assert result.returncode == 3
+    assert "tfbuild.receipt/1" in one_error_line(result)
+
+    edited = json.loads(json.dumps(data))
+    edited["plan"]["cflags"] = ["-march=native"]
+    receipt.write_text(json.dumps(edited))
+    result = tfbuild("wheel", "--from-receipt", str(receipt), "--dist", str(out))
+    assert result.returncode == 3
+    assert "was changed after the build" in one_error_line(result)
+
+    receipt.unlink()
+    result = tfbuild("verify", str(wheel))
+    assert result.returncode == 3
+    assert f"{wheel.name} has no receipt" in one_error_line(result)
+
+    receipt.write_text(json.dumps(data))
+    result = tfbuild("wheel", "--from-receipt", str(receipt), "--mkl", "--dist", str(out))
+    assert result.returncode == 2
+    assert "--from-receipt with plan options" in one_error_line(result)
+    assert not out.exists() or not list(out.glob("*.whl"))
+
+
+def test_a_package_that_can_no_longer_be_had_is_named(
+    base_image: str, volumes: list[str], tmp_path: Path
+) -> None:
+    _, data = _receipt_of_a_build(tmp_path, volumes)
+    gone = json.loads(json.dumps(data))
+    gone["inputs"]["packages"]["zip"] = "0.0-tfbuild-test-nonexistent"
+    assert canonical_sha256(gone["plan"]) == gone["plan_sha256"]  # inputs are not the plan
+    receipt = tmp_path / "gone.json"
+    receipt.write_text(json.dumps(gone))
+    out = tmp_path / "out"
+    result = tfbuild("wheel", "--from-receipt", str(receipt), "--dist", str(out))
+    assert result.returncode == 5, result.stderr
+    line = one_error_line(result)
+    assert "zip 0.0-tfbuild-test-nonexistent can no longer be had" in line
+    assert not list(out.glob("*.whl")) and not list(out.glob("*.json"))

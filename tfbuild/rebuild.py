@@ -1,0 +1,193 @@
+"""Building a wheel again from its receipt: ``tfbuild wheel --from-receipt`` and ``tfbuild verify``.
+
+A rebuild uses the receipt's plan (target and flags, versions, digests, the source's hash) on any
+machine; only the resources (jobs, memory) are this machine's, since they decide how fast a build
+runs, never what it builds. Every toolchain package is installed at the exact version the receipt
+records. An input that can no longer be had identically is refused with one line naming it.
+
+``verify`` rebuilds in isolation (a fresh cache volume, so a fresh output base and repository cache;
+no disk or remote cache) into a temporary directory, then compares the two wheels member by member
+(:mod:`tfbuild.wheeldiff`). Nothing is written to ``dist/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tfbuild.build import BuildRun, WheelResult, new_build_id
+from tfbuild.errors import EnvironmentProblem, InputError, UsageError
+from tfbuild.files import sha256_file
+from tfbuild.plan import BuildPlan, PlanOptions, with_resources
+from tfbuild.plan.make import isolated
+from tfbuild.plan.resources import choose_resources
+from tfbuild.receipt import Receipt, read_receipt, receipt_path
+from tfbuild.render import toolchain_packages
+from tfbuild.request import Planned
+from tfbuild.wheeldiff import WheelDiff, compare
+
+if TYPE_CHECKING:
+    from tfbuild.detect.host import HostFacts
+    from tfbuild.engine import DockerEngine
+
+
+def load_receipt(wheel: Path | None, receipt: Path | None) -> Receipt:
+    """The receipt given, or the one beside the wheel; its plan must hash to what it recorded."""
+    if receipt is None and wheel is None:
+        raise InputError("no receipt to build from", fix="Name a wheel, or pass --receipt FILE.")
+    path = receipt if receipt is not None else receipt_path(wheel)  # type: ignore[arg-type]
+    found = read_receipt(path, wheel=wheel)
+    if not found.plan_intact():
+        raise InputError(
+            f"{path} was changed after the build",
+            why="its plan no longer matches its plan_sha256, so it does not say what was built",
+            fix="Use the receipt the build wrote, unedited.",
+        )
+    return found
+
+
+def plan_from_receipt(receipt: Receipt, *, host: HostFacts | None = None) -> Planned:
+    """The receipt's plan, with every toolchain package pinned and this machine's resources."""
+    try:
+        plan = BuildPlan.from_json(receipt.plan)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(
+            f"the plan in the receipt of {receipt.wheel.name} cannot be read",
+            why=f"{type(exc).__name__}: {exc}",
+            fix=f"Rebuild it with the tfbuild version that wrote it ({receipt.inputs.tfbuild}).",
+        ) from None
+    wanted = toolchain_packages(plan)
+    missing = [name for name in wanted if name not in receipt.inputs.packages]
+    if missing:
+        raise InputError(
+            f"the receipt of {receipt.wheel.name} records no version of {', '.join(missing)}",
+            why="a rebuild installs every toolchain package at the version the build recorded",
+            fix="Rebuild from a receipt written by a tfbuild that records packages (0.2 or newer).",
+        )
+    pins = tuple((name, receipt.inputs.packages[name]) for name in wanted)
+    plan = replace(plan, package_versions=pins)
+    if host is None:
+        from tfbuild.detect.host import host_facts
+
+        host = host_facts()
+    resources, _ = choose_resources(PlanOptions(variant=plan.variant, skip_disk_check=True), host)
+    plan = with_resources(
+        plan, resources, why="this machine's cores and memory (a rebuild keeps everything else)"
+    )
+    return Planned(plan=plan, recipe=None)
+
+
+def check_base_image(engine: DockerEngine, plan: BuildPlan) -> None:
+    """A local base image (tfbuild base) must be the very image the build used, by id."""
+    base = plan.base_image
+    if base.image_id is None:
+        return  # pinned by digest in the reference itself
+    here = engine.image_id(base.reference)
+    if here != base.image_id:
+        raise EnvironmentProblem(
+            f"the base image {base.reference} ({base.image_id[:19]}) is not on this engine",
+            why=f"{base.reference} is {here[:19] if here else 'missing'} here",
+            fix="Import the same image (docker save / docker load), or build with a base image "
+            "pinned by digest.",
+        )
+
+
+def rebuild_run(receipt: Receipt, run: BuildRun) -> BuildRun:
+    """The run settings of a rebuild: the receipt's source hash pins the tarball."""
+    source = receipt.inputs.source
+    if source.kind == "directory" and run.source is None and not receipt.standin:
+        raise InputError(
+            f"{receipt.wheel.name} was built from a local directory ({source.path})",
+            why="a rebuild needs the same tree"
+            + (f" at commit {source.commit}" if source.commit else ""),
+            fix="Pass it with --source DIR.",
+        )
+    return replace(
+        run,
+        source_sha256=run.source_sha256 or source.sha256,
+        recipe_sha256=receipt.inputs.recipe_sha256,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyResult:
+    wheel: Path
+    sha256: str  # of the wheel checked
+    receipt_sha256: str  # what the receipt says the wheel's sha256 is
+    rebuilt_sha256: str
+    reproducible: bool
+    diff: WheelDiff
+    seconds: float  # the rebuild
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "tfbuild.verify/1",
+            "wheel": str(self.wheel),
+            "sha256": self.sha256,
+            "receipt_sha256": self.receipt_sha256,
+            "rebuilt_sha256": self.rebuilt_sha256,
+            "reproducible": self.reproducible,
+            "rebuild_seconds": round(self.seconds, 3),
+            "diff": self.diff.to_json(),
+        }
+
+
+def verify(
+    wheel: Path,
+    *,
+    engine: DockerEngine,
+    receipt: Path | None = None,
+    source: Path | None = None,
+    quiet: bool = True,
+    verbose: bool = False,
+) -> VerifyResult:
+    """Rebuild ``wheel`` from its receipt in isolation and compare the two."""
+    if not wheel.is_file():
+        raise InputError(f"no wheel at {wheel}", fix="Name a .whl file built by tfbuild wheel.")
+    found = load_receipt(wheel, receipt)
+    planned = plan_from_receipt(found)
+    volume = f"tfbuild-verify-{new_build_id()}"
+    planned = replace(planned, plan=isolated(planned.plan, cache_volume=volume))
+    check_base_image(engine, planned.plan)
+    holder = Path(tempfile.mkdtemp(prefix="tfbuild-verify-"))
+    try:
+        run = rebuild_run(
+            found, BuildRun(dist=holder / "dist", source=source, quiet=quiet, verbose=verbose)
+        )
+        rebuilt: WheelResult = run.execute(planned, engine=engine)
+        diff = compare(wheel, rebuilt.wheel)
+        return VerifyResult(
+            wheel=wheel,
+            sha256=sha256_file(wheel),
+            receipt_sha256=found.wheel.sha256,
+            rebuilt_sha256=rebuilt.sha256,
+            reproducible=diff.equal,
+            diff=diff,
+            seconds=rebuilt.seconds,
+        )
+    finally:
+        shutil.rmtree(holder, ignore_errors=True)
+        # The volume held only this rebuild's caches; a failure to remove it must not hide the
+        # result (or the error) of the rebuild itself.
+        with contextlib.suppress(Exception):
+            engine.remove_volume(volume)
+
+
+def from_receipt(
+    receipt_file: Path, args_given: bool, run: BuildRun, engine: DockerEngine
+) -> tuple[Planned, BuildRun]:
+    """``tfbuild wheel --from-receipt``: the receipt's plan and the run that rebuilds it here."""
+    if args_given:
+        raise UsageError(
+            "--from-receipt with plan options",
+            why="a rebuild takes its whole plan from the receipt",
+            fix="Drop the plan options (--tf, --mkl, --target, ...).",
+        )
+    found = load_receipt(None, receipt_file)
+    planned = plan_from_receipt(found)
+    check_base_image(engine, planned.plan)
+    return planned, rebuild_run(found, run)
