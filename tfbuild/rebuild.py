@@ -28,6 +28,7 @@ from tfbuild.plan.resources import choose_resources
 from tfbuild.receipt import Receipt, read_receipt, receipt_path
 from tfbuild.render import toolchain_packages
 from tfbuild.request import Planned
+from tfbuild.sources import local_source
 from tfbuild.wheeldiff import WheelDiff, compare
 
 if TYPE_CHECKING:
@@ -106,6 +107,16 @@ def rebuild_run(receipt: Receipt, run: BuildRun) -> BuildRun:
             + (f" at commit {source.commit}" if source.commit else ""),
             fix="Pass it with --source DIR.",
         )
+    if source.kind == "directory" and run.source is not None and source.commit:
+        given = local_source(run.source)
+        if given.git_commit != source.commit or given.git_dirty:
+            state = f"commit {given.git_commit}" if given.git_commit else "no git commit"
+            raise InputError(
+                f"{run.source} is not the tree {receipt.wheel.name} was built from",
+                why=f"the receipt names commit {source.commit}; this tree is at {state}"
+                + (" with uncommitted changes" if given.git_dirty else ""),
+                fix=f"Check out {source.commit} (with no changes) and pass that tree.",
+            )
     return replace(
         run,
         source_sha256=run.source_sha256 or source.sha256,

@@ -90,7 +90,7 @@ def test_two_builds_agree_to_the_byte_and_verify_says_so(
     )
     assert second.wheel.stat().st_uid == 4321
     first_receipt = json.loads(first.with_suffix(".json").read_text())
-    assert first_receipt["created"] != second.data.created or first.parent != second.wheel.parent
+    assert first_receipt["created"] != second.data.created  # each build takes over a second
     assert first_receipt["inputs"]["source"]["path"] != second.data.inputs.source.path
     assert sha256_file(first) == second.sha256, compare(first, second.wheel).to_json()
 

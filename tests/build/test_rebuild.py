@@ -1,0 +1,120 @@
+"""A rebuild from a receipt, without an engine: the plan it takes, the pins, the source it needs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import recorded_host
+from tests.receipts import make_receipt
+from tfbuild.build import BuildRun
+from tfbuild.errors import InputError
+from tfbuild.plan import PlanOptions, make_plan
+from tfbuild.rebuild import load_receipt, plan_from_receipt, rebuild_run
+from tfbuild.receipt import Receipt, SourceRecord, receipt_path
+from tfbuild.recipes import load_base_images, load_recipes
+from tfbuild.render import render_files, toolchain_packages
+
+
+@pytest.fixture
+def wheel(tmp_path: Path) -> Path:
+    path = tmp_path / "tensorflow_cpu-2.21.0+zen4-cp311-cp311-linux_x86_64.whl"
+    path.write_bytes(b"a wheel")
+    return path
+
+
+def real_receipt(wheel: Path, **changes: object) -> Receipt:
+    """A receipt whose plan is a real plan (2.21, oneDNN, for a recorded Zen 4 on 64 cores)."""
+    plan = make_plan(
+        PlanOptions(variant="mkl"),
+        load_recipes().get("2.21"),
+        recorded_host("zen4", memory_gib=256, disk_gib=500, build_cpus=64),
+        base_images=load_base_images(),
+    )
+    packages = {name: f"1.0-{name}" for name in toolchain_packages(plan)} | {"libc6": "2.39-0"}
+    data = make_receipt(wheel, target=plan.target, variant="mkl", plan_overrides=plan.to_json())
+    receipt = Receipt.from_json(data)
+    inputs = dataclasses.replace(receipt.inputs, packages=packages)
+    return dataclasses.replace(receipt, inputs=inputs, **changes)  # type: ignore[arg-type]
+
+
+def test_the_rebuild_keeps_the_plan_and_fits_the_resources_to_this_machine(wheel: Path) -> None:
+    receipt = real_receipt(wheel)
+    here = recorded_host("haswell", memory_gib=16, disk_gib=100, build_cpus=2)
+    planned = plan_from_receipt(receipt, host=here)
+    plan = planned.plan
+    assert planned.recipe is None
+    original = receipt.plan
+    # What is built is the receipt's: target, flags, configs, rc lines, base image, versions.
+    for key in ("target", "cflags", "bazel_configs", "rc_lines", "base_image", "bazel"):
+        assert plan.to_json()[key] == original[key], key
+    # How fast it runs is this machine's: 2 jobs, not 64.
+    assert "--jobs=64" in original["build_options"] and "--jobs=2" in plan.build_options
+    assert plan.resources.jobs == 2
+    # Every toolchain package at the version the receipt records, and the Dockerfile says so.
+    assert dict(plan.package_versions) == {name: f"1.0-{name}" for name in toolchain_packages(plan)}
+    dockerfile = render_files(plan)["Dockerfile"]
+    assert "clang-18=1.0-clang-18" in dockerfile and "libc6" not in dockerfile
+
+
+def test_a_receipt_without_a_package_version_is_refused(wheel: Path) -> None:
+    receipt = real_receipt(wheel)
+    packages = dict(receipt.inputs.packages)
+    del packages["zip"]
+    spoilt = dataclasses.replace(
+        receipt, inputs=dataclasses.replace(receipt.inputs, packages=packages)
+    )
+    with pytest.raises(InputError, match="records no version of zip"):
+        plan_from_receipt(spoilt, host=recorded_host("haswell", memory_gib=16, disk_gib=100))
+
+
+def test_an_edited_plan_is_refused(wheel: Path) -> None:
+    data = real_receipt(wheel).to_json()
+    data["plan"]["cflags"] = ["-march=native"]
+    receipt_path(wheel).write_text(json.dumps(data))
+    with pytest.raises(InputError, match="was changed after the build"):
+        load_receipt(wheel, None)
+
+
+def test_a_tarball_receipt_pins_the_source(wheel: Path, tmp_path: Path) -> None:
+    receipt = real_receipt(wheel)
+    run = rebuild_run(receipt, BuildRun(dist=tmp_path / "dist"))
+    assert run.source_sha256 == receipt.inputs.source.sha256
+    assert run.recipe_sha256 == receipt.inputs.recipe_sha256
+
+
+def _git(tree: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org"}
+    env |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+    return subprocess.run(
+        ["git", "-C", str(tree), *args], capture_output=True, text=True, check=True, env=env
+    ).stdout.strip()
+
+
+def test_a_checkout_receipt_needs_the_same_commit(wheel: Path, tmp_path: Path) -> None:
+    tree = tmp_path / "tensorflow"
+    (tree / "tensorflow" / "tools" / "pip_package").mkdir(parents=True)
+    (tree / "README").write_text("one\n")
+    _git(tree, "init", "-q")
+    _git(tree, "add", "-A")
+    _git(tree, "commit", "-q", "-m", "one")
+    built_at = _git(tree, "rev-parse", "HEAD")
+    source = SourceRecord(kind="directory", path=str(tree), commit=built_at, dirty=False)
+    receipt = real_receipt(wheel)
+    receipt = dataclasses.replace(
+        receipt, inputs=dataclasses.replace(receipt.inputs, source=source)
+    )
+    with pytest.raises(InputError, match="Pass it with --source DIR"):
+        rebuild_run(receipt, BuildRun(dist=tmp_path / "dist"))
+    assert rebuild_run(receipt, BuildRun(dist=tmp_path / "dist", source=tree)).source == tree
+    (tree / "README").write_text("two\n")
+    with pytest.raises(InputError, match="uncommitted changes"):
+        rebuild_run(receipt, BuildRun(dist=tmp_path / "dist", source=tree))
+    _git(tree, "commit", "-q", "-am", "two")
+    with pytest.raises(InputError, match=f"the receipt names commit {built_at}"):
+        rebuild_run(receipt, BuildRun(dist=tmp_path / "dist", source=tree))
