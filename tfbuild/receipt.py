@@ -122,6 +122,41 @@ class Inputs:
 
 
 @dataclass(frozen=True, kw_only=True)
+class WheelFloor:
+    """The oldest system a wheel loads on: the newest symbol versions its ELF files need (found by
+    auditwheel after the build), and the best manylinux policy that allows them."""
+
+    glibc: str | None  # "2.27": the newest GLIBC_ symbol version needed; None when none is
+    libstdcxx: str | None  # "3.4.22": the newest GLIBCXX_ version needed
+    libgcc: str | None  # "7.0.0": the newest GCC_ (libgcc_s) version needed
+    policy: str | None  # "manylinux_2_27_x86_64"; None: no manylinux policy allows the wheel
+    too_new: tuple[str, ...] = ()  # with no policy: the symbols that keep it out, "GLIBC_2.39"
+    tool: str = ""  # "auditwheel 6.8.2"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "glibc": self.glibc,
+            "libstdcxx": self.libstdcxx,
+            "libgcc": self.libgcc,
+            "policy": self.policy,
+            "too_new": list(self.too_new),
+            "tool": self.tool,
+        }
+
+    @staticmethod
+    def from_json(data: Any) -> WheelFloor:
+        found = _object(data, "floor")
+        return WheelFloor(
+            glibc=_optional(found.get("glibc"), "floor.glibc"),
+            libstdcxx=_optional(found.get("libstdcxx"), "floor.libstdcxx"),
+            libgcc=_optional(found.get("libgcc"), "floor.libgcc"),
+            policy=_optional(found.get("policy"), "floor.policy"),
+            too_new=tuple(_text(t, "floor.too_new") for t in found.get("too_new") or ()),
+            tool=str(found.get("tool") or ""),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Receipt:
     """A wheel's receipt. ``sections`` holds what other commands add later (doctor's ``canary``)."""
 
@@ -141,6 +176,9 @@ class Receipt:
     attempts: tuple[dict[str, Any], ...] = ()
     runtime_env_file: str | None = None
     log: str | None = None
+    #: The glibc/libstdc++/libgcc floor and manylinux policy (None: not inspected, e.g. the canary
+    #: before tfbuild inspected wheels).
+    floor: WheelFloor | None = None
     sections: dict[str, Any] = field(default_factory=dict)
 
     # --- what readers ask ---------------------------------------------------------------------
@@ -195,6 +233,7 @@ class Receipt:
             "attempts": list(self.attempts),
             "runtime_env_file": self.runtime_env_file,
             "log": self.log,
+            "floor": self.floor.to_json() if self.floor else None,
             "plan_sha256": self.plan_sha256,
             "plan": self.plan,
             **self.sections,
@@ -217,7 +256,7 @@ class Receipt:
             known = {
                 "schema", "build_id", "created", "standin", "wheel", "target", "variant",
                 "label", "cflags", "inputs", "host", "timings", "attempts",
-                "runtime_env_file", "log", "plan_sha256", "plan",
+                "runtime_env_file", "log", "floor", "plan_sha256", "plan",
             }  # fmt: skip
             return Receipt(
                 build_id=_text(data["build_id"], "build_id"),
@@ -268,6 +307,7 @@ class Receipt:
                 attempts=tuple(_object(a, "attempts") for a in data.get("attempts") or ()),
                 runtime_env_file=_optional(data.get("runtime_env_file"), "runtime_env_file"),
                 log=_optional(data.get("log"), "log"),
+                floor=WheelFloor.from_json(data["floor"]) if data.get("floor") else None,
                 sections={k: v for k, v in data.items() if k not in known},
             )
         except (KeyError, TypeError, ValueError) as exc:

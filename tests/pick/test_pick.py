@@ -551,6 +551,7 @@ def test_json_shape(standin_dir: Path) -> None:
         "architecture": "x86_64",
         "cflags": ["-march=znver4"],
         "covered": list(ZEN4_FEATURES),
+        "floor": None,
     }
     assert len(data["wheels"]) == len(WHEELS)
     assert {w["status"] for w in data["wheels"]} == {"runs", "refused"}

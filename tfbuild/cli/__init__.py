@@ -712,6 +712,25 @@ def pick_command(
             show_default=False,
         ),
     ] = None,
+    glibc: Annotated[
+        str | None,
+        typer.Option(
+            "--glibc",
+            metavar="X.Y",
+            help="The machine's glibc (default: this machine's; not checked with --cpuinfo).",
+            show_default=False,
+        ),
+    ] = None,
+    libstdcxx: Annotated[
+        str | None,
+        typer.Option(
+            "--libstdcxx",
+            metavar="X.Y.Z",
+            help="The newest GLIBCXX_ version of the machine's libstdc++, e.g. 3.4.25 (default: "
+            "this machine's; not checked with --cpuinfo).",
+            show_default=False,
+        ),
+    ] = None,
     tf: Annotated[
         str | None,
         typer.Option("--tf", metavar="VERSION", help="Only this TensorFlow release, e.g. 2.20."),
@@ -749,7 +768,12 @@ def pick_command(
     picking.check_install_here(install=install, cpuinfo=cpuinfo)
     options = picking.PickOptions.parse(tf=tf, variant=variant)
     host = picking.describe_host(
-        cpuinfo=cpuinfo, python=python, pip_python=pip_python, driver_cuda=driver_cuda
+        cpuinfo=cpuinfo,
+        python=python,
+        pip_python=pip_python,
+        driver_cuda=driver_cuda,
+        glibc=glibc,
+        libstdcxx=libstdcxx,
     )
     result = picking.pick(picking.load_wheels(source), host, options)
     if not as_json:

@@ -9,7 +9,11 @@ Each wheel passes five checks in order, and the first that fails is the wheel's 
 
 1. **platform**: its platform tag is for this architecture (``linux_x86_64``, ``manylinux*``, ``any``);
 2. **python**: its Python tag fits the interpreter (``cp311``, ``abi3``, ``py3-none``);
-3. **glibc**: a ``manylinux_X_Y`` wheel needs glibc X.Y on this machine (not checked for ``--cpuinfo``);
+3. **glibc**: the C and C++ runtimes. A ``manylinux_X_Y`` wheel needs glibc X.Y, and a wheel whose
+   receipt records a floor (:class:`~tfbuild.receipt.WheelFloor`, found by auditwheel) needs its
+   ``GLIBC_`` version (the stricter of the two decides) and a libstdc++ that defines its
+   ``GLIBCXX_`` version. A ``--cpuinfo`` machine's runtimes are unknown, so not checked, unless
+   ``--glibc X.Y`` / ``--libstdcxx X.Y.Z`` state them;
 4. **cpu**: the CPU target of its local version label (:mod:`tfbuild.labels`) runs here, by
    archspec's rule (:func:`tfbuild.detect.cpu.why_not`), and every TensorFlow guard feature its
    receipt says the compiler turned on is present. ``native`` needs a receipt; no label at all is
@@ -25,8 +29,8 @@ One module a job, each importing only those before it:
 
 - :mod:`~tfbuild.pick.sources`: the wheels and their receipts, from a directory or an index page
   (:func:`load_wheels`, a directory read or an HTTP fetch);
-- :mod:`~tfbuild.pick.host`: the machine, its Python and its driver (:func:`describe_host`:
-  cpuinfo, nvidia-smi, the interpreter);
+- :mod:`~tfbuild.pick.host`: the machine, its Python, glibc, libstdc++ and driver
+  (:func:`describe_host`: cpuinfo, nvidia-smi, the interpreter, the loader's libstdc++);
 - :mod:`~tfbuild.pick.compat`: the five checks, one wheel on one host (:func:`evaluate`, pure),
   giving an :class:`Assessment`;
 - :mod:`~tfbuild.pick.rank`: the ranking and the choice (:func:`pick`, pure);
@@ -39,7 +43,7 @@ The human output is :func:`tfbuild.display.print_pick`; this package never impor
 from __future__ import annotations
 
 from tfbuild.pick.compat import UNLABELLED_REASON, Assessment, evaluate
-from tfbuild.pick.host import Host, describe_host
+from tfbuild.pick.host import Host, describe_host, libstdcxx_here
 from tfbuild.pick.install import InstallResult, check_install_here, install
 from tfbuild.pick.rank import SCHEMA, PickOptions, PickResult, pick
 from tfbuild.pick.sources import WheelFile, WheelSource, load_wheels, parse_index
@@ -58,6 +62,7 @@ __all__ = [
     "describe_host",
     "evaluate",
     "install",
+    "libstdcxx_here",
     "load_wheels",
     "parse_index",
     "pick",

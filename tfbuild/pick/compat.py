@@ -1,15 +1,16 @@
 """Does one wheel run on one host? Five checks in order; the first that fails is the reason.
 
-platform, python, glibc, cpu, cuda (see :mod:`tfbuild.pick`). :func:`evaluate` is pure: it reads
-the wheel's file name, label and receipt, and the :class:`~tfbuild.pick.host.Host`, and returns an
-:class:`Assessment`.
+platform, python, glibc (the C and C++ runtimes: glibc, and libstdc++'s GLIBCXX_ versions), cpu,
+cuda (see :mod:`tfbuild.pick`). :func:`evaluate` is pure: it reads the wheel's file name, label and
+receipt (with its :class:`~tfbuild.receipt.WheelFloor`), and the :class:`~tfbuild.pick.host.Host`,
+and returns an :class:`Assessment`.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
@@ -18,7 +19,7 @@ from tfbuild.detect import cpu
 from tfbuild.labels import NATIVE, WheelLabel, parse_label, spelt_label, spelt_version
 from tfbuild.pick.host import IMPLEMENTATIONS, Host, version_key
 from tfbuild.pick.sources import WheelFile
-from tfbuild.receipt import Receipt
+from tfbuild.receipt import Receipt, WheelFloor
 from tfbuild.variants import Variant
 
 if TYPE_CHECKING:
@@ -104,44 +105,90 @@ def _platform_arch_ok(arch: str, host: Host) -> bool:
     return machine == "ppc64" and not host.cpu.byte_order_known and arch in ("ppc64", "ppc64le")
 
 
-def _platform_check(platform: str, host: Host) -> tuple[str | None, str | None]:
-    """(architecture refusal, glibc refusal) for one platform tag; None where it passes."""
+#: What a platform tag asks of the C library: nothing, musl, or glibc X.Y or newer.
+_LibcNeed: TypeAlias = "tuple[int, int] | Literal['musl'] | None"
+
+
+def _platform_check(platform: str, host: Host) -> tuple[str | None, _LibcNeed]:
+    """(architecture refusal or None, what the tag asks of the C library) for one platform tag."""
     if platform == "any":
         return None, None
     arch: str | None = None
-    glibc: tuple[int, int] | None = None
-    musl = False
+    need: _LibcNeed = None
     if platform.startswith("linux_"):
         arch = platform[len("linux_") :]
     elif found := _MANYLINUX.match(platform):
-        glibc, arch = (int(found.group(1)), int(found.group(2))), found.group(3)
+        need, arch = (int(found.group(1)), int(found.group(2))), found.group(3)
     elif found := _MUSLLINUX.match(platform):
-        musl, arch = True, found.group(3)
+        need, arch = "musl", found.group(3)
     else:
         legacy, _, rest = platform.partition("_")
         if legacy in _LEGACY_MANYLINUX and rest:
-            glibc, arch = _LEGACY_MANYLINUX[legacy], rest
+            need, arch = _LEGACY_MANYLINUX[legacy], rest
     if arch is None:
         return f"built for another operating system ({platform})", None
     if not _platform_arch_ok(arch, host):
         return f"built for {arch} ({platform}), but the machine is {host.cpu.architecture}", None
-    if not host.live:
-        return None, None
-    if musl and host.glibc:
-        return None, f"built for musl libc ({platform}), but this machine runs glibc {host.glibc}"
-    if glibc is not None:
-        needed = f"{glibc[0]}.{glibc[1]}"
-        if host.glibc is None:
-            return (
-                None,
-                f"needs glibc {needed} or newer ({platform}), but this machine's C library is not glibc",
-            )
-        if version_key(host.glibc)[:2] < glibc:
-            return (
-                None,
-                f"needs glibc {needed} or newer ({platform}), but this machine has glibc {host.glibc}",
-            )
-    return None, None
+    return None, need
+
+
+def _glibc_refusal(needed: str, why: str, host: Host) -> str | None:
+    """Why a wheel that needs glibc ``needed`` (``why``: which tag or receipt says so) cannot load
+    on the host; None when it can, or when the host's C library is not checked."""
+    if not host.glibc_checked:
+        return None
+    if host.glibc is None:
+        return f"needs glibc {needed} or newer ({why}), but this machine's C library is not glibc"
+    have, want = _numbers(host.glibc), _numbers(needed)
+    if have is not None and want is not None and have < want:
+        return f"needs glibc {needed} or newer ({why}), but this machine has {host.glibc_text}"
+    return None
+
+
+def _tag_libc_refusal(need: _LibcNeed, platform: str, host: Host) -> str | None:
+    if need is None or not host.glibc_checked:
+        return None
+    if need == "musl":
+        return (
+            f"built for musl libc ({platform}), but this machine runs {host.glibc_text}"
+            if host.glibc
+            else None
+        )
+    return _glibc_refusal(f"{need[0]}.{need[1]}", platform, host)
+
+
+def _floor_glibc_refusal(floor: WheelFloor | None, host: Host) -> str | None:
+    """The receipt's floor: the newest GLIBC_ symbol version the wheel's ELF files need."""
+    if floor is None or not floor.glibc:
+        return None
+    return _glibc_refusal(floor.glibc, f"its receipt: GLIBC_{floor.glibc} symbols", host)
+
+
+def _libstdcxx_refusal(floor: WheelFloor | None, host: Host) -> str | None:
+    """The receipt's floor against the newest GLIBCXX_ version of the host's libstdc++."""
+    if floor is None or not floor.libstdcxx or host.libstdcxx is None:
+        return None
+    have, want = _numbers(host.libstdcxx), _numbers(floor.libstdcxx)
+    if have is None or want is None or have >= want:
+        return None
+    return (
+        f"needs libstdc++ with GLIBCXX_{floor.libstdcxx} (its receipt), but this machine's "
+        f"libstdc++ provides only {host.libstdcxx_text}"
+    )
+
+
+def _numbers(text: str) -> tuple[int, ...] | None:
+    """``"2.39"`` -> ``(2, 39)``; None for text that is not dotted numbers (an odd receipt)."""
+    parts = text.strip().split(".")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else None
+
+
+def _stricter(tag: _LibcNeed, floor: WheelFloor | None) -> bool:
+    """Does the receipt's glibc floor ask more than the tag (so its refusal is the reason)?"""
+    wanted = _numbers(floor.glibc) if floor is not None and floor.glibc else None
+    if wanted is None or tag == "musl":
+        return False
+    return tag is None or wanted > tag
 
 
 def python_rank(tag: Tag, host: Host) -> int:
@@ -311,19 +358,30 @@ def evaluate(wheel: WheelFile, host: Host) -> Assessment:
         )
 
     checks = [(t, *_platform_check(t.platform, host)) for t in tags]
-    arch_ok = [(t, glibc) for t, arch, glibc in checks if arch is None]
+    arch_ok = [(t, need) for t, arch, need in checks if arch is None]
     if not arch_ok:
         return assessment("platform", checks[0][1] or "")
-    fitting = [(t, glibc) for t, glibc in arch_ok if python_rank(t, host)]
+    fitting = [(t, need) for t, need in arch_ok if python_rank(t, host)]
     if not fitting:
         described = ", ".join(sorted({_describe_tag(t) for t, _ in arch_ok}))
         return assessment(
             "python",
             f"built for {described}, not the {host.python_text} here ({host.python_source})",
         )
-    usable = [t for t, glibc in fitting if glibc is None]
+    # The C runtimes: the tags' glibc and the receipt's floor (the stricter decides), then the
+    # receipt's libstdc++ floor.
+    floor = wheel.receipt.floor if wheel.receipt is not None else None
+    refusals = [(t, need, _tag_libc_refusal(need, t.platform, host)) for t, need in fitting]
+    usable = [t for t, _need, refusal in refusals if refusal is None]
+    floor_refusal = _floor_glibc_refusal(floor, host)
     if not usable:
-        return assessment("glibc", fitting[0][1] or "")
+        _tag, need, refusal = refusals[0]
+        stricter = floor_refusal if floor_refusal and _stricter(need, floor) else None
+        return assessment("glibc", stricter or refusal or "")
+    if floor_refusal:
+        return assessment("glibc", floor_refusal)
+    if libstdcxx_refusal := _libstdcxx_refusal(floor, host):
+        return assessment("glibc", libstdcxx_refusal)
     rank = max(python_rank(t, host) for t in usable)
     runs, reason, target = _cpu_check(label, wheel.receipt, host)
     if not runs:

@@ -88,6 +88,7 @@ class WheelFile:
             "architecture": receipt.architecture,
             "cflags": list(receipt.cflags),
             "covered": list(receipt.covered),
+            "floor": receipt.floor.to_json() if receipt.floor else None,
         }
 
 
