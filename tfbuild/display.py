@@ -429,6 +429,13 @@ def print_pick(result: PickResult) -> None:
         f"CUDA driver: {escape(host.driver_cuda or 'none')} ({escape(host.driver_source)})",
         soft_wrap=True,
     )
+    glibc = f"glibc {host.glibc}" if host.glibc else "glibc unknown"
+    libstdcxx = f"libstdc++ GLIBCXX_{host.libstdcxx}" if host.libstdcxx else "libstdc++ unknown"
+    console.print(
+        f"      {escape(glibc)} ({escape(host.glibc_source)}), "
+        f"{escape(libstdcxx)} ({escape(host.libstdcxx_source)})",
+        soft_wrap=True,
+    )
     if result.chosen is not None:
         console.print(f"[bold green]chosen[/bold green]: {escape(result.chosen.wheel.filename)}")
         for line in result.why:

@@ -29,7 +29,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from tfbuild.errors import InputError, UsageError
 from tfbuild.files import sha256_file, wheel_files, write_text
 from tfbuild.labels import parse_label, spelt_label, spelt_version
-from tfbuild.receipt import Receipt, read_receipt, receipt_path
+from tfbuild.receipt import Receipt, WheelFloor, read_receipt, receipt_path
 
 SCHEMA = "tfbuild.index/1"
 INDEX_NAME = "index.html"
@@ -56,6 +56,7 @@ class IndexEntry:
     sha256: str
     receipt: str | None  # the receipt's file name, when there is one
     described_by: Literal["receipt", "label"]
+    floor: WheelFloor | None = None  # from the receipt: the glibc/libstdc++ it needs, its policy
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -74,7 +75,18 @@ class IndexEntry:
             "sha256": self.sha256,
             "receipt": self.receipt,
             "described_by": self.described_by,
+            "floor": self.floor.to_json() if self.floor else None,
         }
+
+    @property
+    def runs_on(self) -> str:
+        """The oldest system it loads on, for people: "glibc 2.27, libstdc++ 3.4.22"."""
+        if self.floor is None:
+            return "not inspected"
+        parts = [f"glibc {self.floor.glibc}"] if self.floor.glibc else []
+        if self.floor.libstdcxx:
+            parts.append(f"libstdc++ {self.floor.libstdcxx}")
+        return ", ".join(parts) or "any glibc"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -158,6 +170,7 @@ def _entry(wheel: Path) -> IndexEntry:
     target, cuda = from_label.target, from_label.cuda
     variant: str = from_label.variant
     standin = False
+    floor: WheelFloor | None = None
     beside = receipt_path(wheel)
     receipt_name: str | None = None
     described_by: Literal["receipt", "label"] = "label"
@@ -166,6 +179,7 @@ def _entry(wheel: Path) -> IndexEntry:
         receipt_name = beside.name
         described_by = "receipt"
         standin = receipt.standin
+        floor = receipt.floor
         target, variant = receipt.target, receipt.variant
         if receipt.label:
             cuda = parse_label(receipt.label).cuda or cuda
@@ -188,6 +202,7 @@ def _entry(wheel: Path) -> IndexEntry:
         sha256=sha256,
         receipt=receipt_name,
         described_by=described_by,
+        floor=floor,
     )
 
 
@@ -265,6 +280,7 @@ _COLUMNS = (
     "CPU target",
     "variant",
     "CUDA",
+    "runs on",
     "size",
     "sha256",
 )
@@ -286,11 +302,12 @@ def render_html(entries: tuple[IndexEntry, ...], *, title: str, base_url: str | 
             esc(e.target or "unknown"),
             esc(e.variant),
             esc(e.cuda or "-"),
+            esc(e.runs_on),
             f"{esc(_size(e.size))}",
             f"<code>{esc(e.sha256)}</code>",
         )
         tds = "".join(
-            f'<td class="num" data-bytes="{e.size}">{c}</td>' if i == 6 else f"<td>{c}</td>"
+            f'<td class="num" data-bytes="{e.size}">{c}</td>' if i == 7 else f"<td>{c}</td>"
             for i, c in enumerate(cells)
         )
         rows.append(f"<tr>{tds}</tr>")

@@ -26,6 +26,7 @@ from tests.receipts import make_receipt, write_receipt
 from tests.wheels import served
 from tfbuild.errors import InputError
 from tfbuild.index import collect, render_html, write_index
+from tfbuild.receipt import WheelFloor
 
 TF_V4 = "tensorflow_cpu-2.21.0+x86_64v4-cp311-cp311-linux_x86_64.whl"
 TF_V3_MKL = "tensorflow_cpu-2.21.0+x86_64v3.mkl-cp312-cp312-linux_x86_64.whl"
@@ -47,7 +48,10 @@ def dist(tmp_path: Path) -> Path:
     """A dist/ as the build jobs leave it: receipts for most wheels, one wheel without."""
     directory = tmp_path / "dist"
     directory.mkdir()
-    write_receipt(make_wheel(directory, TF_V4))
+    floor = WheelFloor(
+        glibc="2.27", libstdcxx="3.4.22", libgcc="4.2.0", policy="manylinux_2_27_x86_64"
+    )
+    write_receipt(make_wheel(directory, TF_V4), floor=floor)
     make_wheel(directory, TF_V3_MKL)  # no receipt: described by its label
     write_receipt(
         make_wheel(directory, TF_CUDA),
@@ -140,6 +144,7 @@ def test_the_table_says_what_each_wheel_was_built_for(dist: Path) -> None:
         "CPU target",
         "variant",
         "CUDA",
+        "runs on",
         "size",
         "sha256",
     ]
@@ -152,6 +157,7 @@ def test_the_table_says_what_each_wheel_was_built_for(dist: Path) -> None:
         "x86_64_v4",
         "cpu",
         "-",
+        "glibc 2.27, libstdc++ 3.4.22",  # the floor auditwheel found, from the receipt
         f"{size / 1024:.1f} KiB" if size >= 1024 else f"{size} bytes",
         _sha256(dist / TF_V4),
     ]
@@ -197,9 +203,11 @@ def test_json_lists_the_wheels_and_where_their_facts_came_from(dist: Path) -> No
         "sha256": _sha256(dist / TF_V3_MKL),
         "receipt": None,
         "described_by": "label",
+        "floor": None,  # no receipt: never inspected
     }
     assert entries[TF_V4]["receipt"] == TF_V4.removesuffix(".whl") + ".json"
     assert entries[TF_V4]["described_by"] == "receipt"
+    assert entries[TF_V4]["floor"]["policy"] == "manylinux_2_27_x86_64"
 
 
 def test_plain_output_is_sha256sum_lines_then_the_files(dist: Path) -> None:
