@@ -13,7 +13,12 @@ is SOURCE_DATE_EPOCH's, modes are 0644 (0755 where the member had an executable 
 entries go, and RECORD is written again in the members' order. Two wheels with the same member
 contents come out byte-identical.
 
-Either way every other member is copied byte for byte in its compressed form: no decompression, no
+``retag`` (or ``relabel(..., platform=...)``, in the same pass): the wheel gets another platform tag,
+``linux_x86_64`` -> ``manylinux_2_27_x86_64`` (the best policy ``tfbuild.floor`` found): the file
+name's platform part, the ``Tag:`` lines of ``.dist-info/WHEEL``, and RECORD's hash for WHEEL. The
+version, local label included, stays as it is.
+
+Every way, every other member is copied byte for byte in its compressed form: no decompression, no
 recompression, so rewriting a 270 MB TensorFlow wheel costs the time to copy it
 (``benchmarks/relabel_speed.py``, ``benchmarks/normalise_wheel.py``). The result is written to a
 temporary name beside the destination and renamed, so a crash never leaves a half-written wheel.
@@ -39,7 +44,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from tfbuild.errors import InputError
+from tfbuild.errors import InputError, UsageError
 from tfbuild.files import replacing
 from tfbuild.labels import labelled_version, normalised
 
@@ -261,22 +266,43 @@ def _deflate(content: bytes) -> bytes:
     return compressor.compress(content) + compressor.flush()
 
 
-def relabel(wheel: Path, label: str, dest_dir: Path, *, epoch: int | None = None) -> Path:
+def relabel(
+    wheel: Path,
+    label: str,
+    dest_dir: Path,
+    *,
+    epoch: int | None = None,
+    platform: str | None = None,
+) -> Path:
     """Write ``wheel`` with ``+label`` added to its version into ``dest_dir``; return the new path.
 
-    With ``epoch`` (SOURCE_DATE_EPOCH) the result is also normalised, in the same pass (see
-    :func:`normalise`). A wheel that already carries the label is copied as it is (or only
-    normalised).
+    With ``epoch`` (SOURCE_DATE_EPOCH) the result is also normalised, and with ``platform`` also
+    retagged (see :func:`normalise`, :func:`retag`), all in the same pass. A wheel that already
+    carries the label (and the platform tag) is copied as it is (or only normalised).
     """
-    version = _split_name(wheel)[1]
+    _, version, rest = _split_name(wheel)
     new_version = version if has_label(version, label) else labelled_version(version, label)
-    if new_version == version and epoch is None:
+    if platform is not None and platform == rest.rpartition("-")[2]:
+        platform = None  # already the wheel's tag
+    if new_version == version and epoch is None and platform is None:
         target = dest_dir / wheel.name
         with replacing(target, mode=stat.S_IMODE(wheel.stat().st_mode)) as partial:
             shutil.copyfile(wheel, partial)
             _same_owner(wheel, partial)
         return target
-    return _rewrite(wheel, dest_dir, new_version, epoch)
+    return _rewrite(wheel, dest_dir, new_version, epoch, platform)
+
+
+def retag(wheel: Path, platform: str, out_dir: Path) -> Path:
+    """Write ``wheel`` with the platform tag ``platform`` into ``out_dir``; return the new path.
+
+    ``platform`` is a tag (``manylinux_2_27_x86_64``) or a compressed tag set (dots between tags):
+    it replaces the file name's platform part and the platform of every ``Tag:`` line in WHEEL (one
+    line per Python and ABI tag and platform), and RECORD gets WHEEL's new hash. The version, with
+    tfbuild's local label, stays; every other member's compressed bytes are copied as they are.
+    Retagging to the tag the wheel has is a rewrite all the same (WHEEL then says it too).
+    """
+    return _rewrite(wheel, out_dir, _split_name(wheel)[1], None, platform)
 
 
 def normalise(wheel: Path, out_dir: Path, *, epoch: int) -> Path:
@@ -290,9 +316,19 @@ def normalise(wheel: Path, out_dir: Path, *, epoch: int) -> Path:
     return _rewrite(wheel, out_dir, _split_name(wheel)[1], epoch)
 
 
-def _rewrite(wheel: Path, dest_dir: Path, new_version: str, epoch: int | None) -> Path:
-    """The one zip walk behind relabel and normalise: rename to ``new_version``, normalise on ``epoch``."""
+def _rewrite(
+    wheel: Path,
+    dest_dir: Path,
+    new_version: str,
+    epoch: int | None,
+    platform: str | None = None,
+) -> Path:
+    """The one zip walk behind relabel, normalise and retag: rename to ``new_version``, normalise
+    on ``epoch``, retag to ``platform``."""
     name, version, rest = _split_name(wheel)
+    if platform is not None:
+        tags, _, current = rest.rpartition("-")
+        rest = f"{tags}-{_checked_platform(wheel, current, platform)}"
     target = dest_dir / f"{name}-{new_version}-{rest}.whl"
     try:
         source = zipfile.ZipFile(wheel)
@@ -324,6 +360,12 @@ def _rewrite(wheel: Path, dest_dir: Path, new_version: str, epoch: int | None) -
             replaced[metadata_name] = _metadata_with_version(
                 _read(source, metadata_name), new_version
             )
+        if platform is not None:
+            wheel_name = f"{old_prefix}.dist-info/WHEEL"
+            untagged = _read(source, wheel_name)
+            tagged = _wheel_with_platform(untagged, platform)
+            if tagged != untagged:
+                replaced[wheel_name] = tagged
         # RECORD goes last, as the wheel spec recommends; normalised, the rest is sorted by path
         # with the .dist-info directory last, and directory entries go.
         kept = [m for m in members if m.filename != record_name]
@@ -345,6 +387,71 @@ def _rewrite(wheel: Path, dest_dir: Path, new_version: str, epoch: int | None) -
             out.add_bytes(_entry(source.getinfo(record_name), renamed(record_name), stamp), record)
         _same_owner(wheel, partial)
     return target
+
+
+# A platform tag as PEP 425 spells it (lower case, "_" for "-" and "."), and the architecture part of
+# the Linux ones: linux_x86_64, manylinux1_x86_64, manylinux2014_aarch64, manylinux_2_27_x86_64.
+_PLATFORM = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")
+_LINUX_ARCH = re.compile(r"(?:many|musl)?linux(?:1|2010|2014|_\d+_\d+)?_(?P<arch>[a-z0-9_]+)")
+
+
+def _checked_platform(wheel: Path, current: str, platform: str) -> str:
+    """``platform``, when it is a tag set for the machine of the wheel's ``current`` tags."""
+    if not _PLATFORM.fullmatch(platform):
+        raise UsageError(
+            f"{platform!r} is not a platform tag",
+            why="a platform tag is lower-case letters, digits and '_' (tags of a set joined by '.')",
+            fix="Give a tag such as manylinux_2_27_x86_64.",
+        )
+
+    def machines(tags: str) -> set[str]:
+        return {m["arch"] for tag in tags.split(".") if (m := _LINUX_ARCH.fullmatch(tag))}
+
+    theirs, ours = machines(current), machines(platform)
+    if theirs and ours and theirs != ours:
+        raise UsageError(
+            f"cannot retag {wheel.name} as {platform}",
+            why=f"the wheel is for {', '.join(sorted(theirs))}, the tag for {', '.join(sorted(ours))}",
+            fix="Give a platform tag for the wheel's own machine.",
+        )
+    return platform
+
+
+def _wheel_with_platform(text: bytes, platform: str) -> bytes:
+    """WHEEL with its ``Tag:`` lines (``py-abi-platform``) for ``platform``, where the first was."""
+    lines = text.splitlines(keepends=True)
+    ending = b"\r\n" if lines and lines[0].endswith(b"\r\n") else b"\n"
+    kept: list[bytes] = []
+    pairs: list[bytes] = []  # the Python and ABI tags, in their first order
+    first = -1
+    for line in lines:
+        key, sep, value = line.partition(b":")
+        if not sep or key.strip().lower() != b"tag":
+            kept.append(line)
+            continue
+        pair, dash, _ = value.strip().rpartition(b"-")
+        if not dash or pair.count(b"-") != 1:
+            raise InputError(
+                f"the wheel's WHEEL has a malformed tag: {value.strip().decode(errors='replace')}",
+                why="a tag is PYTHON-ABI-PLATFORM",
+                fix="Rebuild the wheel.",
+            )
+        if first < 0:
+            first = len(kept)
+        if pair not in pairs:
+            pairs.append(pair)
+    if first < 0:
+        raise InputError(
+            "the wheel's WHEEL has no Tag line",
+            why="WHEEL names the tags the wheel is for",
+            fix="Rebuild the wheel.",
+        )
+    tags = [
+        b"Tag: " + pair + b"-" + tag.encode("ascii") + ending
+        for pair in pairs
+        for tag in platform.split(".")
+    ]
+    return b"".join(kept[:first] + tags + kept[first:])
 
 
 def _dist_info(wheel: Path, members: list[zipfile.ZipInfo], version: str) -> str:
