@@ -35,9 +35,11 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/render_speed.py
 	$(BIN)/python benchmarks/wheel_overhead.py
 
-# The base image the real-engine tests build on (debootstrap + docker import; needs root and an engine).
+# The base images the real-engine tests use (debootstrap + docker import; needs root and an engine):
+# bookworm to build on, bullseye to show what an older glibc does with a wheel.
 base-image: $(STAMP)
 	$(BIN)/tfbuild base --suite bookworm
+	$(BIN)/tfbuild base --suite bullseye  # an older glibc (2.31), where a newer wheel must not load
 
 # Regenerate the golden build contexts after an intended change; review the diff before committing.
 golden: $(STAMP)

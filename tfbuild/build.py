@@ -44,15 +44,31 @@ from tfbuild import __version__
 from tfbuild.base import canary_base_image, local_base_image
 from tfbuild.detect.host import HostFacts
 from tfbuild.engine import DockerEngine, Mount, RunResult
-from tfbuild.errors import BuildFailed, EnvironmentProblem, InputError, Interrupted, UsageError
+from tfbuild.errors import (
+    BuildFailed,
+    EnvironmentProblem,
+    InputError,
+    Interrupted,
+    TfbuildError,
+    UsageError,
+)
 from tfbuild.files import sha256_file, write_text
+from tfbuild.floor import inspect_wheel
 from tfbuild.plan import CACHE_ROOT, OUTPUT_DIR, SOURCE_DIR, BuildPlan, with_jobs
-from tfbuild.receipt import Inputs, Receipt, WheelRecord, canonical_sha256, read_receipt
+from tfbuild.receipt import (
+    Inputs,
+    Receipt,
+    WheelFloor,
+    WheelRecord,
+    canonical_sha256,
+    read_receipt,
+)
 from tfbuild.recipes import load_base_images, load_tools
 from tfbuild.render import CONTEXT_DIR, check, render_files, write_context
 from tfbuild.request import PlanArgs, Planned, choose_recipe, plan_request
 from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
-from tfbuild.wheelfile import normalise, relabel
+from tfbuild.variants import Variant
+from tfbuild.wheelfile import normalise, relabel, retag
 
 TOOLCHAIN_REPOSITORY = "tfbuild/toolchain"
 BUILD_LABEL = "org.tfbuild.build"  # the build id, on the build's containers
@@ -415,6 +431,22 @@ def _last_error(tail: list[str]) -> str:
     return "see the log"
 
 
+#: NVIDIA's libraries a CUDA wheel loads at run time from NVIDIA's own wheels (nvidia-cudnn-cu12 and
+#: the like, which TensorFlow's [and-cuda] extra installs) or the driver: no manylinux policy lists
+#: them, and tfbuild never grafts them into the wheel, so the floor is taken without them.
+CUDA_LIBRARIES = (
+    "libcuda.so.*",
+    "libcudart.so.*",
+    "libcublas*.so.*",
+    "libcudnn*.so.*",
+    "libcufft.so.*",
+    "libcusolver.so.*",
+    "libcusparse.so.*",
+    "libcurand.so.*",
+    "libnccl.so.*",
+    "libnvrtc*.so.*",
+    "libnvJitLink.so.*",
+)
 #: SOURCE_DATE_EPOCH when the source gives none: 1980-01-01, the earliest time a wheel (zip) holds.
 FALLBACK_EPOCH = 315532800
 #: What dpkg-query prints for each installed package of the toolchain image.
@@ -447,6 +479,52 @@ def toolchain_packages(engine: DockerEngine, tag: str) -> dict[str, str]:
     return packages
 
 
+def _finish(
+    raw: Path, plan: BuildPlan, source: Source, log: _Log
+) -> tuple[Path, WheelFloor | None]:
+    """The built wheel made final: its floor found, then the label, the normalisation and the
+    manylinux tag put on it, each a raw copy of the members (one pass where a label is given)."""
+    floor = _inspect(raw, log, exclude=CUDA_LIBRARIES if plan.variant == Variant.cuda else ())
+    platform = floor.policy if floor is not None else None
+    epoch = source_epoch(source) if plan.reproducible else None
+    built, final = raw, raw.parent / "final"
+    if plan.label:
+        built = relabel(raw, plan.label, final, epoch=epoch, platform=platform)
+        log.note(f"label: +{plan.label} -> {built.name}")
+    else:
+        if platform is not None:
+            built = retag(built, platform, final)
+        if epoch is not None:
+            built = normalise(built, final, epoch=epoch)
+    if epoch is not None:
+        log.note(f"normalised: sorted members, times of SOURCE_DATE_EPOCH={epoch}")
+    if built != raw:
+        raw.unlink()
+    return built, floor
+
+
+def _inspect(wheel: Path, log: _Log, *, exclude: tuple[str, ...] = ()) -> WheelFloor | None:
+    """The wheel's floor (auditwheel). A failure to inspect must not lose an hours-long build: the
+    wheel is published untagged (linux_*), without a floor, and the log says so loudly."""
+    try:
+        floor = inspect_wheel(wheel, exclude=exclude)
+    except TfbuildError as exc:
+        log.note(f"WARNING: the wheel's glibc floor is unknown ({exc.line()}); it keeps its tag")
+        return None
+    if floor.policy is None:
+        log.note(
+            "WARNING: the wheel satisfies no manylinux policy, so it stays linux_*: it needs "
+            + (", ".join(floor.too_new) or "what no policy allows")
+            + f" (glibc {floor.glibc}); it will not load on older systems"
+        )
+    else:
+        needs = f"glibc {floor.glibc}" + (
+            f", libstdc++ {floor.libstdcxx}" if floor.libstdcxx else ""
+        )
+        log.note(f"floor: {needs} -> {floor.policy} ({floor.tool})")
+    return floor
+
+
 def _tools(plan: BuildPlan, seen: dict[str, str]) -> dict[str, str]:
     """bazel, the compiler and python as the build printed them; bazelisk as the image pins it."""
     tools = dict(seen)
@@ -465,6 +543,7 @@ def _receipt(
     packages: dict[str, str],
     attempts: list[Attempt],
     tools: dict[str, str],
+    floor: WheelFloor | None,
     host: dict[str, Any],
     timings: dict[str, float],
     log: Path,
@@ -496,6 +575,7 @@ def _receipt(
             snapshot=plan.snapshot.time if plan.snapshot else None,
         ),
         host=host,
+        floor=floor,
         timings={k: round(v, 3) for k, v in timings.items()},
         attempts=tuple(a.to_json() for a in attempts),
         runtime_env_file=env_file.name,
@@ -555,19 +635,7 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                     fix=f"Check build.sh's package step in the log: {log.path}",
                     details=tuple(log.tail),
                 )
-            built = wheels[0]
-            # The label and the normalisation in one raw-copy pass over the members.
-            epoch = source_epoch(request.source) if plan.reproducible else None
-            raw = built
-            if plan.label:
-                built = relabel(raw, plan.label, out / "final", epoch=epoch)
-                log.note(f"label: +{plan.label} -> {built.name}")
-            elif epoch is not None:
-                built = normalise(raw, out / "final", epoch=epoch)
-            if epoch is not None:
-                log.note(f"normalised: sorted members, times of SOURCE_DATE_EPOCH={epoch}")
-            if built != raw:
-                raw.unlink()
+            built, floor = _finish(wheels[0], plan, request.source, log)
             sha256 = sha256_file(built)
             env_text = render_files(plan)["runtime.env"]
             finished = time.monotonic()
@@ -580,6 +648,7 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 packages=packages,
                 attempts=attempts,
                 tools=_tools(plan, log.tools),
+                floor=floor,
                 host={
                     "engine": engine.endpoint,
                     "toolchain_image_built": image_built,

@@ -130,7 +130,9 @@ class WheelFloor:
     libstdcxx: str | None  # "3.4.22": the newest GLIBCXX_ version needed
     libgcc: str | None  # "7.0.0": the newest GCC_ (libgcc_s) version needed
     policy: str | None  # "manylinux_2_27_x86_64"; None: no manylinux policy allows the wheel
-    too_new: tuple[str, ...] = ()  # with no policy: the symbols that keep it out, "GLIBC_2.39"
+    #: With no policy, what keeps it out: symbol versions ("GLIBC_2.39"), libraries no policy
+    #: allows (their soname), blacklisted symbols ("symbol (library)").
+    too_new: tuple[str, ...] = ()
     tool: str = ""  # "auditwheel 6.8.2"
 
     def to_json(self) -> dict[str, Any]:

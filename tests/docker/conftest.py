@@ -38,3 +38,17 @@ def base_image(engine: Any) -> str:
             pytest.fail(message)
         pytest.skip(message)
     return BASE_TAG
+
+
+OLD_BASE_TAG = "tfbuild/base:bullseye"
+
+
+@pytest.fixture(scope="session")
+def old_base_image(engine: Any) -> str:
+    """An older system (Debian 11, glibc 2.31) to load wheels in; .ci/run makes it (make base-image)."""
+    if not engine.image_exists(OLD_BASE_TAG):
+        message = f"the base image {OLD_BASE_TAG} is missing: run 'make base-image' (as root) first"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    return OLD_BASE_TAG

@@ -1,0 +1,28 @@
+// The canary's C++ part: what TensorFlow's C++ runtime needs from the system, in miniature.
+// std::string comes from libstdc++ (GLIBCXX_ symbol versions), and a thread starts through
+// pthread_create, which glibc 2.34 moved into libc (GLIBC_2.34): the library's floor is the build
+// image's glibc and libstdc++, exactly as TensorFlow's is. tfbuild finds it with auditwheel.
+#include <pthread.h>
+
+#include <string>
+
+namespace {
+struct Job {
+    std::string text;
+    int n;
+};
+
+void *fill(void *arg) {
+    auto *job = static_cast<Job *>(arg);
+    job->text.assign(static_cast<std::size_t>(job->n), 'x');
+    return nullptr;
+}
+}  // namespace
+
+extern "C" int canary_runtime(int n) {
+    Job job{std::string(), n};
+    pthread_t thread;
+    if (pthread_create(&thread, nullptr, fill, &job) != 0) return -1;
+    pthread_join(thread, nullptr);
+    return static_cast<int>(job.text.size());
+}
