@@ -18,13 +18,12 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 import zipfile
 from pathlib import Path
 
 # Beside this script: the stock wheel for the running Python, fetched once with pip download into
 # ~/.cache/tfbuild-tests/wheels (shared with the tests), and zipfile recompressing every member.
-from relabel_speed import recompress, stock_wheel
+from relabel_speed import interleaved, recompress, stock_wheel
 
 from tfbuild.floor import inspect_wheel
 from tfbuild.receipt import WheelFloor
@@ -56,13 +55,7 @@ def main() -> None:
         "zipfile recompress": lambda out: recompress(wheel, out),
         "auditwheel inspect": lambda out: floors.append(inspect_wheel(wheel)),
     }
-    times: dict[str, list[float]] = {name: [] for name in ways}
-    for _ in range(ROUNDS):
-        for name, way in ways.items():  # interleaved, so drift hits every way alike
-            with tempfile.TemporaryDirectory(dir=wheel.parent) as out:
-                start = time.perf_counter()
-                way(Path(out))
-                times[name].append(time.perf_counter() - start)
+    times = interleaved(wheel, ways, ROUNDS)
     print(f"{wheel.name}: {wheel.stat().st_size / 1e6:.0f} MB, {ROUNDS} rounds")
     copy = statistics.median(times["plain copy"])
     for name, values in times.items():

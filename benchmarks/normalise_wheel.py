@@ -14,13 +14,11 @@ from __future__ import annotations
 import shutil
 import statistics
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 # Beside this script: the stock wheel for the running Python, fetched once with pip download into
 # ~/.cache/tfbuild-tests/wheels (shared with the tests), and zipfile recompressing every member.
-from relabel_speed import recompress, stock_wheel
+from relabel_speed import interleaved, recompress, stock_wheel
 
 from tfbuild.wheelfile import normalise, relabel
 
@@ -36,13 +34,7 @@ def main() -> None:
         "relabel + normalise": lambda out: relabel(wheel, "x86_64v4", out, epoch=EPOCH),
         "zipfile recompress": lambda out: recompress(wheel, out),
     }
-    times: dict[str, list[float]] = {name: [] for name in ways}
-    for _ in range(ROUNDS):
-        for name, way in ways.items():  # interleaved, so drift hits every way alike
-            with tempfile.TemporaryDirectory(dir=wheel.parent) as out:
-                start = time.perf_counter()
-                way(Path(out))
-                times[name].append(time.perf_counter() - start)
+    times = interleaved(wheel, ways, ROUNDS)
     print(f"{wheel.name}: {wheel.stat().st_size / 1e6:.0f} MB, {ROUNDS} rounds")
     floor = statistics.median(times["copy (floor)"])
     for name, values in times.items():

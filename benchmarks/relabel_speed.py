@@ -17,6 +17,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from tfbuild.wheelfile import relabel
@@ -55,6 +56,21 @@ def recompress(wheel: Path, out: Path) -> None:
                 shutil.copyfileobj(src, dst, 1 << 20)
 
 
+def interleaved(
+    wheel: Path, ways: dict[str, Callable[[Path], object]], rounds: int
+) -> dict[str, list[float]]:
+    """Seconds of each way per round, the ways interleaved so drift hits every way alike; each
+    writes into a fresh directory beside the wheel (the same disk)."""
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(rounds):
+        for name, way in ways.items():
+            with tempfile.TemporaryDirectory(dir=wheel.parent) as out:
+                start = time.perf_counter()
+                way(Path(out))
+                times[name].append(time.perf_counter() - start)
+    return times
+
+
 def main() -> None:
     wheel = Path(sys.argv[1]) if len(sys.argv) > 1 else stock_wheel()
     ways = {
@@ -62,13 +78,7 @@ def main() -> None:
         "tfbuild relabel": lambda out: relabel(wheel, "x86_64v4", out),
         "zipfile recompress": lambda out: recompress(wheel, out),
     }
-    times: dict[str, list[float]] = {name: [] for name in ways}
-    for _ in range(ROUNDS):
-        for name, way in ways.items():  # interleaved, so drift hits every way alike
-            with tempfile.TemporaryDirectory(dir=wheel.parent) as out:
-                start = time.perf_counter()
-                way(Path(out))
-                times[name].append(time.perf_counter() - start)
+    times = interleaved(wheel, ways, ROUNDS)
     print(f"{wheel.name}: {wheel.stat().st_size / 1e6:.0f} MB, {ROUNDS} rounds")
     floor = statistics.median(times["copy (floor)"])
     for name, values in times.items():
