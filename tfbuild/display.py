@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rich import box
@@ -12,6 +13,7 @@ from rich.table import Table
 from tfbuild.build import WheelResult
 from tfbuild.detect.report import DetectReport, MachineReport
 from tfbuild.doctor import Check
+from tfbuild.loads import LoadReport
 from tfbuild.matrix import Matrix, Skipped
 from tfbuild.pick import PickResult
 from tfbuild.plan import BuildPlan
@@ -508,3 +510,17 @@ def print_verify(result: VerifyResult) -> None:
         )
     for note in diff.layout:
         console.print(f"  archive: {note}")
+
+
+# --- smoke --in-image ----------------------------------------------------------------------------
+
+
+def print_loads(wheel: Path, reports: Sequence[LoadReport]) -> None:
+    """Per image: does every native library of the wheel load there (the loader's words if not)."""
+    console = Console(highlight=False, soft_wrap=True)
+    for report in reports:
+        state = "[green]loads[/green]" if report.loads else "[red]does not load[/red]"
+        console.print(f"{wheel.name} {state} on {report.image} (glibc {report.glibc or 'unknown'})")
+        for library in report.libraries:
+            if not library.loads:
+                console.print(f"  {library.path}: {library.error}")

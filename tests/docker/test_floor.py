@@ -18,13 +18,6 @@ from tfbuild import canary
 
 pytestmark = pytest.mark.docker
 
-#: Loads the canary's library the way its package does (ctypes), in the image's own python3.
-LOAD = (
-    "import ctypes, sys, zipfile; "
-    "open('/tmp/libcanary.so', 'wb').write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2])); "
-    "print(ctypes.CDLL('/tmp/libcanary.so').canary_runtime(7))"
-)
-
 
 @pytest.fixture
 def volume(engine: Any) -> Iterator[str]:
@@ -33,28 +26,12 @@ def volume(engine: Any) -> Iterator[str]:
     engine.remove_volume(name)
 
 
-def load_in(image: str, wheel: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            "docker",
-            "run",
-            "--rm",
-            "--network",
-            "none",
-            "-v",
-            f"{wheel.parent}:/wheels:ro",
-            image,
-            "python3",
-            "-c",
-            LOAD,
-            f"/wheels/{wheel.name}",
-            canary.LIBRARY,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def smoke_in(wheel: Path, *images: str) -> subprocess.CompletedProcess[str]:
+    """`tfbuild smoke WHEEL --in-image IMAGE ...`: each image's own loader loads the wheel's code."""
+    argv = [sys.executable, "-m", "tfbuild", "smoke", str(wheel), "--json"]
+    for image in images:
+        argv += ["--in-image", image]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
 
 
 def test_the_floor_is_recorded_enforced_by_pick_and_real(
@@ -96,10 +73,15 @@ def test_the_floor_is_recorded_enforced_by_pick_and_real(
     assert refused["stage"] == "glibc" and "needs glibc 2.34" in refused["reason"]
     assert pick("2.36").returncode == 0
 
-    # And the loaders agree: Debian 11 (glibc 2.31) refuses the library, Debian 12 loads it.
-    on_old = load_in(old_base_image, wheel)
-    assert on_old.returncode != 0
-    assert "GLIBC_2.34' not found" in on_old.stderr, on_old.stderr
-    on_own = load_in(base_image, wheel)
-    assert on_own.returncode == 0, on_own.stderr
-    assert on_own.stdout.strip() == "7"
+    # And the loaders agree, shown by tfbuild smoke --in-image: Debian 11 (glibc 2.31) refuses the
+    # library with its loader's own words, Debian 12 (the build's system) loads it.
+    both = smoke_in(wheel, old_base_image, base_image)
+    assert both.returncode == 7, both.stderr
+    old_image, own_image = json.loads(both.stdout)["images"]
+    assert (old_image["glibc"], old_image["loads"]) == ("2.31", False)
+    (library,) = old_image["libraries"]
+    assert library["path"] == canary.LIBRARY
+    assert "version `GLIBC_2.34' not found" in library["error"]
+    assert (own_image["glibc"], own_image["loads"]) == ("2.36", True)
+    assert "does not load on tfbuild/base:bullseye" in both.stderr.splitlines()[-1]
+    assert smoke_in(wheel, base_image).returncode == 0

@@ -36,6 +36,8 @@ def test_wheel_ships_data_and_a_clean_install_finds_it(tmp_path: Path) -> None:
     assert "tfbuild/canary/tree/src/kernel.c" in names
     assert "tfbuild/canary/tree/tensorflow/tools/pip_package/BUILD" in names  # the source marker
     assert "tfbuild/canary/probe.py" in names  # run by path inside the toolchain container
+    assert "tfbuild/canary/tree/src/runtime.cc" in names  # the canary's C++ part (its floor)
+    assert "tfbuild/_loadprobe.py" in names  # run by path in another system (smoke --in-image)
     bazel = zipfile.ZipFile(wheel).getinfo("tfbuild/canary/tree/bazel")
     assert (bazel.external_attr >> 16) & 0o111, "the stand-in bazel must stay executable"
 

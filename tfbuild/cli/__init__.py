@@ -550,9 +550,24 @@ def smoke_command(
         Path | None,
         typer.Option("--plot", metavar="FILE.png", help="Draw candidate vs baseline per op."),
     ] = None,
+    in_image: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--in-image",
+            metavar="IMAGE",
+            help="Instead: does the wheel's native code load on another system? Its loader is "
+            "asked in a container of IMAGE (e.g. tfbuild/base:bullseye, made by tfbuild base). "
+            "Repeat for several.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Prove a wheel: no unused-instruction complaint at import, and faster than the stock wheel."""
     from tfbuild.errors import SmokeFailed
+
+    if in_image:
+        _smoke_in_images(wheel, in_image, as_json=as_json)
+        return
     from tfbuild.smoke.report import Rules, check_plot
     from tfbuild.smoke.session import SmokeOptions, run_smoke, with_wheel_files
 
@@ -592,6 +607,39 @@ def smoke_command(
         print_smoke(report)
     if not report.passed:
         raise SmokeFailed(f"{report.candidate_label} did not pass", why="; ".join(report.failures))
+
+
+def _smoke_in_images(wheel: str | None, images: list[str], *, as_json: bool) -> None:
+    """``smoke --in-image``: load the wheel's libraries with each image's own loader."""
+    from tfbuild.engine import DockerEngine
+    from tfbuild.errors import SmokeFailed, UsageError
+    from tfbuild.loads import loads_in
+
+    if wheel is None or not wheel.endswith(".whl"):
+        raise UsageError("--in-image needs a .whl file", fix="Name the wheel file to check.")
+    with contextlib.closing(DockerEngine.connect()) as engine:
+        reports = [loads_in(engine, Path(wheel), image) for image in images]
+    if as_json:
+        _print_json(
+            {
+                "schema": "tfbuild.loads/1",
+                "wheel": wheel,
+                "images": [r.to_json() for r in reports],
+            }
+        )
+    else:
+        from tfbuild.display import print_loads
+
+        print_loads(Path(wheel), reports)
+    failed = [r for r in reports if not r.loads]
+    if failed:
+        first = next(lib for lib in failed[0].libraries if not lib.loads)
+        raise SmokeFailed(
+            f"{Path(wheel).name} does not load on {', '.join(r.image for r in failed)}",
+            why=first.error or "the loader refused it",
+            fix="Build on an older base image (or the release's portable toolchain) for that "
+            "system; tfbuild pick refuses the wheel there.",
+        )
 
 
 # --- base ----------------------------------------------------------------------------------------------
