@@ -150,6 +150,7 @@ class WheelResult:
     attempts: tuple[Attempt, ...]
     replaced: bool  # a wheel of the same name was in dist/ and was replaced
     data: Receipt  # what the receipt file holds
+    warnings: tuple[str, ...] = ()  # said loudly at the end: e.g. the wheel misses its glibc floor
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -163,6 +164,7 @@ class WheelResult:
             "image_built": self.image_built,
             "attempts": [a.to_json() for a in self.attempts],
             "replaced": self.replaced,
+            "warnings": list(self.warnings),
         }
 
 
@@ -481,10 +483,14 @@ def toolchain_packages(engine: DockerEngine, tag: str) -> dict[str, str]:
 
 def _finish(
     raw: Path, plan: BuildPlan, source: Source, log: _Log
-) -> tuple[Path, WheelFloor | None]:
+) -> tuple[Path, WheelFloor | None, tuple[str, ...]]:
     """The built wheel made final: its floor found, then the label, the normalisation and the
     manylinux tag put on it, each a raw copy of the members (one pass where a label is given)."""
     floor = _inspect(raw, log, exclude=CUDA_LIBRARIES if plan.variant == Variant.cuda else ())
+    missed = missed_floor(plan.floor_goal, floor)
+    warnings = (missed,) if missed is not None else ()
+    if missed is not None:
+        log.note(f"WARNING: {raw.name}: {missed}")
     platform = floor.policy if floor is not None else None
     epoch = source_epoch(source) if plan.reproducible else None
     built, final = raw, raw.parent / "final"
@@ -500,7 +506,31 @@ def _finish(
         log.note(f"normalised: sorted members, times of SOURCE_DATE_EPOCH={epoch}")
     if built != raw:
         raw.unlink()
-    return built, floor
+    return built, floor, warnings
+
+
+def missed_floor(goal: str | None, floor: WheelFloor | None) -> str | None:
+    """Why the wheel misses the recipe's glibc floor, in a sentence; None when it meets it."""
+    if goal is None or floor is None:
+        return None
+    needs = floor.glibc if floor.policy is not None else None
+    if floor.policy is None:
+        return (
+            f"it should load on glibc {goal} (its recipe's floor), but it satisfies no manylinux "
+            f"policy: it needs {', '.join(floor.too_new) or 'what no policy allows'}"
+        )
+    if needs is not None and _version(needs) > _version(goal):
+        libstdcxx = f" and libstdc++ {floor.libstdcxx}" if floor.libstdcxx else ""
+        return (
+            f"it should load on glibc {goal} (its recipe's floor, the stock wheel's), but it "
+            f"needs glibc {needs}{libstdcxx}: most older clusters cannot load it; build with the "
+            "release's portable toolchain or an older base image (docs/toolchain-facts.md)"
+        )
+    return None
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".") if part.isdigit())
 
 
 def _inspect(wheel: Path, log: _Log, *, exclude: tuple[str, ...] = ()) -> WheelFloor | None:
@@ -635,7 +665,7 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                     fix=f"Check build.sh's package step in the log: {log.path}",
                     details=tuple(log.tail),
                 )
-            built, floor = _finish(wheels[0], plan, request.source, log)
+            built, floor, warnings = _finish(wheels[0], plan, request.source, log)
             sha256 = sha256_file(built)
             env_text = render_files(plan)["runtime.env"]
             finished = time.monotonic()
@@ -678,6 +708,7 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 attempts=tuple(attempts),
                 replaced=replaced,
                 data=receipt,
+                warnings=warnings,
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

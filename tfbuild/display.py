@@ -375,6 +375,9 @@ def _duration(seconds: float) -> str:
 def print_wheel_result(result: WheelResult, *, quiet: bool = False) -> None:
     """The end of `tfbuild wheel`: where the wheel is, what it is, and what to do next."""
     console = Console(highlight=False, soft_wrap=True)
+    loud = Console(stderr=True, highlight=False, soft_wrap=True)
+    for warning in result.warnings:
+        loud.print(f"[bold red]WARNING[/bold red] {result.wheel.name}: {warning}")
     if quiet:
         console.print(str(result.wheel))
         return

@@ -119,6 +119,7 @@ SCHEMA: dict[str, Field] = {
         },
     ),
     "snapshot": Field("snapshot", required=False, nullable=True),
+    "floor": Field("version2", required=False, nullable=True),
     "notes": Field("text", required=False),
 }
 
@@ -163,6 +164,8 @@ class Recipe:
     snapshot: str | None = None
     #: The sha256 of the recipe file's text: its identity in a receipt (None for a derived recipe).
     file_sha256: str | None = None
+    #: The oldest glibc (X.Y) its wheels should load on: the stock wheel's, no worse.
+    floor: str | None = None
 
     @property
     def version(self) -> tfversions.Version:
@@ -196,6 +199,7 @@ class Recipe:
                 "pywrap_rules": self.pywrap_rules,
             },
             "snapshot": self.snapshot,
+            "floor": self.floor,
             "configs": list(self.configs),
             "copts": list(self.copts),
             "defines": list(self.defines),
@@ -419,6 +423,7 @@ def parse_recipe(text: str, *, path: str) -> Recipe:
         notes=data.get("notes") or "",
         lines=lines,
         snapshot=data.get("snapshot"),
+        floor=data.get("floor"),
         file_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
     _gate(recipe)

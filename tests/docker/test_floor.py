@@ -85,3 +85,23 @@ def test_the_floor_is_recorded_enforced_by_pick_and_real(
     assert (own_image["glibc"], own_image["loads"]) == ("2.36", True)
     assert "does not load on tfbuild/base:bullseye" in both.stderr.splitlines()[-1]
     assert smoke_in(wheel, base_image).returncode == 0
+
+
+def test_a_build_that_misses_its_floor_says_so_loudly(
+    engine: Any, base_image: str, volume: str, tmp_path: Path
+) -> None:
+    """A recipe aims at a floor (the stock wheel's); a wheel above it is published with a warning
+    that names what it needs, in the result and in the log: never quietly."""
+    import dataclasses
+
+    from tfbuild.build import BuildRun, plan_here
+    from tfbuild.request import PlanArgs
+
+    args = PlanArgs(canary=True, base_image=base_image, cache_volume=volume, skip_disk_check=True)
+    planned = plan_here(args, engine)
+    aiming = dataclasses.replace(planned, plan=dataclasses.replace(planned.plan, floor_goal="2.31"))
+    result = BuildRun(dist=tmp_path / "dist", quiet=True).execute(aiming, engine=engine)
+    (warning,) = result.warnings
+    assert "should load on glibc 2.31" in warning and "needs glibc 2.34" in warning
+    assert "WARNING: " in result.log.read_text()
+    assert result.data.floor is not None and result.data.floor.glibc == "2.34"

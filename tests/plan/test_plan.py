@@ -10,7 +10,7 @@ from tests.conftest import ROOT, recorded_host
 from tfbuild.detect.host import HostFacts
 from tfbuild.errors import EnvironmentProblem, UnsupportedError, UsageError
 from tfbuild.plan import GIB, PlanOptions, make_plan
-from tfbuild.recipes import BaseImage, Recipe, parse_recipe
+from tfbuild.recipes import BaseImage, Recipe, load_recipes, parse_recipe
 
 MODEL = (ROOT / "recipes" / "tf-2.21.yaml").read_text()
 IMAGES = {
@@ -330,3 +330,34 @@ def test_compiler_from_the_distribution_or_from_apt_llvm_org() -> None:
     gcc = parse_recipe(MODEL.replace("compiler: clang-18.1.8", "compiler: gcc-13"), path="r.yaml")
     with pytest.raises(UnsupportedError, match="does not package gcc-13"):
         plan(recipe=gcc)
+
+
+def test_the_recipe_floor_is_the_goal_of_the_plan() -> None:
+    """Each recipe aims no lower than its stock wheel: 2.27 for 2.21 (manylinux_2_27), 2.17 before."""
+    assert plan().floor_goal == "2.27"
+    assert "no worse than TensorFlow 2.21's stock wheel" in reason(plan(), "glibc floor")
+    assert {r.short: r.floor for r in load_recipes().recipes} == {
+        **{f"2.{minor}": "2.17" for minor in range(13, 21)},
+        "2.21": "2.27",
+    }
+
+
+def test_a_wheel_that_misses_its_floor_is_said_so() -> None:
+    from tfbuild.build import missed_floor
+    from tfbuild.receipt import WheelFloor
+
+    portable = WheelFloor(
+        glibc="2.27", libstdcxx="3.4.22", libgcc="3.3", policy="manylinux_2_27_x86_64"
+    )
+    assert missed_floor("2.27", portable) is None
+    assert missed_floor("2.28", portable) is None  # older than the goal: better
+    newer = WheelFloor(
+        glibc="2.39", libstdcxx="3.4.32", libgcc="3.3", policy="manylinux_2_39_x86_64"
+    )
+    said = missed_floor("2.27", newer)
+    assert said is not None and "needs glibc 2.39 and libstdc++ 3.4.32" in said
+    none = WheelFloor(glibc=None, libstdcxx=None, libgcc=None, policy=None, too_new=("GLIBC_2.99",))
+    assert "satisfies no manylinux policy: it needs GLIBC_2.99" in (
+        missed_floor("2.27", none) or ""
+    )
+    assert missed_floor(None, newer) is None and missed_floor("2.27", None) is None

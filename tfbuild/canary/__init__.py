@@ -39,6 +39,8 @@ def recipe(newest: Recipe) -> Recipe:
         # tested: the receipt records the exact package versions instead.
         snapshot=None,
         file_sha256=None,
+        # Built on Debian 12 to prove the pipeline: its floor is that system's, on purpose.
+        floor=None,
     )
 
 

@@ -240,6 +240,17 @@ def make_plan(
     bazel = bazel_options(options, resources)
     reasons.extend(bazel.reasons)
 
+    if recipe.floor is not None:
+        reasons.append(
+            Reason(
+                what="glibc floor",
+                value=f"glibc {recipe.floor}",
+                why=f"{recipe.where('floor')}: no worse than TensorFlow {recipe.short}'s stock "
+                "wheel; the build checks its wheel with auditwheel and says so loudly when it "
+                "misses (which toolchain reaches it: docs/toolchain-facts.md)",
+            )
+        )
+
     measures = choose_measures(options)
     reasons.extend(measures.reasons)
     snapshot, snapshot_reason = choose_snapshot(recipe, base)
@@ -291,6 +302,7 @@ def make_plan(
         warnings=tuple(dict.fromkeys(warnings)),
         standin=options.standin,
         label=wheel_label,
+        floor_goal=recipe.floor,
         reproducible=measures.reproducible,
         build_env=measures.build_env,
         snapshot=snapshot,

@@ -183,6 +183,8 @@ class BuildPlan:
     snapshot: AptSnapshot | None = None
     #: Exact versions of the toolchain's packages (name, version): set for a rebuild from a receipt.
     package_versions: tuple[tuple[str, str], ...] = ()
+    #: The oldest glibc (X.Y) the wheel should load on (the recipe's floor); the build checks it.
+    floor_goal: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -223,6 +225,7 @@ class BuildPlan:
             "build_env": dict(self.build_env),
             "snapshot": self.snapshot.to_json() if self.snapshot else None,
             "package_versions": dict(self.package_versions),
+            "floor_goal": self.floor_goal,
         }
 
     @staticmethod
@@ -282,4 +285,5 @@ class BuildPlan:
             build_env=tuple((str(k), str(v)) for k, v in data["build_env"].items()),
             snapshot=AptSnapshot.from_json(data["snapshot"]) if data["snapshot"] else None,
             package_versions=tuple((str(k), str(v)) for k, v in data["package_versions"].items()),
+            floor_goal=data.get("floor_goal"),
         )
