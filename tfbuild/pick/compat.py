@@ -17,9 +17,10 @@ from packaging.utils import parse_wheel_filename
 
 from tfbuild.detect import cpu
 from tfbuild.labels import NATIVE, WheelLabel, parse_label, spelt_label, spelt_version
-from tfbuild.pick.host import IMPLEMENTATIONS, Host, version_key
+from tfbuild.pick.host import IMPLEMENTATIONS, Host
 from tfbuild.pick.sources import WheelFile
 from tfbuild.receipt import Receipt, WheelFloor
+from tfbuild.tfversions import parse_version
 from tfbuild.variants import Variant
 
 if TYPE_CHECKING:
@@ -198,7 +199,7 @@ def python_rank(tag: Tag, host: Host) -> int:
         return 0
     kind, major, minor_text = found.group(1), int(found.group(2)), found.group(3)
     minor = int(minor_text) if minor_text else None
-    host_major, host_minor = version_key(host.python)
+    host_major, host_minor = parse_version(host.python)
     if major != host_major:
         return 0
     if kind == "py" or minor is None:
@@ -322,7 +323,7 @@ def _cuda_check(cuda: str, host: Host) -> tuple[bool, str]:
         )
     if host.driver_cuda is None:
         return False, f"a CUDA {cuda} build, but there is no GPU here ({host.driver_source})"
-    if version_key(host.driver_cuda)[:2] < version_key(cuda)[:2]:
+    if parse_version(host.driver_cuda)[:2] < parse_version(cuda)[:2]:
         from tfbuild.detect.nvidia import min_driver_for_cuda
 
         minimum = min_driver_for_cuda(cuda)

@@ -22,6 +22,7 @@ from typing import Any
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.errors import InputError, UsageError
+from tfbuild.tfversions import parse_version
 
 #: A Python or CUDA version as the user states it: X.Y, or X.Y.Z (the Z is dropped).
 _X_Y = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
@@ -94,38 +95,47 @@ class Host:
         }
 
 
+def _x_y(text: str, pattern: re.Pattern[str], *, option: str, noun: str, fix: str) -> str:
+    """A version option's value as ``X.Y`` (``3.11.7`` -> ``3.11``); else one usage error line."""
+    found = pattern.match(text.strip())
+    if not found:
+        raise UsageError(f"{option} {text!r} is not {noun}", fix=fix)
+    return f"{int(found.group(1))}.{int(found.group(2))}"
+
+
 def parse_python(text: str) -> str:
     """``3.11`` (or ``3.11.7``) -> ``3.11``; anything else is a usage error."""
-    found = _X_Y.match(text.strip())
-    if not found:
-        raise UsageError(
-            f"--python {text!r} is not a Python version", fix="Write it as X.Y, e.g. 3.11."
-        )
-    return f"{int(found.group(1))}.{int(found.group(2))}"
+    return _x_y(
+        text,
+        _X_Y,
+        option="--python",
+        noun="a Python version",
+        fix="Write it as X.Y, e.g. 3.11.",
+    )
 
 
 def parse_driver_cuda(text: str) -> str | None:
     """``12.4`` (or ``12.4.1``) -> ``12.4``; ``none`` -> None (no GPU)."""
     if text.strip().lower() == "none":
         return None
-    found = _X_Y.match(text.strip())
-    if not found:
-        raise UsageError(
-            f"--driver-cuda {text!r} is not a CUDA version",
-            fix="Write the newest CUDA the driver supports as X.Y (nvidia-smi prints it), or none.",
-        )
-    return f"{int(found.group(1))}.{int(found.group(2))}"
+    return _x_y(
+        text,
+        _X_Y,
+        option="--driver-cuda",
+        noun="a CUDA version",
+        fix="Write the newest CUDA the driver supports as X.Y (nvidia-smi prints it), or none.",
+    )
 
 
 def parse_glibc(text: str) -> str:
     """``2.28`` -> ``2.28``; anything else is a usage error."""
-    found = _GLIBC.match(text.strip())
-    if not found:
-        raise UsageError(
-            f"--glibc {text!r} is not a glibc version",
-            fix="Write the machine's glibc as X.Y, e.g. 2.28 (ldd --version prints it).",
-        )
-    return f"{int(found.group(1))}.{int(found.group(2))}"
+    return _x_y(
+        text,
+        _GLIBC,
+        option="--glibc",
+        noun="a glibc version",
+        fix="Write the machine's glibc as X.Y, e.g. 2.28 (ldd --version prints it).",
+    )
 
 
 def parse_libstdcxx(text: str) -> str:
@@ -138,11 +148,6 @@ def parse_libstdcxx(text: str) -> str:
             "3.4.25 (strings libstdc++.so.6 | grep GLIBCXX_ lists them).",
         )
     return ".".join(str(int(p)) for p in stripped.split("."))
-
-
-def version_key(text: str) -> tuple[int, ...]:
-    """``"12.4"`` -> ``(12, 4)``: versions compared as numbers, not as text."""
-    return tuple(int(p) for p in text.split("."))
 
 
 def _abi_prefix(name: str) -> str:
@@ -196,7 +201,7 @@ def newest_glibcxx(library: Path) -> str | None:
                 name = next(iter(names), None)
                 matched = _GLIBCXX_DEFINED.match(name.name) if name is not None else None
                 if matched:
-                    found.append(version_key(matched.group(1)))
+                    found.append(parse_version(matched.group(1)))
     return ".".join(map(str, max(found))) if found else None
 
 
