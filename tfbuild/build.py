@@ -62,11 +62,13 @@ from tfbuild.receipt import (
     WheelRecord,
     canonical_sha256,
     read_receipt,
+    receipt_path,
 )
 from tfbuild.recipes import load_base_images, load_tools
 from tfbuild.render import CONTEXT_DIR, check, render_files, write_context
 from tfbuild.request import PlanArgs, Planned, choose_recipe, plan_request
 from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
+from tfbuild.tfversions import parse_version
 from tfbuild.variants import Variant
 from tfbuild.wheelfile import normalise, relabel, retag
 
@@ -513,24 +515,19 @@ def missed_floor(goal: str | None, floor: WheelFloor | None) -> str | None:
     """Why the wheel misses the recipe's glibc floor, in a sentence; None when it meets it."""
     if goal is None or floor is None:
         return None
-    needs = floor.glibc if floor.policy is not None else None
     if floor.policy is None:
         return (
             f"it should load on glibc {goal} (its recipe's floor), but it satisfies no manylinux "
             f"policy: it needs {', '.join(floor.too_new) or 'what no policy allows'}"
         )
-    if needs is not None and _version(needs) > _version(goal):
+    if floor.glibc is not None and parse_version(floor.glibc) > parse_version(goal):
         libstdcxx = f" and libstdc++ {floor.libstdcxx}" if floor.libstdcxx else ""
         return (
             f"it should load on glibc {goal} (its recipe's floor, the stock wheel's), but it "
-            f"needs glibc {needs}{libstdcxx}: most older clusters cannot load it; build with the "
+            f"needs glibc {floor.glibc}{libstdcxx}: most older clusters cannot load it; build with the "
             "release's portable toolchain or an older base image (docs/toolchain-facts.md)"
         )
     return None
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(".") if part.isdigit())
 
 
 def _inspect(wheel: Path, log: _Log, *, exclude: tuple[str, ...] = ()) -> WheelFloor | None:
@@ -548,9 +545,7 @@ def _inspect(wheel: Path, log: _Log, *, exclude: tuple[str, ...] = ()) -> WheelF
             + f" (glibc {floor.glibc}); it will not load on older systems"
         )
     else:
-        needs = f"glibc {floor.glibc}" + (
-            f", libstdc++ {floor.libstdcxx}" if floor.libstdcxx else ""
-        )
+        needs = floor.needs or "no versioned glibc symbol"
         log.note(f"floor: {needs} -> {floor.policy} ({floor.tool})")
     return floor
 
@@ -618,14 +613,19 @@ def _publish(
 ) -> tuple[Path, Path, Path, bool]:
     """Move the wheel into dist/ with its receipt and env file, as one step for other builds."""
     wheel = dist / built.name
-    receipt_path = wheel.with_suffix(".json")
+    receipt_file = receipt_path(wheel)
     env_path = wheel.with_suffix(".env")
     with _locked(dist / DIST_LOCK, blocking=True, busy=""):
         replaced = wheel.exists()
         write_text(env_path, env_text)
-        write_text(receipt_path, json.dumps(receipt.to_json(), indent=2) + "\n")
+        _write_receipt(receipt_file, receipt)
         built.replace(wheel)
-    return wheel, receipt_path, env_path, replaced
+    return wheel, receipt_file, env_path, replaced
+
+
+def _write_receipt(path: Path, receipt: Receipt) -> None:
+    """The receipt file, whole (temp name, then rename); the caller holds the dist/ lock."""
+    write_text(path, json.dumps(receipt.to_json(), indent=2) + "\n")
 
 
 # --- the build ------------------------------------------------------------------------------------
@@ -694,11 +694,11 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 log=log.path,
                 env_file=dist / Path(built.name).with_suffix(".env").name,
             )
-            wheel, receipt_path, env_path, replaced = _publish(dist, built, receipt, env_text)
+            wheel, receipt_file, env_path, replaced = _publish(dist, built, receipt, env_text)
             log.note(f"wheel: {wheel} ({wheel.stat().st_size} bytes, sha256 {sha256})")
             return WheelResult(
                 wheel=wheel,
-                receipt=receipt_path,
+                receipt=receipt_file,
                 env_file=env_path,
                 log=log.path,
                 sha256=sha256,
@@ -722,8 +722,7 @@ def update_receipt(receipt: Path, key: str, value: Any) -> None:
         found = read_receipt(receipt)
         if key in found.to_json() and key not in found.sections:
             raise ValueError(f"{key!r} is a field of the receipt, not a section to add")
-        updated = replace(found, sections={**found.sections, key: value})
-        write_text(receipt, json.dumps(updated.to_json(), indent=2) + "\n")
+        _write_receipt(receipt, replace(found, sections={**found.sections, key: value}))
 
 
 # --- one `tfbuild wheel` run ------------------------------------------------------------------------

@@ -83,10 +83,7 @@ class IndexEntry:
         """The oldest system it loads on, for people: "glibc 2.27, libstdc++ 3.4.22"."""
         if self.floor is None:
             return "not inspected"
-        parts = [f"glibc {self.floor.glibc}"] if self.floor.glibc else []
-        if self.floor.libstdcxx:
-            parts.append(f"libstdc++ {self.floor.libstdcxx}")
-        return ", ".join(parts) or "any glibc"
+        return self.floor.needs or "any glibc"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -38,9 +38,13 @@ if TYPE_CHECKING:
 
 def load_receipt(wheel: Path | None, receipt: Path | None) -> Receipt:
     """The receipt given, or the one beside the wheel; its plan must hash to what it recorded."""
-    if receipt is None and wheel is None:
-        raise InputError("no receipt to build from", fix="Name a wheel, or pass --receipt FILE.")
-    path = receipt if receipt is not None else receipt_path(wheel)  # type: ignore[arg-type]
+    if receipt is None:
+        if wheel is None:
+            raise InputError(
+                "no receipt to build from", fix="Name a wheel, or pass --receipt FILE."
+            )
+        receipt = receipt_path(wheel)
+    path = receipt
     found = read_receipt(path, wheel=wheel)
     if not found.plan_intact():
         raise InputError(

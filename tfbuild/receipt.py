@@ -135,6 +135,14 @@ class WheelFloor:
     too_new: tuple[str, ...] = ()
     tool: str = ""  # "auditwheel 6.8.2"
 
+    @property
+    def needs(self) -> str:
+        """What it needs, for people: "glibc 2.27, libstdc++ 3.4.22" ("" when nothing versioned)."""
+        parts = [f"glibc {self.glibc}"] if self.glibc else []
+        if self.libstdcxx:
+            parts.append(f"libstdc++ {self.libstdcxx}")
+        return ", ".join(parts)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "glibc": self.glibc,
