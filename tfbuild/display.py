@@ -4,22 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from tfbuild.build import WheelResult
 from tfbuild.detect.report import DetectReport, MachineReport
-from tfbuild.doctor import Check
-from tfbuild.loads import LoadReport
-from tfbuild.matrix import Matrix, Skipped
-from tfbuild.pick import PickResult
 from tfbuild.plan import BuildPlan
-from tfbuild.rebuild import VerifyResult
 from tfbuild.recipes import RecipeSet
-from tfbuild.smoke.report import SmokeReport
+
+if TYPE_CHECKING:  # types of other commands' results: importing them would load docker and more
+    from tfbuild.build import WheelResult
+    from tfbuild.doctor import Check
+    from tfbuild.loads import LoadReport
+    from tfbuild.matrix import Matrix, Skipped
+    from tfbuild.pick import PickResult
+    from tfbuild.rebuild import VerifyResult
+    from tfbuild.smoke.report import SmokeReport
 
 _GIB = 1024**3
 
