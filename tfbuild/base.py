@@ -3,25 +3,31 @@
 debootstrap installs a minimal Debian or Ubuntu into a temporary directory, which is then imported as
 an image (``docker import``), tagged ``tfbuild/base:<suite>`` and reused by that tag. It needs root
 (debootstrap creates device nodes and chowns files) and the ``debootstrap`` program.
+
+Planning with base images: :func:`plan_here` plans a request on this host, looking up a local base
+image (or the canary's default one) on the engine first, and connecting to it only when needed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tfbuild.detect.host import HostFacts
     from tfbuild.engine import DockerEngine
 
 from tfbuild.errors import BuildFailed, EnvironmentProblem, UnsupportedError, UsageError
-from tfbuild.recipes import BaseImage
+from tfbuild.recipes import BaseImage, load_base_images
+from tfbuild.request import PlanArgs, Planned, choose_recipe, plan_request
 
 #: Where each distribution's packages come from unless --mirror says otherwise.
 MIRRORS = {
@@ -200,3 +206,28 @@ def canary_base_image(engine: DockerEngine) -> str:
 
     local = default_tag(canary.SUITE)
     return local if engine.image_exists(local) else "debian-12"
+
+
+def plan_here(
+    args: PlanArgs, engine: DockerEngine | None = None, *, host: HostFacts | None = None
+) -> Planned:
+    """Plan ``args`` on this host. A base image that is no base-images.yaml entry (a local image made
+    by ``tfbuild base``), and the canary's default one, are looked up on ``engine``; without one,
+    the engine is connected only when such a lookup is needed."""
+    recipe = choose_recipe(args)
+    images = load_base_images(args.recipes_dir)
+    wanted = args.base_image
+    if wanted in images or (wanted is None and not args.canary):
+        return plan_request(args, base_images=images, recipe=recipe, host=host)
+    with contextlib.ExitStack() as stack:
+        if engine is None:
+            from tfbuild.engine import DockerEngine  # only now: plan and render run without docker
+
+            engine = DockerEngine.connect()
+            stack.callback(engine.close)
+        if wanted is None:
+            wanted = canary_base_image(engine)
+            args = replace(args, base_image=wanted)
+        if wanted not in images:
+            images[wanted] = local_base_image(engine, wanted, images)
+    return plan_request(args, base_images=images, recipe=recipe, host=host)

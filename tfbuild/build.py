@@ -41,8 +41,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tfbuild import __version__
-from tfbuild.base import canary_base_image, local_base_image
-from tfbuild.detect.host import HostFacts
 from tfbuild.engine import DockerEngine, Mount, RunResult
 from tfbuild.errors import (
     BuildFailed,
@@ -64,9 +62,9 @@ from tfbuild.receipt import (
     read_receipt,
     receipt_path,
 )
-from tfbuild.recipes import load_base_images, load_tools
+from tfbuild.recipes import load_tools
 from tfbuild.render import CONTEXT_DIR, check, render_files, write_context
-from tfbuild.request import PlanArgs, Planned, choose_recipe, plan_request
+from tfbuild.request import Planned
 from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
 from tfbuild.tfversions import parse_version
 from tfbuild.variants import Variant
@@ -726,29 +724,6 @@ def update_receipt(receipt: Path, key: str, value: Any) -> None:
 
 
 # --- one `tfbuild wheel` run ------------------------------------------------------------------------
-
-
-def plan_here(
-    args: PlanArgs, engine: DockerEngine | None = None, *, host: HostFacts | None = None
-) -> Planned:
-    """Plan ``args`` on this host. A base image that is no base-images.yaml entry (a local image made
-    by ``tfbuild base``), and the canary's default one, are looked up on ``engine``; without one,
-    the engine is connected only when such a lookup is needed."""
-    recipe = choose_recipe(args)
-    images = load_base_images(args.recipes_dir)
-    wanted = args.base_image
-    if wanted in images or (wanted is None and not args.canary):
-        return plan_request(args, base_images=images, recipe=recipe, host=host)
-    with contextlib.ExitStack() as stack:
-        if engine is None:
-            engine = DockerEngine.connect()
-            stack.callback(engine.close)
-        if wanted is None:
-            wanted = canary_base_image(engine)
-            args = replace(args, base_image=wanted)
-        if wanted not in images:
-            images[wanted] = local_base_image(engine, wanted, images)
-    return plan_request(args, base_images=images, recipe=recipe, host=host)
 
 
 @contextlib.contextmanager

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tfbuild import canary
-from tfbuild.build import BuildRun, ca_bundle_from, plan_here, proxies_from, update_receipt
+from tfbuild.base import plan_here
+from tfbuild.build import BuildRun, ca_bundle_from, proxies_from, update_receipt
 from tfbuild.detect.host import HostFacts, host_facts
 from tfbuild.engine import DockerEngine, EngineInfo, Mount
 from tfbuild.errors import EnvironmentProblem, TfbuildError

@@ -71,7 +71,8 @@ def test_two_builds_agree_to_the_byte_and_verify_says_so(
     engine: Any, base_image: str, volumes: list[str], tmp_path: Path
 ) -> None:
     """Different time, source directory (so output base), dist/, cache volume and uid: same wheel."""
-    from tfbuild.build import BuildRun, plan_here
+    from tfbuild.base import plan_here
+    from tfbuild.build import BuildRun
     from tfbuild.request import PlanArgs
 
     first = built(wheel_cli(tmp_path / "a" / "dist", new_volume(volumes), "--json"))

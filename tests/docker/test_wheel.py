@@ -169,7 +169,8 @@ def test_the_build_runs_as_the_calling_user(
     engine: Any, base_image: str, volume: str, tmp_path: Path
 ) -> None:
     """Run as another uid:gid than the test's own: every file the build writes is theirs."""
-    from tfbuild.build import BuildRun, plan_here
+    from tfbuild.base import plan_here
+    from tfbuild.build import BuildRun
     from tfbuild.request import PlanArgs
 
     source = standin_source(tmp_path)

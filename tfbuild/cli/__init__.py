@@ -254,7 +254,7 @@ def plan_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
 ) -> None:
     """Resolve a build: every choice tfbuild would make, with the reason for it."""
-    from tfbuild.build import plan_here
+    from tfbuild.base import plan_here
 
     plan = plan_here(plan_args(ctx)).plan
     if as_json:
@@ -273,7 +273,7 @@ def render_command(
     ],
 ) -> None:
     """Write the build context: Dockerfile, bazel rc file, build.sh, runtime.env, plan.json."""
-    from tfbuild.build import plan_here
+    from tfbuild.base import plan_here
     from tfbuild.render import check, render_files, write_context
 
     planned = plan_here(plan_args(ctx))
@@ -344,7 +344,8 @@ def wheel_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Build the wheel in Docker: toolchain image, build container, wheel + receipt in dist/."""
-    from tfbuild.build import BuildRun, plan_here
+    from tfbuild.base import plan_here
+    from tfbuild.build import BuildRun
     from tfbuild.display import print_wheel_result
     from tfbuild.engine import DockerEngine
     from tfbuild.request import PlanArgs
