@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import statistics
 import sys
 import tempfile
 import zipfile
@@ -23,7 +22,7 @@ from pathlib import Path
 
 # Beside this script: the stock wheel for the running Python, fetched once with pip download into
 # ~/.cache/tfbuild-tests/wheels (shared with the tests), and zipfile recompressing every member.
-from relabel_speed import interleaved, recompress, stock_wheel
+from relabel_speed import interleaved, recompress, report, stock_wheel
 
 from tfbuild.floor import inspect_wheel
 from tfbuild.receipt import WheelFloor
@@ -55,12 +54,7 @@ def main() -> None:
         "zipfile recompress": lambda out: recompress(wheel, out),
         "auditwheel inspect": lambda out: floors.append(inspect_wheel(wheel)),
     }
-    times = interleaved(wheel, ways, ROUNDS)
-    print(f"{wheel.name}: {wheel.stat().st_size / 1e6:.0f} MB, {ROUNDS} rounds")
-    copy = statistics.median(times["plain copy"])
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"  {name:20s} median {median:7.2f} s  ({median / copy:6.1f}x the copy)")
+    report(wheel, interleaved(wheel, ways, ROUNDS), copy="plain copy")
     assert all(floor == floors[0] for floor in floors)
     print(f"  floor: {floors[0].to_json()}")
 

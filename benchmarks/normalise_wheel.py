@@ -18,7 +18,7 @@ from pathlib import Path
 
 # Beside this script: the stock wheel for the running Python, fetched once with pip download into
 # ~/.cache/tfbuild-tests/wheels (shared with the tests), and zipfile recompressing every member.
-from relabel_speed import interleaved, recompress, stock_wheel
+from relabel_speed import interleaved, recompress, report, stock_wheel
 
 from tfbuild.wheelfile import normalise, relabel
 
@@ -35,11 +35,7 @@ def main() -> None:
         "zipfile recompress": lambda out: recompress(wheel, out),
     }
     times = interleaved(wheel, ways, ROUNDS)
-    print(f"{wheel.name}: {wheel.stat().st_size / 1e6:.0f} MB, {ROUNDS} rounds")
-    floor = statistics.median(times["copy (floor)"])
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"  {name:20s} median {median:6.2f} s  ({median / floor:5.1f}x the copy)")
+    report(wheel, times, copy="copy (floor)")
     ratio = statistics.median(times["zipfile recompress"]) / statistics.median(
         times["tfbuild normalise"]
     )

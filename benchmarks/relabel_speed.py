@@ -71,6 +71,15 @@ def interleaved(
     return times
 
 
+def report(wheel: Path, times: dict[str, list[float]], *, copy: str) -> None:
+    """Each way's median, and how many times the plain copy it takes, measured side by side."""
+    print(f"{wheel.name}: {wheel.stat().st_size / 1e6:.0f} MB, {len(times[copy])} rounds")
+    floor = statistics.median(times[copy])
+    for name, values in times.items():
+        median = statistics.median(values)
+        print(f"  {name:20s} median {median:7.2f} s  ({median / floor:6.1f}x the copy)")
+
+
 def main() -> None:
     wheel = Path(sys.argv[1]) if len(sys.argv) > 1 else stock_wheel()
     ways = {
@@ -78,12 +87,7 @@ def main() -> None:
         "tfbuild relabel": lambda out: relabel(wheel, "x86_64v4", out),
         "zipfile recompress": lambda out: recompress(wheel, out),
     }
-    times = interleaved(wheel, ways, ROUNDS)
-    print(f"{wheel.name}: {wheel.stat().st_size / 1e6:.0f} MB, {ROUNDS} rounds")
-    floor = statistics.median(times["copy (floor)"])
-    for name, values in times.items():
-        median = statistics.median(values)
-        print(f"  {name:20s} median {median:6.2f} s  ({median / floor:5.1f}x the copy)")
+    report(wheel, interleaved(wheel, ways, ROUNDS), copy="copy (floor)")
 
 
 if __name__ == "__main__":

@@ -29,15 +29,20 @@ def engine() -> Iterator[Any]:
     docker_engine.close()
 
 
-@pytest.fixture(scope="session")
-def base_image(engine: Any) -> str:
-    """The test base image; .ci/run creates it with `tfbuild base`, cached by tag."""
-    if not engine.image_exists(BASE_TAG):
-        message = f"the base image {BASE_TAG} is missing: run 'tfbuild base' (as root) first"
+def _made_image(engine: Any, tag: str) -> str:
+    """``tag``, which `make base-image` (as root) makes with `tfbuild base`; CI fails without it."""
+    if not engine.image_exists(tag):
+        message = f"the base image {tag} is missing: run 'make base-image' (as root) first"
         if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
-    return BASE_TAG
+    return tag
+
+
+@pytest.fixture(scope="session")
+def base_image(engine: Any) -> str:
+    """The test base image; .ci/run creates it with `tfbuild base`, cached by tag."""
+    return _made_image(engine, BASE_TAG)
 
 
 OLD_BASE_TAG = "tfbuild/base:bullseye"
@@ -46,9 +51,4 @@ OLD_BASE_TAG = "tfbuild/base:bullseye"
 @pytest.fixture(scope="session")
 def old_base_image(engine: Any) -> str:
     """An older system (Debian 11, glibc 2.31) to load wheels in; .ci/run makes it (make base-image)."""
-    if not engine.image_exists(OLD_BASE_TAG):
-        message = f"the base image {OLD_BASE_TAG} is missing: run 'make base-image' (as root) first"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
-    return OLD_BASE_TAG
+    return _made_image(engine, OLD_BASE_TAG)
