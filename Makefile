@@ -36,10 +36,12 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/wheel_overhead.py
 
 # The base images the real-engine tests use (debootstrap + docker import; needs root and an engine):
-# bookworm to build on, bullseye to show what an older glibc does with a wheel.
+# bookworm to build on, bullseye to show what an older glibc does with a wheel, trixie to show what
+# a build on a newer system needs, and that the portable route (a bookworm sysroot) takes it back.
 base-image: $(STAMP)
 	$(BIN)/tfbuild base --suite bookworm
 	$(BIN)/tfbuild base --suite bullseye  # an older glibc (2.31), where a newer wheel must not load
+	$(BIN)/tfbuild base --suite trixie    # a newer glibc (2.41), whose plain builds need 2.38
 
 # Regenerate the golden build contexts after an intended change; review the diff before committing.
 golden: $(STAMP)

@@ -186,7 +186,7 @@ def local_base_image(engine: DockerEngine, tag: str, known: Mapping[str, BaseIma
         raise UnsupportedError(
             f"{tag} cannot be a base image here",
             why=f"it has no org.tfbuild.base label naming a known suite (it has {suite!r})",
-            fix="Use an image made by tfbuild base (bookworm, jammy or noble).",
+            fix="Use an image made by tfbuild base (bookworm, trixie, jammy or noble).",
         )
     return BaseImage(
         name=tag,
@@ -197,6 +197,7 @@ def local_base_image(engine: DockerEngine, tag: str, known: Mapping[str, BaseIma
         tcmalloc_package=facts.tcmalloc_package,
         packaged_compilers=facts.packaged_compilers,
         image_id=engine.image_id(tag),
+        glibc=facts.glibc,
     )
 
 
@@ -217,7 +218,8 @@ def plan_here(
     recipe = choose_recipe(args)
     images = load_base_images(args.recipes_dir)
     wanted = args.base_image
-    if wanted in images or (wanted is None and not args.canary):
+    local = [i for i in (args.sysroot_from,) if i is not None and i not in images]
+    if (wanted in images or (wanted is None and not args.canary)) and not local:
         return plan_request(args, base_images=images, recipe=recipe, host=host)
     with contextlib.ExitStack() as stack:
         if engine is None:
@@ -225,9 +227,10 @@ def plan_here(
 
             engine = DockerEngine.connect()
             stack.callback(engine.close)
-        if wanted is None:
+        if wanted is None and args.canary:
             wanted = canary_base_image(engine)
             args = replace(args, base_image=wanted)
-        if wanted not in images:
-            images[wanted] = local_base_image(engine, wanted, images)
+        for tag in (wanted, *local):
+            if tag is not None and tag not in images:
+                images[tag] = local_base_image(engine, tag, images)
     return plan_request(args, base_images=images, recipe=recipe, host=host)

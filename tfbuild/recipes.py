@@ -63,6 +63,10 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "flag": _pattern(_FLAG, "a compiler flag like -Wno-sign-compare (no spaces or quotes)"),
     "define": _pattern(_DEFINE, "a bazel define NAME=value"),
     "capability": _pattern(_CAPABILITY, "sm_XY or compute_XY, e.g. sm_89"),
+    "sysroot": _pattern(
+        re.compile(r"^(/[A-Za-z0-9._-]+)+$|^[A-Za-z0-9][A-Za-z0-9._-]*$"),
+        "a SYSROOT_DIST name (linux_glibc_2_27) or an absolute path (/dt9)",
+    ),
     "text": lambda v: None if isinstance(v, str) else "text",
     "bool": lambda v: None if isinstance(v, bool) else "true or false",
 }
@@ -76,6 +80,12 @@ class Field:
     children: dict[str, Field] | None = None
     choices: tuple[str, ...] = ()
 
+
+#: How a release's wheel reaches its floor: TensorFlow's hermetic toolchain (rules_ml_toolchain, its
+#: own clang and sysroot, 2.21+), or the image's clang against an old-glibc sysroot (TF_SYSROOT).
+ROUTES = ("hermetic", "sysroot")
+#: What makes a recipe's sysroot: TF's own builder.devtoolset script, from the release's source.
+SYSROOT_BUILDERS = ("devtoolset-9",)
 
 SCHEMA: dict[str, Field] = {
     "tensorflow": Field("version3"),
@@ -120,6 +130,19 @@ SCHEMA: dict[str, Field] = {
     ),
     "snapshot": Field("snapshot", required=False, nullable=True),
     "floor": Field("version2", required=False, nullable=True),
+    "toolchain": Field(
+        "map",
+        required=False,
+        nullable=True,
+        children={
+            "route": Field("token", choices=ROUTES),
+            "sysroot": Field("sysroot"),
+            "llvm": Field("token", required=False),
+            "builder": Field("token", required=False, choices=SYSROOT_BUILDERS),
+            "builder_image": Field("token", required=False),
+            "why": Field("text"),
+        },
+    ),
     "notes": Field("text", required=False),
 }
 
@@ -136,6 +159,35 @@ class CudaRow:
     cudnn_versions: tuple[str, ...]
     capabilities: tuple[str, ...]  # the release's default compute capabilities
     base_image: str | None  # pre-hermetic builds need CUDA in the toolchain image
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolchainRoute:
+    """How the release's wheels reach the recipe's floor, and why (docs/toolchain-facts.md).
+
+    ``hermetic``: TensorFlow's rules_ml_toolchain compiles with its own downloaded LLVM (``llvm``)
+    against its own sysroot (``sysroot``, a SYSROOT_DIST name); the image's compiler is unused.
+    ``sysroot``: the image's clang compiles through TF's ``@local_config_cuda`` crosstool with
+    ``TF_SYSROOT``: the sysroot directory ``sysroot`` of the toolchain image, which ``builder``
+    makes in a stage of the toolchain image on ``builder_image``.
+    """
+
+    route: str
+    sysroot: str
+    why: str
+    llvm: str | None = None
+    builder: str | None = None
+    builder_image: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "route": self.route,
+            "sysroot": self.sysroot,
+            "llvm": self.llvm,
+            "builder": self.builder,
+            "builder_image": self.builder_image,
+            "why": self.why,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,6 +218,8 @@ class Recipe:
     file_sha256: str | None = None
     #: The oldest glibc (X.Y) its wheels should load on: the stock wheel's, no worse.
     floor: str | None = None
+    #: How the wheel reaches that floor (None: the image's compiler against the image's glibc).
+    toolchain: ToolchainRoute | None = None
 
     @property
     def version(self) -> tfversions.Version:
@@ -200,6 +254,7 @@ class Recipe:
             },
             "snapshot": self.snapshot,
             "floor": self.floor,
+            "toolchain": self.toolchain.to_json() if self.toolchain else None,
             "configs": list(self.configs),
             "copts": list(self.copts),
             "defines": list(self.defines),
@@ -366,6 +421,48 @@ def _gate(recipe: Recipe) -> None:
                     "CUDA and cuDNN installed)",
                 )
             )
+    route = recipe.toolchain
+    if route is not None and route.route == "hermetic":
+        checks += [
+            (
+                "toolchain",
+                tfversions.hermetic_cc(v),
+                f"TensorFlow {recipe.short} has no hermetic C++ toolchain to select (its "
+                "rules_ml_toolchain compiles by default from 2.21)",
+            ),
+            ("toolchain", route.llvm is not None, "a hermetic route names its llvm (e.g. 18)"),
+            (
+                "toolchain",
+                not route.sysroot.startswith("/"),
+                "a hermetic route's sysroot is a SYSROOT_DIST name, e.g. linux_glibc_2_27",
+            ),
+            (
+                "toolchain",
+                route.llvm is not None and version.split(".")[0] == route.llvm,
+                f"the hermetic LLVM {route.llvm} is what compiles, so compiler must be "
+                f"clang-{route.llvm}.x (the flags are spelled for it), not {recipe.compiler}",
+            ),
+        ]
+    elif route is not None:
+        checks += [
+            (
+                "toolchain",
+                family == "clang",
+                "a sysroot route compiles with clang through TF's crosstool, not "
+                f"{recipe.compiler}",
+            ),
+            (
+                "toolchain",
+                route.sysroot.startswith("/") and None not in (route.builder, route.builder_image),
+                "a sysroot route names its sysroot's absolute path, its builder and builder_image",
+            ),
+            (
+                "toolchain",
+                route.builder != "devtoolset-9" or recipe.sha256 is not None,
+                "the devtoolset-9 builder takes TF's script from the release's source tarball, "
+                "which needs source.sha256 to be verified",
+            ),
+        ]
     for key, ok, message in checks:
         if not ok:
             raise InputError(
@@ -391,6 +488,7 @@ def parse_recipe(text: str, *, path: str) -> Recipe:
     lines: dict[str, int] = {}
     data = _validate(path, node, SCHEMA, "", lines)
     source, wheel, cuda = data["source"], data["wheel"], data.get("cuda")
+    route = data.get("toolchain")
     recipe = Recipe(
         tensorflow=data["tensorflow"],
         path=path,
@@ -424,6 +522,7 @@ def parse_recipe(text: str, *, path: str) -> Recipe:
         lines=lines,
         snapshot=data.get("snapshot"),
         floor=data.get("floor"),
+        toolchain=None if route is None else ToolchainRoute(**route),
         file_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
     _gate(recipe)
@@ -533,6 +632,7 @@ class BaseImage:
     cuda: str | None = None  # NVIDIA images: the CUDA toolkit inside
     cudnn: str | None = None  # NVIDIA images: the cuDNN major inside (None: none)
     image_id: str | None = None  # a local image (tfbuild base): its id, as the reference is a tag
+    glibc: str | None = None  # the distribution's glibc (X.Y)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -546,7 +646,25 @@ class BaseImage:
             "packaged_compilers": list(self.packaged_compilers),
             "cuda": self.cuda,
             "cudnn": self.cudnn,
+            "glibc": self.glibc,
         }
+
+    @staticmethod
+    def from_json(image: dict[str, Any]) -> BaseImage:
+        """The image a plan or receipt names, back as a value (KeyError if it is not one)."""
+        return BaseImage(
+            name=str(image["name"]),
+            reference=str(image["reference"]),
+            distro=str(image["distro"]),
+            suite=str(image["suite"]),
+            python=str(image["python"]),
+            tcmalloc_package=str(image["tcmalloc_package"]),
+            packaged_compilers=tuple(image["packaged_compilers"]),
+            cuda=image["cuda"],
+            cudnn=image["cudnn"],
+            image_id=image["image_id"],
+            glibc=image.get("glibc"),
+        )
 
 
 def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, BaseImage]:
@@ -590,6 +708,9 @@ def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, BaseImage]:
                     f"invalid {path}: entry {name!r}",
                     why="packaged_compilers must be a list like [gcc-12, clang-16]",
                 )
+            glibc = entry.get("glibc")
+            if glibc is not None and _CHECKS["version2"](str(glibc)) is not None:
+                raise InputError(f"invalid {path}: entry {name!r}", why="glibc must be X.Y")
             extras = {k: entry.get(k) for k in ("cuda", "cudnn")}
             for key, value in extras.items():
                 if (
@@ -610,6 +731,7 @@ def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, BaseImage]:
                 packaged_compilers=tuple(packaged),
                 cuda=None if extras["cuda"] is None else str(extras["cuda"]),
                 cudnn=None if extras["cudnn"] is None else str(extras["cudnn"]),
+                glibc=None if glibc is None else str(glibc),
             )
     return images
 

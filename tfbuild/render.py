@@ -68,14 +68,47 @@ def _environment() -> Any:
     return env
 
 
+#: What a sysroot builder stage installs: TensorFlow's builder.devtoolset needs (ml_build's
+#: builder.packages.txt, "Packages needed to build devtoolset", plus what fetches and unpacks the
+#: release's source); a sysroot from another distribution's image is its libc6-dev and libstdc++.
+SYSROOT_BUILDER_PACKAGES = {
+    "devtoolset-9": (
+        "bzip2",
+        "ca-certificates",
+        "cpio",
+        "curl",
+        "file",
+        "flex",
+        "g++",
+        "linux-libc-dev",
+        "make",
+        "patch",
+        "rpm2cpio",
+        "unar",
+        "wget",
+        "xz-utils",
+    ),
+    "image": ("g++", "libc6-dev"),
+}
+#: Where TensorFlow's source keeps the builder.devtoolset directory, newest layout first
+#: (ci/official/containers/ml_build from about 2.16, tf_sig_build_dockerfiles before).
+DEVTOOLSET_DIRS = (
+    "ci/official/containers/ml_build/builder.devtoolset",
+    "tensorflow/tools/tf_sig_build_dockerfiles/builder.devtoolset",
+)
+
+
 def toolchain_packages(plan: BuildPlan) -> list[str]:
-    """The distribution packages the toolchain image installs, sorted."""
+    """The distribution packages the toolchain image installs, sorted. A devtoolset sysroot links
+    the image's kernel headers (build_devtoolset.sh), so the image keeps linux-libc-dev."""
+    devtoolset = plan.sysroot is not None and plan.sysroot.builder == "devtoolset-9"
     return sorted(
         {
             *BASE_PACKAGES,
             *plan.compiler_packages,
             *plan.extra_packages,
             plan.base_image.tcmalloc_package,
+            *(("linux-libc-dev",) if devtoolset else ()),
         }
     )
 
@@ -107,6 +140,10 @@ def render_files(plan: BuildPlan) -> dict[str, str]:
         "output_dir": OUTPUT_DIR,
         "context_dir": CONTEXT_DIR,
         "cache_root": CACHE_ROOT,
+        "sysroot_packages": SYSROOT_BUILDER_PACKAGES.get(
+            plan.sysroot.builder if plan.sysroot and plan.sysroot.builder else "", ()
+        ),
+        "devtoolset_dirs": DEVTOOLSET_DIRS,
     }
     files: dict[str, str] = {}
     for name, template in FILES.items():

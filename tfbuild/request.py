@@ -52,6 +52,8 @@ class PlanArgs:
     skip_disk_check: bool = False
     label: bool = True
     base_image: str | None = None  # a base-images.yaml entry, or a local image (tfbuild base)
+    portable: bool = True  # reach the recipe's floor by its route (--no-portable: the image's)
+    sysroot_from: str | None = None  # link against this image's C library (--sysroot-from)
     canary: bool = False  # the STAND-IN canary source and recipe instead of TensorFlow
     reproducible: bool = True  # the determinism measures (see tfbuild.plan.reproducible)
     recipes_dir: tuple[Path, ...] = ()
@@ -108,6 +110,8 @@ class PlanArgs:
             standin=self.canary,
             label=self.label,
             reproducible=self.reproducible,
+            portable=self.portable,
+            sysroot_from=self.sysroot_from,
         )
 
 
@@ -145,6 +149,12 @@ def plan_request(
     from tfbuild.plan import make_plan
 
     recipe = recipe or choose_recipe(args)
+    if args.canary and args.sysroot_from:
+        from tfbuild import canary
+
+        build_image = base_images.get(args.base_image or recipe.base_image)
+        if build_image is not None:
+            recipe = canary.for_sysroot(recipe, build_image)
     host = host or host_facts(cpuinfo=args.cpuinfo, with_gpu=args.variant == Variant.cuda)
     plan = make_plan(args.options(recipe), recipe, host, base_images=dict(base_images))
     return Planned(plan=plan, recipe=recipe)

@@ -72,6 +72,26 @@ def pywrap_rules(version: Version) -> bool:
     return minor(version) >= (2, 20)
 
 
+def hermetic_cc(version: Version) -> bool:
+    """TensorFlow's rules_ml_toolchain compiles C++ with its own LLVM and sysroot by default from
+    2.21 (its pin d8cb9c2 defaults enable_hermetic_cc to True; docs/toolchain-facts.md E5-E9)."""
+    return minor(version) >= (2, 21)
+
+
+def sysroot_glibc(dist: str) -> str | None:
+    """The glibc of a rules_ml_toolchain SYSROOT_DIST (``linux_glibc_2_27`` -> ``2.27``)."""
+    prefix = "linux_glibc_"
+    if not dist.startswith(prefix):
+        return None
+    return dist.removeprefix(prefix).replace("_", ".")
+
+
+def cc_toolchain_resolution(bazel: str) -> bool:
+    """Bazel 7 resolves C++ toolchains by platform, so ``--crosstool_top`` alone no longer picks
+    the compiler (Bazel 7.0.0 release notes; bazelbuild/bazel#7260)."""
+    return int(bazel.split(".", maxsplit=1)[0]) >= 7
+
+
 #: The repo_envs that select the hermetic Python. Both are set: TF_PYTHON_VERSION is the older name
 #: (Spack still sets it), HERMETIC_PYTHON_VERSION the current one (ci/official/envs); the exact
 #: release of the rename is not pinned, and a variable a release does not read is harmless.

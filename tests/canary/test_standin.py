@@ -283,3 +283,27 @@ def test_the_measures_remove_the_dates_and_paths_but_not_the_order(tmp_path: Pat
     assert {n: first.read(n) for n in first.namelist()} == {
         n: second.read(n) for n in second.namelist()
     }
+
+
+def test_tf_sysroot_reaches_the_compiler_only_through_tensorflows_crosstool(
+    tmp_path: Path,
+) -> None:
+    """As in TensorFlow's build, TF_SYSROOT is read by the @local_config_cuda crosstool: with that
+    crosstool every compile and the link get --sysroot; without it the variable changes nothing."""
+
+    def with_rc(name: str, *lines: str) -> subprocess.CompletedProcess[str]:
+        tree = make_tree(tmp_path, name, ())
+        rc = tree / ".tf_configure.bazelrc"
+        rc.write_text(rc.read_text() + "\n".join(lines) + "\n")
+        return run_bazel(tree, "--config=opt", TARGET)
+
+    sysroot = 'build --repo_env=TF_SYSROOT="/"'  # the host's own root: a sysroot that works here
+    crosstool = "build --crosstool_top=@local_config_cuda//crosstool:toolchain"
+    through = with_rc("through", crosstool, sysroot)
+    assert through.returncode == 0, through.stderr
+    compiles = [line for line in through.stderr.splitlines() if "] Compiling src/" in line]
+    assert len(compiles) == 2 and all(" --sysroot=/ " in line for line in compiles)
+    assert "compiling against the sysroot /" in through.stderr
+    alone = with_rc("alone", sysroot)
+    assert alone.returncode == 0, alone.stderr
+    assert "--sysroot" not in alone.stderr

@@ -52,3 +52,13 @@ OLD_BASE_TAG = "tfbuild/base:bullseye"
 def old_base_image(engine: Any) -> str:
     """An older system (Debian 11, glibc 2.31) to load wheels in; .ci/run makes it (make base-image)."""
     return _made_image(engine, OLD_BASE_TAG)
+
+
+NEW_BASE_TAG = "tfbuild/base:trixie"
+
+
+@pytest.fixture(scope="session")
+def new_base_image(engine: Any) -> str:
+    """The newest system tfbuild base makes here (Debian 13, glibc 2.41): a plain build there needs
+    more than Debian 12 has; .ci/run makes it (make base-image)."""
+    return _made_image(engine, NEW_BASE_TAG)

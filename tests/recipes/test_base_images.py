@@ -36,6 +36,7 @@ FIELDS = {
     "read",
     "source",
     "distro",
+    "glibc",
     "suite",
     "python",
     "tcmalloc_package",

@@ -16,7 +16,8 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from tfbuild.recipes import Recipe
+from tfbuild.errors import UnsupportedError
+from tfbuild.recipes import BaseImage, Recipe
 
 #: The stand-in source tree, to copy (or mount) where a TensorFlow checkout would go.
 TREE = Path(__file__).resolve().parent / "tree"
@@ -39,9 +40,26 @@ def recipe(newest: Recipe) -> Recipe:
         # tested: the receipt records the exact package versions instead.
         snapshot=None,
         file_sha256=None,
-        # Built on Debian 12 to prove the pipeline: its floor is that system's, on purpose.
+        # Built on Debian 12 to prove the pipeline: its floor is that system's, on purpose, and
+        # its compiler is the image's (--sysroot-from links it against an older system's).
         floor=None,
+        toolchain=None,
     )
+
+
+def for_sysroot(recipe: Recipe, build_image: BaseImage) -> Recipe:
+    """The canary compiled against a sysroot (--sysroot-from): with the newest clang the build
+    image packages, as TensorFlow's sysroot route compiles with clang (GCC looks for its C++ headers
+    beside itself, not in the sysroot)."""
+    clangs = [c for c in build_image.packaged_compilers if c.startswith("clang-")]
+    if not clangs:
+        raise UnsupportedError(
+            f"{build_image.name} packages no clang for the canary's sysroot build",
+            why="a sysroot build compiles with clang, as TensorFlow's does",
+            fix="Build on an image whose distribution packages clang (bookworm, trixie).",
+        )
+    newest = max(clangs, key=lambda c: int(c.split("-")[1]))
+    return replace(recipe, compiler=newest)
 
 
 #: The time of every file of a canary copy, as a release tarball fixes its members' times: the

@@ -118,6 +118,25 @@ def _plan_options(
             show_default=False,
         ),
     ] = None,
+    portable: Annotated[
+        bool,
+        typer.Option(
+            "--portable/--no-portable",
+            help="Reach the recipe's glibc floor (the stock wheel's) by TensorFlow's own route: "
+            "its hermetic toolchain (2.21) or its old-glibc sysroot. --no-portable: the image's "
+            "compiler and glibc, for systems as new as the image.",
+        ),
+    ] = True,
+    sysroot_from: Annotated[
+        str | None,
+        typer.Option(
+            "--sysroot-from",
+            metavar="IMAGE",
+            help="Link against this image's C library and libstdc++ (a base-images.yaml entry or "
+            "a tfbuild base image): the wheel loads on that system and newer.",
+            show_default=False,
+        ),
+    ] = None,
     canary: Annotated[
         bool,
         typer.Option(
@@ -159,6 +178,8 @@ def _plan_options(
         skip_disk_check=skip_disk_check,
         label=label,
         base_image=base_image,
+        portable=portable,
+        sysroot_from=sysroot_from,
         canary=canary,
         reproducible=reproducible,
         recipes_dir=tuple(recipes_dir or ()),

@@ -12,7 +12,7 @@ from tfbuild import tfversions
 from tfbuild.detect.host import HostFacts
 from tfbuild.errors import UnsupportedError
 from tfbuild.plan.cuda import plan_cuda
-from tfbuild.plan.model import CACHE_ROOT, CudaPlan, PlanOptions, Reason, Resources
+from tfbuild.plan.model import CACHE_ROOT, CudaPlan, PlanOptions, Reason, Resources, Route, Sysroot
 from tfbuild.recipes import Recipe
 from tfbuild.variants import MklThreading, Variant
 
@@ -105,17 +105,23 @@ def configure_rc(
     options: PlanOptions,
     recipe: Recipe,
     family: str,
-    compiler_path: str,
+    route: Route,
+    sysroot: Sysroot | None,
+    compiler_path: str | None,
     cflags: tuple[str, ...],
     python: str,
     cuda_plan: CudaPlan | None,
 ) -> BazelRc:
-    """What TensorFlow's ./configure would have written (.tf_configure.bazelrc), plus the wheel."""
+    """What TensorFlow's ./configure would have written (.tf_configure.bazelrc), plus the wheel,
+    and the lines that make the planned toolchain the one that compiles (``toolchain_rc``)."""
     rc: list[str] = [
         f"build --action_env PYTHON_BIN_PATH={_quoted('/usr/bin/python3')}",
         f"build --python_path={_quoted('/usr/bin/python3')}",
+        *toolchain_rc(recipe, route, sysroot, compiler_path),
     ]
-    if family == "clang":
+    if compiler_path is None:
+        pass  # the hermetic toolchain: no compiler of the image to name
+    elif family == "clang":
         rc += [
             f"build --action_env CLANG_COMPILER_PATH={_quoted(compiler_path)}",
             f"build --repo_env=CC={compiler_path}",
@@ -152,7 +158,7 @@ def configure_rc(
                 f"build --action_env TF_CUDA_PATHS={_quoted('/usr/local/cuda,/usr')}",
                 f"build --action_env TF_CUDA_COMPUTE_CAPABILITIES={_quoted(caps)}",
             ]
-        if family == "clang":
+        if family == "clang" and compiler_path is not None and route != "sysroot":
             rc.append(f"build --action_env CLANG_CUDA_COMPILER_PATH={_quoted(compiler_path)}")
     wheel_name = {"cuda": "tensorflow"}.get(options.variant, "tensorflow_cpu")
     if recipe.wheel_flow == "wheel":
@@ -166,6 +172,48 @@ def configure_rc(
         rc.append("build --repo_env=ML_WHEEL_TYPE=release")
 
     return BazelRc(lines=tuple(rc), build_target=build_target, wheel_name=wheel_name)
+
+
+#: TensorFlow's crosstool that takes TF_SYSROOT (cuda_configure.bzl's _tf_sysroot); its release
+#: configs use it for CPU and GPU wheels alike (.bazelrc release_cpu_linux, release_gpu_linux).
+SYSROOT_CROSSTOOL = "@local_config_cuda//crosstool:toolchain"
+#: rules_ml_toolchain's switch at TF 2.21's pin (d8cb9c2, common/BUILD).
+HERMETIC_CC_FLAG = "--@rules_ml_toolchain//common:enable_hermetic_cc"
+
+
+def toolchain_rc(
+    recipe: Recipe, route: Route, sysroot: Sysroot | None, compiler_path: str | None
+) -> list[str]:
+    """The rc lines that make the planned compiler the one that compiles (docs/toolchain-facts.md).
+
+    hermetic: rules_ml_toolchain's own defaults at TF 2.21's pin, written out so that no future
+    default flips them. sysroot: TF's release route (``release_cpu_linux``): its crosstool with
+    ``TF_SYSROOT``; under bazel 7 only with platform-based C++ toolchain resolution off, since
+    registered toolchains win over ``--crosstool_top`` there. image: the image's compiler, and
+    where TF has a hermetic toolchain, the opt-out its own ``clang_local`` config spells.
+    """
+    resolution_off = "build --noincompatible_enable_cc_toolchain_resolution"
+    if route == "hermetic":
+        assert sysroot is not None and recipe.toolchain is not None
+        return [
+            f"build {HERMETIC_CC_FLAG}=True",
+            "build --repo_env=USE_HERMETIC_CC_TOOLCHAIN=1",
+            f"build --repo_env=LLVM_VERSION={recipe.toolchain.llvm}",
+            f"build --repo_env=SYSROOT_DIST={sysroot.name}",
+        ]
+    lines: list[str] = []
+    if tfversions.cc_toolchain_resolution(recipe.bazel):
+        lines.append(resolution_off)
+    if tfversions.hermetic_cc(recipe.version):
+        lines += [f"build {HERMETIC_CC_FLAG}=False", "build --repo_env=USE_HERMETIC_CC_TOOLCHAIN=0"]
+    if route == "sysroot":
+        assert sysroot is not None and compiler_path is not None
+        lines += [
+            f"build --crosstool_top={SYSROOT_CROSSTOOL}",
+            f"build --repo_env=TF_SYSROOT={_quoted(sysroot.name)}",
+            f"build --action_env CLANG_CUDA_COMPILER_PATH={_quoted(compiler_path)}",
+        ]
+    return lines
 
 
 def bazel_options(options: PlanOptions, resources: Resources) -> BazelOptions:

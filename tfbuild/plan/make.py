@@ -199,7 +199,7 @@ def make_plan(
     reasons.append(python_reason)
     base, base_reason = _choose_base_image(options, recipe, base_images)
     reasons.append(base_reason)
-    toolchain = choose_toolchain(options, recipe, base)
+    toolchain = choose_toolchain(options, recipe, base, base_images)
     reasons.extend(toolchain.reasons)
 
     target = choose_target(options, recipe, host)
@@ -231,6 +231,8 @@ def make_plan(
         options=options,
         recipe=recipe,
         family=toolchain.family,
+        route=toolchain.route,
+        sysroot=toolchain.sysroot,
         compiler_path=toolchain.compiler_path,
         cflags=target.cflags,
         python=python,
@@ -239,17 +241,6 @@ def make_plan(
 
     bazel = bazel_options(options, resources)
     reasons.extend(bazel.reasons)
-
-    if recipe.floor is not None:
-        reasons.append(
-            Reason(
-                what="glibc floor",
-                value=f"glibc {recipe.floor}",
-                why=f"{recipe.where('floor')}: no worse than TensorFlow {recipe.short}'s stock "
-                "wheel; the build checks its wheel with auditwheel and says so loudly when it "
-                "misses (which toolchain reaches it: docs/toolchain-facts.md)",
-            )
-        )
 
     measures = choose_measures(options)
     reasons.extend(measures.reasons)
@@ -302,7 +293,9 @@ def make_plan(
         warnings=tuple(dict.fromkeys(warnings)),
         standin=options.standin,
         label=wheel_label,
-        floor_goal=recipe.floor,
+        floor_goal=toolchain.floor_goal,
+        route=toolchain.route,
+        sysroot=toolchain.sysroot,
         reproducible=measures.reproducible,
         build_env=measures.build_env,
         snapshot=snapshot,

@@ -21,8 +21,13 @@ OUTPUT_DIR = "/out"
 
 TargetKind = Literal["machine", "portable", "native"]
 #: plan.json's schema: /2 moved facts about the moment (free disk) out to the receipt and added the
-#: reproducibility measures, the snapshot and package pins.
-PLAN_SCHEMA = "tfbuild.plan/2"
+#: reproducibility measures, the snapshot and package pins; /3 says which toolchain really compiles
+#: (the route: the image's compiler, TF's hermetic one, or the image's clang against a sysroot).
+PLAN_SCHEMA = "tfbuild.plan/3"
+#: Older plans a receipt may carry, still read (a /2 plan compiled with the image's compiler).
+_READABLE_SCHEMAS = ("tfbuild.plan/2", PLAN_SCHEMA)
+
+Route = Literal["image", "hermetic", "sysroot"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +54,12 @@ class PlanOptions:
     standin: bool = False  # the canary: `bazel` is the stand-in script of the source tree
     label: bool = True  # put the target in the wheel's PEP 440 local version label (+x86_64v4)
     reproducible: bool = True  # the determinism measures (SOURCE_DATE_EPOCH, ..., normalised wheel)
+    #: Reach the recipe's floor by its route (TF's hermetic toolchain or old-glibc sysroot); False:
+    #: the image's compiler against the image's glibc (a wheel for systems as new as the image).
+    portable: bool = True
+    #: Link against this image's C library and libstdc++ instead (a key of base_images): a wheel
+    #: that loads on that distribution and newer (--sysroot-from).
+    sysroot_from: str | None = None
 
     def __post_init__(self) -> None:
         # Callers (tests, the matrix) may pass the plain text; the plan holds the enum members.
@@ -141,6 +152,40 @@ class Resources:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Sysroot:
+    """The C library and libstdc++ the wheel links against, when they are not the toolchain image's.
+
+    Hermetic (TF 2.21+): ``name`` is rules_ml_toolchain's SYSROOT_DIST, which bazel downloads.
+    Otherwise ``name`` is the sysroot's path in the toolchain image (TF_SYSROOT), made in a stage of
+    the image by ``builder``: ``devtoolset-9`` (TF's own builder.devtoolset script from the release's
+    source, glibc 2.17) or ``image`` (the C library and libstdc++ of another distribution's image).
+    """
+
+    name: str
+    glibc: str | None  # X.Y, when known
+    builder: str | None = None  # None: downloaded by bazel (hermetic)
+    image: BaseImage | None = None  # where the builder stage runs
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "glibc": self.glibc,
+            "builder": self.builder,
+            "image": self.image.to_json() if self.image else None,
+        }
+
+    @staticmethod
+    def from_json(data: dict[str, Any]) -> Sysroot:
+        image = data["image"]
+        return Sysroot(
+            name=str(data["name"]),
+            glibc=data["glibc"],
+            builder=data["builder"],
+            image=None if image is None else BaseImage.from_json(image),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class BuildPlan:
     """A complete, exact, reviewable build: the renderer's only input."""
 
@@ -150,8 +195,8 @@ class BuildPlan:
     architecture: str  # of the machine the wheel is for (x86_64, aarch64)
     variant: Variant
     python: str
-    compiler: str
-    compiler_path: str  # inside the toolchain image
+    compiler: str  # what compiles the C++ ("clang-18.1.8"); route says whose it is
+    compiler_path: str | None  # inside the toolchain image; None: bazel downloads it (hermetic)
     compiler_packages: tuple[str, ...]
     llvm_apt_suite: str | None  # "llvm-toolchain-jammy-17" when clang comes from apt.llvm.org
     extra_packages: tuple[str, ...]  # e.g. cuDNN for CUDA images that lack it
@@ -185,6 +230,25 @@ class BuildPlan:
     package_versions: tuple[tuple[str, str], ...] = ()
     #: The oldest glibc (X.Y) the wheel should load on (the recipe's floor); the build checks it.
     floor_goal: str | None = None
+    #: Whose compiler compiles: the toolchain image's ("image"), TensorFlow's hermetic toolchain
+    #: ("hermetic", downloaded by bazel), or the image's clang against ``sysroot`` ("sysroot").
+    route: Route = "image"
+    sysroot: Sysroot | None = None
+
+    @property
+    def toolchain(self) -> str:
+        """What compiles the C++ and against what, in words (the plan, the log, the receipt)."""
+        if self.route == "hermetic" and self.sysroot:
+            return (
+                f"{self.compiler} of TensorFlow's hermetic toolchain (rules_ml_toolchain, "
+                f"downloaded by bazel), sysroot {self.sysroot.name}"
+                + (f" (glibc {self.sysroot.glibc})" if self.sysroot.glibc else "")
+            )
+        where = f"{self.compiler} ({self.compiler_path}, in the toolchain image)"
+        if self.route == "sysroot" and self.sysroot:
+            glibc = f"glibc {self.sysroot.glibc}" if self.sysroot.glibc else "its glibc"
+            return f"{where}, against the sysroot {self.sysroot.name} ({glibc})"
+        return f"{where}, against the image's own glibc"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -226,17 +290,23 @@ class BuildPlan:
             "snapshot": self.snapshot.to_json() if self.snapshot else None,
             "package_versions": dict(self.package_versions),
             "floor_goal": self.floor_goal,
+            "route": self.route,
+            "sysroot": self.sysroot.to_json() if self.sysroot else None,
+            "toolchain": self.toolchain,
         }
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> BuildPlan:
         """The plan a receipt carries, back as a value (a KeyError or ValueError if it is not one)."""
-        if data.get("schema") != PLAN_SCHEMA:
+        if data.get("schema") not in _READABLE_SCHEMAS:
             raise ValueError(f"plan schema {data.get('schema')!r}, not {PLAN_SCHEMA}")
-        image = data["base_image"]
         kind = data["target_kind"]
         if kind not in ("machine", "portable", "native"):
             raise ValueError(f"target kind {kind!r}")
+        route = data.get("route", "image")
+        if route not in ("image", "hermetic", "sysroot"):
+            raise ValueError(f"route {route!r}")
+        sysroot = data.get("sysroot")
         return BuildPlan(
             tensorflow=str(data["tensorflow"]),
             recipe=str(data["recipe"]),
@@ -245,7 +315,7 @@ class BuildPlan:
             variant=Variant(data["variant"]),
             python=str(data["python"]),
             compiler=str(data["compiler"]),
-            compiler_path=str(data["compiler_path"]),
+            compiler_path=None if data["compiler_path"] is None else str(data["compiler_path"]),
             compiler_packages=tuple(data["compiler_packages"]),
             llvm_apt_suite=data["llvm_apt_suite"],
             extra_packages=tuple(data["extra_packages"]),
@@ -253,18 +323,7 @@ class BuildPlan:
             target_kind=kind,
             cflags=tuple(data["cflags"]),
             coverage=tuple(data["coverage"]),
-            base_image=BaseImage(
-                name=str(image["name"]),
-                reference=str(image["reference"]),
-                distro=str(image["distro"]),
-                suite=str(image["suite"]),
-                python=str(image["python"]),
-                tcmalloc_package=str(image["tcmalloc_package"]),
-                packaged_compilers=tuple(image["packaged_compilers"]),
-                cuda=image["cuda"],
-                cudnn=image["cudnn"],
-                image_id=image["image_id"],
-            ),
+            base_image=BaseImage.from_json(data["base_image"]),
             bazel=str(data["bazel"]),
             bazel_configs=tuple(data["bazel_configs"]),
             rc_lines=tuple(data["rc_lines"]),
@@ -286,4 +345,6 @@ class BuildPlan:
             snapshot=AptSnapshot.from_json(data["snapshot"]) if data["snapshot"] else None,
             package_versions=tuple((str(k), str(v)) for k, v in data["package_versions"].items()),
             floor_goal=data.get("floor_goal"),
+            route=route,
+            sysroot=None if sysroot is None else Sysroot.from_json(sysroot),
         )

@@ -23,6 +23,7 @@ export PYTHONHASHSEED=0
 
 phase configure
 echo "[tfbuild] tool: compiler $(/usr/lib/llvm-17/bin/clang --version | head -n 1)"
+echo "[tfbuild] tool: sysroot /dt9 $(awk '$2 == "__GLIBC__" {major = $3} $2 == "__GLIBC_MINOR__" {minor = $3} END {print "glibc " major "." minor}' /dt9/usr/include/features.h)"
 echo "[tfbuild] tool: python $(python3 --version 2>&1)"
 echo "[tfbuild] tool: bazel $(bazel --version)"
 cp /tfbuild/tf_configure.bazelrc /src/.tf_configure.bazelrc

@@ -22,7 +22,8 @@ export LC_ALL=C
 export PYTHONHASHSEED=0
 
 phase configure
-echo "[tfbuild] tool: compiler $(/usr/lib/llvm-18/bin/clang --version | head -n 1)"
+echo "[tfbuild] tool: compiler clang-18.1.8 (TensorFlow's hermetic toolchain, downloaded by bazel)"
+echo "[tfbuild] tool: sysroot linux_glibc_2_27 (downloaded by bazel, glibc 2.27)"
 echo "[tfbuild] tool: python $(python3 --version 2>&1)"
 echo "[tfbuild] tool: bazel $(bazel --version)"
 cp /tfbuild/tf_configure.bazelrc /src/.tf_configure.bazelrc

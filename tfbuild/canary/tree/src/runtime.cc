@@ -1,9 +1,13 @@
 // The canary's C++ part: what TensorFlow's C++ runtime needs from the system, in miniature.
 // std::string comes from libstdc++ (GLIBCXX_ symbol versions), and a thread starts through
-// pthread_create, which glibc 2.34 moved into libc (GLIBC_2.34): the library's floor is the build
-// image's glibc and libstdc++, exactly as TensorFlow's is. tfbuild finds it with auditwheel.
+// pthread_create, which glibc 2.34 moved into libc (GLIBC_2.34), and a number is parsed with
+// strtol, which glibc 2.38's headers send to __isoc23_strtol (GLIBC_2.38) under _GNU_SOURCE, as
+// g++ and clang++ compile C++. So the library's floor is the glibc and libstdc++ it is compiled and
+// linked against (the build image's, or a sysroot's), exactly as TensorFlow's is; tfbuild finds it
+// with auditwheel.
 #include <pthread.h>
 
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -18,6 +22,8 @@ void *fill(void *arg) {
     return nullptr;
 }
 }  // namespace
+
+extern "C" long canary_parse(const char *text) { return std::strtol(text, nullptr, 0); }
 
 extern "C" int canary_runtime(int n) {
     Job job{std::string(), n};
