@@ -275,6 +275,12 @@ def print_plan(plan: BuildPlan) -> None:
     for reason in plan.reasons:
         table.add_row(reason.what, reason.value, reason.why)
     console.print(table)
+    console.print(f"[bold]what compiles[/bold]: {plan.toolchain}", soft_wrap=True, highlight=False)
+    if plan.floor_goal:
+        console.print(
+            f"[bold]loads on[/bold]: glibc {plan.floor_goal} and newer (checked after the build)",
+            highlight=False,
+        )
     console.print(f"[bold]compiler flags[/bold]: {' '.join(plan.cflags)}", soft_wrap=True)
     if plan.coverage:
         covers = ", ".join(
@@ -521,11 +527,55 @@ def print_verify(result: VerifyResult) -> None:
 
 
 def print_loads(wheel: Path, reports: Sequence[LoadReport]) -> None:
-    """Per image: does every native library of the wheel load there (the loader's words if not)."""
+    """Per image, one line: do the wheel's native libraries load there, does it suit that Python,
+    does it import (and which dependencies are missing); then the loader's, Python's and pip's words
+    for what did not."""
+    from rich.markup import escape
+
     console = Console(highlight=False, soft_wrap=True)
+    console.print(escape(wheel.name))
     for report in reports:
-        state = "[green]loads[/green]" if report.loads else "[red]does not load[/red]"
-        console.print(f"{wheel.name} {state} on {report.image} (glibc {report.glibc or 'unknown'})")
-        for library in report.libraries:
-            if not library.loads:
-                console.print(f"  {library.path}: {library.error}")
+        states = ["[green]loads[/green]" if report.loads else "[red]does NOT load[/red]"]
+        if not report.installable:
+            states.append("[red]does NOT install[/red]")
+        ok = [m.name for m in report.modules if m.ok]
+        failed = [m.name for m in report.modules if not m.ok]
+        if ok:
+            states.append(f"[green]imports {escape(', '.join(ok))}[/green]")
+        if failed:
+            states.append(f"[red]does NOT import {escape(', '.join(failed))}[/red]")
+        if report.installable and not report.modules:
+            states.append("nothing to import")
+        if report.missing:
+            states.append(f"[yellow]missing {escape(', '.join(report.missing))}[/yellow]")
+        if report.installed_by == "pip":
+            states.append(f"installed by pip {escape(report.pip or '')} from the wheelhouse")
+        console.print(
+            f"  {escape(report.image)} (glibc {escape(report.glibc or 'unknown')}, "
+            f"Python {escape(report.python or 'unknown')}): {', '.join(states)}"
+        )
+        notes = [f"{lib.path}: {lib.error}" for lib in report.libraries if not lib.loads]
+        if report.not_installable:
+            notes.append(report.not_installable)
+        notes += [
+            f"import {m.name}: {m.error}"
+            + (f" (likely cause: the missing dependency {m.cause})" if m.cause else "")
+            for m in report.modules
+            if not m.ok
+        ]
+        if report.no_pip:
+            notes.append(f"{report.image} has no pip; dependencies cannot be installed offline")
+        if report.install_error:
+            notes.append(f"pip could not install it from the wheelhouse: {report.install_error}")
+        notes += [
+            f"{r.state} (no packaging here to evaluate markers): {r.text}"
+            for r in report.requirements
+            if r.state == "not evaluated"
+        ]
+        unknown = [r.name for r in report.requirements if r.state == "unknown"]
+        if unknown:
+            notes.append(
+                f"not checked (this Python has no importlib.metadata): {', '.join(unknown)}"
+            )
+        for note in notes:
+            console.print(f"    {escape(note)}")

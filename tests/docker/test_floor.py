@@ -1,5 +1,6 @@
 """The glibc floor is real: the canary's receipt says what it needs, pick refuses it for an older
-glibc, and an older system's loader really refuses it, while the build's own system loads it."""
+glibc, and an older system's loader really refuses it (its library and its import), while the
+build's own system loads and imports it."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def volume(engine: Any) -> Iterator[str]:
 
 
 def smoke_in(wheel: Path, *images: str) -> subprocess.CompletedProcess[str]:
-    """`tfbuild smoke WHEEL --in-image IMAGE ...`: each image's own loader loads the wheel's code."""
+    """`tfbuild smoke WHEEL --in-image IMAGE ...`: each image's own loader loads the wheel's code,
+    and its python3 imports it."""
     argv = [sys.executable, "-m", "tfbuild", "smoke", str(wheel), "--json"]
     for image in images:
         argv += ["--in-image", image]
@@ -83,6 +85,26 @@ def test_the_floor_is_recorded_enforced_by_pick_and_real(
     assert library["path"] == canary.LIBRARY
     assert "version `GLIBC_2.34' not found" in library["error"]
     assert (own_image["glibc"], own_image["loads"]) == ("2.36", True)
+    # The import agrees too: run in each image's own python3, it fails on Debian 11 with the
+    # loader's words and, on Debian 12, really runs the wheel's package.
+    (old_import,) = old_image["modules"]
+    assert (old_image["imports"], old_import["name"], old_import["ok"]) == (
+        False,
+        "tfbuild_canary",
+        False,
+    )
+    assert old_import["error"].startswith("OSError: ")
+    assert "version `GLIBC_2.34' not found" in old_import["error"]
+    assert own_image["imports"] is True
+    assert own_image["modules"] == [
+        {
+            "name": "tfbuild_canary",
+            "ok": True,
+            "file": "tfbuild_canary/__init__.py",
+            "error": None,
+            "cause": None,
+        }
+    ]
     assert "does not load on tfbuild/base:bullseye" in both.stderr.splitlines()[-1]
     assert smoke_in(wheel, base_image).returncode == 0
 

@@ -562,12 +562,28 @@ def smoke_command(
             show_default=False,
         ),
     ] = None,
+    wheelhouse: Annotated[
+        Path | None,
+        typer.Option(
+            "--wheelhouse",
+            metavar="DIR",
+            help="With --in-image: the dependencies' wheels (pip download -d DIR ...), installed "
+            "offline with the image's pip before the import.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Prove a wheel: no unused-instruction complaint at import, and faster than the stock wheel."""
-    from tfbuild.errors import SmokeFailed
+    from tfbuild.errors import SmokeFailed, UsageError
 
+    if wheelhouse is not None and not in_image:
+        raise UsageError(
+            "--wheelhouse works only with --in-image",
+            why="it is the dependencies' wheels to install in that image",
+            fix="Add --in-image IMAGE, or drop --wheelhouse.",
+        )
     if in_image:
-        _smoke_in_images(wheel, in_image, as_json=as_json)
+        _smoke_in_images(wheel, in_image, wheelhouse=wheelhouse, as_json=as_json)
         return
     from tfbuild.smoke.report import Rules, check_plot
     from tfbuild.smoke.session import SmokeOptions, run_smoke, with_wheel_files
@@ -610,8 +626,11 @@ def smoke_command(
         raise SmokeFailed(f"{report.candidate_label} did not pass", why="; ".join(report.failures))
 
 
-def _smoke_in_images(wheel: str | None, images: list[str], *, as_json: bool) -> None:
-    """``smoke --in-image``: load the wheel's libraries with each image's own loader."""
+def _smoke_in_images(
+    wheel: str | None, images: list[str], *, wheelhouse: Path | None, as_json: bool
+) -> None:
+    """``smoke --in-image``: load the wheel's libraries with each image's own loader, check its
+    tags and requirements against the image's Python and import it there."""
     from tfbuild.engine import DockerEngine
     from tfbuild.errors import SmokeFailed, UsageError
     from tfbuild.loads import loads_in
@@ -619,7 +638,7 @@ def _smoke_in_images(wheel: str | None, images: list[str], *, as_json: bool) -> 
     if wheel is None or not wheel.endswith(".whl"):
         raise UsageError("--in-image needs a .whl file", fix="Name the wheel file to check.")
     with contextlib.closing(DockerEngine.connect()) as engine:
-        reports = [loads_in(engine, Path(wheel), image) for image in images]
+        reports = [loads_in(engine, Path(wheel), image, wheelhouse=wheelhouse) for image in images]
     if as_json:
         _print_json(
             {
@@ -632,15 +651,47 @@ def _smoke_in_images(wheel: str | None, images: list[str], *, as_json: bool) -> 
         from tfbuild.display import print_loads
 
         print_loads(Path(wheel), reports)
-    failed = [r for r in reports if not r.loads]
-    if failed:
-        first = next(lib for lib in failed[0].libraries if not lib.loads)
-        raise SmokeFailed(
-            f"{Path(wheel).name} does not load on {', '.join(r.image for r in failed)}",
-            why=first.error or "the loader refused it",
-            fix="Build on an older base image (or the release's portable toolchain) for that "
-            "system; tfbuild pick refuses the wheel there.",
+    failed = [r for r in reports if not r.passed]
+    if not failed:
+        return
+    # One verb per image, in the order of the checks: load, then install, then import.
+    verbs = [
+        "does not load"
+        if not r.loads
+        else "does not install"
+        if not r.installable
+        else "does not import"
+        for r in failed
+    ]
+    said = ", ".join(f"{verb} on {r.image}" for verb, r in zip(verbs, failed, strict=True))
+    first = failed[0]
+    if not first.loads:
+        fix = (
+            "Build it for that system: tfbuild wheel --sysroot-from IMAGE (or the recipe's "
+            "portable route, the default); tfbuild pick refuses this wheel there."
         )
+    elif not first.installable:
+        fix = (
+            "Build the wheel for that system's Python (tfbuild wheel --python X.Y), or check it "
+            "in an image with the Python it was built for."
+        )
+    elif first.install_error:
+        fix = (
+            "Put the wheels pip could not find into the wheelhouse (pip download -d DIR "
+            "REQUIREMENT) and rerun."
+        )
+    elif first.missing and (first.no_pip or not first.wheelhouse):
+        fix = (
+            "Give its dependencies with --wheelhouse DIR (pip download -d DIR ...), in an image "
+            "with pip."
+        )
+    else:
+        fix = "Read the import error above (--json has every module's)."
+    raise SmokeFailed(
+        f"{Path(wheel).name} {said}",
+        why=first.problem() or "it failed there",
+        fix=fix,
+    )
 
 
 # --- base ----------------------------------------------------------------------------------------------
