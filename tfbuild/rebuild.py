@@ -87,18 +87,22 @@ def plan_from_receipt(receipt: Receipt, *, host: HostFacts | None = None) -> Pla
 
 
 def check_base_image(engine: DockerEngine, plan: BuildPlan) -> None:
-    """A local base image (tfbuild base) must be the very image the build used, by id."""
-    base = plan.base_image
-    if base.image_id is None:
-        return  # pinned by digest in the reference itself
-    here = engine.image_id(base.reference)
-    if here != base.image_id:
-        raise EnvironmentProblem(
-            f"the base image {base.reference} ({base.image_id[:19]}) is not on this engine",
-            why=f"{base.reference} is {here[:19] if here else 'missing'} here",
-            fix="Import the same image (docker save / docker load), or build with a base image "
-            "pinned by digest.",
-        )
+    """A local base image (tfbuild base) must be the very image the build used, by id; so must a
+    local image the sysroot was made from (--sysroot-from)."""
+    images = [("base image", plan.base_image)]
+    if plan.sysroot is not None and plan.sysroot.image is not None:
+        images.append(("sysroot image", plan.sysroot.image))
+    for role, image in images:
+        if image.image_id is None:
+            continue  # pinned by digest in the reference itself
+        here = engine.image_id(image.reference)
+        if here != image.image_id:
+            raise EnvironmentProblem(
+                f"the {role} {image.reference} ({image.image_id[:19]}) is not on this engine",
+                why=f"{image.reference} is {here[:19] if here else 'missing'} here",
+                fix="Import the same image (docker save / docker load), or build with an image "
+                "pinned by digest.",
+            )
 
 
 def rebuild_run(receipt: Receipt, run: BuildRun) -> BuildRun:

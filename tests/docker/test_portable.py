@@ -76,6 +76,7 @@ def test_a_newer_build_is_refused_by_an_older_system_and_the_sysroot_route_takes
     (library,) = image["libraries"]
     assert library["path"] == canary.LIBRARY
     assert "version `GLIBC_2.38' not found" in library["error"]
+    assert image["imports"] is False
 
     # The same image's clang against Debian 12's C library and libstdc++ (TF_SYSROOT).
     portable, receipt = build(
@@ -99,4 +100,4 @@ def test_a_newer_build_is_refused_by_an_older_system_and_the_sysroot_route_takes
     loads = tfbuild("smoke", str(portable), "--in-image", base_image, "--json")
     assert loads.returncode == 0, loads.stdout + loads.stderr
     (image,) = json.loads(loads.stdout)["images"]
-    assert (image["glibc"], image["loads"]) == ("2.36", True)
+    assert (image["glibc"], image["loads"], image["imports"]) == ("2.36", True, True)

@@ -139,7 +139,9 @@ def test_sysroot_from_an_older_image_links_against_its_c_library() -> None:
 
 
 def test_sysroot_from_is_refused_where_tensorflow_compiles_hermetically() -> None:
-    with pytest.raises(UnsupportedError, match=r"--sysroot-from does not apply to TensorFlow 2\.21"):
+    with pytest.raises(
+        UnsupportedError, match=r"--sysroot-from does not apply to TensorFlow 2\.21"
+    ):
         shipped("2.21", sysroot_from="debian-12")
     # With --no-portable the image's clang compiles, so a sysroot can be given to it.
     p = shipped("2.21", portable=False, sysroot_from="debian-12")
