@@ -101,3 +101,26 @@ def test_a_newer_build_is_refused_by_an_older_system_and_the_sysroot_route_takes
     assert loads.returncode == 0, loads.stdout + loads.stderr
     (image,) = json.loads(loads.stdout)["images"]
     assert (image["glibc"], image["loads"], image["imports"]) == ("2.36", True, True)
+
+
+def test_a_rebuild_needs_the_very_image_its_sysroot_was_made_from(
+    engine: Any, base_image: str, new_base_image: str
+) -> None:
+    import dataclasses
+
+    from tfbuild.base import plan_here
+    from tfbuild.errors import EnvironmentProblem
+    from tfbuild.rebuild import check_base_image
+    from tfbuild.request import PlanArgs
+
+    args = PlanArgs(
+        canary=True, base_image=new_base_image, sysroot_from=base_image, skip_disk_check=True
+    )
+    plan = plan_here(args, engine).plan
+    assert plan.sysroot is not None and plan.sysroot.image is not None
+    assert plan.sysroot.image.image_id == engine.image_id(base_image)
+    check_base_image(engine, plan)  # both images are the ones planned with
+    remade = dataclasses.replace(plan.sysroot.image, image_id="sha256:" + "0" * 64)
+    other = dataclasses.replace(plan, sysroot=dataclasses.replace(plan.sysroot, image=remade))
+    with pytest.raises(EnvironmentProblem, match="the sysroot image tfbuild/base:bookworm"):
+        check_base_image(engine, other)
