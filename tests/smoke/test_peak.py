@@ -162,7 +162,20 @@ def test_measured_fma_peak_is_plausible_against_the_theoretical_one(
     assert measured.lanes * 32 in (128, 256, 512)
     if theory.gflops is None:
         pytest.skip("this machine's cpuinfo gives no clock, so there is no theoretical peak")
-    assert 0.3 * theory.gflops <= measured.gflops_total <= 4 * theory.gflops, (measured, theory)
+    assert measured.gflops_total <= 4 * theory.gflops, (measured, theory)
+    # The lower bound is per core, on the single-process figure, and on the best of three tries:
+    # other work on a shared machine takes cores away from the all-core figure (seen: 41 of 166
+    # GFLOP/s while four other test runs used both vCPUs), but one process still gets most of a
+    # core, and a counting mistake (a factor of lanes or of two flops per FMA) stays far below.
+    per_core = theory.gflops / theory.cores
+    best = measured.gflops_single
+    for _ in range(2):
+        if best >= 0.3 * per_core:
+            break
+        again = measure_fma_peak(compiler=compiler, seconds=0.1)
+        assert again is not None
+        best = max(best, again.gflops_single)
+    assert best >= 0.3 * per_core, (measured, theory)
     json.dumps(measured.to_json())
 
 
