@@ -69,6 +69,11 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     ),
     "text": lambda v: None if isinstance(v, str) else "text",
     "bool": lambda v: None if isinstance(v, bool) else "true or false",
+    "date": _pattern(re.compile(r"^\d{4}-\d{2}-\d{2}$"), "a date YYYY-MM-DD"),
+    "verified": _pattern(
+        re.compile(r"^(read|cited|not verified): \S"),
+        "a statement starting 'read: ', 'cited: ' or 'not verified: ' (see recipes/README.md)",
+    ),
 }
 
 
@@ -86,6 +91,8 @@ class Field:
 ROUTES = ("hermetic", "sysroot")
 #: What makes a recipe's sysroot: TF's own builder.devtoolset script, from the release's source.
 SYSROOT_BUILDERS = ("devtoolset-9",)
+#: The parts of a recipe its ``verified:`` record speaks of.
+VERIFIED_PARTS = ("source", "python", "bazel", "compiler", "wheel", "configs", "cuda", "toolchain")
 
 SCHEMA: dict[str, Field] = {
     "tensorflow": Field("version3"),
@@ -144,6 +151,17 @@ SCHEMA: dict[str, Field] = {
         },
     ),
     "notes": Field("text", required=False),
+    # How far the recipe is verified against the release's own files: a date and, per part of the
+    # recipe, a statement whose first word says how (VERIFIED_LEVELS).
+    "verified": Field(
+        "map",
+        required=False,
+        nullable=True,  # an empty record: none
+        children={
+            "date": Field("date"),
+            **{part: Field("verified", required=False) for part in VERIFIED_PARTS},
+        },
+    ),
 }
 
 
@@ -190,6 +208,46 @@ class ToolchainRoute:
         }
 
 
+#: How a part of a recipe is known, strongest first: ``read`` in the release's own files (its tarball
+#: or tag); ``cited`` from another source about this release (TensorFlow's docs, a third party's pin,
+#: a build log); ``not verified`` (inferred, or read in another commit's or release's files).
+VERIFIED_LEVELS = ("read", "cited", "not verified")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verified:
+    """A recipe's ``verified:`` record: when, and per part of the recipe how, it was checked."""
+
+    date: str  # YYYY-MM-DD
+    parts: tuple[tuple[str, str], ...]  # (part, statement), in the file's order
+
+    def level(self, statement: str) -> str:
+        return next(level for level in VERIFIED_LEVELS if statement.startswith(f"{level}: "))
+
+    def counts(self) -> dict[str, int]:
+        levels = [self.level(statement) for _, statement in self.parts]
+        return {level: levels.count(level) for level in VERIFIED_LEVELS}
+
+    def summary(self) -> str:
+        """``2026-11-22: read 0, cited 5, not verified 3`` (parts of the recipe)."""
+        counts = self.counts()
+        return f"{self.date}: " + ", ".join(f"{level} {counts[level]}" for level in VERIFIED_LEVELS)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "date": self.date,
+            "summary": self.summary(),
+            "parts": [
+                {
+                    "part": part,
+                    "level": self.level(statement),
+                    "how": statement.split(": ", 1)[1],
+                }
+                for part, statement in self.parts
+            ],
+        }
+
+
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
     tensorflow: str
@@ -220,6 +278,8 @@ class Recipe:
     floor: str | None = None
     #: How the wheel reaches that floor (None: the image's compiler against the image's glibc).
     toolchain: ToolchainRoute | None = None
+    #: How far the recipe was checked against the release's own files (None: no record).
+    verified: Verified | None = None
 
     @property
     def version(self) -> tfversions.Version:
@@ -270,6 +330,7 @@ class Recipe:
                 "base_image": self.cuda.base_image,
             },
             "notes": self.notes or None,
+            "verified": self.verified.to_json() if self.verified else None,
         }
 
 
@@ -489,6 +550,7 @@ def parse_recipe(text: str, *, path: str) -> Recipe:
     data = _validate(path, node, SCHEMA, "", lines)
     source, wheel, cuda = data["source"], data["wheel"], data.get("cuda")
     route = data.get("toolchain")
+    verified = data.get("verified")
     recipe = Recipe(
         tensorflow=data["tensorflow"],
         path=path,
@@ -523,6 +585,12 @@ def parse_recipe(text: str, *, path: str) -> Recipe:
         snapshot=data.get("snapshot"),
         floor=data.get("floor"),
         toolchain=None if route is None else ToolchainRoute(**route),
+        verified=None
+        if verified is None
+        else Verified(
+            date=verified["date"],
+            parts=tuple((k, v) for k, v in verified.items() if k != "date"),
+        ),
         file_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
     _gate(recipe)

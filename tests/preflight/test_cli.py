@@ -1,0 +1,163 @@
+"""``tfbuild plan --source DIR``, ``tfbuild recipes verify`` and the recipes' verified record, through
+the real command line (a subprocess, as a user runs it), on the fixture trees."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.conftest import ROOT, run_cli
+
+TREES = ROOT / "tests" / "fixtures" / "trees"
+PLAN_2_21 = (
+    "plan",
+    "--tf",
+    "2.21",
+    "--target",
+    "x86_64_v3",
+    "--python",
+    "3.12",
+    "--skip-disk-check",
+)
+
+
+def copy(name: str, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(TREES / name, tmp_path / name))
+
+
+def error_line(stderr: str) -> str:
+    (line,) = [line for line in stderr.splitlines() if line.startswith("tfbuild: error: ")]
+    return line
+
+
+def test_plan_source_prints_the_findings_and_passes_on_a_tree_that_fits(tmp_path: Path) -> None:
+    root = copy("tf-2.21-shaped", tmp_path)
+    result = run_cli(*PLAN_2_21, "--source", str(root))
+    assert result.returncode == 0, result.stderr
+    assert f"source tree {root} fits: TensorFlow 2.21.0 cpu, Python 3.12" in result.stdout
+    assert "WORKSPACE:100: Python 3.12: //:requirements_lock_3_12.txt" in result.stdout
+    as_json = run_cli(*PLAN_2_21, "--source", str(root), "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    data = as_json.json()
+    assert data["schema"] == "tfbuild.plan/3"  # the plan, with the preflight added beside it
+    preflight = data["preflight"]
+    assert preflight["schema"] == "tfbuild.preflight/1" and preflight["passed"] is True
+    assert {f["check"] for f in preflight["findings"]} >= {"bazelversion", "configs", "toolchain"}
+    assert "preflight" not in run_cli(*PLAN_2_21, "--json").json()  # only with --source
+
+
+def test_plan_source_on_a_tree_that_does_not_fit_exits_4_with_one_line(tmp_path: Path) -> None:
+    root = copy("tf-2.21-shaped", tmp_path)
+    (root / ".bazelversion").write_text("6.5.0\n")
+    result = run_cli(*PLAN_2_21, "--source", str(root))
+    assert result.returncode == 4
+    assert "fail    .bazelversion:1: the tree wants bazel 6.5.0, the plan runs bazel 7.4.1" in (
+        result.stdout
+    )
+    assert error_line(result.stderr) == (
+        f"tfbuild: error: the source tree {root} does not fit the plan: .bazelversion:1: the tree "
+        "wants bazel 6.5.0, the plan runs bazel 7.4.1: the toolchain image runs the plan's bazel "
+        "(USE_BAZEL_VERSION wins over .bazelversion), and a release builds with the bazel it "
+        "names: another stops on flags and rules it does not know. Use a recipe whose bazel is "
+        "6.5.0 for this tree (--recipes-dir), or build the release the recipe is for. Nothing was "
+        "built: no image, no container."
+    )
+    assert "Traceback" not in result.stderr
+    as_json = run_cli(*PLAN_2_21, "--source", str(root), "--json")
+    assert as_json.returncode == 4
+    assert as_json.json()["preflight"]["passed"] is False
+
+
+def test_plan_source_that_is_no_tensorflow_tree_exits_3(tmp_path: Path) -> None:
+    result = run_cli(*PLAN_2_21, "--source", str(tmp_path))
+    assert result.returncode == 3
+    assert "does not look like a TensorFlow source tree" in error_line(result.stderr)
+
+
+def test_render_and_wheel_have_no_plan_source_of_their_own() -> None:
+    """--source is the plan command's (wheel has its own, the tree it builds); render has none."""
+    result = run_cli("render", "--source", "x", "-o", "y")
+    assert result.returncode == 2
+    assert "No such option: --source" in result.stderr
+
+
+def test_recipes_verify_against_a_local_tree(tmp_path: Path) -> None:
+    result = run_cli("recipes", "verify", "2.18", "--source", str(copy("tf-2.18-shaped", tmp_path)))
+    assert result.returncode == 0, result.stderr
+    assert "recipes/tf-2.18.yaml against" in result.stdout and ": matches" in result.stdout
+    # Every Python's CPU plan, and the newest Python's mkl and cuda plans.
+    plans = [line for line in result.stdout.splitlines() if line.startswith("plan ")]
+    assert [line.split(": ", 1)[1] for line in plans] == [
+        "TensorFlow 2.18.1 cpu, Python 3.9",
+        "TensorFlow 2.18.1 cpu, Python 3.10",
+        "TensorFlow 2.18.1 cpu, Python 3.11",
+        "TensorFlow 2.18.1 cpu, Python 3.12",
+        "TensorFlow 2.18.1 mkl, Python 3.12",
+        "TensorFlow 2.18.1 cuda CUDA 12.5.1, Python 3.12",
+    ]
+
+
+def test_recipes_verify_reports_drift_with_exit_4(tmp_path: Path) -> None:
+    result = run_cli("recipes", "verify", "2.13", "--source", str(copy("old-pieces", tmp_path)))
+    assert result.returncode == 4
+    line = error_line(result.stderr)
+    assert line.startswith(
+        "tfbuild: error: recipe recipes/tf-2.13.yaml does not match the release's files "
+        "(4 mismatches): .bazelrc: the recipe lists configs the tree's rc files do not define: "
+        "avx_linux, dbg, mkl_threadpool, short_logs, v2"
+    )
+    assert "(2) .bazelversion:1: the tree wants bazel 3.1.0, the plan runs bazel 5.3.0" in line
+    data = run_cli("recipes", "verify", "2.13", "--source", str(TREES / "old-pieces"), "--json")
+    assert data.returncode == 4
+    report = data.json()
+    assert report["schema"] == "tfbuild.release-check/1" and report["passed"] is False
+    assert [p["passed"] for p in report["plans"]] == [False, False, False]
+
+
+def test_recipes_verify_downloads_the_tarball_and_a_dead_host_is_one_line_with_exit_5(
+    tmp_path: Path,
+) -> None:
+    """The recipe's tarball is fetched with sources.fetch_source: here from a port nothing listens
+    on (the shipped recipes' github.com is not reachable from every test machine, and is from CI)."""
+    model = (ROOT / "recipes" / "tf-2.21.yaml").read_text()
+    url = "https://github.com/tensorflow/tensorflow/archive/refs/tags/v2.21.0.tar.gz"
+    assert url in model
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    dead = "https://127.0.0.1:9/v2.21.0.tar.gz"
+    (recipes / "tf-2.21.yaml").write_text(model.replace(url, dead))
+    result = run_cli(
+        "recipes",
+        "verify",
+        "2.21",
+        "--recipes-dir",
+        str(recipes),
+        env={"TFBUILD_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert result.returncode == 5
+    assert error_line(result.stderr).startswith(f"tfbuild: error: cannot download {dead}: ")
+    assert result.stdout == ""
+
+
+def test_recipes_show_and_list_say_how_far_each_recipe_is_verified() -> None:
+    shown = run_cli("recipes", "show", "2.21")
+    assert shown.returncode == 0, shown.stderr
+    verified = shown.json()["verified"]
+    assert verified["summary"].startswith(f"{verified['date']}: read 0, cited ")
+    parts = {p["part"]: p for p in verified["parts"]}
+    assert parts["configs"]["level"] == "not verified"
+    assert "@0071ad1" in parts["configs"]["how"]
+    listed = run_cli("recipes", "--json")
+    assert all(r["verified"]["parts"] for r in listed.json()["recipes"])
+    table = run_cli("recipes")
+    assert table.returncode == 0
+    rows = [line.split() for line in table.stdout.splitlines() if line.strip().startswith("2.")]
+    expected = {
+        r["tensorflow"]: f"{sum(p['level'] == 'read' for p in r['verified']['parts'])}"
+        f"/{len(r['verified']['parts'])}"
+        for r in listed.json()["recipes"]
+    }
+    assert {row[0]: row[-1] for row in rows} == expected
+    assert "read: parts of the recipe read in the release's own files" in " ".join(
+        table.stdout.split()
+    )
