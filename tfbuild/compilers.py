@@ -6,6 +6,12 @@ features that a ``-march`` may not imply (``-march=znver4`` has no AVX-VNNI, ``-
 AVX512-VNNI/BF16), so every guard feature the machine has but the ``-march`` lacks gets its own ``-m``
 option when the compiler knows it; otherwise the wheel would still print "To enable the following
 instructions ..." at import. Each feature's coverage is reported with the flag that provides it.
+
+When archspec refuses the target for that compiler version (archspec's per-compiler version ranges),
+the nearest ancestor it spells is used, plus the ``-m`` options for the rest, but only when those
+still enable every guard feature the machine has: a compiler that cannot do that (gcc 4.8 for an
+AVX-512 machine, gcc 9 for Zen 4's BF16) cannot build for the target, and neither can one archspec
+has no flags for at all. Both are a valid request that cannot be met (exit 4).
 """
 
 from __future__ import annotations
@@ -208,6 +214,15 @@ def _march_features(base: Microarchitecture, flags: str, compiler: Compiler) -> 
     return frozenset()
 
 
+def first_version(target: Microarchitecture, compiler: str) -> str | None:
+    """The oldest version of ``compiler`` archspec spells ``target`` for (None: any, or none)."""
+    lows = [str(entry["versions"]).split(":")[0] for entry in target.compilers.get(compiler, ())]
+    if not lows or any(not low for low in lows):
+        return None
+    parsed = [tuple(int(p) for p in re.findall(r"\d+", low)) for low in lows]
+    return ".".join(str(p) for p in min(parsed))
+
+
 def _option_known(feature: features.GuardFeature, compiler: Compiler) -> tuple[bool, str]:
     minimum = {"gcc": feature.gcc, "clang": feature.clang}.get(compiler.name)
     if minimum is None:
@@ -242,13 +257,19 @@ def flags_for(
             why=refusal or "archspec knows no flags for it",
             fix="Choose a newer compiler version or a more generic --target.",
         )
+    if not flags:
+        # archspec's answer when it has no data for this compiler in the family: the compiler's
+        # default would be built, not the target.
+        raise UnsupportedError(
+            f"{compiler} cannot build for {target.name}",
+            why=f"archspec knows no {compiler.name} flags for the {target.family.name} family",
+            fix="Use a compiler archspec knows there (gcc or clang), e.g. --compiler clang-18.",
+        )
     if base is not target:
         notes.append(
             f"{compiler} does not know {target.name} ({refusal}); "
             f"using {base.name}'s flags plus explicit options for the rest"
         )
-    if not flags and target.family.name == "x86_64":
-        notes.append(f"archspec has no -march spelling for {compiler.name}")
 
     wanted = features.in_guard_order(machine_features)
     march = _march_features(base, flags, compiler) if flags else frozenset()
@@ -276,6 +297,17 @@ def flags_for(
         for implied in features.closure([name]):
             covered.setdefault(implied, feature.option)
         coverage.append(Coverage(feature=name, flag=feature.option))
+    uncovered = [c.feature for c in coverage if c.flag is None]
+    if base is not target and uncovered:
+        first = first_version(target, compiler.name)
+        newer = f"{compiler.name} {first} or newer" if first else f"a newer {compiler.name}"
+        raise UnsupportedError(
+            f"{compiler} cannot build for {target.name}",
+            why=f"archspec: {refusal}; the nearest target it knows, {base.name}, with the -m "
+            f"options {compiler} has, leaves {', '.join(uncovered)} off",
+            fix=f"Use {newer} (archspec spells {target.name} from there on), or build for "
+            f"{base.name}.",
+        )
     return CompilerFlags(
         compiler=compiler,
         target=target.name,

@@ -148,7 +148,7 @@ def test_target_flags_and_where_it_runs() -> None:
         ),
         ("haswell", "neoverse_v2", False, "belongs to the aarch64 architecture family"),
         ("power9", "power10", False, "needs POWER generation 10, but the machine is generation 9"),
-        ("zen5-vm", "zen4", False, "flush_l1d, pku, rdseed"),
+        ("zen5-vm", "zen4", False, "rdseed"),  # flush_l1d, pku: not instruction sets
     ],
 )
 def test_why_not(machine: str, target: str, runs: bool, fragment: str) -> None:
@@ -163,6 +163,43 @@ def test_why_not_on_the_cli() -> None:
     assert "why not icelake" in result.stdout
     assert "does not fit" in result.stdout
     assert "avx512" in result.stdout
+
+
+def test_an_unknown_why_not_names_its_option_and_a_command_that_lists_every_name() -> None:
+    result = run_cli("detect", "--why-not", "zen9", "--no-gpu")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith(
+        "tfbuild: error: unknown --why-not 'zen9': it is not an archspec"
+    )
+    assert "Did you mean zen" in result.stderr
+    # The command the message gives really lists every name (archspec's own CLI lists only the
+    # host): run it with this Python, which has tfbuild's archspec.
+    assert cpu.LIST_TARGETS in result.stderr
+    command = cpu.LIST_TARGETS.removeprefix("python -c ").strip("'")
+    listed = subprocess.run(
+        [sys.executable, "-c", command], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert listed == sorted(archspec.cpu.TARGETS) and "neoverse_v2" in listed
+    target = run_cli("detect", "--target", "zen9", "--no-gpu")
+    assert target.returncode == 2 and "unknown --target 'zen9'" in target.stderr
+
+
+def test_a_compiler_too_old_for_the_machine_is_exit_4() -> None:
+    # archspec spells x86_64_v4 for gcc from 6.0 on, and gcc 4.8 has no -mavx512f: the recorded
+    # Zen 5 VM's AVX-512 cannot be enabled. Its Haswell neighbour is fine with gcc 4.8.
+    zen5 = run_cli("detect", "--cpuinfo", str(cpuinfo_fixture("zen5-vm")), "--compiler", "gcc-4.8")
+    assert zen5.returncode == 4, zen5.stderr
+    assert zen5.stderr.count("\n") == 1 and zen5.stdout == ""
+    assert zen5.stderr.startswith("tfbuild: error: gcc-4.8.0 cannot build for x86_64_v4: archspec:")
+    assert "leaves AVX512F, AVX512_VNNI, AVX512_BF16, AVX_VNNI off" in zen5.stderr
+    assert "Use gcc 6.0 or newer" in zen5.stderr
+    haswell = run_cli(
+        "detect", "--cpuinfo", str(cpuinfo_fixture("haswell")), "--compiler", "gcc-4.8", "--json"
+    )
+    assert haswell.returncode == 0, haswell.stderr
+    (machine,) = haswell.json()["machines"]
+    assert machine["compiler_flags"]["flags"] == "-march=core-avx2 -mtune=core-avx2"
 
 
 def test_non_x86_machines_say_the_guard_does_not_apply() -> None:
@@ -261,3 +298,11 @@ def test_tensorflow_support_with_a_driver() -> None:
     assert "Python 3.12 is outside 3.9-3.11" in old.note
     assert (new.python_ok, new.cuda, new.cuda_ok) == (True, "12.5.1", False)
     assert "the driver supports CUDA 12.4, the release defaults to 12.5.1" in new.note
+
+
+def test_why_not_names_only_instruction_sets() -> None:
+    """The Zen 5 VM's dump lacks flush_l1d and pku (hidden by the hypervisor) and rdseed: zen4 is
+    refused for rdseed alone, the one an instruction compiled code can use."""
+    fit = cpu.why_not(cpu.lookup_target("zen4"), read_cpuinfo(cpuinfo_fixture("zen5-vm")))
+    assert not fit.runs
+    assert fit.reason.endswith("requires features the CPU lacks: rdseed"), fit.reason

@@ -16,7 +16,7 @@ import archspec.cpu
 import pytest
 
 from tests.conftest import cpuinfo_fixture, cpuinfo_fixtures
-from tfbuild.compilers import Compiler, flags_for, parse_compiler
+from tfbuild.compilers import Compiler, first_version, flags_for, parse_compiler
 from tfbuild.detect import cpu, features
 from tfbuild.detect._run import CommandResult
 from tfbuild.detect.cpuinfo import read_cpuinfo
@@ -149,17 +149,67 @@ def test_znver4_needs_only_avxvnni_on_zen5() -> None:
     assert result.command_line == "-march=znver4 -mtune=znver4 -mavxvnni"
 
 
-def test_old_gcc_falls_back_and_says_what_stays_uncovered() -> None:
-    info = read_cpuinfo(cpuinfo_fixture("zen4"))
+def test_a_compiler_that_does_not_know_the_target_falls_back_when_its_options_cover_it() -> None:
+    # archspec spells zen5 for clang from 19.1 on; clang 18's znver4 plus -mavxvnni still turns
+    # on every guard feature Zen 5 has, so the wheel loses nothing TensorFlow checks.
+    zen5 = archspec.cpu.TARGETS["zen5"]
     result = flags_for(
-        cpu.identify(info), parse_compiler("gcc-9.4"), machine_features=cpu.guard_features(info)
+        zen5, parse_compiler("clang-18.1.8"), machine_features=features.present(zen5.features)
     )
-    assert result.march_target == "zen2"
-    assert "-mavx512f" in result.flags
-    assert result.uncovered == ("AVX512_BF16",)
-    (note,) = [c.note for c in result.coverage if c.flag is None]
-    assert note == "gcc 9.4.0 has no -mavx512bf16 (needs 10.1+)"
-    assert any("does not know zen4" in w for w in result.warnings)
+    assert result.march_target == "zen4"
+    assert result.flags == ("-march=znver4", "-mtune=znver4", "-mavxvnni")
+    assert result.uncovered == ()
+    assert any("does not know zen5" in w for w in result.warnings)
+
+
+def test_old_gcc_that_leaves_guard_features_off_is_refused() -> None:
+    # gcc 9.4 does not know zen4 (archspec: 10.3 on), and its zen2 fallback has no -mavx512bf16.
+    info = read_cpuinfo(cpuinfo_fixture("zen4"))
+    with pytest.raises(UnsupportedError) as caught:
+        flags_for(
+            cpu.identify(info), parse_compiler("gcc-9.4"), machine_features=cpu.guard_features(info)
+        )
+    line = caught.value.line()
+    assert line.startswith("gcc-9.4.0 cannot build for zen4: archspec: cannot produce")
+    assert "the nearest target it knows, zen2," in line and "leaves AVX512_BF16 off" in line
+    assert line.endswith(
+        "Use gcc 10.3 or newer (archspec spells zen4 from there on), or build for zen2."
+    )
+    assert caught.value.exit_code == 4
+
+
+def test_gcc_4_8_is_too_old_for_an_avx512_machine() -> None:
+    # archspec spells x86_64_v4 for gcc from 6.0 on; gcc 4.8 has no -mavx512f at all.
+    info = read_cpuinfo(cpuinfo_fixture("zen5-vm"))
+    with pytest.raises(
+        UnsupportedError, match="leaves AVX512F, AVX512_VNNI, AVX512_BF16, AVX_VNNI off"
+    ):
+        flags_for(
+            cpu.identify(info), parse_compiler("gcc-4.8"), machine_features=cpu.guard_features(info)
+        )
+    # The same compiler still knows the Haswell of another dump: only the target decides.
+    haswell = read_cpuinfo(cpuinfo_fixture("haswell"))
+    result = flags_for(
+        cpu.identify(haswell),
+        parse_compiler("gcc-4.8"),
+        machine_features=cpu.guard_features(haswell),
+    )
+    assert result.flags[:2] == ("-march=core-avx2", "-mtune=core-avx2")
+
+
+def test_a_family_archspec_has_no_flags_for_is_refused() -> None:
+    # archspec's answer for gcc on 32-bit Arm is an empty string: no target, only gcc's default.
+    with pytest.raises(UnsupportedError, match="archspec knows no gcc flags for the arm family"):
+        flags_for(archspec.cpu.TARGETS["arm"], parse_compiler("gcc-12"), machine_features=())
+
+
+@pytest.mark.parametrize(
+    ("target", "compiler", "first"),
+    [("x86_64_v4", "gcc", "6.0"), ("zen4", "gcc", "10.3"), ("zen5", "clang", "19.1"),
+     ("x86_64", "clang", None)],
+)  # fmt: skip
+def test_first_version_is_archspecs_oldest_range(target: str, compiler: str, first: str) -> None:
+    assert first_version(archspec.cpu.TARGETS[target], compiler) == first
 
 
 def test_gcc_12_2_gets_archspecs_znver3_list_for_zen4() -> None:

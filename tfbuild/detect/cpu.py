@@ -132,8 +132,14 @@ def nearest_named(info: CpuInfo) -> Microarchitecture | None:
     return min(near, key=lambda t: (len(t.features - info.flags), -len(t.ancestors)))
 
 
-def lookup_target(name: str) -> Microarchitecture:
-    """An archspec target by name; unknown names are a usage error with suggestions."""
+#: What lists every archspec name: archspec's CLI has no such command (``archspec cpu`` prints only
+#: the host), so the names are the keys of ``archspec.cpu.TARGETS``, printed by tfbuild's Python.
+LIST_TARGETS = "python -c 'import archspec.cpu; print(*sorted(archspec.cpu.TARGETS))'"
+
+
+def lookup_target(name: str, *, option: str = "--target") -> Microarchitecture:
+    """An archspec target by name; unknown names are a usage error (naming ``option``, the option
+    that gave it) with suggestions."""
     import difflib
 
     targets = _targets()
@@ -142,10 +148,10 @@ def lookup_target(name: str) -> Microarchitecture:
     close = difflib.get_close_matches(name.replace("-", "_"), list(targets), n=3)
     hint = f"Did you mean {', '.join(close)}? " if close else ""
     raise UsageError(
-        f"unknown --target {name!r}",
+        f"unknown {option} {name!r}",
         why="it is not an archspec microarchitecture name",
         fix=f"{hint}Portable levels are x86_64_v2, x86_64_v3, x86_64_v4; "
-        "'python -m archspec cpu' lists all names.",
+        f"{LIST_TARGETS} lists every name (with tfbuild's Python).",
     )
 
 
@@ -167,8 +173,55 @@ class Fit:
         }
 
 
+#: Flags archspec lists among some x86-64 targets' features (archspec-json's
+#: cpu/microarchitectures.json, as shipped in archspec 0.2.7 and still at archspec-json commit
+#: 90b453f4053b6b139d1d2cb78c463b02e71ef363: zen4 and zen5 have flush_l1d and pku, zen5 tsc_adjust,
+#: zen3 pku) that no compiled code can come to depend on, so a wheel built for such a target is not
+#: refused for lacking them. Hypervisors hide them (the project's Zen 4 and Zen 5 VMs lack
+#: flush_l1d and pku; archspec-json#38, #84). archspec-json's own rule for a target's features is
+#: "what the compiler's -march for it turns on" (its #77 dropped erms and avic from zen4 because
+#: "these two flags do not represent any compiler options", #131 dropped cppc and #145
+#: ibrs_enhanced from zen5 for the same reason). Each entry is one flag with what it is, in the
+#: words of the Linux kernel (arch/x86/include/asm/cpufeatures.h) and its documentation:
+NOT_INSTRUCTION_SETS: dict[str, str] = {
+    # cpufeatures.h: X86_FEATURE_FLUSH_L1D "Flush L1D cache", a command written to the
+    # IA32_FLUSH_CMD MSR with WRMSR, which only the kernel may run; no compiler has an option for it.
+    "flush_l1d": "a cache-flush command the kernel writes to a model-specific register",
+    # cpufeatures.h: X86_FEATURE_TSC_ADJUST "TSC adjustment MSR 0x3B"; no compiler option either.
+    "tsc_adjust": "a time-stamp counter register only the kernel writes",
+    # cpufeatures.h: X86_FEATURE_PKU "Protection Keys for Userspace". Its two instructions,
+    # RDPKRU/WRPKRU, act on a protection key, and Documentation/core-api/protection-keys.rst (torvalds/
+    # linux commit 30c0923370175a01a806b23d797f1d9f2f3e4f40): "Before a pkey can be used, it must
+    # first be allocated with pkey_alloc()", a system call that fails where the CPU or the kernel
+    # has none. Compilers never emit them on their own (only the _rdpkru_u32/_wrpkru intrinsics do),
+    # so code reaches them only after the kernel granted a key at run time, never because of -march.
+    "pku": "protection keys, usable only once the kernel grants one at run time",
+}
+
+
 def why_not(target: Microarchitecture, info: CpuInfo) -> Fit:
-    """Explain whether ``target`` fits the machine the dump describes (archspec's wording)."""
+    """Explain whether ``target`` fits the machine the dump describes (archspec's wording), with the
+    flags that are not instruction sets (:data:`NOT_INSTRUCTION_SETS`) left out of the comparison:
+    a hypervisor hides them, and no compiled code depends on them."""
+    fit = _archspec_fit(target, info)
+    if fit.runs or info.architecture != "x86_64":
+        return fit
+    lacking = sorted((target.features & NOT_INSTRUCTION_SETS.keys()) - info.flags)
+    if not lacking:
+        return fit
+    lifted = _archspec_fit(target, replace(info, flags=info.flags | set(lacking)))
+    if not lifted.runs:
+        return lifted  # names only the instruction sets the CPU lacks
+    what = ", ".join(f"{flag} ({NOT_INSTRUCTION_SETS[flag]})" for flag in lacking)
+    return replace(
+        lifted,
+        reason=f"{target.name} runs here: the CPU has every instruction set it needs; it lacks "
+        f"only {what}, which compiled code cannot depend on",
+    )
+
+
+def _archspec_fit(target: Microarchitecture, info: CpuInfo) -> Fit:
+    """archspec's own rule: the target's features are all the CPU's, or an ancestor's."""
     detected = identify(info)
     name = str(target.name)
     if target == detected:

@@ -32,8 +32,10 @@ def gather(
     # Without --compiler, flags are spelled for the newest release's compiler: what a build uses.
     compiler = parse_compiler(compiler_spec or recipes[-1].compiler)
     # Validate names before any slow work, so a typo fails at once.
-    for name in (*why_not, *([target] if target else [])):
-        cpu.lookup_target(name)
+    for name in why_not:
+        cpu.lookup_target(name, option="--why-not")
+    if target:
+        cpu.lookup_target(target)
     live = not cpuinfo_files
     if len(set(cpuinfo_files)) != len(cpuinfo_files):
         raise UsageError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,14 @@ class HostFacts:
     driver_version: str | None = None
     driver_cuda: str | None = None  # the newest CUDA the driver supports
     gpu_capabilities: tuple[str, ...] = ()  # "8.9", from the GPUs
+    # The build host's architecture (platform.machine()); None: the machine's own (a build on the
+    # machine itself, or a nominal runner of the same architecture).
+    build_architecture: str | None = None
+
+    @property
+    def build_host_architecture(self) -> str:
+        """The architecture the build runs on: its toolchain image, compiler and tools are for it."""
+        return self.build_architecture or self.machine.architecture
 
 
 def host_facts(*, cpuinfo: Path | None = None, with_gpu: bool = False) -> HostFacts:
@@ -51,4 +60,5 @@ def host_facts(*, cpuinfo: Path | None = None, with_gpu: bool = False) -> HostFa
         driver_version=driver_version,
         driver_cuda=driver_cuda,
         gpu_capabilities=capabilities,
+        build_architecture=platform.machine() or None,
     )

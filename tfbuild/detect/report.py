@@ -93,9 +93,14 @@ def describe_machine(info: CpuInfo, compiler: Compiler) -> MachineReport:
     if target.vendor == "generic" and info.architecture == "x86_64":
         nearest = cpu.nearest_named(info)
         if nearest is not None:
+            fit = cpu.why_not(nearest, info)
+            said = (
+                f"archspec names no microarchitecture for this CPU ({fit.reason})"
+                if fit.runs
+                else f"no named microarchitecture fits (nearest: {fit.reason})"
+            )
             notes.append(
-                f"no named microarchitecture fits (nearest: {cpu.why_not(nearest, info).reason}); "
-                f"using the generic level {target.name}, which this CPU fully supports"
+                f"{said}; using the generic level {target.name}, which this CPU fully supports"
             )
     guard = guard_report(info)
     flags = flags_for(target, compiler, machine_features=guard.present)

@@ -11,8 +11,8 @@ from tfbuild.labels import local_label
 from tfbuild.plan.bazel import bazel_options, choose_variant, configure_rc
 from tfbuild.plan.model import BuildPlan, CudaPlan, PlanOptions, Reason, Resources
 from tfbuild.plan.reproducible import choose_measures, choose_snapshot
-from tfbuild.plan.resources import choose_resources
-from tfbuild.plan.target import choose_target
+from tfbuild.plan.resources import choose_resources, slow_build_warning
+from tfbuild.plan.target import check_architecture, choose_target
 from tfbuild.plan.toolchain import choose_python, choose_toolchain
 from tfbuild.recipes import BaseImage, Recipe
 from tfbuild.variants import Variant
@@ -190,6 +190,7 @@ def make_plan(
 ) -> BuildPlan:
     """Resolve every choice of a build, with its reason."""
     _check_options(options)
+    check_architecture(options, host)
     reasons: list[Reason] = [
         Reason(what="recipe", value=recipe.path, why=f"TensorFlow {recipe.tensorflow}")
     ]
@@ -220,6 +221,9 @@ def make_plan(
 
     resources, resource_reasons = choose_resources(options, host)
     reasons.extend(resource_reasons)
+    slow = slow_build_warning(options, host)
+    if slow is not None:
+        warnings.append(slow)
 
     variant = choose_variant(options, recipe, host, toolchain.family)
     reasons.extend(variant.reasons)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tfbuild.detect.host import HostFacts
-from tfbuild.errors import EnvironmentProblem
+from tfbuild.errors import EnvironmentProblem, UnsupportedError
 from tfbuild.plan.model import GIB, MIB, PlanOptions, Reason, Resources
 
 #: Memory a compile job may take: clang on TensorFlow's largest translation units peaks near 2.5 GB;
@@ -11,6 +11,62 @@ from tfbuild.plan.model import GIB, MIB, PlanOptions, Reason, Resources
 JOB_MIB = {"cpu": 2560, "mkl": 2560, "cuda": 4096}
 #: Free disk a build needs where caches and output live (bazel output base, caches, the wheel).
 DISK_NEEDED_GIB = {"cpu": 40, "mkl": 40, "cuda": 70}
+#: Memory left to the system beside bazel's server heap and its actions.
+SYSTEM_MIB = 1024
+#: Below this many cores a TensorFlow build takes many hours (thousands of compile actions).
+FEW_CPUS = 4
+
+
+def few_cpus(cpus: int) -> tuple[str, str] | None:
+    """``(what, advice)`` when ``cpus`` make a TensorFlow build slow, else None: the one wording
+    of the plan's warning and of ``tfbuild doctor``'s check."""
+    if cpus >= FEW_CPUS:
+        return None
+    return (
+        f"with {cpus} cpus a TensorFlow build takes many hours",
+        "Use a remote cache (--remote-cache URL) or a machine with more cores for real builds.",
+    )
+
+
+def slow_build_warning(options: PlanOptions, host: HostFacts) -> str | None:
+    """The plan's warning for few cores (a TensorFlow build only: the canary is a minute; and none
+    once a remote cache or executor is given, the advice it would give)."""
+    slow = few_cpus(host.build_cpus)
+    if slow is None or options.standin or options.remote_cache or options.remote_executor:
+        return None
+    what, advice = slow
+    return f"{what}. {advice}"
+
+
+def _check_memory(options: PlanOptions, memory_mib: int, jvm: int, per_job: int) -> None:
+    """Refuse memory settings beyond the machine: a heap or a budget bigger than its memory, or
+    a heap that leaves bazel's compile actions less than one job's worth."""
+    max_heap = memory_mib - SYSTEM_MIB - per_job
+    usable = f"this build host has {memory_mib} MiB of usable memory"
+    if options.jvm_heap_mb and jvm > max_heap:
+        instead = (
+            f"Pass at most --jvm-heap {max_heap}, or" if max_heap >= 256 else "Use more memory, or"
+        )
+        raise UnsupportedError(
+            f"--jvm-heap {jvm} is more than this machine's memory"
+            if jvm > memory_mib
+            else f"--jvm-heap {jvm} leaves bazel's compile actions no room",
+            why=f"{usable}; the heap, {SYSTEM_MIB} MiB for the system and one compile job "
+            f"({per_job} MiB) must fit in it",
+            fix=f"{instead} leave it out (the default is a tenth of memory).",
+        )
+    local_ram = options.local_ram_mb
+    if local_ram and local_ram > memory_mib - jvm:
+        raise UnsupportedError(
+            f"--local-ram-resources {local_ram} is more than this machine's memory"
+            if local_ram > memory_mib
+            else f"--local-ram-resources {local_ram} and the {jvm} MiB bazel server heap are more "
+            "than this machine's memory",
+            why=f"{usable}; bazel would start actions for memory that is not there, and the "
+            "kernel would kill the compilers",
+            fix=f"Pass at most --local-ram-resources {max(512, memory_mib - jvm - SYSTEM_MIB)}, "
+            "or leave it out (the default is memory less the heap and 1 GiB for the system).",
+        )
 
 
 def choose_resources(options: PlanOptions, host: HostFacts) -> tuple[Resources, list[Reason]]:
@@ -20,8 +76,10 @@ def choose_resources(options: PlanOptions, host: HostFacts) -> tuple[Resources, 
     memory_note = "" if host.build_memory_bytes else " (memory unknown: assumed 8 GiB)"
     heap_cap = 6144 if variant == "cuda" else 4096
     jvm = options.jvm_heap_mb or max(1024, min(heap_cap, memory_mib // 10))
-    local_ram = options.local_ram_mb or max(1024, memory_mib - jvm - 1024)
     per_job = JOB_MIB[variant]
+    if host.build_memory_bytes:  # an unknown size cannot be checked: 8 GiB is only assumed
+        _check_memory(options, memory_mib, jvm, per_job)
+    local_ram = options.local_ram_mb or max(1024, memory_mib - jvm - SYSTEM_MIB)
     by_memory = max(1, local_ram // per_job)
     jobs = options.jobs or max(1, min(host.build_cpus, by_memory))
     reasons = [

@@ -8,7 +8,7 @@ from typing import Any
 from tfbuild.compilers import CompilerFlags, Coverage, flags_for, parse_compiler
 from tfbuild.detect import cpu, features
 from tfbuild.detect.host import HostFacts
-from tfbuild.errors import UsageError
+from tfbuild.errors import UnsupportedError, UsageError
 from tfbuild.plan.model import PlanOptions, Reason, TargetKind
 from tfbuild.recipes import Recipe
 
@@ -23,6 +23,46 @@ class Target:
     cflags: tuple[str, ...]
     coverage: tuple[dict[str, Any], ...]
     reasons: tuple[Reason, ...]
+
+
+def _family(architecture: str, *, byte_order_known: bool = True) -> str:
+    """archspec's family of an architecture; a POWER dump does not tell ppc64 from ppc64le."""
+    family = cpu.family_root(architecture)
+    return family if byte_order_known else family.removesuffix("le")
+
+
+def _an(architecture: str) -> str:
+    """``an aarch64``, ``an x86_64``, ``a ppc64le``."""
+    return f"{'an' if architecture[:1] in 'aeiox' else 'a'} {architecture}"
+
+
+def check_architecture(options: PlanOptions, host: HostFacts) -> None:
+    """Refuse a wheel for another architecture than the build host's (``--target`` of another
+    family, or a ``--cpuinfo`` machine of one): tfbuild builds natively, in a toolchain image of
+    the build host's architecture, so its bazelisk, compiler flags and TCMalloc path would be
+    for the wrong machine. ``tfbuild matrix`` leaves such combinations out by this same check."""
+    build = host.build_host_architecture
+    if options.target:
+        family = str(cpu.lookup_target(options.target).family.name)
+        if _family(family) == _family(build):
+            return
+        what = f"--target {options.target} is {_an(family)} target, and this build host is {build}"
+    else:
+        machine = host.machine
+        known = machine.byte_order_known
+        if _family(machine.architecture, byte_order_known=known) == _family(
+            build, byte_order_known=known
+        ):
+            return
+        family = machine.architecture
+        what = f"the machine of {machine.source} is {family}, and this build host is {build}"
+    raise UnsupportedError(
+        what,
+        why="tfbuild builds natively, without a cross compiler (the toolchain image, bazelisk, "
+        "the compiler and its flags are the build host's)",
+        fix=f"Run tfbuild on {_an(family)} machine: until cross-compilation is real, a wheel is "
+        "built on the architecture it is for.",
+    )
 
 
 def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Target:
