@@ -4,6 +4,21 @@ debootstrap installs a minimal Debian or Ubuntu into a temporary directory, whic
 an image (``docker import``), tagged ``tfbuild/base:<suite>`` and reused by that tag. It needs root
 (debootstrap creates device nodes and chowns files) and the ``debootstrap`` program.
 
+Every suite of :data:`SUITES` is made on any host that has debootstrap, whatever that host's
+distribution and release (:func:`debootstrap_for`, checked before debootstrap runs):
+
+- The script: debootstrap's ``scripts/<suite>`` files are links to one script per distribution
+  (``sid`` for Debian, ``gutsy`` for every Ubuntu since 7.10), and a debootstrap older than a suite
+  lacks its link (Debian 12's has no ``noble``). tfbuild then names the script itself, as
+  debootstrap's fourth argument (``debootstrap SUITE TARGET MIRROR SCRIPT``, see debootstrap(8)).
+- The keyring: the distribution's archive keyring from the host's package where it is installed
+  (``debian-archive-keyring``, ``ubuntu-keyring``), else the one tfbuild brings
+  (``recipes/keyrings/``: Debian 12 has no ``ubuntu-keyring``, only bookworm-backports does). It is
+  always passed with ``--keyring``, so debootstrap never runs without checking the Release file.
+
+A debootstrap that fails is read back (its output and its ``debootstrap.log``): a mirror that cannot
+be reached, or has no such suite, is said in one line as the mirror's fault (exit 5).
+
 Planning with base images: :func:`plan_here` plans a request on this host, looking up a local base
 image (or the canary's default one) on the engine first, and connecting to it only when needed.
 """
@@ -12,10 +27,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,15 +42,27 @@ if TYPE_CHECKING:
     from tfbuild.detect.host import HostFacts
     from tfbuild.engine import DockerEngine
 
-from tfbuild.errors import BuildFailed, EnvironmentProblem, UnsupportedError, UsageError
+from tfbuild.errors import (
+    BuildFailed,
+    EnvironmentProblem,
+    TfbuildError,
+    UnsupportedError,
+    UsageError,
+)
 from tfbuild.recipes import BaseImage, load_base_images
 from tfbuild.request import PlanArgs, Planned, choose_recipe, plan_request
+from tfbuild.resources import data_dir
 
 #: Where each distribution's packages come from unless --mirror says otherwise.
 MIRRORS = {
     "debian": "http://deb.debian.org/debian",
     "ubuntu": "http://archive.ubuntu.com/ubuntu",
 }
+#: Debian's security archive (a plain Debian mirror does not carry it).
+DEBIAN_SECURITY = "http://deb.debian.org/debian-security"
+#: The suites tfbuild base makes. Each has its facts (Python, TCMalloc package, packaged compilers,
+#: glibc) in the base-images.yaml entry of that suite, which --base-image reads for an image made
+#: here (tests/build/test_base_suites.py holds every suite to that).
 SUITES = {
     "bullseye": "debian",
     "bookworm": "debian",
@@ -41,6 +70,15 @@ SUITES = {
     "jammy": "ubuntu",
     "noble": "ubuntu",
 }
+#: The debootstrap script every suite of a distribution runs: its scripts/<suite> are links to it.
+FAMILY_SCRIPTS = {"debian": "sid", "ubuntu": "gutsy"}
+#: Each distribution's archive keyring: the host package that installs it, and where.
+HOST_KEYRINGS = {
+    "debian": ("debian-archive-keyring", Path("/usr/share/keyrings/debian-archive-keyring.gpg")),
+    "ubuntu": ("ubuntu-keyring", Path("/usr/share/keyrings/ubuntu-archive-keyring.gpg")),
+}
+#: The keyrings tfbuild brings, in recipes/keyrings/ (README.md there: where each came from).
+SHIPPED_KEYRINGS = {"ubuntu": "ubuntu-archive-keyring.gpg"}
 #: What the test pipeline needs inside: a compiler, Python, and objdump for instruction checks.
 DEFAULT_PACKAGES = ("binutils", "ca-certificates", "gcc", "libc6-dev", "python3", "python3-venv")
 
@@ -63,8 +101,117 @@ class MadeImage:
         }
 
 
+@dataclass(frozen=True, kw_only=True)
+class Debootstrap:
+    """How debootstrap makes one suite on this host: the script and keyring it needs, found."""
+
+    suite: str
+    distro: str
+    mirror: str
+    #: None: the host's own scripts/<suite>; else the distribution's script, named for debootstrap.
+    script: str | None
+    keyring: Path
+    #: What was found, said before debootstrap runs.
+    notes: tuple[str, ...] = ()
+
+    def sources_list(self) -> str:
+        """The image's /etc/apt/sources.list: the suite with its updates and security pockets, as
+        the registry's images of the suite have them (debootstrap writes the suite alone, and
+        Ubuntu puts its later packages, such as jammy's clang-15, in the updates pocket only)."""
+        components = "main universe" if self.distro == "ubuntu" else "main"
+        security = self.mirror if self.distro == "ubuntu" else DEBIAN_SECURITY
+        return "".join(
+            f"deb {url} {suite} {components}\n"
+            for url, suite in (
+                (self.mirror, self.suite),
+                (self.mirror, f"{self.suite}-updates"),
+                (security, f"{self.suite}-security"),
+            )
+        )
+
+    def argv(self, rootfs: Path, packages: Sequence[str]) -> list[str]:
+        return [
+            "debootstrap",
+            "--variant=minbase",
+            # Ubuntu packages clang, gperftools and python3-*-dev in universe, not main.
+            *(["--components=main,universe"] if self.distro == "ubuntu" else []),
+            f"--keyring={self.keyring}",
+            f"--include={','.join(sorted(set(packages)))}",
+            self.suite,
+            str(rootfs),
+            self.mirror,
+            *([self.script] if self.script else []),
+        ]
+
+
 def default_tag(suite: str) -> str:
     return f"tfbuild/base:{suite}"
+
+
+def debootstrap_scripts(env: Mapping[str, str]) -> Path:
+    """Where this host's debootstrap keeps its suite scripts (it honours DEBOOTSTRAP_DIR too)."""
+    return Path(env.get("DEBOOTSTRAP_DIR") or "/usr/share/debootstrap") / "scripts"
+
+
+def shipped_keyrings() -> Path:
+    return data_dir("recipes") / "keyrings"
+
+
+def debootstrap_for(
+    suite: str,
+    *,
+    mirror: str | None = None,
+    scripts: Path,
+    shipped: Path,
+    root: Path = Path("/"),
+) -> Debootstrap:
+    """How debootstrap makes ``suite`` here, from its ``scripts`` directory, the host's keyrings
+    (below ``root``) and tfbuild's ``shipped`` ones; refused with the reason when it cannot."""
+    if suite not in SUITES:
+        raise UsageError(
+            f"unknown --suite {suite!r}",
+            fix=f"Use one of {', '.join(sorted(SUITES))}.",
+        )
+    distro = SUITES[suite]
+    name = distro.capitalize()
+    notes: list[str] = []
+    script: str | None = None
+    if not (scripts / suite).exists():
+        family = FAMILY_SCRIPTS[distro]
+        if not (scripts / family).exists():
+            raise EnvironmentProblem(
+                f"this debootstrap cannot make {suite}",
+                why=f"{scripts} has neither {suite} nor {family}, the script every {name} suite "
+                "runs",
+                fix="Install a current debootstrap (apt-get install debootstrap).",
+            )
+        script = family
+        notes.append(
+            f"script: {family} (this debootstrap has no {suite} script; every {name} suite runs "
+            f"{family}, its scripts/{suite} is a link to it in newer debootstraps)"
+        )
+    package, installed = HOST_KEYRINGS[distro]
+    host_keyring = root / installed.relative_to("/")
+    if host_keyring.is_file():
+        keyring = host_keyring
+        notes.append(f"keyring: {keyring} (from the host's {package})")
+    elif distro in SHIPPED_KEYRINGS and (shipped / SHIPPED_KEYRINGS[distro]).is_file():
+        keyring = shipped / SHIPPED_KEYRINGS[distro]
+        notes.append(f"keyring: {keyring} (tfbuild's copy: the host has no {package})")
+    else:
+        raise EnvironmentProblem(
+            f"tfbuild base --suite {suite} needs {name}'s archive keyring",
+            why=f"{installed} is missing, and without it the {suite} Release file cannot be checked",
+            fix=f"Install it: apt-get install {package}.",
+        )
+    return Debootstrap(
+        suite=suite,
+        distro=distro,
+        mirror=mirror or MIRRORS[distro],
+        script=script,
+        keyring=keyring,
+        notes=tuple(notes),
+    )
 
 
 def _check_prerequisites(suite: str) -> None:
@@ -87,8 +234,89 @@ def _check_prerequisites(suite: str) -> None:
         )
 
 
-def _stream(argv: Sequence[str], on_line: Callable[[str], None], what: str) -> None:
-    """Run a command, passing its output on line by line; failure keeps the last lines."""
+# --- why debootstrap failed ----------------------------------------------------------------------
+
+#: debootstrap's words for a file it could not get from the mirror (its functions: NOGETREL,
+#: NOGETRELSIG, COULDNTDL, COULDNTDLPKGS).
+_NOT_DOWNLOADED = re.compile(
+    r"E: (Failed getting release (signature )?file|Couldn't download( packages:)?) (?P<what>.*)"
+)
+_BAD_SIGNATURE = re.compile(r"E: (Release signed by unknown key|Invalid Release signature).*")
+_WRONG_SUITE = re.compile(r"E: Asked to install suite.*")
+_MISSING_DEBS = re.compile(r"E: Couldn't find these debs: (?P<debs>.*)")
+#: wget's words in debootstrap.log for why a download failed.
+_WGET_HTTP = re.compile(r"ERROR (?P<code>\d{3}): (?P<reason>[^.]*)")
+_WGET_RESOLVE = re.compile(r"unable to resolve host address")
+_WGET_FAILED = re.compile(r"failed: (?P<reason>[^.]*)")
+
+
+def _wget_reason(log: Sequence[str], host: str) -> tuple[str, bool]:
+    """Why wget could not download, from debootstrap.log: (reason, whether the mirror answered)."""
+    for line in reversed(log):
+        http = _WGET_HTTP.search(line)
+        if http:
+            return f"it answered HTTP {http['code']} {http['reason'].strip()}", True
+        if _WGET_RESOLVE.search(line):
+            return f"{host} does not resolve", False
+        failed = _WGET_FAILED.search(line)
+        if failed:
+            return f"{host}: {failed['reason'].strip().lower()}", False
+    return "", False
+
+
+def debootstrap_failure(
+    boot: Debootstrap, code: int, output: Sequence[str], log: Sequence[str]
+) -> TfbuildError:
+    """The one-line error for debootstrap exiting with ``code``, from its ``output`` and the
+    target's ``debootstrap.log``: the mirror's fault (exit 5) where it is, else a failed build."""
+    name = boot.distro.capitalize()
+    an = "an" if name[0] in "AEIOU" else "a"
+    host = urllib.parse.urlsplit(boot.mirror).hostname or boot.mirror
+    said = next((m for line in reversed(output) if (m := _NOT_DOWNLOADED.search(line))), None)
+    if said is not None:
+        reason, answered = _wget_reason(log, host)
+        if answered:
+            return EnvironmentProblem(
+                f"the {name} mirror {boot.mirror} has no {boot.suite}",
+                why=f"{reason} for {said['what'].strip()}",
+                fix=f"Pass --mirror URL of {an} {name} archive that has {boot.suite} "
+                f"(the default is {MIRRORS[boot.distro]}).",
+            )
+        return EnvironmentProblem(
+            f"cannot reach the {name} mirror {boot.mirror}",
+            why=reason or f"debootstrap could not get {said['what'].strip()}",
+            fix=f"Pass --mirror URL of {an} {name} mirror this machine reaches, or set http_proxy "
+            "(debootstrap's wget uses it).",
+        )
+    signature = next((line for line in output if _BAD_SIGNATURE.search(line)), None)
+    if signature is not None:
+        package = HOST_KEYRINGS[boot.distro][0]
+        return EnvironmentProblem(
+            f"the {boot.suite} Release file from {boot.mirror} does not verify against "
+            f"{boot.keyring}",
+            why=signature.strip().removeprefix("E: "),
+            fix=f"Install a current {package}, and check that the mirror is {an} {name} archive.",
+        )
+    wrong = next((line for line in output if _WRONG_SUITE.search(line)), None)
+    if wrong is not None:
+        return EnvironmentProblem(
+            f"the {name} mirror {boot.mirror} serves another suite under {boot.suite}",
+            why=wrong.strip().removeprefix("E: "),
+            fix=f"Pass --mirror URL of {an} {name} archive that has {boot.suite}.",
+        )
+    missing = next((m for line in output if (m := _MISSING_DEBS.search(line))), None)
+    tail = [line for line in output if line.strip()][-3:]
+    return BuildFailed(
+        f"debootstrap {boot.suite} from {boot.mirror} failed (exit code {code})",
+        why=f"the mirror has no {missing['debs'].strip()}"
+        if missing
+        else " | ".join(tail) or "no output",
+        fix="Read debootstrap's output above; check --mirror URL and that the suite exists there.",
+    )
+
+
+def _stream(argv: Sequence[str], on_line: Callable[[str], None]) -> tuple[int, list[str]]:
+    """Run a command, passing its output on line by line; its exit code and its last lines."""
     tail: list[str] = []
     with subprocess.Popen(  # argv built here, no shell
         list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
@@ -96,15 +324,16 @@ def _stream(argv: Sequence[str], on_line: Callable[[str], None], what: str) -> N
         assert proc.stdout is not None
         for raw in proc.stdout:
             line = raw.rstrip("\n")
-            tail = [*tail[-9:], line]
+            tail = [*tail[-19:], line]
             on_line(line)
-        code = proc.wait()
-    if code != 0:
-        raise BuildFailed(
-            f"{what} failed (exit code {code})",
-            why=" | ".join(tail[-3:]) or "no output",
-            fix="Check that the mirror is reachable (--mirror URL) and the suite exists there.",
-        )
+        return proc.wait(), tail
+
+
+def _log_lines(path: Path, keep: int = 40) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()[-keep:]
+    except OSError:
+        return []
 
 
 def make_base_image(
@@ -123,32 +352,32 @@ def make_base_image(
     if not force and engine.image_exists(name):
         return MadeImage(tag=name, image_id=engine.image_id(name) or "", created=False, seconds=0.0)
     _check_prerequisites(suite)
-    source = mirror or MIRRORS[SUITES[suite]]
+    boot = debootstrap_for(
+        suite, mirror=mirror, scripts=debootstrap_scripts(os.environ), shipped=shipped_keyrings()
+    )
+    for note in boot.notes:
+        on_line(note)
     workdir = Path(tempfile.mkdtemp(prefix="tfbuild-base-"))
     try:
         rootfs = workdir / "rootfs"
-        include = ",".join(sorted(set(packages)))
-        _stream(
-            [
-                "debootstrap",
-                "--variant=minbase",
-                # Ubuntu packages clang, gperftools and python3-*-dev in universe, not main.
-                *(["--components=main,universe"] if SUITES[suite] == "ubuntu" else []),
-                f"--include={include}",
-                suite,
-                str(rootfs),
-                source,
-            ],
-            on_line,
-            f"debootstrap {suite} from {source}",
-        )
+        code, output = _stream(boot.argv(rootfs, packages), on_line)
+        if code != 0:
+            log = _log_lines(rootfs / "debootstrap" / "debootstrap.log")
+            raise debootstrap_failure(boot, code, output, log)
+        (rootfs / "etc/apt/sources.list").write_text(boot.sources_list(), encoding="utf-8")
         # Package lists and caches make the image bigger and are stale the day after.
         for leftover in ("var/lib/apt/lists", "var/cache/apt/archives"):
             shutil.rmtree(rootfs / leftover, ignore_errors=True)
         archive = workdir / "rootfs.tar"
-        _stream(
-            ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(archive), "."], on_line, "tar"
+        code, output = _stream(
+            ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(archive), "."], on_line
         )
+        if code != 0:
+            raise BuildFailed(
+                f"tar of the {suite} root filesystem failed (exit code {code})",
+                why=" | ".join(output[-3:]) or "no output",
+                fix=f"Check the free space under {workdir.parent}.",
+            )
         repository, _, image_tag = name.rpartition(":")
         image_id = engine.import_image(
             archive,
@@ -157,7 +386,7 @@ def make_base_image(
             changes=[
                 'CMD ["/bin/bash"]',
                 "ENV LANG=C.UTF-8",
-                f"LABEL org.tfbuild.base={suite} org.tfbuild.mirror={source}",
+                f"LABEL org.tfbuild.base={suite} org.tfbuild.mirror={boot.mirror}",
             ],
         )
     finally:
@@ -168,6 +397,12 @@ def make_base_image(
 
 
 # --- base images on the engine, for planning -----------------------------------------------------
+
+
+def suite_facts(suite: str, known: Mapping[str, BaseImage]) -> BaseImage | None:
+    """The facts of ``suite`` (Python, TCMalloc package, packaged compilers, glibc): those of its
+    plain (non-CUDA) base-images.yaml entry, which pulls the same distribution from a registry."""
+    return next((b for b in known.values() if b.suite == suite and b.cuda is None), None)
 
 
 def local_base_image(engine: DockerEngine, tag: str, known: Mapping[str, BaseImage]) -> BaseImage:
@@ -181,12 +416,12 @@ def local_base_image(engine: DockerEngine, tag: str, known: Mapping[str, BaseIma
             fix="Make one with tfbuild base --suite SUITE --tag TAG, or name an entry.",
         )
     suite = labels.get("org.tfbuild.base")
-    facts = next((b for b in known.values() if b.suite == suite and b.cuda is None), None)
+    facts = suite_facts(suite, known) if suite else None
     if suite is None or facts is None:
         raise UnsupportedError(
             f"{tag} cannot be a base image here",
             why=f"it has no org.tfbuild.base label naming a known suite (it has {suite!r})",
-            fix="Use an image made by tfbuild base (bookworm, trixie, jammy or noble).",
+            fix=f"Use an image made by tfbuild base ({', '.join(SUITES)}).",
         )
     return BaseImage(
         name=tag,

@@ -25,10 +25,10 @@ from tfbuild import canary
 from tfbuild.base import plan_here
 from tfbuild.build import BuildRun, ca_bundle_from, proxies_from, update_receipt
 from tfbuild.detect.host import HostFacts, host_facts
-from tfbuild.engine import DockerEngine, EngineInfo, Mount
+from tfbuild.engine import DockerEngine, EngineInfo, ImageUnavailable, Mount
 from tfbuild.errors import EnvironmentProblem, TfbuildError
 from tfbuild.plan import GIB, MIB, BuildPlan
-from tfbuild.plan.resources import DISK_NEEDED_GIB, JOB_MIB
+from tfbuild.plan.resources import DISK_NEEDED_GIB, JOB_MIB, few_cpus
 from tfbuild.request import PlanArgs
 
 Status = Literal["ok", "warn", "fail", "skip"]
@@ -65,10 +65,12 @@ class DoctorReport:
         failed = [c for c in self.checks if c.status == "fail"]
         if not failed:
             return None
+        # A failure whose fix is another check's (the canary without its base image) takes that.
+        fixes = (c.fix for c in (failed[0], *self.checks) if c.fix and c.status != "ok")
         return EnvironmentProblem(
             f"{len(failed)} check(s) failed: {', '.join(c.name for c in failed)}",
             why=failed[0].detail,
-            fix=failed[0].fix,
+            fix=next(fixes, ""),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -143,13 +145,10 @@ def resource_check(plan: BuildPlan, *, cpus: int, memory_bytes: int | None) -> C
             detail=detail + ": less than one compile job and bazel's server need",
             fix=f"A TensorFlow build needs at least {(per_job + 1024) / 1024:.0f} GiB.",
         )
-    if cpus < 4:
-        return Check(
-            name="memory",
-            status="warn",
-            detail=detail + f"; with {cpus} cpus a TensorFlow build takes many hours",
-            fix="Use a remote cache (--remote-cache) or a bigger machine for real builds.",
-        )
+    slow = few_cpus(cpus)  # the plan's warning too: one wording, one threshold
+    if slow is not None:
+        what, advice = slow
+        return Check(name="memory", status="warn", detail=f"{detail}; {what}", fix=advice)
     return Check(name="memory", status="ok", detail=detail)
 
 
@@ -178,20 +177,63 @@ def canary_base(engine: DockerEngine, *, on_line: Callable[[str], None]) -> tupl
             status="ok",
             detail=f"{tag}, made by tfbuild base (no container registry needed)",
         )
-    if os.geteuid() == 0 and shutil.which("debootstrap"):
+    lacking = base_lacks(root=os.geteuid() == 0, debootstrap=shutil.which("debootstrap"))
+    if lacking:
+        return "debian-12", base_image_warning(tag, canary.SUITE, lacking)
+    try:
         made = make_base_image(engine, suite=canary.SUITE, on_line=on_line)
-        return tag, Check(
+    except TfbuildError as exc:
+        return "debian-12", Check(
             name="base image",
-            status="ok",
-            detail=f"{tag} created now with tfbuild base in {made.seconds:.0f} s (debootstrap "
-            "from the Debian mirror, no container registry needed)",
+            status="warn",
+            detail=f"no local base image {tag}, and tfbuild base could not make it: {exc.what}: "
+            f"{exc.why}; the canary pulls debian:12 from a registry",
+            fix=exc.fix,
         )
-    return "debian-12", Check(
+    return tag, Check(
+        name="base image",
+        status="ok",
+        detail=f"{tag} created now with tfbuild base in {made.seconds:.0f} s (debootstrap "
+        "from the Debian mirror, no container registry needed)",
+    )
+
+
+def base_lacks(*, root: bool, debootstrap: str | None) -> tuple[str, ...]:
+    """What this machine lacks to make a base image with tfbuild base: "debootstrap", "root"."""
+    return tuple(
+        name
+        for name, missing in (("debootstrap", debootstrap is None), ("root", not root))
+        if missing
+    )
+
+
+def base_image_warning(tag: str, suite: str, lacking: tuple[str, ...]) -> Check:
+    """No local base image, and tfbuild base cannot make one here: say what is missing, once."""
+    why = {"debootstrap": "debootstrap is not installed", "root": "tfbuild base needs root"}
+    steps = [f"sudo tfbuild base --suite {suite}"]
+    if "debootstrap" in lacking:
+        steps.insert(0, "install debootstrap (sudo apt-get install debootstrap)")
+    return Check(
         name="base image",
         status="warn",
-        detail="no local base image: the canary pulls debian:12 from the registry",
-        fix="Where no registry can be reached, run sudo tfbuild base first.",
+        detail=f"no local base image {tag}, and {' and '.join(why[m] for m in lacking)} to make "
+        "one: the canary pulls debian:12 from a registry",
+        fix=f"Where no registry can be reached, {', then '.join(steps)}.",
     )
+
+
+def canary_failure(exc: TfbuildError, base_check: Check) -> Check:
+    """The failed canary build: what and why (its fix is said once, beside them). When it failed
+    for want of the base image the base image check already warned about, that check's fix is the
+    one to follow, and the report's last line says it."""
+    detail = f"{exc.what}: {exc.why}" if exc.why else exc.what
+    if base_check.status != "ok" and isinstance(exc.__cause__, ImageUnavailable):
+        return Check(
+            name="canary build",
+            status="fail",
+            detail=f"{detail} (the canary's base image: see the base image check)",
+        )
+    return Check(name="canary build", status="fail", detail=detail, fix=exc.fix)
 
 
 def expected_instructions(plan: BuildPlan) -> list[str]:
@@ -339,7 +381,7 @@ def run_doctor(
                 engine, base=base, dist=holder, facts=facts, say=say, verbose=verbose
             )
         except TfbuildError as exc:
-            add(Check(name="canary build", status="fail", detail=exc.line(), fix=exc.fix))
+            add(canary_failure(exc, base_check))
             return report
         finally:
             if dist is None:

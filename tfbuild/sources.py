@@ -68,9 +68,13 @@ _CLONE_FIX = (
     "Pass the top of a TensorFlow checkout "
     "(e.g. git clone https://github.com/tensorflow/tensorflow)."
 )
+#: Honest about what a build needs: --source DIR skips this download only. The toolchain image
+#: downloads packages (and bazelisk), and bazel downloads TensorFlow's dependencies in the build
+#: container; tfbuild passes the proxy variables to both (and --ca-bundle to the build container).
 _NETWORK_FIX = (
-    "Check the URL and the network; behind a proxy set HTTPS_PROXY (and NO_PROXY); "
-    "on a machine without network access pass --source DIR with a TensorFlow checkout."
+    "Check the URL and the network; behind a proxy set HTTPS_PROXY (and NO_PROXY), which the "
+    "whole build uses. --source DIR with a TensorFlow checkout skips only this download: bazel "
+    "still downloads TensorFlow's dependencies, so a build needs the network (or a proxy) anyway."
 )
 _CACHE_FIX = "Free some space there, or set TFBUILD_CACHE_DIR to another directory."
 _CHUNK = 1 << 20

@@ -521,6 +521,9 @@ def assert_network_problem(error: EnvironmentProblem, url: str, why: str) -> Non
     assert message.startswith(f"cannot download {url}: {why}")
     assert "HTTPS_PROXY" in message
     assert "--source DIR" in message
+    # Honest about --source: the build itself still downloads (issue 14).
+    assert "skips only this download" in message
+    assert "without network access" not in message
     assert error.exit_code == 5
 
 

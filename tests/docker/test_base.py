@@ -12,6 +12,8 @@ from tests.conftest import run_cli
 from tfbuild.base import make_base_image
 from tfbuild.errors import UsageError
 
+pytestmark = pytest.mark.docker
+
 
 def test_the_base_image_is_reused_by_tag(engine: Any, base_image: str) -> None:
     result = make_base_image(engine, suite="bookworm", tag=base_image)
@@ -81,3 +83,65 @@ def test_an_unknown_base_image_names_both_places_it_looked(engine: Any) -> None:
     assert result.returncode == 4, result.stderr
     assert "neither an entry of base-images.yaml" in result.stderr
     assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("fixture", "suite", "python", "glibc"),
+    [("old_base_image", "bullseye", "3.9", "2.31"), ("new_base_image", "trixie", "3.13", "2.41")],
+)
+def test_plan_takes_every_suite_tfbuild_base_makes_with_its_facts(
+    request: pytest.FixtureRequest, engine: Any, fixture: str, suite: str, python: str, glibc: str
+) -> None:
+    """Not only the suites a recipe builds on: bullseye's facts come from its own entry."""
+    import json
+
+    image = request.getfixturevalue(fixture)
+    planned = run_cli("plan", "--tf", "2.20", "--base-image", image, "--json")
+    assert planned.returncode == 0, planned.stderr
+    base = json.loads(planned.stdout)["base_image"]
+    assert (base["suite"], base["python"], base["glibc"]) == (suite, python, glibc)
+    assert base["image_id"] == engine.image_id(image)
+
+
+def _can_debootstrap() -> None:
+    import os
+    import shutil
+
+    from tests.docker.conftest import IN_CI
+
+    if os.geteuid() == 0 and shutil.which("debootstrap"):
+        return
+    message = "tfbuild base needs root and debootstrap here"
+    if IN_CI:
+        pytest.fail(f"CI runs as root with debootstrap (.ci/run): {message}")
+    pytest.skip(message)
+
+
+def test_noble_is_prepared_on_this_host_and_an_unreachable_mirror_is_its_fault(
+    engine: Any,
+) -> None:
+    """The script and keyring noble needs are found or brought before debootstrap runs; a mirror
+    nobody answers at (the loopback's port 9) then fails in one line, exit 5, as the mirror's."""
+    import os
+    import uuid
+
+    from tfbuild.base import debootstrap_scripts
+
+    _can_debootstrap()
+    tag = f"tfbuild-test/base:never-{uuid.uuid4().hex[:12]}"
+    mirror = "http://127.0.0.1:9/ubuntu"
+    result = run_cli("base", "--suite", "noble", "--mirror", mirror, "--tag", tag, timeout=300)
+    assert result.returncode == 5, result.stderr
+    lines = result.stderr.strip().splitlines()
+    errors = [line for line in lines if line.startswith("tfbuild: error:")]
+    assert errors == [lines[-1]]
+    assert lines[-1] == (
+        f"tfbuild: error: cannot reach the Ubuntu mirror {mirror}: 127.0.0.1: connection refused. "
+        "Pass --mirror URL of an Ubuntu mirror this machine reaches, or set http_proxy "
+        "(debootstrap's wget uses it)."
+    )
+    own_script = (debootstrap_scripts(os.environ) / "noble").exists()
+    assert any(line.startswith("[base] script: gutsy") for line in lines) is not own_script
+    assert any(line.startswith("[base] keyring: ") for line in lines)
+    assert "No such script" not in result.stderr and "Traceback" not in result.stderr
+    assert not engine.image_exists(tag)

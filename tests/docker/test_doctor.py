@@ -64,3 +64,58 @@ def test_doctor_without_an_engine_fails_in_one_line(tmp_path: Path) -> None:
     assert f"cannot reach the Docker engine at {socket}" in result.stdout
     errors = result.stderr.strip().splitlines()
     assert len(errors) == 1 and errors[0].startswith("tfbuild: error: 1 check(s) failed: engine")
+
+
+def test_a_canary_without_its_base_image_says_the_fix_once(
+    engine: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No local base image, debootstrap missing, and a registry that cannot be reached: the base
+    image check says what is missing and what to do; the canary build's failure says why, and the
+    fix is printed once (then once more in the error line the doctor exits with)."""
+    from tfbuild.detect.host import host_facts
+    from tfbuild.display import print_doctor_check
+    from tfbuild.doctor import (
+        DoctorReport,
+        base_image_warning,
+        canary_failure,
+        run_canary,
+    )
+    from tfbuild.errors import TfbuildError
+
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "base-images.yaml").write_text(
+        "unpullable-12:\n"  # Debian 12 from a registry that is not there (never resolves)
+        "  image: registry.invalid/library/debian\n"
+        '  tag: "12"\n'
+        "  digest: sha256:" + "8a8c" * 16 + "\n"
+        "  distro: debian\n  suite: bookworm\n"
+        '  glibc: "2.36"\n  python: "3.11"\n'
+        "  tcmalloc_package: libgoogle-perftools4\n"
+        "  packaged_compilers: [gcc-12, clang-16]\n"
+    )
+    monkeypatch.setenv("TFBUILD_RECIPES_DIR", str(recipes))
+    base_check = base_image_warning("tfbuild/base:bookworm", "bookworm", ("debootstrap",))
+    with pytest.raises(TfbuildError) as caught:
+        run_canary(
+            engine, base="unpullable-12", dist=tmp_path / "dist", facts=host_facts(), say=print
+        )
+    capsys.readouterr()
+    failed = canary_failure(caught.value, base_check)
+    report = DoctorReport(checks=[base_check, failed])
+    for check in report.checks:
+        print_doctor_check(check)
+    shown = capsys.readouterr().out
+    fix = (
+        "Where no registry can be reached, install debootstrap (sudo apt-get install "
+        "debootstrap), then sudo tfbuild base --suite bookworm."
+    )
+    assert base_check.fix == fix
+    assert "debootstrap is not installed" in base_check.detail
+    assert " ".join(shown.split()).count(fix) == 1, shown
+    assert failed.detail.startswith("cannot get the image registry.invalid/library/debian:12@")
+    assert "see the base image check" in failed.detail and failed.fix == ""
+    error = report.failure()
+    assert error is not None and error.exit_code == 5
+    assert error.line().count(fix) == 1
+    assert error.line().startswith("1 check(s) failed: canary build: cannot get the image ")

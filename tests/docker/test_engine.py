@@ -17,7 +17,13 @@ from typing import Any
 
 import pytest
 
-from tfbuild.engine import DEFAULT_SOCKET, DockerEngine, Mount
+from tfbuild.engine import (
+    DEFAULT_SOCKET,
+    DockerEngine,
+    DownloadFailed,
+    ImageUnavailable,
+    Mount,
+)
 from tfbuild.errors import BuildFailed, EnvironmentProblem, UsageError
 
 pytestmark = pytest.mark.docker
@@ -182,17 +188,120 @@ def test_input_hash_follows_content_paths_modes_and_links(engine: Any, tmp_path:
 def test_failing_step_raises_build_failed_naming_it(
     engine: Any, base_image: str, scratch: Scratch, tmp_path: Path
 ) -> None:
-    context = _context(tmp_path / "ctx", f"FROM {base_image}\nRUN echo about-to-fail && false\n")
+    context = _context(
+        tmp_path / "ctx", f"FROM {base_image}\nRUN echo about-to-fail >&2 && false\n"
+    )
     tag = f"{scratch.repository}:failing"
     scratch.images.append(tag)
     lines: list[str] = []
     with pytest.raises(BuildFailed) as caught:
         engine.build_image(context, tag=tag, on_line=lines.append)
     line = caught.value.line()
-    assert "Step 2/3 : RUN echo about-to-fail && false" in line
-    assert "about-to-fail" in line.split("last lines:")[1]
-    assert "returned a non-zero code: 1" in lines[-1]
+    # The cause first, then where (the step and its instruction, once), then what to do.
+    assert line == (
+        f"building image {tag} failed: about-to-fail: step 2/3, "
+        "RUN echo about-to-fail >&2 && false, exit code 1. "
+        "Read the build output above, fix that step, and rerun."
+    )
+    # stderr arrives painted red by the engine; neither the lines nor the message keep the colour.
+    assert not any("\x1b" in text for text in (*lines, line))
+    # The builder's own error repeats the whole command: it is said as the exit code only.
+    assert lines[-1] == "[the step failed: exit code 1]"
     assert not engine.image_exists(tag)
+
+
+def test_a_host_apt_cannot_resolve_is_named_as_the_cause(
+    engine: Any, base_image: str, scratch: Scratch, tmp_path: Path
+) -> None:
+    """apt names the host in its update and fails many lines later, at the install."""
+    context = _context(
+        tmp_path / "ctx",
+        f"FROM {base_image}\n"
+        "RUN echo 'deb http://snapshot.invalid/debian bookworm main' > /etc/apt/sources.list "
+        "&& apt-get update && apt-get install -y --no-install-recommends curl\n",
+    )
+    tag = f"{scratch.repository}:apt"
+    scratch.images.append(tag)
+    lines: list[str] = []
+    with pytest.raises(DownloadFailed) as caught:
+        engine.build_image(context, tag=tag, on_line=lines.append)
+    error = caught.value
+    assert error.exit_code == 5
+    assert error.failure.hosts == ("snapshot.invalid",)
+    line = error.line()
+    assert line.startswith(
+        f"cannot reach snapshot.invalid while building image {tag}: "
+        "Could not resolve 'snapshot.invalid' (step 2/3, RUN echo "
+    )
+    assert line.count("apt-get update") <= 1 and "\x1b" not in line
+    assert "E: Unable to locate package curl" in lines  # the step's last word, not its cause
+
+
+def test_a_download_curl_cannot_make_is_named_by_its_host(
+    engine: Any, base_image: str, scratch: Scratch, tmp_path: Path
+) -> None:
+    """As the toolchain image fetches apt.llvm.org's key: curl from a host that cannot resolve
+    (.invalid never does, RFC 2606), after curl itself came from the image's own mirror."""
+    context = _context(
+        tmp_path / "ctx",
+        f"FROM {base_image}\n"
+        "RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends curl\n"
+        "RUN curl -fsSL https://apt.llvm.org.invalid/llvm-snapshot.gpg.key -o /tmp/key.asc\n",
+    )
+    tag = f"{scratch.repository}:curl"
+    scratch.images.append(tag)
+    with pytest.raises(DownloadFailed) as caught:
+        engine.build_image(context, tag=tag)
+    line = caught.value.line()
+    assert line.startswith(
+        f"cannot reach apt.llvm.org.invalid while building image {tag}: "
+        "curl: (6) Could not resolve host: apt.llvm.org.invalid (step 3/4, RUN curl -fsSL "
+    )
+    assert line.count("llvm-snapshot.gpg.key") <= 1  # the instruction once, shortened
+    assert "HTTP_PROXY" in line and f"docker save {tag}" in line
+
+
+def test_proxy_build_arguments_reach_the_steps_and_stay_out_of_the_image(
+    engine: Any, base_image: str, scratch: Scratch, tmp_path: Path
+) -> None:
+    """tfbuild passes the proxy variables to the toolchain image build as Docker's predefined build
+    arguments: the RUN steps see them, the image keeps them nowhere."""
+    context = _context(
+        tmp_path / "ctx",
+        f'FROM {base_image}\nCOPY data.txt /data.txt\nRUN echo "proxy=$https_proxy"\n',
+        data=scratch.key,
+    )
+    proxy = f"http://proxy-{scratch.key}.invalid:3128"
+    lines: list[str] = []
+    tag, built = engine.ensure_image(
+        context,
+        repository=scratch.repository,
+        labels=scratch.labels,
+        on_line=lines.append,
+        build_args={"https_proxy": proxy, "HTTPS_PROXY": proxy},
+    )
+    scratch.images.append(tag)
+    assert built
+    assert f"proxy={proxy}" in lines
+    config = engine._client.api.inspect_image(tag)["Config"]
+    assert not any(proxy in env for env in config.get("Env") or [])
+    history = engine._client.api.history(tag)
+    assert not any(proxy in (layer.get("CreatedBy") or "") for layer in history)
+
+
+def test_an_unpullable_from_image_is_missing_not_a_failed_build(
+    engine: Any, scratch: Scratch, tmp_path: Path
+) -> None:
+    image = f"registry.invalid/tfbuild-test/{scratch.key}:none"  # no registry answers there
+    context = _context(tmp_path / "ctx", f"FROM {image}\nRUN true\n")
+    tag = f"{scratch.repository}:from"
+    scratch.images.append(tag)
+    with pytest.raises(ImageUnavailable) as caught:
+        engine.build_image(context, tag=tag)
+    assert caught.value.exit_code == 5
+    assert caught.value.image == image
+    assert caught.value.line().startswith(f"cannot get the image {image}: ")
+    assert "registry.invalid" in caught.value.why
 
 
 def test_interrupted_build_stops_and_leaves_no_build_container(
@@ -378,3 +487,112 @@ def test_named_volume_keeps_data_between_runs(
         on_line=lines.append,
     )
     assert lines == ["warm"]
+
+
+# -- the toolchain image's failures, as tfbuild wheel says them -------------------------------------
+
+
+class _Quiet:
+    def phase(self, name: str) -> None:
+        return None
+
+    def line(self, text: str) -> None:
+        return None
+
+    def note(self, text: str) -> None:
+        return None
+
+
+def _toolchain_failure(
+    engine: Any, plan: Any, tmp_path: Path, proxies: tuple[tuple[str, str], ...]
+) -> Any:
+    """Build ``plan``'s wheel (a stand-in tree: the toolchain image fails first); its error."""
+    from tfbuild.build import TOOLCHAIN_REPOSITORY, BuildJob, build_wheel
+    from tfbuild.errors import TfbuildError
+    from tfbuild.render import render_files
+    from tfbuild.sources import SOURCE_MARKER, local_source
+
+    image = tmp_path / "image"
+    image.mkdir()
+    (image / "Dockerfile").write_text(render_files(plan)["Dockerfile"])
+    tag = f"{TOOLCHAIN_REPOSITORY}:{engine.input_hash(image)[:16]}"
+    # A toolchain image made where these downloads work would be reused, and the build go on.
+    assert not engine.image_exists(tag), f"{tag} exists: this test needs it not to"
+    tree = tmp_path / "tree"
+    (tree / SOURCE_MARKER).mkdir(parents=True)
+    job = BuildJob(
+        plan=plan,
+        source=local_source(tree),
+        dist=tmp_path / "dist",
+        user=f"{os.getuid()}:{os.getgid()}",
+        build_id="test-toolchain",
+        proxies=proxies,
+    )
+    with pytest.raises(TfbuildError) as caught:
+        build_wheel(engine, job, _Quiet())
+    assert not list((tmp_path / "dist").glob("*.whl"))
+    return caught.value, tag
+
+
+def test_the_toolchain_image_says_which_host_it_could_not_reach_and_what_to_do(
+    engine: Any, base_image: str, tmp_path: Path
+) -> None:
+    """The real toolchain Dockerfile of TensorFlow 2.20 (the image's clang from apt.llvm.org,
+    bazelisk from github.com, packages from Debian's snapshot), built through a proxy that is not
+    there: the proxy variables reach the image build, and its failure is one line, cause first."""
+    from tfbuild.base import plan_here
+    from tfbuild.request import PlanArgs
+
+    plan = plan_here(
+        PlanArgs(tf="2.20", portable=False, base_image=base_image, skip_disk_check=True), engine
+    ).plan
+    proxy = "http://127.0.0.1:9"  # the container's own loopback: nothing listens there
+    proxies = tuple((name, proxy) for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy"))
+    error, tag = _toolchain_failure(engine, plan, tmp_path, (*proxies, ("https_proxy", proxy)))
+    line = error.line()
+    assert error.exit_code == 5
+    assert line.startswith("cannot reach 127.0.0.1 while building the toolchain image: ")
+    assert "\n" not in line and "\x1b" not in line
+    assert line.count("apt-get update") <= 1  # the failed step's instruction once, shortened
+    assert line.endswith(
+        f"Check the proxy {proxy} that the image build uses (this machine's loopback is not the "
+        "containers': name it by an address they reach); or build this image where it works and "
+        f"load it here (docker save {tag} | docker load): tfbuild reuses it by that tag."
+    )
+    assert error.details  # the build's last lines, shown above the message
+
+
+def test_an_unpullable_base_image_is_exit_5_with_the_local_route(
+    engine: Any, tmp_path: Path
+) -> None:
+    """A base-images.yaml entry whose registry cannot be reached (registry.invalid never resolves):
+    something this machine needs is unreachable (5), not a failed build (6)."""
+    from tfbuild.base import plan_here
+    from tfbuild.request import PlanArgs
+
+    recipes = tmp_path / "recipes"
+    recipes.mkdir()
+    (recipes / "base-images.yaml").write_text(
+        "unpullable-12:\n"
+        "  image: registry.invalid/library/debian\n"
+        '  tag: "12"\n'
+        "  digest: sha256:" + "8a8c" * 16 + "\n"
+        "  distro: debian\n  suite: bookworm\n"
+        '  glibc: "2.36"\n  python: "3.11"\n'
+        "  tcmalloc_package: libgoogle-perftools4\n"
+        "  packaged_compilers: [gcc-12, clang-16]\n"
+    )
+    args = PlanArgs(
+        canary=True, base_image="unpullable-12", recipes_dir=(recipes,), skip_disk_check=True
+    )
+    plan = plan_here(args, engine).plan
+    error, _tag = _toolchain_failure(engine, plan, tmp_path, ())
+    assert error.exit_code == 5
+    line = error.line()
+    assert line.startswith(f"cannot get the image {plan.base_image.reference}: ")
+    assert "lookup registry.invalid" in error.why  # the engine's own words: which host failed
+    assert line.endswith(
+        "Where no container registry can be reached, make a local one with "
+        "sudo tfbuild base --suite bookworm and pass --base-image tfbuild/base:bookworm."
+    )
+    assert isinstance(error.__cause__, ImageUnavailable)

@@ -48,6 +48,7 @@ NVIDIA_FIELDS = FIELDS | {"cuda", "cudnn"}
 SUITES = {
     ("ubuntu", "22.04"): ("jammy", "3.10", "libgoogle-perftools4"),
     ("ubuntu", "24.04"): ("noble", "3.12", "libgoogle-perftools4t64"),
+    ("debian", "11"): ("bullseye", "3.9", "libgoogle-perftools4"),
     ("debian", "12"): ("bookworm", "3.11", "libgoogle-perftools4"),
     ("debian", "13"): ("trixie", "3.13", "libgoogle-perftools4t64"),
 }
