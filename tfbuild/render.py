@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tfbuild import __version__
-from tfbuild.errors import InputError, UnsupportedError
+from tfbuild.errors import InputError, UnsupportedError, UsageError
 from tfbuild.files import write_text
 from tfbuild.plan import CACHE_ROOT, OUTPUT_DIR, SOURCE_DIR, BuildPlan
 from tfbuild.recipes import Recipe, load_tools
@@ -178,15 +178,60 @@ def check(files: dict[str, str], recipe: Recipe | None) -> None:
         )
 
 
+def output_dir(text: str, *, option: str) -> Path:
+    """The directory an option names for tfbuild to write into (``render -o``, ``wheel --dist``),
+    checked before any work: made when missing, so its nearest existing ancestor must be a directory
+    that takes a new file.
+
+    An empty value is a usage error (2): it would quietly mean the current directory. A path that
+    is a file, lies inside one, or cannot be written is an input error (3), the exit code of a file
+    the user named that is not what it should be. The write test creates and removes an unnamed temp
+    file, so it holds for root too, where permission bits do not stop writes (/proc, a read-only
+    mount)."""
+    import tempfile
+
+    if not text.strip():
+        raise UsageError(
+            f"{option} is empty",
+            why="an empty path would quietly mean the current directory",
+            fix=f"Name a directory ({option} . for the current one).",
+        )
+    path = Path(text)
+    what = f"cannot write into {option} {text}"
+    fix = f"Name a directory tfbuild may write into with {option} DIR (it is made when missing)."
+    existing = path
+    try:
+        while not existing.exists() and existing.parent != existing:
+            existing = existing.parent
+        if not existing.is_dir():
+            where = "it is" if existing == path else f"{existing} is"
+            raise InputError(what, why=f"{where} a file, not a directory", fix=fix)
+    except OSError as exc:
+        raise InputError(what, why=exc.strerror or str(exc), fix=fix) from None
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        why = f"no file can be created in {existing} ({exc.strerror or exc})"
+        raise InputError(what, why=why, fix=fix) from None
+    return path
+
+
 def write_context(files: dict[str, str], out: Path) -> list[Path]:
     """Write the files into ``out``; each lands whole (temp name, then rename), build.sh executable."""
+    fix = "Name a directory tfbuild may write into with -o DIR (it is made when missing)."
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"cannot create -o {out}", why=exc.strerror or str(exc)) from None
+        raise InputError(f"cannot create -o {out}", why=exc.strerror or str(exc), fix=fix) from None
     written = []
     for name, text in files.items():
         target = out / name
-        write_text(target, text, mode=0o755 if name.endswith(".sh") else 0o644)
+        try:
+            write_text(target, text, mode=0o755 if name.endswith(".sh") else 0o644)
+        except OSError as exc:
+            raise InputError(
+                f"cannot write {target}", why=exc.strerror or str(exc), fix=fix
+            ) from None
         written.append(target)
     return written

@@ -78,7 +78,8 @@ def test_empty_directory_exit_3(tmp_path: Path) -> None:
     assert result.returncode == 3
     assert one_error_line(result) == (
         f"tfbuild: error: no wheels in {tmp_path}: the directory holds no .whl files. Name a "
-        "directory of .whl files (e.g. dist/) or an index page that links to them."
+        "directory of .whl files (e.g. dist/), one .whl file, or an index page that links to them "
+        "(a file such as dist/index.html, or an http(s) URL)."
     )
 
 

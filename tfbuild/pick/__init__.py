@@ -2,7 +2,8 @@
 
 The wheels come from a local directory (``*.whl``, with the receipt ``<stem>.json`` beside each one
 when there is one) or from an HTML index page (PEP 503 anchors, ``<a href="NAME.whl#sha256=HEX">``,
-which is what ``tfbuild index`` writes). The machine is this one, or a saved ``/proc/cpuinfo`` with
+which is what ``tfbuild index`` writes), a local file (its links resolved against its own place) or
+an http(s) URL. The machine is this one, or a saved ``/proc/cpuinfo`` with
 a stated Python and CUDA driver.
 
 Each wheel passes five checks in order, and the first that fails is the wheel's refusal reason:
@@ -15,7 +16,9 @@ Each wheel passes five checks in order, and the first that fails is the wheel's 
    ``GLIBCXX_`` version. A ``--cpuinfo`` machine's runtimes are unknown, so not checked, unless
    ``--glibc X.Y`` / ``--libstdcxx X.Y.Z`` state them;
 4. **cpu**: the CPU target of its local version label (:mod:`tfbuild.labels`) runs here, by
-   archspec's rule (:func:`tfbuild.detect.cpu.why_not`), and every TensorFlow guard feature its
+   archspec's rule (:func:`tfbuild.detect.cpu.why_not`) on instruction sets only (flags such as
+   ``flush_l1d`` and ``pku`` that compiled code cannot depend on are left out:
+   :data:`~tfbuild.detect.cpu.NOT_INSTRUCTION_SETS`), and every TensorFlow guard feature its
    receipt says the compiler turned on is present. ``native`` needs a receipt; no label at all is
    assumed portable (the stock wheel);
 5. **cuda**: a CUDA build needs a driver that supports that CUDA release.
@@ -28,7 +31,7 @@ exact ``cpXY`` build over ``abi3`` over ``py3-none``.
 One module a job, each importing only those before it:
 
 - :mod:`~tfbuild.pick.sources`: the wheels and their receipts, from a directory or an index page
-  (:func:`load_wheels`, a directory read or an HTTP fetch);
+  (:func:`load_wheels`, a directory or page read, or an HTTP fetch);
 - :mod:`~tfbuild.pick.host`: the machine, its Python, glibc, libstdc++ and driver
   (:func:`describe_host`: cpuinfo, nvidia-smi, the interpreter, the loader's libstdc++);
 - :mod:`~tfbuild.pick.compat`: the five checks, one wheel on one host (:func:`evaluate`, pure),

@@ -38,6 +38,11 @@ STAGE_ORDER: dict[str, int] = {
 }
 UNLABELLED_REASON = "no CPU label: assumed portable (like the stock wheel)"
 
+#: The canary's own local version label (``0.0.0+tfbuild.canary``, written by its stand-in ``bazel``,
+#: tfbuild/canary/tree/bazel), which the target's label then extends (``+tfbuild.canary.x86_64v4``):
+#: such a wheel is the STAND-IN, not TensorFlow, whether or not a receipt (``standin: true``) says so.
+STANDIN_LABEL = ("tfbuild", "canary")
+
 _INTERPRETER = re.compile(r"^([a-z]+?)(\d)(\d*)$")
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_(.+)$")
 _MUSLLINUX = re.compile(r"^musllinux_(\d+)_(\d+)_(.+)$")
@@ -63,6 +68,7 @@ class Assessment:
     stage: Stage  # the check that refused it ("ok" when it runs)
     reason: str
     python_rank: int = 0  # 3 exact cpXY, 2 abi3 (or cpXY-none), 1 py3-none; 0 when it does not fit
+    standin: bool = False  # the canary's STAND-IN wheel (receipt or label says so), not TensorFlow
     filtered: str | None = None  # why --tf / --variant leaves it out
     rank: int | None = (
         None  # 1 for the chosen wheel, 2... for the others that run and are asked for
@@ -89,6 +95,7 @@ class Assessment:
             "target": self.target,
             "variant": self.variant,
             "cuda": self.label.cuda,
+            "standin": self.standin,
             "status": self.status,
             "runs": self.runs,
             "stage": self.stage,
@@ -227,6 +234,11 @@ def _describe_tag(tag: Tag) -> str:
     return f"{tag.interpreter}-{tag.abi} ({who} {version})"
 
 
+def is_standin(label: WheelLabel, receipt: Receipt | None) -> bool:
+    """Is this the canary's STAND-IN wheel? Its receipt says so, or its version label does."""
+    return (receipt is not None and receipt.standin) or label.other[:2] == STANDIN_LABEL
+
+
 def _illegal(fit_reason: str, target: Microarchitecture, host: Host) -> str:
     if target.vendor in (host.cpu.vendor, "generic"):
         return f"would die with Illegal instruction: {fit_reason}"
@@ -356,6 +368,7 @@ def evaluate(wheel: WheelFile, host: Host) -> Assessment:
             stage=stage,
             reason=reason,
             python_rank=rank,
+            standin=is_standin(label, wheel.receipt),
         )
 
     checks = [(t, *_platform_check(t.platform, host)) for t in tags]

@@ -1,6 +1,11 @@
 """Where the wheels come from: a directory of ``*.whl`` (receipts beside them) or an HTML index page.
 
-:func:`load_wheels` is the edge that reads a directory or fetches a page over HTTP; everything it
+An index page is a PEP 503 style page of ``<a href="NAME.whl#sha256=HEX">`` links (what ``tfbuild
+index`` writes), read over http(s) or from a local file (``dist/index.html``, or a ``file://`` URL).
+Its links are resolved against the page's own address: a local page's relative links name files
+beside it, whatever the current directory, and their receipts are read from beside those files.
+
+:func:`load_wheels` is the edge that reads a directory or a page; everything it
 returns (:class:`WheelSource`, :class:`WheelFile`, :class:`~tfbuild.receipt.Receipt`) is plain data.
 An unusable receipt (another schema, another wheel's, a plan edited since the build) is a warning,
 and the wheel is judged without it.
@@ -241,7 +246,10 @@ def _local_wheel(wheel: Path, warnings: list[str]) -> WheelFile:
     )
 
 
-_NO_WHEELS_FIX = "Name a directory of .whl files (e.g. dist/) or an index page that links to them."
+_NO_WHEELS_FIX = (
+    "Name a directory of .whl files (e.g. dist/), one .whl file, or an index page that links to "
+    "them (a file such as dist/index.html, or an http(s) URL)."
+)
 
 
 def _load_directory(path: Path) -> WheelSource:
@@ -251,9 +259,7 @@ def _load_directory(path: Path) -> WheelSource:
             raise InputError(what, why="no such file or directory", fix=_NO_WHEELS_FIX)
         if path.is_file():
             if path.suffix != ".whl":
-                raise InputError(
-                    what, why="it is neither a directory nor a .whl file", fix=_NO_WHEELS_FIX
-                )
+                return _load_local_page(path, str(path))
             files = [path]
         else:
             files = wheel_files(path)
@@ -273,13 +279,48 @@ def _load_directory(path: Path) -> WheelSource:
     return WheelSource(source=str(path), kind=kind, wheels=wheels, warnings=tuple(warnings))
 
 
+def _file_path(url: str) -> Path:
+    """The local path of a ``file:`` URL (percent-escapes decoded)."""
+    from urllib.request import url2pathname  # only here: urllib.request is slow to import
+
+    return Path(url2pathname(urlsplit(url).path))
+
+
+def _load_local_page(path: Path, source: str) -> WheelSource:
+    """A local index page (``dist/index.html``): its links resolved against the file's own place."""
+    what = f"cannot read {source}"
+    try:
+        with path.open("rb") as handle:
+            body = handle.read(MAX_PAGE_BYTES + 1)
+        page_url = path.resolve().as_uri()
+    except PermissionError:
+        raise InputError(what, why="permission denied", fix="Make it readable.") from None
+    except OSError as exc:
+        raise InputError(what, why=exc.strerror or str(exc), fix=_NO_WHEELS_FIX) from None
+    if len(body) > MAX_PAGE_BYTES:
+        raise InputError(
+            what, why=f"it is larger than {MAX_PAGE_BYTES // 2**20} MiB", fix=_NO_WHEELS_FIX
+        )
+    links = parse_index(body.decode("utf-8", errors="replace"), page_url)
+    if not links.wheels:
+        raise InputError(
+            f"no wheels in {source}",
+            why="it is neither a directory nor a .whl file, and it links to no .whl files as an "
+            "index page would",
+            fix=_NO_WHEELS_FIX,
+        )
+    return _from_links(links, source, local_page=True)
+
+
 def _load_index(url: str) -> WheelSource:
     scheme = urlsplit(url).scheme.lower()
+    if scheme == "file":
+        return _load_local_page(_file_path(url), url)
     if scheme not in ("http", "https"):
         raise UsageError(
             f"cannot read {url}",
             why=f"{scheme}:// is not supported",
-            fix="Give a directory or an http(s) URL of an index page.",
+            fix="Give a directory, an index page file, or an http(s) URL of an index page.",
         )
     body, final, charset = fetch(url, limit=MAX_PAGE_BYTES)
     links = parse_index(body.decode(charset, errors="replace"), final)
@@ -290,32 +331,76 @@ def _load_index(url: str) -> WheelSource:
             fix="Give the index page of the project (e.g. .../simple/tensorflow/) or a page "
             "written by tfbuild index.",
         )
+    return _from_links(links, url, local_page=False)
+
+
+def _linked_local_wheel(
+    name: str, location: str, sha256: str | None, receipt_url: str | None, warnings: list[str]
+) -> WheelFile | None:
+    """A wheel a local page links to (``file:`` after resolving): the file, its receipt beside it
+    (or the one the page links to)."""
+    path = _file_path(location)
+    if not path.is_file():
+        warnings.append(f"{name} skipped: the page links to {path}, which is not there")
+        return None
+    receipt_file = (
+        _file_path(receipt_url)
+        if receipt_url and urlsplit(receipt_url).scheme == "file"
+        else receipt_path(path)
+    )
+    receipt = _read_receipt_file(receipt_file, name, warnings)
+    return WheelFile(
+        filename=name,
+        location=str(path),
+        sha256=sha256,
+        receipt=receipt,
+        receipt_source=str(receipt_file) if receipt else None,
+    )
+
+
+def _linked_remote_wheel(
+    name: str, location: str, sha256: str | None, receipt_url: str | None, warnings: list[str]
+) -> WheelFile:
+    """A wheel at an http(s) URL; its receipt fetched when linked, or when the wheel is native."""
+    if receipt_url is None and parse_label(spelt_label(name)).target == NATIVE:
+        # Whether a native build runs depends on its receipt: look beside it even unlinked.
+        receipt_url = location[: -len(".whl")] + ".json"
+    receipt = _fetch_receipt(receipt_url, name, warnings) if receipt_url else None
+    return WheelFile(
+        filename=name,
+        location=location,
+        sha256=sha256,
+        receipt=receipt,
+        receipt_source=receipt_url if receipt else None,
+    )
+
+
+def _from_links(links: IndexLinks, source: str, *, local_page: bool) -> WheelSource:
+    """The wheels a page links to: local files for a local page's ``file:`` links, URLs otherwise.
+
+    A page read over the network may not name files on this machine: such links are skipped."""
     receipts = dict(links.receipts)
     warnings: list[str] = []
     wheels: list[WheelFile] = []
     for name, location, sha256 in links.wheels:
         if not _valid(name, warnings):
             continue
-        stem = name[: -len(".whl")]
-        receipt_url = receipts.get(f"{stem}.json")
-        if receipt_url is None and parse_label(spelt_label(name)).target == NATIVE:
-            # Whether a native build runs depends on its receipt: look beside it even unlinked.
-            receipt_url = location[: -len(".whl")] + ".json"
-        receipt = _fetch_receipt(receipt_url, name, warnings) if receipt_url else None
-        wheels.append(
-            WheelFile(
-                filename=name,
-                location=location,
-                sha256=sha256,
-                receipt=receipt,
-                receipt_source=receipt_url if receipt else None,
-            )
-        )
+        receipt_url = receipts.get(f"{name[: -len('.whl')]}.json")
+        scheme = urlsplit(location).scheme.lower()
+        if scheme == "file" and local_page:
+            found = _linked_local_wheel(name, location, sha256, receipt_url, warnings)
+            if found is not None:
+                wheels.append(found)
+        elif scheme in ("http", "https"):
+            wheels.append(_linked_remote_wheel(name, location, sha256, receipt_url, warnings))
+        else:
+            warnings.append(f"{name} skipped: a {scheme}: link ({location}) cannot be fetched")
     if not wheels:
-        raise InputError(f"no wheels at {url}", why=warnings[0], fix=_NO_WHEELS_FIX)
-    return WheelSource(source=url, kind="index", wheels=tuple(wheels), warnings=tuple(warnings))
+        raise InputError(f"no wheels at {source}", why=warnings[0], fix=_NO_WHEELS_FIX)
+    return WheelSource(source=source, kind="index", wheels=tuple(wheels), warnings=tuple(warnings))
 
 
 def load_wheels(source: str) -> WheelSource:
-    """The wheels of a directory (or one .whl file) or of an http(s) index page."""
+    """The wheels of a directory (or one .whl file), or of an index page: a local file or an
+    http(s) (or ``file://``) URL."""
     return _load_index(source) if is_url(source) else _load_directory(Path(source))

@@ -109,12 +109,23 @@ def write_env_file(path: Path, settings: tuple[SettingTrial, ...], header: str) 
 
 
 def check_plot() -> None:
-    """--plot needs matplotlib: say so before minutes of measuring, not after."""
+    """--plot needs matplotlib: say so before minutes of measuring, not after.
+
+    The advice names the interpreter tfbuild runs in. It is never ``pip install 'tfbuild[plot]'``:
+    the name tfbuild on PyPI belongs to another project, and that would install it. This project's
+    own extra is ``plot`` in pyproject.toml, installed from a checkout with ``pip install '.[plot]'``.
+    """
     try:
         import matplotlib  # noqa: F401
     except ImportError:
+        import shlex
+        import sys
+
         raise EnvironmentProblem(
-            "--plot needs matplotlib", fix="pip install 'tfbuild[plot]'"
+            "--plot needs matplotlib",
+            why=f"it is not installed for the Python tfbuild runs in ({sys.executable})",
+            fix=f"Install it there: {shlex.quote(sys.executable)} -m pip install matplotlib "
+            "(or, from tfbuild's checkout, pip install '.[plot]'); or drop --plot.",
         ) from None
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shlex
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -11,7 +13,7 @@ from pathlib import Path
 
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
-from tfbuild.errors import InputError, UsageError
+from tfbuild.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.receipt import read_receipt, receipt_path
 from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.probe import ProbeResult, run_probe
@@ -90,9 +92,48 @@ def stock_spec(version: str | None, architecture: str) -> str:
     return f"{package}=={release.group(0)}" if release else package
 
 
+#: Run in the interpreter --python names: exit 0 when it finds a tensorflow package, 3 when not.
+_FIND_TENSORFLOW = (
+    "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('tensorflow') else 3)"
+)
+
+
+def check_python(python: str, *, installed: bool) -> None:
+    """The interpreter ``--python`` names runs; with ``--installed``, it has a TensorFlow to test.
+
+    Asked before any environment is made, so that a wrong path or a missing TensorFlow is one line,
+    not a failed probe report. Whether that TensorFlow imports is the probe's job."""
+    interpreter = "Give the path of a Python interpreter with --python PATH."
+    try:
+        proc = subprocess.run(  # argv built here, no shell
+            [python, "-c", _FIND_TENSORFLOW],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(f"cannot run --python {python}", why=why, fix=interpreter) from None
+    if proc.returncode == 3:
+        if not installed:
+            return
+        quoted = shlex.quote(python)
+        raise EnvironmentProblem(
+            f"no TensorFlow installed for {python}",
+            why="--installed tests the TensorFlow that interpreter imports, and it finds none",
+            fix=f"Install one ({quoted} -m pip install tensorflow-cpu), name another interpreter "
+            "with --python PATH, or test a wheel file: tfbuild smoke WHEEL.",
+        )
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or [f"it exited with {proc.returncode}"])[-1]
+        raise InputError(f"cannot run --python {python}", why=last, fix=interpreter)
+
+
 def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> SmokeReport:
     say = progress or (lambda _message: None)
     started = time.perf_counter()
+    check_python(options.python, installed=options.installed)
     spec = (
         WheelSpec(kind="installed", value=options.python)
         if options.installed

@@ -1,0 +1,70 @@
+"""`tfbuild pick` marks STAND-IN wheels (the canary's, not TensorFlow) in its table and its JSON, as
+`tfbuild index` and `tfbuild wheel` do: by the receipt's ``standin``, and by the canary's own version
+label when no receipt says so."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests import receipts
+from tests.conftest import ROOT, cpuinfo_fixture, run_cli
+from tests.pick.conftest import DIST, V3_FEATURES, make_wheel, write_receipt
+from tfbuild.labels import parse_label
+from tfbuild.pick.compat import STANDIN_LABEL
+
+CANARY = "tensorflow_cpu-0.0.0+tfbuild.canary.x86_64v4-py3-none-linux_x86_64.whl"
+MARKED = f"{DIST}-2.21.0+x86_64v3-cp311-cp311-linux_x86_64.whl"  # receipt: standin true
+PLAIN = f"{DIST}-2.21.0+x86_64v2-cp311-cp311-linux_x86_64.whl"  # receipt: standin false
+
+
+def wheels(directory: Path) -> Path:
+    directory.mkdir()
+    make_wheel(directory, CANARY)  # no receipt: its version label says what it is
+    write_receipt(make_wheel(directory, MARKED), "x86_64_v3", V3_FEATURES, "-march=x86-64-v3")
+    receipts.write_receipt(make_wheel(directory, PLAIN), target="x86_64_v2", label="x86_64v2")
+    return directory
+
+
+def test_json_says_which_wheels_are_stand_ins(tmp_path: Path) -> None:
+    dist = wheels(tmp_path / "dist")
+    zen4 = str(cpuinfo_fixture("zen4"))
+    result = run_cli("pick", str(dist), "--cpuinfo", zen4, "--python", "3.11", "--json")
+    assert result.returncode == 0, result.stderr
+    data = result.json()
+    assert {w["filename"]: w["standin"] for w in data["wheels"]} == {
+        CANARY: True,
+        MARKED: True,
+        PLAIN: False,
+    }
+    assert data["chosen"]["filename"] == MARKED and data["chosen"]["standin"] is True
+    # tfbuild index says the same of the wheels whose receipt it reads.
+    index = run_cli("index", str(dist), "--json")
+    assert index.returncode == 0, index.stderr
+    by_index = {e["name"]: e["standin"] for e in index.json()["wheels"]}
+    assert (by_index[MARKED], by_index[PLAIN]) == (True, False)
+
+
+def test_the_table_marks_them(tmp_path: Path) -> None:
+    dist = wheels(tmp_path / "dist")
+    zen4 = str(cpuinfo_fixture("zen4"))
+    result = run_cli("pick", str(dist), "--cpuinfo", zen4, "--python", "3.11")
+    assert result.returncode == 0, result.stderr
+    assert f"chosen: {MARKED}  (STAND-IN canary, not TensorFlow)" in result.stdout
+    rows = {
+        name: line for line in result.stdout.splitlines() for name in (CANARY, MARKED, PLAIN)
+        if name in line and not line.startswith("chosen")
+    }  # fmt: skip
+    assert "STAND-IN" in rows[CANARY]
+    assert "STAND-IN" in rows[MARKED]
+    assert "STAND-IN" not in rows[PLAIN]
+
+
+def test_the_label_marker_is_the_canarys_own_version() -> None:
+    """The canary's stand-in bazel writes the version the marker is read from."""
+    script = (ROOT / "tfbuild" / "canary" / "tree" / "bazel").read_text()
+    found = re.search(r'^VERSION = "([^"]+)"$', script, re.MULTILINE)
+    assert found is not None
+    public, _, local = found.group(1).partition("+")
+    assert public == "0.0.0"
+    assert parse_label(local).other == STANDIN_LABEL

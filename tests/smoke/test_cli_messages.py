@@ -1,0 +1,99 @@
+"""`tfbuild smoke`'s one-line refusals before any measuring: a missing TensorFlow for --installed, an
+interpreter that does not run, and --plot without matplotlib (whose advice must really work)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult, run_cli
+
+
+def one_error_line(result: CliResult) -> str:
+    """Exactly one line on stderr (no progress lines, no report) and nothing on stdout."""
+    assert result.stdout == "", result.stdout
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("tfbuild: error: ")
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A real, fresh virtual environment: an interpreter that certainly has no TensorFlow."""
+    where = tmp_path_factory.mktemp("bare") / "venv"
+    venv.create(where, with_pip=False)
+    return str(where / "bin" / "python")
+
+
+def test_installed_without_tensorflow_is_one_line_exit_5(bare_python: str) -> None:
+    result = run_cli("smoke", "--installed", "--python", bare_python)
+    assert result.returncode == 5
+    assert one_error_line(result) == (
+        f"tfbuild: error: no TensorFlow installed for {bare_python}: --installed tests the "
+        "TensorFlow that interpreter imports, and it finds none. Install one "
+        f"({bare_python} -m pip install tensorflow-cpu), name another interpreter with --python "
+        "PATH, or test a wheel file: tfbuild smoke WHEEL."
+    )
+    # --json gives no half report either: the same line, the same exit code.
+    as_json = run_cli("smoke", "--installed", "--python", bare_python, "--json")
+    assert as_json.returncode == 5
+    assert one_error_line(as_json) == one_error_line(result)
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_an_interpreter_that_does_not_run_exit_3(tmp_path: Path, installed: bool) -> None:
+    missing = tmp_path / "no-such-python"
+    args = ["--installed"] if installed else [str(tmp_path / "x.whl")]
+    result = run_cli("smoke", *args, "--python", str(missing))
+    assert result.returncode == 3
+    assert one_error_line(result) == (
+        f"tfbuild: error: cannot run --python {missing}: No such file or directory. Give the path "
+        "of a Python interpreter with --python PATH."
+    )
+
+
+def test_plot_without_matplotlib_names_an_install_that_works(tmp_path: Path) -> None:
+    """In an interpreter where matplotlib cannot be imported (``sys.modules[name] = None`` is
+    Python's own way to make an import fail), --plot is refused before anything is measured."""
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from tfbuild.cli import main; "
+        f"main(['smoke', '--installed', '--plot', {str(tmp_path / 'p.png')!r}])"
+    )
+    env = {**os.environ, "COLUMNS": "200"}
+    env.pop("TFBUILD_DEBUG", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    result = CliResult(proc.returncode, proc.stdout, proc.stderr)
+    assert result.returncode == 5
+    line = one_error_line(result)
+    assert line == (
+        "tfbuild: error: --plot needs matplotlib: it is not installed for the Python tfbuild runs "
+        f"in ({sys.executable}). Install it there: {sys.executable} -m pip install matplotlib (or, "
+        "from tfbuild's checkout, pip install '.[plot]'); or drop --plot."
+    )
+    assert "tfbuild[plot]" not in line  # that name on PyPI is another project
+    assert not (tmp_path / "p.png").exists()
+
+
+def test_the_plot_extra_the_advice_names_is_matplotlib() -> None:
+    """This checkout's own metadata (pyproject.toml, as installed): extra ``plot`` is matplotlib."""
+    from importlib.metadata import metadata
+
+    from packaging.requirements import Requirement
+
+    meta = metadata("tfbuild")
+    assert "plot" in (meta.get_all("Provides-Extra") or [])
+    requirements = [Requirement(text) for text in meta.get_all("Requires-Dist") or []]
+    plot = [
+        r.name
+        for r in requirements
+        if r.marker is not None and r.marker.evaluate({"extra": "plot"})
+    ]
+    assert plot == ["matplotlib"]
