@@ -33,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tfbuild import __version__
-from tfbuild.engine import DockerEngine, Mount, RunResult
+from tfbuild.engine import DockerEngine, DownloadFailed, ImageUnavailable, Mount, RunResult
 from tfbuild.errors import (
     BuildFailed,
     EnvironmentProblem,
@@ -53,6 +54,7 @@ from tfbuild.errors import (
 from tfbuild.files import sha256_file, write_text
 from tfbuild.floor import inspect_wheel
 from tfbuild.plan import CACHE_ROOT, OUTPUT_DIR, SOURCE_DIR, BuildPlan, with_jobs
+from tfbuild.preflight import preflight
 from tfbuild.receipt import (
     Inputs,
     Receipt,
@@ -273,25 +275,35 @@ class _Log:
 
 
 def _toolchain_image(
-    engine: DockerEngine, plan: BuildPlan, files: dict[str, str], work: Path, log: _Log
+    engine: DockerEngine,
+    plan: BuildPlan,
+    files: dict[str, str],
+    work: Path,
+    log: _Log,
+    proxies: tuple[tuple[str, str], ...] = (),
 ) -> tuple[str, bool]:
     image_dir = work / "image"
     write_context({"Dockerfile": files["Dockerfile"]}, image_dir)
-    base = plan.base_image
-    pulled = not base.image_id and not engine.image_exists(base.reference)
     try:
+        # The proxy variables are Docker's predefined build arguments: the RUN steps' downloads
+        # (apt, curl) use them, and the image keeps none of them.
         tag, built = engine.ensure_image(
-            image_dir, repository=TOOLCHAIN_REPOSITORY, labels={}, on_line=log.line
+            image_dir,
+            repository=TOOLCHAIN_REPOSITORY,
+            labels={},
+            on_line=log.line,
+            build_args=dict(proxies),
         )
+    except ImageUnavailable as exc:
+        raise EnvironmentProblem(exc.what, why=exc.why, fix=_image_fix(plan, exc.image)) from exc
+    except DownloadFailed as exc:
+        raise EnvironmentProblem(
+            exc.headline(exc.failure, "the toolchain image"),
+            why=exc.why,
+            fix=_download_fix(exc, proxies),
+            details=tuple(log.tail),
+        ) from exc
     except BuildFailed as exc:
-        if pulled and "Step 1/" in exc.what:
-            raise BuildFailed(
-                f"cannot get the base image {base.reference}",
-                why=exc.why.split("; its last lines")[0],
-                fix="Where no container registry can be reached, make a local one with "
-                f"sudo tfbuild base --suite {base.suite} and pass --base-image "
-                f"tfbuild/base:{base.suite}.",
-            ) from exc
         gone = next((m for line in log.tail if (m := _NO_VERSION.search(line))), None)
         if gone is not None and plan.package_versions:
             raise EnvironmentProblem(
@@ -306,6 +318,62 @@ def _toolchain_image(
         ) from exc
     log.note(f"toolchain image {tag}: {'built' if built else 'reused (unchanged)'}")
     return tag, built
+
+
+def _image_fix(plan: BuildPlan, image: str) -> str:
+    """What to do when the toolchain image's FROM ``image`` cannot be had (no registry here)."""
+    sysroot = plan.sysroot.image if plan.sysroot else None
+    for made in (plan.base_image, sysroot):
+        if made is not None and made.image_id and image == made.reference:
+            return (
+                "It was made by tfbuild base: make it again "
+                f"(sudo tfbuild base --suite {made.suite} --tag {made.reference})."
+            )
+    base = plan.base_image
+    if image == base.reference:
+        return (
+            "Where no container registry can be reached, make a local one with "
+            f"sudo tfbuild base --suite {base.suite} and pass --base-image tfbuild/base:{base.suite}."
+        )
+    if sysroot is not None and image == sysroot.reference:
+        return (
+            "Where no container registry can be reached, link against a local image's C library "
+            "instead: --sysroot-from tfbuild/base:SUITE (made by sudo tfbuild base --suite SUITE; "
+            "the wheel then needs that system's glibc), or --no-portable (the base image's own)."
+        )
+    return "Put it on this engine: docker save it where a registry is reachable, docker load here."
+
+
+def _download_fix(exc: DownloadFailed, proxies: tuple[tuple[str, str], ...]) -> str:
+    """What to do when a toolchain image step cannot download (apt.llvm.org, github.com, a package
+    mirror or snapshot): the proxy the build uses, or the same image made where the host answers."""
+    proxy = next((v for n, v in proxies if n.lower() in ("https_proxy", "http_proxy")), None)
+    host = ""
+    if proxy is not None:
+        host = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}").hostname or ""
+    hosts = " and ".join(exc.failure.hosts)
+    where_ok = f"{hosts} can be reached" if hosts and host not in exc.failure.hosts else "it works"
+    premade = (
+        f"build this image where {where_ok} and load it here "
+        f"(docker save {exc.tag} | docker load): tfbuild reuses it by that tag"
+    )
+    if exc.failure.tls:
+        return (
+            "A proxy that inspects TLS needs its CA certificates inside the image, and tfbuild "
+            f"bakes none in (--ca-bundle reaches the build container only): {premade}."
+        )
+    if proxy is None:
+        return (
+            "Behind a proxy, set HTTP_PROXY and HTTPS_PROXY (passed to the image build); "
+            f"or {premade}."
+        )
+    loopback = host in {"localhost", "::1"} or host.startswith("127.")
+    where = (
+        " (this machine's loopback is not the containers': name it by an address they reach)"
+        if loopback
+        else ""
+    )
+    return f"Check the proxy {proxy} that the image build uses{where}; or {premade}."
 
 
 def _prepare_cache(engine: DockerEngine, tag: str, volume: str, user: str) -> None:
@@ -647,9 +715,13 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 f"({request.plan.variant}, target {request.plan.target})"
                 + (" — STAND-IN canary source, not TensorFlow" if request.plan.standin else "")
             )
+            for warning in request.plan.warnings:  # the plan's, said before the hours of work
+                log.note(f"warning: {warning}")
             log.phase("toolchain image")
             files = render_files(request.plan)
-            tag, image_built = _toolchain_image(engine, request.plan, files, work, log)
+            tag, image_built = _toolchain_image(
+                engine, request.plan, files, work, log, request.proxies
+            )
             image_done = time.monotonic()
             packages = toolchain_packages(engine, tag)
             _prepare_cache(engine, tag, request.plan.cache_volume, request.user)
@@ -706,7 +778,7 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 attempts=tuple(attempts),
                 replaced=replaced,
                 data=receipt,
-                warnings=warnings,
+                warnings=(*plan.warnings, *warnings),  # the plan's, then the wheel's own
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -783,6 +855,10 @@ class BuildRun:
             mode = choose_mode(quiet=self.quiet, stream=sys.stderr, env=os.environ)
             display = stack.enter_context(BuildDisplay(mode=mode, verbose=self.verbose))
             source = stack.enter_context(self._source(plan, ca_bundle, display))
+            # The tree against the plan, before any image or container: seconds, not hours.
+            failure = preflight(plan, recipe, source.path).error()
+            if failure is not None:
+                raise failure
             job = BuildJob(
                 plan=plan,
                 source=source,

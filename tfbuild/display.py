@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from tfbuild.detect.report import DetectReport, MachineReport
@@ -20,6 +21,7 @@ if TYPE_CHECKING:  # types of other commands' results: importing them would load
     from tfbuild.loads import LoadReport
     from tfbuild.matrix import Matrix, Skipped
     from tfbuild.pick import PickResult
+    from tfbuild.preflight import PreflightReport, ReleaseCheck
     from tfbuild.rebuild import VerifyResult
     from tfbuild.smoke.report import SmokeReport
 
@@ -210,13 +212,15 @@ def print_detect(report: DetectReport) -> None:
         for t in report.tensorflow:
             if t.note:
                 console.print(f"  {t.version}: {t.note}", highlight=False)
-    for warning in report.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    for warning in report.warnings:  # escaped: archspec's messages hold "[supported ...]"
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
 
 
 def print_recipes(recipes: RecipeSet) -> None:
-    table = Table(title="TensorFlow recipes", title_justify="left", box=box.SIMPLE_HEAD)
-    for column in ("TF", "Python", "compiler", "bazel", "wheel", "CUDA/cuDNN"):
+    table = Table(
+        title="TensorFlow recipes", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
+    )
+    for column in ("TF", "Python", "compiler", "bazel", "wheel", "CUDA/cuDNN", "read"):
         table.add_column(column, no_wrap=True)
     for r in recipes.recipes:
         cuda = "-" if r.cuda is None else f"{r.cuda.cuda}/{r.cuda.cudnn}"
@@ -229,12 +233,15 @@ def print_recipes(recipes: RecipeSet) -> None:
             r.bazel,
             ":wheel" if r.wheel_flow == "wheel" else "script",
             cuda,
+            f"{r.verified.counts()['read']}/{len(r.verified.parts)}" if r.verified else "-",
         )
     console = Console()
     console.print(table)
     console.print(
         "wheel: ':wheel' target (2.17+) or the build_pip_package script; (h) hermetic: bazel "
-        "downloads CUDA/cuDNN at build time",
+        "downloads CUDA/cuDNN at build time; read: parts of the recipe read in the release's own "
+        "files, of those its verified record names (tfbuild recipes show VERSION says how each "
+        "was checked, and when; tfbuild recipes verify VERSION checks the release)",
         highlight=False,
     )
     user = [r.path for r in recipes.recipes if not r.path.startswith("recipes/")]
@@ -298,8 +305,36 @@ def print_plan(plan: BuildPlan) -> None:
     if plan.runtime_env:
         env = " ".join(f"{k}={v}" for k, v in plan.runtime_env)
         console.print(f"[bold]runtime env[/bold]: {env}", soft_wrap=True, highlight=False)
-    for warning in plan.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    for warning in plan.warnings:  # escaped: archspec's messages hold "[supported ...]"
+        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+
+
+_FINDING_STYLE = {"ok": "green", "fail": "bold red", "note": "yellow", "skipped": "dim"}
+
+
+def print_preflight(report: PreflightReport, *, title: str | None = None) -> None:
+    """The preflight's findings, one line each: status, where in the tree, what (why). fix."""
+    console = Console(highlight=False, soft_wrap=True, emoji=False)
+    verdict = "fits" if report.passed else f"does NOT fit ({len(report.failures)} mismatches)"
+    console.print(
+        f"[bold]{title or 'source tree'}[/bold] {escape(report.tree)} {verdict}: "
+        f"{escape(report.plan)}"
+    )
+    for finding in report.findings:
+        style = _FINDING_STYLE[finding.status]
+        console.print(f"  [{style}]{finding.status:7}[/{style}] {escape(finding.text())}")
+
+
+def print_release_check(result: ReleaseCheck) -> None:
+    """``tfbuild recipes verify``: the recipe's own lists, then each plan's findings."""
+    console = Console(highlight=False, soft_wrap=True, emoji=False)
+    verdict = "matches" if result.passed else f"DRIFTED ({len(result.failures)} mismatches)"
+    console.print(f"[bold]{escape(result.recipe)}[/bold] against {escape(result.tree)}: {verdict}")
+    for finding in (*result.refused, *result.recipe_findings):
+        style = _FINDING_STYLE[finding.status]
+        console.print(f"  [{style}]{finding.status:7}[/{style}] {escape(finding.text())}")
+    for report in result.reports:
+        print_preflight(report, title="plan")
 
 
 def print_smoke(report: SmokeReport) -> None:
@@ -450,7 +485,11 @@ def print_pick(result: PickResult) -> None:
         soft_wrap=True,
     )
     if result.chosen is not None:
-        console.print(f"[bold green]chosen[/bold green]: {escape(result.chosen.wheel.filename)}")
+        standin = "  (STAND-IN canary, not TensorFlow)" if result.chosen.standin else ""
+        console.print(
+            f"[bold green]chosen[/bold green]: {escape(result.chosen.wheel.filename)}{standin}",
+            soft_wrap=True,
+        )
         for line in result.why:
             console.print(f"  - {escape(line)}", soft_wrap=True)
     else:
@@ -472,7 +511,8 @@ def print_pick(result: PickResult) -> None:
         )
         table.add_row(
             str(assessment.rank or ""),
-            escape(assessment.wheel.filename),
+            escape(assessment.wheel.filename)
+            + (" [bold red]STAND-IN[/bold red]" if assessment.standin else ""),
             f"[{colors[status]}]{status}[/{colors[status]}]",
             escape(reason),
         )

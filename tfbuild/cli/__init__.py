@@ -169,10 +169,66 @@ def recipes_show(
     version: Annotated[str, typer.Argument(help="TensorFlow version, e.g. 2.21 or 2.21.0.")],
     recipes_dir: RecipesDir = None,
 ) -> None:
-    """Print one recipe, resolved, as JSON."""
+    """Print one recipe, resolved, as JSON (its verified record says how far it was checked)."""
     from tfbuild.recipes import load_recipes
 
     _print_json(load_recipes(tuple(recipes_dir or ())).get(version).to_json())
+
+
+@recipes_app.command("verify")
+def recipes_verify(
+    version: Annotated[str, typer.Argument(help="TensorFlow version, e.g. 2.21 or 2.21.0.")],
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            "--source",
+            metavar="DIR",
+            help="Check this local tree instead of downloading the recipe's release tarball.",
+            show_default=False,
+        ),
+    ] = None,
+    ca_bundle: Annotated[
+        Path | None,
+        typer.Option(
+            "--ca-bundle",
+            metavar="FILE",
+            help="CA certificates for the download (default: $SSL_CERT_FILE or "
+            "$REQUESTS_CA_BUNDLE when set).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the findings as JSON.")] = False,
+    recipes_dir: RecipesDir = None,
+) -> None:
+    """Check a recipe against its release's own files: the tarball (sha256 checked) or --source
+    DIR, for every plan of the recipe (each Python's cpu build, mkl, cuda). Exit 4 on drift."""
+    from tfbuild.build import ca_bundle_from
+    from tfbuild.preflight import check_release
+    from tfbuild.recipes import load_base_images, load_recipes
+
+    extra = tuple(recipes_dir or ())
+    recipe = load_recipes(extra).get(version)
+
+    def say(line: str) -> None:
+        if not as_json:
+            sys.stderr.write(f"[verify] {line}\n")
+
+    result = check_release(
+        recipe,
+        base_images=load_base_images(extra),
+        source=source,
+        ca_bundle=None if source is not None else ca_bundle_from(ca_bundle, os.environ),
+        on_line=say,
+    )
+    if as_json:
+        _print_json(result.to_json())
+    else:
+        from tfbuild.display import print_release_check
+
+        print_release_check(result)
+    failure = result.error()
+    if failure is not None:
+        raise failure
 
 
 @app.command("matrix")
@@ -252,34 +308,57 @@ def matrix_command(
 def plan_command(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            "--source",
+            metavar="DIR",
+            help="Also check this TensorFlow tree against the plan (the preflight tfbuild wheel "
+            "runs before any image is built): .bazelversion, configs, wheel target, Python lock, "
+            "CUDA versions, toolchain route. Exit 4 when it does not fit.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Resolve a build: every choice tfbuild would make, with the reason for it."""
     from tfbuild.base import plan_here
 
-    plan = plan_here(plan_args(ctx)).plan
-    if as_json:
-        _print_json(plan.to_json())
-        return
-    from tfbuild.display import print_plan
+    planned = plan_here(plan_args(ctx))
+    plan, report = planned.plan, None
+    if source is not None:
+        from tfbuild.preflight import preflight
+        from tfbuild.sources import local_source
 
-    print_plan(plan)
+        report = preflight(plan, planned.recipe, local_source(source).path)
+    if as_json:
+        _print_json(plan.to_json() | ({"preflight": report.to_json()} if report else {}))
+    else:
+        from tfbuild.display import print_plan, print_preflight
+
+        print_plan(plan)
+        if report is not None:
+            print_preflight(report)
+    failure = report.error(shown=not as_json) if report is not None else None
+    if failure is not None:
+        raise failure
 
 
 @app.command("render", cls=PlanCommand)
 def render_command(
     ctx: typer.Context,
     out: Annotated[
-        Path, typer.Option("-o", "--output", metavar="DIR", help="Where to write the context.")
+        str, typer.Option("-o", "--output", metavar="DIR", help="Where to write the context.")
     ],
 ) -> None:
     """Write the build context: Dockerfile, bazel rc file, build.sh, runtime.env, plan.json."""
     from tfbuild.base import plan_here
-    from tfbuild.render import check, render_files, write_context
+    from tfbuild.render import check, output_dir, render_files, write_context
 
+    directory = output_dir(out, option="-o")
     planned = plan_here(plan_args(ctx))
     files = render_files(planned.plan)
     check(files, planned.recipe)
-    for path in write_context(files, out):
+    for path in write_context(files, directory):
         typer.echo(str(path))
 
 
@@ -306,8 +385,8 @@ def wheel_command(
         ),
     ] = None,
     dist: Annotated[
-        Path, typer.Option("--dist", metavar="DIR", help="Where the wheel, receipt and logs go.")
-    ] = Path("dist"),
+        str, typer.Option("--dist", metavar="DIR", help="Where the wheel, receipt and logs go.")
+    ] = "dist",
     ca_bundle: Annotated[
         Path | None,
         typer.Option(
@@ -348,10 +427,11 @@ def wheel_command(
     from tfbuild.build import BuildRun
     from tfbuild.display import print_wheel_result
     from tfbuild.engine import DockerEngine
+    from tfbuild.render import output_dir
     from tfbuild.request import PlanArgs
 
     run = BuildRun(
-        dist=dist,
+        dist=output_dir(dist, option="--dist"),  # checked before anything is fetched or built
         source=source,
         source_sha256=source_sha256,
         ca_bundle=ca_bundle,
@@ -700,7 +780,12 @@ def _smoke_in_images(
 @app.command("base")
 def base_command(
     suite: Annotated[
-        str, typer.Option("--suite", help="Debian or Ubuntu suite: bookworm, trixie, jammy, noble.")
+        str,
+        typer.Option(
+            "--suite",
+            help="Debian or Ubuntu suite: bullseye, bookworm, trixie, jammy, noble (on any host "
+            "with debootstrap: tfbuild brings the script and keyring a suite needs).",
+        ),
     ] = "bookworm",
     mirror: Annotated[
         str | None,
@@ -784,7 +869,8 @@ def pick_command(
         str,
         typer.Argument(
             metavar="DIR_OR_INDEX_URL",
-            help="A directory of wheels (e.g. dist), one .whl, or an http(s) index page.",
+            help="A directory of wheels (e.g. dist), one .whl, or an index page that links to "
+            "them: a file (e.g. dist/index.html, written by tfbuild index) or an http(s) URL.",
         ),
     ],
     cpuinfo: Annotated[
