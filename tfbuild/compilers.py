@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 #: Compiler names archspec carries flags for.
 KNOWN_COMPILERS = ("gcc", "clang", "aocc", "apple-clang", "intel", "oneapi", "nvhpc")
 
-_SPEC = re.compile(r"^(?P<name>apple-clang|[a-z]+)(?:[-@](?P<version>.+))?$")
-_VERSION = re.compile(r"^\d+(?:\.\d+){0,3}$")
+# Matched whole (re.fullmatch: with re.match, '$' also matches before a final newline).
+_SPEC = re.compile(r"(?P<name>apple-clang|[a-z]+)(?:[-@](?P<version>.+))?")
+_VERSION = re.compile(r"\d+(?:\.\d+){0,3}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +88,7 @@ def _probe_version(name: str, run: Runner) -> str | None:
 def parse_compiler(spec: str, *, run: Runner = run_command) -> Compiler:
     """Parse ``gcc-12``, ``clang-18.1.8``, ``gcc@11.4`` or a bare ``gcc`` (version read from PATH)."""
     text = spec.strip().lower()
-    match = _SPEC.match(text)
+    match = _SPEC.fullmatch(text)
     what = f"unknown --compiler {spec!r}"
     if match is None:
         raise UsageError(
@@ -96,7 +97,7 @@ def parse_compiler(spec: str, *, run: Runner = run_command) -> Compiler:
             fix=f"Use one of {', '.join(KNOWN_COMPILERS)} with a version, e.g. --compiler clang-18.",
         )
     name, version = match.group("name"), match.group("version")
-    if version is not None and not _VERSION.match(version):
+    if version is not None and not _VERSION.fullmatch(version):
         raise UsageError(
             what,
             why=f"the version {version!r} is not dotted digits; expected NAME-VERSION such as "

@@ -20,14 +20,16 @@ from typing import Any
 
 from tfbuild.variants import Variant
 
-_GENERIC_LEVEL = re.compile(r"^x86_64_v(\d)$")
-_CUDA_SEGMENT = re.compile(r"^cu(\d{2,3})$")
+# Matched whole (re.fullmatch: with re.match, '$' also matches before a final newline).
+_GENERIC_LEVEL = re.compile(r"x86_64_v(\d)")
+_CUDA_SEGMENT = re.compile(r"cu(\d{2,3})")
 NATIVE = "native"
 
 
 def cpu_label(target: str) -> str:
     """``x86_64_v4`` -> ``x86_64v4``; any other archspec name (or ``native``) as it is."""
-    return _GENERIC_LEVEL.sub(r"x86_64v\1", target)
+    found = _GENERIC_LEVEL.fullmatch(target)
+    return f"x86_64v{found.group(1)}" if found else target
 
 
 def cuda_label(cuda: str) -> str:
@@ -105,7 +107,7 @@ def parse_label(local: str | None) -> WheelLabel:
     variant = Variant.cpu
     rest: list[str] = []
     for segment in segments:
-        match = _CUDA_SEGMENT.match(segment)
+        match = _CUDA_SEGMENT.fullmatch(segment)
         if match:
             digits = match.group(1)
             cuda = f"{int(digits[:-1])}.{digits[-1]}"

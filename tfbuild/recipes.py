@@ -12,6 +12,7 @@ a recipe there for the same TensorFlow version replaces the shipped one.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import hashlib
 import os
 import re
@@ -30,16 +31,23 @@ RECIPES_ENV = "TFBUILD_RECIPES_DIR"
 
 # --- value checks: each returns None when fine, or a description of what is allowed ----------------
 
-_SAFE_TOKEN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
-_HTTPS_URL = re.compile(r"^https://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9._~%/+=-]*)?$")
-_FLAG = re.compile(r"^-[A-Za-z0-9][A-Za-z0-9_=.,+:-]*$")
-_DEFINE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]+$")
-_CAPABILITY = re.compile(r"^(sm|compute)_\d{2,3}[a-z]?$")
+# Every pattern is matched whole (re.fullmatch): with re.match, '$' also matches before a final
+# newline, so "2.21.0\n" passed as a version and "clang-18\n" reached the Dockerfile.
+_SAFE_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+_HTTPS_URL = re.compile(r"https://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9._~%/+=-]*)?")
+_FLAG = re.compile(r"-[A-Za-z0-9][A-Za-z0-9_=.,+:-]*")
+_DEFINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]+")
+_CAPABILITY = re.compile(r"(sm|compute)_\d{2,3}[a-z]?")
+#: A registry/repository reference (docker.io/nvidia/cuda): the one kind of field with a '/'.
+_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(:\d+)?(/[A-Za-z0-9][A-Za-z0-9._-]*)*")
+#: A Docker tag (the grammar of docker/distribution's reference package).
+_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def _pattern(regex: re.Pattern[str], allowed: str) -> Callable[[Any], str | None]:
     def check(value: Any) -> str | None:
-        if isinstance(value, str) and regex.match(value):
+        if isinstance(value, str) and regex.fullmatch(value):
             return None
         return allowed
 
@@ -47,31 +55,39 @@ def _pattern(regex: re.Pattern[str], allowed: str) -> Callable[[Any], str | None
 
 
 _CHECKS: dict[str, Callable[[Any], str | None]] = {
-    "version3": _pattern(re.compile(r"^\d+\.\d+\.\d+$"), "a version X.Y.Z, e.g. 2.21.0"),
-    "version2": _pattern(re.compile(r"^\d+\.\d+$"), "a version X.Y, e.g. 3.11"),
-    "version": _pattern(re.compile(r"^\d+(\.\d+){1,3}$"), "a dotted version, e.g. 12.5.1"),
+    "version3": _pattern(re.compile(r"\d+\.\d+\.\d+"), "a version X.Y.Z, e.g. 2.21.0"),
+    "version2": _pattern(re.compile(r"\d+\.\d+"), "a version X.Y, e.g. 3.11"),
+    "version": _pattern(re.compile(r"\d+(\.\d+){1,3}"), "a dotted version, e.g. 12.5.1"),
     "token": _pattern(_SAFE_TOKEN, "letters, digits and . _ + - only"),
     "url": _pattern(_HTTPS_URL, "an https:// URL without spaces, quotes or shell characters"),
-    "hex40": _pattern(re.compile(r"^[0-9a-f]{40}$"), "a full 40-digit git commit hash"),
-    "hex64": _pattern(re.compile(r"^[0-9a-f]{64}$"), "a 64-digit sha256 in lower-case hex"),
+    "hex40": _pattern(re.compile(r"[0-9a-f]{40}"), "a full 40-digit git commit hash"),
+    "hex64": _pattern(re.compile(r"[0-9a-f]{64}"), "a 64-digit sha256 in lower-case hex"),
     "snapshot": _pattern(
-        re.compile(r"^[0-9]{8}T[0-9]{6}Z$"), "a UTC snapshot time like 20261115T000000Z"
+        re.compile(r"[0-9]{8}T[0-9]{6}Z"), "a UTC snapshot time like 20261115T000000Z"
     ),
     "compiler": _pattern(
-        re.compile(r"^(gcc|clang)-\d+(\.\d+){0,2}$"), "gcc-N[.N[.N]] or clang-N[.N[.N]]"
+        re.compile(r"(gcc|clang)-\d+(\.\d+){0,2}"), "gcc-N[.N[.N]] or clang-N[.N[.N]]"
     ),
     "flag": _pattern(_FLAG, "a compiler flag like -Wno-sign-compare (no spaces or quotes)"),
     "define": _pattern(_DEFINE, "a bazel define NAME=value"),
     "capability": _pattern(_CAPABILITY, "sm_XY or compute_XY, e.g. sm_89"),
     "sysroot": _pattern(
-        re.compile(r"^(/[A-Za-z0-9._-]+)+$|^[A-Za-z0-9][A-Za-z0-9._-]*$"),
+        re.compile(r"(/[A-Za-z0-9._-]+)+|[A-Za-z0-9][A-Za-z0-9._-]*"),
         "a SYSROOT_DIST name (linux_glibc_2_27) or an absolute path (/dt9)",
     ),
     "text": lambda v: None if isinstance(v, str) else "text",
-    "bool": lambda v: None if isinstance(v, bool) else "true or false",
-    "date": _pattern(re.compile(r"^\d{4}-\d{2}-\d{2}$"), "a date YYYY-MM-DD"),
+    "release": _pattern(re.compile(r"\d+(\.\d+){0,3}"), "a version, e.g. 12.5.1 or 9"),
+    "image": _pattern(_IMAGE, "a registry/repository like docker.io/library/debian"),
+    "tag": _pattern(_TAG, "a Docker tag: letters, digits and _ . - (up to 128)"),
+    "digest": _pattern(_DIGEST, "sha256: and 64 lower-case hex digits"),
+    "bool": lambda v: (
+        None
+        if isinstance(v, bool)
+        else "true or false (write true or false: yes, no, on and off are not booleans here)"
+    ),
+    "date": _pattern(re.compile(r"\d{4}-\d{2}-\d{2}"), "a date YYYY-MM-DD"),
     "verified": _pattern(
-        re.compile(r"^(read|cited|not verified): \S"),
+        re.compile(r"(read|cited|not verified): \S.*", re.DOTALL),
         "a statement starting 'read: ', 'cited: ' or 'not verified: ' (see recipes/README.md)",
     ),
 }
@@ -337,82 +353,169 @@ class Recipe:
 # --- validation over the YAML node tree (it keeps line numbers) -----------------------------------
 
 
-def _fail(path: str, node: yaml.Node | None, message: str) -> InputError:
-    line = node.start_mark.line + 1 if node is not None else 1
-    return InputError(
-        f"invalid recipe {path}:{line}",
-        why=message,
-        fix="Fix the recipe (see recipes/README.md for the schema).",
-    )
+@dataclass(frozen=True, kw_only=True)
+class _Doc:
+    """The data file being validated, as its messages name it."""
+
+    path: str
+    noun: str = "recipe"  # "invalid recipe PATH:LINE", "invalid base image file PATH:LINE"
+    fix: str = "Fix the recipe (see recipes/README.md for the schema)."
+
+
+def _fail(doc: _Doc, node: yaml.Node | yaml.Mark | None, message: str) -> InputError:
+    mark = node.start_mark if isinstance(node, yaml.Node) else node
+    line = mark.line + 1 if mark is not None else 1
+    return InputError(f"invalid {doc.noun} {doc.path}:{line}", why=message, fix=doc.fix)
+
+
+class _Refused(yaml.YAMLError):
+    """What :class:`_DataLoader` refuses to compose, and where."""
+
+    def __init__(self, mark: yaml.Mark, why: str) -> None:
+        super().__init__(why)
+        self.mark = mark
+        self.why = why
+
+
+#: How deep a data file may nest (the recipe schema needs 3 levels). PyYAML composes recursively,
+#: so a few kilobytes of '[' would otherwise end in a RecursionError.
+MAX_DEPTH = 32
+
+
+class _DataLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses anchors (``&a``), aliases (``*a``) and deep nesting while
+    composing.
+
+    The data files have no use for anchors, and a few hundred bytes of nested aliases (a "billion
+    laughs") expand to gigabytes when a tree is walked or constructed. The node tree is composed,
+    never constructed: values are typed by :func:`_scalar`."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise _Refused(
+                event.start_mark,
+                "it uses a YAML anchor or alias (& or *), which tfbuild's data files refuse "
+                "(a few of them can expand to gigabytes); write each value out",
+            )
+        if self.depth >= MAX_DEPTH:
+            raise _Refused(event.start_mark, f"it nests lists or mappings over {MAX_DEPTH} deep")
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
+def _compose(text: str, doc: _Doc) -> yaml.Node:
+    """The YAML node tree of a data file (one document, no anchors or aliases), or an InputError."""
+    try:
+        node = yaml.compose(text, Loader=_DataLoader)
+    except _Refused as exc:
+        raise _fail(doc, exc.mark, exc.why) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(
+            f"invalid {doc.noun} {doc.path}:{mark.line + 1 if mark is not None else 1}",
+            why=f"it is not valid YAML ({getattr(exc, 'problem', None) or exc})",
+            fix="Fix the YAML syntax.",
+        ) from None
+    if node is None:
+        raise _fail(doc, None, "the file is empty")
+    return node
+
+
+#: YAML 1.2's booleans; PyYAML (YAML 1.1) also reads yes/no/on/off/y/n as booleans.
+_BOOLEANS = {"true": True, "false": False}
 
 
 def _scalar(node: yaml.Node) -> Any:
     """A scalar node's value with YAML 1.2-like typing: true/false, null, everything else text.
 
-    Versions stay text (``3.10`` must not become the float 3.1)."""
+    Versions stay text (``3.10`` must not become the float 3.1), and YAML 1.1's ``yes``/``on``
+    stay text too, so a boolean field refuses them with "write true or false"."""
     value = node.value
-    if node.tag.endswith(":bool"):
-        return value.lower() == "true"
+    if node.tag.endswith(":bool") and value.lower() in _BOOLEANS:
+        return _BOOLEANS[value.lower()]
     if node.tag.endswith(":null"):
         return None
     return value
 
 
+def _key(doc: _Doc, key_node: yaml.Node, prefix: str) -> str:
+    if not isinstance(key_node, yaml.ScalarNode) or not isinstance(_scalar(key_node), str):
+        raise _fail(
+            doc,
+            key_node,
+            f"a key under {prefix.rstrip('.') or 'the top level'} is a list or mapping (? [a, b]), "
+            "not a plain name",
+        )
+    return str(key_node.value)
+
+
 def _validate(
-    path: str,
+    doc: _Doc,
     node: yaml.Node,
     schema: dict[str, Field],
     prefix: str,
     lines: dict[str, int],
 ) -> dict[str, Any]:
     if not isinstance(node, yaml.MappingNode):
-        raise _fail(path, node, f"{prefix or 'the recipe'} must be a mapping of keys to values")
+        raise _fail(
+            doc,
+            node,
+            f"{prefix.rstrip('.') or 'the ' + doc.noun} must be a mapping of keys to values",
+        )
     result: dict[str, Any] = {}
     for key_node, value_node in node.value:
-        key = key_node.value
+        key = _key(doc, key_node, prefix)
         dotted = f"{prefix}{key}"
         if key not in schema:
             close = difflib.get_close_matches(key, list(schema), n=1)
             hint = f", did you mean '{prefix}{close[0]}'?" if close else ""
             line = key_node.start_mark.line + 1
             raise InputError(
-                f"unknown key '{dotted}' at {path}:{line}{hint}",
+                f"unknown key {dotted!r} at {doc.path}:{line}{hint}",
                 fix=f"Allowed keys here: {', '.join(prefix + k for k in sorted(schema))}.",
             )
         if key in result:
-            raise _fail(path, key_node, f"key '{dotted}' appears twice")
+            raise _fail(doc, key_node, f"key '{dotted}' appears twice")
         lines[dotted] = key_node.start_mark.line + 1
-        result[key] = _value(path, value_node, schema[key], dotted, lines)
+        result[key] = _value(doc, value_node, schema[key], dotted, lines)
     for key, field in schema.items():
         if field.required and key not in result:
-            raise _fail(path, node, f"missing key '{prefix}{key}'")
+            raise _fail(doc, node, f"missing key '{prefix}{key}'")
     return result
 
 
-def _value(path: str, node: yaml.Node, field: Field, dotted: str, lines: dict[str, int]) -> Any:
+def _value(doc: _Doc, node: yaml.Node, field: Field, dotted: str, lines: dict[str, int]) -> Any:
     if isinstance(node, yaml.ScalarNode) and _scalar(node) is None:
         if field.nullable:
             return None
-        raise _fail(path, node, f"'{dotted}' must not be empty")
+        raise _fail(doc, node, f"'{dotted}' must not be empty")
     if field.kind == "map":
         assert field.children is not None
-        return _validate(path, node, field.children, f"{dotted}.", lines)
+        return _validate(doc, node, field.children, f"{dotted}.", lines)
     if field.kind.startswith("list:"):
         if not isinstance(node, yaml.SequenceNode):
-            raise _fail(path, node, f"'{dotted}' must be a list")
+            raise _fail(doc, node, f"'{dotted}' must be a list")
         item = Field(field.kind.removeprefix("list:"))
         return [
-            _value(path, child, item, f"{dotted}[{i}]", lines) for i, child in enumerate(node.value)
+            _value(doc, child, item, f"{dotted}[{i}]", lines) for i, child in enumerate(node.value)
         ]
     if not isinstance(node, yaml.ScalarNode):
-        raise _fail(path, node, f"'{dotted}' must be a single value, not a list or mapping")
+        raise _fail(doc, node, f"'{dotted}' must be a single value, not a list or mapping")
     value = _scalar(node)
     problem = _CHECKS[field.kind](value)
     if problem is None and field.choices and value not in field.choices:
         problem = " or ".join(field.choices)
     if problem is not None:
         shown = value if isinstance(value, bool) else repr(value)
-        raise _fail(path, node, f"'{dotted}' is {shown}; expected {problem}")
+        raise _fail(doc, node, f"'{dotted}' is {shown}; expected {problem}")
     return value
 
 
@@ -534,20 +637,10 @@ def _gate(recipe: Recipe) -> None:
 
 
 def parse_recipe(text: str, *, path: str) -> Recipe:
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        raise InputError(
-            f"invalid recipe {path}:{line}",
-            why=f"it is not valid YAML ({getattr(exc, 'problem', None) or exc})",
-            fix="Fix the YAML syntax.",
-        ) from None
-    if node is None:
-        raise _fail(path, None, "the file is empty")
+    doc = _Doc(path=path)
+    node = _compose(text, doc)
     lines: dict[str, int] = {}
-    data = _validate(path, node, SCHEMA, "", lines)
+    data = _validate(doc, node, SCHEMA, "", lines)
     source, wheel, cuda = data["source"], data["wheel"], data.get("cuda")
     route = data.get("toolchain")
     verified = data.get("verified")
@@ -597,11 +690,29 @@ def parse_recipe(text: str, *, path: str) -> Recipe:
     return recipe
 
 
-def read_recipe(path: Path, *, shown_as: str | None = None) -> Recipe:
+def _read_text(path: Path, noun: str) -> str:
+    """A data file's text, or an InputError (a dangling link, a directory, not UTF-8, ...)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read recipe {path}", why=str(exc)) from None
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        why = f"it is not UTF-8 text ({exc.reason} at byte {exc.start})"
+    except IsADirectoryError:
+        why = "it is a directory"
+    except FileNotFoundError:
+        why = (
+            "it does not exist (a dangling symbolic link?)"
+            if path.is_symlink()
+            else "it does not exist"
+        )
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    raise InputError(
+        f"cannot read {noun} {path}", why=why, fix="Make it a readable file, or remove it."
+    )
+
+
+def read_recipe(path: Path, *, shown_as: str | None = None) -> Recipe:
+    text = _read_text(path, "recipe")
     return parse_recipe(text, path=shown_as or str(path))
 
 
@@ -639,28 +750,46 @@ class RecipeSet:
 
 
 def _user_dirs(extra_dirs: Sequence[Path]) -> list[Path]:
-    """``$TFBUILD_RECIPES_DIR`` (os.pathsep-separated), then ``--recipes-dir``: later ones win."""
+    """``$TFBUILD_RECIPES_DIR`` (os.pathsep-separated), then ``--recipes-dir``: later ones win.
+
+    Each must be a directory this process can list (an InputError otherwise, never a silent skip)."""
     env = os.environ.get(RECIPES_ENV, "")
-    return [*(Path(p) for p in env.split(os.pathsep) if p), *extra_dirs]
+    dirs = [*(Path(p) for p in env.split(os.pathsep) if p), *extra_dirs]
+    for directory in dirs:
+        _entries(directory)
+    return dirs
+
+
+def _entries(directory: Path) -> list[str]:
+    """The names in a recipes directory, or an InputError saying why it cannot be listed."""
+    fix = f"Pass a readable directory to --recipes-dir (or ${RECIPES_ENV})."
+    try:
+        with os.scandir(directory) as entries:
+            return sorted(entry.name for entry in entries)
+    except NotADirectoryError:
+        raise InputError(
+            f"cannot read recipes from {directory}", why="it is not a directory", fix=fix
+        ) from None
+    except FileNotFoundError:
+        raise InputError(
+            f"cannot read recipes from {directory}", why="it is not a directory", fix=fix
+        ) from None
+    except OSError as exc:
+        raise InputError(
+            f"cannot read recipes from {directory}", why=exc.strerror or str(exc), fix=fix
+        ) from None
 
 
 def _recipe_files(directory: Path) -> Iterable[Path]:
-    # Recipes are tf-X.Y.yaml; other YAML beside them (base-images.yaml) is not a recipe.
-    return sorted(p for p in directory.glob("tf-*.yaml") if p.is_file())
+    # Recipes are tf-X.Y.yaml; other YAML beside them (base-images.yaml) is not a recipe. Every
+    # entry so named is read: one that is not a readable file (a dangling link, a directory) is an
+    # error, never silently dropped (an override that does not apply would go unnoticed).
+    return [directory / n for n in _entries(directory) if fnmatch.fnmatchcase(n, "tf-*.yaml")]
 
 
 def load_recipes(extra_dirs: Sequence[Path] = ()) -> RecipeSet:
     """The shipped recipes, extended or overridden by ``extra_dirs`` (and ``$TFBUILD_RECIPES_DIR``)."""
-    dirs = [data_dir("recipes")]
-    user_dirs = _user_dirs(extra_dirs)
-    for directory in user_dirs:
-        if not directory.is_dir():
-            raise InputError(
-                f"cannot read recipes from {directory}",
-                why="it is not a directory",
-                fix=f"Pass an existing directory to --recipes-dir (or ${RECIPES_ENV}).",
-            )
-    dirs.extend(user_dirs)
+    dirs = [data_dir("recipes"), *_user_dirs(extra_dirs)]
     by_version: dict[str, Recipe] = {}
     for index, directory in enumerate(dirs):
         seen: dict[str, str] = {}
@@ -682,7 +811,6 @@ def load_recipes(extra_dirs: Sequence[Path] = ()) -> RecipeSet:
 # --- base images ----------------------------------------------------------------------------------
 
 BASE_IMAGES_FILE = "base-images.yaml"
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -735,72 +863,75 @@ class BaseImage:
         )
 
 
+#: One entry of base-images.yaml (its header comment documents each field).
+BASE_IMAGE_SCHEMA: dict[str, Field] = {
+    "image": Field("image"),
+    "tag": Field("tag"),
+    "digest": Field("digest"),
+    "read": Field("date", required=False),
+    "source": Field("text", required=False),
+    "distro": Field("token"),
+    "suite": Field("token"),
+    "glibc": Field("version2", required=False, nullable=True),
+    "python": Field("version2"),
+    "tcmalloc_package": Field("token"),
+    "packaged_compilers": Field("list:compiler", required=False, nullable=True),
+    "cuda": Field("release", required=False, nullable=True),
+    "cudnn": Field("release", required=False, nullable=True),
+}
+
+
+def _entries_of(doc: _Doc, node: yaml.Node, what: str) -> Iterable[tuple[str, yaml.Node]]:
+    """The (name, value node) pairs of a top-level mapping of free names (each a token, once)."""
+    if not isinstance(node, yaml.MappingNode):
+        raise _fail(doc, node, f"it must map {what}")
+    seen: set[str] = set()
+    for key_node, value_node in node.value:
+        name = _key(doc, key_node, "")
+        if _SAFE_TOKEN.fullmatch(name) is None:
+            raise _fail(doc, key_node, f"the name {name!r} is not letters, digits and . _ + -")
+        if name in seen:
+            raise _fail(doc, key_node, f"'{name}' appears twice")
+        seen.add(name)
+        yield name, value_node
+
+
+def parse_base_images(text: str, *, path: str) -> dict[str, BaseImage]:
+    """The text of a ``base-images.yaml``: name -> BaseImage, validated like a recipe."""
+    doc = _Doc(
+        path=path,
+        noun="base image file",
+        fix="Fix the file (its header comment documents each field).",
+    )
+    images: dict[str, BaseImage] = {}
+    for name, value_node in _entries_of(doc, _compose(text, doc), "image names to their pins"):
+        entry = _validate(doc, value_node, BASE_IMAGE_SCHEMA, f"{name}.", {})
+        images[name] = BaseImage(
+            name=name,
+            reference=f"{entry['image']}:{entry['tag']}@{entry['digest']}",
+            distro=entry["distro"],
+            suite=entry["suite"],
+            python=entry["python"],
+            tcmalloc_package=entry["tcmalloc_package"],
+            packaged_compilers=tuple(entry.get("packaged_compilers") or ()),
+            cuda=entry.get("cuda"),
+            cudnn=entry.get("cudnn"),
+            glibc=entry.get("glibc"),
+        )
+    return images
+
+
 def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, BaseImage]:
     """``base-images.yaml``: name -> BaseImage (pinned by digest). A user recipes directory may
     carry its own file, whose entries add to or replace the shipped ones."""
     dirs = [data_dir("recipes"), *_user_dirs(extra_dirs)]
     images: dict[str, BaseImage] = {}
-    for directory in dirs:
+    for index, directory in enumerate(dirs):
         path = directory / BASE_IMAGES_FILE
-        if not path.is_file():
-            continue
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise InputError(f"cannot read {path}", why=str(exc).splitlines()[0]) from None
-        if not isinstance(data, dict):
-            raise InputError(f"invalid {path}", why="it must map image names to their pins")
-        for name, entry in data.items():
-            fields = ("image", "tag", "digest", "distro", "suite", "python", "tcmalloc_package")
-            missing = [f for f in fields if not isinstance(entry, dict) or not entry.get(f)]
-            if missing:
-                raise InputError(
-                    f"invalid {path}: entry {name!r}", why=f"missing {', '.join(missing)}"
-                )
-            values = {f: str(entry[f]) for f in fields}
-            bad = [
-                f
-                for f, v in values.items()
-                if f != "digest" and not _SAFE_TOKEN.match(v.replace("/", "-"))
-            ]
-            if not _DIGEST.match(values["digest"]) or bad:
-                raise InputError(
-                    f"invalid {path}: entry {name!r}",
-                    why=f"unsafe or malformed {', '.join(bad) or 'digest'}",
-                )
-            packaged = entry.get("packaged_compilers") or []
-            if not isinstance(packaged, list) or not all(
-                isinstance(c, str) and _CHECKS["compiler"](c) is None for c in packaged
-            ):
-                raise InputError(
-                    f"invalid {path}: entry {name!r}",
-                    why="packaged_compilers must be a list like [gcc-12, clang-16]",
-                )
-            glibc = entry.get("glibc")
-            if glibc is not None and _CHECKS["version2"](str(glibc)) is not None:
-                raise InputError(f"invalid {path}: entry {name!r}", why="glibc must be X.Y")
-            extras = {k: entry.get(k) for k in ("cuda", "cudnn")}
-            for key, value in extras.items():
-                if (
-                    value is not None
-                    and _CHECKS["version"](str(value)) is not None
-                    and not str(value).isdigit()
-                ):
-                    raise InputError(
-                        f"invalid {path}: entry {name!r}", why=f"{key} must be a version"
-                    )
-            images[str(name)] = BaseImage(
-                name=str(name),
-                reference=f"{values['image']}:{values['tag']}@{values['digest']}",
-                distro=values["distro"],
-                suite=values["suite"],
-                python=values["python"],
-                tcmalloc_package=values["tcmalloc_package"],
-                packaged_compilers=tuple(packaged),
-                cuda=None if extras["cuda"] is None else str(extras["cuda"]),
-                cudnn=None if extras["cudnn"] is None else str(extras["cudnn"]),
-                glibc=None if glibc is None else str(glibc),
-            )
+        if not os.path.lexists(path):
+            continue  # a link that leads nowhere is not absent: reading it says so
+        shown = f"recipes/{BASE_IMAGES_FILE}" if index == 0 else str(path)
+        images.update(parse_base_images(_read_text(path, "base image file"), path=shown))
     return images
 
 
@@ -818,29 +949,31 @@ class ToolPin:
     sha256: dict[str, str]  # Debian architecture name (amd64, arm64) -> sha256
 
 
+#: Debian's architecture names (dpkg-architecture -L, the release architectures).
+DEBIAN_ARCHITECTURES = ("amd64", "arm64", "armel", "armhf", "i386", "ppc64el", "riscv64", "s390x")
+
+TOOL_SCHEMA: dict[str, Field] = {
+    "version": Field("token"),
+    "sha256": Field(
+        "map",
+        children={arch: Field("hex64", required=False) for arch in DEBIAN_ARCHITECTURES},
+    ),
+}
+
+
+def parse_tools(text: str, *, path: str) -> dict[str, ToolPin]:
+    """The text of a ``tools.yaml``: name -> ToolPin, validated like a recipe."""
+    doc = _Doc(path=path, noun="tools file", fix="Fix the file (its header comment documents it).")
+    tools: dict[str, ToolPin] = {}
+    for name, value_node in _entries_of(doc, _compose(text, doc), "tool names to their pins"):
+        entry = _validate(doc, value_node, TOOL_SCHEMA, f"{name}.", {})
+        if not entry["sha256"]:
+            raise _fail(doc, value_node, f"'{name}.sha256' names no architecture")
+        tools[name] = ToolPin(name=name, version=entry["version"], sha256=entry["sha256"])
+    return tools
+
+
 def load_tools() -> dict[str, ToolPin]:
     """``tools.yaml`` (shipped only: pins are reviewed with tfbuild, not overridden per site)."""
     path = data_dir("recipes") / TOOLS_FILE
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(f"cannot read {path}", why=str(exc).splitlines()[0]) from None
-    tools: dict[str, ToolPin] = {}
-    for name, entry in (data or {}).items():
-        version = entry.get("version") if isinstance(entry, dict) else None
-        sums = entry.get("sha256") if isinstance(entry, dict) else None
-        if (
-            not isinstance(version, str)
-            or _SAFE_TOKEN.fullmatch(version) is None
-            or not isinstance(sums, dict)
-            or not sums
-            or not all(isinstance(v, str) and _CHECKS["hex64"](v) is None for v in sums.values())
-        ):
-            raise InputError(
-                f"invalid {path}: entry {name!r}",
-                why="each tool needs a version and a sha256 per architecture (64 hex digits)",
-            )
-        tools[str(name)] = ToolPin(
-            name=str(name), version=version, sha256={str(k): v for k, v in sums.items()}
-        )
-    return tools
+    return parse_tools(_read_text(path, "tools file"), path=f"recipes/{TOOLS_FILE}")

@@ -17,9 +17,10 @@ from tfbuild.plan.toolchain import choose_python, choose_toolchain
 from tfbuild.recipes import BaseImage, Recipe
 from tfbuild.variants import Variant
 
-#: A remote cache or executor: a plain URL, nothing a shell or bazel could read as more.
-_REMOTE_URL = re.compile(r"^(grpcs?|https?)://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9._~%/+=-]*)?$")
-_VOLUME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+#: A remote cache or executor: a plain URL, nothing a shell or bazel could read as more. Both
+#: patterns are matched whole (re.fullmatch: with re.match, '$' also matches before a final newline).
+_REMOTE_URL = re.compile(r"(grpcs?|https?)://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9._~%/+=-]*)?")
+_VOLUME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
 
 def _check_options(options: PlanOptions) -> None:
@@ -27,14 +28,14 @@ def _check_options(options: PlanOptions) -> None:
         ("remote cache", options.remote_cache),
         ("remote executor", options.remote_executor),
     ):
-        if value is not None and not _REMOTE_URL.match(value):
+        if value is not None and not _REMOTE_URL.fullmatch(value):
             raise UsageError(
                 f"--{label.replace(' ', '-')} {value!r} is not a plain URL",
                 why="it must be grpc://, grpcs://, http:// or https:// with no spaces, quotes or "
                 "shell characters",
                 fix="Pass e.g. grpcs://cache.example.org:443.",
             )
-    if not _VOLUME.match(options.cache_volume):
+    if not _VOLUME.fullmatch(options.cache_volume):
         raise UsageError(
             f"--cache-volume {options.cache_volume!r} is not a Docker volume name",
             fix="Use letters, digits, '_', '.' or '-'.",

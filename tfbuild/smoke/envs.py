@@ -23,8 +23,9 @@ from tfbuild.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.files import sha256_file
 
 _MARKER = ".tfbuild-ready"
+# Matched whole (re.fullmatch: with re.match, '$' also matches before a final newline).
 _REQUIREMENT = re.compile(
-    r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([=<>!~]=?[A-Za-z0-9.*+!-]+)?$"
+    r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([=<>!~]=?[A-Za-z0-9.*+!-]+)?"
 )
 
 
@@ -50,7 +51,7 @@ class WheelSpec:
                     fix="Pass the path of a .whl file, or a requirement such as tensorflow-cpu==2.21.0.",
                 )
             return WheelSpec(kind="file", value=str(path.resolve()))
-        if not _REQUIREMENT.match(text):
+        if not _REQUIREMENT.fullmatch(text):
             raise UsageError(
                 f"{text!r} is neither a wheel file nor a requirement",
                 fix="Pass a .whl path or a requirement such as tensorflow-cpu==2.21.0.",
