@@ -107,3 +107,45 @@ def test_an_interpreter_without_pip(tmp_path: Path, wheel_dir: Path) -> None:
     install = result.json()["install"]  # the JSON is printed before the error
     assert install["returncode"] == 1
     assert any("No module named pip" in line for line in install["output"])
+
+
+def test_install_from_a_local_page_has_pip_check_the_sha256(
+    venv_python: Path, wheel_dir: Path, tmp_path: Path
+) -> None:
+    """A local page's link carries the sha256: pip is given the file's URL with it, and checks it."""
+    dist = tmp_path / "dist"
+    dist.mkdir()
+    wheel = dist / f"{DIST}-2.21.0+x86_64-{PY}-{PY}-linux_x86_64.whl"
+    wheel.write_bytes((wheel_dir / wheel.name).read_bytes())
+    good = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    (dist / "index.html").write_text(f'<a href="{quote(wheel.name)}#sha256={good}">w</a>')
+    args = ("--install", "--pip-python", str(venv_python), *OFFLINE, "--pip-arg=--force-reinstall")
+    ok = run_cli("pick", str(dist / "index.html"), *args, "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert ok.json()["install"]["command"][-1] == f"{wheel.as_uri()}#sha256={good}"
+    # The file changed after the page was written: pip refuses it.
+    wheel.write_bytes((wheel_dir / wheel.name.replace("x86_64-", "x86_64v2-")).read_bytes())
+    bad = run_cli("pick", str(dist / "index.html"), *args)
+    assert bad.returncode == 5
+    assert "THESE PACKAGES DO NOT MATCH THE HASHES" in bad.stderr
+
+
+def test_install_without_a_hash_only_when_allowed(
+    venv_python: Path, wheel_dir: Path, http_root: tuple[Path, str]
+) -> None:
+    root, base = http_root
+    wheel = wheel_dir / f"{DIST}-2.21.0+x86_64-{PY}-{PY}-linux_x86_64.whl"
+    (root / wheel.name).write_bytes(wheel.read_bytes())
+    (root / "unhashed.html").write_text(f'<a href="{quote(wheel.name)}">w</a>')
+    args = ("--install", "--pip-python", str(venv_python), *OFFLINE, "--pip-arg=--force-reinstall")
+    refused = run_cli("pick", f"{base}/unhashed.html", *args)
+    assert refused.returncode == 3
+    assert "carries no #sha256=" in refused.stderr.splitlines()[-1]
+    allowed = run_cli("pick", f"{base}/unhashed.html", *args, "--allow-unhashed")
+    assert allowed.returncode == 0, allowed.stderr
+    assert (
+        f"tfbuild: warning: installing {wheel.name} without a hash check (--allow-unhashed): its "
+        "link carries no #sha256=" in allowed.stderr.splitlines()
+    )
+    assert f"installed {wheel.name} into {venv_python}" in allowed.stdout
+    assert installed_label(venv_python) == "x86_64"

@@ -93,5 +93,5 @@ def test_a_page_read_over_http_may_not_name_local_files(
     root, base = http_root
     page = (dist / "index.html").read_text()
     (root / "index.html").write_text(page.replace('href="', f'href="{dist.as_uri()}/'))
-    with pytest.raises(InputError, match=r"skipped: a file: link \(file://.*\) cannot be fetched"):
+    with pytest.raises(InputError, match=r"skipped: a file: link \(file://.*\) is not followed"):
         load_wheels(base + "/index.html")

@@ -30,14 +30,19 @@ exact ``cpXY`` build over ``abi3`` over ``py3-none``.
 
 One module a job, each importing only those before it:
 
+- :mod:`~tfbuild.pick.fetch`: an http(s) GET bounded by the pick's one deadline and by size,
+  receipts fetched a few at a time (:func:`~tfbuild.pick.fetch.fetch`);
 - :mod:`~tfbuild.pick.sources`: the wheels and their receipts, from a directory or an index page
-  (:func:`load_wheels`, a directory or page read, or an HTTP fetch);
+  (:func:`load_wheels`, a directory or page read, or an HTTP fetch), following only http(s) links
+  to the page's own origin (or an ``--allow-origin`` one), or a local page's files inside its
+  directory (:class:`~tfbuild.pick.sources.LinkPolicy`);
 - :mod:`~tfbuild.pick.host`: the machine, its Python, glibc, libstdc++ and driver
   (:func:`describe_host`: cpuinfo, nvidia-smi, the interpreter, the loader's libstdc++);
 - :mod:`~tfbuild.pick.compat`: the five checks, one wheel on one host (:func:`evaluate`, pure),
   giving an :class:`Assessment`;
 - :mod:`~tfbuild.pick.rank`: the ranking and the choice (:func:`pick`, pure);
-- :mod:`~tfbuild.pick.install`: pip installs the choice (:func:`install`).
+- :mod:`~tfbuild.pick.install`: pip installs the choice (:func:`install`), a linked wheel only
+  with the ``#sha256=`` pip checks (:func:`check_hash`).
 
 The human output is :func:`tfbuild.display.print_pick`; this package never imports rich, so
 ``--json`` does not either.
@@ -46,21 +51,25 @@ The human output is :func:`tfbuild.display.print_pick`; this package never impor
 from __future__ import annotations
 
 from tfbuild.pick.compat import UNLABELLED_REASON, Assessment, evaluate
+from tfbuild.pick.fetch import DEFAULT_TIMEOUT, FetchLimits
 from tfbuild.pick.host import Host, describe_host, libstdcxx_here
-from tfbuild.pick.install import InstallResult, check_install_here, install
+from tfbuild.pick.install import InstallResult, check_hash, check_install_here, install
 from tfbuild.pick.rank import SCHEMA, PickOptions, PickResult, pick
 from tfbuild.pick.sources import WheelFile, WheelSource, load_wheels, parse_index
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "SCHEMA",
     "UNLABELLED_REASON",
     "Assessment",
+    "FetchLimits",
     "Host",
     "InstallResult",
     "PickOptions",
     "PickResult",
     "WheelFile",
     "WheelSource",
+    "check_hash",
     "check_install_here",
     "describe_host",
     "evaluate",

@@ -38,14 +38,14 @@ STAGE_ORDER: dict[str, int] = {
 }
 UNLABELLED_REASON = "no CPU label: assumed portable (like the stock wheel)"
 
-#: The canary's own local version label (``0.0.0+tfbuild.canary``, written by its stand-in ``bazel``,
-#: tfbuild/canary/tree/bazel), which the target's label then extends (``+tfbuild.canary.x86_64v4``):
+#: The canary's own local version label (``0.0.0+tfbuild.canary``, written by its wheel packer,
+#: tfbuild/canary/tree/tensorflow/tools/pip_package/pack_wheel.py), which the target's label then extends (``+tfbuild.canary.x86_64v4``):
 #: such a wheel is the STAND-IN, not TensorFlow, whether or not a receipt (``standin: true``) says so.
 STANDIN_LABEL = ("tfbuild", "canary")
 
-_INTERPRETER = re.compile(r"^([a-z]+?)(\d)(\d*)$")
-_MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_(.+)$")
-_MUSLLINUX = re.compile(r"^musllinux_(\d+)_(\d+)_(.+)$")
+_INTERPRETER = re.compile(r"([a-z]+?)(\d)(\d*)")
+_MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_(.+)")
+_MUSLLINUX = re.compile(r"musllinux_(\d+)_(\d+)_(.+)")
 _LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
 
@@ -125,9 +125,9 @@ def _platform_check(platform: str, host: Host) -> tuple[str | None, _LibcNeed]:
     need: _LibcNeed = None
     if platform.startswith("linux_"):
         arch = platform[len("linux_") :]
-    elif found := _MANYLINUX.match(platform):
+    elif found := _MANYLINUX.fullmatch(platform):
         need, arch = (int(found.group(1)), int(found.group(2))), found.group(3)
-    elif found := _MUSLLINUX.match(platform):
+    elif found := _MUSLLINUX.fullmatch(platform):
         need, arch = "musl", found.group(3)
     else:
         legacy, _, rest = platform.partition("_")
@@ -201,7 +201,7 @@ def _stricter(tag: _LibcNeed, floor: WheelFloor | None) -> bool:
 
 def python_rank(tag: Tag, host: Host) -> int:
     """How well a tag's interpreter and ABI fit the host's Python: 3 exact, 2 abi3, 1 py3, 0 not."""
-    found = _INTERPRETER.match(tag.interpreter)
+    found = _INTERPRETER.fullmatch(tag.interpreter)
     if not found:
         return 0
     kind, major, minor_text = found.group(1), int(found.group(2)), found.group(3)
@@ -223,7 +223,7 @@ def python_rank(tag: Tag, host: Host) -> int:
 
 
 def _describe_tag(tag: Tag) -> str:
-    found = _INTERPRETER.match(tag.interpreter)
+    found = _INTERPRETER.fullmatch(tag.interpreter)
     if not found:
         return f"{tag.interpreter}-{tag.abi}"
     kind, major, minor = found.group(1), found.group(2), found.group(3)

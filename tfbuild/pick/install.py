@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfbuild.errors import EnvironmentProblem, UsageError
+from tfbuild.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.pick.compat import Assessment
 
 
@@ -24,6 +24,24 @@ def check_install_here(*, install: bool, cpuinfo: Path | None) -> None:
             why="--install installs on this machine, --cpuinfo describes another one",
             fix="Drop --cpuinfo to pick for this machine.",
         )
+
+
+def check_hash(assessment: Assessment, *, source: str, allow_unhashed: bool) -> str | None:
+    """A wheel linked from an index page is installed only with its ``#sha256=``, which pip checks
+    (:attr:`~tfbuild.pick.sources.WheelFile.install_spec`): without one, an error (exit 3), or with
+    ``--allow-unhashed`` the warning to print. A directory's own wheels have no link to check."""
+    wheel = assessment.wheel
+    if not wheel.from_index or wheel.sha256:
+        return None
+    if not allow_unhashed:
+        raise InputError(
+            f"will not install {wheel.filename}",
+            why=f"its link on {source} carries no #sha256=, so pip could not check what it "
+            "downloads",
+            fix="Use an index page whose links end in #sha256=HEX (tfbuild index writes them), "
+            "or pass --allow-unhashed to install it unchecked.",
+        )
+    return f"installing {wheel.filename} without a hash check (--allow-unhashed): its link carries no #sha256="
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,10 +13,10 @@ and the wheel is judged without it.
 
 from __future__ import annotations
 
-import codecs
 import html.parser
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -27,12 +27,8 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from tfbuild.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.files import wheel_files
 from tfbuild.labels import NATIVE, parse_label, spelt_label
+from tfbuild.pick.fetch import Deadline, FetchLimits, fetch, fetch_all
 from tfbuild.receipt import InvalidReceipt, Receipt, receipt_path
-
-#: Seconds an index page (or a receipt it links to) may take to arrive.
-FETCH_TIMEOUT = 30.0
-MAX_PAGE_BYTES = 32 * 1024 * 1024
-MAX_RECEIPT_BYTES = 8 * 1024 * 1024
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -63,15 +59,18 @@ class WheelFile:
     filename: str
     location: str  # a local path, or an absolute URL without its fragment
     sha256: str | None = None  # from the index link's #sha256= fragment
+    from_index: bool = False  # linked from an index page (whose link should carry its sha256)
     receipt: Receipt | None = None
     receipt_source: str | None = None  # the receipt's path or URL
 
     @property
     def install_spec(self) -> str:
-        """What pip is given: the path, or the URL with its sha256 (which pip then checks)."""
-        if self.sha256 and is_url(self.location):
-            return f"{self.location}#sha256={self.sha256}"
-        return self.location
+        """What pip is given: the path, or (with a sha256, which pip then checks) the URL, a local
+        file's ``file:`` URL, with ``#sha256=HEX``."""
+        if not self.sha256:
+            return self.location
+        url = self.location if is_url(self.location) else Path(self.location).absolute().as_uri()
+        return f"{url}#sha256={self.sha256}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -110,23 +109,184 @@ class WheelSource:
         return {"input": self.source, "kind": self.kind, "wheels": len(self.wheels)}
 
 
+# --- which links are followed -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Origin:
+    """An origin links may point to: a host, and when stated its scheme and port."""
+
+    host: str
+    scheme: str | None = None
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Origin:
+        """``--allow-origin``: ``HOST``, ``HOST:PORT`` or ``http(s)://HOST[:PORT]``."""
+        spec = text.strip()
+        url = spec if "://" in spec else f"//{spec}"
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            parts, port = None, None
+            why = str(exc)
+        else:
+            why = "give a host name, HOST:PORT or an http(s) origin, without a path"
+        if (
+            parts is None
+            or not parts.hostname
+            or parts.scheme not in ("", "http", "https")
+            or parts.path not in ("", "/")
+            or parts.query
+            or parts.fragment
+            or parts.username
+        ):
+            raise UsageError(
+                f"--allow-origin {text!r} is not an origin",
+                why=why,
+                fix="Give e.g. --allow-origin cdn.example.org or --allow-origin "
+                "https://cdn.example.org:8443.",
+            )
+        return cls(host=parts.hostname.lower(), scheme=parts.scheme or None, port=port)
+
+    def admits(self, url: str) -> bool:
+        parts = urlsplit(url)
+        if self.scheme is not None and parts.scheme.lower() != self.scheme:
+            return False
+        if self.port is not None and _port(url) != self.port:
+            return False
+        return (parts.hostname or "").lower() == self.host
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _port(url: str) -> int | None:
+    parts = urlsplit(url)
+    try:
+        return parts.port or _DEFAULT_PORTS.get(parts.scheme.lower())
+    except ValueError:
+        return None
+
+
+def origin_of(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of an http(s) URL, default ports filled in."""
+    parts = urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower(), _port(url)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LinkPolicy:
+    """Which of a page's links pick follows: http(s) to the page's own origin (as asked for and as
+    served, after redirects) or an allowed one; from a local page, files inside its directory.
+
+    Every other link (``file:`` from the network, ``javascript:``, ``data:``, ``ftp:``, another
+    host) is skipped with a warning and never read."""
+
+    origins: tuple[tuple[str, str, int | None], ...] = ()
+    allowed: tuple[Origin, ...] = ()
+    directory: Path | None = None  # a local page's own directory, resolved
+
+    def refusal(self, url: str) -> str | None:
+        """Why ``url`` is not followed, or None when it is."""
+        scheme = urlsplit(url).scheme.lower()
+        if scheme == "file" and self.directory is not None:
+            return self._local_refusal(url)
+        if scheme not in ("http", "https"):
+            where = "files beside the page or " if self.directory is not None else ""
+            return (
+                f"a {scheme or 'schemeless'}: link ({_short(url)}) is not followed; pick follows "
+                f"{where}http(s) links only"
+            )
+        if origin_of(url) in self.origins or any(o.admits(url) for o in self.allowed):
+            return None
+        host = urlsplit(url).netloc
+        page = "a local page's" if self.directory is not None else "another origin's"
+        return (
+            f"{page} link ({_short(url)}) is not followed; pass --allow-origin {host} to follow "
+            f"links to {host}"
+        )
+
+    def _local_refusal(self, url: str) -> str | None:
+        assert self.directory is not None
+        path = _file_path(url)
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop
+            return f"the page links to {path}, which cannot be resolved ({exc})"
+        if real == self.directory or not real.is_relative_to(self.directory):
+            leads = f", which leads to {real}," if real != path else ""
+            return (
+                f"the page links to {path}{leads} outside its own directory {self.directory}; a "
+                "local page may link only to files inside its directory"
+            )
+        return None
+
+
+def _short(url: str, width: int = 120) -> str:
+    return url if len(url) <= width else url[: width - 3] + "..."
+
+
 # --- index pages -----------------------------------------------------------------------------------
 
 
+class _TooMany(Exception):
+    pass
+
+
+#: Parsing a page is fed this much at a time, the deadline checked in between.
+_PARSE_CHUNK = 16 * 1024
+#: HTML events (tags, comments, declarations) a page may have per link it may have: a page of
+#: tfbuild index has about thirty a wheel (its table row). Each costs html.parser ~30 us.
+_EVENTS_PER_LINK = 30
+#: The longest unfinished tag or comment the parser may hold: html.parser scans it again on every
+#: piece fed, so an endless one would cost time quadratic in its length.
+_MAX_PENDING = 64 * 1024
+
+
 class _Anchors(html.parser.HTMLParser):
-    def __init__(self) -> None:
+    """The ``<a href>`` and ``<base href>`` of a page, counted: at most ``max_links`` links and
+    ``max_links * _EVENTS_PER_LINK`` events, else :class:`_TooMany`."""
+
+    def __init__(self, max_links: int) -> None:
         super().__init__(convert_charrefs=True)
         self.hrefs: list[str] = []
         self.base: str | None = None
+        self.max_links = max_links
+        self.events = 0
+
+    def _event(self) -> None:
+        self.events += 1
+        if self.events > self.max_links * _EVENTS_PER_LINK:
+            raise _TooMany(f"more than {self.max_links * _EVENTS_PER_LINK} tags")
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._event()
         href = dict(attrs).get("href")
         if not href:
             return
         if tag == "base" and self.base is None:
             self.base = href.strip()
         elif tag == "a":
+            if len(self.hrefs) >= self.max_links:
+                raise _TooMany(f"more than {self.max_links} links")
             self.hrefs.append(href.strip())
+
+    def handle_endtag(self, tag: str) -> None:
+        self._event()
+
+    def handle_comment(self, data: str) -> None:
+        self._event()
+
+    def handle_decl(self, decl: str) -> None:
+        self._event()
+
+    def handle_pi(self, data: str) -> None:
+        self._event()
+
+    def unknown_decl(self, data: str) -> None:
+        self._event()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,11 +297,35 @@ class IndexLinks:
     receipts: tuple[tuple[str, str], ...]  # (file name, URL)
 
 
-def parse_index(text: str, page_url: str) -> IndexLinks:
-    """Every ``.whl`` (and ``.json``) link of an HTML page; relative links resolved, hashes kept."""
-    parser = _Anchors()
-    parser.feed(text)
-    parser.close()
+def parse_index(
+    text: str,
+    page_url: str,
+    *,
+    max_links: int = FetchLimits().max_links,
+    deadline: Deadline | None = None,
+) -> IndexLinks:
+    """Every ``.whl`` (and ``.json``) link of an HTML page; relative links resolved, hashes kept.
+
+    A page with more than ``max_links`` links (or twenty times as many tags) is refused (exit 3):
+    pick reads one project's page. The page is fed in pieces, ``deadline`` checked in between, and
+    the parser is never closed: ``HTMLParser.close()`` takes time quadratic in the length of an
+    unclosed tag at the end (64 kB: 100 s on Python 3.11), and what follows the last whole tag
+    holds no link."""
+    parser = _Anchors(max_links)
+    try:
+        for start in range(0, len(text), _PARSE_CHUNK):
+            if deadline is not None:
+                deadline.check(f"reading the links of {page_url} was not finished")
+            parser.feed(text[start : start + _PARSE_CHUNK])
+            if len(parser.rawdata) > _MAX_PENDING:  # what it holds back, waiting for its end
+                raise _TooMany(f"a tag or comment longer than {_MAX_PENDING // 1024} KiB")
+    except _TooMany as exc:
+        raise InputError(
+            f"cannot use {page_url}",
+            why=f"the page has {exc}",  # more than N links, N tags, or an endless tag
+            fix="Give the page of one project's wheels (e.g. .../simple/tensorflow/, or the page "
+            "tfbuild index writes).",
+        ) from None
     base = urljoin(page_url, parser.base) if parser.base else page_url
     wheels: dict[str, tuple[str, str, str | None]] = {}
     receipts: dict[str, tuple[str, str]] = {}
@@ -156,68 +340,33 @@ def parse_index(text: str, page_url: str) -> IndexLinks:
     return IndexLinks(wheels=tuple(wheels.values()), receipts=tuple(receipts.values()))
 
 
-def fetch(url: str, *, limit: int, timeout: float = FETCH_TIMEOUT) -> tuple[bytes, str, str]:
-    """GET ``url``: (body, final URL, charset). Proxies and ``SSL_CERT_FILE`` are honoured."""
-    import http.client
-    import ssl
-    import urllib.error
-    import urllib.request
-
-    request = urllib.request.Request(url, headers={"User-Agent": "tfbuild-pick"})
-    fix = "Check the address, the network and the proxy settings (HTTPS_PROXY); for a private CA, set SSL_CERT_FILE."
+def _fetch_receipt(
+    job: tuple[str, str], limits: FetchLimits, deadline: Deadline
+) -> tuple[Receipt | None, str | None]:
+    """(the receipt, or None and the warning why not) of wheel ``job[0]`` at URL ``job[1]``."""
+    wheel, url = job
     try:
-        context = ssl.create_default_context()
-        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
-            body = response.read(limit + 1)
-            final = response.geturl()
-            charset = response.headers.get_content_charset() or "utf-8"
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        raise InputError(
-            f"cannot read {url}",
-            why=f"the server answered {exc.code} {exc.reason}",
-            fix="Check the URL: it should be an index page that links to .whl files.",
-        ) from None
-    except urllib.error.URLError as exc:
-        raise EnvironmentProblem(f"cannot reach {url}", why=str(exc.reason), fix=fix) from None
-    except TimeoutError:
-        raise EnvironmentProblem(
-            f"cannot reach {url}", why=f"no answer within {timeout:.0f} s", fix=fix
-        ) from None
-    except (http.client.HTTPException, OSError) as exc:
-        raise EnvironmentProblem(
-            f"cannot reach {url}", why=str(exc) or type(exc).__name__, fix=fix
-        ) from None
-    except ValueError as exc:  # a malformed URL ("http://")
-        raise UsageError(f"cannot use {url!r}", why=str(exc), fix="Give an http(s) URL.") from None
-    if len(body) > limit:
-        raise InputError(f"cannot read {url}", why=f"it is larger than {limit // 2**20} MiB")
-    try:
-        codecs.lookup(charset)
-    except LookupError:
-        charset = "utf-8"  # a charset Python does not know: read it as UTF-8
-    return body, final, charset
-
-
-def _fetch_receipt(url: str, wheel: str, warnings: list[str]) -> Receipt | None:
-    try:
-        body, _final, charset = fetch(url, limit=MAX_RECEIPT_BYTES)
-        return parse_receipt(body, charset=charset, wheel=wheel)
-    except (InputError, EnvironmentProblem, UsageError) as exc:
-        warnings.append(f"receipt of {wheel} not used: {exc.line()}")
+        body, _final, charset = fetch(url, limit=limits.max_receipt_bytes, deadline=deadline)
+        return parse_receipt(body, charset=charset, wheel=wheel), None
+    except EnvironmentProblem as exc:
+        if deadline.expired():
+            raise  # the whole pick is out of time
+        return None, f"receipt of {wheel} not used: {exc.line()}"
+    except (InputError, UsageError) as exc:
+        return None, f"receipt of {wheel} not used: {exc.line()}"
     except (ValueError, UnicodeDecodeError) as exc:
-        warnings.append(f"receipt {url} not used: {exc}")
-    return None
+        return None, f"receipt {url} not used: {exc}"
 
 
 def _read_receipt_file(path: Path, wheel: str, warnings: list[str]) -> Receipt | None:
     try:
         if not path.is_file():
             return None
+        limit = FetchLimits().max_receipt_bytes
         with path.open("rb") as handle:
-            raw = handle.read(MAX_RECEIPT_BYTES + 1)
-        if len(raw) > MAX_RECEIPT_BYTES:
-            raise ValueError(f"it is larger than {MAX_RECEIPT_BYTES // 2**20} MiB")
+            raw = handle.read(limit + 1)
+        if len(raw) > limit:
+            raise ValueError(f"it is larger than {limit // 2**20} MiB")
         return parse_receipt(raw, wheel=wheel)
     except OSError as exc:
         warnings.append(f"receipt {path} not used: {exc.strerror or exc}")
@@ -252,14 +401,16 @@ _NO_WHEELS_FIX = (
 )
 
 
-def _load_directory(path: Path) -> WheelSource:
+def _load_directory(
+    path: Path, policy: LinkPolicy, limits: FetchLimits, deadline: Deadline
+) -> WheelSource:
     what = f"cannot use {path}"
     try:
         if not path.exists():
             raise InputError(what, why="no such file or directory", fix=_NO_WHEELS_FIX)
         if path.is_file():
             if path.suffix != ".whl":
-                return _load_local_page(path, str(path))
+                return _load_local_page(path, str(path), policy, limits, deadline)
             files = [path]
         else:
             files = wheel_files(path)
@@ -276,7 +427,7 @@ def _load_directory(path: Path) -> WheelSource:
     if not wheels:
         raise InputError(f"no wheels in {path}", why=warnings[0], fix=_NO_WHEELS_FIX)
     kind: Literal["directory", "file"] = "file" if path.is_file() else "directory"
-    return WheelSource(source=str(path), kind=kind, wheels=wheels, warnings=tuple(warnings))
+    return WheelSource(source=str(path), kind=kind, wheels=wheels, warnings=_capped(warnings))
 
 
 def _file_path(url: str) -> Path:
@@ -286,22 +437,28 @@ def _file_path(url: str) -> Path:
     return Path(url2pathname(urlsplit(url).path))
 
 
-def _load_local_page(path: Path, source: str) -> WheelSource:
-    """A local index page (``dist/index.html``): its links resolved against the file's own place."""
+def _load_local_page(
+    path: Path, source: str, policy: LinkPolicy, limits: FetchLimits, deadline: Deadline
+) -> WheelSource:
+    """A local index page (``dist/index.html``): its links resolved against the file's own place,
+    followed only to files inside its directory (or to an ``--allow-origin`` host)."""
     what = f"cannot read {source}"
     try:
         with path.open("rb") as handle:
-            body = handle.read(MAX_PAGE_BYTES + 1)
-        page_url = path.resolve().as_uri()
+            body = handle.read(limits.max_page_bytes + 1)
+        real = path.resolve()
+        page_url = real.as_uri()
     except PermissionError:
         raise InputError(what, why="permission denied", fix="Make it readable.") from None
     except OSError as exc:
         raise InputError(what, why=exc.strerror or str(exc), fix=_NO_WHEELS_FIX) from None
-    if len(body) > MAX_PAGE_BYTES:
+    if len(body) > limits.max_page_bytes:
         raise InputError(
-            what, why=f"it is larger than {MAX_PAGE_BYTES // 2**20} MiB", fix=_NO_WHEELS_FIX
+            what, why=f"it is larger than {limits.max_page_bytes // 2**20} MiB", fix=_NO_WHEELS_FIX
         )
-    links = parse_index(body.decode("utf-8", errors="replace"), page_url)
+    links = parse_index(
+        body.decode("utf-8", errors="replace"), page_url, max_links=limits.max_links
+    )
     if not links.wheels:
         raise InputError(
             f"no wheels in {source}",
@@ -309,21 +466,26 @@ def _load_local_page(path: Path, source: str) -> WheelSource:
             "index page would",
             fix=_NO_WHEELS_FIX,
         )
-    return _from_links(links, source, local_page=True)
+    local = LinkPolicy(allowed=policy.allowed, directory=real.parent)
+    return _from_links(links, source, local, limits, deadline)
 
 
-def _load_index(url: str) -> WheelSource:
+def _load_index(
+    url: str, policy: LinkPolicy, limits: FetchLimits, deadline: Deadline
+) -> WheelSource:
     scheme = urlsplit(url).scheme.lower()
     if scheme == "file":
-        return _load_local_page(_file_path(url), url)
+        return _load_local_page(_file_path(url), url, policy, limits, deadline)
     if scheme not in ("http", "https"):
         raise UsageError(
             f"cannot read {url}",
             why=f"{scheme}:// is not supported",
             fix="Give a directory, an index page file, or an http(s) URL of an index page.",
         )
-    body, final, charset = fetch(url, limit=MAX_PAGE_BYTES)
-    links = parse_index(body.decode(charset, errors="replace"), final)
+    body, final, charset = fetch(url, limit=limits.max_page_bytes, deadline=deadline)
+    links = parse_index(
+        body.decode(charset, errors="replace"), final, max_links=limits.max_links, deadline=deadline
+    )
     if not links.wheels:
         raise InputError(
             f"no wheels at {url}",
@@ -331,76 +493,132 @@ def _load_index(url: str) -> WheelSource:
             fix="Give the index page of the project (e.g. .../simple/tensorflow/) or a page "
             "written by tfbuild index.",
         )
-    return _from_links(links, url, local_page=False)
+    origins = tuple(dict.fromkeys((origin_of(url), origin_of(final))))
+    remote = LinkPolicy(origins=origins, allowed=policy.allowed)
+    return _from_links(links, url, remote, limits, deadline)
 
 
 def _linked_local_wheel(
-    name: str, location: str, sha256: str | None, receipt_url: str | None, warnings: list[str]
+    name: str,
+    location: str,
+    sha256: str | None,
+    receipt_url: str | None,
+    policy: LinkPolicy,
+    warnings: list[str],
 ) -> WheelFile | None:
     """A wheel a local page links to (``file:`` after resolving): the file, its receipt beside it
-    (or the one the page links to)."""
+    (or the one the page links to), both inside the page's directory."""
     path = _file_path(location)
     if not path.is_file():
         warnings.append(f"{name} skipped: the page links to {path}, which is not there")
         return None
-    receipt_file = (
-        _file_path(receipt_url)
-        if receipt_url and urlsplit(receipt_url).scheme == "file"
-        else receipt_path(path)
-    )
-    receipt = _read_receipt_file(receipt_file, name, warnings)
+    if receipt_url is None or urlsplit(receipt_url).scheme != "file":
+        receipt_url = receipt_path(path).as_uri()
+    receipt_file = _file_path(receipt_url)
+    receipt = None
+    refused = policy.refusal(receipt_url) if receipt_file.exists() else None
+    if refused:
+        warnings.append(f"receipt of {name} not used: {refused}")
+    else:
+        receipt = _read_receipt_file(receipt_file, name, warnings)
     return WheelFile(
         filename=name,
         location=str(path),
         sha256=sha256,
+        from_index=True,
         receipt=receipt,
         receipt_source=str(receipt_file) if receipt else None,
     )
 
 
-def _linked_remote_wheel(
-    name: str, location: str, sha256: str | None, receipt_url: str | None, warnings: list[str]
-) -> WheelFile:
-    """A wheel at an http(s) URL; its receipt fetched when linked, or when the wheel is native."""
-    if receipt_url is None and parse_label(spelt_label(name)).target == NATIVE:
-        # Whether a native build runs depends on its receipt: look beside it even unlinked.
-        receipt_url = location[: -len(".whl")] + ".json"
-    receipt = _fetch_receipt(receipt_url, name, warnings) if receipt_url else None
-    return WheelFile(
-        filename=name,
-        location=location,
-        sha256=sha256,
-        receipt=receipt,
-        receipt_source=receipt_url if receipt else None,
-    )
-
-
-def _from_links(links: IndexLinks, source: str, *, local_page: bool) -> WheelSource:
-    """The wheels a page links to: local files for a local page's ``file:`` links, URLs otherwise.
-
-    A page read over the network may not name files on this machine: such links are skipped."""
-    receipts = dict(links.receipts)
+def _from_links(
+    links: IndexLinks, source: str, policy: LinkPolicy, limits: FetchLimits, deadline: Deadline
+) -> WheelSource:
+    """The wheels a page links to, by ``policy``: local files for a local page's ``file:`` links,
+    URLs otherwise; the receipts of remote wheels fetched concurrently under the deadline."""
     warnings: list[str] = []
-    wheels: list[WheelFile] = []
+    receipts: dict[str, str] = {}
+    for name, url in links.receipts:
+        refused = policy.refusal(url)
+        if refused:
+            warnings.append(f"receipt {name} skipped: {refused}")
+        else:
+            receipts.setdefault(name, url)
+    found: list[WheelFile] = []
+    remote: list[tuple[str, str, str | None, str | None]] = []
     for name, location, sha256 in links.wheels:
+        refused = policy.refusal(location)
+        if refused:
+            warnings.append(f"{name} skipped: {refused}")
+            continue
         if not _valid(name, warnings):
             continue
         receipt_url = receipts.get(f"{name[: -len('.whl')]}.json")
-        scheme = urlsplit(location).scheme.lower()
-        if scheme == "file" and local_page:
-            found = _linked_local_wheel(name, location, sha256, receipt_url, warnings)
-            if found is not None:
-                wheels.append(found)
-        elif scheme in ("http", "https"):
-            wheels.append(_linked_remote_wheel(name, location, sha256, receipt_url, warnings))
-        else:
-            warnings.append(f"{name} skipped: a {scheme}: link ({location}) cannot be fetched")
-    if not wheels:
+        if urlsplit(location).scheme.lower() == "file":
+            local = _linked_local_wheel(name, location, sha256, receipt_url, policy, warnings)
+            if local is not None:
+                found.append(local)
+            continue
+        if receipt_url is None and parse_label(spelt_label(name)).target == NATIVE:
+            # Whether a native build runs depends on its receipt: look beside it even unlinked.
+            receipt_url = location[: -len(".whl")] + ".json"
+        remote.append((name, location, sha256, receipt_url))
+    jobs = [(name, url) for name, _loc, _sha, url in remote if url is not None]
+    if len(jobs) > limits.max_receipts:
+        warnings.append(
+            f"receipts of {len(jobs) - limits.max_receipts} wheel(s) not read: pick reads at most "
+            f"{limits.max_receipts} receipts of a page; those wheels are judged by their names"
+        )
+        jobs = jobs[: limits.max_receipts]
+    results = fetch_all(
+        jobs,
+        lambda job: _fetch_receipt(job, limits, deadline),
+        workers=limits.workers,
+        deadline=deadline,
+    )
+    fetched = dict(zip((job for job in jobs), results, strict=True))
+    for name, location, sha256, receipt_url in remote:
+        receipt, warning = fetched.get((name, receipt_url or ""), (None, None))
+        if warning:
+            warnings.append(warning)
+        found.append(
+            WheelFile(
+                filename=name,
+                location=location,
+                sha256=sha256,
+                from_index=True,
+                receipt=receipt,
+                receipt_source=receipt_url if receipt else None,
+            )
+        )
+    if not found:
         raise InputError(f"no wheels at {source}", why=warnings[0], fix=_NO_WHEELS_FIX)
-    return WheelSource(source=source, kind="index", wheels=tuple(wheels), warnings=tuple(warnings))
+    order = {name: i for i, (name, _url, _sha) in enumerate(links.wheels)}
+    wheels = tuple(sorted(found, key=lambda w: order[w.filename]))
+    return WheelSource(source=source, kind="index", wheels=wheels, warnings=_capped(warnings))
 
 
-def load_wheels(source: str) -> WheelSource:
+#: At most this many warnings are kept; the rest are counted.
+MAX_WARNINGS = 20
+
+
+def _capped(warnings: list[str]) -> tuple[str, ...]:
+    if len(warnings) <= MAX_WARNINGS:
+        return tuple(warnings)
+    more = len(warnings) - MAX_WARNINGS
+    return (*warnings[:MAX_WARNINGS], f"... and {more} more warning(s) like these")
+
+
+def load_wheels(
+    source: str, *, limits: FetchLimits | None = None, allow_origins: Sequence[str] = ()
+) -> WheelSource:
     """The wheels of a directory (or one .whl file), or of an index page: a local file or an
-    http(s) (or ``file://``) URL."""
-    return _load_index(source) if is_url(source) else _load_directory(Path(source))
+    http(s) (or ``file://``) URL, read within ``limits`` (one deadline for all of it).
+
+    ``allow_origins`` (``--allow-origin``) are hosts a page's links may point to besides its own."""
+    limits = limits or FetchLimits()
+    policy = LinkPolicy(allowed=tuple(Origin.parse(text) for text in allow_origins))
+    deadline = Deadline(limits.timeout)
+    if is_url(source):
+        return _load_index(source, policy, limits, deadline)
+    return _load_directory(Path(source), policy, limits, deadline)
