@@ -5,10 +5,12 @@ Nothing tfbuild writes is ever seen half-written, and a failure leaves no temp f
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import secrets
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -53,3 +55,76 @@ def wheel_files(directory: Path) -> list[Path]:
         ),
         key=lambda p: p.name,
     )
+
+
+#: Temp names of :func:`write_files`; a run killed mid-write can leave one behind, never a target.
+TEMP_PREFIX = ".tfbuild-tmp-"
+
+
+def write_files(directory: Path, files: Mapping[str, tuple[str | bytes, int]]) -> list[Path]:
+    """Write a set of files into ``directory`` as one step: all of them, or none changed.
+
+    ``files`` maps a plain file name to ``(content, mode)``, in the order they are put in place (a
+    manifest goes last). Every target is checked first (a directory in a target's place stops it
+    all), then each file is written whole under a temp name beside its target and, once all are
+    written, renamed into place. Should a rename still fail, the ones already renamed get their
+    previous content back (kept as hard links until the end), so a failure leaves the previous set
+    as it was. Raises OSError with the failing path in ``filename``; no temp file stays behind."""
+    targets = [(directory / name, content, mode) for name, (content, mode) in files.items()]
+    for target, _content, _mode in targets:
+        if target.is_dir() and not target.is_symlink():
+            raise IsADirectoryError(errno.EISDIR, "it is a directory, not a file", str(target))
+    temps: list[Path] = []
+    backups: dict[Path, Path] = {}
+    try:
+        for target, content, mode in targets:
+            try:
+                fd, name = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{target.name}.", dir=directory)
+                temps.append(Path(name))
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(content.encode("utf-8") if isinstance(content, str) else content)
+                    os.fchmod(handle.fileno(), mode)
+            except OSError as exc:
+                exc.filename = str(target)  # the file the user knows, not its temp name
+                raise
+        for target, _content, _mode in targets:
+            if os.path.lexists(target):  # a file or a link (a directory was refused above)
+                backup = directory / f"{TEMP_PREFIX}{target.name}.{secrets.token_hex(6)}.old"
+                os.link(target, backup, follow_symlinks=False)
+                backups[target] = backup
+        placed: list[Path] = []
+        try:
+            for temp, (target, _content, _mode) in zip(temps, targets, strict=True):
+                try:
+                    temp.replace(target)
+                except OSError as exc:
+                    exc.filename = str(target)
+                    raise
+                placed.append(target)
+        except BaseException:
+            for target in reversed(placed):
+                if target in backups:
+                    backups.pop(target).replace(target)
+                else:
+                    target.unlink(missing_ok=True)
+            raise
+    finally:
+        for leftover in (*temps, *backups.values()):
+            leftover.unlink(missing_ok=True)
+    return [target for target, _content, _mode in targets]
+
+
+def shown(name: str) -> str:
+    """A file name as a message may quote it: printable ASCII kept, everything else escaped
+    (``\\n``, ``\\x1b``, ``\\u202e``; a byte that is not UTF-8, kept by Python as a surrogate,
+    as ``\\xe9``), so a hostile name can neither break the line nor drive the terminal."""
+    out = []
+    for char in name:
+        code = ord(char)
+        if 0x20 <= code < 0x7F and char != "\\":
+            out.append(char)
+        elif 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's surrogateescape of one raw byte
+            out.append(f"\\x{code - 0xDC00:02x}")
+        else:
+            out.append(char.encode("unicode_escape").decode("ascii"))
+    return "".join(out)

@@ -11,15 +11,24 @@ Every sha256 is computed from the wheel itself. Where a receipt exists, it must 
 :class:`~tfbuild.receipt.Receipt` whose ``wheel.sha256`` (and name and size) agree and whose plan still
 hashes to its ``plan_sha256``, or nothing is written: a corrupted, swapped or edited artifact is never
 published.
-The output is deterministic (sorted by name, no timestamps), and both files are written whole under a
-temp name and renamed. :func:`collect` and :func:`render_html` are pure apart from reading the
-directory; :func:`write_index` is the one step that writes.
+The output is deterministic (sorted by name, no timestamps), and the two files are written as one
+set (:func:`tfbuild.files.write_files`): both places checked, both written under temp names, then
+renamed, so a failure leaves the previous pair as it was. :func:`collect` and :func:`render_html`
+are pure apart from reading the directory; :func:`write_index` is the one step that writes.
+
+The directory is input, possibly hostile: a name with any character a wheel's name cannot hold, a
+link, anything but a regular file, or a file that is not a zip archive with a ``.dist-info/WHEEL``
+is refused (one line, the name escaped), never published or echoed raw. A ``--base-url`` that
+carries a user name or password is refused: the page is public.
 """
 
 from __future__ import annotations
 
 import html
+import re
+import stat
 import urllib.parse
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -27,7 +36,7 @@ from typing import Any, Literal
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from tfbuild.errors import InputError, UsageError
-from tfbuild.files import sha256_file, wheel_files, write_text
+from tfbuild.files import sha256_file, shown, write_files
 from tfbuild.labels import parse_label, spelt_label, spelt_version
 from tfbuild.receipt import Receipt, WheelFloor, read_receipt, receipt_path
 
@@ -147,7 +156,70 @@ def _checked_receipt(path: Path, wheel: Path, sha256: str, size: int) -> Receipt
     return receipt
 
 
+#: The characters a wheel's file name can hold. Each component is escaped to letters, digits, "_"
+#: and "." (PEP 427, "Escaping and Unicode": runs of other characters become "_"; the binary
+#: distribution format spec at packaging.python.org keeps that rule), the version adds "+" (a PEP 440
+#: local label, as tfbuild's own), and "-" separates the components. An epoch's "!" is left out:
+#: no TensorFlow release has one, and a "!" in a shell or URL is one more thing to quote.
+WHEEL_NAME = re.compile(r"[A-Za-z0-9_.+-]+\.whl")
+#: The member every wheel has: NAME-VERSION.dist-info/WHEEL, at the top of the archive.
+_WHEEL_MEMBER = re.compile(r"[^/]+\.dist-info/WHEEL")
+_NOT_A_WHEEL_FIX = (
+    "Publish only wheels that tfbuild wheel (or pip wheel) wrote; remove or rebuild it."
+)
+
+
+def _check_name(wheel: Path) -> None:
+    """Only the characters a wheel's name can hold: nothing that breaks a SHA256SUMS line, a
+    terminal or a page."""
+    if WHEEL_NAME.fullmatch(wheel.name):
+        return
+    odd = sorted({c for c in wheel.name if not WHEEL_NAME.fullmatch(f"{c}.whl")})
+    held = " ".join("space" if c == " " else shown(c) for c in odd)
+    raise InputError(
+        f"{shown(str(wheel))} is not a wheel file name",
+        why=f"it holds {held}, and a wheel's name has only letters, digits and _ . + - (PEP 427)",
+        fix="Rename or remove it.",
+    )
+
+
+def _check_file(wheel: Path, mode: int) -> None:
+    """A regular file in the directory itself: a link could name any file and change later."""
+    if stat.S_ISLNK(mode):
+        raise InputError(
+            f"{wheel} is a symbolic link",
+            why="a link can point out of the directory, and the page would publish what it names",
+            fix="Copy the wheel itself into the directory.",
+        )
+    if not stat.S_ISREG(mode):
+        raise InputError(
+            f"{wheel} is not a wheel", why="it is not a regular file", fix=_NOT_A_WHEEL_FIX
+        )
+
+
+def _check_archive(wheel: Path, size: int) -> None:
+    """A zip archive with a NAME-VERSION.dist-info/WHEEL member (only its directory is read)."""
+    if size == 0:
+        raise InputError(
+            f"{wheel} is not a wheel", why="it is empty (0 bytes)", fix=_NOT_A_WHEEL_FIX
+        )
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            members = archive.namelist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
+        raise InputError(
+            f"{wheel} is not a wheel", why=f"it is not a zip archive ({exc})", fix=_NOT_A_WHEEL_FIX
+        ) from None
+    if not any(_WHEEL_MEMBER.fullmatch(m) for m in members):
+        raise InputError(
+            f"{wheel} is not a wheel",
+            why="it has no NAME-VERSION.dist-info/WHEEL member",
+            fix=_NOT_A_WHEEL_FIX,
+        )
+
+
 def _entry(wheel: Path) -> IndexEntry:
+    _check_name(wheel)
     try:
         name, version, _build, tags = parse_wheel_filename(wheel.name)
     except InvalidWheelFilename as exc:
@@ -158,7 +230,9 @@ def _entry(wheel: Path) -> IndexEntry:
             "remove it.",
         ) from None
     try:
+        _check_file(wheel, wheel.lstat().st_mode)
         size = wheel.stat().st_size
+        _check_archive(wheel, size)
         sha256 = sha256_file(wheel)
     except OSError as exc:
         raise InputError(f"cannot read {wheel}", why=exc.strerror or str(exc)) from None
@@ -204,13 +278,27 @@ def _entry(wheel: Path) -> IndexEntry:
 
 
 def wheels_in(directory: Path) -> list[Path]:
-    """:func:`wheel_files` of ``directory``, which must be one."""
+    """Every entry of ``directory`` named ``*.whl``, sorted by name, but directories and hidden
+    (temp) files. Links and other non-files are listed, for :func:`collect` to refuse by name."""
+    fix = "Name the directory the wheels are in, e.g. tfbuild index dist."
     if not directory.is_dir():
+        raise InputError(f"{shown(str(directory))} is not a directory", fix=fix)
+    try:
+        entries = list(directory.iterdir())
+    except OSError as exc:
         raise InputError(
-            f"{directory} is not a directory",
-            fix="Name the directory the wheels are in, e.g. tfbuild index dist.",
-        )
-    return wheel_files(directory)
+            f"cannot read {shown(str(directory))}", why=exc.strerror or str(exc), fix=fix
+        ) from None
+    return sorted(
+        (
+            p
+            for p in entries
+            if p.name.endswith(".whl")
+            and not p.name.startswith(".")
+            and not (p.is_dir() and not p.is_symlink())
+        ),
+        key=lambda p: p.name,
+    )
 
 
 def collect(directory: Path) -> tuple[IndexEntry, ...]:
@@ -244,12 +332,23 @@ def _href(entry: IndexEntry, base_url: str | None = None) -> str:
 
 def check_base_url(base_url: str) -> str:
     """An http(s) URL ending in "/", where the wheels will be downloaded from."""
-    parts = urllib.parse.urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+    fix = "Pass e.g. https://github.com/OWNER/REPO/releases/download/TAG/"
+    if not base_url.isascii() or not base_url.isprintable() or " " in base_url:
         raise UsageError(
-            f"--base-url {base_url!r} is not an http(s) URL of a directory",
-            fix="Pass e.g. https://github.com/OWNER/REPO/releases/download/TAG/",
+            f"--base-url '{shown(base_url)}' is not an http(s) URL of a directory",
+            why="it holds a space, a control or a non-ASCII character",
+            fix="Percent-encode them. " + fix,
         )
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.username is not None or parts.password is not None:
+        hidden = parts._replace(netloc=f"***@{parts.netloc.rpartition('@')[2]}").geturl()
+        raise UsageError(
+            f"--base-url {hidden} carries a user name or password",
+            why="every link of the public page would show it",
+            fix="Pass the URL without credentials; the page is for anyone to read.",
+        )
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        raise UsageError(f"--base-url {base_url!r} is not an http(s) URL of a directory", fix=fix)
     return base_url if base_url.endswith("/") else base_url + "/"
 
 
@@ -355,12 +454,18 @@ def write_index(
     page_title = title if title and title.strip() else DEFAULT_TITLE
     index = directory / INDEX_NAME
     sums = directory / SUMS_NAME
+    html_text = render_html(entries, title=page_title, base_url=base)
     try:
-        write_text(sums, render_sums(entries))
-        write_text(index, render_html(entries, title=page_title, base_url=base))
+        write_files(
+            directory,
+            {SUMS_NAME: (render_sums(entries), 0o644), INDEX_NAME: (html_text, 0o644)},
+        )
     except OSError as exc:
+        where = shown(exc.filename) if isinstance(exc.filename, str) else str(directory)
         raise InputError(
-            f"cannot write the index in {directory}", why=exc.strerror or str(exc)
+            f"cannot write the index in {shown(str(directory))}",
+            why=f"{where}: {exc.strerror or exc}; nothing was written",
+            fix=f"Let tfbuild write {INDEX_NAME} and {SUMS_NAME} there (neither may be a directory).",
         ) from None
     return IndexResult(
         directory=directory, index=index, sums=sums, title=page_title, entries=entries

@@ -189,6 +189,11 @@ class Receipt:
     #: The glibc/libstdc++/libgcc floor and manylinux policy (None: not inspected, e.g. the canary
     #: before tfbuild inspected wheels).
     floor: WheelFloor | None = None
+    #: bazel's own summary of the build's processes (its ``INFO: N processes: 1 remote cache hit,
+    #: 1 internal, 3 local.`` line: kind -> count, ``total`` the N); empty when none was printed.
+    processes: dict[str, int] = field(default_factory=dict)
+    #: bazel's count of actions taken from the remote cache (``--remote-cache``); None without one.
+    remote_cache_hits: int | None = None
     sections: dict[str, Any] = field(default_factory=dict)
 
     # --- what readers ask ---------------------------------------------------------------------
@@ -244,6 +249,8 @@ class Receipt:
             "runtime_env_file": self.runtime_env_file,
             "log": self.log,
             "floor": self.floor.to_json() if self.floor else None,
+            "processes": self.processes,
+            "remote_cache_hits": self.remote_cache_hits,
             "plan_sha256": self.plan_sha256,
             "plan": self.plan,
             **self.sections,
@@ -267,6 +274,7 @@ class Receipt:
                 "schema", "build_id", "created", "standin", "wheel", "target", "variant",
                 "label", "cflags", "inputs", "host", "timings", "attempts",
                 "runtime_env_file", "log", "floor", "plan_sha256", "plan",
+                "processes", "remote_cache_hits",
             }  # fmt: skip
             return Receipt(
                 build_id=_text(data["build_id"], "build_id"),
@@ -318,6 +326,13 @@ class Receipt:
                 runtime_env_file=_optional(data.get("runtime_env_file"), "runtime_env_file"),
                 log=_optional(data.get("log"), "log"),
                 floor=WheelFloor.from_json(data["floor"]) if data.get("floor") else None,
+                processes={
+                    str(k): int(v)
+                    for k, v in _object(data.get("processes") or {}, "processes").items()
+                },
+                remote_cache_hits=int(data["remote_cache_hits"])
+                if data.get("remote_cache_hits") is not None
+                else None,
                 sections={k: v for k, v in data.items() if k not in known},
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -327,10 +342,33 @@ class Receipt:
             raise InvalidReceipt(f"it is malformed: {missing}") from None
 
 
+#: Bounds on what a reader parses: a receipt is a few tens of KiB, nested about ten levels deep.
+MAX_RECEIPT_BYTES = 16 << 20
+MAX_RECEIPT_DEPTH = 64
+
+
+def _depth(value: Any) -> int:
+    """How deeply JSON ``value`` nests (a scalar is 0), walked without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level + 1)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def read_receipt(path: Path, *, wheel: Path | None = None) -> Receipt:
     """The receipt at ``path`` (of ``wheel``, when given); one InputError line for anything else."""
     fix = "Rebuild the wheel with tfbuild wheel, which writes its receipt beside it."
     try:
+        if path.stat().st_size > MAX_RECEIPT_BYTES:
+            raise InputError(
+                f"{path} is not a tfbuild receipt",
+                why=f"it is larger than {MAX_RECEIPT_BYTES >> 20} MiB",
+                fix=fix,
+            )
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         what = f"{wheel.name} has no receipt" if wheel else f"no receipt at {path}"
@@ -339,10 +377,17 @@ def read_receipt(path: Path, *, wheel: Path | None = None) -> Receipt:
         raise InputError(f"cannot read {path}", why=exc.strerror or str(exc)) from None
     except UnicodeDecodeError as exc:
         raise InputError(f"{path} is not a tfbuild receipt", why=str(exc), fix=fix) from None
+    deep = f"it nests deeper than {MAX_RECEIPT_DEPTH} levels"
     try:
-        receipt = Receipt.from_json(json.loads(text))
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path} is not a tfbuild receipt", why=str(exc), fix=fix) from None
+    except RecursionError:  # the decoder's own limit, far deeper than MAX_RECEIPT_DEPTH
+        raise InputError(f"{path} is not a tfbuild receipt", why=deep, fix=fix) from None
+    if _depth(data) > MAX_RECEIPT_DEPTH:
+        raise InputError(f"{path} is not a tfbuild receipt", why=deep, fix=fix)
+    try:
+        receipt = Receipt.from_json(data)
     except InvalidReceipt as exc:
         raise InputError(f"{path} is not a usable receipt", why=str(exc), fix=fix) from None
     if wheel is not None and receipt.wheel.name != wheel.name:
