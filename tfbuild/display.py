@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from tfbuild.detect.report import DetectReport, MachineReport
+from tfbuild.errors import printable
 from tfbuild.plan import BuildPlan
 from tfbuild.recipes import RecipeSet
 
@@ -28,6 +30,52 @@ if TYPE_CHECKING:  # types of other commands' results: importing them would load
 _GIB = 1024**3
 
 
+# Text from inputs (a cpuinfo's model name, paths, file names, recipe fields, a wheel's METADATA,
+# a build's log) is shown, never obeyed: every console here is a _SafeConsole, which removes what a
+# terminal would act on (escape sequences, control characters) from every string it renders,
+# markup templates included, and every input value goes into markup through safe(), so that "[/x]"
+# or "[link=...]" in it prints as those characters instead of failing or becoming a link.
+
+
+class _SafeConsole(Console):
+    def render_str(self, text: str, **options: Any) -> Text:
+        return super().render_str(printable(text), **options)
+
+
+def _console(**options: Any) -> Console:
+    """The console of every printer here: terminal controls removed, no ``:emoji:`` codes."""
+    options.setdefault("emoji", False)
+    return _SafeConsole(**options)
+
+
+#: rich's own tag pattern (rich.markup.RE_TAGS): backslashes, then "[" and a tag.
+_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
+
+
+def _literal(text: str) -> str:
+    """Markup that rich renders as exactly ``text``. rich.markup.escape is not that: rich drops
+    the backslash of a "\\[" that starts no tag, and a trailing backslash escapes the tag after it."""
+    parts: list[str] = []
+    position = 0
+    for match in _TAG.finditer(text):
+        # Outside tags rich turns "\\[" into "[": one more backslash before each "[" keeps them.
+        parts.append(text[position : match.start()].replace("[", "\\["))
+        slashes, tag = match.groups()
+        parts.append(f"{slashes}{slashes}\\{tag}")  # n literal backslashes, then the tag as text
+        position = match.end()
+    rest = text[position:]
+    stripped = rest.rstrip("\\")
+    parts.append(stripped.replace("[", "\\["))
+    if len(rest) > len(stripped):  # trailing backslashes: doubled before an empty tag, they show
+        parts.append("\\" * 2 * (len(rest) - len(stripped)) + "[default][/default]")
+    return "".join(parts)
+
+
+def safe(value: object) -> str:
+    """An input's text for a markup string: terminal controls removed, markup shown literally."""
+    return _literal(printable(str(value)))
+
+
 def _gib(value: int | None) -> str:
     return "unknown" if value is None else f"{value / _GIB:.1f} GiB"
 
@@ -37,15 +85,15 @@ def _cpu_table(machine: MachineReport, title: str) -> Table:
     table = Table(title=title, show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
-    table.add_row("architecture", info.architecture)
-    table.add_row("vendor", info.vendor)
+    table.add_row("architecture", safe(info.architecture))
+    table.add_row("vendor", safe(info.vendor))
     if info.brand:
-        table.add_row("model", info.brand)
+        table.add_row("model", safe(info.brand))
     if info.family is not None:
         table.add_row("family/model/stepping", f"{info.family} / {info.model} / {info.stepping}")
-    table.add_row("microarchitecture", f"{machine.microarchitecture} (archspec)")
+    table.add_row("microarchitecture", f"{safe(machine.microarchitecture)} (archspec)")
     if machine.generic_level:
-        table.add_row("generic level", machine.generic_level)
+        table.add_row("generic level", safe(machine.generic_level))
     counts = [
         f"{info.logical_cpus} logical" if info.logical_cpus else "",
         f"{info.physical_cores} cores" if info.physical_cores else "",
@@ -66,17 +114,17 @@ def _feature_table(machine: MachineReport) -> Table | None:
     )
     table.add_column("feature")
     table.add_column("CPU has it")
-    table.add_column(f"enabled by ({compiler.spec})" if compiler else "enabled by")
+    table.add_column(f"enabled by ({safe(compiler.spec)})" if compiler else "enabled by")
     for name in (*machine.guard.present, *machine.guard.absent):
         has = name in machine.guard.present
         cover = coverage.get(name)
         if not has:
             enabled = "[dim]-[/dim]"
         elif cover is None or cover.flag is None:
-            enabled = f"[red]not covered[/red] {cover.note if cover else ''}"
+            enabled = f"[red]not covered[/red] {safe(cover.note) if cover else ''}"
         else:
-            enabled = f"[green]{cover.flag}[/green]"
-        table.add_row(name, "[green]yes[/green]" if has else "[dim]no[/dim]", enabled)
+            enabled = f"[green]{safe(cover.flag)}[/green]"
+        table.add_row(safe(name), "[green]yes[/green]" if has else "[dim]no[/dim]", enabled)
     return table
 
 
@@ -87,12 +135,14 @@ def _system_rows(report: DetectReport) -> Table | None:
     table = Table(title="This host", show_header=False, title_justify="left")
     table.add_column("what", style="bold")
     table.add_column("value")
-    table.add_row("os", f"{system.os} (kernel {system.kernel}, {system.machine})")
+    table.add_row("os", safe(f"{system.os} (kernel {system.kernel}, {system.machine})"))
     table.add_row(
         "python",
-        f"{system.python.implementation} {system.python.version} ({system.python.executable})",
+        safe(
+            f"{system.python.implementation} {system.python.version} ({system.python.executable})"
+        ),
     )
-    table.add_row("glibc", system.glibc or "not glibc")
+    table.add_row("glibc", safe(system.glibc or "not glibc"))
     table.add_row("cpus usable", f"{system.usable_cpus} of {system.logical_cpus}")
     if system.caches:
         table.add_row(
@@ -108,7 +158,7 @@ def _system_rows(report: DetectReport) -> Table | None:
         table.add_row(
             "disk",
             f"{_gib(system.disk.free_bytes)} free of {_gib(system.disk.total_bytes)} "
-            f"at {system.disk.path}",
+            f"at {safe(system.disk.path)}",
         )
     return table
 
@@ -149,19 +199,19 @@ def _gpu_lines(data: dict[str, Any] | None, nvidia: dict[str, Any] | None) -> li
 
 
 def print_detect(report: DetectReport) -> None:
-    console = Console()
+    console = _console()
     for machine in report.machines:
         title = "This machine" if report.live else f"Machine from {machine.cpu.source}"
-        console.print(_cpu_table(machine, title))
+        console.print(_cpu_table(machine, safe(title)))
         features = _feature_table(machine)
         if features is not None:
             console.print(features)
         else:
-            console.print(machine.guard.note)
+            console.print(safe(machine.guard.note))
         if machine.flags:
             console.print(
-                f"[bold]flags[/bold] ({machine.flags.compiler.spec}, {machine.microarchitecture}): "
-                f"{machine.flags.command_line}",
+                f"[bold]flags[/bold] ({safe(machine.flags.compiler.spec)}, "
+                f"{safe(machine.microarchitecture)}): {safe(machine.flags.command_line)}",
                 soft_wrap=True,
             )
         console.print()
@@ -169,31 +219,34 @@ def print_detect(report: DetectReport) -> None:
         common = report.common
         console.print(
             f"[bold]Common target of all {len(report.machines)} machines:[/bold] "
-            f"{common.microarchitecture}"
+            f"{safe(common.microarchitecture)}"
         )
         if common.guard.applicable:
-            console.print(f"TensorFlow features on all: {' '.join(common.guard.present)}")
+            console.print(f"TensorFlow features on all: {safe(' '.join(common.guard.present))}")
         if common.flags:
             console.print(
-                f"[bold]flags[/bold] ({common.flags.compiler.spec}): {common.flags.command_line}",
+                f"[bold]flags[/bold] ({safe(common.flags.compiler.spec)}): "
+                f"{safe(common.flags.command_line)}",
                 soft_wrap=True,
             )
         console.print()
     if report.target is not None:
         target = report.target
         console.print(
-            f"[bold]Target {target.name}[/bold] ({target.flags.compiler.spec}): "
-            f"{target.flags.command_line}",
+            f"[bold]Target {safe(target.name)}[/bold] ({safe(target.flags.compiler.spec)}): "
+            f"{safe(target.flags.command_line)}",
             soft_wrap=True,
         )
         for fit in target.fits:
             mark = "[green]runs[/green]" if fit.runs else "[red]does not run[/red]"
-            console.print(f"  {mark}: {fit.reason}")
+            console.print(f"  {mark}: {safe(fit.reason)}")
         console.print()
     for fit in report.why_not:
         mark = "[green]fits[/green]" if fit.runs else "[red]does not fit[/red]"
         where = "" if report.live else f" on {fit.machine}"
-        console.print(f"[bold]why not {fit.target}{where}?[/bold] {mark}: {fit.reason}")
+        console.print(
+            f"[bold]why not {safe(fit.target + where)}?[/bold] {mark}: {safe(fit.reason)}"
+        )
     system = _system_rows(report)
     if system is not None:
         console.print(system)
@@ -202,18 +255,18 @@ def print_detect(report: DetectReport) -> None:
         report.nvidia.to_json() if report.nvidia else None,
     )
     for line in gpu:
-        console.print(line, highlight=False)
+        console.print(safe(line), highlight=False)
     if report.tensorflow is not None:
         usable = [t.version for t in report.tensorflow if t.python_ok and t.cpu_ok]
         console.print(
-            f"TensorFlow this host can build and run (recipes): {', '.join(usable) or 'none'}",
+            f"TensorFlow this host can build and run (recipes): {safe(', '.join(usable) or 'none')}",
             highlight=False,
         )
         for t in report.tensorflow:
             if t.note:
-                console.print(f"  {t.version}: {t.note}", highlight=False)
+                console.print(f"  {safe(t.version)}: {safe(t.note)}", highlight=False)
     for warning in report.warnings:  # escaped: archspec's messages hold "[supported ...]"
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {safe(warning)}", highlight=False)
 
 
 def print_recipes(recipes: RecipeSet) -> None:
@@ -227,15 +280,15 @@ def print_recipes(recipes: RecipeSet) -> None:
         if r.cuda is not None and r.cuda.hermetic:
             cuda += " (h)"
         table.add_row(
-            r.tensorflow,
-            f"{r.python[0]}-{r.python[-1]}",
-            r.compiler,
-            r.bazel,
+            safe(r.tensorflow),
+            safe(f"{r.python[0]}-{r.python[-1]}"),
+            safe(r.compiler),
+            safe(r.bazel),
             ":wheel" if r.wheel_flow == "wheel" else "script",
-            cuda,
+            safe(cuda),
             f"{r.verified.counts()['read']}/{len(r.verified.parts)}" if r.verified else "-",
         )
-    console = Console()
+    console = _console()
     console.print(table)
     console.print(
         "wheel: ':wheel' target (2.17+) or the build_pip_package script; (h) hermetic: bazel "
@@ -246,7 +299,7 @@ def print_recipes(recipes: RecipeSet) -> None:
     )
     user = [r.path for r in recipes.recipes if not r.path.startswith("recipes/")]
     for path in user:
-        console.print(f"from a user directory: {path}", highlight=False)
+        console.print(f"from a user directory: {safe(path)}", highlight=False)
 
 
 def print_matrix(matrix: Matrix, *, explain: bool) -> None:
@@ -254,8 +307,8 @@ def print_matrix(matrix: Matrix, *, explain: bool) -> None:
     for column in ("job (tf-python-target-variant)", "wheel label", "CUDA"):
         table.add_column(column, no_wrap=True)
     for job in matrix.jobs:
-        table.add_row(job.name, f"+{job.label}", job.cuda or "-")
-    console = Console(highlight=False, soft_wrap=True)
+        table.add_row(safe(job.name), safe(f"+{job.label}"), safe(job.cuda or "-"))
+    console = _console(highlight=False, soft_wrap=True)
     console.print(table)
     if matrix.skipped and not explain:
         console.print(f"{len(matrix.skipped)} combination(s) left out: --explain says why")
@@ -263,16 +316,16 @@ def print_matrix(matrix: Matrix, *, explain: bool) -> None:
 
 def print_skipped(skipped: Sequence[Skipped]) -> None:
     """Why each combination was left out, on stderr (stdout may be the matrix JSON)."""
-    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    console = _console(stderr=True, highlight=False, soft_wrap=True)
     for entry in skipped:
-        console.print(f"left out {entry.name}: {entry.reason}")
+        console.print(f"left out {safe(entry.name)}: {safe(entry.reason)}")
 
 
 def print_plan(plan: BuildPlan) -> None:
-    console = Console()
+    console = _console()
     console.print(
-        f"[bold]TensorFlow {plan.tensorflow}[/bold] {plan.variant} wheel for Python {plan.python}, "
-        f"target {plan.target} ({plan.target_kind})",
+        f"[bold]TensorFlow {safe(plan.tensorflow)}[/bold] {safe(plan.variant)} wheel for Python "
+        f"{safe(plan.python)}, target {safe(plan.target)} ({safe(plan.target_kind)})",
         highlight=False,
     )
     table = Table(title="Choices", title_justify="left")
@@ -280,33 +333,37 @@ def print_plan(plan: BuildPlan) -> None:
     table.add_column("value")
     table.add_column("why")
     for reason in plan.reasons:
-        table.add_row(reason.what, reason.value, reason.why)
+        table.add_row(safe(reason.what), safe(reason.value), safe(reason.why))
     console.print(table)
-    console.print(f"[bold]what compiles[/bold]: {plan.toolchain}", soft_wrap=True, highlight=False)
+    console.print(
+        f"[bold]what compiles[/bold]: {safe(plan.toolchain)}", soft_wrap=True, highlight=False
+    )
     if plan.floor_goal:
         console.print(
-            f"[bold]loads on[/bold]: glibc {plan.floor_goal} and newer (checked after the build)",
+            f"[bold]loads on[/bold]: glibc {safe(plan.floor_goal)} and newer (checked after the build)",
             highlight=False,
         )
-    console.print(f"[bold]compiler flags[/bold]: {' '.join(plan.cflags)}", soft_wrap=True)
+    console.print(f"[bold]compiler flags[/bold]: {safe(' '.join(plan.cflags))}", soft_wrap=True)
     if plan.coverage:
         covers = ", ".join(
             f"{c['feature']} ({c['flag'] or 'NOT COVERED: ' + (c['note'] or '')})"
             for c in plan.coverage
         )
-        console.print(f"[bold]TensorFlow CPU features covered[/bold]: {covers}", soft_wrap=True)
+        console.print(
+            f"[bold]TensorFlow CPU features covered[/bold]: {safe(covers)}", soft_wrap=True
+        )
     configs = " ".join(f"--config={c}" for c in plan.bazel_configs)
+    command = f"{configs} {' '.join(plan.build_options)} {plan.build_target}"
     console.print(
-        f"[bold]bazel[/bold] {plan.bazel}: build {configs} {' '.join(plan.build_options)} "
-        f"{plan.build_target}",
+        f"[bold]bazel[/bold] {safe(plan.bazel)}: build {safe(command)}",
         soft_wrap=True,
         highlight=False,
     )
     if plan.runtime_env:
         env = " ".join(f"{k}={v}" for k, v in plan.runtime_env)
-        console.print(f"[bold]runtime env[/bold]: {env}", soft_wrap=True, highlight=False)
+        console.print(f"[bold]runtime env[/bold]: {safe(env)}", soft_wrap=True, highlight=False)
     for warning in plan.warnings:  # escaped: archspec's messages hold "[supported ...]"
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {safe(warning)}", highlight=False)
 
 
 _FINDING_STYLE = {"ok": "green", "fail": "bold red", "note": "yellow", "skipped": "dim"}
@@ -314,43 +371,43 @@ _FINDING_STYLE = {"ok": "green", "fail": "bold red", "note": "yellow", "skipped"
 
 def print_preflight(report: PreflightReport, *, title: str | None = None) -> None:
     """The preflight's findings, one line each: status, where in the tree, what (why). fix."""
-    console = Console(highlight=False, soft_wrap=True, emoji=False)
+    console = _console(highlight=False, soft_wrap=True, emoji=False)
     verdict = "fits" if report.passed else f"does NOT fit ({len(report.failures)} mismatches)"
     console.print(
-        f"[bold]{title or 'source tree'}[/bold] {escape(report.tree)} {verdict}: "
-        f"{escape(report.plan)}"
+        f"[bold]{title or 'source tree'}[/bold] {safe(report.tree)} {verdict}: {safe(report.plan)}"
     )
     for finding in report.findings:
         style = _FINDING_STYLE[finding.status]
-        console.print(f"  [{style}]{finding.status:7}[/{style}] {escape(finding.text())}")
+        console.print(f"  [{style}]{finding.status:7}[/{style}] {safe(finding.text())}")
 
 
 def print_release_check(result: ReleaseCheck) -> None:
     """``tfbuild recipes verify``: the recipe's own lists, then each plan's findings."""
-    console = Console(highlight=False, soft_wrap=True, emoji=False)
+    console = _console(highlight=False, soft_wrap=True, emoji=False)
     verdict = "matches" if result.passed else f"DRIFTED ({len(result.failures)} mismatches)"
-    console.print(f"[bold]{escape(result.recipe)}[/bold] against {escape(result.tree)}: {verdict}")
+    console.print(f"[bold]{safe(result.recipe)}[/bold] against {safe(result.tree)}: {verdict}")
     for finding in (*result.refused, *result.recipe_findings):
         style = _FINDING_STYLE[finding.status]
-        console.print(f"  [{style}]{finding.status:7}[/{style}] {escape(finding.text())}")
+        console.print(f"  [{style}]{finding.status:7}[/{style}] {safe(finding.text())}")
     for report in result.reports:
         print_preflight(report, title="plan")
 
 
 def print_smoke(report: SmokeReport) -> None:
-    console = Console()
+    console = _console()
     cand = report.candidate
     console.print(
-        f"[bold]{report.candidate_label}[/bold]: TensorFlow {cand.version or '?'} "
-        f"({cand.git_version or 'no git version'})",
+        f"[bold]{safe(report.candidate_label)}[/bold]: TensorFlow {safe(cand.version or '?')} "
+        f"({safe(cand.git_version or 'no git version')})",
         highlight=False,
     )
     if not cand.ok:
-        console.print(f"[red]import failed[/red]: {cand.failure}", highlight=False)
+        console.print(f"[red]import failed[/red]: {safe(cand.failure)}", highlight=False)
     guard = cand.guard
     if guard.unused:
         console.print(
-            f"[red]unused instructions[/red] (TensorFlow's own message): {' '.join(guard.unused)}",
+            "[red]unused instructions[/red] (TensorFlow's own message): "
+            f"{safe(' '.join(guard.unused))}",
             highlight=False,
         )
     elif cand.ok:
@@ -358,7 +415,7 @@ def print_smoke(report: SmokeReport) -> None:
     console.print(f"TCMalloc loaded: {'yes' if cand.tcmalloc_loaded else 'no'}", highlight=False)
     if report.results:
         table = Table(
-            title=f"vs {report.baseline_label or 'no baseline'} (median, in alternation)",
+            title=f"vs {safe(report.baseline_label or 'no baseline')} (median, in alternation)",
             title_justify="left",
             box=box.SIMPLE_HEAD,
         )
@@ -388,8 +445,8 @@ def print_smoke(report: SmokeReport) -> None:
             else:
                 verdict = "-"
             table.add_row(
-                r.op,
-                r.threads,
+                safe(r.op),
+                safe(r.threads),
                 f"{r.candidate.throughput_median:.2f} {unit}{peak}",
                 base,
                 verdict,
@@ -397,14 +454,14 @@ def print_smoke(report: SmokeReport) -> None:
         console.print(table)
     for trial in report.settings:
         mark = "[green]wins[/green]" if trial.wins else "no gain"
-        console.print(f"setting {trial.name}: {mark}", highlight=False)
+        console.print(f"setting {safe(trial.name)}: {mark}", highlight=False)
     if report.env_file:
-        console.print(f"runtime env file: {report.env_file}", highlight=False)
+        console.print(f"runtime env file: {safe(report.env_file)}", highlight=False)
     if report.passed:
         console.print(f"[green]PASSED[/green] in {report.seconds:.0f} s", highlight=False)
     else:
         for failure in report.failures:
-            console.print(f"[red]FAILED[/red]: {failure}", highlight=False)
+            console.print(f"[red]FAILED[/red]: {safe(failure)}", highlight=False)
 
 
 def _duration(seconds: float) -> str:
@@ -417,12 +474,12 @@ def _duration(seconds: float) -> str:
 
 def print_wheel_result(result: WheelResult, *, quiet: bool = False) -> None:
     """The end of `tfbuild wheel`: where the wheel is, what it is, and what to do next."""
-    console = Console(highlight=False, soft_wrap=True)
-    loud = Console(stderr=True, highlight=False, soft_wrap=True)
+    console = _console(highlight=False, soft_wrap=True)
+    loud = _console(stderr=True, highlight=False, soft_wrap=True)
     for warning in result.warnings:
-        loud.print(f"[bold red]WARNING[/bold red] {result.wheel.name}: {warning}")
+        loud.print(f"[bold red]WARNING[/bold red] {safe(result.wheel.name)}: {safe(warning)}")
     if quiet:
-        console.print(str(result.wheel))
+        console.print(safe(result.wheel))
         return
     attempts = len(result.attempts)
     how = "toolchain image built" if result.image_built else "toolchain image reused"
@@ -444,7 +501,7 @@ def print_wheel_result(result: WheelResult, *, quiet: bool = False) -> None:
     if not standin:
         rows.append(("next", f"tfbuild smoke {result.wheel}"))
     for name, value in rows:
-        console.print(f"{name:9} {value}")
+        console.print(f"{name:9} {safe(value)}")
 
 
 _MARKS = {
@@ -457,45 +514,41 @@ _MARKS = {
 
 def print_doctor_check(check: Check) -> None:
     """One doctor check as it completes: mark, name, what was found, and the fix when it failed."""
-    console = Console(highlight=False, soft_wrap=True)
-    from rich.markup import escape
-
-    console.print(f"{_MARKS[check.status]} {check.name:16} {escape(check.detail)}", markup=True)
+    console = _console(highlight=False, soft_wrap=True)
+    console.print(f"{_MARKS[check.status]} {check.name:16} {safe(check.detail)}", markup=True)
     if check.fix and check.status != "ok":
-        console.print(f"  {'':16} fix: {check.fix}", markup=False)
+        console.print(f"  {'':16} fix: {check.fix}", markup=False)  # controls: _SafeConsole
 
 
 def print_pick(result: PickResult) -> None:
     """``tfbuild pick``: the host, the chosen wheel and why, then every wheel with its status."""
-    from rich.markup import escape
-
-    console = Console(highlight=False)
+    console = _console(highlight=False)
     host = result.host
     console.print(
-        f"[bold]host[/bold]: {escape(host.target)} ({escape(host.source)}), "
-        f"{escape(host.python_text)} ({escape(host.python_source)}), "
-        f"CUDA driver: {escape(host.driver_cuda or 'none')} ({escape(host.driver_source)})",
+        f"[bold]host[/bold]: {safe(host.target)} ({safe(host.source)}), "
+        f"{safe(host.python_text)} ({safe(host.python_source)}), "
+        f"CUDA driver: {safe(host.driver_cuda or 'none')} ({safe(host.driver_source)})",
         soft_wrap=True,
     )
     glibc = f"glibc {host.glibc}" if host.glibc else "glibc unknown"
     libstdcxx = f"libstdc++ GLIBCXX_{host.libstdcxx}" if host.libstdcxx else "libstdc++ unknown"
     console.print(
-        f"      {escape(glibc)} ({escape(host.glibc_source)}), "
-        f"{escape(libstdcxx)} ({escape(host.libstdcxx_source)})",
+        f"      {safe(glibc)} ({safe(host.glibc_source)}), "
+        f"{safe(libstdcxx)} ({safe(host.libstdcxx_source)})",
         soft_wrap=True,
     )
     if result.chosen is not None:
         standin = "  (STAND-IN canary, not TensorFlow)" if result.chosen.standin else ""
         console.print(
-            f"[bold green]chosen[/bold green]: {escape(result.chosen.wheel.filename)}{standin}",
+            f"[bold green]chosen[/bold green]: {safe(result.chosen.wheel.filename)}{standin}",
             soft_wrap=True,
         )
         for line in result.why:
-            console.print(f"  - {escape(line)}", soft_wrap=True)
+            console.print(f"  - {safe(line)}", soft_wrap=True)
     else:
         console.print("[bold red]no wheel runs here[/bold red]")
     table = Table(
-        title=f"wheels in {escape(result.source.source)}", title_justify="left", box=box.SIMPLE_HEAD
+        title=f"wheels in {safe(result.source.source)}", title_justify="left", box=box.SIMPLE_HEAD
     )
     table.add_column("#", justify="right")
     table.add_column("wheel", overflow="fold")
@@ -511,14 +564,14 @@ def print_pick(result: PickResult) -> None:
         )
         table.add_row(
             str(assessment.rank or ""),
-            escape(assessment.wheel.filename)
+            safe(assessment.wheel.filename)
             + (" [bold red]STAND-IN[/bold red]" if assessment.standin else ""),
             f"[{colors[status]}]{status}[/{colors[status]}]",
-            escape(reason),
+            safe(reason),
         )
     console.print(table)
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
+        console.print(f"[yellow]warning:[/yellow] {safe(warning)}", soft_wrap=True)
 
 
 # --- verify --------------------------------------------------------------------------------------
@@ -526,12 +579,14 @@ def print_pick(result: PickResult) -> None:
 
 def print_verify(result: VerifyResult) -> None:
     """``reproducible`` with the hash, or the members that differ (ELF: which sections)."""
-    console = Console(highlight=False, soft_wrap=True)
+    console = _console(highlight=False, soft_wrap=True)
     diff = result.diff
     if result.reproducible:
-        console.print(f"[green]reproducible[/green] {result.wheel.name}  sha256 {result.sha256}")
+        console.print(
+            f"[green]reproducible[/green] {safe(result.wheel.name)}  sha256 {result.sha256}"
+        )
         return
-    console.print(f"[red]not reproducible[/red] {result.wheel.name}")
+    console.print(f"[red]not reproducible[/red] {safe(result.wheel.name)}")
     console.print(f"  this wheel  sha256 {result.sha256}")
     console.print(f"  rebuild     sha256 {result.rebuilt_sha256}")
     if result.sha256 != result.receipt_sha256:
@@ -545,22 +600,23 @@ def print_verify(result: VerifyResult) -> None:
             if member.size_a == member.size_b
             else f"{member.size_a} / {member.size_b} bytes"
         )
-        console.print(f"  [bold]{member.path}[/bold] differs: {size}")
+        console.print(f"  [bold]{safe(member.path)}[/bold] differs: {size}")
         console.print(f"    sha256 {member.sha256_a} (wheel)")
         console.print(f"    sha256 {member.sha256_b} (rebuild)")
         if member.elf is not None:
             sections = ", ".join(member.elf.sections) or "none: the headers or padding differ"
-            console.print(f"    ELF sections that differ: {sections}")
+            console.print(f"    ELF sections that differ: {safe(sections)}")
     for path in diff.only_in_a:
-        console.print(f"  only in the wheel:   {path}")
+        console.print(f"  only in the wheel:   {safe(path)}")
     for path in diff.only_in_b:
-        console.print(f"  only in the rebuild: {path}")
+        console.print(f"  only in the rebuild: {safe(path)}")
     for entry in diff.entries:
         console.print(
-            f"  same contents, the zip entry differs: {entry.path} ({', '.join(entry.fields)})"
+            f"  same contents, the zip entry differs: {safe(entry.path)} "
+            f"({safe(', '.join(entry.fields))})"
         )
     for note in diff.layout:
-        console.print(f"  archive: {note}")
+        console.print(f"  archive: {safe(note)}")
 
 
 # --- smoke --in-image ----------------------------------------------------------------------------
@@ -570,10 +626,8 @@ def print_loads(wheel: Path, reports: Sequence[LoadReport]) -> None:
     """Per image, one line: do the wheel's native libraries load there, does it suit that Python,
     does it import (and which dependencies are missing); then the loader's, Python's and pip's words
     for what did not."""
-    from rich.markup import escape
-
-    console = Console(highlight=False, soft_wrap=True)
-    console.print(escape(wheel.name))
+    console = _console(highlight=False, soft_wrap=True)
+    console.print(safe(wheel.name))
     for report in reports:
         states = ["[green]loads[/green]" if report.loads else "[red]does NOT load[/red]"]
         if not report.installable:
@@ -581,18 +635,18 @@ def print_loads(wheel: Path, reports: Sequence[LoadReport]) -> None:
         ok = [m.name for m in report.modules if m.ok]
         failed = [m.name for m in report.modules if not m.ok]
         if ok:
-            states.append(f"[green]imports {escape(', '.join(ok))}[/green]")
+            states.append(f"[green]imports {safe(', '.join(ok))}[/green]")
         if failed:
-            states.append(f"[red]does NOT import {escape(', '.join(failed))}[/red]")
+            states.append(f"[red]does NOT import {safe(', '.join(failed))}[/red]")
         if report.installable and not report.modules:
             states.append("nothing to import")
         if report.missing:
-            states.append(f"[yellow]missing {escape(', '.join(report.missing))}[/yellow]")
+            states.append(f"[yellow]missing {safe(', '.join(report.missing))}[/yellow]")
         if report.installed_by == "pip":
-            states.append(f"installed by pip {escape(report.pip or '')} from the wheelhouse")
+            states.append(f"installed by pip {safe(report.pip or '')} from the wheelhouse")
         console.print(
-            f"  {escape(report.image)} (glibc {escape(report.glibc or 'unknown')}, "
-            f"Python {escape(report.python or 'unknown')}): {', '.join(states)}"
+            f"  {safe(report.image)} (glibc {safe(report.glibc or 'unknown')}, "
+            f"Python {safe(report.python or 'unknown')}): {', '.join(states)}"
         )
         notes = [f"{lib.path}: {lib.error}" for lib in report.libraries if not lib.loads]
         if report.not_installable:
@@ -618,4 +672,4 @@ def print_loads(wheel: Path, reports: Sequence[LoadReport]) -> None:
                 f"not checked (this Python has no importlib.metadata): {', '.join(unknown)}"
             )
         for note in notes:
-            console.print(f"    {escape(note)}")
+            console.print(f"    {safe(note)}")

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal, TextIO
 
+from tfbuild.errors import printable
+
 if TYPE_CHECKING:
     from types import TracebackType
 
@@ -132,7 +134,7 @@ class _Plain(_Output):
         self._decile = -1  # the last tenth of bazel's counter reported in this phase
 
     def _write(self, text: str) -> None:
-        self._stream.write(text + "\n")
+        self._stream.write(printable(text) + "\n")  # a build's lines are shown, never obeyed
         self._stream.flush()
 
     def _close_group(self) -> None:
@@ -154,6 +156,7 @@ class _Plain(_Output):
             self._write(f"[tfbuild] {name} ({elapsed:.1f} s)")
 
     def line(self, text: str, counter: tuple[int, int] | None) -> None:
+        text = printable(text)  # first: "ESC[0m::cmd" is a workflow command once ESC[0m is gone
         if self._github:
             # The runner would take a build line starting with "::" as a workflow command.
             self._write("> " + text if text.lstrip().startswith("::") else text)
@@ -205,7 +208,7 @@ class _Live(_Output):
     def _print(self, text: str, style: str = "") -> None:
         from rich.text import Text
 
-        self._console.print(Text(text, style=style))
+        self._console.print(Text(printable(text), style=style))  # shown, never obeyed
 
     def phase(self, name: str, elapsed: float) -> None:
         self._print(f"[tfbuild] {name} ({elapsed:.1f} s)", style="dim")

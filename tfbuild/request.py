@@ -73,6 +73,17 @@ class PlanArgs:
                 f"--python {self.python!r} is not a Python version",
                 fix="Write it as X.Y, e.g. --python 3.12.",
             )
+        for option, value in (
+            ("--jobs", self.jobs),
+            ("--local-ram-resources", self.local_ram_resources),
+            ("--jvm-heap", self.jvm_heap),
+        ):
+            if value is not None and value < 1:
+                raise UsageError(
+                    f"{option} {value} is not a count",
+                    why="it must be a positive whole number",
+                    fix=f"Pass a positive {option}, or leave it out for the default.",
+                )
         if self.target and self.cpuinfo:
             raise UsageError(
                 "--target and --cpuinfo together",

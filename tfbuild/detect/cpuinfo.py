@@ -120,6 +120,21 @@ def _blocks(text: str) -> list[dict[str, str]]:
     return blocks
 
 
+#: Largest processor count believed: Linux's own ceiling is CONFIG_NR_CPUS (at most 8192 on x86-64
+#: with MAXSMP, 4096 on arm64), so anything far beyond is a corrupt field, not a machine.
+MAX_CPUS = 65536
+
+#: The fields this parser reads. A dump without a final newline may end inside its last line; when
+#: that line is one of these and nothing else in the dump shows it complete, it is refused.
+_READ_FIELDS = frozenset(
+    {
+        "flags", "Features", "vendor_id", "model name", "cpu family", "model", "stepping",
+        "cpu MHz", "cache size", "siblings", "cpu cores", "physical id", "CPU implementer",
+        "CPU architecture", "CPU part", "cpu", "isa", "uarch",
+    }
+)  # fmt: skip
+
+
 def _int(value: str | None, base: int = 10) -> int | None:
     if value is None:
         return None
@@ -133,7 +148,11 @@ def _architecture(first: dict[str, str]) -> str | None:
     if "vendor_id" in first or ("flags" in first and "cpu family" in first):
         return "x86_64" if "lm" in first.get("flags", "").split() else "i686"
     if "CPU implementer" in first or "Features" in first:
-        arch = _int(first.get("CPU architecture", "8").split()[0]) or 8
+        # "8", "7", or "AArch64" (early arm64 kernels); the default is 8 when the line is absent.
+        words = first.get("CPU architecture", "8").split()
+        if not words:
+            return ""  # an empty 'CPU architecture:' line: the caller refuses it
+        arch = _int(words[0]) or 8
         return "aarch64" if arch >= 8 else "armv7l"
     if re.search(r"POWER\d+", first.get("cpu", "")):
         return "ppc64"
@@ -153,19 +172,79 @@ def _arm_vendor(first: dict[str, str]) -> str:
     return vendors.get(code, code)
 
 
-def _counts(blocks: list[dict[str, str]]) -> tuple[int | None, int | None, int | None]:
+def _count(block: dict[str, str], key: str, what: str) -> int | None:
+    """A processor count the dump states (``siblings``, ``cpu cores``): absent is None, anything
+    but a whole number from 1 to MAX_CPUS is a corrupt dump (it would become OMP_NUM_THREADS)."""
+    text = block.get(key)
+    if text is None:
+        return None
+    if not re.fullmatch(r"[0-9]{1,6}", text) or not 1 <= int(text) <= MAX_CPUS:
+        raise InputError(
+            what,
+            why=f"its '{key}' line says {text!r}, not a processor count from 1 to {MAX_CPUS}",
+            fix=_FIX,
+        )
+    return int(text)
+
+
+def _counts(blocks: list[dict[str, str]], what: str) -> tuple[int | None, int | None, int | None]:
     """Logical CPUs, physical cores and sockets, from what the dump lists."""
     first = blocks[0]
     sockets_seen = {b["physical id"] for b in blocks if "physical id" in b}
     sockets = len(sockets_seen) if sockets_seen else None
     logical = len(blocks)
-    siblings = _int(first.get("siblings"))
-    cores = _int(first.get("cpu cores"))
+    siblings = _count(first, "siblings", what)
+    cores = _count(first, "cpu cores", what)
     if siblings is not None:
         # archspec-style dumps keep only the first processor; "siblings" is threads per socket.
         logical = max(logical, siblings * (sockets or 1))
     physical = cores * (sockets or 1) if cores is not None else None
     return logical, physical, sockets
+
+
+def _check_complete(
+    text: str, blocks: list[dict[str, str]], cpu_blocks: list[dict[str, str]], *, what: str
+) -> None:
+    """Refuse a dump cut short; read one that merely lacks its final newline.
+
+    Archives and tools often store a dump without its final newline, so that alone proves nothing.
+    What does: a last processor block without a field the first one has (the dump stops inside it),
+    and, when the file ends without a newline, a last line that may be cut -- its value a strict
+    prefix of the same field in the first block (``flags ... avx5`` against ``... avx512f ...``), or,
+    with one block only, a field the parser reads: nothing in the dump shows that line complete.
+    """
+    last_block = cpu_blocks[-1]
+    if len(cpu_blocks) > 1:
+        missing = [key for key in cpu_blocks[0] if key not in last_block]
+        if missing:
+            raise InputError(
+                what,
+                why=f"it is truncated: its last processor block (processor "
+                f"{last_block['processor']}) stops before its '{missing[0]}' line",
+                fix=_FIX,
+            )
+    if text.endswith(("\n", "\r")):
+        return
+    key, sep, value = text.splitlines()[-1].partition(":")
+    key, value = key.strip(), value.strip()
+    if not sep or blocks[-1] is not last_block or last_block.get(key) != value:
+        return  # the last line is not a field of the last processor (a trailer, a comment)
+    if len(cpu_blocks) > 1:
+        full = cpu_blocks[0].get(key)
+        if full is not None and full != value and full.startswith(value):
+            raise InputError(
+                what,
+                why=f"it is truncated: its last line ('{key}') is cut short of the first "
+                "processor's",
+                fix=_FIX,
+            )
+    elif key in _READ_FIELDS:
+        raise InputError(
+            what,
+            why=f"it may be truncated: it ends inside its '{key}' line without a final newline, "
+            "and it lists one processor, so nothing shows that line is complete",
+            fix=f"{_FIX} If the line is complete, add the final newline.",
+        )
 
 
 def parse_cpuinfo(text: str, *, source: str) -> CpuInfo:
@@ -181,6 +260,8 @@ def parse_cpuinfo(text: str, *, source: str) -> CpuInfo:
         )
     first = cpu_blocks[0]
     arch = _architecture(first)
+    if arch == "":
+        raise InputError(what, why="its 'CPU architecture' line is empty", fix=_FIX)
     if arch is None:
         raise InputError(
             what,
@@ -192,18 +273,24 @@ def parse_cpuinfo(text: str, *, source: str) -> CpuInfo:
         raise InputError(
             what, why=f"it is truncated: the first processor has no '{feature_key}' line", fix=_FIX
         )
-    last_line = text.rstrip("\r").splitlines()[-1]
-    if not text.endswith("\n") and last_line.split(":")[0].strip() == feature_key:
+    if arch in ("aarch64", "armv7l") and "CPU revision" not in cpu_blocks[-1]:
+        # Linux writes "CPU revision" last in every Arm processor block, after the implementer and
+        # part this parser reads (arch/arm64/kernel/cpuinfo.c, c_show; arch/arm/kernel/setup.c).
         raise InputError(
-            what, why=f"it is truncated: the file ends inside the '{feature_key}' line", fix=_FIX
+            what,
+            why="it is truncated: its last processor block stops before its 'CPU revision' line",
+            fix=_FIX,
         )
+    _check_complete(text, blocks, cpu_blocks, what=what)
     flags = frozenset(first.get(feature_key, "").split())
     bad = sorted(f for f in flags if not re.fullmatch(r"[A-Za-z0-9_.]+", f))
     if bad:
         raise InputError(what, why=f"its {feature_key} line holds garbage ({bad[0]!r})", fix=_FIX)
 
-    logical, physical, sockets = _counts(cpu_blocks)
+    logical, physical, sockets = _counts(cpu_blocks, what)
     mhz_text = first.get("cpu MHz")
+    if mhz_text and not re.fullmatch(r"[0-9]{1,7}(\.[0-9]{1,9})?", mhz_text):
+        raise InputError(what, why=f"its 'cpu MHz' line says {mhz_text!r}, not a number", fix=_FIX)
     cache = re.match(r"(\d+)\s*KB", first.get("cache size", ""))
     common: dict[str, Any] = {
         "source": source,
@@ -223,7 +310,7 @@ def parse_cpuinfo(text: str, *, source: str) -> CpuInfo:
             model=_int(first.get("model")),
             stepping=_int(first.get("stepping")),
             cache_size_kib=int(cache.group(1)) if cache else None,
-            mhz=float(mhz_text) if mhz_text and re.fullmatch(r"[\d.]+", mhz_text) else None,
+            mhz=float(mhz_text) if mhz_text else None,
         )
     if arch in ("aarch64", "armv7l"):
         return CpuInfo(

@@ -22,18 +22,25 @@ MAX_CAPABILITY = {
     (13, 0): (12, 1),
 }
 
-_CAPABILITY = re.compile(r"^(?:(sm|compute)_)?(\d+)\.?(\d)?$")
+#: A compute capability as written: "8.9" (major.minor), or "89", "sm_89", "compute_90", "sm_120"
+#: (major digits then one minor digit). The minor is one digit in every capability NVIDIA has named.
+_CAPABILITY = re.compile(r"([0-9]{1,2})\.([0-9])|(?:sm_|compute_)?([0-9]{1,2})([0-9])")
 
 
 def _capability(text: str) -> tuple[int, int]:
-    found = _CAPABILITY.match(text.strip())
-    if not found:
+    found = _CAPABILITY.fullmatch(text.strip())
+    major, minor = (
+        (int(found.group(1) or found.group(3)), int(found.group(2) or found.group(4)))
+        if found
+        else (0, 0)
+    )
+    if major < 1:  # not the pattern, or 0.x: NVIDIA's capabilities start at 1.0
         raise UsageError(
             f"--cuda-capabilities value {text!r} is not a compute capability",
+            why="one is a major and a one-digit minor version, from 1.0 up",
             fix="Use 8.9, sm_89 or compute_90.",
         )
-    digits = found.group(2) + (found.group(3) or "")
-    return int(digits[:-1]), int(digits[-1])
+    return major, minor
 
 
 def _max_capability(cuda: str) -> tuple[int, int]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tfbuild.detect.host import HostFacts
-from tfbuild.errors import EnvironmentProblem, UnsupportedError
+from tfbuild.errors import EnvironmentProblem, UnsupportedError, UsageError
 from tfbuild.plan.model import GIB, MIB, PlanOptions, Reason, Resources
 
 #: Memory a compile job may take: clang on TensorFlow's largest translation units peaks near 2.5 GB;
@@ -13,6 +13,11 @@ JOB_MIB = {"cpu": 2560, "mkl": 2560, "cuda": 4096}
 DISK_NEEDED_GIB = {"cpu": 40, "mkl": 40, "cuda": 70}
 #: Memory left to the system beside bazel's server heap and its actions.
 SYSTEM_MIB = 1024
+#: The most --jobs bazel takes: its own option refuses more ("Values must be between 1 and 5000";
+#: MAX_JOBS in bazelbuild/bazel src/main/java/com/google/devtools/build/lib/buildtool/
+#: BuildRequestOptions.java, commit 00f8974146e77a96499be1ecc53a554dad299e83). Not a multiple of
+#: this host's CPUs: with --remote-executor many more jobs than local cores are the point.
+MAX_JOBS = 5000
 #: Below this many cores a TensorFlow build takes many hours (thousands of compile actions).
 FEW_CPUS = 4
 
@@ -72,6 +77,13 @@ def _check_memory(options: PlanOptions, memory_mib: int, jvm: int, per_job: int)
 def choose_resources(options: PlanOptions, host: HostFacts) -> tuple[Resources, list[Reason]]:
     """bazel's jobs, memory budget and server heap from this host's cores and memory; the disk check."""
     variant = options.variant
+    if options.jobs is not None and not 1 <= options.jobs <= MAX_JOBS:
+        raise UsageError(
+            f"--jobs {options.jobs} is not a number of jobs bazel runs",
+            why=f"bazel's --jobs takes 1 to {MAX_JOBS}",
+            fix=f"Pass --jobs between 1 and {MAX_JOBS} ({host.build_cpus} cpus here), or leave it "
+            "out for cores and memory to decide.",
+        )
     memory_mib = (host.build_memory_bytes or 8 * GIB) // MIB
     memory_note = "" if host.build_memory_bytes else " (memory unknown: assumed 8 GiB)"
     heap_cap = 6144 if variant == "cuda" else 4096

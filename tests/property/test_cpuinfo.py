@@ -1,0 +1,107 @@
+"""Properties of the cpuinfo parser: any input is read or refused with an InputError (never another
+exception), and a real dump cut anywhere is read with its whole flag set or refused as truncated."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import cpuinfo_fixtures
+from tests.detect.test_cpuinfo_complete import multi_block
+from tfbuild.detect.cpuinfo import CpuInfo, parse_cpuinfo, read_cpuinfo
+from tfbuild.errors import InputError
+
+DUMPS = {p.name: p.read_text() for p in cpuinfo_fixtures()}
+needs_dumps = pytest.mark.skipif(not DUMPS, reason="recorded cpuinfo dumps not found")
+
+#: Every field name the real dumps use, and the lines themselves: inputs close to real ones reach
+#: the parser's field readers instead of stopping at "not a cpuinfo dump".
+KEYS = sorted({line.partition(":")[0].strip() for t in DUMPS.values() for line in t.splitlines()})
+LINES = sorted({line for t in DUMPS.values() for line in t.splitlines()})
+
+_values = st.one_of(
+    st.text(max_size=40),
+    st.from_regex(r"-?[0-9.]{0,12}( [A-Za-z0-9_]{0,8}){0,3}", fullmatch=True),
+)
+_field = st.builds(
+    lambda key, sep, value: f"{key}{sep}{value}",
+    st.sampled_from(KEYS or ["processor"]) | st.text(max_size=12),
+    st.sampled_from([":", "\t: ", "\t\t: ", " : "]),
+    _values,
+)
+_line = _field | st.sampled_from(LINES or [""]) | st.just("") | st.text(max_size=30)
+_dump_like = st.builds(
+    lambda lines, ending: "\n".join(lines) + ending,
+    st.lists(_line, max_size=40),
+    st.sampled_from(["", "\n", "\n\n", "\r\n"]),
+)
+
+
+def _parse(text: str) -> CpuInfo | None:
+    try:
+        return parse_cpuinfo(text, source="x")
+    except InputError:
+        return None
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_dump_like)
+def test_any_text_is_read_or_refused_as_an_input_error(text: str) -> None:
+    info = _parse(text)
+    if info is not None:
+        # Whatever is read is usable: counts that become OMP_NUM_THREADS and jobs are positive.
+        for count in (info.logical_cpus, info.physical_cores, info.sockets):
+            assert count is None or count >= 1
+        assert info.mhz is None or info.mhz >= 0
+        info.to_json()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=2000) | _dump_like.map(lambda t: t.encode("utf-8", "surrogatepass")))
+def test_any_bytes_are_read_or_refused_as_an_input_error(raw: bytes) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "node.cpuinfo"
+        path.write_bytes(raw)
+        with contextlib.suppress(InputError):  # read or refused; any other exception fails
+            read_cpuinfo(path)
+
+
+@needs_dumps
+@settings(max_examples=300, deadline=None)
+@given(
+    name=st.sampled_from(sorted(DUMPS) or ["none"]),
+    processors=st.sampled_from([1, 2, 4]),
+    data=st.data(),
+)
+def test_a_real_dump_cut_anywhere_is_read_whole_or_refused(
+    name: str, processors: int, data: st.DataObject
+) -> None:
+    text = DUMPS[name] if processors == 1 else multi_block(DUMPS[name], processors)
+    full = parse_cpuinfo(text, source="x")
+    cut = data.draw(st.integers(min_value=0, max_value=len(text)), label="cut")
+    info = _parse(text[:cut])
+    if info is not None:  # read: then with the whole dump's facts of the machine, never fewer flags
+        assert info.flags == full.flags
+        assert (info.architecture, info.vendor, info.brand) == (
+            full.architecture,
+            full.vendor,
+            full.brand,
+        )
+        assert (info.family, info.model, info.stepping, info.cpu_part) == (
+            full.family,
+            full.model,
+            full.stepping,
+            full.cpu_part,
+        )
+
+
+@needs_dumps
+@pytest.mark.parametrize("name", sorted(DUMPS))
+def test_every_real_dump_without_its_final_newline_is_read_whole(name: str) -> None:
+    for text in (DUMPS[name], multi_block(DUMPS[name], 2)):
+        assert parse_cpuinfo(text.rstrip("\n"), source="x") == parse_cpuinfo(text, source="x")
