@@ -1,7 +1,7 @@
 """The canary's host-targeted build against its x86-64 baseline build, side by side.
 
-Both are built from the same stand-in source with the stand-in bazel (flags from tfbuild's planner
-for the installed gcc), then their kernels run in alternation, 15 rounds, median seconds per run.
+Both are built from the same stand-in source with the host's bazel (Debian's bazel-bootstrap; flags
+from tfbuild's planner for the installed gcc), then their kernels run in alternation, 15 rounds, median seconds per run.
 
     python benchmarks/canary_speedup.py
 """
@@ -28,10 +28,17 @@ N, REPS, ROUNDS = 1 << 16, 200, 15
 def _build(work: Path, name: str, flags: tuple[str, ...]) -> ctypes.CDLL:
     tree = work / name
     shutil.copytree(TREE, tree)
-    rc = ["build --repo_env=CC=gcc", *(f"build:opt --copt={f}" for f in flags)]
+    rc = ['build --action_env CC="gcc"', *(f"build:opt --copt={f}" for f in flags)]
     (tree / ".tf_configure.bazelrc").write_text("\n".join(rc) + "\n")
     subprocess.run(
-        [sys.executable, "bazel", "build", "--config=opt", "//tensorflow/tools/pip_package:wheel"],
+        [
+            "bazel",
+            "--batch",
+            f"--output_base={work / ('output-' + name)}",
+            "build",
+            "--config=opt",
+            "//tensorflow/tools/pip_package:wheel",
+        ],
         cwd=tree,
         check=True,
         capture_output=True,

@@ -95,6 +95,40 @@ DIST_LOCK = ".tfbuild.lock"
 #: apt's words for a pinned version its sources do not offer: (version, package).
 _NO_VERSION = re.compile(r"Version '([^']+)' for '([^']+)' was not found")
 _TOOL = re.compile(r"^\[tfbuild\] tool: (\w+) (.*)$")
+#: bazel's summary of a build's processes: "INFO: 5 processes: 1 remote cache hit, 1 internal, 3 local."
+_PROCESSES = re.compile(r"^INFO: (\d+) process(?:es)?: (.*?)\.?$")
+_PROCESS_KIND = re.compile(r"^(\d+) ([a-z][a-z -]*)$")
+#: Where a remote cache or executor on this machine's loopback lives (the build container then
+#: shares the host's network to reach it).
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def bazel_processes(line: str) -> dict[str, int] | None:
+    """bazel's process summary line as kind -> count (``total`` the whole), else None."""
+    found = _PROCESSES.match(line)
+    if not found:
+        return None
+    counts = {"total": int(found.group(1))}
+    for part in found.group(2).split(", "):
+        kind = _PROCESS_KIND.match(part.strip())
+        if kind:
+            counts[kind.group(2)] = counts.get(kind.group(2), 0) + int(kind.group(1))
+    return counts
+
+
+def remote_urls(plan: BuildPlan) -> tuple[str, ...]:
+    """The plan's remote cache and executor URLs (``--remote_cache=``, ``--remote_executor=``)."""
+    prefixes = ("--remote_cache=", "--remote_executor=")
+    return tuple(
+        option.split("=", 1)[1] for option in plan.build_options if option.startswith(prefixes)
+    )
+
+
+def host_network(plan: BuildPlan) -> bool:
+    """Does the build reach a remote cache or executor on this machine's loopback? A container's
+    127.0.0.1 is its own: only the host's network reaches the host's loopback."""
+    hosts = {urllib.parse.urlsplit(url).hostname for url in remote_urls(plan)}
+    return bool(hosts & _LOOPBACK)
 
 
 class Display(Protocol):
@@ -250,6 +284,7 @@ class _Log:
         self._display = display
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.tools: dict[str, str] = {}
+        self.processes: dict[str, int] = {}  # bazel's last process summary
 
     def line(self, text: str) -> None:
         self._file.write(text + "\n")
@@ -258,6 +293,9 @@ class _Log:
         tool = _TOOL.match(text)
         if tool:
             self.tools[tool.group(1)] = tool.group(2).strip()
+        processes = bazel_processes(text)
+        if processes is not None:
+            self.processes = processes
         self._display.line(text)
 
     def note(self, text: str) -> None:
@@ -451,6 +489,7 @@ def _run_build(
             mem_limit=request.memory_limit,
             on_line=log.line,
             keep=request.keep_container,
+            network_mode="host" if host_network(plan) else None,
         )
         attempts.append(
             Attempt(
@@ -639,8 +678,10 @@ def _receipt(
     timings: dict[str, float],
     log: Path,
     env_file: Path,
+    processes: dict[str, int] | None = None,
 ) -> Receipt:
     plan_json = plan.to_json()
+    processes = processes or {}
     return Receipt(
         build_id=job.build_id,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -671,6 +712,10 @@ def _receipt(
         attempts=tuple(a.to_json() for a in attempts),
         runtime_env_file=env_file.name,
         log=str(log),
+        processes=processes,
+        remote_cache_hits=processes.get("remote cache hit", 0)
+        if any(o.startswith("--remote_cache=") for o in plan.build_options)
+        else None,
     )
 
 
@@ -763,6 +808,7 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 },
                 log=log.path,
                 env_file=dist / Path(built.name).with_suffix(".env").name,
+                processes=log.processes,
             )
             wheel, receipt_file, env_path, replaced = _publish(dist, built, receipt, env_text)
             log.note(f"wheel: {wheel} ({wheel.stat().st_size} bytes, sha256 {sha256})")

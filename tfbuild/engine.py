@@ -630,8 +630,12 @@ class DockerEngine:
         name: str | None = None,
         on_line: LineCallback | None = None,
         keep: bool = False,
+        network_mode: str | None = None,
     ) -> RunResult:
         """Run ``command`` in a new container from ``image``, streaming its output to ``on_line``.
+
+        ``network_mode`` is Docker's (None: the default bridge); ``"host"`` shares this machine's
+        network, the only way a container reaches a service on the host's loopback (127.0.0.1).
 
         Lines of stdout keep their order, and so do those of stderr, but the engine copies the two
         streams separately: for one ordered log, make the command itself send stderr to stdout.
@@ -651,6 +655,8 @@ class DockerEngine:
             "memswap_limit": mem_limit,
             "name": name,
         }
+        if network_mode is not None:
+            options["network_mode"] = network_mode
         try:
             container, started = self._start(image, command, options)
             result = self._follow(container, started=started, emit=on_line or _ignore)

@@ -8,6 +8,7 @@ validation recipes and options already went through.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import shlex
@@ -16,7 +17,7 @@ from typing import Any
 
 from tfbuild import __version__
 from tfbuild.errors import InputError, UnsupportedError, UsageError
-from tfbuild.files import write_text
+from tfbuild.files import TEMP_PREFIX, sha256_file, shown, write_files
 from tfbuild.plan import CACHE_ROOT, OUTPUT_DIR, SOURCE_DIR, BuildPlan
 from tfbuild.recipes import Recipe, load_tools
 from tfbuild.resources import data_dir
@@ -98,6 +99,10 @@ DEVTOOLSET_DIRS = (
 )
 
 
+#: The canary's (STAND-IN) bazel: Debian's own build of bazel 4.2.3, which builds offline.
+STANDIN_BAZEL_PACKAGE = "bazel-bootstrap"
+
+
 def toolchain_packages(plan: BuildPlan) -> list[str]:
     """The distribution packages the toolchain image installs, sorted. A devtoolset sysroot links
     the image's kernel headers (build_devtoolset.sh), so the image keeps linux-libc-dev."""
@@ -109,6 +114,8 @@ def toolchain_packages(plan: BuildPlan) -> list[str]:
             *plan.extra_packages,
             plan.base_image.tcmalloc_package,
             *(("linux-libc-dev",) if devtoolset else ()),
+            # The canary builds with Debian's bazel (4.2.3), not bazelisk: see tfbuild/canary.
+            *((STANDIN_BAZEL_PACKAGE,) if plan.standin else ()),
         }
     )
 
@@ -217,21 +224,116 @@ def output_dir(text: str, *, option: str) -> Path:
     return path
 
 
-def write_context(files: dict[str, str], out: Path) -> list[Path]:
-    """Write the files into ``out``; each lands whole (temp name, then rename), build.sh executable."""
+#: What ``render -o`` writes last into its directory: ``sha256sum`` lines of the files it put there,
+#: so that a later ``render -o`` knows which files are tfbuild's and whether anyone changed them.
+MANIFEST = ".tfbuild-context"
+_FORCE = "--force"
+
+
+def _context_set(files: dict[str, str]) -> dict[str, tuple[str | bytes, int]]:
+    return {n: (t, 0o755 if n.endswith(".sh") else 0o644) for n, t in files.items()}
+
+
+def _write_set(files: dict[str, tuple[str | bytes, int]], out: Path) -> None:
     fix = "Name a directory tfbuild may write into with -o DIR (it is made when missing)."
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create -o {out}", why=exc.strerror or str(exc), fix=fix) from None
-    written = []
-    for name, text in files.items():
-        target = out / name
-        try:
-            write_text(target, text, mode=0o755 if name.endswith(".sh") else 0o644)
-        except OSError as exc:
-            raise InputError(
-                f"cannot write {target}", why=exc.strerror or str(exc), fix=fix
-            ) from None
-        written.append(target)
-    return written
+    try:
+        write_files(out, files)
+    except OSError as exc:
+        where = shown(exc.filename) if isinstance(exc.filename, str) else str(out)
+        if isinstance(exc, IsADirectoryError):
+            fix = f"Remove or rename {where}, or name another directory with -o DIR."
+        raise InputError(
+            f"cannot write {where}", why=f"{exc.strerror or exc}; nothing was written", fix=fix
+        ) from None
+
+
+def write_context(files: dict[str, str], out: Path) -> list[Path]:
+    """Write the files into ``out`` as one set (:func:`tfbuild.files.write_files`: every place
+    checked, all written under temp names, then renamed), build.sh executable. For tfbuild's own
+    work directories; ``render -o`` goes through :func:`publish_context`."""
+    _write_set(_context_set(files), out)
+    return [out / name for name in files]
+
+
+#: A name a manifest may list: a plain file directly in the directory (never a path, never hidden).
+_PLAIN = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*")
+
+
+def _recorded(out: Path) -> dict[str, str] | None:
+    """The manifest's name -> sha256, or None when there is no readable, well-formed one."""
+    manifest = out / MANIFEST
+    if manifest.is_symlink() or not manifest.is_file():
+        return None
+    try:
+        text = manifest.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    recorded = {}
+    for line in text.splitlines():
+        digest, sep, name = line.partition("  ")
+        if not (sep and re.fullmatch(r"[0-9a-f]{64}", digest) and _PLAIN.fullmatch(name)):
+            return None
+        recorded[name] = digest
+    return recorded
+
+
+def check_owned(out: Path, *, force: bool = False) -> None:
+    """``out`` may be written: missing, empty, or holding only files a previous ``render -o`` wrote
+    there, unchanged since (its :data:`MANIFEST`). Anything else is refused (exit 3) unless
+    ``force``: tfbuild never overwrites a file it did not write."""
+    if force or not out.is_dir():
+        return
+    what = f"refusing to write into -o {shown(str(out))}"
+    fix = (
+        "Render into an empty or new directory, or pass --force to overwrite tfbuild's files "
+        "there anyway."
+    )
+    try:
+        entries = sorted(
+            p
+            for p in out.iterdir()
+            if p.name != MANIFEST and not p.name.startswith(TEMP_PREFIX)  # a killed run's temp
+        )
+        if not entries:
+            return
+        recorded = _recorded(out) or {}
+        for path in entries:
+            name = shown(path.name)
+            if path.is_symlink() or not path.is_file():
+                kind = (
+                    "link"
+                    if path.is_symlink()
+                    else "directory"
+                    if path.is_dir()
+                    else "special file"
+                )
+                why = f"it holds the {kind} {name}, and tfbuild writes only plain files there"
+                raise InputError(what, why=why, fix=fix)
+            if path.name not in recorded:
+                why = f"it holds {name}, which tfbuild did not write there (not in its {MANIFEST})"
+                raise InputError(what, why=why, fix=fix)
+            if sha256_file(path) != recorded[path.name]:
+                why = f"{name} was changed since tfbuild wrote it (its sha256 is not the one in {MANIFEST})"
+                raise InputError(what, why=why, fix=fix)
+    except OSError as exc:
+        raise InputError(what, why=exc.strerror or str(exc), fix=fix) from None
+
+
+def publish_context(files: dict[str, str], out: Path, *, force: bool = False) -> list[Path]:
+    """``render -o``: :func:`check_owned`, then the files and, last, their :data:`MANIFEST`, as one
+    set: a failure (a directory where a file goes, a full disk) leaves the previous context whole.
+    A file a previous render wrote that this one does not (an older tfbuild's) is removed."""
+    check_owned(out, force=force)
+    previous = (_recorded(out) or {}) if out.is_dir() else {}
+    manifest = "".join(
+        f"{hashlib.sha256(files[n].encode()).hexdigest()}  {n}\n" for n in sorted(files)
+    )
+    _write_set({**_context_set(files), MANIFEST: (manifest, 0o644)}, out)
+    if not force:
+        for stale in sorted(set(previous) - set(files)):
+            (out / stale).unlink(missing_ok=True)
+    return [out / name for name in files]

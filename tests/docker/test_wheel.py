@@ -183,7 +183,7 @@ def test_the_build_runs_as_the_calling_user(
     run = BuildRun(dist=dist, source=source, quiet=True, user="4321:4321")
     result = run.execute(plan_here(args, engine), engine=engine)
     assert result.wheel.stat().st_uid == 4321
-    assert (source / "bazel-out" / "libcanary.so").stat().st_uid == 4321
+    assert (source / "bazel-bin").lstat().st_uid == 4321  # bazel's convenience link
     assert (source / ".tf_configure.bazelrc").stat().st_uid == 4321
 
 
@@ -226,51 +226,57 @@ def test_keep_container_leaves_the_failed_container(
             engine.remove_container(container_id)
 
 
-HUNGRY_BAZEL = """#!/usr/bin/env python3
-# Test stand-in: like a compile action per job, it holds JOB_MB per bazel job before building.
-import os, sys
-jobs = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--jobs=")), 1)
-if "build" in sys.argv:
-    print(f"[0 / 3] allocating {jobs} x 96 MB", flush=True)
-    held = [bytearray(96 << 20) for _ in range(jobs)]
-    for block in held:
-        block[::4096] = b"x" * len(block[::4096])
-os.execv(sys.executable, [sys.executable, os.path.join(os.path.dirname(os.path.realpath(__file__)), "bazel.real"), *sys.argv[1:]])
+def add_generated_sources(source: Path, count: int, command: str, message: str) -> None:
+    """Real bazel actions in the canary's tree: ``count`` genrules, each running ``command`` and
+    then writing a C file that the library compiles, so the wheel's build runs them."""
+    build = source / "src" / "BUILD"
+    text = build.read_text().replace(
+        '"runtime.cc",\n    ]',
+        f'"runtime.cc",\n    ] + [":generated_%d.c" % i for i in range({count})]',
+    )
+    assert "generated_" in text
+    build.write_text(
+        text
+        + f"""
+[genrule(
+    name = "generated_%d" % i,
+    outs = ["generated_%d.c" % i],
+    cmd = {command!r} + " && echo 'int generated_%d;' > $@" % i,
+    message = {message!r},
+) for i in range({count})]
 """
+    )
+
+
+#: Like a compile action, each job holds 400 MB (touched, so really resident) for a few seconds.
+HUNGRY = (
+    "python3 -c 'import time; b = bytearray(400 << 20);"
+    ' b[::4096] = b"x" * len(b[::4096]); time.sleep(4)\''
+)
 
 
 def test_an_oom_killed_build_is_retried_with_half_the_jobs(
     base_image: str, volume: str, tmp_path: Path
 ) -> None:
-    """A real OOM kill under a container memory limit: 4 jobs x 96 MB do not fit in 256 MB, 2 do."""
+    """A real OOM kill under a container memory limit: bazel's server and 2 actions of 400 MB each
+    do not fit in 800 MB, 1 does (bazel resumes with what the first attempt finished). Two jobs,
+    not more: bazel runs no more local actions at once than the machine has cores (2 here)."""
     source = standin_source(tmp_path)
-    (source / "bazel").rename(source / "bazel.real")
-    (source / "bazel").write_text(HUNGRY_BAZEL)
-    (source / "bazel").chmod(0o755)
+    add_generated_sources(source, 4, HUNGRY, "Holding 400 MB")
     dist = tmp_path / "dist"
     result = wheel_cli(
-        dist, volume, "--source", str(source), "--memory", "256m", "--jobs", "4", "--json"
+        dist, volume, "--source", str(source), "--memory", "800m", "--jobs", "2", "--json"
     )
     assert result.returncode == 0, result.stderr
     attempts = json.loads(result.stdout)["attempts"]
-    assert [a["jobs"] for a in attempts] == [4, 2]
+    assert [a["jobs"] for a in attempts] == [2, 1]
     assert attempts[0]["exit_code"] != 0
     assert attempts[1]["exit_code"] == 0
     receipt = json.loads(next(dist.glob("*.json")).read_text())
-    assert "--jobs=2" in receipt["plan"]["build_options"]
+    assert "--jobs=1" in receipt["plan"]["build_options"]
     assert any(
         r["what"] == "jobs" and "out of memory" in r["why"] for r in receipt["plan"]["reasons"]
     )
-
-
-SLOW_BAZEL = """#!/usr/bin/env python3
-import sys, time
-if sys.argv[1:] == ["--version"]:
-    print("bazel slow-test-stand-in")
-    sys.exit(0)
-print("[1 / 3] Compiling for a long time", flush=True)
-time.sleep(600)
-"""
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -278,7 +284,7 @@ def test_a_signal_stops_and_removes_the_build(
     engine: Any, base_image: str, volume: str, tmp_path: Path, signum: int
 ) -> None:
     source = standin_source(tmp_path)
-    (source / "bazel").write_text(SLOW_BAZEL)
+    add_generated_sources(source, 1, "sleep 600", "Compiling for a long time")
     dist = tmp_path / "dist"
     before = set(engine.containers(label="org.tfbuild.build"))
     proc = subprocess.Popen(

@@ -38,8 +38,12 @@ def test_wheel_ships_data_and_a_clean_install_finds_it(tmp_path: Path) -> None:
     assert "tfbuild/canary/probe.py" in names  # run by path inside the toolchain container
     assert "tfbuild/canary/tree/src/runtime.cc" in names  # the canary's C++ part (its floor)
     assert "tfbuild/_loadprobe.py" in names  # run by path in another system (smoke --in-image)
-    bazel = zipfile.ZipFile(wheel).getinfo("tfbuild/canary/tree/bazel")
-    assert (bazel.external_attr >> 16) & 0o111, "the stand-in bazel must stay executable"
+    # The canary's bazel workspace (Debian's bazel builds it in the toolchain image).
+    assert {"tfbuild/canary/tree/WORKSPACE", "tfbuild/canary/tree/.bazelrc"} <= set(names)
+    packer = zipfile.ZipFile(wheel).getinfo(
+        "tfbuild/canary/tree/tensorflow/tools/pip_package/pack_wheel.py"
+    )
+    assert (packer.external_attr >> 16) & 0o111, "the canary's wheel packer must stay executable"
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

@@ -11,6 +11,9 @@ phase() { echo "[tfbuild] phase: $1"; }
 # trees never share a bazel server.
 export HOME=/cache/home
 mkdir -p "$HOME"
+# bazel needs a user name ("$USER is not set" otherwise), and the calling uid has no passwd entry
+# in the toolchain image.
+export USER="${USER:-$(id -un 2>/dev/null || echo "uid$(id -u)")}"
 output_base=/cache/output/"${TFBUILD_BUILD_KEY:-default}"
 
 # Reproducible build (plan.json's reasons say why each): the source's date, a fixed environment and
