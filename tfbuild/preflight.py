@@ -35,10 +35,11 @@ tree's file and line, why it matters and what to do.
                   crosstool that reads ``TF_SYSROOT`` (:data:`CROSSTOOLS`; "not checked" when the
                   tree has none of them).
 
-The canary's STAND-IN tree holds what its stand-in bazel really uses (a ``.bazelrc`` that imports
-the rendered rc file, the ``wheel`` target, no ``.bazelversion``: a note), and is checked like any
-tree. The checks of what its stand-in bazel does not do (hermetic Python, CUDA, the toolchain route,
-which it applies itself) are ``skipped`` for a stand-in plan, each finding saying so.
+The canary's STAND-IN tree is a real bazel workspace (Debian's bazel-bootstrap 4.2.3 builds it: a
+``.bazelrc`` that imports the rendered rc file, the ``wheel`` target, no ``.bazelversion``: a note),
+and is checked like any tree. The checks of what a TensorFlow tree has and the canary's does not
+(hermetic Python, CUDA, the toolchain route, which its own rules apply) are ``skipped`` for a
+stand-in plan, each finding saying so.
 
 Where the paths come from (tensorflow/tensorflow, stored copies; tests/fixtures/trees/README.md):
 ``third_party/gpus/cuda/hermetic/cuda_redist_versions.bzl`` @13ea77ab,
@@ -497,7 +498,7 @@ def _check_bazelversion(plan: BuildPlan, tree: _Tree) -> Finding:
             status="note",
             what=f"the tree pins no bazel version: the build runs {runs}",
             file=".bazelversion",
-            why="the STAND-IN canary's bazel is a script of its tree"
+            why="the STAND-IN canary runs Debian's bazel-bootstrap (4.2.3), whatever a tree pins"
             if plan.standin
             else "the toolchain image pins it (USE_BAZEL_VERSION) and nothing here asks for another",
         )

@@ -213,6 +213,11 @@ def test_measure_warms_up_calibrates_and_times_each_repetition() -> None:
     fn = Counter(0.0005)
     op = worker.Op("busy", "control", "Gelem/s", 1000, fn)
     reply = worker.measure(op, reps=4, min_rep_seconds=0.01)
+    for _ in range(2):  # a call preempted by other work on the machine can outlast 10 ms alone
+        if reply["inner"] >= 2:
+            break
+        fn.calls = 0
+        reply = worker.measure(op, reps=4, min_rep_seconds=0.01)
     assert reply["op"] == "busy"
     assert reply["work"] == 1000
     assert reply["unit"] == "Gelem/s"

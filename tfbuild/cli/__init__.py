@@ -20,7 +20,7 @@ import typer
 
 from tfbuild import __version__
 from tfbuild.cli.plan_options import PlanCommand, RecipesDir, plan_args
-from tfbuild.errors import TfbuildError
+from tfbuild.errors import TfbuildError, printable
 from tfbuild.variants import Variant
 
 app = typer.Typer(
@@ -211,7 +211,7 @@ def recipes_verify(
 
     def say(line: str) -> None:
         if not as_json:
-            sys.stderr.write(f"[verify] {line}\n")
+            sys.stderr.write(f"[verify] {printable(line)}\n")
 
     result = check_release(
         recipe,
@@ -349,16 +349,25 @@ def render_command(
     out: Annotated[
         str, typer.Option("-o", "--output", metavar="DIR", help="Where to write the context.")
     ],
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Write into DIR even if it holds files tfbuild did not write there (or that "
+            "were changed since); they may be overwritten.",
+        ),
+    ] = False,
 ) -> None:
     """Write the build context: Dockerfile, bazel rc file, build.sh, runtime.env, plan.json."""
     from tfbuild.base import plan_here
-    from tfbuild.render import check, output_dir, render_files, write_context
+    from tfbuild.render import check, check_owned, output_dir, publish_context, render_files
 
     directory = output_dir(out, option="-o")
+    check_owned(directory, force=force)  # before any work; publish_context checks again
     planned = plan_here(plan_args(ctx))
     files = render_files(planned.plan)
     check(files, planned.recipe)
-    for path in write_context(files, directory):
+    for path in publish_context(files, directory, force=force):
         typer.echo(str(path))
 
 
@@ -487,7 +496,7 @@ def doctor_command(
 
     def say(text: str) -> None:
         if not as_json:
-            sys.stderr.write(f"[doctor] {text}\n")
+            sys.stderr.write(f"[doctor] {printable(text)}\n")
 
     report = run_doctor(
         with_canary=canary,
@@ -689,7 +698,7 @@ def smoke_command(
 
     def progress(message: str) -> None:
         if not as_json:
-            sys.stderr.write(f"[smoke] {message}\n")
+            sys.stderr.write(f"[smoke] {printable(message)}\n")
 
     report = run_smoke(options, progress=progress)
     if plot_file is not None and report.results:
@@ -808,7 +817,7 @@ def base_command(
 
         def show(line: str) -> None:
             if not as_json:
-                sys.stderr.write(f"[base] {line}\n")
+                sys.stderr.write(f"[base] {printable(line)}\n")
 
         result = make_base_image(
             engine, suite=suite, mirror=mirror, tag=tag, force=force, on_line=show
@@ -819,7 +828,7 @@ def base_command(
         _print_json(result.to_json())
     else:
         state = f"created in {result.seconds:.0f} s" if result.created else "already there, reused"
-        typer.echo(f"{result.tag} ({result.image_id[:19]}): {state}")
+        typer.echo(printable(f"{result.tag} ({result.image_id[:19]}): {state}"))
 
 
 # --- index -------------------------------------------------------------------------------------------
@@ -856,8 +865,8 @@ def index_command(
         return
     for entry in result.entries:
         standin = "  STAND-IN" if entry.standin else ""
-        typer.echo(f"{entry.sha256}  {entry.name}{standin}")
-    typer.echo(f"{result.index} and {result.sums}: {len(result.entries)} wheel(s)")
+        typer.echo(printable(f"{entry.sha256}  {entry.name}{standin}"))
+    typer.echo(printable(f"{result.index} and {result.sums}: {len(result.entries)} wheel(s)"))
 
 
 # --- pick ----------------------------------------------------------------------------------------------
@@ -946,12 +955,38 @@ def pick_command(
             show_default=False,
         ),
     ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="One deadline for reading the index page and its receipts.",
+        ),
+    ] = 120.0,  # tfbuild.pick.fetch.DEFAULT_TIMEOUT (not imported here: --json stays fast)
+    allow_origin: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-origin",
+            metavar="HOST",
+            help="Also follow an index page's links to HOST (HOST:PORT, https://HOST) (repeat); "
+            "by default only links to the page's own origin.",
+            show_default=False,
+        ),
+    ] = None,
+    allow_unhashed: Annotated[
+        bool,
+        typer.Option(
+            "--allow-unhashed",
+            help="--install a wheel whose index link carries no #sha256= (pip cannot check it).",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the choice as JSON.")] = False,
 ) -> None:
     """Choose the wheel that runs best here (or on a --cpuinfo machine), and say why."""
     from tfbuild import pick as picking
 
     picking.check_install_here(install=install, cpuinfo=cpuinfo)
+    limits = picking.FetchLimits(timeout=timeout)
     options = picking.PickOptions.parse(tf=tf, variant=variant)
     host = picking.describe_host(
         cpuinfo=cpuinfo,
@@ -961,13 +996,19 @@ def pick_command(
         glibc=glibc,
         libstdcxx=libstdcxx,
     )
-    result = picking.pick(picking.load_wheels(source), host, options)
+    wheels = picking.load_wheels(source, limits=limits, allow_origins=tuple(allow_origin or ()))
+    result = picking.pick(wheels, host, options)
+    unhashed = None
+    if install and result.chosen is not None:
+        unhashed = picking.check_hash(result.chosen, source=source, allow_unhashed=allow_unhashed)
     if not as_json:
         from tfbuild.display import print_pick
 
         print_pick(result)
     installed = None
     if install and result.chosen is not None:
+        if unhashed:
+            sys.stderr.write(f"tfbuild: warning: {unhashed}\n")
         installed = picking.install(
             result.chosen,
             python=pip_python or sys.executable,
@@ -983,7 +1024,7 @@ def pick_command(
         if failure is not None:
             raise failure
         if not as_json:
-            typer.echo(f"installed {installed.wheel} into {installed.python}")
+            typer.echo(printable(f"installed {installed.wheel} into {installed.python}"))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -995,8 +1036,8 @@ def main(argv: list[str] | None = None) -> None:
         if _state["debug"]:
             raise
         for detail in exc.details:
-            sys.stderr.write(f"  | {detail}\n")
-        sys.stderr.write(f"tfbuild: error: {exc.line()}\n")
+            sys.stderr.write(f"  | {printable(detail)}\n")
+        sys.stderr.write(f"tfbuild: error: {exc.line()}\n")  # line(): printable already
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         if _state["debug"]:
@@ -1007,7 +1048,7 @@ def main(argv: list[str] | None = None) -> None:
         if _state["debug"]:
             raise
         sys.stderr.write(
-            f"tfbuild: internal error: {type(exc).__name__}: {exc}. "
+            f"tfbuild: internal error: {type(exc).__name__}: {printable(str(exc))}. "
             "Run again with --debug for the traceback, and please report it.\n"
         )
         sys.exit(1)
