@@ -8,6 +8,7 @@ validation recipes and options already went through.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -55,6 +56,7 @@ BASE_PACKAGES = (
 )
 
 
+@functools.cache  # one environment per process: each template is parsed and compiled once
 def _environment() -> Any:
     import jinja2
 
