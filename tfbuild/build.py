@@ -27,6 +27,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import sys
@@ -75,6 +76,9 @@ from tfbuild.wheelfile import normalise, relabel, retag
 TOOLCHAIN_REPOSITORY = "tfbuild/toolchain"
 BUILD_LABEL = "org.tfbuild.build"  # the build id, on the build's containers
 CA_PATH = "/etc/tfbuild/ca-bundle.pem"  # where --ca-bundle is seen in the container
+#: Where --remote-header-file's rc file is seen in the container (build.sh gives it to bazel).
+REMOTE_RC_PATH = "/etc/tfbuild/remote.bazelrc"
+_HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 #: Lines of the log shown when a build fails.
 TAIL_LINES = 40
 #: Proxy variables passed through to the build container, both spellings.
@@ -149,6 +153,7 @@ class BuildJob:
     user: str  # uid:gid the build runs as
     build_id: str
     ca_bundle: Path | None = None
+    remote_rc: Path | None = None  # the private rc file of --remote-header-file (mode 0600)
     proxies: tuple[tuple[str, str], ...] = ()
     memory_limit: str | None = None  # the build container's memory limit (e.g. "16g")
     keep_container: bool = False
@@ -444,6 +449,8 @@ def _mounts(request: BuildJob, context: Path, out: Path) -> list[Mount]:
     ]
     if request.ca_bundle is not None:
         mounts.append(Mount(str(request.ca_bundle), CA_PATH, read_only=True))
+    if request.remote_rc is not None:
+        mounts.append(Mount(str(request.remote_rc), REMOTE_RC_PATH, read_only=True))
     return mounts
 
 
@@ -454,7 +461,44 @@ def _environment(request: BuildJob, key: str) -> dict[str, str]:
     if request.ca_bundle is not None:
         for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT"):
             env[name] = CA_PATH
+    if request.remote_rc is not None:
+        env["TFBUILD_REMOTE_RC"] = REMOTE_RC_PATH
     return env
+
+
+def remote_header_rc(path: Path) -> str:
+    """``--remote-header-file``'s lines (``Name: value``; blank lines and ``#`` comments skipped) as
+    the bazel rc text build.sh gives bazel with ``--bazelrc``: one ``--remote_header`` each, then
+    ``--noannounce_rc``, so that no rc file of the tree prints them. A bad line is named by its
+    number, never by its value."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(
+            f"cannot read --remote-header-file {path}",
+            why=getattr(exc, "strerror", None) or type(exc).__name__,
+            fix="Name a readable UTF-8 file of 'Name: value' lines.",
+        ) from None
+    lines = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        name, colon, value = line.partition(":")
+        name, value = name.strip(), value.strip()
+        if not colon or not _HEADER_NAME.fullmatch(name) or not value.isprintable() or not value:
+            raise InputError(
+                f"--remote-header-file {path}:{number} is not a 'Name: value' header",
+                why="a header is a name of letters, digits, '-' and '_', a colon and a printable "
+                "value (the value is not shown here)",
+                fix="Write one header per line, e.g. 'Authorization: Bearer TOKEN'.",
+            )
+        lines.append("build " + shlex.quote(f"--remote_header={name}={value}"))
+    if not lines:
+        raise InputError(
+            f"--remote-header-file {path} holds no header",
+            fix="Write one 'Name: value' line per header, or drop the option.",
+        )
+    return "\n".join([*lines, "build --noannounce_rc", ""])
 
 
 def _run_build(
@@ -879,6 +923,8 @@ class BuildRun:
     verbose: bool = False
     user: str | None = None  # uid:gid; default: the calling user's
     recipe_sha256: str | None = None  # a rebuild: the original recipe's identity, kept
+    #: Headers for a remote cache or executor (credentials): never in the plan, receipt or log.
+    remote_header_file: Path | None = None
 
     def __post_init__(self) -> None:
         if self.memory is not None and not _MEMORY.fullmatch(self.memory):
@@ -893,8 +939,19 @@ class BuildRun:
         plan, recipe = planned.plan, planned.recipe
         check(render_files(plan), recipe)
         ca_bundle = ca_bundle_from(self.ca_bundle, os.environ)
+        headers = (
+            None if self.remote_header_file is None else remote_header_rc(self.remote_header_file)
+        )
         with contextlib.ExitStack() as stack:
             stack.enter_context(_sigterm_interrupts())
+            remote_rc = None
+            if headers is not None:  # a private file, removed on every way out
+                private = Path(tempfile.mkdtemp(prefix="tfbuild-remote-"))
+                stack.callback(shutil.rmtree, private, ignore_errors=True)
+                remote_rc = private / "remote.bazelrc"
+                descriptor = os.open(remote_rc, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                    handle.write(headers)
             if engine is None:
                 engine = DockerEngine.connect()
                 stack.callback(engine.close)
@@ -912,6 +969,7 @@ class BuildRun:
                 user=self.user or f"{os.getuid()}:{os.getgid()}",
                 build_id=new_build_id(),
                 ca_bundle=ca_bundle,
+                remote_rc=remote_rc,
                 proxies=proxies_from(os.environ),
                 memory_limit=self.memory,
                 keep_container=self.keep_container,

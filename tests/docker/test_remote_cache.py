@@ -19,8 +19,10 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -186,6 +188,45 @@ def test_a_second_build_from_a_fresh_output_base_takes_every_action_from_the_cac
     assert "INFO: 5 processes: 4 remote cache hit, 1 internal." in log
     # The same wheel, byte for byte (the cache's outputs, normalised by tfbuild as always).
     assert first["wheel"]["sha256"] == second["wheel"]["sha256"]
+
+
+@pytest.mark.docker
+def test_remote_credentials_reach_bazel_and_nothing_else(
+    engine: Any, base_image: str, buildgrid: str, tmp_path: Path
+) -> None:
+    """A token planted in --remote-header-file reaches bazel (through build.sh's --bazelrc; the
+    build with it succeeds against the real cache) and appears in none of tfbuild's outputs: stdout,
+    stderr, the wheel, its receipt (with the plan), env file and log."""
+    token = f"tfbuild-planted-{uuid.uuid4().hex}"
+    headers = tmp_path / "headers"
+    headers.write_text(f"Authorization: Bearer {token}\nx-cache-key: {token}\n")
+    volume = f"tfbuild-test-remote-{uuid.uuid4().hex[:10]}"
+    dist = tmp_path / "dist"
+    try:
+        receipt, built = wheel(
+            git_checkout(tmp_path),
+            dist,
+            volume,
+            "--no-disk-cache",
+            "--remote-cache",
+            buildgrid,
+            "--remote-header-file",
+            str(headers),
+        )
+    finally:
+        engine.remove_volume(volume)
+    log = Path(receipt["log"]).read_text()
+    assert "[tfbuild] remote headers: 2 (from --remote-header-file; values not shown)" in log
+    assert token not in built.stdout + built.stderr
+    written = [path for path in dist.rglob("*") if path.is_file()]
+    assert {p.suffix for p in written} >= {".whl", ".json", ".env", ".log"}
+    for path in written:
+        data = path.read_bytes()
+        assert token.encode() not in data, path
+        if path.suffix == ".whl":  # and not inside the wheel's members either
+            with zipfile.ZipFile(path) as archive:
+                assert not [n for n in archive.namelist() if token.encode() in archive.read(n)]
+    assert not list(Path(tempfile.gettempdir()).glob("tfbuild-remote-*"))  # the private rc is gone
 
 
 # --- the pure parts: bazel's summary line, the network a remote URL needs ---------------------------

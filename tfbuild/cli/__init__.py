@@ -412,6 +412,16 @@ def wheel_command(
             "--memory", metavar="SIZE", help="Memory limit of the build container, e.g. 16g."
         ),
     ] = None,
+    remote_header_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--remote-header-file",
+            metavar="FILE",
+            help="Credentials for --remote-cache/--remote-executor: 'Name: value' lines, given to "
+            "bazel as --remote_header through a private rc file; never in the plan, receipt or log.",
+            show_default=False,
+        ),
+    ] = None,
     keep_container: Annotated[
         bool, typer.Option("--keep-container", help="Keep the build container for a post-mortem.")
     ] = False,
@@ -448,6 +458,7 @@ def wheel_command(
         keep_container=keep_container,
         quiet=quiet or as_json,
         verbose=verbose,
+        remote_header_file=remote_header_file,
     )
     args = plan_args(ctx)
     with contextlib.closing(DockerEngine.connect()) as engine:

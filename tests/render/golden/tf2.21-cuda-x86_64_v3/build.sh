@@ -32,9 +32,19 @@ echo "[tfbuild] tool: bazel $(bazel --version)"
 cp /tfbuild/tf_configure.bazelrc /src/.tf_configure.bazelrc
 cd /src
 
+# Credentials for a remote cache or executor (tfbuild wheel --remote-header-file): an rc file
+# mounted read-only, read by bazel itself; its values are never printed, and it turns announce_rc
+# off after the tree's own rc files.
+remote_rc=()
+if [ -n "${TFBUILD_REMOTE_RC:-}" ]; then
+  remote_rc=(--bazelrc="$TFBUILD_REMOTE_RC")
+  echo "[tfbuild] remote headers: $(grep -c -- '--remote_header=' "$TFBUILD_REMOTE_RC") (from --remote-header-file; values not shown)"
+fi
+
 phase compile
 bazel \
   --output_base="$output_base" \
+  ${remote_rc[@]+"${remote_rc[@]}"} \
   --output_user_root=/cache/output \
   --host_jvm_args=-Xmx1024m \
   build \
