@@ -32,9 +32,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests package
 
 from tests.docker.test_remote_cache import git_checkout, start_buildgrid, stop
+from tests.docker.test_wheel import wheel_argv
 
 ROUNDS = 3
-BASE_IMAGE = "tfbuild/base:bookworm"
 
 
 def build(source: Path, dist: Path, *args: str) -> tuple[float, dict[str, Any]]:
@@ -43,25 +43,7 @@ def build(source: Path, dist: Path, *args: str) -> tuple[float, dict[str, Any]]:
     start = time.perf_counter()
     try:
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tfbuild",
-                "wheel",
-                "--canary",
-                "--source",
-                str(source),
-                "--base-image",
-                BASE_IMAGE,
-                "--dist",
-                str(dist),
-                "--cache-volume",
-                volume,
-                "--no-disk-cache",
-                "--skip-disk-check",
-                "--json",
-                *args,
-            ],
+            wheel_argv(dist, volume, "--source", str(source), "--no-disk-cache", "--json", *args),
             capture_output=True,
             text=True,
             check=False,

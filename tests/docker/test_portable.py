@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.docker.test_wheel import wheel_argv
 from tfbuild import canary
 
 pytestmark = pytest.mark.docker
@@ -39,18 +40,12 @@ def tfbuild(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str
 
 def build(dist: Path, volume: str, base: str, *args: str) -> tuple[Path, dict[str, Any]]:
     """`tfbuild wheel --canary` on ``base``: the wheel and its receipt."""
-    built = tfbuild(
-        "wheel",
-        "--canary",
-        "--base-image",
-        base,
-        "--dist",
-        str(dist),
-        "--cache-volume",
-        volume,
-        "--skip-disk-check",
-        "--json",
-        *args,
+    built = subprocess.run(
+        wheel_argv(dist, volume, "--json", *args, base=base),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert built.returncode == 0, built.stderr
     wheel = Path(json.loads(built.stdout)["wheel"])

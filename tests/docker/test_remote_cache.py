@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from tests.docker.test_wheel import wheel_argv
 from tfbuild import canary
 from tfbuild.build import bazel_processes, host_network
 from tfbuild.plan import BuildPlan
@@ -135,24 +136,7 @@ def wheel(
     source: Path, dist: Path, volume: str, *args: str
 ) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
     built = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tfbuild",
-            "wheel",
-            "--canary",
-            "--source",
-            str(source),
-            "--base-image",
-            "tfbuild/base:bookworm",
-            "--dist",
-            str(dist),
-            "--cache-volume",
-            volume,
-            "--skip-disk-check",
-            "--json",
-            *args,
-        ],
+        wheel_argv(dist, volume, "--source", str(source), "--json", *args),
         capture_output=True,
         text=True,
         timeout=900,

@@ -53,8 +53,11 @@ def no_leftover_containers(engine: Any) -> Iterator[None]:
     assert not after, f"build containers left behind: {after}"
 
 
-def wheel_argv(dist: Path, volume: str, *args: str) -> list[str]:
-    """`tfbuild wheel` on the canary, on the test base image, with the test's own cache volume."""
+def wheel_argv(
+    dist: Path, volume: str, *args: str, base: str = "tfbuild/base:bookworm"
+) -> list[str]:
+    """`tfbuild wheel` on the canary, on the test base image (or ``base``), with the test's own
+    cache volume."""
     return [
         sys.executable,
         "-m",
@@ -62,7 +65,7 @@ def wheel_argv(dist: Path, volume: str, *args: str) -> list[str]:
         "wheel",
         "--canary",
         "--base-image",
-        "tfbuild/base:bookworm",
+        base,
         "--dist",
         str(dist),
         "--cache-volume",
