@@ -22,7 +22,10 @@ The structural rules (each a test that fails when broken):
   a matrix value or an event field is data, never shell (script injection);
 - the build job takes its matrix from ``fromJSON(needs.plan.outputs.matrix)``, and the plan step's
   script, run for real with the project's ``tfbuild matrix``, yields entries that have every
-  ``matrix.X`` key the build job uses, with ``args`` the real ``tfbuild plan`` accepts.
+  ``matrix.X`` key the build job uses, with ``args`` the real ``tfbuild plan`` accepts;
+- the remote cache reaches every matrix job's ``tfbuild wheel``, read-only on pull requests, its
+  credential only as a 0600 file; secrets appear only in a step's ``env:``; 720-minute timeouts
+  only when the repository says the runner is self-hosted (GitHub stops hosted jobs at 6 hours).
 """
 
 from __future__ import annotations
@@ -127,6 +130,12 @@ def test_actionlint_with_shellcheck_passes_every_workflow() -> None:
         ),
         # An input that does not exist.
         ("${{ inputs.targets }}", "${{ inputs.target }}", 'property "target" is not defined'),
+        # A timeout that is not a number: actionlint types the expression in timeout-minutes.
+        (
+            "vars.TFBUILD_SELF_HOSTED == 'true' && 720 || 355",
+            "vars.TFBUILD_SELF_HOSTED == 'true' && '720' || '355'",
+            "must be number but found type string",
+        ),
     ],
 )
 def test_actionlint_reports_a_broken_copy(
@@ -226,7 +235,6 @@ def test_the_build_job_takes_the_plan_jobs_matrix() -> None:
         "matrix": "${{ fromJSON(needs.plan.outputs.matrix) }}",
     }
     assert build["name"] == "${{ matrix.name }}"
-    assert build["timeout-minutes"] >= 360
     output = jobs["plan"]["outputs"]["matrix"]
     step_id = re.fullmatch(r"\$\{\{ steps\.([\w-]+)\.outputs\.matrix \}\}", output)
     assert step_id, output
@@ -492,3 +500,183 @@ def test_the_release_steps_index_and_publish_every_file(tmp_path: Path) -> None:
     assert renamed.returncode == 1
     assert "::error title=release assets renamed::" in renamed.stdout
     assert "-tensorflow_cpu-2.21.0+x86_64v4-cp311" in renamed.stdout  # the diff names it
+
+
+# --- the remote cache and the time limits ----------------------------------------------------------------
+
+#: GitHub stops a job on a GitHub-hosted runner after 6 hours, whatever ``timeout-minutes`` says
+#: ("Job execution time - Each job in a workflow can run for up to 6 hours of execution time",
+#: https://docs.github.com/actions/learn-github-actions/usage-limits-billing-and-administration).
+HOSTED_LIMIT_MINUTES = 360
+#: A self-hosted runner's job may run for up to 5 days
+#: (https://docs.github.com/en/enterprise-server@3.14/actions/reference/usage-limits-for-self-hosted-runners).
+SELF_HOSTED_LIMIT_MINUTES = 5 * 24 * 60
+SELF_HOSTED = re.compile(
+    r"\$\{\{ vars\.TFBUILD_SELF_HOSTED == 'true' && (?P<self>\d+) \|\| (?P<hosted>\d+) \}\}"
+)
+
+
+def _timeouts(value: Any) -> tuple[int, int]:
+    """A ``timeout-minutes`` as (on a GitHub-hosted runner, on a self-hosted one)."""
+    if isinstance(value, int):
+        return value, value
+    match = SELF_HOSTED.fullmatch(str(value))
+    assert match, f"timeout-minutes {value!r} is neither a number nor the self-hosted expression"
+    return int(match["hosted"]), int(match["self"])
+
+
+@pytest.mark.parametrize("path", workflow_files(), ids=lambda p: p.name)
+def test_every_job_ends_before_github_stops_a_hosted_runner(path: Path) -> None:
+    for name, job in load(path)["jobs"].items():
+        assert "timeout-minutes" in job, f"{path.name}: job {name} has no timeout"
+        hosted, self_hosted = _timeouts(job["timeout-minutes"])
+        assert 0 < hosted < HOSTED_LIMIT_MINUTES, (path.name, name, hosted)
+        assert hosted <= self_hosted <= SELF_HOSTED_LIMIT_MINUTES, (path.name, name, self_hosted)
+        for s in job.get("steps", []):
+            if "timeout-minutes" in s:
+                step_hosted, step_self = _timeouts(s["timeout-minutes"])
+                # The step ends first, so that the steps after it (the log's upload) still run.
+                assert step_hosted < hosted and step_self < self_hosted, (name, s.get("name"))
+
+
+def test_twelve_hours_only_on_a_self_hosted_runner() -> None:
+    build = load(WORKFLOWS / "wheels.yml")["jobs"]["build"]
+    assert _timeouts(build["timeout-minutes"]) == (355, 720)
+    wheel = step(load(WORKFLOWS / "wheels.yml"), "build", containing="tfbuild wheel")
+    assert _timeouts(wheel["timeout-minutes"]) == (330, 690)
+
+
+def _wheel_argv(
+    tmp_path: Path, values: dict[str, str], *, record: str = ""
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """Run the build job's wheel step with ``tfbuild`` a stub that logs its argv (and ``record``)."""
+    s = step(load(WORKFLOWS / "wheels.yml"), "build", containing="tfbuild wheel")
+    stubs = tmp_path / "stubs"
+    log = tmp_path / "argv"
+    log.unlink(missing_ok=True)
+    _stub(stubs, "tfbuild", f'printf "%s\\n" "$@" > "{log}"\n{record}')
+    result, _ = run_step(
+        s, cwd=tmp_path, values=values, path=f"{stubs}{os.pathsep}{os.environ['PATH']}"
+    )
+    return result, log.read_text().splitlines() if log.exists() else []
+
+
+CACHE = "grpcs://cache.example.org:443"
+
+
+def test_the_cache_reaches_every_matrix_jobs_wheel_step(tmp_path: Path) -> None:
+    """Every entry the real plan step yields gets the cache; the real ``tfbuild plan`` takes it."""
+    workflow = load(WORKFLOWS / "wheels.yml")
+    build = workflow["jobs"]["build"]
+    assert "if" not in build
+    wheel = step(workflow, "build", containing="tfbuild wheel")
+    assert "if" not in wheel
+    assert wheel["env"]["TFBUILD_REMOTE_CACHE"] == "${{ secrets.TFBUILD_REMOTE_CACHE }}"
+    entries = _plan_matrix(tmp_path, {})
+    for event in ("push", "schedule", "workflow_dispatch"):
+        for entry in entries:
+            values = {
+                "matrix.args": entry["args"],
+                "secrets.TFBUILD_REMOTE_CACHE": CACHE,
+                "github.event_name": event,
+            }
+            result, argv = _wheel_argv(tmp_path, values)
+            assert result.returncode == 0, result.stderr
+            assert argv == [
+                "wheel",
+                *entry["args"].split(),
+                "--remote-cache",
+                CACHE,
+                "--dist",
+                "dist",
+            ]
+    planned = run_cli("plan", *argv[1:-2], "--skip-disk-check", "--json")
+    assert planned.returncode == 0, planned.stderr
+    options = planned.json()["build_options"]
+    assert f"--remote_cache={CACHE}" in options
+    assert "--noremote_upload_local_results" not in options  # the weekly build fills the cache
+
+
+def test_a_pull_request_reads_the_cache_and_never_writes_it(tmp_path: Path) -> None:
+    args = "--tf 2.21 --python 3.13 --target x86_64_v3"
+    values = {"matrix.args": args, "github.event_name": "pull_request"}
+    result, argv = _wheel_argv(tmp_path, {**values, "secrets.TFBUILD_REMOTE_CACHE": CACHE})
+    assert result.returncode == 0, result.stderr
+    assert argv == [
+        "wheel",
+        *args.split(),
+        "--remote-cache",
+        CACHE,
+        "--remote-cache-read-only",
+        "--dist",
+        "dist",
+    ]
+    # The real planner turns it into bazel's read-only switch.
+    planned = run_cli("plan", *argv[1:-2], "--skip-disk-check", "--json")
+    assert planned.returncode == 0, planned.stderr
+    options = planned.json()["build_options"]
+    assert f"--remote_cache={CACHE}" in options
+    assert "--noremote_upload_local_results" in options
+    # A fork's pull request has no secrets: no cache, and no read-only flag tfbuild would refuse.
+    result, argv = _wheel_argv(tmp_path, values)
+    assert result.returncode == 0, result.stderr
+    assert argv == ["wheel", *args.split(), "--dist", "dist"]
+
+
+def test_the_plan_step_plans_one_wheel_for_a_pull_request(tmp_path: Path) -> None:
+    workflow = load(WORKFLOWS / "wheels.yml")
+    # PyYAML reads the key `on` as True.
+    triggers = next(value for key, value in workflow.items() if str(key) in ("on", "True"))
+    assert set(triggers["pull_request"]) == {"paths"}
+    everything = _plan_matrix(tmp_path, {})
+    newest = max((tuple(map(int, e["python"].split("."))), e["python"]) for e in everything)[1]
+    result, output = run_step(
+        step(workflow, "plan", containing="tfbuild matrix"),
+        cwd=tmp_path,
+        values={"github.event_name": "pull_request"},
+    )
+    assert result.returncode == 0, result.stderr
+    matrix = json.loads(output.read_text().removeprefix("matrix="))
+    assert [(e["python"], e["target"]) for e in matrix["include"]] == [(newest, "x86_64_v3")]
+
+
+def test_the_cache_credential_reaches_tfbuild_only_as_a_private_file(tmp_path: Path) -> None:
+    token = "Bearer s3cr3t-7f1c9a"
+    headers = f"Authorization: {token}\nx-instance: tfbuild"
+    seen = tmp_path / "seen"
+    # The stub keeps what tfbuild would read: the file's mode and its lines.
+    record = (
+        'file=$(sed -n "/^--remote-header-file$/{n;p;}" "' + str(tmp_path / "argv") + '")\n'
+        f'stat -c %a "$file" > "{seen}"; cat "$file" >> "{seen}"'
+    )
+    values = {
+        "matrix.args": "--tf 2.21 --python 3.13 --target x86_64_v3",
+        "secrets.TFBUILD_REMOTE_CACHE": CACHE,
+        "secrets.TFBUILD_REMOTE_HEADERS": headers,
+        "github.event_name": "schedule",
+    }
+    result, argv = _wheel_argv(tmp_path, values, record=record)
+    assert result.returncode == 0, result.stderr
+    where = argv[argv.index("--remote-header-file") + 1]
+    assert Path(where).parent == tmp_path  # $RUNNER_TEMP
+    assert seen.read_text().splitlines() == ["600", *headers.splitlines()]
+    assert not Path(where).exists(), "the header file outlived the step"
+    assert all("s3cr3t" not in text for text in (*argv, result.stdout, result.stderr))
+    # Headers without a cache URL are not passed: tfbuild would have nothing to send them to.
+    result, argv = _wheel_argv(tmp_path, {**values, "secrets.TFBUILD_REMOTE_CACHE": ""})
+    assert result.returncode == 0, result.stderr
+    assert "--remote-header-file" not in argv
+
+
+@pytest.mark.parametrize("path", workflow_files(), ids=lambda p: p.name)
+def test_secrets_reach_steps_only_through_env(path: Path) -> None:
+    workflow = load(path)
+    allowed = []
+    for job, s in steps_of(workflow):
+        assert "secrets." not in s.get("run", ""), (path.name, job, s.get("name"))
+        assert "secrets." not in json.dumps(s.get("with", {})), (path.name, job, s.get("name"))
+        allowed += [v for v in s.get("env", {}).values() if "secrets." in str(v)]
+    for value in allowed:
+        assert re.fullmatch(r"\$\{\{ secrets\.[A-Z_]+ \}\}", value), value
+    # Nowhere else (job env, workflow env, runs-on...) names a secret.
+    assert json.dumps(workflow).count("secrets.") == len(allowed)
