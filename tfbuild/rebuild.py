@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tfbuild.build import BuildRun, WheelResult, new_build_id
-from tfbuild.errors import EnvironmentProblem, InputError, UsageError
+from tfbuild.detect.cpu import family_root
+from tfbuild.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
 from tfbuild.files import sha256_file
 from tfbuild.plan import BuildPlan, PlanOptions, with_resources
 from tfbuild.plan.make import isolated
@@ -79,6 +80,14 @@ def plan_from_receipt(receipt: Receipt, *, host: HostFacts | None = None) -> Pla
         from tfbuild.detect.host import host_facts
 
         host = host_facts()
+    here = host.build_host_architecture
+    if family_root(plan.architecture) != family_root(here):
+        raise UnsupportedError(
+            f"{receipt.wheel.name} was built on {plan.architecture}, and this build host is {here}",
+            why="a rebuild runs the receipt's toolchain image, compiler and flags, which are for "
+            f"{plan.architecture}; tfbuild builds natively",
+            fix=f"Rebuild it on a machine of that architecture ({plan.architecture}).",
+        )
     resources, _ = choose_resources(PlanOptions(variant=plan.variant, skip_disk_check=True), host)
     plan = with_resources(
         plan, resources, why="this machine's cores and memory (a rebuild keeps everything else)"

@@ -213,9 +213,19 @@ def _newest_mtime(root: Path) -> int | None:
     return _epoch(newest)
 
 
+#: What a build writes into the tree itself: build.sh copies the rendered configure file there,
+#: where TensorFlow's .bazelrc imports it. Counting it would move the next build's date.
+BUILD_WRITES = frozenset({".tf_configure.bazelrc"})
+
+
 def _skipped(path: Path) -> bool:
-    """``.git`` (a directory, or a worktree's file) and bazel's ``bazel-*`` output links."""
-    return path.name == ".git" or (path.name.startswith("bazel-") and path.is_symlink())
+    """``.git`` (a directory, or a worktree's file), bazel's ``bazel-*`` output links and the
+    files a build writes into the tree (BUILD_WRITES, at its top)."""
+    return (
+        path.name == ".git"
+        or (path.name.startswith("bazel-") and path.is_symlink())
+        or path.name in BUILD_WRITES
+    )
 
 
 def _epoch(value: float | None) -> int | None:

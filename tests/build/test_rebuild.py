@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import recorded_host
 from tests.receipts import make_receipt
 from tfbuild.build import BuildRun
-from tfbuild.errors import InputError
+from tfbuild.errors import InputError, UnsupportedError
 from tfbuild.plan import PlanOptions, make_plan
 from tfbuild.rebuild import load_receipt, plan_from_receipt, rebuild_run
 from tfbuild.receipt import Receipt, SourceRecord, receipt_path
@@ -120,3 +120,15 @@ def test_a_checkout_receipt_needs_the_same_commit(wheel: Path, tmp_path: Path) -
     _git(tree, "commit", "-q", "-am", "two")
     with pytest.raises(InputError, match=f"the receipt names commit {built_at}"):
         rebuild_run(receipt, BuildRun(dist=tmp_path / "dist", source=tree))
+
+
+def test_a_rebuild_on_another_architecture_is_refused(wheel: Path) -> None:
+    """The receipt's plan is for x86_64; a real aarch64 machine (a recorded Neoverse V2) cannot run
+    its toolchain image, compiler or flags, and is told so before anything is built."""
+    receipt = real_receipt(wheel)
+    arm = recorded_host("neoverse_v2", memory_gib=64, disk_gib=500)
+    assert arm.build_host_architecture == "aarch64"
+    with pytest.raises(
+        UnsupportedError, match="was built on x86_64, and this build host is aarch64"
+    ):
+        plan_from_receipt(receipt, host=arm)

@@ -771,6 +771,19 @@ def test_a_plain_directory(tmp_path: Path) -> None:
     }
 
 
+def test_the_configure_file_a_build_leaves_in_the_tree_does_not_move_its_date(
+    tmp_path: Path,
+) -> None:
+    """build.sh copies .tf_configure.bazelrc into the tree (TensorFlow's .bazelrc imports it from
+    there): the next build of the same plain directory must keep the same SOURCE_DATE_EPOCH. A file
+    the user edits still moves it."""
+    root = make_tree(tmp_path / "tf")
+    (root / ".tf_configure.bazelrc").write_text("build --copt=-march=haswell\n")
+    assert local_source(root).epoch == TREE_MTIME
+    (root / "configure.py").write_text("print('changed')\n")
+    assert local_source(root).epoch != TREE_MTIME
+
+
 def test_a_relative_directory_is_made_absolute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
