@@ -54,7 +54,7 @@ from tfbuild.errors import (
 )
 from tfbuild.files import sha256_file, write_text
 from tfbuild.floor import inspect_wheel
-from tfbuild.plan import CACHE_ROOT, OUTPUT_DIR, SOURCE_DIR, BuildPlan, with_jobs
+from tfbuild.plan import CACHE_ROOT, OUTPUT_BASE, OUTPUT_DIR, SOURCE_DIR, BuildPlan, with_jobs
 from tfbuild.preflight import preflight
 from tfbuild.receipt import (
     Inputs,
@@ -159,6 +159,8 @@ class BuildJob:
     keep_container: bool = False
     oom_retries: int = 2  # how many times a compiler OOM kill halves the jobs and retries
     recipe_sha256: str | None = None  # the recipe file's identity, for the receipt
+    #: A source tree made for this build alone (the canary's copy): its output base goes with it.
+    discard_output_base: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -255,6 +257,12 @@ def build_key(source: Path, toolchain_tag: str) -> str:
     """One bazel output base per source tree and toolchain image."""
     text = f"{source.resolve()}\0{toolchain_tag}"
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def output_base_volume(cache_volume: str, key: str) -> str:
+    """The volume mounted at OUTPUT_BASE for one source tree and toolchain: part of the cache
+    volume (removing that removes it), and a path that is the same in every build container."""
+    return f"{cache_volume}.output-base.{key}"
 
 
 @contextlib.contextmanager
@@ -419,17 +427,27 @@ def _download_fix(exc: DownloadFailed, proxies: tuple[tuple[str, str], ...]) -> 
     return f"Check the proxy {proxy} that the image build uses{where}; or {premade}."
 
 
-def _prepare_cache(engine: DockerEngine, tag: str, volume: str, user: str) -> None:
+def _prepare_cache(
+    engine: DockerEngine, tag: str, volume: str, output_base: str, user: str
+) -> None:
     """A new volume belongs to root: give its top directories to the build's user (not -R: a big
     cache would take minutes, and everything below was written by that user anyway)."""
     engine.ensure_volume(volume)
+    engine.ensure_volume(output_base, part_of=volume)
     if user.split(":", maxsplit=1)[0] == "0":
         return
     dirs = [f"{CACHE_ROOT}/{name}" for name in ("home", "output", "repository", "disk")]
     result = engine.run(
         tag,
-        ["sh", "-c", f"mkdir -p {' '.join(dirs)} && chown {user} {CACHE_ROOT} {' '.join(dirs)}"],
-        mounts=[Mount(volume, CACHE_ROOT, kind="volume")],
+        [
+            "sh",
+            "-c",
+            f"mkdir -p {' '.join(dirs)} && chown {user} {CACHE_ROOT} {OUTPUT_BASE} {' '.join(dirs)}",
+        ],
+        mounts=[
+            Mount(volume, CACHE_ROOT, kind="volume"),
+            Mount(output_base, OUTPUT_BASE, kind="volume"),
+        ],
         user="0:0",
     )
     if result.exit_code != 0:
@@ -440,12 +458,13 @@ def _prepare_cache(engine: DockerEngine, tag: str, volume: str, user: str) -> No
         )
 
 
-def _mounts(request: BuildJob, context: Path, out: Path) -> list[Mount]:
+def _mounts(request: BuildJob, context: Path, out: Path, output_base: str) -> list[Mount]:
     mounts = [
         Mount(str(request.source.path), SOURCE_DIR),
         Mount(str(out), OUTPUT_DIR),
         Mount(str(context), CONTEXT_DIR, read_only=True),
         Mount(request.plan.cache_volume, CACHE_ROOT, kind="volume"),
+        Mount(output_base, OUTPUT_BASE, kind="volume"),
     ]
     if request.ca_bundle is not None:
         mounts.append(Mount(str(request.ca_bundle), CA_PATH, read_only=True))
@@ -454,9 +473,10 @@ def _mounts(request: BuildJob, context: Path, out: Path) -> list[Mount]:
     return mounts
 
 
-def _environment(request: BuildJob, key: str) -> dict[str, str]:
+def _environment(request: BuildJob, exec_image: str | None) -> dict[str, str]:
     env = dict(request.proxies)
-    env["TFBUILD_BUILD_KEY"] = key
+    if exec_image is not None:  # build.sh passes it as the remote actions' container-image
+        env["TFBUILD_EXEC_IMAGE"] = exec_image
     env["TFBUILD_SOURCE_DATE_EPOCH"] = str(source_epoch(request.source))
     if request.ca_bundle is not None:
         for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT"):
@@ -506,8 +526,10 @@ def _run_build(
     request: BuildJob,
     *,
     tag: str,
+    output_base: str,
     work: Path,
     log: _Log,
+    exec_image: str | None = None,
 ) -> tuple[BuildPlan, list[Attempt], Path]:
     """Run build.sh until it succeeds; halve the jobs after an OOM kill. The final plan, attempts, out."""
     plan, attempts = request.plan, []
@@ -516,7 +538,6 @@ def _run_build(
     uid, _, gid = request.user.partition(":")
     if os.geteuid() == 0 and uid != "0":  # root building for another user: the output is theirs
         os.chown(out, int(uid), int(gid or uid))
-    key = build_key(request.source.path, tag)
     retries = request.oom_retries
     while True:
         write_context(render_files(plan), context)
@@ -525,8 +546,8 @@ def _run_build(
             tag,
             # One ordered stream: the engine copies stdout and stderr separately.
             ["bash", "-c", f"exec bash {CONTEXT_DIR}/build.sh 2>&1"],
-            mounts=_mounts(request, context, out),
-            env=_environment(request, key),
+            mounts=_mounts(request, context, out, output_base),
+            env=_environment(request, exec_image),
             user=request.user,
             workdir=SOURCE_DIR,
             labels={BUILD_LABEL: request.build_id},
@@ -714,6 +735,7 @@ def _receipt(
     wheel: Path,
     sha256: str,
     toolchain: tuple[str, str | None],
+    exec_image: str | None = None,
     packages: dict[str, str],
     attempts: list[Attempt],
     tools: dict[str, str],
@@ -749,6 +771,7 @@ def _receipt(
             packages=packages,
             tools=tools,
             snapshot=plan.snapshot.time if plan.snapshot else None,
+            exec_image=exec_image,
         ),
         host=host,
         floor=floor,
@@ -796,6 +819,7 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
         raise InputError(f"cannot create {dist / 'logs'}", why=exc.strerror or str(exc)) from None
     log = _Log(dist / "logs" / f"{request.build_id}.log", display)
     work = Path(tempfile.mkdtemp(prefix=f".tfbuild-{request.build_id}-", dir=dist))
+    cleanup = contextlib.ExitStack()
     try:
         busy = f"another tfbuild build is using the source {request.source.path}"
         with _locked(_source_lock(request.source.path), blocking=False, busy=busy):
@@ -813,8 +837,26 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
             )
             image_done = time.monotonic()
             packages = toolchain_packages(engine, tag)
-            _prepare_cache(engine, tag, request.plan.cache_volume, request.user)
-            plan, attempts, out = _run_build(engine, request, tag=tag, work=work, log=log)
+            exec_image = None
+            if request.plan.exec_image is not None:
+                log.phase("push toolchain")
+                exec_image = engine.push_image(tag, request.plan.exec_image, on_line=log.line)
+                log.note(f"remote actions run in {exec_image}")
+            output_base = output_base_volume(
+                request.plan.cache_volume, build_key(request.source.path, tag)
+            )
+            if request.discard_output_base:
+                cleanup.callback(engine.remove_volume, output_base)
+            _prepare_cache(engine, tag, request.plan.cache_volume, output_base, request.user)
+            plan, attempts, out = _run_build(
+                engine,
+                request,
+                tag=tag,
+                output_base=output_base,
+                work=work,
+                log=log,
+                exec_image=exec_image,
+            )
             log.phase("publish")
             wheels = sorted(out.glob("*.whl"))
             if len(wheels) != 1:
@@ -834,6 +876,7 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 wheel=built,
                 sha256=sha256,
                 toolchain=(tag, engine.image_id(tag)),
+                exec_image=exec_image,
                 packages=packages,
                 attempts=attempts,
                 tools=_tools(plan, log.tools),
@@ -871,6 +914,8 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 warnings=(*plan.warnings, *warnings),  # the plan's, then the wheel's own
             )
     finally:
+        with contextlib.suppress(Exception):  # never hides the build's own result or error
+            cleanup.close()
         shutil.rmtree(work, ignore_errors=True)
         log.close()
 
@@ -974,6 +1019,7 @@ class BuildRun:
                 memory_limit=self.memory,
                 keep_container=self.keep_container,
                 recipe_sha256=recipe.file_sha256 if recipe else self.recipe_sha256,
+                discard_output_base=self.source is None and plan.standin,
             )
             return build_wheel(engine, job, display)
 

@@ -48,6 +48,7 @@ from tfbuild.files import sha256_file
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 LABEL = "org.tfbuild"  # every container, image and volume tfbuild makes: org.tfbuild=1
 INPUT_HASH_LABEL = "org.tfbuild.input-hash"
+PART_OF_LABEL = "org.tfbuild.part-of"  # a volume that belongs to another (an output base: a cache)
 _RUN_LABEL = "org.tfbuild.run"  # one per run() call, to find its container even without an id
 # Where Docker's socket usually lives; the engine's own unix socket is added at connect time.
 _SOCKET_PATHS = ("/var/run/docker.sock", "/run/docker.sock")
@@ -323,6 +324,24 @@ class DownloadFailed(EnvironmentProblem):
         if failure.tls:
             return f"the TLS certificate of {hosts} did not verify while building {subject}"
         return f"cannot reach {hosts} while building {subject}"
+
+
+class PushFailed(EnvironmentProblem):
+    """A registry refused the toolchain image, or could not be reached."""
+
+    def __init__(self, target: str, error: str) -> None:
+        super().__init__(
+            f"cannot push {target}",
+            why=_one_reason(error),
+            fix="Check that the registry is up and reachable from the Docker engine, and log the "
+            "engine in if it needs credentials (docker login HOST); a plain-HTTP registry other "
+            "than 127.0.0.1 must be in the engine's insecure-registries.",
+        )
+        self.target = target
+
+
+#: A manifest digest as a registry reports it.
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def input_hash(context: Path) -> str:
@@ -614,6 +633,36 @@ class DockerEngine:
             )
         return image
 
+    def push_image(self, tag: str, repository: str, *, on_line: LineCallback | None = None) -> str:
+        """Push local image ``tag`` to ``repository`` (``host[:port]/path``) under the same tag;
+        the pushed manifest as ``repository@sha256:...``, the reference a worker pulls by digest.
+
+        The engine's own credentials for that registry apply (``docker login``); none pass here.
+        A registry that refuses or cannot be reached is an EnvironmentProblem naming it."""
+        pushed_tag = tag.rpartition(":")[2] if ":" in tag.rpartition("/")[2] else "latest"
+        target = f"{repository}:{pushed_tag}"
+        emit = on_line or _ignore
+        digest = None
+        with self._talking(f"pushing {target}"):
+            try:
+                self._client.api.tag(tag, repository, tag=pushed_tag)
+                for chunk in self._client.api.push(
+                    repository, tag=pushed_tag, stream=True, decode=True
+                ):
+                    error = chunk.get("error") or chunk.get("errorDetail", {}).get("message")
+                    if error:
+                        raise PushFailed(target, plain(str(error)))
+                    if chunk.get("status") and chunk.get("id") is None:
+                        emit(plain(str(chunk["status"])))
+                    found = (chunk.get("aux") or {}).get("Digest")
+                    if found:
+                        digest = str(found)
+            except docker.errors.APIError as exc:
+                raise PushFailed(target, str(exc.explanation or exc)) from exc
+        if digest is None or not _DIGEST.fullmatch(digest):
+            raise PushFailed(target, "the registry named no manifest digest for the push")
+        return f"{repository}@{digest}"
+
     # -- containers ---------------------------------------------------------------------------
 
     def run(
@@ -784,15 +833,33 @@ class DockerEngine:
 
     # -- volumes ------------------------------------------------------------------------------
 
-    def ensure_volume(self, name: str, *, labels: Mapping[str, str] | None = None) -> str:
-        """A named volume (e.g. bazel's cache), created with ``labels`` when missing; its name."""
+    def ensure_volume(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str] | None = None,
+        part_of: str | None = None,
+    ) -> str:
+        """A named volume (e.g. bazel's cache), created with ``labels`` when missing; its name.
+        ``part_of``: another volume this one belongs to, removed with it (remove_volume)."""
+        labels = {**(labels or {}), LABEL: "1", **({PART_OF_LABEL: part_of} if part_of else {})}
         with self._talking(f"creating volume {name}"):
             try:
                 self._client.api.inspect_volume(name)
             except docker.errors.NotFound:
-                self._client.api.create_volume(name=name, labels={**(labels or {}), LABEL: "1"})
+                self._client.api.create_volume(name=name, labels=labels)
         return name
 
+    def volumes(self, label: str = f"{LABEL}=1") -> list[str]:
+        """The names of the volumes with ``label`` (``key=value``), sorted."""
+        with self._talking("listing volumes"):
+            found = self._client.api.volumes(filters={"label": label}) or {}
+        return sorted(str(v["Name"]) for v in found.get("Volumes") or ())
+
     def remove_volume(self, name: str) -> None:
-        with self._talking(f"removing volume {name}"), contextlib.suppress(docker.errors.NotFound):
-            self._client.api.remove_volume(name, force=True)
+        """Remove volume ``name`` and the volumes that are part of it; missing ones are fine."""
+        parts = self.volumes(f"{PART_OF_LABEL}={name}")
+        with self._talking(f"removing volume {name}"):
+            for volume in (*parts, name):
+                with contextlib.suppress(docker.errors.NotFound):
+                    self._client.api.remove_volume(volume, force=True)

@@ -104,6 +104,8 @@ class Inputs:
     packages: dict[str, str] = field(default_factory=dict)  # name -> version in the toolchain
     tools: dict[str, str] = field(default_factory=dict)  # bazel, bazelisk, compiler, python
     snapshot: str | None = None  # the distribution snapshot the packages came from
+    #: Where a remote executor ran the actions: the pushed toolchain image, registry/repo@sha256.
+    exec_image: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -118,6 +120,7 @@ class Inputs:
             "packages": dict(sorted(self.packages.items())),
             "tools": dict(sorted(self.tools.items())),
             "snapshot": self.snapshot,
+            "exec_image": self.exec_image,
         }
 
 
@@ -316,6 +319,7 @@ class Receipt:
                     packages=_strings(inputs.get("packages") or {}, "packages"),
                     tools=_strings(inputs.get("tools") or {}, "tools"),
                     snapshot=_optional(inputs.get("snapshot"), "snapshot"),
+                    exec_image=_optional(inputs.get("exec_image"), "exec_image"),
                 ),
                 host=_object(data.get("host") or {}, "host"),
                 timings={

@@ -19,7 +19,7 @@ from typing import Any
 from tfbuild import __version__
 from tfbuild.errors import InputError, UnsupportedError, UsageError
 from tfbuild.files import TEMP_PREFIX, sha256_file, shown, write_files
-from tfbuild.plan import CACHE_ROOT, OUTPUT_DIR, SOURCE_DIR, BuildPlan
+from tfbuild.plan import CACHE_ROOT, OUTPUT_BASE, OUTPUT_DIR, SOURCE_DIR, BuildPlan
 from tfbuild.recipes import Recipe, load_tools
 from tfbuild.resources import data_dir
 
@@ -149,6 +149,7 @@ def render_files(plan: BuildPlan) -> dict[str, str]:
         "output_dir": OUTPUT_DIR,
         "context_dir": CONTEXT_DIR,
         "cache_root": CACHE_ROOT,
+        "output_base": OUTPUT_BASE,
         "sysroot_packages": SYSROOT_BUILDER_PACKAGES.get(
             plan.sysroot.builder if plan.sysroot and plan.sysroot.builder else "", ()
         ),

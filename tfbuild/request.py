@@ -46,6 +46,9 @@ class PlanArgs:
     disk_cache: bool = True
     remote_cache: str | None = None
     remote_executor: str | None = None
+    remote_instance: str | None = None  # --remote_instance_name
+    remote_cache_read_only: bool = False  # read hits, never upload (pull requests)
+    push_toolchain: str | None = None  # a registry the remote executor's workers pull from
     cuda_capabilities: str | None = None  # "8.9,9.0"
     cuda_version: str | None = None
     cudnn_version: str | None = None
@@ -113,6 +116,9 @@ class PlanArgs:
             disk_cache=self.disk_cache,
             remote_cache=self.remote_cache,
             remote_executor=self.remote_executor,
+            remote_instance=self.remote_instance,
+            remote_read_only=self.remote_cache_read_only,
+            push_toolchain=self.push_toolchain,
             cuda_capabilities=caps,
             cuda_version=self.cuda_version,
             cudnn_version=self.cudnn_version,

@@ -31,7 +31,8 @@ import pytest
 
 from tests.docker.test_wheel import wheel_argv
 from tfbuild import canary
-from tfbuild.build import bazel_processes, host_network
+from tfbuild.build import bazel_processes, build_key, host_network, output_base_volume
+from tfbuild.engine import PART_OF_LABEL
 from tfbuild.plan import BuildPlan
 
 #: BuildGrid's configuration: an in-memory CAS, an action cache over it, nothing else (no
@@ -151,15 +152,27 @@ def wheel(
 def test_a_second_build_from_a_fresh_output_base_takes_every_action_from_the_cache(
     engine: Any, base_image: str, buildgrid: str, tmp_path: Path
 ) -> None:
+    """The second build is another clone of the same commit, at another path, as on another
+    machine or CI runner: the output base is one fixed path in every build container, so the
+    compile commands (which name it in -ffile-prefix-map) and their cache keys are the same."""
     source = git_checkout(tmp_path)
+    clone = tmp_path / "elsewhere" / "clone"
+    subprocess.run(["git", "clone", "-q", str(source), str(clone)], check=True)
     volumes = [f"tfbuild-test-remote-{uuid.uuid4().hex[:10]}" for _ in range(2)]
     remote = ("--no-disk-cache", "--remote-cache", buildgrid)
     try:
         first, _ = wheel(source, tmp_path / "first", volumes[0], *remote)
-        second, _ = wheel(source, tmp_path / "second", volumes[1], *remote)
+        second, _ = wheel(clone, tmp_path / "second", volumes[1], *remote)
+        # Each cache volume's output base is a volume of its own, removed with it.
+        assert engine.volumes(f"{PART_OF_LABEL}={volumes[0]}") == [
+            output_base_volume(volumes[0], build_key(source, first["inputs"]["toolchain_image"]))
+        ]
     finally:
         for volume in volumes:
             engine.remove_volume(volume)
+    for volume in volumes:
+        assert not engine.volumes(f"{PART_OF_LABEL}={volume}")
+    assert first["inputs"]["source"]["path"] != second["inputs"]["source"]["path"]
     assert f"--remote_cache={buildgrid}" in first["plan"]["build_options"]
     assert not any(o.startswith("--disk_cache=") for o in first["plan"]["build_options"])
     # The first build ran its four actions (two compiles, the link, the wheel) itself.

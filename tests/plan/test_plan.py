@@ -10,8 +10,9 @@ import pytest
 from tests.conftest import ROOT, recorded_host
 from tfbuild.detect.host import HostFacts
 from tfbuild.errors import EnvironmentProblem, UnsupportedError, UsageError
-from tfbuild.plan import GIB, PlanOptions, make_plan
+from tfbuild.plan import GIB, BuildPlan, PlanOptions, isolated, make_plan
 from tfbuild.recipes import BaseImage, Recipe, load_recipes, parse_recipe
+from tfbuild.render import render_files
 
 MODEL = (ROOT / "recipes" / "tf-2.21.yaml").read_text()
 IMAGES = {
@@ -206,7 +207,6 @@ def test_the_reproducible_measures_each_have_a_reason() -> None:
 
 def test_a_plan_survives_its_json() -> None:
     """A rebuild reads the plan back from its receipt: the same value, field for field."""
-    from tfbuild.plan import BuildPlan
 
     for options in (PlanOptions(), PlanOptions(variant="mkl", mkl_threading="openmp")):
         original = plan(options)
@@ -220,6 +220,95 @@ def test_caches_and_remote() -> None:
     assert "--repository_cache=/cache/repository" in p.build_options
     assert p.cache_volume == "team"
     assert "--disk_cache=/cache/disk" not in plan(PlanOptions(disk_cache=False)).build_options
+
+
+def test_remote_execution_runs_as_tensorflows_rbe_config_in_the_pushed_image() -> None:
+    p = plan(
+        PlanOptions(
+            remote_executor="grpcs://rbe.example.org",
+            push_toolchain="registry.example.org:5000/ml",
+            remote_instance="projects/p/instances/default_instance",
+        )
+    )
+    options = p.build_options
+    assert "--remote_executor=grpcs://rbe.example.org" in options
+    assert "--remote_instance_name=projects/p/instances/default_instance" in options
+    # TensorFlow's own build:rbe_base values (.bazelrc at 0071ad1d1f9e35ead7169c50dbe754ce5c27cae1).
+    for option in (
+        "--spawn_strategy=remote,worker,standalone,local",
+        "--remote_timeout=3600",
+        "--remote_download_toplevel",
+        "--jobs=800",
+    ):
+        assert option in options
+    assert p.resources.jobs == 800
+    assert p.exec_image == "registry.example.org:5000/ml/tfbuild/toolchain"
+    assert BuildPlan.from_json(p.to_json()) == p
+    # The digest is the build's to know: build.sh takes it from the environment, by digest only.
+    script = render_files(p)["build.sh"]
+    assert '--remote_default_exec_properties=container-image="docker://$exec_image"' in script
+    assert "TFBUILD_EXEC_IMAGE:?" in script
+    # An explicit --jobs still wins, and a local plan has none of it.
+    assert (
+        plan(
+            PlanOptions(
+                remote_executor="grpcs://rbe.example.org",
+                push_toolchain="registry.example.org",
+                jobs=64,
+            )
+        ).resources.jobs
+        == 64
+    )
+    local = plan(PlanOptions())
+    assert local.exec_image is None
+    assert not any("remote" in option for option in local.build_options)
+    assert "container-image" not in render_files(local)["build.sh"]
+
+
+def test_a_read_only_remote_cache_uploads_nothing() -> None:
+    p = plan(PlanOptions(remote_cache="grpcs://cache.example.org", remote_read_only=True))
+    assert "--noremote_upload_local_results" in p.build_options
+    assert (
+        "--noremote_upload_local_results"
+        not in plan(PlanOptions(remote_cache="grpcs://cache.example.org")).build_options
+    )
+
+
+def test_verify_drops_every_remote_option() -> None:
+    p = plan(
+        PlanOptions(
+            remote_cache="grpcs://cache.example.org",
+            remote_executor="grpcs://rbe.example.org",
+            push_toolchain="127.0.0.1:5000",
+            remote_instance="main",
+            remote_read_only=True,
+        )
+    )
+    alone = isolated(p, cache_volume="fresh")
+    assert alone.exec_image is None
+    assert not [o for o in alone.build_options if "remote" in o or "spawn_strategy" in o]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (PlanOptions(remote_executor="grpcs://rbe.example.org"), "without --push-toolchain"),
+        (PlanOptions(push_toolchain="127.0.0.1:5000"), "without --remote-executor"),
+        (PlanOptions(remote_read_only=True), "--remote-cache-read-only without --remote-cache"),
+        (PlanOptions(remote_instance="main"), "--remote-instance without"),
+        (
+            PlanOptions(remote_executor="grpc://x:1", push_toolchain="Registry;rm -rf /"),
+            "is not a registry",
+        ),
+        (PlanOptions(remote_cache="grpc://x:1", remote_instance="/main"), "not an instance name"),
+        (PlanOptions(remote_cache="grpc://x:1", remote_instance="a b"), "not an instance name"),
+    ],
+)
+def test_remote_options_that_make_no_sense_together_are_refused(
+    options: PlanOptions, message: str
+) -> None:
+    with pytest.raises(UsageError, match=re.escape(message)):
+        plan(options)
 
 
 @pytest.mark.parametrize(

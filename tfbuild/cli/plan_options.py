@@ -84,7 +84,38 @@ def _plan_options(
     ] = None,
     remote_executor: Annotated[
         str | None,
-        typer.Option("--remote-executor", metavar="URL", help="A bazel remote executor."),
+        typer.Option(
+            "--remote-executor",
+            metavar="URL",
+            help="A bazel remote executor (Remote Execution API); needs --push-toolchain, so that "
+            "its workers run every action in the toolchain image.",
+        ),
+    ] = None,
+    remote_instance: Annotated[
+        str | None,
+        typer.Option(
+            "--remote-instance",
+            metavar="NAME",
+            help="The remote cache's or executor's instance name (bazel --remote_instance_name).",
+            show_default=False,
+        ),
+    ] = None,
+    remote_cache_read_only: Annotated[
+        bool,
+        typer.Option(
+            "--remote-cache-read-only",
+            help="Take hits from --remote-cache, upload nothing (e.g. for pull requests).",
+        ),
+    ] = False,
+    push_toolchain: Annotated[
+        str | None,
+        typer.Option(
+            "--push-toolchain",
+            metavar="REGISTRY",
+            help="Push the toolchain image to REGISTRY (host[:port][/path]) and have the remote "
+            "executor run every action in it, by digest.",
+            show_default=False,
+        ),
     ] = None,
     cuda_capabilities: Annotated[
         str | None,
@@ -172,6 +203,9 @@ def _plan_options(
         disk_cache=disk_cache,
         remote_cache=remote_cache,
         remote_executor=remote_executor,
+        remote_instance=remote_instance,
+        remote_cache_read_only=remote_cache_read_only,
+        push_toolchain=push_toolchain,
         cuda_capabilities=cuda_capabilities,
         cuda_version=cuda_version,
         cudnn_version=cudnn_version,

@@ -181,6 +181,19 @@ SYSROOT_CROSSTOOL = "@local_config_cuda//crosstool:toolchain"
 HERMETIC_CC_FLAG = "--@rules_ml_toolchain//common:enable_hermetic_cc"
 
 
+#: How TensorFlow's own remote builds run (.bazelrc ``build:rbe_base``, tensorflow/tensorflow
+#: commit 0071ad1d1f9e35ead7169c50dbe754ce5c27cae1): remote first, local where an action may not
+#: run remotely; an hour for a remote call; only the top-level outputs (the wheel) downloaded.
+#: Its ``--jobs=800`` is tfbuild.plan.resources.REMOTE_JOBS.
+#: Where --push-toolchain puts the toolchain image under its registry.
+EXEC_IMAGE_PATH = "tfbuild/toolchain"
+REMOTE_EXECUTION = (
+    "--spawn_strategy=remote,worker,standalone,local",
+    "--remote_timeout=3600",
+    "--remote_download_toplevel",
+)
+
+
 def toolchain_rc(
     recipe: Recipe, route: Route, sysroot: Sysroot | None, compiler_path: str | None
 ) -> list[str]:
@@ -237,7 +250,35 @@ def bazel_options(options: PlanOptions, resources: Resources) -> BazelOptions:
                 what="remote cache", value=options.remote_cache, why="asked for; shared by a team"
             )
         )
+    if options.remote_instance is not None:
+        build_options.append(f"--remote_instance_name={options.remote_instance}")
+    if options.remote_read_only:
+        build_options.append("--noremote_upload_local_results")
+        reasons.append(
+            Reason(
+                what="remote cache uploads",
+                value="none",
+                why="asked for with --remote-cache-read-only: hits are taken, nothing is written",
+            )
+        )
     if options.remote_executor:
-        build_options.append(f"--remote_executor={options.remote_executor}")
+        build_options += [f"--remote_executor={options.remote_executor}", *REMOTE_EXECUTION]
+        reasons.append(
+            Reason(
+                what="remote execution",
+                value=options.remote_executor,
+                why="asked for; actions run remotely as TensorFlow's own rbe_base config runs "
+                "them (" + " ".join(REMOTE_EXECUTION) + "), each in the pushed toolchain image",
+            )
+        )
+    if options.push_toolchain:
+        reasons.append(
+            Reason(
+                what="remote actions' image",
+                value=f"{options.push_toolchain}/{EXEC_IMAGE_PATH}@sha256:<pushed>",
+                why="the toolchain image this plan builds, pushed and passed by digest as the "
+                "actions' container-image, so every worker runs the planned compiler",
+            )
+        )
 
     return BazelOptions(startup=startup, build=tuple(build_options), reasons=tuple(reasons))

@@ -8,7 +8,13 @@ from dataclasses import replace
 from tfbuild.detect.host import HostFacts
 from tfbuild.errors import UnsupportedError, UsageError
 from tfbuild.labels import local_label
-from tfbuild.plan.bazel import bazel_options, choose_variant, configure_rc
+from tfbuild.plan.bazel import (
+    EXEC_IMAGE_PATH,
+    REMOTE_EXECUTION,
+    bazel_options,
+    choose_variant,
+    configure_rc,
+)
 from tfbuild.plan.model import BuildPlan, CudaPlan, PlanOptions, Reason, Resources
 from tfbuild.plan.reproducible import choose_measures, choose_snapshot
 from tfbuild.plan.resources import choose_resources, slow_build_warning
@@ -21,6 +27,11 @@ from tfbuild.variants import Variant
 #: patterns are matched whole (re.fullmatch: with re.match, '$' also matches before a final newline).
 _REMOTE_URL = re.compile(r"(grpcs?|https?)://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9._~%/+=-]*)?")
 _VOLUME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+#: --push-toolchain: a registry host, its port, and path components as Docker spells a repository
+#: (lowercase letters, digits, '.', '_', '-'); "127.0.0.1:5000" or "registry.example.org/ml".
+_REGISTRY = re.compile(r"[A-Za-z0-9.-]+(:\d{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*")
+#: --remote-instance: the names REAPI servers use ("", "main", "projects/p/instances/default").
+_INSTANCE = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
 
 
 def _check_options(options: PlanOptions) -> None:
@@ -35,10 +46,54 @@ def _check_options(options: PlanOptions) -> None:
                 "shell characters",
                 fix="Pass e.g. grpcs://cache.example.org:443.",
             )
+    _check_remote(options)
     if not _VOLUME.fullmatch(options.cache_volume):
         raise UsageError(
             f"--cache-volume {options.cache_volume!r} is not a Docker volume name",
             fix="Use letters, digits, '_', '.' or '-'.",
+        )
+
+
+def _check_remote(options: PlanOptions) -> None:
+    """The remote options make sense together: an executor runs actions in the pushed toolchain
+    image (nowhere else), and read-only or an instance name needs something remote to apply to."""
+    if options.push_toolchain is not None and not _REGISTRY.fullmatch(options.push_toolchain):
+        raise UsageError(
+            f"--push-toolchain {options.push_toolchain!r} is not a registry",
+            why="it is a host, an optional :port and optional lowercase path components",
+            fix="Pass e.g. --push-toolchain registry.example.org:5000 or 127.0.0.1:5000/ml.",
+        )
+    instance = options.remote_instance
+    if instance is not None and (len(instance) > 256 or not _INSTANCE.fullmatch(instance)):
+        raise UsageError(
+            f"--remote-instance {instance!r} is not an instance name",
+            why="it is letters, digits, '_', '.', '-' and '/' between them, at most 256",
+            fix="Pass the name your cache or executor serves, e.g. main or "
+            "projects/NAME/instances/default_instance.",
+        )
+    if options.remote_executor and not options.push_toolchain:
+        raise UsageError(
+            "--remote-executor without --push-toolchain",
+            why="the workers would run TensorFlow's actions in their own default image, not in "
+            "the toolchain image with the compiler and sysroot this plan chose",
+            fix="Add --push-toolchain REGISTRY, a registry the executor's workers pull from.",
+        )
+    if options.push_toolchain and not options.remote_executor:
+        raise UsageError(
+            "--push-toolchain without --remote-executor",
+            why="the image is pushed for remote workers to run actions in; a local build uses it "
+            "where it is",
+            fix="Add --remote-executor URL, or drop --push-toolchain.",
+        )
+    if options.remote_read_only and not options.remote_cache:
+        raise UsageError(
+            "--remote-cache-read-only without --remote-cache",
+            fix="Add --remote-cache URL, or drop --remote-cache-read-only.",
+        )
+    if instance is not None and not (options.remote_cache or options.remote_executor):
+        raise UsageError(
+            "--remote-instance without --remote-cache or --remote-executor",
+            fix="Add the remote it names, or drop --remote-instance.",
         )
 
 
@@ -165,9 +220,17 @@ def with_resources(plan: BuildPlan, resources: Resources, *, why: str) -> BuildP
 def isolated(plan: BuildPlan, *, cache_volume: str) -> BuildPlan:
     """The same build with nothing carried over: a fresh cache volume (so a fresh output base and
     repository cache), no disk cache and no remote cache or executor (``tfbuild verify``)."""
-    dropped = ("--disk_cache=", "--remote_cache=", "--remote_executor=")
+    dropped = (
+        "--disk_cache=",
+        "--remote_cache=",
+        "--remote_executor=",
+        "--remote_instance_name=",
+        "--noremote_upload_local_results",
+        *REMOTE_EXECUTION,
+    )
     return replace(
         plan,
+        exec_image=None,
         cache_volume=cache_volume,
         build_options=tuple(o for o in plan.build_options if not o.startswith(dropped)),
         reasons=(
@@ -304,4 +367,7 @@ def make_plan(
         reproducible=measures.reproducible,
         build_env=measures.build_env,
         snapshot=snapshot,
+        exec_image=(
+            f"{options.push_toolchain}/{EXEC_IMAGE_PATH}" if options.push_toolchain else None
+        ),
     )

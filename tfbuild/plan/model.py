@@ -18,6 +18,10 @@ GIB = 1024**3
 CACHE_ROOT = "/cache"
 SOURCE_DIR = "/src"
 OUTPUT_DIR = "/out"
+#: bazel's output base: one path in every build container (a volume per source tree mounted there),
+#: so compile command lines, which name it in -ffile-prefix-map, are the same for every tree and
+#: every machine, and a shared remote cache serves them all.
+OUTPUT_BASE = "/output-base"
 
 TargetKind = Literal["machine", "portable", "native"]
 #: plan.json's schema: /2 moved facts about the moment (free disk) out to the receipt and added the
@@ -46,6 +50,10 @@ class PlanOptions:
     disk_cache: bool = True
     remote_cache: str | None = None
     remote_executor: str | None = None
+    remote_instance: str | None = None  # bazel's --remote_instance_name
+    remote_read_only: bool = False  # take hits from the remote cache, upload nothing
+    #: A registry (host[:port][/path]) the remote executor's workers pull the toolchain image from.
+    push_toolchain: str | None = None
     cuda_capabilities: tuple[str, ...] = ()
     cuda_version: str | None = None
     cudnn_version: str | None = None
@@ -234,6 +242,9 @@ class BuildPlan:
     #: ("hermetic", downloaded by bazel), or the image's clang against ``sysroot`` ("sysroot").
     route: Route = "image"
     sysroot: Sysroot | None = None
+    #: The repository the toolchain image is pushed to for a remote executor's workers
+    #: (--push-toolchain); the build passes it by digest as the actions' container-image.
+    exec_image: str | None = None
 
     @property
     def toolchain(self) -> str:
@@ -293,6 +304,7 @@ class BuildPlan:
             "route": self.route,
             "sysroot": self.sysroot.to_json() if self.sysroot else None,
             "toolchain": self.toolchain,
+            "exec_image": self.exec_image,
         }
 
     @staticmethod
@@ -347,4 +359,5 @@ class BuildPlan:
             floor_goal=data.get("floor_goal"),
             route=route,
             sysroot=None if sysroot is None else Sysroot.from_json(sysroot),
+            exec_image=data.get("exec_image"),
         )

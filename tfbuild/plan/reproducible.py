@@ -8,7 +8,7 @@ Each measure answers a known source of difference between TensorFlow builds (see
 - ``TZ=UTC``, ``LC_ALL=C``, ``PYTHONHASHSEED=0`` and ``umask 022``: dates, sort orders, Python's
   set and dict iteration in generated code, and file modes do not depend on the build machine;
 - ``-ffile-prefix-map`` of bazel's output base: absolute paths (``__FILE__``, debug info) do not
-  carry the per-tree output base;
+  carry where bazel worked (a fixed path in the container, mapped to ``.``);
 - the finished wheel normalised: member order, times and permissions (a raw copy, no recompression).
 
 The snapshot: where the distribution keeps a snapshot archive (Debian's, Ubuntu's), the
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfbuild.plan.model import AptSnapshot, PlanOptions, Reason
+from tfbuild.plan.model import OUTPUT_BASE, AptSnapshot, PlanOptions, Reason
 from tfbuild.recipes import BaseImage, Recipe
 
 #: Exported by build.sh before bazel runs (SOURCE_DATE_EPOCH comes from the source at build time).
@@ -79,9 +79,10 @@ def choose_measures(options: PlanOptions) -> Measures:
         ),
         Reason(
             what="path prefix map",
-            value="-ffile-prefix-map=<output base>=.",
-            why="bazel's output base differs per source tree: absolute paths in __FILE__ and "
-            "debug info must not carry it",
+            value=f"-ffile-prefix-map={OUTPUT_BASE}=.",
+            why="absolute paths in __FILE__ and debug info must not carry where bazel worked; "
+            "the output base is one fixed path, so the compile commands, and their cache keys, "
+            "are the same for every source tree",
         ),
         Reason(
             what="wheel normalisation",

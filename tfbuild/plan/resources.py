@@ -18,6 +18,10 @@ SYSTEM_MIB = 1024
 #: BuildRequestOptions.java, commit 00f8974146e77a96499be1ecc53a554dad299e83). Not a multiple of
 #: this host's CPUs: with --remote-executor many more jobs than local cores are the point.
 MAX_JOBS = 5000
+#: Jobs against a remote executor: TensorFlow's own ``build:rbe_base --jobs=800`` (.bazelrc,
+#: tensorflow/tensorflow commit 0071ad1d1f9e35ead7169c50dbe754ce5c27cae1). The workers' cores bound
+#: them, not this host's; --local_ram_resources still bounds the actions that run here.
+REMOTE_JOBS = 800
 #: Below this many cores a TensorFlow build takes many hours (thousands of compile actions).
 FEW_CPUS = 4
 
@@ -93,16 +97,18 @@ def choose_resources(options: PlanOptions, host: HostFacts) -> tuple[Resources, 
         _check_memory(options, memory_mib, jvm, per_job)
     local_ram = options.local_ram_mb or max(1024, memory_mib - jvm - SYSTEM_MIB)
     by_memory = max(1, local_ram // per_job)
-    jobs = options.jobs or max(1, min(host.build_cpus, by_memory))
+    if options.jobs:
+        jobs, jobs_why = options.jobs, "asked for with --jobs"
+    elif options.remote_executor:
+        jobs, jobs_why = REMOTE_JOBS, "remote execution: TensorFlow's own rbe_base runs 800 jobs"
+    else:
+        jobs = max(1, min(host.build_cpus, by_memory))
+        jobs_why = (
+            f"min({host.build_cpus} cpus, {local_ram} MiB / {per_job} MiB per compile job)"
+            + memory_note
+        )
     reasons = [
-        Reason(
-            what="jobs",
-            value=str(jobs),
-            why="asked for with --jobs"
-            if options.jobs
-            else f"min({host.build_cpus} cpus, {local_ram} MiB / {per_job} MiB per compile job)"
-            + memory_note,
-        ),
+        Reason(what="jobs", value=str(jobs), why=jobs_why),
         Reason(
             what="local_ram_resources",
             value=f"{local_ram} MiB",

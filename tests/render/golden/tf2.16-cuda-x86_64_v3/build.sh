@@ -6,15 +6,15 @@ set -euo pipefail
 
 phase() { echo "[tfbuild] phase: $1"; }
 
-# bazel keeps its state under HOME and the output base: both on the cache volume. One output base
-# per source tree and toolchain (TFBUILD_BUILD_KEY, set by tfbuild wheel), so builds of different
-# trees never share a bazel server.
+# bazel keeps its state under HOME (on the cache volume) and in the output base: one path in every
+# build, where tfbuild wheel mounts a volume of its own per source tree and toolchain, so builds of
+# different trees never share a bazel server, and every compile command names the same path.
 export HOME=/cache/home
 mkdir -p "$HOME"
 # bazel needs a user name ("$USER is not set" otherwise), and the calling uid has no passwd entry
 # in the toolchain image.
 export USER="${USER:-$(id -un 2>/dev/null || echo "uid$(id -u)")}"
-output_base=/cache/output/"${TFBUILD_BUILD_KEY:-default}"
+output_base=/output-base
 
 # Reproducible build (plan.json's reasons say why each): the source's date, a fixed environment and
 # file modes, and the output base mapped out of every compiled path.
