@@ -659,6 +659,10 @@ class DockerEngine:
                         digest = str(found)
             except docker.errors.APIError as exc:
                 raise PushFailed(target, str(exc.explanation or exc)) from exc
+            finally:  # the registry's names were only the way to push: the image keeps its own
+                for name in (target, *([f"{repository}@{digest}"] if digest else [])):
+                    with contextlib.suppress(docker.errors.APIError):
+                        self._client.api.remove_image(name, noprune=True)
         if digest is None or not _DIGEST.fullmatch(digest):
             raise PushFailed(target, "the registry named no manifest digest for the push")
         return f"{repository}@{digest}"
