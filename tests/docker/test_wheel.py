@@ -290,8 +290,10 @@ def test_a_signal_stops_and_removes_the_build(
     add_generated_sources(source, 1, "sleep 600", "Compiling for a long time")
     dist = tmp_path / "dist"
     before = set(engine.containers(label="org.tfbuild.build"))
+    argv = wheel_argv(dist, volume, "--source", str(source), "--verbose")
     proc = subprocess.Popen(
-        wheel_argv(dist, volume, "--source", str(source), "--verbose"),
+        # faulthandler: should tfbuild ever not stop, SIGABRT makes it print where each thread is.
+        [argv[0], "-X", "faulthandler", *argv[1:]],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -313,7 +315,14 @@ def test_a_signal_stops_and_removes_the_build(
         running = set(engine.containers(label="org.tfbuild.build", all=False)) - before
         assert len(running) == 1
         proc.send_signal(signum)
-        assert proc.wait(60) == 130
+        try:
+            code = proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            proc.wait(30)
+            reader.join(5)
+            pytest.fail(f"tfbuild did not stop within 60 s of {signum!r}:\n" + "".join(seen[-80:]))
+        assert code == 130, "".join(seen[-40:])
     finally:
         if proc.poll() is None:
             proc.kill()
