@@ -291,13 +291,20 @@ def test_a_signal_stops_and_removes_the_build(
     dist = tmp_path / "dist"
     before = set(engine.containers(label="org.tfbuild.build"))
     argv = wheel_argv(dist, volume, "--source", str(source), "--verbose")
-    proc = subprocess.Popen(
-        # faulthandler: should tfbuild ever not stop, SIGABRT makes it print where each thread is.
-        [argv[0], "-X", "faulthandler", *argv[1:]],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # As from a terminal: SIGINT not ignored. A test run in the background of a non-interactive
+    # shell (nohup make test &) inherits SIGINT ignored, and so would tfbuild: a handler that is
+    # not SIG_IGN here becomes SIG_DFL in the child at exec, where Python makes it KeyboardInterrupt.
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            # faulthandler: should tfbuild ever not stop, SIGABRT prints where each thread is.
+            [argv[0], "-X", "faulthandler", *argv[1:]],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, ignored)
     seen: list[str] = []
     compiling = threading.Event()
 
