@@ -340,6 +340,13 @@ class PushFailed(EnvironmentProblem):
         self.target = target
 
 
+def _chunk_error(chunk: Mapping[str, Any]) -> str | None:
+    """The engine's error in one chunk of a build or push stream (plain text), else None."""
+    if "error" not in chunk and "errorDetail" not in chunk:
+        return None
+    return plain(str(chunk.get("error") or chunk.get("errorDetail", {}).get("message", "")))
+
+
 #: A manifest digest as a registry reports it.
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
@@ -577,12 +584,10 @@ class DockerEngine:
                 say(plain(line))
             if chunk.get("status"):  # e.g. "Downloading" lines, one status per chunk
                 say(" ".join(str(chunk[key]) for key in ("status", "progress") if chunk.get(key)))
-            if "error" in chunk or "errorDetail" in chunk:
+            error = _chunk_error(chunk)
+            if error is not None:
                 for line in lines.flush():
                     say(plain(line))
-                error = plain(
-                    str(chunk.get("error") or chunk.get("errorDetail", {}).get("message", ""))
-                )
                 # Not the builder's "The command '<the whole RUN again>' returned ...".
                 emit(f"[the step failed: {_one_reason(error)}]")
                 raise log.failure(tag, error)
@@ -649,9 +654,9 @@ class DockerEngine:
                 for chunk in self._client.api.push(
                     repository, tag=pushed_tag, stream=True, decode=True
                 ):
-                    error = chunk.get("error") or chunk.get("errorDetail", {}).get("message")
-                    if error:
-                        raise PushFailed(target, plain(str(error)))
+                    error = _chunk_error(chunk)
+                    if error is not None:
+                        raise PushFailed(target, error)
                     if chunk.get("status") and chunk.get("id") is None:
                         emit(plain(str(chunk["status"])))
                     found = (chunk.get("aux") or {}).get("Digest")
