@@ -31,8 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's tests package
 
-from tests.docker.test_remote_cache import git_checkout, start_buildgrid, stop
+from tests.docker.test_remote_cache import git_checkout
 from tests.docker.test_wheel import wheel_argv
+from tests.remote.services import start_buildgrid, stop
 
 ROUNDS = 3
 

@@ -16,11 +16,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import socket
 import subprocess
-import sys
 import tempfile
-import time
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -30,82 +27,14 @@ from typing import Any
 import pytest
 
 from tests.docker.test_wheel import wheel_argv
+from tests.remote.services import start_buildgrid, stop
 from tfbuild import canary
 from tfbuild.build import bazel_processes, build_key, host_network, output_base_volume
 from tfbuild.engine import PART_OF_LABEL
 from tfbuild.plan import BuildPlan
 
-#: BuildGrid's configuration: an in-memory CAS, an action cache over it, nothing else (no
-#: execution service), on the loopback only.
-CONFIG = """\
-server:
-  - !channel
-    address: "127.0.0.1:{port}"
-    insecure-mode: true
-storages:
-  - !lru-storage &main-storage
-    size: 256M
-caches:
-  - !lru-action-cache &main-action
-    storage: *main-storage
-    max-cached-refs: 1024
-    allow-updates: true
-instances:
-  - name: ""
-    services:
-      - !action-cache
-        cache: *main-action
-      - !cas
-        storage: *main-storage
-      - !bytestream
-        storage: *main-storage
-"""
-READY = "Starting BuildGrid server..."
 #: A rendered plan (no remote cache in it) to add remote URLs to.
 GOLDEN_PLAN = Path(__file__).parents[1] / "render" / "golden" / "tf2.18-cpu-haswell" / "plan.json"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def start_buildgrid(work: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """``bgd server start`` on a free loopback port, once it says it is serving and listens."""
-    bgd = Path(sys.executable).with_name("bgd")
-    assert bgd.is_file(), "buildgrid is a dev dependency: pip install -e '.[dev]'"
-    port = free_port()
-    config = work / "buildgrid.yml"
-    config.write_text(CONFIG.format(port=port))
-    log = work / "buildgrid.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [str(bgd), "server", "start", str(config)], stdout=out, stderr=subprocess.STDOUT
-        )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise AssertionError(f"BuildGrid exited with {server.returncode}: {log.read_text()}")
-        if READY in log.read_text():
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return server, f"grpc://127.0.0.1:{port}"
-            except OSError:
-                pass
-        time.sleep(0.5)
-    server.kill()
-    raise AssertionError(f"BuildGrid did not start in 120 s: {log.read_text()}")
-
-
-def stop(server: subprocess.Popen[bytes]) -> None:
-    server.terminate()
-    try:
-        server.wait(30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
-"""The services a remote-execution test needs, started on this machine's loopback only: a Docker
-registry (Debian's ``docker-registry``), a PostgreSQL cluster (BuildGrid's scheduler refuses any
-other database), BuildGrid with execution, bots and operations, and the bot of ``tests.remote.bot``.
+"""The services the remote cache and remote execution tests need, started on this machine's loopback
+only: BuildGrid as a cache alone, or with execution, bots and operations; a Docker registry
+(Debian's ``docker-registry``), a PostgreSQL cluster (BuildGrid's scheduler refuses any other
+database) and the bot of ``tests.remote.bot``.
 
 Each ``start_*`` returns the process and its address once the service answers; ``stop`` ends it.
 They are plain functions so that fixtures (``tests/remote/conftest.py``) and other test modules
@@ -21,11 +22,11 @@ import urllib.request
 from pathlib import Path
 from typing import cast
 
-from tests.docker.test_remote_cache import READY, free_port, stop
-
 __all__ = [
     "REPO_ROOT",
+    "free_port",
     "start_bot",
+    "start_buildgrid",
     "start_buildgrid_execution",
     "start_postgres",
     "start_registry",
@@ -47,6 +48,34 @@ storage:
 http:
   addr: 127.0.0.1:{port}
 """
+
+#: BuildGrid as a remote cache only: an in-memory CAS, an action cache over it, nothing else (no
+#: execution service), on the loopback only.
+CACHE_CONFIG = """\
+server:
+  - !channel
+    address: "127.0.0.1:{port}"
+    insecure-mode: true
+storages:
+  - !lru-storage &main-storage
+    size: 256M
+caches:
+  - !lru-action-cache &main-action
+    storage: *main-storage
+    max-cached-refs: 1024
+    allow-updates: true
+instances:
+  - name: ""
+    services:
+      - !action-cache
+        cache: *main-action
+      - !cas
+        storage: *main-storage
+      - !bytestream
+        storage: *main-storage
+"""
+#: BuildGrid's line once it serves.
+READY = "Starting BuildGrid server..."
 
 #: BuildGrid 0.4.4 with remote execution: its SQL scheduler accepts only PostgreSQL
 #: (buildgrid/server/sql/utils.py is_postgresql_connection_string, used by SqlProvider). Actions may
@@ -96,6 +125,22 @@ instances:
       - !bytestream
         storage: *main-storage
 """
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _wait(process: subprocess.Popen[bytes], log: Path, ready: object, what: str) -> None:
@@ -216,12 +261,24 @@ def start_buildgrid_execution(
     )
     assert migrated.returncode == 0, migrated.stdout + migrated.stderr
     port = free_port()
-    config = work / "buildgrid-execution.yml"
-    config.write_text(EXECUTION_CONFIG.format(port=port, database=database, instance=instance))
+    config = EXECUTION_CONFIG.format(port=port, database=database, instance=instance)
+    return _serve_buildgrid(work, config, port)
+
+
+def start_buildgrid(work: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """BuildGrid as a remote cache only (CACHE_CONFIG) on a free loopback port."""
+    port = free_port()
+    return _serve_buildgrid(work, CACHE_CONFIG.format(port=port), port)
+
+
+def _serve_buildgrid(work: Path, config: str, port: int) -> tuple[subprocess.Popen[bytes], str]:
+    """``bgd server start`` with ``config``, once it says it serves and listens on ``port``."""
+    path = work / "buildgrid.yml"
+    path.write_text(config)
     log = work / "buildgrid.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [str(_bgd()), "server", "start", str(config)], stdout=out, stderr=subprocess.STDOUT
+            [str(_bgd()), "server", "start", str(path)], stdout=out, stderr=subprocess.STDOUT
         )
     _wait(process, log, lambda: READY in log.read_text() and _listens(port), "BuildGrid")
     return process, f"grpc://127.0.0.1:{port}"

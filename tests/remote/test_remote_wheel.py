@@ -22,9 +22,10 @@ from typing import Any
 
 import pytest
 
-from tests.docker.test_remote_cache import free_port, git_checkout
+from tests.docker.test_remote_cache import git_checkout, wheel
 from tests.docker.test_wheel import wheel_argv
 from tests.remote.conftest import RemoteExecutor
+from tests.remote.services import free_port
 
 #: The bot's line for each action it ran (tests/remote/bot.py).
 RAN = re.compile(r"ran (\S+) in (\S+): exit code (\d+)")
@@ -50,26 +51,21 @@ def test_every_canary_action_runs_on_the_remote_worker_in_the_pushed_toolchain_i
 ) -> None:
     volume = f"tfbuild-test-rex-{uuid.uuid4().hex[:10]}"
     ran_before = len(RAN.findall(remote_executor.bot_log.read_text()))
-    argv = wheel_argv(
-        tmp_path / "dist",
-        volume,
-        "--source",
-        str(git_checkout(tmp_path)),
-        "--no-disk-cache",
-        "--remote-executor",
-        remote_executor.url,
-        "--remote-instance",
-        remote_executor.instance,
-        "--push-toolchain",
-        registry,
-        "--json",
-    )
     try:
-        built = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+        receipt, built = wheel(
+            git_checkout(tmp_path),
+            tmp_path / "dist",
+            volume,
+            "--no-disk-cache",
+            "--remote-executor",
+            remote_executor.url,
+            "--remote-instance",
+            remote_executor.instance,
+            "--push-toolchain",
+            registry,
+        )
     finally:
         engine.remove_volume(volume)
-    assert built.returncode == 0, built.stderr
-    receipt: dict[str, Any] = json.loads(built.stdout)["receipt_data"]
     inputs = receipt["inputs"]
 
     # The pushed image is the toolchain image, by content: the registry's manifest for that digest
@@ -107,8 +103,8 @@ def test_every_canary_action_runs_on_the_remote_worker_in_the_pushed_toolchain_i
     assert {(image, code) for _, image, code in ran} == {(exec_image, "0")}
 
     # What came back is the planned build: the compile used the plan's flags.
-    wheel = Path(json.loads(built.stdout)["wheel"])
-    with zipfile.ZipFile(wheel) as archive:
+    built_wheel = Path(json.loads(built.stdout)["wheel"])
+    with zipfile.ZipFile(built_wheel) as archive:
         flags = next(n for n in archive.namelist() if n.endswith("/BUILD_FLAGS"))
         assert archive.read(flags).decode().split() == receipt["plan"]["cflags"]
 
