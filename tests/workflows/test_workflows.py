@@ -561,6 +561,15 @@ def _wheel_argv(
     return result, log.read_text().splitlines() if log.exists() else []
 
 
+def _planned_build_options(argv: list[str]) -> list[str]:
+    """bazel's build options as the real planner makes them from the wheel step's argv
+    (``wheel ARGS... --dist dist``)."""
+    planned = run_cli("plan", *argv[1:-2], "--skip-disk-check", "--json")
+    assert planned.returncode == 0, planned.stderr
+    options: list[str] = planned.json()["build_options"]
+    return options
+
+
 CACHE = "grpcs://cache.example.org:443"
 
 
@@ -590,9 +599,7 @@ def test_the_cache_reaches_every_matrix_jobs_wheel_step(tmp_path: Path) -> None:
                 "--dist",
                 "dist",
             ]
-    planned = run_cli("plan", *argv[1:-2], "--skip-disk-check", "--json")
-    assert planned.returncode == 0, planned.stderr
-    options = planned.json()["build_options"]
+    options = _planned_build_options(argv)
     assert f"--remote_cache={CACHE}" in options
     assert "--noremote_upload_local_results" not in options  # the weekly build fills the cache
 
@@ -612,9 +619,7 @@ def test_a_pull_request_reads_the_cache_and_never_writes_it(tmp_path: Path) -> N
         "dist",
     ]
     # The real planner turns it into bazel's read-only switch.
-    planned = run_cli("plan", *argv[1:-2], "--skip-disk-check", "--json")
-    assert planned.returncode == 0, planned.stderr
-    options = planned.json()["build_options"]
+    options = _planned_build_options(argv)
     assert f"--remote_cache={CACHE}" in options
     assert "--noremote_upload_local_results" in options
     # A fork's pull request has no secrets: no cache, and no read-only flag tfbuild would refuse.
