@@ -181,17 +181,22 @@ SYSROOT_CROSSTOOL = "@local_config_cuda//crosstool:toolchain"
 HERMETIC_CC_FLAG = "--@rules_ml_toolchain//common:enable_hermetic_cc"
 
 
+#: Where --push-toolchain puts the toolchain image under its registry.
+EXEC_IMAGE_PATH = "tfbuild/toolchain"
 #: How TensorFlow's own remote builds run (.bazelrc ``build:rbe_base``, tensorflow/tensorflow
 #: commit 0071ad1d1f9e35ead7169c50dbe754ce5c27cae1): remote first, local where an action may not
 #: run remotely; an hour for a remote call; only the top-level outputs (the wheel) downloaded.
 #: Its ``--jobs=800`` is tfbuild.plan.resources.REMOTE_JOBS.
-#: Where --push-toolchain puts the toolchain image under its registry.
-EXEC_IMAGE_PATH = "tfbuild/toolchain"
 REMOTE_EXECUTION = (
     "--spawn_strategy=remote,worker,standalone,local",
     "--remote_timeout=3600",
     "--remote_download_toplevel",
 )
+
+
+def exec_repository(options: PlanOptions) -> str | None:
+    """The repository --push-toolchain pushes the toolchain image to, else None."""
+    return f"{options.push_toolchain}/{EXEC_IMAGE_PATH}" if options.push_toolchain else None
 
 
 def toolchain_rc(
@@ -271,11 +276,12 @@ def bazel_options(options: PlanOptions, resources: Resources) -> BazelOptions:
                 "them (" + " ".join(REMOTE_EXECUTION) + "), each in the pushed toolchain image",
             )
         )
-    if options.push_toolchain:
+    repository = exec_repository(options)
+    if repository is not None:
         reasons.append(
             Reason(
                 what="remote actions' image",
-                value=f"{options.push_toolchain}/{EXEC_IMAGE_PATH}@sha256:<pushed>",
+                value=f"{repository}@sha256:<pushed>",
                 why="the toolchain image this plan builds, pushed and passed by digest as the "
                 "actions' container-image, so every worker runs the planned compiler",
             )

@@ -9,11 +9,11 @@ from tfbuild.detect.host import HostFacts
 from tfbuild.errors import UnsupportedError, UsageError
 from tfbuild.labels import local_label
 from tfbuild.plan.bazel import (
-    EXEC_IMAGE_PATH,
     REMOTE_EXECUTION,
     bazel_options,
     choose_variant,
     configure_rc,
+    exec_repository,
 )
 from tfbuild.plan.model import BuildPlan, CudaPlan, PlanOptions, Reason, Resources
 from tfbuild.plan.reproducible import choose_measures, choose_snapshot
@@ -367,7 +367,5 @@ def make_plan(
         reproducible=measures.reproducible,
         build_env=measures.build_env,
         snapshot=snapshot,
-        exec_image=(
-            f"{options.push_toolchain}/{EXEC_IMAGE_PATH}" if options.push_toolchain else None
-        ),
+        exec_image=exec_repository(options),
     )
