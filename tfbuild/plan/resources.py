@@ -100,7 +100,10 @@ def choose_resources(options: PlanOptions, host: HostFacts) -> tuple[Resources, 
     if options.jobs:
         jobs, jobs_why = options.jobs, "asked for with --jobs"
     elif options.remote_executor:
-        jobs, jobs_why = REMOTE_JOBS, "remote execution: TensorFlow's own rbe_base runs 800 jobs"
+        jobs, jobs_why = (
+            REMOTE_JOBS,
+            f"remote execution: TensorFlow's own rbe_base runs {REMOTE_JOBS} jobs",
+        )
     else:
         jobs = max(1, min(host.build_cpus, by_memory))
         jobs_why = (
