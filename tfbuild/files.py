@@ -1,6 +1,12 @@
-"""Writing files whole: a temp name in the same directory, then an atomic rename.
+"""Reading input files within bounds, and writing files whole.
 
-Nothing tfbuild writes is ever seen half-written, and a failure leaves no temp file behind.
+Every file tfbuild reads from a user or a download (a receipt, a header file, a source tree's rc
+files) goes through :func:`read_input`: a regular file (or an explicit ``-`` for standard input)
+and at most ``limit`` bytes, counted while reading, so a FIFO, a device or ``/dev/zero`` behind a
+link is one line and exit 3, never a hang or a MemoryError.
+
+Writing: a temp name in the same directory, then an atomic rename. Nothing tfbuild writes is ever
+seen half-written, and a failure leaves no temp file behind.
 """
 
 from __future__ import annotations
@@ -9,10 +15,89 @@ import errno
 import hashlib
 import os
 import secrets
+import stat
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+
+from tfbuild.errors import InputError
+
+#: Standard input, where a command accepts it in place of a file.
+STDIN = "-"
+
+
+def _kind_of(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_input(path: Path | str, *, limit: int, what: str, fix: str = "") -> bytes:
+    """The bytes of the input file ``path``: a regular file of at most ``limit`` bytes, or standard
+    input when ``path`` is ``"-"``. The bound is enforced while reading (``st_size`` says 0 for a
+    FIFO or a device), and the file is opened without blocking, so that a FIFO with no writer is
+    refused instead of waited on. ``what`` names the input in the message ("the receipt of X").
+
+    Raises FileNotFoundError for a missing file (callers say what it means to be missing), and
+    :class:`InputError` (exit 3) for everything else: not a regular file, too large, unreadable."""
+    if str(path) == STDIN:
+        raw = sys.stdin.buffer.read(limit + 1)
+        name = "standard input"
+    else:
+        name = shown(str(path))
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise InputError(
+                f"cannot read {what}", why=f"{name}: {exc.strerror or exc}", fix=fix
+            ) from None
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise InputError(
+                    f"{what} is not a file",
+                    why=f"{name} is {_kind_of(mode)}; tfbuild reads regular files only",
+                    fix=fix,
+                )
+            os.set_blocking(fd, True)
+            chunks: list[bytes] = []
+            size = 0
+            while size <= limit:
+                chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            raw = b"".join(chunks)
+        except OSError as exc:
+            raise InputError(
+                f"cannot read {what}", why=f"{name}: {exc.strerror or exc}", fix=fix
+            ) from None
+        finally:
+            os.close(fd)
+    if len(raw) > limit:
+        raise InputError(
+            f"{what} is too large", why=f"{name} is larger than {_size(limit)}", fix=fix
+        )
+    return raw
+
+
+def _size(limit: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if limit >= 1 << shift and limit % (1 << shift) == 0:
+            return f"{limit >> shift} {unit}"
+    return f"{limit} bytes"
 
 
 @contextmanager

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tfbuild.errors import InputError
+from tfbuild.files import read_input
 
 SCHEMA = "tfbuild.receipt/2"
 #: Schemas this tfbuild can read. /1 receipts (tfbuild 0.1 before reproducible builds) lack the
@@ -367,18 +368,12 @@ def read_receipt(path: Path, *, wheel: Path | None = None) -> Receipt:
     """The receipt at ``path`` (of ``wheel``, when given); one InputError line for anything else."""
     fix = "Rebuild the wheel with tfbuild wheel, which writes its receipt beside it."
     try:
-        if path.stat().st_size > MAX_RECEIPT_BYTES:
-            raise InputError(
-                f"{path} is not a tfbuild receipt",
-                why=f"it is larger than {MAX_RECEIPT_BYTES >> 20} MiB",
-                fix=fix,
-            )
-        text = path.read_text(encoding="utf-8")
+        raw = read_input(path, limit=MAX_RECEIPT_BYTES, what=f"the receipt {path}", fix=fix)
     except FileNotFoundError:
         what = f"{wheel.name} has no receipt" if wheel else f"no receipt at {path}"
         raise InputError(what, why=f"{path} does not exist", fix=fix) from None
-    except OSError as exc:
-        raise InputError(f"cannot read {path}", why=exc.strerror or str(exc)) from None
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path} is not a tfbuild receipt", why=str(exc), fix=fix) from None
     deep = f"it nests deeper than {MAX_RECEIPT_DEPTH} levels"
