@@ -79,7 +79,9 @@ def test_a_hostile_file_name_in_the_report_title(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     shown = _assert_terminal_safe(result)
     assert "Machine from" in shown
-    assert f"/{SHOWN_NAME}" in shown  # the table title wraps the long path, never inside the name
+    # The table title wraps the path at the table's width, wherever the length of pytest's temp path
+    # puts the break: read it with the white space taken out, the name escaped and whole.
+    assert f"{dump.parent}/{SHOWN_NAME}".replace(" ", "") in "".join(shown.split())
 
 
 def test_plan_for_a_hostile_dump(tmp_path: Path) -> None:
