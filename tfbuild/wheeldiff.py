@@ -18,11 +18,9 @@ words, never an exception: a wheel with one flipped byte is "not reproducible, m
 from __future__ import annotations
 
 import hashlib
-import lzma
 import shutil
 import tempfile
 import zipfile
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,23 +30,11 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import Section
 
 from tfbuild.errors import InputError
-from tfbuild.files import sha256_file
+from tfbuild.files import ZIP_MEMBER_ERRORS, sha256_file
 
 SCHEMA = "tfbuild.wheeldiff/1"
 _ELF_MAGIC = b"\x7fELF"
 _CHUNK = 1 << 20
-#: What reading a damaged member raises: zipfile's own checks (bad CRC, bad local header), the
-#: decompressors' (zlib, lzma; bz2 raises OSError), a stream that ends early (EOFError), a method
-#: zipfile does not implement, an encrypted member (RuntimeError), and the file's own I/O errors.
-MEMBER_ERRORS = (
-    zipfile.BadZipFile,
-    zlib.error,
-    lzma.LZMAError,
-    EOFError,
-    NotImplementedError,
-    RuntimeError,
-    OSError,
-)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,7 +209,7 @@ def _digest(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[str | None
             digest.update(first)
             for block in iter(lambda: member.read(_CHUNK), b""):
                 digest.update(block)
-    except MEMBER_ERRORS as exc:
+    except ZIP_MEMBER_ERRORS as exc:
         return None, False, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return digest.hexdigest(), first.startswith(_ELF_MAGIC), None
 
