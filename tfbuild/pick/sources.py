@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import html.parser
 import json
-import os
 import re
 import stat
 from collections.abc import Sequence
@@ -574,7 +573,7 @@ def _linked_local_wheel(
         receipt_url = receipt_path(path).as_uri()
     receipt_file = _file_path(receipt_url)
     receipt = None
-    refused = policy.refusal(receipt_url) if os.path.lexists(receipt_file) else None
+    refused = policy.refusal(receipt_url) if receipt_file.exists() else None
     if refused:
         warnings.append(f"receipt of {name} not used: {refused}")
     else:
