@@ -73,3 +73,24 @@ def served(directory: Path) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=10)
+
+
+def flip_compressed_byte(wheel: Path, member: str, *, where: str = "middle") -> int:
+    """Invert one byte of ``member`` in the wheel file, in place: in the middle of its compressed
+    data (``where="middle"``), its first byte (``"start"``: a deflate stream's block header), or
+    the first byte of its local header's signature (``"header"``). The zip's directory is
+    untouched, so the archive still opens. The byte's offset is returned."""
+    with zipfile.ZipFile(wheel) as archive:
+        info = archive.getinfo(member)
+    raw = bytearray(wheel.read_bytes())
+    start = info.header_offset
+    if where == "header":
+        offset = start
+    else:
+        name_length = int.from_bytes(raw[start + 26 : start + 28], "little")
+        extra_length = int.from_bytes(raw[start + 28 : start + 30], "little")
+        offset = start + 30 + name_length + extra_length
+        offset += info.compress_size // 2 if where == "middle" else 0
+    raw[offset] ^= 0xFF
+    wheel.write_bytes(bytes(raw))
+    return offset

@@ -601,8 +601,12 @@ def print_verify(result: VerifyResult) -> None:
             else f"{member.size_a} / {member.size_b} bytes"
         )
         console.print(f"  [bold]{safe(member.path)}[/bold] differs: {size}")
-        console.print(f"    sha256 {member.sha256_a} (wheel)")
-        console.print(f"    sha256 {member.sha256_b} (rebuild)")
+        for sha256, corrupt, side in (
+            (member.sha256_a, member.corrupt_a, "wheel"),
+            (member.sha256_b, member.corrupt_b, "rebuild"),
+        ):
+            shown = f"corrupt: {safe(corrupt)}" if corrupt is not None else f"sha256 {sha256}"
+            console.print(f"    {shown} ({side})")
         if member.elf is not None:
             sections = ", ".join(member.elf.sections) or "none: the headers or padding differ"
             console.print(f"    ELF sections that differ: {safe(sections)}")

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import lzma
 import os
 import secrets
 import stat
 import sys
 import tempfile
+import zipfile
+import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -213,3 +216,18 @@ def shown(name: str) -> str:
         else:
             out.append(char.encode("unicode_escape").decode("ascii"))
     return "".join(out)
+
+
+#: What reading a damaged zip member (a wheel's) raises: zipfile's own checks (a bad CRC, a bad local
+#: header), the decompressors' (zlib, lzma; bz2 raises OSError), a stream that ends early
+#: (EOFError), a method zipfile does not implement, an encrypted member (RuntimeError), and the
+#: file's own I/O errors. Catch them around a member's read, and name the member.
+ZIP_MEMBER_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+    OSError,
+)

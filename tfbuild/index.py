@@ -25,6 +25,7 @@ carries a user name or password is refused: the page is public.
 from __future__ import annotations
 
 import html
+import os
 import re
 import stat
 import urllib.parse
@@ -245,7 +246,7 @@ def _entry(wheel: Path) -> IndexEntry:
     beside = receipt_path(wheel)
     receipt_name: str | None = None
     described_by: Literal["receipt", "label"] = "label"
-    if beside.is_file():
+    if os.path.lexists(beside):  # a FIFO or a device there is refused by the reader, not skipped
         receipt = _checked_receipt(beside, wheel, sha256, size)
         receipt_name = beside.name
         described_by = "receipt"

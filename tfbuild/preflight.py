@@ -58,6 +58,7 @@ variants for a nominal runner, and runs the checks on each plan plus the recipe'
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
@@ -66,7 +67,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tfbuild import tfversions
-from tfbuild.errors import TfbuildError, UnsupportedError
+from tfbuild.errors import InputError, TfbuildError, UnsupportedError
+from tfbuild.files import read_input
 from tfbuild.plan import BuildPlan
 from tfbuild.recipes import BaseImage, Recipe
 from tfbuild.render import DEVTOOLSET_DIRS
@@ -218,8 +220,17 @@ def _error(
 # --- reading the tree ----------------------------------------------------------------------------------
 
 
+#: The most of one tree file preflight reads: TensorFlow's largest (WORKSPACE, a BUILD file, a
+#: CUDA version table) are tens of kB.
+MAX_TREE_FILE = 4 * 2**20
+
+
 class _Tree:
-    """The tree's files, read once each (text, or None when absent or unreadable)."""
+    """The tree's files, read once each (text, or None when absent).
+
+    Read by :func:`read_input`: a file that is a FIFO, a device (or a link to one), larger than
+    :data:`MAX_TREE_FILE` or unreadable is one :class:`InputError` line naming the tree's file (exit
+    3), never a hang or a MemoryError; bazel could not read it either."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -229,9 +240,20 @@ class _Tree:
         if rel not in self._texts:
             path = self.root / rel
             try:
-                self._texts[rel] = path.read_text(encoding="utf-8", errors="replace")
-            except (OSError, ValueError):
-                self._texts[rel] = None
+                raw = read_input(
+                    path,
+                    limit=MAX_TREE_FILE,
+                    what=f"the source tree's {rel}",
+                    fix=f"Make {rel} a regular file of the tree (as in a TensorFlow checkout), "
+                    "or remove it.",
+                )
+            except FileNotFoundError:
+                raw = None
+            except InputError:
+                if os.path.lexists(path):
+                    raise
+                raw = None  # absent: a file stands where a directory of its path would be
+            self._texts[rel] = None if raw is None else raw.decode("utf-8", errors="replace")
         return self._texts[rel]
 
     def exists(self, rel: str) -> bool:

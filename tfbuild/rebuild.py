@@ -164,6 +164,25 @@ class VerifyResult:
         }
 
 
+def check_against_receipt(wheel: Path, receipt: Receipt, path: Path) -> str:
+    """The wheel's sha256, when it and its size are what ``receipt`` (read from ``path``) records.
+
+    Otherwise the wheel is not the file that build wrote (damaged, tampered with, or another
+    receipt's), and rebuilding would only say what is already known: exit 3, both hashes named,
+    nothing built. Not 8: "not reproducible" is a verdict about the build, and none was tried."""
+    sha256, size = sha256_file(wheel), wheel.stat().st_size
+    recorded = receipt.wheel
+    if (sha256, size) != (recorded.sha256, recorded.size):
+        raise InputError(
+            f"{wheel.name} is not the wheel its receipt describes",
+            why=f"its sha256 is {sha256} ({size} bytes), and {path} records {recorded.sha256} "
+            f"({recorded.size} bytes); nothing was rebuilt",
+            fix="Verify the wheel that build wrote (fetch it again), or pass its own receipt "
+            "with --receipt FILE.",
+        )
+    return sha256
+
+
 def verify(
     wheel: Path,
     *,
@@ -177,6 +196,7 @@ def verify(
     if not wheel.is_file():
         raise InputError(f"no wheel at {wheel}", fix="Name a .whl file built by tfbuild wheel.")
     found = load_receipt(wheel, receipt)
+    sha256 = check_against_receipt(wheel, found, receipt or receipt_path(wheel))
     planned = plan_from_receipt(found)
     volume = f"tfbuild-verify-{new_build_id()}"
     planned = replace(planned, plan=isolated(planned.plan, cache_volume=volume))
@@ -190,7 +210,7 @@ def verify(
         diff = compare(wheel, rebuilt.wheel)
         return VerifyResult(
             wheel=wheel,
-            sha256=sha256_file(wheel),
+            sha256=sha256,
             receipt_sha256=found.wheel.sha256,
             rebuilt_sha256=rebuilt.sha256,
             reproducible=diff.equal,

@@ -25,6 +25,7 @@ import yaml
 
 from tfbuild import tfversions
 from tfbuild.errors import InputError, UsageError
+from tfbuild.files import read_input
 from tfbuild.resources import data_dir
 
 RECIPES_ENV = "TFBUILD_RECIPES_DIR"
@@ -690,14 +691,19 @@ def parse_recipe(text: str, *, path: str) -> Recipe:
     return recipe
 
 
+#: The most of one recipe, base image or tools file read: each is a few kB.
+MAX_DATA_FILE_BYTES = 1 << 20
+
+
 def _read_text(path: Path, noun: str) -> str:
-    """A data file's text, or an InputError (a dangling link, a directory, not UTF-8, ...)."""
+    """A data file's text, or an InputError (a dangling link, a directory, a FIFO or a device, too
+    large, not UTF-8, ...); read by :func:`read_input`, so a FIFO is refused, never waited on."""
     try:
-        return path.read_text(encoding="utf-8")
+        return read_input(path, limit=MAX_DATA_FILE_BYTES, what=f"{noun} {path}").decode("utf-8")
     except UnicodeDecodeError as exc:
         why = f"it is not UTF-8 text ({exc.reason} at byte {exc.start})"
-    except IsADirectoryError:
-        why = "it is a directory"
+    except InputError as exc:
+        why = "it is a directory" if path.is_dir() else exc.why
     except FileNotFoundError:
         why = (
             "it does not exist (a dangling symbolic link?)"

@@ -59,7 +59,7 @@ from typing import Any, BinaryIO, Literal
 
 from tfbuild import __version__
 from tfbuild.errors import EnvironmentProblem, InputError
-from tfbuild.files import sha256_file, write_text
+from tfbuild.files import read_input, sha256_file, write_text
 from tfbuild.receipt import SourceRecord
 
 #: What a TensorFlow source tree has and other trees do not.
@@ -82,6 +82,8 @@ _MB = 1_000_000
 #: Without a Content-Length, a progress line every this many bytes.
 _UNSIZED_STEP = 50 * _MB
 _COMPLETE = ".complete"
+#: A sha256 record and a tree's marker are a line of JSON; more is not one.
+_MAX_RECORD_BYTES = 64 * 1024
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _EPOCH = re.compile(r"[0-9]+")
@@ -413,10 +415,10 @@ def _recorded_sha256(fetch: _Fetch) -> str | None:
     """The sha256 recorded at the URL's first download, or None (a malformed record is discarded)."""
     record = fetch.cache.record(fetch.url)
     try:
-        data = json.loads(record.read_text(encoding="utf-8"))
+        data = json.loads(read_input(record, limit=_MAX_RECORD_BYTES, what=f"the record {record}"))
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (InputError, UnicodeDecodeError, ValueError):  # a FIFO or a device too: discarded
         data = None
     sha256 = data.get("sha256") if isinstance(data, dict) else None
     url = data.get("url") if isinstance(data, dict) else None
@@ -461,8 +463,9 @@ class _Marker:
     def read(tree: Path) -> _Marker | None:
         """The tree's marker, or None when it has none or a malformed one."""
         try:
-            data = json.loads((tree / _COMPLETE).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+            raw = read_input(tree / _COMPLETE, limit=_MAX_RECORD_BYTES, what="the tree's marker")
+            data = json.loads(raw)
+        except (OSError, InputError, UnicodeDecodeError, ValueError):
             return None
         if not isinstance(data, dict):
             return None

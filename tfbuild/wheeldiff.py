@@ -9,6 +9,10 @@ and for the archive (member order, directory entries, comment).
 
 Directory entries are not members here (they have no contents); a difference in them is reported as
 layout. Only the two wheels are read; nothing is written but a temp directory for the ELF members.
+
+A member that cannot be read whole (its compressed data or local header damaged: a bad CRC, a zlib
+error, a stream that ends early) is a member that differs, ``corrupt`` on its side with zipfile's
+words, never an exception: a wheel with one flipped byte is "not reproducible, member X is corrupt".
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import Section
 
 from tfbuild.errors import InputError
-from tfbuild.files import sha256_file
+from tfbuild.files import ZIP_MEMBER_ERRORS, sha256_file
 
 SCHEMA = "tfbuild.wheeldiff/1"
 _ELF_MAGIC = b"\x7fELF"
@@ -56,11 +60,13 @@ class MemberDiff:
     """A member in both wheels whose contents differ."""
 
     path: str
-    size_a: int
+    size_a: int  # as the zip's directory gives it
     size_b: int
-    sha256_a: str
-    sha256_b: str
+    sha256_a: str | None  # None when the member is corrupt on that side
+    sha256_b: str | None
     elf: ElfDiff | None  # when both sides are ELF files pyelftools can read
+    corrupt_a: str | None = None  # why the member cannot be read from a (zipfile's words)
+    corrupt_b: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +76,8 @@ class MemberDiff:
             "sha256_a": self.sha256_a,
             "sha256_b": self.sha256_b,
             "elf": None if self.elf is None else self.elf.to_json(),
+            "corrupt_a": self.corrupt_a,
+            "corrupt_b": self.corrupt_b,
         }
 
 
@@ -108,6 +116,16 @@ class WheelDiff:
         """The same members with the same contents (the zip layout may still differ)."""
         return not (self.only_in_a or self.only_in_b or self.changed)
 
+    @property
+    def corrupt(self) -> tuple[str, ...]:
+        """One clause per corrupt member and side: "member X is corrupt in NAME: why"."""
+        found = []
+        for member in self.changed:
+            for wheel, why in ((self.a, member.corrupt_a), (self.b, member.corrupt_b)):
+                if why is not None:
+                    found.append(f"member {member.path} is corrupt in {Path(wheel).name}: {why}")
+        return tuple(found)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
@@ -136,8 +154,11 @@ def compare(a: Path, b: Path) -> WheelDiff:
         entries: list[EntryDiff] = []
         for name in sorted(common):
             info_a, info_b = files_a[name], files_b[name]
-            (digest_a, elf_a), (digest_b, elf_b) = _digest(zip_a, info_a), _digest(zip_b, info_b)
-            if digest_a != digest_b:
+            (digest_a, elf_a, bad_a), (digest_b, elf_b, bad_b) = (
+                _digest(zip_a, info_a),
+                _digest(zip_b, info_b),
+            )
+            if digest_a != digest_b or bad_a or bad_b:
                 elf = _elf_diff(zip_a, info_a, zip_b, info_b) if elf_a and elf_b else None
                 changed.append(
                     MemberDiff(
@@ -147,6 +168,8 @@ def compare(a: Path, b: Path) -> WheelDiff:
                         sha256_a=digest_a,
                         sha256_b=digest_b,
                         elf=elf,
+                        corrupt_a=bad_a,
+                        corrupt_b=bad_b,
                     )
                 )
             elif fields := _entry_fields(info_a, info_b):
@@ -176,15 +199,19 @@ def _open(wheel: Path) -> zipfile.ZipFile:
         ) from None
 
 
-def _digest(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[str, bool]:
-    """The member's sha256 (hex) and whether it is an ELF file, read in 1 MiB blocks."""
+def _digest(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> tuple[str | None, bool, str | None]:
+    """(the member's sha256 in hex, whether it is an ELF file, None), read in 1 MiB blocks (zipfile
+    checks the CRC at the end); (None, False, why) when it cannot be read whole."""
     digest = hashlib.sha256()
-    with archive.open(info) as member:
-        first = member.read(_CHUNK)
-        digest.update(first)
-        for block in iter(lambda: member.read(_CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest(), first.startswith(_ELF_MAGIC)
+    try:
+        with archive.open(info) as member:
+            first = member.read(_CHUNK)
+            digest.update(first)
+            for block in iter(lambda: member.read(_CHUNK), b""):
+                digest.update(block)
+    except ZIP_MEMBER_ERRORS as exc:
+        return None, False, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return digest.hexdigest(), first.startswith(_ELF_MAGIC), None
 
 
 def _entry_fields(a: zipfile.ZipInfo, b: zipfile.ZipInfo) -> tuple[str, ...]:

@@ -45,7 +45,7 @@ from types import TracebackType
 from typing import IO
 
 from tfbuild.errors import InputError, UsageError
-from tfbuild.files import replacing
+from tfbuild.files import ZIP_MEMBER_ERRORS, replacing
 from tfbuild.labels import labelled_version, normalised
 
 # A local file header (APPNOTE 4.3.7): signature, version, flags, method, time, date, crc, sizes,
@@ -480,11 +480,23 @@ def _dist_info(wheel: Path, members: list[zipfile.ZipInfo], version: str) -> str
 
 def _read(source: zipfile.ZipFile, name: str) -> bytes:
     try:
-        return source.read(name)
+        return _member(source, source.getinfo(name))
     except KeyError:
         raise InputError(
             f"the wheel has no {name}",
             why="every wheel's .dist-info holds METADATA and RECORD",
+            fix="Rebuild the wheel.",
+        ) from None
+
+
+def _member(source: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """A member's bytes (zipfile checks its CRC); a damaged one is one line naming it."""
+    try:
+        return source.read(info)
+    except ZIP_MEMBER_ERRORS as exc:
+        raise InputError(
+            f"the wheel's member {info.filename} is corrupt",
+            why=f"{type(exc).__name__}: {exc}",
             fix="Rebuild the wheel.",
         ) from None
 
@@ -523,7 +535,7 @@ def _record(
         if info.filename in replaced or len(row) < 3 or not row[1]:
             data = replaced.get(info.filename)
             if data is None:
-                data = source.read(info)
+                data = _member(source, info)
             writer.writerow([rename(info.filename), _record_hash(data), str(len(data))])
             continue
         if row[2] not in ("", str(info.file_size)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import subprocess
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import recorded_host
-from tests.receipts import make_receipt
+from tests import wheels
+from tests.conftest import recorded_host, run_cli
+from tests.receipts import make_receipt, write_receipt
 from tfbuild.build import BuildRun
 from tfbuild.errors import InputError, UnsupportedError
 from tfbuild.plan import PlanOptions, make_plan
@@ -132,3 +134,22 @@ def test_a_rebuild_on_another_architecture_is_refused(wheel: Path) -> None:
         UnsupportedError, match="was built on x86_64, and this build host is aarch64"
     ):
         plan_from_receipt(receipt, host=arm)
+
+
+def test_verify_refuses_a_wheel_that_is_not_the_one_its_receipt_describes(tmp_path: Path) -> None:
+    """Issue 21, item 3: one flipped byte in a member's compressed data. verify checks the wheel's
+    sha256 and size against its receipt before any build: one line naming both hashes, exit 3."""
+    wheel = wheels.make_wheel(tmp_path, "canary-1.0-py3-none-any.whl")
+    write_receipt(wheel)
+    built = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    wheels.flip_compressed_byte(wheel, "canary/__init__.py")
+    now = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    size = wheel.stat().st_size
+    result = run_cli("verify", str(wheel), timeout=60)
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.splitlines() == [
+        f"tfbuild: error: {wheel.name} is not the wheel its receipt describes: its sha256 is {now} "
+        f"({size} bytes), and {receipt_path(wheel)} records {built} ({size} bytes); nothing was "
+        "rebuilt. Verify the wheel that build wrote (fetch it again), or pass its own receipt "
+        "with --receipt FILE."
+    ]

@@ -429,6 +429,36 @@ def test_a_malformed_record_is_discarded(server: Server, tmp_path: Path) -> None
     assert any(line.startswith(f"discarding {record}") for line in lines)
 
 
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_record_or_marker_that_is_no_file_is_discarded_not_waited_on(
+    server: Server, tmp_path: Path, kind: str
+) -> None:
+    """Issue 21, item 15: the cache's own files are read by the one reader too. A record (or a
+    tree's marker) that is a FIFO or a link to /dev/zero is no record: discarded, downloaded again."""
+    data = tar_gz(TREE)
+    server.files[PATH] = data
+    cache = tmp_path / "cache"
+    record = record_file(cache, server.url())
+    record.parent.mkdir(parents=True)
+    marker = cache / "sha256" / sha256(data) / ".complete"
+    marker.parent.mkdir(parents=True)
+    for path in (record, marker):
+        if kind == "fifo":
+            os.mkfifo(path)
+        else:
+            path.symlink_to("/dev/zero")
+    lines: list[str] = []
+
+    source = fetch(server, cache, None, lines)
+
+    assert source.sha256 == sha256(data)
+    assert record.is_file() and not record.is_symlink()
+    assert json.loads(record.read_text())["sha256"] == sha256(data)
+    assert any(line.startswith(f"discarding {record}") for line in lines)
+    assert server.hits[PATH] == 1
+    assert marker.is_file() and not marker.is_symlink()  # the tree extracted again, marked
+
+
 def test_several_top_level_entries_give_the_extraction_directory(
     server: Server, tmp_path: Path
 ) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from tests import wheels
 from tfbuild.errors import InputError
 from tfbuild.wheeldiff import compare
 from tfbuild.wheelfile import normalise
@@ -170,3 +171,37 @@ def test_a_file_that_is_no_zip_is_one_clear_error(tmp_path: Path) -> None:
     broken.write_bytes(b"not a zip")
     with pytest.raises(InputError, match="cannot read"):
         compare(broken, broken)
+
+
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        ("middle", "BadZipFile: Bad CRC-32 for file 'tfbuild_standin/__init__.py'"),
+        ("start", "error: Error -3 while decompressing data"),  # zlib.error
+        ("header", "BadZipFile: Bad magic number for file header"),
+    ],
+)
+def test_a_member_with_a_flipped_byte_is_corrupt_not_an_exception(
+    tmp_path: Path, where: str, said: str
+) -> None:
+    """Issue 21, item 3: one flipped byte in a member's compressed data (or its local header)."""
+    (tmp_path / "a").mkdir()
+    good = wheels.make_wheel(tmp_path / "a", NAME, module_text="VALUE = 'x' * 64\n" * 20)
+    bad = tmp_path / "b" / NAME
+    bad.parent.mkdir()
+    shutil.copyfile(good, bad)
+    wheels.flip_compressed_byte(bad, "tfbuild_standin/__init__.py", where=where)
+    diff = compare(good, bad)
+    assert not diff.equal and not diff.same_contents
+    [member] = diff.changed
+    assert member.path == "tfbuild_standin/__init__.py"
+    assert member.corrupt_a is None and member.sha256_a is not None
+    assert member.corrupt_b is not None and member.corrupt_b.startswith(said)
+    assert member.sha256_b is None
+    assert diff.corrupt == (
+        f"member tfbuild_standin/__init__.py is corrupt in {NAME}: {member.corrupt_b}",
+    )
+    report = json.loads(json.dumps(diff.to_json()))["changed"][0]
+    assert (report["corrupt_a"], report["corrupt_b"]) == (None, member.corrupt_b)
+    # The other way round, the corrupt side is a.
+    assert compare(bad, good).changed[0].corrupt_a == member.corrupt_b

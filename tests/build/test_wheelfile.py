@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import random
+import re
 import struct
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import wheels
 from tests.wheels import record_hash
 from tfbuild.errors import InputError
 from tfbuild.wheelfile import has_label, normalise, relabel, zip_time
@@ -185,6 +187,20 @@ def test_a_damaged_wheel_is_one_clear_error_and_leaves_nothing(tmp_path: Path) -
     assert list(out.iterdir()) == []
     with pytest.raises(InputError, match="not a wheel file name"):
         relabel(tmp_path / "tensorflow.zip", "x86_64v3", out)
+
+
+@pytest.mark.parametrize("where", ["middle", "start", "header"])
+def test_a_member_with_a_flipped_byte_is_one_line_naming_it(tmp_path: Path, where: str) -> None:
+    """Issue 21, item 3: the member METADATA, which relabel reads, has one byte flipped in its
+    compressed data (or local header): one InputError naming it, never BadZipFile or zlib.error."""
+    wheel = make_wheel(tmp_path)
+    metadata = "tfbuild_standin-2.21.0.dist-info/METADATA"
+    wheels.flip_compressed_byte(wheel, metadata, where=where)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(InputError, match=f"^the wheel's member {re.escape(metadata)} is corrupt: "):
+        relabel(wheel, "x86_64v3", out)
+    assert list(out.iterdir()) == []
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -185,3 +186,36 @@ def test_dump_from_standard_input() -> None:
     (machine,) = json.loads(proc.stdout)["machines"]
     assert machine["microarchitecture"] == "alderlake"
     assert machine["cpu"]["source"] == "<stdin>"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_fifo_or_a_link_to_dev_zero_is_refused_at_once(tmp_path: Path, kind: str) -> None:
+    """Issue 21, item 15: a FIFO with no writer hung `detect --cpuinfo`; /dev/zero has no end."""
+    path = tmp_path / "node.cpuinfo"
+    if kind == "fifo":
+        os.mkfifo(path)
+        said = f"{path} is a FIFO; tfbuild reads regular files only"
+    else:
+        path.symlink_to("/dev/zero")
+        said = f"{path} is a character device; tfbuild reads regular files only"
+    result = run_cli("detect", "--cpuinfo", str(path), "--json", timeout=60)
+    _assert_one_line_error(
+        result, 3, f"--cpuinfo {path} is not a file: {said}", "cat /proc/cpuinfo"
+    )
+    assert result.stdout == ""
+
+
+def test_standard_input_is_read_within_the_bound() -> None:
+    too_large = b"x" * (16 * 2**20 + 1)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tfbuild", "detect", "--cpuinfo", "-", "--json"],
+        input=too_large,
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    assert proc.returncode == 3
+    assert proc.stderr.decode().splitlines() == [
+        "tfbuild: error: --cpuinfo - is too large: standard input is larger than 16 MiB. Save one "
+        "on the machine with 'cat /proc/cpuinfo > node.cpuinfo' and pass that file."
+    ]

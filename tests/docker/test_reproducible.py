@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from elftools.elf.elffile import ELFFile
 
+from tests import wheels
 from tests.docker.test_wheel import standin_source, wheel_cli
 from tfbuild import canary
 from tfbuild.files import sha256_file
@@ -150,19 +151,36 @@ def test_a_changed_byte_in_the_library_fails_verify_naming_member_and_section(
         for info, data in members:
             flipped = flip_a_text_byte(data) if info.filename == canary.LIBRARY else data
             archive.writestr(info, flipped)
-    receipt = wheel.with_suffix(".json")
-    tampered.with_suffix(".json").write_text(receipt.read_text())
+    # And one flipped byte in another member's compressed data (issue 21, item 3).
+    metadata = next(info.filename for info, _ in members if info.filename.endswith("/METADATA"))
+    wheels.flip_compressed_byte(tampered, metadata)
+    receipt = json.loads(wheel.with_suffix(".json").read_text())
+    tampered.with_suffix(".json").write_text(json.dumps(receipt))
+    # With the build's receipt, the wheel is refused before any build: not the file it describes.
+    refused = tfbuild("verify", str(tampered))
+    assert refused.returncode == 3, refused.stderr
+    line = one_error_line(refused)
+    assert "is not the wheel its receipt describes" in line
+    assert sha256_file(tampered) in line and original in line
+    # With the receipt made to describe it, the rebuild runs and names both members.
+    receipt["wheel"].update(sha256=sha256_file(tampered), size=tampered.stat().st_size)
+    tampered.with_suffix(".json").write_text(json.dumps(receipt))
     result = tfbuild("verify", str(tampered), "--json")
     assert result.returncode == 8, result.stderr
+    corrupt = f"member {metadata} is corrupt in {tampered.name}: "
+    assert corrupt in one_error_line(result)
     report = json.loads(result.stdout)
-    assert report["receipt_sha256"] == original != report["sha256"]
+    assert report["receipt_sha256"] == report["sha256"] != original
     assert report["rebuilt_sha256"] == original  # the rebuild is the wheel that was built
     changed = {m["path"]: m for m in report["diff"]["changed"]}
-    assert canary.LIBRARY in changed
     assert changed[canary.LIBRARY]["elf"]["sections"] == [".text"]
+    why = changed[metadata]["corrupt_a"]  # zipfile's or zlib's words: a bad CRC, a bad stream
+    assert why and f"{corrupt}{why}" in one_error_line(result)
+    assert changed[metadata]["sha256_a"] is None and changed[metadata]["corrupt_b"] is None
     human = tfbuild("verify", str(tampered))
     assert human.returncode == 8
     assert canary.LIBRARY in human.stdout and ".text" in human.stdout
+    assert f"{metadata} differs" in human.stdout and f"corrupt: {why}" in human.stdout
 
 
 def test_another_target_differs_in_the_library_and_what_names_its_flags(

@@ -268,3 +268,28 @@ def test_the_published_set_is_sums_lines_only(published: Path) -> None:
     """The good path still holds after all of the above: one well-formed line per wheel."""
     lines = (published / SUMS_NAME).read_text().splitlines()
     assert len(lines) == 1 and SUMS_LINE.fullmatch(lines[0]), lines
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_receipt_that_is_a_fifo_or_dev_zero_is_refused_not_skipped(
+    published: Path, kind: str
+) -> None:
+    """Issue 21, item 15: the receipt beside a wheel is read by the one reader; one that is no
+    file is one line and exit 3 (it was skipped, and the wheel published as if it had none)."""
+    before = snapshot(published)
+    wheel = wheels.make_wheel(published, "other-1.0-py3-none-any.whl")
+    receipt = wheel.with_suffix(".json")
+    if kind == "fifo":
+        os.mkfifo(receipt)
+        said = "a FIFO"
+    else:
+        receipt.symlink_to("/dev/zero")
+        said = "a character device"
+    line = one_line(run_cli("index", str(published), timeout=60), 3)
+    assert line.startswith(
+        f"tfbuild: error: the receipt {receipt} is not a file: {receipt} is {said}; tfbuild reads "
+        "regular files only."
+    )
+    wheel.unlink()
+    receipt.unlink()
+    unchanged(published, before)

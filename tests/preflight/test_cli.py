@@ -3,8 +3,11 @@ the real command line (a subprocess, as a user runs it), on the fixture trees.""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT, run_cli
 
@@ -161,3 +164,28 @@ def test_recipes_show_and_list_say_how_far_each_recipe_is_verified() -> None:
     assert "read: parts of the recipe read in the release's own files" in " ".join(
         table.stdout.split()
     )
+
+
+@pytest.mark.parametrize("rel", [".bazelrc", ".bazelrc.user", ".bazelversion"])
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_plan_source_with_a_tree_file_that_is_a_fifo_or_dev_zero_exits_3(
+    tmp_path: Path, rel: str, kind: str
+) -> None:
+    """Issue 21, item 15: a .bazelrc (or a file it imports: .bazelrc.user, try-imported by
+    TensorFlow's) that is a FIFO hung `plan --source`; a link to /dev/zero read without end."""
+    root = copy("tf-2.21-shaped", tmp_path)
+    path = root / rel
+    path.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+        said = "a FIFO"
+    else:
+        path.symlink_to("/dev/zero")
+        said = "a character device"
+    result = run_cli(*PLAN_2_21, "--source", str(root), timeout=60)
+    assert result.returncode == 3, result.stderr
+    assert result.stderr.splitlines() == [
+        f"tfbuild: error: the source tree's {rel} is not a file: {path} is {said}; tfbuild reads "
+        f"regular files only. Make {rel} a regular file of the tree (as in a TensorFlow "
+        "checkout), or remove it."
+    ]

@@ -268,6 +268,29 @@ def test_a_directory_named_like_a_recipe_is_not_dropped(tmp_path: Path) -> None:
         load_recipes([tmp_path])
 
 
+@pytest.mark.parametrize("name", ["tf-2.21.yaml", "base-images.yaml"])
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_recipe_that_is_a_fifo_or_dev_zero_is_one_line_not_a_hang(
+    tmp_path: Path, name: str, kind: str
+) -> None:
+    """Issue 21, item 15: a --recipes-dir file is an input like any other, read by the one reader."""
+    path = tmp_path / name
+    if kind == "fifo":
+        os.mkfifo(path)
+        said = "a FIFO"
+    else:
+        path.symlink_to("/dev/zero")
+        said = "a character device"
+    plan = ("plan", "--tf", "2.21", "--target", "x86_64_v3", "--skip-disk-check")
+    result = run_cli(*plan, "--recipes-dir", str(tmp_path), timeout=60)
+    assert result.returncode == 3, result.stderr
+    noun = "recipe" if name.startswith("tf-") else "base image file"
+    assert _one_line(result.stderr) == (
+        f"tfbuild: error: cannot read {noun} {path}: {path} is {said}; tfbuild reads regular "
+        "files only. Make it a readable file, or remove it.\n"
+    )
+
+
 def test_an_unreadable_base_images_file_is_not_dropped(tmp_path: Path) -> None:
     (tmp_path / "base-images.yaml").symlink_to(tmp_path / "gone.yaml")
     with pytest.raises(InputError, match=r"cannot read base image file .*: it does not exist"):

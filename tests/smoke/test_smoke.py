@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import subprocess
 import zipfile
 from pathlib import Path
@@ -234,3 +235,25 @@ def test_quick_smoke_end_to_end_with_a_plot(stock_python: str, tmp_path: Path) -
     assert report["peak"]["theoretical"]["gflops"] > 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert result.returncode == (0 if report["passed"] else 7), json.dumps(report["failures"])
+
+
+@pytest.mark.parametrize("beside", [".json", ".env"])
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_receipt_or_env_file_beside_the_wheel_that_is_no_file_is_one_line_exit_3(
+    tmp_path: Path, beside: str, kind: str
+) -> None:
+    """Issue 21, item 15: a receipt (or env file) beside the wheel that is a FIFO hung smoke."""
+    wheel = wheels.make_wheel(tmp_path, "tensorflow-0.0.1-py3-none-any.whl")
+    path = wheel.with_suffix(beside)
+    if kind == "fifo":
+        os.mkfifo(path)
+        said = f"{path} is a FIFO; tfbuild reads regular files only"
+    else:
+        path.symlink_to("/dev/zero")
+        said = f"{path} is a character device; tfbuild reads regular files only"
+    result = run_cli("smoke", str(wheel), "--json", timeout=60)
+    assert result.returncode == 3, result.stderr
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    noun = "receipt" if beside == ".json" else "env file"
+    assert line.startswith(f"tfbuild: error: the {noun} {path} is not a file: {said}.")

@@ -576,7 +576,8 @@ def verify_command(
         diff = result.diff
         raise NotReproducible(
             f"{wheel.name} is not reproducible: the rebuild is {result.rebuilt_sha256}",
-            why=f"{len(diff.changed)} member(s) differ"
+            why="".join(f"{corrupt}; " for corrupt in diff.corrupt)
+            + f"{len(diff.changed)} member(s) differ"
             + (
                 f", {len(diff.only_in_a) + len(diff.only_in_b)} are in one wheel only"
                 if diff.only_in_a or diff.only_in_b

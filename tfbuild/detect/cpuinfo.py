@@ -8,12 +8,12 @@ runs on, so that a login host can describe the cluster nodes it plans builds for
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tfbuild.errors import InputError
+from tfbuild.files import STDIN, read_input
 
 #: Largest file accepted as a cpuinfo dump. A 512-thread server writes about 1.5 MB.
 MAX_BYTES = 16 * 1024 * 1024
@@ -67,23 +67,17 @@ class CpuInfo:
 def read_cpuinfo(path: Path) -> CpuInfo:
     """Read and parse a cpuinfo dump; every way the file can be wrong is an :class:`InputError`.
 
-    ``-`` reads standard input: ``ssh node cat /proc/cpuinfo | tfbuild detect --cpuinfo -``.
+    ``-`` reads standard input: ``ssh node cat /proc/cpuinfo | tfbuild detect --cpuinfo -``. A
+    file is read by :func:`read_input`: a FIFO or a device (or a link to one) is refused at once,
+    and no more than :data:`MAX_BYTES` is read.
     """
     what = f"cannot use --cpuinfo {path}"
-    if str(path) == "-":
-        return _decode(sys.stdin.buffer.read(MAX_BYTES + 1), what=what, source="<stdin>")
     try:
-        if path.is_dir():
-            raise InputError(what, why="it is a directory, not a file", fix=_FIX)
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
+        raw = read_input(path, limit=MAX_BYTES, what=f"--cpuinfo {path}", fix=_FIX)
     except FileNotFoundError:
         raise InputError(what, why="the file does not exist", fix=_FIX) from None
-    except PermissionError:
-        raise InputError(what, why="permission denied", fix="Make the file readable.") from None
-    except OSError as exc:
-        raise InputError(what, why=exc.strerror or str(exc), fix=_FIX) from None
-    return _decode(raw, what=what, source=str(path))
+    source = "<stdin>" if str(path) == STDIN else str(path)
+    return _decode(raw, what=what, source=source)
 
 
 def _decode(raw: bytes, *, what: str, source: str) -> CpuInfo:

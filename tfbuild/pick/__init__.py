@@ -6,6 +6,11 @@ which is what ``tfbuild index`` writes), a local file (its links resolved agains
 an http(s) URL. The machine is this one, or a saved ``/proc/cpuinfo`` with
 a stated Python and CUDA driver.
 
+A wheel whose sha256 is not the one its receipt records (a local file's, computed; a link's
+``#sha256=``) is not the wheel that build wrote, and is refused first (stage ``integrity``). A
+receipt over http(s) is read only from where its wheel may be (the page's origin or an
+``--allow-origin`` one), redirects included: one that redirects elsewhere is not used.
+
 Each wheel passes five checks in order, and the first that fails is the wheel's refusal reason:
 
 1. **platform**: its platform tag is for this architecture (``linux_x86_64``, ``manylinux*``, ``any``);

@@ -1,5 +1,8 @@
 """Does one wheel run on one host? Five checks in order; the first that fails is the reason.
 
+Before them, a wheel that is not the file its receipt describes (:attr:`WheelFile.mismatch`: its
+sha256 is another) is refused at the ``integrity`` stage: its receipt says nothing about it.
+
 platform, python, glibc (the C and C++ runtimes: glibc, and libstdc++'s GLIBCXX_ versions), cpu,
 cuda (see :mod:`tfbuild.pick`). :func:`evaluate` is pure: it reads the wheel's file name, label and
 receipt (with its :class:`~tfbuild.receipt.WheelFloor`), and the :class:`~tfbuild.pick.host.Host`,
@@ -26,9 +29,10 @@ from tfbuild.variants import Variant
 if TYPE_CHECKING:
     from archspec.cpu import Microarchitecture
 
-Stage = Literal["platform", "python", "glibc", "cpu", "cuda", "ok"]
+Stage = Literal["integrity", "platform", "python", "glibc", "cpu", "cuda", "ok"]
 #: How far a wheel got: a refusal at a later stage is the nearer miss.
 STAGE_ORDER: dict[str, int] = {
+    "integrity": -1,  # not the wheel its receipt describes: judged on nothing else
     "platform": 0,
     "python": 1,
     "glibc": 2,
@@ -371,6 +375,8 @@ def evaluate(wheel: WheelFile, host: Host) -> Assessment:
             standin=is_standin(label, wheel.receipt),
         )
 
+    if wheel.mismatch is not None:
+        return assessment("integrity", wheel.mismatch)
     checks = [(t, *_platform_check(t.platform, host)) for t in tags]
     arch_ok = [(t, need) for t, arch, need in checks if arch is None]
     if not arch_ok:

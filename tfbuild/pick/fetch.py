@@ -11,7 +11,9 @@ A page is input from someone else's server, so every fetch of one ``tfbuild pick
 - **count**: a page may hold :attr:`FetchLimits.max_links` links, and at most
   :attr:`FetchLimits.max_receipts` receipts are read;
 - **concurrency**: receipts are read :attr:`FetchLimits.workers` at a time, all under the deadline;
-- **redirects**: to http(s) only (urllib would also follow one to ``ftp:``).
+- **redirects**: to http(s) only (urllib would also follow one to ``ftp:``), and where the caller's
+  ``redirect`` rule allows (a receipt: to the origins its page may link to), checked before the
+  redirect is followed, so another origin is never asked.
 
 Which links are followed at all (scheme, origin, a local page's directory) is
 :mod:`tfbuild.pick.sources`'s rule.
@@ -129,8 +131,22 @@ def _shut(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)  # a recv blocked in another thread returns at once
 
 
-def _opener(watch: _Watch) -> Any:
-    """A urllib opener whose connections report their sockets to ``watch``; http(s) redirects only."""
+class _Refused(Exception):
+    """A redirect the caller's rule refuses: where to, and why not."""
+
+    def __init__(self, target: str, why: str) -> None:
+        super().__init__(why)
+        self.target = target
+        self.why = why
+
+
+#: Why a URL is not followed, or None when it is (``LinkPolicy.refusal``).
+RedirectRule = Callable[[str], str | None]
+
+
+def _opener(watch: _Watch, rule: RedirectRule | None = None) -> Any:
+    """A urllib opener whose connections report their sockets to ``watch``; http(s) redirects only,
+    and only those ``rule`` allows."""
     import http.client
     import ssl
     import urllib.error
@@ -168,6 +184,10 @@ def _opener(watch: _Watch) -> Any:
                 raise urllib.error.HTTPError(
                     req.full_url, code, f"it redirects to {newurl}, not an http(s) URL", headers, fp
                 )
+            if rule is not None and (why := rule(newurl)) is not None:
+                with contextlib.suppress(Exception):
+                    fp.close()
+                raise _Refused(newurl, why)
             return super().redirect_request(req, fp, code, msg, headers, newurl)
 
     return urllib.request.build_opener(_HTTPHandler(), _HTTPSHandler(), _Redirects())
@@ -189,10 +209,14 @@ def _read(response: http.client.HTTPResponse, url: str, limit: int, watch: _Watc
     return b"".join(chunks)
 
 
-def fetch(url: str, *, limit: int, deadline: Deadline) -> tuple[bytes, str, str]:
+def fetch(
+    url: str, *, limit: int, deadline: Deadline, redirect: RedirectRule | None = None
+) -> tuple[bytes, str, str]:
     """GET ``url`` within the deadline and ``limit`` bytes: (body, final URL, charset).
 
-    Proxies (``HTTPS_PROXY``) and ``SSL_CERT_FILE`` are honoured."""
+    A redirect is followed only to http(s), and only where ``redirect`` (given the new URL) says
+    nothing against it; else :class:`InputError` naming where it led and why not. Proxies
+    (``HTTPS_PROXY``) and ``SSL_CERT_FILE`` are honoured."""
     import http.client
     import urllib.error
     import urllib.request
@@ -204,12 +228,18 @@ def fetch(url: str, *, limit: int, deadline: Deadline) -> tuple[bytes, str, str]
     timer.start()
     request = urllib.request.Request(url, headers={"User-Agent": "tfbuild-pick"})
     try:
-        with _opener(watch).open(request, timeout=max(deadline.remaining(), 0.01)) as response:
+        opener = _opener(watch, redirect)
+        with opener.open(request, timeout=max(deadline.remaining(), 0.01)) as response:
             body = _read(response, url, limit, watch)
             final = str(response.geturl())
             charset = response.headers.get_content_charset() or "utf-8"
         if watch.fired:
             raise _cut(deadline, url, watch)
+    except _Refused as exc:
+        raise InputError(
+            f"cannot read {url}",
+            why=f"the server redirects it: {exc.why}",
+        ) from None
     except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
         if watch.fired or deadline.expired():
             raise _cut(deadline, url, watch) from None

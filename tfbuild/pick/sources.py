@@ -7,8 +7,12 @@ beside it, whatever the current directory, and their receipts are read from besi
 
 :func:`load_wheels` is the edge that reads a directory or a page; everything it
 returns (:class:`WheelSource`, :class:`WheelFile`, :class:`~tfbuild.receipt.Receipt`) is plain data.
-An unusable receipt (another schema, another wheel's, a plan edited since the build) is a warning,
-and the wheel is judged without it.
+An unusable receipt (another schema, another wheel's, a plan edited since the build, one served by
+a redirect to an origin the page may not link to) is a warning, and the wheel is judged without it.
+A wheel whose sha256 is not the one its receipt records (a local file's, computed; a link's
+``#sha256=``) is not the wheel that build wrote: :attr:`WheelFile.mismatch` says so, and it is refused.
+Every local file (a page, a receipt) is read by :func:`tfbuild.files.read_input`: regular files only,
+bounded while reading.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import html.parser
 import json
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +30,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from tfbuild.errors import EnvironmentProblem, InputError, UsageError
-from tfbuild.files import wheel_files
+from tfbuild.files import read_input, sha256_file, wheel_files
 from tfbuild.labels import NATIVE, parse_label, spelt_label
 from tfbuild.pick.fetch import Deadline, FetchLimits, fetch, fetch_all
 from tfbuild.receipt import InvalidReceipt, Receipt, receipt_path
@@ -62,6 +67,9 @@ class WheelFile:
     from_index: bool = False  # linked from an index page (whose link should carry its sha256)
     receipt: Receipt | None = None
     receipt_source: str | None = None  # the receipt's path or URL
+    # Why the wheel is not the file its receipt describes (its sha256: a local file's computed, a
+    # link's #sha256=), or None; such a wheel is refused (pick.compat's "integrity" stage).
+    mismatch: str | None = None
 
     @property
     def install_spec(self) -> str:
@@ -341,12 +349,19 @@ def parse_index(
 
 
 def _fetch_receipt(
-    job: tuple[str, str], limits: FetchLimits, deadline: Deadline
+    job: tuple[str, str], policy: LinkPolicy, limits: FetchLimits, deadline: Deadline
 ) -> tuple[Receipt | None, str | None]:
-    """(the receipt, or None and the warning why not) of wheel ``job[0]`` at URL ``job[1]``."""
+    """(the receipt, or None and the warning why not) of wheel ``job[0]`` at URL ``job[1]``.
+
+    A redirect is followed only where ``policy`` follows a link (the page's origin or an allowed
+    one): a receipt decides what a wheel is judged to be, so it comes from where its wheel may."""
     wheel, url = job
     try:
-        body, _final, charset = fetch(url, limit=limits.max_receipt_bytes, deadline=deadline)
+        body, final, charset = fetch(
+            url, limit=limits.max_receipt_bytes, deadline=deadline, redirect=policy.refusal
+        )
+        if refused := policy.refusal(final):  # fetch checked each redirect; the end, once more
+            return None, f"receipt of {wheel} not used: {url} led to {_short(final)}: {refused}"
         return parse_receipt(body, charset=charset, wheel=wheel), None
     except EnvironmentProblem as exc:
         if deadline.expired():
@@ -358,21 +373,67 @@ def _fetch_receipt(
         return None, f"receipt {url} not used: {exc}"
 
 
+_FIX = "Put the receipt tfbuild wheel wrote beside the wheel, or remove what is in its place."
+
+
 def _read_receipt_file(path: Path, wheel: str, warnings: list[str]) -> Receipt | None:
+    """The receipt at ``path``; None when there is none, or (with a warning saying why) when it
+    cannot be used. Read by :func:`read_input`: a receipt that is a FIFO or a device (or a link to
+    one) is refused with one line, exit 3, never waited on or read without end."""
     try:
-        if not path.is_file():
-            return None
-        limit = FetchLimits().max_receipt_bytes
-        with path.open("rb") as handle:
-            raw = handle.read(limit + 1)
-        if len(raw) > limit:
-            raise ValueError(f"it is larger than {limit // 2**20} MiB")
-        return parse_receipt(raw, wheel=wheel)
+        mode = path.stat().st_mode  # follows a link; never blocks
+    except FileNotFoundError:
+        return None
     except OSError as exc:
         warnings.append(f"receipt {path} not used: {exc.strerror or exc}")
+        return None
+    if stat.S_ISDIR(mode):
+        return None  # a directory of that name is no receipt
+    try:
+        raw = read_input(
+            path, limit=FetchLimits().max_receipt_bytes, what=f"the receipt {path}", fix=_FIX
+        )
+    except FileNotFoundError:
+        return None
+    except InputError as exc:
+        if not stat.S_ISREG(mode):
+            raise  # a FIFO, a device, a socket: not a file at all
+        warnings.append(f"receipt {path} not used: {exc.why}")  # too large, unreadable
+        return None
+    try:
+        return parse_receipt(raw, wheel=wheel)
     except (ValueError, UnicodeDecodeError) as exc:
         warnings.append(f"receipt {path} not used: {exc}")
     return None
+
+
+def _mismatch(receipt: Receipt | None, sha256: str | None, *, said: str) -> str | None:
+    """Why a wheel whose sha256 is ``sha256`` (as ``said`` puts it) is not the wheel ``receipt``
+    describes; None when it is, or when there is nothing to compare."""
+    if receipt is None or sha256 is None or sha256 == receipt.wheel.sha256:
+        return None
+    return (
+        f"{said} {sha256}, but its receipt records {receipt.wheel.sha256}: it is not the wheel "
+        "that build wrote (damaged or replaced)"
+    )
+
+
+def _file_mismatch(path: Path, receipt: Receipt | None) -> str | None:
+    """A local wheel against its receipt: the size first (no read), then the sha256."""
+    if receipt is None:
+        return None
+    try:
+        size = path.stat().st_size
+        if size != receipt.wheel.size:
+            return (
+                f"it is {size} bytes, but its receipt records {receipt.wheel.size}: it is not "
+                "the wheel that build wrote (damaged or replaced)"
+            )
+        return _mismatch(receipt, sha256_file(path), said="its sha256 is")
+    except OSError as exc:
+        raise InputError(
+            f"cannot read {path}", why=exc.strerror or str(exc), fix="Make it readable."
+        ) from None
 
 
 def _valid(name: str, warnings: list[str]) -> bool:
@@ -392,6 +453,7 @@ def _local_wheel(wheel: Path, warnings: list[str]) -> WheelFile:
         location=str(wheel),
         receipt=receipt,
         receipt_source=str(beside) if receipt else None,
+        mismatch=_file_mismatch(wheel, receipt),
     )
 
 
@@ -444,18 +506,13 @@ def _load_local_page(
     followed only to files inside its directory (or to an ``--allow-origin`` host)."""
     what = f"cannot read {source}"
     try:
-        with path.open("rb") as handle:
-            body = handle.read(limits.max_page_bytes + 1)
+        body = read_input(path, limit=limits.max_page_bytes, what=source, fix=_NO_WHEELS_FIX)
         real = path.resolve()
         page_url = real.as_uri()
     except PermissionError:
         raise InputError(what, why="permission denied", fix="Make it readable.") from None
     except OSError as exc:
         raise InputError(what, why=exc.strerror or str(exc), fix=_NO_WHEELS_FIX) from None
-    if len(body) > limits.max_page_bytes:
-        raise InputError(
-            what, why=f"it is larger than {limits.max_page_bytes // 2**20} MiB", fix=_NO_WHEELS_FIX
-        )
     links = parse_index(
         body.decode("utf-8", errors="replace"), page_url, max_links=limits.max_links
     )
@@ -521,6 +578,9 @@ def _linked_local_wheel(
         warnings.append(f"receipt of {name} not used: {refused}")
     else:
         receipt = _read_receipt_file(receipt_file, name, warnings)
+    mismatch = _file_mismatch(path, receipt) or _mismatch(
+        receipt, sha256, said="the page links it with sha256"
+    )
     return WheelFile(
         filename=name,
         location=str(path),
@@ -528,6 +588,7 @@ def _linked_local_wheel(
         from_index=True,
         receipt=receipt,
         receipt_source=str(receipt_file) if receipt else None,
+        mismatch=mismatch,
     )
 
 
@@ -572,7 +633,7 @@ def _from_links(
         jobs = jobs[: limits.max_receipts]
     results = fetch_all(
         jobs,
-        lambda job: _fetch_receipt(job, limits, deadline),
+        lambda job: _fetch_receipt(job, policy, limits, deadline),
         workers=limits.workers,
         deadline=deadline,
     )
@@ -589,6 +650,7 @@ def _from_links(
                 from_index=True,
                 receipt=receipt,
                 receipt_source=receipt_url if receipt else None,
+                mismatch=_mismatch(receipt, sha256, said="the page links it with sha256"),
             )
         )
     if not found:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import stat
 import subprocess
 import sys
 import time
@@ -14,6 +16,7 @@ from pathlib import Path
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.errors import EnvironmentProblem, InputError, UsageError
+from tfbuild.files import read_input
 from tfbuild.receipt import read_receipt, receipt_path
 from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.probe import ProbeResult, run_probe
@@ -64,10 +67,24 @@ def with_wheel_files(options: SmokeOptions) -> SmokeOptions:
     )
 
 
+#: The most of an env file read: tfbuild writes a few lines.
+MAX_ENV_FILE_BYTES = 1 << 20
+
+
 def read_env_file(path: Path) -> dict[str, str]:
-    """NAME=value lines (comments and blank lines ignored), as tfbuild writes them."""
+    """NAME=value lines (comments and blank lines ignored), as tfbuild writes them; read by
+    :func:`read_input` (a FIFO or a device is one line, exit 3)."""
+    what = f"the env file {path}"
+    fix = "Point --env-file at the <wheel>.env tfbuild wheel wrote, or remove what is there."
+    try:
+        data = read_input(path, limit=MAX_ENV_FILE_BYTES, what=what, fix=fix)
+        text = data.decode("utf-8")
+    except FileNotFoundError:
+        raise InputError(f"no env file at {path}", fix=fix) from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} is not text", why=str(exc), fix=fix) from None
     values: dict[str, str] = {}
-    for raw in path.read_text(encoding="utf-8").splitlines():
+    for raw in text.splitlines():
         line = raw.strip()
         if line and not line.startswith("#") and "=" in line:
             name, _, value = line.partition("=")
@@ -76,11 +93,24 @@ def read_env_file(path: Path) -> dict[str, str]:
 
 
 def built_for(wheel: Path) -> str | None:
-    """ "x86_64_v4 (-march=x86-64-v4 ...)" from the wheel's receipt (``<wheel>.json``), if usable."""
+    """ "x86_64_v4 (-march=x86-64-v4 ...)" from the wheel's receipt (``<wheel>.json``), if usable.
+
+    A receipt that is not a file at all (a FIFO, a device, a link to one) is refused (exit 3), as
+    every reader of a receipt refuses it; one that is missing or unusable leaves it unsaid."""
+    path = receipt_path(wheel)
     try:
-        return read_receipt(receipt_path(wheel), wheel=wheel).built_for
+        return read_receipt(path, wheel=wheel).built_for
     except InputError:  # none, unreadable, another schema or wheel: the report does not say
+        if os.path.lexists(path) and not _regular(path):
+            raise
         return None
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except OSError:
+        return True  # a dangling link or an unreadable one: missing, as far as smoke is concerned
 
 
 def stock_spec(version: str | None, architecture: str) -> str:
