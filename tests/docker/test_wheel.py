@@ -43,11 +43,17 @@ def volume(engine: Any) -> Iterator[str]:
 
 
 @pytest.fixture(autouse=True)
-def no_leftover_containers(engine: Any) -> Iterator[None]:
-    """No test may leave a build container behind (the kept-container test removes its own)."""
-    before = set(engine.containers(label="org.tfbuild.build"))
+def no_leftover_containers(engine: Any, volume: str) -> Iterator[None]:
+    """No test may leave a build container behind (the kept-container test removes its own). Only
+    this test's: those that mount its cache volume, not those of builds other runs make meanwhile."""
+
+    def builds() -> set[str]:
+        filters = {"label": "org.tfbuild.build", "volume": volume}
+        return {str(c["Id"]) for c in engine._client.api.containers(all=True, filters=filters)}
+
+    before = builds()
     yield
-    after = set(engine.containers(label="org.tfbuild.build")) - before
+    after = builds() - before
     for container_id in after:
         engine.remove_container(container_id)
     assert not after, f"build containers left behind: {after}"
