@@ -43,7 +43,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tfbuild import __version__
-from tfbuild.engine import DockerEngine, DownloadFailed, ImageUnavailable, Mount, RunResult
+from tfbuild.engine import (
+    ContainerGone,
+    DockerEngine,
+    DownloadFailed,
+    ImageUnavailable,
+    Mount,
+    RunResult,
+)
 from tfbuild.errors import (
     BuildFailed,
     EnvironmentProblem,
@@ -92,6 +99,8 @@ _KILLED = re.compile(
     r"internal compiler error: Killed|Killed signal terminated program|"
     r"\(Exit 137\)|signal 9|^Killed$|: Killed$|\bOOM\b|java\.lang\.OutOfMemoryError"
 )
+#: The exit code of a container whose first process was killed by SIGKILL (128 + 9).
+_SIGKILLED = 137
 #: The memory limit of the build container: a number of bytes, or with a k, m or g suffix.
 _MEMORY = re.compile(r"[1-9][0-9]*[bkmg]?", re.IGNORECASE)
 #: Taken while files are published into (or updated in) a dist/ directory.
@@ -245,12 +254,22 @@ def ca_bundle_from(option: Path | None, env: Mapping[str, str]) -> Path | None:
 
 
 def is_oom(result: RunResult, tail: list[str]) -> bool:
-    """Was the build (or a compiler in it) killed for lack of memory?"""
+    """Was the build (or a compiler in it) killed for lack of memory? The engine says so for the
+    container (``State.OOMKilled``); a compiler killed by the kernel says so in the log. Exit code
+    137 alone is any SIGKILL: ``docker kill`` too (:func:`stopped_from_outside`)."""
     if result.exit_code == 0:
         return False
-    if result.oom_killed or result.exit_code == 137:
+    if result.oom_killed:
         return True
+    if stopped_from_outside(result):
+        return False
     return any(_KILLED.search(line.strip()) for line in tail[-TAIL_LINES:])
+
+
+def stopped_from_outside(result: RunResult) -> bool:
+    """Was the container killed (SIGKILL, exit code 137) without running out of memory: ``docker
+    kill``, or ``docker stop`` (whose SIGTERM the build's shell, process 1, does not take)?"""
+    return result.exit_code == _SIGKILLED and not result.oom_killed
 
 
 def build_key(source: Path, toolchain_tag: str) -> str:
@@ -542,20 +561,29 @@ def _run_build(
     while True:
         write_context(render_files(plan), context)
         log.tail.clear()
-        result = engine.run(
-            tag,
-            # One ordered stream: the engine copies stdout and stderr separately.
-            ["bash", "-c", f"exec bash {CONTEXT_DIR}/build.sh 2>&1"],
-            mounts=_mounts(request, context, out, output_base),
-            env=_environment(request, exec_image),
-            user=request.user,
-            workdir=SOURCE_DIR,
-            labels={BUILD_LABEL: request.build_id},
-            mem_limit=request.memory_limit,
-            on_line=log.line,
-            keep=request.keep_container,
-            network_mode="host" if host_network(plan) else None,
-        )
+        try:
+            result = engine.run(
+                tag,
+                # One ordered stream: the engine copies stdout and stderr separately.
+                ["bash", "-c", f"exec bash {CONTEXT_DIR}/build.sh 2>&1"],
+                mounts=_mounts(request, context, out, output_base),
+                env=_environment(request, exec_image),
+                user=request.user,
+                workdir=SOURCE_DIR,
+                labels={BUILD_LABEL: request.build_id},
+                mem_limit=request.memory_limit,
+                on_line=log.line,
+                keep=request.keep_container,
+                network_mode="host" if host_network(plan) else None,
+            )
+        except ContainerGone as exc:
+            raise BuildFailed(
+                "the build container was removed from outside (docker rm -f?)",
+                why=exc.why,
+                fix=f"Find what removes containers on this engine (docker events), then rerun. "
+                f"The log: {log.path}",
+                details=tuple(log.tail),
+            ) from exc
         attempts.append(
             Attempt(
                 jobs=plan.resources.jobs,
@@ -571,6 +599,15 @@ def _run_build(
             return plan, attempts, out
         tail = list(log.tail)
         jobs = plan.resources.jobs
+        if stopped_from_outside(result):
+            raise BuildFailed(
+                "the build container was stopped from outside (docker kill or docker stop?)",
+                why=f"it was killed (exit code {result.exit_code}), and the engine recorded no "
+                "out-of-memory kill",
+                fix=f"Find what stops containers on this engine (docker events), then rerun. "
+                f"The log: {log.path}",
+                details=tuple(tail),
+            )
         if is_oom(result, tail) and retries > 0 and jobs > 1:
             retries -= 1
             half = max(1, jobs // 2)

@@ -15,6 +15,7 @@ from tfbuild.build import (
     is_oom,
     new_build_id,
     proxies_from,
+    stopped_from_outside,
 )
 from tfbuild.engine import RunResult
 from tfbuild.errors import InputError
@@ -29,8 +30,12 @@ def ended(exit_code: int, *, oom: bool = False) -> RunResult:
 @pytest.mark.parametrize(
     ("result", "tail", "expected"),
     [
-        (ended(137), [], True),  # SIGKILL of the build script: the cgroup's OOM killer
-        (ended(1, oom=True), [], True),  # the engine saw an OOM kill in the container
+        # The engine saw an OOM kill in the container: the cgroup's OOM killer, whatever the code.
+        (ended(137, oom=True), [], True),
+        (ended(1, oom=True), [], True),
+        # SIGKILL without an OOM kill: docker kill (or docker stop), never a reason to retry.
+        (ended(137), [], False),
+        (ended(137), ["Killed"], False),
         # gcc and clang when the kernel kills the compiler proper (bazel then fails the action)
         (ended(1), ["c++: fatal error: Killed signal terminated program cc1plus"], True),
         (ended(1), ["foo.cc:1:1: internal compiler error: Killed (program cc1plus)"], True),
@@ -44,6 +49,13 @@ def test_oom_kills_are_told_from_other_failures(
     result: RunResult, tail: list[str], expected: bool
 ) -> None:
     assert is_oom(result, tail) is expected
+
+
+def test_a_kill_from_outside_is_told_from_an_oom_kill() -> None:
+    assert stopped_from_outside(ended(137))
+    assert not stopped_from_outside(ended(137, oom=True))
+    assert not stopped_from_outside(ended(1))
+    assert not stopped_from_outside(ended(0))
 
 
 def test_a_retry_plan_halves_the_jobs_and_says_why() -> None:
