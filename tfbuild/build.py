@@ -29,10 +29,8 @@ import re
 import secrets
 import shlex
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 from collections import deque
@@ -55,7 +53,6 @@ from tfbuild.errors import (
     BuildFailed,
     EnvironmentProblem,
     InputError,
-    Interrupted,
     TfbuildError,
     UsageError,
 )
@@ -76,6 +73,7 @@ from tfbuild.recipes import load_tools
 from tfbuild.render import CONTEXT_DIR, check, render_files, write_context
 from tfbuild.request import Planned
 from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
+from tfbuild.stopping import held, stop_on_signals
 from tfbuild.tfversions import parse_version
 from tfbuild.variants import Variant
 from tfbuild.wheelfile import normalise, relabel, retag
@@ -855,9 +853,11 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
     except OSError as exc:
         raise InputError(f"cannot create {dist / 'logs'}", why=exc.strerror or str(exc)) from None
     log = _Log(dist / "logs" / f"{request.build_id}.log", display)
-    work = Path(tempfile.mkdtemp(prefix=f".tfbuild-{request.build_id}-", dir=dist))
     cleanup = contextlib.ExitStack()
     try:
+        with held():  # no signal between making the work directory and registering its removal
+            work = Path(tempfile.mkdtemp(prefix=f".tfbuild-{request.build_id}-", dir=dist))
+            cleanup.callback(shutil.rmtree, work, ignore_errors=True)
         busy = f"another tfbuild build is using the source {request.source.path}"
         with _locked(_source_lock(request.source.path), blocking=False, busy=busy):
             log.note(
@@ -951,10 +951,10 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 warnings=(*plan.warnings, *warnings),  # the plan's, then the wheel's own
             )
     finally:
-        with contextlib.suppress(Exception):  # never hides the build's own result or error
-            cleanup.close()
-        shutil.rmtree(work, ignore_errors=True)
-        log.close()
+        with held():  # a signal now waits until everything of this build is gone
+            with contextlib.suppress(Exception):  # never hides the build's own result or error
+                cleanup.close()  # the output base (a discarded one), then the work directory
+            log.close()
 
 
 def update_receipt(receipt: Path, key: str, value: Any) -> None:
@@ -970,24 +970,12 @@ def update_receipt(receipt: Path, key: str, value: Any) -> None:
 # --- one `tfbuild wheel` run ------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM stops a build like Ctrl-C: the container and the work directory are cleaned up."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers belong to the main thread; Ctrl-C still reaches it
-        return
+class _CleanUp(contextlib.ExitStack):
+    """An ExitStack whose unwinding no signal cuts short (tfbuild.stopping.held)."""
 
-    def stop(signum: int, _frame: Any) -> None:
-        raise Interrupted(
-            f"stopped by {signal.Signals(signum).name}",
-            why="the build container was stopped and removed, no partial files were left",
-        )
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    def __exit__(self, *exc_details: Any) -> bool | None:
+        with held():
+            return super().__exit__(*exc_details)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1024,12 +1012,13 @@ class BuildRun:
         headers = (
             None if self.remote_header_file is None else remote_header_rc(self.remote_header_file)
         )
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(_sigterm_interrupts())
+        # SIGINT and SIGTERM stop the build once; its clean-up then runs to the end.
+        with stop_on_signals(), _CleanUp() as stack:
             remote_rc = None
             if headers is not None:  # a private file, removed on every way out
-                private = Path(tempfile.mkdtemp(prefix="tfbuild-remote-"))
-                stack.callback(shutil.rmtree, private, ignore_errors=True)
+                with held():
+                    private = Path(tempfile.mkdtemp(prefix="tfbuild-remote-"))
+                    stack.callback(shutil.rmtree, private, ignore_errors=True)
                 remote_rc = private / "remote.bazelrc"
                 descriptor = os.open(remote_rc, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -1070,11 +1059,11 @@ class BuildRun:
             from tfbuild import canary
 
             self.dist.mkdir(parents=True, exist_ok=True)
-            holder = Path(tempfile.mkdtemp(prefix=".tfbuild-canary-", dir=self.dist))
-            try:
+            with _CleanUp() as stack:
+                with held():
+                    holder = Path(tempfile.mkdtemp(prefix=".tfbuild-canary-", dir=self.dist))
+                    stack.callback(shutil.rmtree, holder, ignore_errors=True)
                 yield local_source(canary.copy_tree(holder / "src"))
-            finally:
-                shutil.rmtree(holder, ignore_errors=True)
         else:
             display.phase("source")
             yield fetch_source(

@@ -44,6 +44,7 @@ from tfbuild.errors import (
     UsageError,
 )
 from tfbuild.files import sha256_file
+from tfbuild.stopping import held
 
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 LABEL = "org.tfbuild"  # every container, image and volume tfbuild makes: org.tfbuild=1
@@ -753,8 +754,9 @@ class DockerEngine:
             return result
         except BaseException:
             # By label, not by id: an interrupt can land after the engine created the container
-            # but before its id reached us.
-            self._remove_run(run_id)
+            # but before its id reached us. A signal now waits until the container is gone.
+            with held():
+                self._remove_run(run_id)
             raise
 
     def _start(
