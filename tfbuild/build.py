@@ -29,10 +29,8 @@ import re
 import secrets
 import shlex
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 from collections import deque
@@ -43,12 +41,18 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tfbuild import __version__
-from tfbuild.engine import DockerEngine, DownloadFailed, ImageUnavailable, Mount, RunResult
+from tfbuild.engine import (
+    ContainerGone,
+    DockerEngine,
+    DownloadFailed,
+    ImageUnavailable,
+    Mount,
+    RunResult,
+)
 from tfbuild.errors import (
     BuildFailed,
     EnvironmentProblem,
     InputError,
-    Interrupted,
     TfbuildError,
     UsageError,
 )
@@ -69,6 +73,7 @@ from tfbuild.recipes import load_tools
 from tfbuild.render import CONTEXT_DIR, check, render_files, write_context
 from tfbuild.request import Planned
 from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
+from tfbuild.stopping import held, stop_on_signals
 from tfbuild.tfversions import parse_version
 from tfbuild.variants import Variant
 from tfbuild.wheelfile import normalise, relabel, retag
@@ -92,6 +97,8 @@ _KILLED = re.compile(
     r"internal compiler error: Killed|Killed signal terminated program|"
     r"\(Exit 137\)|signal 9|^Killed$|: Killed$|\bOOM\b|java\.lang\.OutOfMemoryError"
 )
+#: The exit code of a container whose first process was killed by SIGKILL (128 + 9).
+_SIGKILLED = 137
 #: The memory limit of the build container: a number of bytes, or with a k, m or g suffix.
 _MEMORY = re.compile(r"[1-9][0-9]*[bkmg]?", re.IGNORECASE)
 #: Taken while files are published into (or updated in) a dist/ directory.
@@ -245,12 +252,22 @@ def ca_bundle_from(option: Path | None, env: Mapping[str, str]) -> Path | None:
 
 
 def is_oom(result: RunResult, tail: list[str]) -> bool:
-    """Was the build (or a compiler in it) killed for lack of memory?"""
+    """Was the build (or a compiler in it) killed for lack of memory? The engine says so for the
+    container (``State.OOMKilled``); a compiler killed by the kernel says so in the log. Exit code
+    137 alone is any SIGKILL: ``docker kill`` too (:func:`stopped_from_outside`)."""
     if result.exit_code == 0:
         return False
-    if result.oom_killed or result.exit_code == 137:
+    if result.oom_killed:
         return True
+    if stopped_from_outside(result):
+        return False
     return any(_KILLED.search(line.strip()) for line in tail[-TAIL_LINES:])
+
+
+def stopped_from_outside(result: RunResult) -> bool:
+    """Was the container killed (SIGKILL, exit code 137) without running out of memory: ``docker
+    kill``, or ``docker stop`` (whose SIGTERM the build's shell, process 1, does not take)?"""
+    return result.exit_code == _SIGKILLED and not result.oom_killed
 
 
 def build_key(source: Path, toolchain_tag: str) -> str:
@@ -542,20 +559,29 @@ def _run_build(
     while True:
         write_context(render_files(plan), context)
         log.tail.clear()
-        result = engine.run(
-            tag,
-            # One ordered stream: the engine copies stdout and stderr separately.
-            ["bash", "-c", f"exec bash {CONTEXT_DIR}/build.sh 2>&1"],
-            mounts=_mounts(request, context, out, output_base),
-            env=_environment(request, exec_image),
-            user=request.user,
-            workdir=SOURCE_DIR,
-            labels={BUILD_LABEL: request.build_id},
-            mem_limit=request.memory_limit,
-            on_line=log.line,
-            keep=request.keep_container,
-            network_mode="host" if host_network(plan) else None,
-        )
+        try:
+            result = engine.run(
+                tag,
+                # One ordered stream: the engine copies stdout and stderr separately.
+                ["bash", "-c", f"exec bash {CONTEXT_DIR}/build.sh 2>&1"],
+                mounts=_mounts(request, context, out, output_base),
+                env=_environment(request, exec_image),
+                user=request.user,
+                workdir=SOURCE_DIR,
+                labels={BUILD_LABEL: request.build_id},
+                mem_limit=request.memory_limit,
+                on_line=log.line,
+                keep=request.keep_container,
+                network_mode="host" if host_network(plan) else None,
+            )
+        except ContainerGone as exc:
+            raise BuildFailed(
+                "the build container was removed from outside (docker rm -f?)",
+                why=exc.why,
+                fix=f"Find what removes containers on this engine (docker events), then rerun. "
+                f"The log: {log.path}",
+                details=tuple(log.tail),
+            ) from exc
         attempts.append(
             Attempt(
                 jobs=plan.resources.jobs,
@@ -571,6 +597,15 @@ def _run_build(
             return plan, attempts, out
         tail = list(log.tail)
         jobs = plan.resources.jobs
+        if stopped_from_outside(result):
+            raise BuildFailed(
+                "the build container was stopped from outside (docker kill or docker stop?)",
+                why=f"it was killed (exit code {result.exit_code}), and the engine recorded no "
+                "out-of-memory kill",
+                fix=f"Find what stops containers on this engine (docker events), then rerun. "
+                f"The log: {log.path}",
+                details=tuple(tail),
+            )
         if is_oom(result, tail) and retries > 0 and jobs > 1:
             retries -= 1
             half = max(1, jobs // 2)
@@ -818,9 +853,11 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
     except OSError as exc:
         raise InputError(f"cannot create {dist / 'logs'}", why=exc.strerror or str(exc)) from None
     log = _Log(dist / "logs" / f"{request.build_id}.log", display)
-    work = Path(tempfile.mkdtemp(prefix=f".tfbuild-{request.build_id}-", dir=dist))
     cleanup = contextlib.ExitStack()
     try:
+        with held():  # no signal between making the work directory and registering its removal
+            work = Path(tempfile.mkdtemp(prefix=f".tfbuild-{request.build_id}-", dir=dist))
+            cleanup.callback(shutil.rmtree, work, ignore_errors=True)
         busy = f"another tfbuild build is using the source {request.source.path}"
         with _locked(_source_lock(request.source.path), blocking=False, busy=busy):
             log.note(
@@ -914,10 +951,10 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 warnings=(*plan.warnings, *warnings),  # the plan's, then the wheel's own
             )
     finally:
-        with contextlib.suppress(Exception):  # never hides the build's own result or error
-            cleanup.close()
-        shutil.rmtree(work, ignore_errors=True)
-        log.close()
+        with held():  # a signal now waits until everything of this build is gone
+            with contextlib.suppress(Exception):  # never hides the build's own result or error
+                cleanup.close()  # the output base (a discarded one), then the work directory
+            log.close()
 
 
 def update_receipt(receipt: Path, key: str, value: Any) -> None:
@@ -933,24 +970,12 @@ def update_receipt(receipt: Path, key: str, value: Any) -> None:
 # --- one `tfbuild wheel` run ------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM stops a build like Ctrl-C: the container and the work directory are cleaned up."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # signal handlers belong to the main thread; Ctrl-C still reaches it
-        return
+class _CleanUp(contextlib.ExitStack):
+    """An ExitStack whose unwinding no signal cuts short (tfbuild.stopping.held)."""
 
-    def stop(signum: int, _frame: Any) -> None:
-        raise Interrupted(
-            f"stopped by {signal.Signals(signum).name}",
-            why="the build container was stopped and removed, no partial files were left",
-        )
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    def __exit__(self, *exc_details: Any) -> bool | None:
+        with held():
+            return super().__exit__(*exc_details)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -987,12 +1012,13 @@ class BuildRun:
         headers = (
             None if self.remote_header_file is None else remote_header_rc(self.remote_header_file)
         )
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(_sigterm_interrupts())
+        # SIGINT and SIGTERM stop the build once; its clean-up then runs to the end.
+        with stop_on_signals(), _CleanUp() as stack:
             remote_rc = None
             if headers is not None:  # a private file, removed on every way out
-                private = Path(tempfile.mkdtemp(prefix="tfbuild-remote-"))
-                stack.callback(shutil.rmtree, private, ignore_errors=True)
+                with held():
+                    private = Path(tempfile.mkdtemp(prefix="tfbuild-remote-"))
+                    stack.callback(shutil.rmtree, private, ignore_errors=True)
                 remote_rc = private / "remote.bazelrc"
                 descriptor = os.open(remote_rc, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -1033,11 +1059,11 @@ class BuildRun:
             from tfbuild import canary
 
             self.dist.mkdir(parents=True, exist_ok=True)
-            holder = Path(tempfile.mkdtemp(prefix=".tfbuild-canary-", dir=self.dist))
-            try:
+            with _CleanUp() as stack:
+                with held():
+                    holder = Path(tempfile.mkdtemp(prefix=".tfbuild-canary-", dir=self.dist))
+                    stack.callback(shutil.rmtree, holder, ignore_errors=True)
                 yield local_source(canary.copy_tree(holder / "src"))
-            finally:
-                shutil.rmtree(holder, ignore_errors=True)
         else:
             display.phase("source")
             yield fetch_source(

@@ -26,7 +26,7 @@ from tfbuild.base import plan_here
 from tfbuild.build import BuildRun, ca_bundle_from, proxies_from, update_receipt
 from tfbuild.detect.host import HostFacts, host_facts
 from tfbuild.engine import DockerEngine, EngineInfo, ImageUnavailable, Mount
-from tfbuild.errors import EnvironmentProblem, TfbuildError
+from tfbuild.errors import EnvironmentProblem, Interrupted, TfbuildError
 from tfbuild.plan import GIB, MIB, BuildPlan
 from tfbuild.plan.resources import DISK_NEEDED_GIB, JOB_MIB, few_cpus
 from tfbuild.request import PlanArgs
@@ -380,6 +380,8 @@ def run_doctor(
             report.canary = run_canary(
                 engine, base=base, dist=holder, facts=facts, say=say, verbose=verbose
             )
+        except Interrupted:
+            raise  # SIGINT or SIGTERM stopped the canary: no failed check, the run ends (130)
         except TfbuildError as exc:
             add(canary_failure(exc, base_check))
             return report

@@ -44,6 +44,7 @@ from tfbuild.errors import (
     UsageError,
 )
 from tfbuild.files import sha256_file
+from tfbuild.stopping import held
 
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 LABEL = "org.tfbuild"  # every container, image and volume tfbuild makes: org.tfbuild=1
@@ -419,6 +420,36 @@ def _probe_socket(endpoint: str, timeout: float) -> None:
         probe.connect(path)
 
 
+#: A container's states once something removes it (``docker rm -f``).
+_REMOVED = ("removing", "dead")
+
+
+class ContainerGone(BuildFailed):
+    """A running container was removed by someone else (``docker rm -f``)."""
+
+    def __init__(self, short_id: str, why: str) -> None:
+        super().__init__(
+            f"the container {short_id} was removed from outside while it ran (docker rm -f?)",
+            why=why,
+            fix="Find what removes containers on this engine (docker events), then rerun.",
+        )
+        self.short_id = short_id
+
+
+@contextlib.contextmanager
+def _gone(container: Any) -> Iterator[None]:
+    """The engine's "no such container" and "marked for removal" about ``container`` while it is
+    followed, waited for and inspected: it was removed from outside (ContainerGone)."""
+    try:
+        yield
+    except docker.errors.NotFound as exc:
+        raise ContainerGone(container.short_id, "the engine no longer knows it") from exc
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:  # 409 Conflict: "dead or marked for removal", "in progress"
+            raise
+        raise ContainerGone(container.short_id, _one_reason(str(exc.explanation or exc))) from exc
+
+
 class DockerEngine:
     """A connected Docker engine. Make one with :meth:`connect`; :meth:`close` it when done."""
 
@@ -723,8 +754,9 @@ class DockerEngine:
             return result
         except BaseException:
             # By label, not by id: an interrupt can land after the engine created the container
-            # but before its id reached us.
-            self._remove_run(run_id)
+            # but before its id reached us. A signal now waits until the container is gone.
+            with held():
+                self._remove_run(run_id)
             raise
 
     def _start(
@@ -754,7 +786,7 @@ class DockerEngine:
 
     def _follow(self, container: Any, *, started: float, emit: LineCallback) -> RunResult:
         lines = _Lines()
-        with self._talking(f"following container {container.short_id}"):
+        with self._talking(f"following container {container.short_id}"), _gone(container):
             seen = self._pass_logs(container, lines, emit, follow=True)
             status = container.wait()
             duration = time.monotonic() - started
@@ -762,6 +794,8 @@ class DockerEngine:
             # Once the container has exited its log is complete: pass on what the follow missed.
             self._pass_logs(container, lines, emit, follow=False, skip=seen)
             container.reload()
+            if container.attrs["State"].get("Status") in _REMOVED:
+                raise ContainerGone(container.short_id, str(container.attrs["State"]["Status"]))
         for line in lines.flush():
             emit(line)
         return RunResult(

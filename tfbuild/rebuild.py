@@ -30,6 +30,7 @@ from tfbuild.receipt import Receipt, read_receipt, receipt_path
 from tfbuild.render import toolchain_packages
 from tfbuild.request import Planned
 from tfbuild.sources import local_source
+from tfbuild.stopping import held, stop_on_signals
 from tfbuild.wheeldiff import WheelDiff, compare
 
 if TYPE_CHECKING:
@@ -201,8 +202,11 @@ def verify(
     volume = f"tfbuild-verify-{new_build_id()}"
     planned = replace(planned, plan=isolated(planned.plan, cache_volume=volume))
     check_base_image(engine, planned.plan)
-    holder = Path(tempfile.mkdtemp(prefix="tfbuild-verify-"))
-    try:
+    # SIGINT and SIGTERM stop the rebuild once; the clean-up below then runs to the end.
+    with stop_on_signals(), contextlib.ExitStack() as cleanup:
+        with held():  # no signal between making these and registering their removal
+            holder = Path(tempfile.mkdtemp(prefix="tfbuild-verify-"))
+            cleanup.callback(_remove_verify, engine, holder, volume)
         run = rebuild_run(
             found, BuildRun(dist=holder / "dist", source=source, quiet=quiet, verbose=verbose)
         )
@@ -217,7 +221,12 @@ def verify(
             diff=diff,
             seconds=rebuilt.seconds,
         )
-    finally:
+
+
+def _remove_verify(engine: DockerEngine, holder: Path, volume: str) -> None:
+    """verify's temporary directory and its volume pair (the cache and its output base), whole
+    whatever signal comes meanwhile."""
+    with held():
         shutil.rmtree(holder, ignore_errors=True)
         # The volume held only this rebuild's caches; a failure to remove it must not hide the
         # result (or the error) of the rebuild itself.

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,11 +18,13 @@ from tfbuild.build import (
     is_oom,
     new_build_id,
     proxies_from,
+    stopped_from_outside,
 )
 from tfbuild.engine import RunResult
-from tfbuild.errors import InputError
+from tfbuild.errors import InputError, Interrupted
 from tfbuild.plan import PlanOptions, make_plan, with_jobs
 from tfbuild.recipes import load_base_images, load_recipes
+from tfbuild.stopping import Stopped, held, stop_on_signals
 
 
 def ended(exit_code: int, *, oom: bool = False) -> RunResult:
@@ -29,8 +34,12 @@ def ended(exit_code: int, *, oom: bool = False) -> RunResult:
 @pytest.mark.parametrize(
     ("result", "tail", "expected"),
     [
-        (ended(137), [], True),  # SIGKILL of the build script: the cgroup's OOM killer
-        (ended(1, oom=True), [], True),  # the engine saw an OOM kill in the container
+        # The engine saw an OOM kill in the container: the cgroup's OOM killer, whatever the code.
+        (ended(137, oom=True), [], True),
+        (ended(1, oom=True), [], True),
+        # SIGKILL without an OOM kill: docker kill (or docker stop), never a reason to retry.
+        (ended(137), [], False),
+        (ended(137), ["Killed"], False),
         # gcc and clang when the kernel kills the compiler proper (bazel then fails the action)
         (ended(1), ["c++: fatal error: Killed signal terminated program cc1plus"], True),
         (ended(1), ["foo.cc:1:1: internal compiler error: Killed (program cc1plus)"], True),
@@ -44,6 +53,13 @@ def test_oom_kills_are_told_from_other_failures(
     result: RunResult, tail: list[str], expected: bool
 ) -> None:
     assert is_oom(result, tail) is expected
+
+
+def test_a_kill_from_outside_is_told_from_an_oom_kill() -> None:
+    assert stopped_from_outside(ended(137))
+    assert not stopped_from_outside(ended(137, oom=True))
+    assert not stopped_from_outside(ended(1))
+    assert not stopped_from_outside(ended(0))
 
 
 def test_a_retry_plan_halves_the_jobs_and_says_why() -> None:
@@ -104,20 +120,82 @@ def test_the_failure_line_is_the_last_error_in_the_tail() -> None:
     assert _last_error(["nothing useful"]) == "see the log"
 
 
-def test_sigterm_in_a_build_run_is_an_interrupt_that_cleans_up() -> None:
-    """Every command that builds (wheel, doctor) goes through BuildRun, which turns SIGTERM into
-    the same Interrupted as Ctrl-C, and puts the previous handler back afterwards."""
-    import os
-    import signal
+@pytest.fixture
+def own_signals() -> Iterator[None]:
+    """The test process's SIGINT and SIGTERM handlers and mask, as they were, whatever the test did."""
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    yield
+    for signum, handler in before.items():
+        signal.signal(signum, handler)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
-    from tfbuild.build import _sigterm_interrupts
-    from tfbuild.errors import Interrupted
 
-    before = signal.getsignal(signal.SIGTERM)
-    with pytest.raises(Interrupted, match="stopped by SIGTERM") as caught, _sigterm_interrupts():
-        os.kill(os.getpid(), signal.SIGTERM)
+def _signalled(signum: int) -> None:
+    """Send ``signum`` to this process; its handler runs before the next call returns."""
+    os.kill(os.getpid(), signum)
+
+
+@pytest.mark.usefixtures("own_signals")
+@pytest.mark.parametrize("first", [signal.SIGTERM, signal.SIGINT])
+def test_the_first_signal_stops_and_later_ones_do_not_cut_the_clean_up_short(first: int) -> None:
+    """Every build (wheel, doctor, verify) runs in stop_on_signals: the first SIGINT or SIGTERM is a
+    KeyboardInterrupt (Stopped) where the build is, which no ``except Exception`` takes for a
+    failure; the ones after it, of either kind, wait while the clean-up runs. Out of the outermost
+    stop_on_signals comes one Interrupted (exit 130), and from then on both signals are ignored."""
+    cleaned: list[str] = []
+    with pytest.raises(Interrupted) as caught, stop_on_signals():
+        try:
+            try:
+                _signalled(first)
+                pytest.fail("the signal did not stop the build")
+            except Exception as exc:  # what a build's own error handling catches
+                pytest.fail(f"the stop was taken for a failure: {exc!r}")
+        finally:
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGINT):
+                _signalled(signum)
+                cleaned.append(signal.Signals(signum).name)
     assert caught.value.exit_code == 130
-    assert signal.getsignal(signal.SIGTERM) is before
+    assert caught.value.line() == (
+        f"stopped by {signal.Signals(first).name}: the build container was stopped and removed, "
+        "no partial files were left."
+    )
+    assert cleaned == ["SIGINT", "SIGTERM", "SIGINT"]
+    assert signal.getsignal(signal.SIGINT) == signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+    _signalled(signal.SIGTERM)  # ignored: the process says its one line and exits 130
+    assert not {signal.SIGINT, signal.SIGTERM} & signal.pthread_sigmask(signal.SIG_BLOCK, ())
+
+
+@pytest.mark.usefixtures("own_signals")
+def test_a_signal_during_a_held_clean_up_stops_the_build_after_it() -> None:
+    done: list[str] = []
+    with stop_on_signals():
+        with pytest.raises(Stopped, match="stopped by SIGTERM"):
+            with held():
+                _signalled(signal.SIGTERM)
+                done.append("removed")  # the signal waited
+            pytest.fail("the held signal was lost")
+        assert done == ["removed"]
+
+
+@pytest.mark.usefixtures("own_signals")
+def test_without_a_signal_the_handlers_and_mask_are_put_back() -> None:
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    with stop_on_signals(), stop_on_signals(), held():  # nested: the outermost one restores
+        assert signal.getsignal(signal.SIGTERM) is not before[signal.SIGTERM]
+    assert {s: signal.getsignal(s) for s in before} == before
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, ()) == mask
+
+
+@pytest.mark.usefixtures("own_signals")
+def test_an_ignored_sigint_stays_ignored() -> None:
+    """A background job's SIGINT is ignored by its shell's choice: a build keeps it so."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with stop_on_signals():
+        _signalled(signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
 def test_a_receipt_is_updated_under_the_dist_lock(tmp_path: Path) -> None:

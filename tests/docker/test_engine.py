@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ import pytest
 
 from tfbuild.engine import (
     DEFAULT_SOCKET,
+    ContainerGone,
     DockerEngine,
     DownloadFailed,
     ImageUnavailable,
@@ -428,6 +430,56 @@ def test_memory_limit_reports_the_oom_kill(engine: Any, base_image: str, scratch
     )
     assert result.exit_code == 137
     assert result.oom_killed
+
+
+def _from_outside(scratch: Scratch, *command: str) -> None:
+    """``docker COMMAND <the test's running container>``, as another program would."""
+    (container_id,) = (
+        subprocess.run(
+            ["docker", "ps", "-q", "--filter", f"label={scratch.label}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        .stdout.strip()
+        .splitlines()
+    )
+    subprocess.run(["docker", *command, container_id], capture_output=True, check=True)
+
+
+def test_a_kill_from_outside_is_not_an_oom_kill(
+    engine: Any, base_image: str, scratch: Scratch
+) -> None:
+    """docker kill: exit code 137, like the OOM killer's SIGKILL, but the engine recorded no OOM."""
+    result = engine.run(
+        base_image,
+        ["sh", "-c", "echo started; sleep 60"],
+        labels=scratch.labels,
+        on_line=lambda line: _from_outside(scratch, "kill"),
+    )
+    assert result.exit_code == 137
+    assert not result.oom_killed
+    assert engine.containers(label=scratch.label) == []
+
+
+def test_a_container_removed_from_outside_is_one_error(
+    engine: Any, base_image: str, scratch: Scratch
+) -> None:
+    """docker rm -f while the engine follows the container: the engine then answers "no such
+    container" or "marked for removal" (409), each the same ContainerGone, exit 6."""
+    with pytest.raises(ContainerGone) as caught:
+        engine.run(
+            base_image,
+            ["sh", "-c", "echo started; sleep 60"],
+            labels=scratch.labels,
+            on_line=lambda line: _from_outside(scratch, "rm", "-f"),
+        )
+    assert caught.value.exit_code == 6
+    assert caught.value.line().startswith(
+        f"the container {caught.value.short_id} was removed from outside while it ran "
+        "(docker rm -f?): "
+    )
+    assert engine.containers(label=scratch.label) == []
 
 
 def test_interrupt_while_streaming_removes_the_container(

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -43,11 +44,17 @@ def volume(engine: Any) -> Iterator[str]:
 
 
 @pytest.fixture(autouse=True)
-def no_leftover_containers(engine: Any) -> Iterator[None]:
-    """No test may leave a build container behind (the kept-container test removes its own)."""
-    before = set(engine.containers(label="org.tfbuild.build"))
+def no_leftover_containers(engine: Any, volume: str) -> Iterator[None]:
+    """No test may leave a build container behind (the kept-container test removes its own). Only
+    this test's: those that mount its cache volume, not those of builds other runs make meanwhile."""
+
+    def builds() -> set[str]:
+        filters = {"label": "org.tfbuild.build", "volume": volume}
+        return {str(c["Id"]) for c in engine._client.api.containers(all=True, filters=filters)}
+
+    before = builds()
     yield
-    after = set(engine.containers(label="org.tfbuild.build")) - before
+    after = builds() - before
     for container_id in after:
         engine.remove_container(container_id)
     assert not after, f"build containers left behind: {after}"
@@ -282,6 +289,108 @@ def test_an_oom_killed_build_is_retried_with_half_the_jobs(
     )
 
 
+class Running:
+    """tfbuild started as from a terminal, its stderr read line by line as it comes.
+
+    SIGINT is not ignored in it: a test run in the background of a non-interactive shell (nohup
+    make test &) inherits SIGINT ignored, and so would tfbuild: a handler that is not SIG_IGN here
+    becomes SIG_DFL in the child at exec, where Python makes it KeyboardInterrupt. With
+    faulthandler, should tfbuild ever not stop, SIGABRT prints where each thread is."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+        ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            self.proc = subprocess.Popen(
+                [argv[0], "-X", "faulthandler", *argv[1:]],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, **(env or {})},
+            )
+        finally:
+            signal.signal(signal.SIGINT, ignored)
+        self.seen: list[str] = []
+        self._wanted = ""
+        self._found = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.seen.append(line)
+            if self._wanted and self._wanted in line:
+                self._found.set()
+
+    def wait_for(self, text: str, timeout: float = 300) -> None:
+        """Until tfbuild says ``text`` (its stderr; --verbose shows the build's lines)."""
+        self._wanted = text
+        if not any(text in line for line in self.seen):
+            assert self._found.wait(timeout), "".join(self.seen[-80:])
+
+    def signal(self, *signums: int, gap: float = 0.01) -> None:
+        """``signums`` one after another, ``gap`` seconds apart."""
+        for number, signum in enumerate(signums):
+            if number:
+                time.sleep(gap)
+            self.proc.send_signal(signum)
+
+    def wait(self, timeout: float = 120) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)
+            self.proc.wait(30)
+            self._reader.join(5)
+            pytest.fail(f"tfbuild did not end within {timeout} s:\n" + "".join(self.seen[-80:]))
+
+    @property
+    def stderr(self) -> str:
+        self._reader.join(30)
+        return "".join(self.seen)
+
+    def __enter__(self) -> Running:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._reader.join(5)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            assert stream is not None
+            stream.close()
+
+
+def build_container(
+    engine: Any, root: Path, logs: str = "logs/*.log", timeout: float = 300
+) -> tuple[str, str]:
+    """``(build id, container id)`` of the one build whose log is ``root``/``logs`` (a glob), once
+    its build container runs; by the build's own label, not another build's of the same engine."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for log in root.glob(logs):
+            running = engine.containers(label=f"org.tfbuild.build={log.stem}", all=False)
+            if running:
+                return log.stem, running[0]
+        time.sleep(0.1)
+    pytest.fail(f"no build container ran within {timeout} s")
+
+
+def volumes_of(engine: Any, container_id: str) -> set[str]:
+    """The named volumes a container has mounted (the cache and its output base)."""
+    mounts = engine._client.api.inspect_container(container_id)["Mounts"]
+    return {m["Name"] for m in mounts if m["Type"] == "volume"}
+
+
+def stopped_line(signum: int) -> str:
+    """What tfbuild says, once, when a signal stopped it (exit 130)."""
+    return (
+        f"tfbuild: error: stopped by {signal.Signals(signum).name}: the build container was "
+        "stopped and removed, no partial files were left."
+    )
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_and_removes_the_build(
     engine: Any, base_image: str, volume: str, tmp_path: Path, signum: int
@@ -289,60 +398,107 @@ def test_a_signal_stops_and_removes_the_build(
     source = standin_source(tmp_path)
     add_generated_sources(source, 1, "sleep 600", "Compiling for a long time")
     dist = tmp_path / "dist"
-    before = set(engine.containers(label="org.tfbuild.build"))
-    argv = wheel_argv(dist, volume, "--source", str(source), "--verbose")
-    # As from a terminal: SIGINT not ignored. A test run in the background of a non-interactive
-    # shell (nohup make test &) inherits SIGINT ignored, and so would tfbuild: a handler that is
-    # not SIG_IGN here becomes SIG_DFL in the child at exec, where Python makes it KeyboardInterrupt.
-    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        proc = subprocess.Popen(
-            # faulthandler: should tfbuild ever not stop, SIGABRT prints where each thread is.
-            [argv[0], "-X", "faulthandler", *argv[1:]],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    finally:
-        signal.signal(signal.SIGINT, ignored)
-    seen: list[str] = []
-    compiling = threading.Event()
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            seen.append(line)
-            if "Compiling for a long time" in line:
-                compiling.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert compiling.wait(300), "".join(seen)
-        running = set(engine.containers(label="org.tfbuild.build", all=False)) - before
-        assert len(running) == 1
-        proc.send_signal(signum)
-        try:
-            code = proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGABRT)
-            proc.wait(30)
-            reader.join(5)
-            pytest.fail(f"tfbuild did not stop within 60 s of {signum!r}:\n" + "".join(seen[-80:]))
-        assert code == 130, "".join(seen[-40:])
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        reader.join(5)
-        assert proc.stdout is not None
-        proc.stdout.close()
-        assert proc.stderr is not None
-        proc.stderr.close()
-    assert set(engine.containers(label="org.tfbuild.build")) - before == set()
+    with Running(wheel_argv(dist, volume, "--source", str(source), "--verbose")) as run:
+        run.wait_for("Compiling for a long time")
+        build_id, _container = build_container(engine, dist)
+        run.signal(signum)
+        code = run.wait()
+        assert code == 130, run.stderr
+    assert engine.containers(label=f"org.tfbuild.build={build_id}") == []
     assert leftovers(dist) == []
     assert not list(dist.glob("*.whl"))
-    assert "Traceback" not in "".join(seen)
+    assert "Traceback" not in run.stderr
+    assert run.stderr.splitlines()[-1] == stopped_line(signum)
+
+
+@pytest.mark.parametrize(
+    ("outside", "message"),
+    [
+        (["kill"], "the build container was stopped from outside (docker kill or docker stop?)"),
+        (["rm", "-f"], "the build container was removed from outside (docker rm -f?)"),
+    ],
+)
+def test_a_build_container_stopped_from_outside_is_one_line_and_no_retry(
+    engine: Any, base_image: str, volume: str, tmp_path: Path, outside: list[str], message: str
+) -> None:
+    """docker kill ends the container with 137 like the OOM killer, but the engine recorded no OOM
+    kill: no retry with fewer jobs, no "ran out of memory". docker rm -f is no internal error."""
+    source = standin_source(tmp_path)
+    add_generated_sources(source, 1, "sleep 600", "Compiling for a long time")
+    dist = tmp_path / "dist"
+    argv = wheel_argv(dist, volume, "--source", str(source), "--verbose", "--jobs", "2")
+    with Running(argv) as run:
+        run.wait_for("Compiling for a long time")
+        build_id, container = build_container(engine, dist)
+        subprocess.run(["docker", *outside, container], capture_output=True, check=True)
+        code = run.wait()
+    assert code == 6, run.stderr
+    errors = [line for line in run.stderr.splitlines() if line.startswith("tfbuild: ")]
+    assert len(errors) == 1 and errors[0].startswith(f"tfbuild: error: {message}: "), errors
+    assert "Traceback" not in run.stderr and "ran out of memory" not in errors[0]
+    log = (dist / "logs" / f"{build_id}.log").read_text()
+    assert log.count("[tfbuild] phase: configure") == 1  # one attempt: build.sh ran once
+    assert "retrying" not in log
+    assert engine.containers(label=f"org.tfbuild.build={build_id}") == []
+    assert leftovers(dist) == []
+
+
+@pytest.mark.parametrize(
+    "signals",
+    [
+        (signal.SIGINT, signal.SIGINT),
+        (signal.SIGTERM, signal.SIGTERM, signal.SIGINT),
+    ],
+    ids=["SIGINT-SIGINT", "SIGTERM-SIGTERM-SIGINT"],
+)
+def test_a_second_signal_does_not_cut_the_clean_up_short(
+    engine: Any, base_image: str, volume: str, tmp_path: Path, signals: tuple[int, ...]
+) -> None:
+    """The canary's own copy (no --source): its output base is a volume of this build alone, removed
+    with the container and the work directories however many signals follow the first, 10 ms
+    apart. The build container is paused first, so that it is still there when they come."""
+    dist = tmp_path / "dist"
+    with Running(wheel_argv(dist, volume, "--verbose")) as run:
+        build_id, container = build_container(engine, dist)
+        made = volumes_of(engine, container) - {volume}  # the cache volume is the user's to keep
+        assert len(made) == 1 and next(iter(made)).startswith(f"{volume}.output-base.")
+        subprocess.run(["docker", "pause", container], capture_output=True, check=True)
+        run.signal(*signals)
+        code = run.wait()
+    assert code == 130, run.stderr
+    said = [line for line in run.stderr.splitlines() if line.startswith("tfbuild: ")]
+    assert said == [stopped_line(signals[0])], run.stderr
+    assert "Traceback" not in run.stderr
+    assert engine.containers(label=f"org.tfbuild.build={build_id}") == []
+    assert engine.volumes(f"org.tfbuild.part-of={volume}") == []
+    assert leftovers(dist) == []  # the work directory and the canary's copy
+
+
+def test_a_second_signal_during_verify_leaves_neither_of_its_volumes(
+    engine: Any, base_image: str, volume: str, tmp_path: Path
+) -> None:
+    """tfbuild verify rebuilds in a cache volume of its own, with its output base a second volume:
+    a SIGINT and a SIGTERM 10 ms later leave neither, nor its temporary directory."""
+    built = wheel_cli(tmp_path / "dist", volume, "--json")
+    assert built.returncode == 0, built.stderr
+    wheel = Path(json.loads(built.stdout)["wheel"])
+    temp = tmp_path / "tmp"  # where verify makes its temporary directory
+    temp.mkdir()
+    argv = [sys.executable, "-m", "tfbuild", "verify", str(wheel), "--verbose"]
+    with Running(argv, env={"TMPDIR": str(temp)}) as run:
+        build_id, container = build_container(engine, temp, "tfbuild-verify-*/dist/logs/*.log")
+        made = volumes_of(engine, container)
+        assert len(made) == 2 and all(v.startswith("tfbuild-verify-") for v in made), made
+        subprocess.run(["docker", "pause", container], capture_output=True, check=True)
+        run.signal(signal.SIGINT, signal.SIGTERM)
+        code = run.wait()
+    assert code == 130, run.stderr
+    said = [line for line in run.stderr.splitlines() if line.startswith("tfbuild: ")]
+    assert said == [stopped_line(signal.SIGINT)], run.stderr
+    assert "Traceback" not in run.stderr
+    assert engine.containers(label=f"org.tfbuild.build={build_id}") == []
+    assert made & set(engine.volumes()) == set()
+    assert not list(temp.glob("tfbuild-verify-*"))
 
 
 def test_two_builds_at_once_into_one_dist(base_image: str, volume: str, tmp_path: Path) -> None:
