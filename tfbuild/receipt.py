@@ -643,7 +643,7 @@ def _timestamp(value: Any, name: str) -> str:
 
 
 def _variant(value: Any, name: str) -> str:
-    if value not in {v.value for v in Variant}:
+    if not isinstance(value, str) or value not in {v.value for v in Variant}:
         raise _bad(name, value, f"a variant ({', '.join(v.value for v in Variant)})")
     return str(value)
 

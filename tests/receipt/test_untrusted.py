@@ -110,6 +110,30 @@ def test_json_depth_counts_without_recursion(text: bytes, depth: int) -> None:
     assert json_depth(text, limit=MAX_RECEIPT_DEPTH) == depth
 
 
+def _true_depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_true_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_true_depth, value), default=0)
+    return 0
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(
+    value=st.recursive(
+        st.none() | st.integers() | st.text(alphabet='[]{}"\\ab', max_size=6),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.text(alphabet='[]{}"\\ab', max_size=4), inner, max_size=3)
+        ),
+        max_leaves=30,
+    )
+)
+def test_json_depth_is_the_depth_json_parses(value: Any) -> None:
+    """Brackets, quotes and backslashes inside strings never count."""
+    assert json_depth(json.dumps(value).encode(), limit=MAX_RECEIPT_DEPTH) == _true_depth(value)
+
+
 NESTED_100K = b'{"schema": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
 
 
@@ -183,6 +207,7 @@ HOSTILE: dict[str, tuple[Callable[[], bytes], str]] = {
         _with(("inputs", "base_image"), json.dumps("debian AS x")),
         "its inputs.base_image holds 'debian AS x', not a Docker image reference",
     ),
+    "variant-list": (_with(("variant",), "[]"), "its variant holds a JSON array, not a variant"),
     "variant-markup": (
         _with(("variant",), json.dumps("cpu<script>")),
         "its variant holds 'cpu<script>', not a variant",
@@ -291,7 +316,7 @@ def _check(raw: bytes) -> None:
 
 
 @settings(
-    max_examples=300,
+    max_examples=1000,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
