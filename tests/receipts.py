@@ -88,7 +88,10 @@ def make_receipt(
         timings={"build": 1.0},
         runtime_env_file=wheel_path.with_suffix(".env").name,
     )
-    return dataclasses.replace(receipt, **changes).to_json()
+    receipt = dataclasses.replace(receipt, **changes)
+    if "inputs_sha256" not in changes:  # as the build writes it: the hash of the inputs it records
+        receipt = dataclasses.replace(receipt, inputs_sha256=receipt.inputs.sha256)
+    return receipt.to_json()
 
 
 def write_receipt(wheel_path: Path, receipt: dict[str, Any] | None = None, **options: Any) -> Path:

@@ -783,6 +783,20 @@ def _receipt(
 ) -> Receipt:
     plan_json = plan.to_json()
     processes = processes or {}
+    inputs = Inputs(
+        tfbuild=__version__,
+        recipe=plan.recipe,
+        recipe_sha256=job.recipe_sha256,
+        source=job.source.record(),
+        base_image=plan.base_image.reference,
+        base_image_id=plan.base_image.image_id,
+        toolchain_image=toolchain[0],
+        toolchain_image_id=toolchain[1],
+        packages=packages,
+        tools=tools,
+        snapshot=plan.snapshot.time if plan.snapshot else None,
+        exec_image=exec_image,
+    )
     return Receipt(
         build_id=job.build_id,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -794,20 +808,8 @@ def _receipt(
         cflags=plan.cflags,
         plan=plan_json,
         plan_sha256=canonical_sha256(plan_json),
-        inputs=Inputs(
-            tfbuild=__version__,
-            recipe=plan.recipe,
-            recipe_sha256=job.recipe_sha256,
-            source=job.source.record(),
-            base_image=plan.base_image.reference,
-            base_image_id=plan.base_image.image_id,
-            toolchain_image=toolchain[0],
-            toolchain_image_id=toolchain[1],
-            packages=packages,
-            tools=tools,
-            snapshot=plan.snapshot.time if plan.snapshot else None,
-            exec_image=exec_image,
-        ),
+        inputs=inputs,
+        inputs_sha256=inputs.sha256,
         host=host,
         floor=floor,
         timings={k: round(v, 3) for k, v in timings.items()},

@@ -581,6 +581,8 @@ def print_verify(result: VerifyResult) -> None:
     """``reproducible`` with the hash, or the members that differ (ELF: which sections)."""
     console = _console(highlight=False, soft_wrap=True)
     diff = result.diff
+    for warning in result.warnings:  # e.g. a receipt whose inputs no hash covers
+        console.print(f"[yellow]warning:[/yellow] {safe(warning)}")
     if result.reproducible:
         console.print(
             f"[green]reproducible[/green] {safe(result.wheel.name)}  sha256 {result.sha256}"

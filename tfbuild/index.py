@@ -154,6 +154,12 @@ def _checked_receipt(path: Path, wheel: Path, sha256: str, size: int) -> Receipt
             why="its plan no longer matches its plan_sha256",
             fix=fix,
         )
+    if receipt.inputs_intact() is False:
+        raise InputError(
+            f"{path} was edited after {wheel.name} was built",
+            why="its inputs no longer match its inputs_sha256",
+            fix=fix,
+        )
     return receipt
 
 

@@ -1,9 +1,16 @@
 """Building a wheel again from its receipt: ``tfbuild wheel --from-receipt`` and ``tfbuild verify``.
 
 A rebuild uses the receipt's plan (target and flags, versions, digests, the source's hash) on any
-machine; only the resources (jobs, memory) are this machine's, since they decide how fast a build
-runs, never what it builds. Every toolchain package is installed at the exact version the receipt
-records. An input that can no longer be had identically is refused with one line naming it.
+machine; only the resources (jobs, memory) and the cache volume are this machine's, since they
+decide how fast a build runs, never what it builds (a receipt never names a volume to mount). Every
+toolchain package is installed at the exact version the receipt records. An input that can no
+longer be had identically is refused with one line naming it.
+
+A receipt is untrusted: it is read by :func:`tfbuild.receipt.read_receipt` (every field checked
+to its grammar), its plan must hash to its ``plan_sha256`` and its inputs to its ``inputs_sha256``
+(a receipt written before tfbuild recorded that hash is rebuilt with a warning that nothing covers
+its inputs), and the package pins are checked again where the plan is made and where it is
+rendered. The hashes are not a signature: they show that a receipt is whole, not who wrote it.
 
 ``verify`` rebuilds in isolation (a fresh cache volume, so a fresh output base and repository cache;
 no disk or remote cache) into a temporary directory, then compares the two wheels member by member
@@ -23,12 +30,13 @@ from tfbuild.build import BuildRun, WheelResult, new_build_id
 from tfbuild.detect.cpu import family_root
 from tfbuild.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
 from tfbuild.files import sha256_file
-from tfbuild.plan import BuildPlan, PlanOptions, with_resources
+from tfbuild.plan import BuildPlan, PlanOptions, Reason, with_resources
 from tfbuild.plan.make import isolated
+from tfbuild.plan.model import check_package_versions
 from tfbuild.plan.resources import choose_resources
 from tfbuild.receipt import Receipt, read_receipt, receipt_path
 from tfbuild.render import toolchain_packages
-from tfbuild.request import Planned
+from tfbuild.request import DEFAULT_CACHE_VOLUME, PlanArgs, Planned
 from tfbuild.sources import local_source
 from tfbuild.stopping import held, stop_on_signals
 from tfbuild.wheeldiff import WheelDiff, compare
@@ -54,7 +62,22 @@ def load_receipt(wheel: Path | None, receipt: Path | None) -> Receipt:
             why="its plan no longer matches its plan_sha256, so it does not say what was built",
             fix="Use the receipt the build wrote, unedited.",
         )
+    if found.inputs_intact() is False:
+        raise InputError(
+            f"{path} was changed after the build",
+            why="its inputs (packages, source, images, tools) no longer match its inputs_sha256, "
+            "so they do not say what was built",
+            fix="Use the receipt the build wrote, unedited.",
+        )
     return found
+
+
+#: What a rebuild from a receipt that records no ``inputs_sha256`` says (plan.warnings).
+UNCOVERED = (
+    "the receipt records no inputs_sha256 (written by tfbuild {version}): its package versions, "
+    "source and images were checked to their grammar, but no hash shows they are the ones the "
+    "build recorded"
+)
 
 
 def plan_from_receipt(receipt: Receipt, *, host: HostFacts | None = None) -> Planned:
@@ -76,7 +99,18 @@ def plan_from_receipt(receipt: Receipt, *, host: HostFacts | None = None) -> Pla
             fix="Rebuild from a receipt written by a tfbuild that records packages (0.2 or newer).",
         )
     pins = tuple((name, receipt.inputs.packages[name]) for name in wanted)
+    try:
+        check_package_versions(pins)  # read_receipt checked them; checked again where they are used
+    except ValueError as exc:
+        raise InputError(
+            f"the receipt of {receipt.wheel.name} pins a package apt cannot be given",
+            why=str(exc),
+            fix="Use the receipt the build wrote, unedited.",
+        ) from None
     plan = replace(plan, package_versions=pins)
+    if receipt.inputs_intact() is None:
+        warning = UNCOVERED.format(version=receipt.inputs.tfbuild)
+        plan = replace(plan, warnings=(*plan.warnings, warning))
     if host is None:
         from tfbuild.detect.host import host_facts
 
@@ -118,7 +152,8 @@ def check_base_image(engine: DockerEngine, plan: BuildPlan) -> None:
 def rebuild_run(receipt: Receipt, run: BuildRun) -> BuildRun:
     """The run settings of a rebuild: the receipt's source hash pins the tarball."""
     source = receipt.inputs.source
-    if source.kind == "directory" and run.source is None and not receipt.standin:
+    standin = receipt.plan.get("standin") is True  # the plan's word, which plan_sha256 covers
+    if source.kind == "directory" and run.source is None and not standin:
         raise InputError(
             f"{receipt.wheel.name} was built from a local directory ({source.path})",
             why="a rebuild needs the same tree"
@@ -151,6 +186,9 @@ class VerifyResult:
     reproducible: bool
     diff: WheelDiff
     seconds: float  # the rebuild
+    #: No inputs_sha256 in the receipt: its inputs were checked to their grammar, not by a hash.
+    inputs_covered: bool = True
+    warnings: tuple[str, ...] = ()  # the rebuild's (its plan's: UNCOVERED, ...)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -162,6 +200,8 @@ class VerifyResult:
             "reproducible": self.reproducible,
             "rebuild_seconds": round(self.seconds, 3),
             "diff": self.diff.to_json(),
+            "inputs_covered": self.inputs_covered,
+            "warnings": list(self.warnings),
         }
 
 
@@ -220,6 +260,8 @@ def verify(
             reproducible=diff.equal,
             diff=diff,
             seconds=rebuilt.seconds,
+            inputs_covered=found.inputs_intact() is True,
+            warnings=rebuilt.warnings,
         )
 
 
@@ -234,11 +276,24 @@ def _remove_verify(engine: DockerEngine, holder: Path, volume: str) -> None:
             engine.remove_volume(volume)
 
 
+def with_cache_volume(plan: BuildPlan, volume: str) -> BuildPlan:
+    """The plan with this machine's cache volume: the one a receipt names is never mounted (it
+    could name any volume of this engine, or a host path)."""
+    reason = Reason(
+        what="cache volume",
+        value=volume,
+        why="this machine's cache volume (--cache-volume); a rebuild never mounts the volume its "
+        "receipt names",
+    )
+    return replace(plan, cache_volume=volume, reasons=(*plan.reasons, reason))
+
+
 def from_receipt(
-    receipt_file: Path, args_given: bool, run: BuildRun, engine: DockerEngine
+    receipt_file: Path, args: PlanArgs, run: BuildRun, engine: DockerEngine
 ) -> tuple[Planned, BuildRun]:
-    """``tfbuild wheel --from-receipt``: the receipt's plan and the run that rebuilds it here."""
-    if args_given:
+    """``tfbuild wheel --from-receipt``: the receipt's plan and the run that rebuilds it here, on
+    this machine's cache volume (``--cache-volume``, the only plan option it takes)."""
+    if replace(args, cache_volume=DEFAULT_CACHE_VOLUME) != PlanArgs():
         raise UsageError(
             "--from-receipt with plan options",
             why="a rebuild takes its whole plan from the receipt",
@@ -246,5 +301,6 @@ def from_receipt(
         )
     found = load_receipt(None, receipt_file)
     planned = plan_from_receipt(found)
+    planned = replace(planned, plan=with_cache_volume(planned.plan, args.cache_volume))
     check_base_image(engine, planned.plan)
     return planned, rebuild_run(found, run)

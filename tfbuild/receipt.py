@@ -3,24 +3,38 @@
 One frozen type with a schema version, written by ``tfbuild wheel`` and read by every command that
 looks at a wheel (``smoke``, ``index``, ``pick``, ``verify``, ``wheel --from-receipt``, ``doctor``).
 The plan travels as its JSON (this module sits below the planner, so that the reading side needs no
-planner) together with its sha256, so a receipt whose plan was edited after the build is refused.
+planner) together with its sha256, so a receipt whose plan was edited after the build is refused;
+the inputs travel with theirs (``inputs_sha256``), so are the package versions, the source and the
+images a rebuild takes from them.
 
 Every input has an identity here: the source (tarball sha256 or git commit), the recipe file's
 sha256, the base image (digest or id), the toolchain image's id, every package installed in it with
 its exact version, bazel, bazelisk, the compiler, and tfbuild itself. Facts about the moment of the
 build (free disk, the engine, timings) are kept apart from the plan, under ``host`` and ``timings``.
+
+A receipt is untrusted input until it is read: :func:`decode_receipt` is the one decoder for its
+bytes (a file, an HTTP body), bounded in size, nesting and numbers, and :meth:`Receipt.from_json`
+checks every field to its type and grammar (known keys only, sha256 hex, Debian package names and
+versions, ...), so that no value read from a receipt reaches a shell, a path or a Docker call
+unchecked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import math
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from tfbuild.errors import InputError
 from tfbuild.files import read_input
+from tfbuild.variants import Variant
 
 SCHEMA = "tfbuild.receipt/2"
 #: Schemas this tfbuild can read. /1 receipts (tfbuild 0.1 before reproducible builds) lack the
@@ -41,6 +55,53 @@ def canonical_sha256(data: Any) -> str:
 def receipt_path(wheel: Path) -> Path:
     """Where a wheel's receipt lives: beside it, ``<wheel stem>.json``."""
     return wheel.with_suffix(".json")
+
+
+# --- the grammars of the values a receipt holds ---------------------------------------------------
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
+_GIT_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+#: Debian policy 5.6.1: lower case letters, digits, + - . ; at least two, starting alphanumeric.
+DEBIAN_PACKAGE = re.compile(r"[a-z0-9][a-z0-9+.-]+")
+#: deb-version(7): ``[epoch:]upstream_version[-debian_revision]``. The epoch is digits; the upstream
+#: version starts with a digit and holds letters, digits and ``. + ~`` (``-`` only with a revision,
+#: ``:`` only with an epoch); the revision holds letters, digits and ``. + ~``.
+_DEBIAN_VERSION = re.compile(
+    r"(?:(?P<epoch>[0-9]+):)?(?P<upstream>[0-9][A-Za-z0-9.+~:-]*?)(?:-(?P<revision>[A-Za-z0-9.+~]+))?"
+)
+#: A Docker image reference: ``[registry/]repository[:tag][@sha256:digest]`` (no spaces, no shell).
+_IMAGE_REFERENCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:-]*(?:@sha256:[0-9a-f]{64})?")
+_WHEEL_NAME = re.compile(r"[A-Za-z0-9_.+!-]+\.whl")
+_FILE_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+!-]*")
+_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")  # build ids, targets, tool names, versions
+_LABEL = re.compile(r"[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*")  # a PEP 440 local version label
+_CFLAG = re.compile(r"-[A-Za-z0-9][A-Za-z0-9_=.,+/:-]*")
+_DOTTED = re.compile(r"[0-9]+(?:\.[0-9]+)*")
+#: Anything a line of text for people may hold: no control character (C0, DEL, C1) and no line
+#: break, no bidirectional override.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+MAX_TEXT = 4096  # characters of one text field
+MAX_SIZE = 1 << 40  # bytes of a wheel (1 TiB); counts and seconds are bounded alike
+MAX_COUNT = 1 << 53
+
+
+def is_debian_version(text: str) -> bool:
+    """Is ``text`` a Debian version (deb-version(7)), as apt takes it in ``name=version``?"""
+    if not isinstance(text, str) or len(text) > 256:
+        return False
+    found = _DEBIAN_VERSION.fullmatch(text)
+    if found is None:
+        return False
+    upstream = found.group("upstream")
+    if found.group("epoch") is None and ":" in upstream:
+        return False
+    return found.group("revision") is not None or "-" not in upstream
+
+
+def is_debian_package(text: str) -> bool:
+    """Is ``text`` a Debian package name (policy 5.6.1)?"""
+    return isinstance(text, str) and len(text) <= 256 and DEBIAN_PACKAGE.fullmatch(text) is not None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,6 +150,20 @@ class SourceRecord:
             return f"git:{self.commit}"
         return f"path:{self.path}"
 
+    @staticmethod
+    def from_json(data: Any) -> SourceRecord:
+        found = _fields(data, "inputs.source", SourceRecord)
+        return SourceRecord(
+            kind=_kind(found.get("kind")),
+            url=_optional(found.get("url"), "inputs.source.url", _url),
+            sha256=_optional(found.get("sha256"), "inputs.source.sha256", _sha256),
+            pinned=_bool(found.get("pinned", False), "inputs.source.pinned"),
+            path=_optional(found.get("path"), "inputs.source.path", _text),
+            commit=_optional(found.get("commit"), "inputs.source.commit", _commit),
+            dirty=_optional(found.get("dirty"), "inputs.source.dirty", _bool),
+            epoch=_optional(found.get("epoch"), "inputs.source.epoch", _count),
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class Inputs:
@@ -123,6 +198,31 @@ class Inputs:
             "snapshot": self.snapshot,
             "exec_image": self.exec_image,
         }
+
+    @property
+    def sha256(self) -> str:
+        """What the writer records as ``inputs_sha256``: the canonical hash of these inputs."""
+        return canonical_sha256(self.to_json())
+
+    @staticmethod
+    def from_json(data: Any) -> Inputs:
+        found = _fields(data, "inputs", Inputs)
+        return Inputs(
+            tfbuild=_word(found.get("tfbuild"), "inputs.tfbuild"),
+            recipe=_text(found.get("recipe"), "inputs.recipe"),
+            recipe_sha256=_optional(found.get("recipe_sha256"), "inputs.recipe_sha256", _sha256),
+            source=SourceRecord.from_json(found.get("source")),
+            base_image=_image(found.get("base_image"), "inputs.base_image"),
+            base_image_id=_optional(found.get("base_image_id"), "inputs.base_image_id", _image_id),
+            toolchain_image=_image(found.get("toolchain_image"), "inputs.toolchain_image"),
+            toolchain_image_id=_optional(
+                found.get("toolchain_image_id"), "inputs.toolchain_image_id", _image_id
+            ),
+            packages=_mapping(found.get("packages", {}), "inputs.packages", _package, _version),
+            tools=_mapping(found.get("tools", {}), "inputs.tools", _word, _text),
+            snapshot=_optional(found.get("snapshot"), "inputs.snapshot", _word),
+            exec_image=_optional(found.get("exec_image"), "inputs.exec_image", _image),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,15 +259,21 @@ class WheelFloor:
 
     @staticmethod
     def from_json(data: Any) -> WheelFloor:
-        found = _object(data, "floor")
+        found = _fields(data, "floor", WheelFloor)
         return WheelFloor(
-            glibc=_optional(found.get("glibc"), "floor.glibc"),
-            libstdcxx=_optional(found.get("libstdcxx"), "floor.libstdcxx"),
-            libgcc=_optional(found.get("libgcc"), "floor.libgcc"),
-            policy=_optional(found.get("policy"), "floor.policy"),
-            too_new=tuple(_text(t, "floor.too_new") for t in found.get("too_new") or ()),
-            tool=str(found.get("tool") or ""),
+            glibc=_optional(found.get("glibc"), "floor.glibc", _dotted),
+            libstdcxx=_optional(found.get("libstdcxx"), "floor.libstdcxx", _dotted),
+            libgcc=_optional(found.get("libgcc"), "floor.libgcc", _dotted),
+            policy=_optional(found.get("policy"), "floor.policy", _word),
+            too_new=tuple(
+                _text(t, "floor.too_new") for t in _list(found.get("too_new", []), "floor.too_new")
+            ),
+            tool=_text(found["tool"], "floor.tool") if found.get("tool") else "",
         )
+
+
+#: Sections other commands add to a published receipt (``update_receipt``): doctor's canary check.
+SECTIONS = ("canary",)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,6 +291,9 @@ class Receipt:
     plan: dict[str, Any]
     plan_sha256: str
     inputs: Inputs
+    #: The canonical sha256 of ``inputs`` as the build wrote them (``Inputs.sha256``); None in a
+    #: receipt written before tfbuild recorded it, whose inputs no hash covers.
+    inputs_sha256: str | None = None
     host: dict[str, Any] = field(default_factory=dict)  # facts about the moment: disk, engine
     timings: dict[str, float] = field(default_factory=dict)
     attempts: tuple[dict[str, Any], ...] = ()
@@ -233,6 +342,13 @@ class Receipt:
         """Does the plan still hash to what the build recorded (no edit since)?"""
         return canonical_sha256(self.plan) == self.plan_sha256
 
+    def inputs_intact(self) -> bool | None:
+        """Do the inputs still hash to what the build recorded? None: the receipt records no
+        ``inputs_sha256`` (written before tfbuild did), so no hash covers them."""
+        if self.inputs_sha256 is None:
+            return None
+        return self.inputs.sha256 == self.inputs_sha256
+
     # --- JSON ---------------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
@@ -247,6 +363,7 @@ class Receipt:
             "label": self.label,
             "cflags": list(self.cflags),
             "inputs": self.inputs.to_json(),
+            "inputs_sha256": self.inputs_sha256,
             "host": self.host,
             "timings": self.timings,
             "attempts": list(self.attempts),
@@ -262,133 +379,187 @@ class Receipt:
 
     @staticmethod
     def from_json(data: Any) -> Receipt:
-        """A receipt from its JSON; :class:`InvalidReceipt` says why it is not one."""
+        """A receipt from its JSON, every field checked to its type and grammar and no key
+        unknown; :class:`InvalidReceipt` says why it is not one."""
         if not isinstance(data, dict):
             raise InvalidReceipt("it is not a JSON object")
         schema = data.get("schema")
         if schema not in READABLE:
+            shown = schema if isinstance(schema, str | None) else type(schema).__name__
             raise InvalidReceipt(
-                f"its schema is {schema!r}; this tfbuild reads {', '.join(READABLE)}"
+                f"its schema is {_short(shown)!r}; this tfbuild reads {', '.join(READABLE)}"
             )
-        try:
-            wheel = data["wheel"]
-            inputs = data["inputs"]
-            source = inputs["source"]
-            known = {
-                "schema", "build_id", "created", "standin", "wheel", "target", "variant",
-                "label", "cflags", "inputs", "host", "timings", "attempts",
-                "runtime_env_file", "log", "floor", "plan_sha256", "plan",
-                "processes", "remote_cache_hits",
-            }  # fmt: skip
-            return Receipt(
-                build_id=_text(data["build_id"], "build_id"),
-                created=_text(data["created"], "created"),
-                standin=bool(data.get("standin", False)),
-                wheel=WheelRecord(
-                    name=_text(wheel["name"], "name"),
-                    sha256=_text(wheel["sha256"], "sha256"),
-                    size=int(wheel["size"]),
-                ),
-                target=_text(data["target"], "target"),
-                variant=_text(data["variant"], "variant"),
-                label=_optional(data.get("label"), "label"),
-                cflags=tuple(_text(f, "cflags") for f in data.get("cflags") or ()),
-                plan=_object(data["plan"], "plan"),
-                plan_sha256=_text(data["plan_sha256"], "plan_sha256"),
-                inputs=Inputs(
-                    tfbuild=_text(inputs["tfbuild"], "tfbuild"),
-                    recipe=_text(inputs["recipe"], "recipe"),
-                    recipe_sha256=_optional(inputs.get("recipe_sha256"), "recipe_sha256"),
-                    source=SourceRecord(
-                        kind=_kind(source["kind"]),
-                        url=_optional(source.get("url"), "url"),
-                        sha256=_optional(source.get("sha256"), "sha256"),
-                        pinned=bool(source.get("pinned", False)),
-                        path=_optional(source.get("path"), "path"),
-                        commit=_optional(source.get("commit"), "commit"),
-                        dirty=source.get("dirty")
-                        if isinstance(source.get("dirty"), bool)
-                        else None,
-                        epoch=int(source["epoch"]) if source.get("epoch") is not None else None,
-                    ),
-                    base_image=_text(inputs["base_image"], "base_image"),
-                    base_image_id=_optional(inputs.get("base_image_id"), "base_image_id"),
-                    toolchain_image=_text(inputs["toolchain_image"], "toolchain_image"),
-                    toolchain_image_id=_optional(
-                        inputs.get("toolchain_image_id"), "toolchain_image_id"
-                    ),
-                    packages=_strings(inputs.get("packages") or {}, "packages"),
-                    tools=_strings(inputs.get("tools") or {}, "tools"),
-                    snapshot=_optional(inputs.get("snapshot"), "snapshot"),
-                    exec_image=_optional(inputs.get("exec_image"), "exec_image"),
-                ),
-                host=_object(data.get("host") or {}, "host"),
-                timings={
-                    str(k): float(v)
-                    for k, v in _object(data.get("timings") or {}, "timings").items()
-                },
-                attempts=tuple(_object(a, "attempts") for a in data.get("attempts") or ()),
-                runtime_env_file=_optional(data.get("runtime_env_file"), "runtime_env_file"),
-                log=_optional(data.get("log"), "log"),
-                floor=WheelFloor.from_json(data["floor"]) if data.get("floor") else None,
-                processes={
-                    str(k): int(v)
-                    for k, v in _object(data.get("processes") or {}, "processes").items()
-                },
-                remote_cache_hits=int(data["remote_cache_hits"])
-                if data.get("remote_cache_hits") is not None
-                else None,
-                sections={k: v for k, v in data.items() if k not in known},
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, InvalidReceipt):
-                raise
-            missing = f"it has no {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise InvalidReceipt(f"it is malformed: {missing}") from None
+        found = _known(data, "the receipt", (*_RECEIPT_KEYS, *SECTIONS))
+        for key in ("wheel", "inputs", "build_id", "created", "target", "variant", "plan"):
+            if key not in found:
+                raise InvalidReceipt(f"it is malformed: it has no {key!r}")
+        wheel = _fields(found["wheel"], "wheel", WheelRecord)
+        for key in ("name", "sha256", "size"):
+            if key not in wheel:
+                raise InvalidReceipt(f"it is malformed: its wheel has no {key!r}")
+        return Receipt(
+            build_id=_word(found["build_id"], "build_id"),
+            created=_timestamp(found["created"], "created"),
+            standin=_bool(found.get("standin", False), "standin"),
+            wheel=WheelRecord(
+                name=_wheel_name(wheel["name"], "wheel.name"),
+                sha256=_sha256(wheel["sha256"], "wheel.sha256"),
+                size=_count(wheel["size"], "wheel.size"),
+            ),
+            target=_word(found["target"], "target"),
+            variant=_variant(found["variant"], "variant"),
+            label=_optional(found.get("label"), "label", _label),
+            cflags=tuple(_cflag(f, "cflags") for f in _list(found.get("cflags", []), "cflags")),
+            plan=_object(found["plan"], "plan"),
+            plan_sha256=_sha256(found.get("plan_sha256"), "plan_sha256"),
+            inputs=Inputs.from_json(found["inputs"]),
+            inputs_sha256=_optional(found.get("inputs_sha256"), "inputs_sha256", _sha256),
+            host=_host(found.get("host", {})),
+            timings=_mapping(found.get("timings", {}), "timings", _word, _seconds),
+            attempts=tuple(_attempt(a) for a in _list(found.get("attempts", []), "attempts")),
+            runtime_env_file=_optional(
+                found.get("runtime_env_file"), "runtime_env_file", _file_name
+            ),
+            log=_optional(found.get("log"), "log", _text),
+            floor=_optional(found.get("floor"), "floor", lambda v, _: WheelFloor.from_json(v)),
+            processes=_mapping(found.get("processes", {}), "processes", _text, _count),
+            remote_cache_hits=_optional(
+                found.get("remote_cache_hits"), "remote_cache_hits", _count
+            ),
+            sections={k: _object(found[k], k) for k in SECTIONS if k in found},
+        )
 
+
+#: The receipt's own keys (besides the sections other commands add).
+_RECEIPT_KEYS = (
+    "schema", "build_id", "created", "standin", "wheel", "target", "variant", "label",
+    "cflags", "inputs", "inputs_sha256", "host", "timings", "attempts", "runtime_env_file",
+    "log", "floor", "plan_sha256", "plan", "processes", "remote_cache_hits",
+)  # fmt: skip
+# --- decoding: bounded, typed ----------------------------------------------------------------------
 
 #: Bounds on what a reader parses: a receipt is a few tens of KiB, nested about ten levels deep.
 MAX_RECEIPT_BYTES = 16 << 20
 MAX_RECEIPT_DEPTH = 64
+#: The longest number a receipt holds (a size, a count, seconds): digits and signs, exponent.
+MAX_NUMBER_CHARS = 32
+
+#: A JSON string (or an unterminated one, to the end): taken out before brackets are counted.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)', re.DOTALL)
+_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+_SAME_BRACKETS = bytes.maketrans(b"{}", b"[]")
 
 
-def _depth(value: Any) -> int:
-    """How deeply JSON ``value`` nests (a scalar is 0), walked without recursion."""
-    deepest, stack = 0, [(value, 0)]
+def json_depth(raw: bytes, *, limit: int) -> int:
+    """How deeply the JSON text ``raw`` nests (strings skipped), counted up to ``limit + 1``
+    without recursion and in a bounded number of passes over the brackets alone: each pass takes
+    out the innermost pairs. Brackets that do not pair count as deeper than ``limit``."""
+    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", raw)).translate(_SAME_BRACKETS)
+    depth = 0
+    while brackets:
+        if depth > limit:
+            return depth
+        shorter = brackets.replace(b"[]", b"")
+        if len(shorter) == len(brackets):  # unpaired: the parser would recurse into it
+            return limit + 1
+        brackets, depth = shorter, depth + 1
+    return depth
+
+
+def _number(text: str, kind: Callable[[str], Any]) -> Any:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueError(
+            f"it holds a number of {len(text)} characters (at most {MAX_NUMBER_CHARS})"
+        )
+    value = kind(text)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"it holds the number {text}, which is out of range")
+    return value
+
+
+def _constant(text: str) -> Any:
+    raise ValueError(f"it holds {text}, which is not JSON")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"it holds the key {_short(key)!r} twice in one object")
+        found[key] = value
+    return found
+
+
+def _unicode(value: Any) -> None:
+    """Every string (keys too) is text that encodes: no lone surrogate from a ``\\ud800`` escape."""
+    stack = [value]
     while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict | list):
-            deepest = max(deepest, level + 1)
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, level + 1) for child in children)
-    return deepest
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(
+                    "it holds a lone surrogate (\\ud800-\\udfff) in a string"
+                ) from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+#: What to do about a receipt that cannot be read.
+READ_FIX = "Rebuild the wheel with tfbuild wheel, which writes its receipt beside it."
+
+
+def decode_receipt(
+    raw: bytes, *, source: str, charset: str = "utf-8", fix: str = READ_FIX
+) -> Receipt:
+    """The receipt in ``raw`` (a file's bytes, an HTTP body), read from ``source`` (a path or URL,
+    for the message): bounded in size, nesting and numbers, every field checked. Anything else is
+    one :class:`InputError` (exit 3) saying why."""
+    what = f"{source} is not a tfbuild receipt"
+    if len(raw) > MAX_RECEIPT_BYTES:
+        why = f"it is larger than {MAX_RECEIPT_BYTES >> 20} MiB"
+        raise InputError(what, why=why, fix=fix)
+    try:
+        text = raw.decode(charset)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise InputError(what, why=str(exc), fix=fix) from None
+    if json_depth(raw, limit=MAX_RECEIPT_DEPTH) > MAX_RECEIPT_DEPTH:
+        why = f"it nests deeper than {MAX_RECEIPT_DEPTH} levels"
+        raise InputError(what, why=why, fix=fix)
+    try:
+        data = json.loads(
+            text,
+            parse_int=lambda t: _number(t, int),
+            parse_float=lambda t: _number(t, float),
+            parse_constant=_constant,
+            object_pairs_hook=_unique,
+        )
+        _unicode(data)
+    except RecursionError:  # not reached after json_depth; kept so that it can never escape
+        why = f"it nests deeper than {MAX_RECEIPT_DEPTH} levels"
+        raise InputError(what, why=why, fix=fix) from None
+    except ValueError as exc:  # json.JSONDecodeError too
+        raise InputError(what, why=str(exc), fix=fix) from None
+    try:
+        return Receipt.from_json(data)
+    except InvalidReceipt as exc:
+        raise InputError(f"{source} is not a usable receipt", why=str(exc), fix=fix) from None
 
 
 def read_receipt(path: Path, *, wheel: Path | None = None) -> Receipt:
     """The receipt at ``path`` (of ``wheel``, when given); one InputError line for anything else."""
-    fix = "Rebuild the wheel with tfbuild wheel, which writes its receipt beside it."
+    fix = READ_FIX
     try:
-        raw = read_input(path, limit=MAX_RECEIPT_BYTES, what=f"the receipt {path}", fix=fix)
+        # One byte over the bound is read, so that the decoder says "larger than" for every source.
+        raw = read_input(path, limit=MAX_RECEIPT_BYTES + 1, what=f"the receipt {path}", fix=fix)
     except FileNotFoundError:
         what = f"{wheel.name} has no receipt" if wheel else f"no receipt at {path}"
         raise InputError(what, why=f"{path} does not exist", fix=fix) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not a tfbuild receipt", why=str(exc), fix=fix) from None
-    deep = f"it nests deeper than {MAX_RECEIPT_DEPTH} levels"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path} is not a tfbuild receipt", why=str(exc), fix=fix) from None
-    except RecursionError:  # the decoder's own limit, far deeper than MAX_RECEIPT_DEPTH
-        raise InputError(f"{path} is not a tfbuild receipt", why=deep, fix=fix) from None
-    if _depth(data) > MAX_RECEIPT_DEPTH:
-        raise InputError(f"{path} is not a tfbuild receipt", why=deep, fix=fix)
-    try:
-        receipt = Receipt.from_json(data)
-    except InvalidReceipt as exc:
-        raise InputError(f"{path} is not a usable receipt", why=str(exc), fix=fix) from None
+    receipt = decode_receipt(raw, source=str(path))
     if wheel is not None and receipt.wheel.name != wheel.name:
         raise InputError(
             f"{path} is not the receipt of {wheel.name}",
@@ -398,27 +569,150 @@ def read_receipt(path: Path, *, wheel: Path | None = None) -> Receipt:
     return receipt
 
 
-# --- field readers -------------------------------------------------------------------------------
+# --- field readers: each checks one value to its type and grammar -----------------------------------
+
+
+def _short(value: Any) -> Any:
+    """A value as a message may quote it: text cut to 60 characters."""
+    return value[:60] + "..." if isinstance(value, str) and len(value) > 60 else value
+
+
+def _bad(name: str, value: Any, wanted: str) -> InvalidReceipt:
+    if isinstance(value, dict | list):
+        held = f"a JSON {'object' if isinstance(value, dict) else 'array'}"
+    else:
+        held = repr(_short(value))
+    return InvalidReceipt(f"its {name} holds {held}, not {wanted}")
 
 
 def _text(value: Any, name: str) -> str:
+    """One line of text for people: not empty, bounded, no control characters."""
     if not isinstance(value, str) or not value:
-        raise InvalidReceipt(f"its {name!r} holds {value!r}, not text")
+        raise _bad(name, value, "text")
+    if len(value) > MAX_TEXT or _CONTROL.search(value):
+        raise _bad(name, value, f"one line of text (at most {MAX_TEXT} characters, no controls)")
     return value
 
 
-def _optional(value: Any, name: str) -> str | None:
-    return None if value is None else _text(value, name)
+def _matching(pattern: re.Pattern[str], wanted: str) -> Callable[[Any, str], str]:
+    def check(value: Any, name: str) -> str:
+        if not isinstance(value, str) or len(value) > 1024 or not pattern.fullmatch(value):
+            raise _bad(name, value, wanted)
+        return value
+
+    return check
+
+
+_sha256 = _matching(_SHA256, "a sha256 (64 lowercase hex digits)")
+_image_id = _matching(_IMAGE_ID, "an image id (sha256: and 64 lowercase hex digits)")
+_commit = _matching(_GIT_COMMIT, "a git commit (40 or 64 lowercase hex digits)")
+_image = _matching(_IMAGE_REFERENCE, "a Docker image reference")
+_wheel_name = _matching(_WHEEL_NAME, "a wheel file name")
+_file_name = _matching(_FILE_NAME, "a file name")
+_word = _matching(_WORD, "a name (letters, digits, _ . + -)")
+_label = _matching(_LABEL, "a local version label (letters and digits, separated by . _ -)")
+_cflag = _matching(_CFLAG, "a compiler flag")
+_dotted = _matching(_DOTTED, "a version (digits and dots)")
+
+
+def _package(value: Any, name: str) -> str:
+    if not is_debian_package(value):
+        raise _bad(name, value, "a Debian package name")
+    return str(value)
+
+
+def _version(value: Any, name: str) -> str:
+    if not is_debian_version(value):
+        raise _bad(name, value, "a Debian version ([epoch:]upstream[-revision])")
+    return str(value)
+
+
+def _url(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"https?://[!-~]+", value):
+        raise _bad(name, value, "an http(s) URL")
+    return _text(value, name)
+
+
+def _timestamp(value: Any, name: str) -> str:
+    text = _text(value, name)
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise _bad(name, value, "an ISO 8601 time") from None
+    return text
+
+
+def _variant(value: Any, name: str) -> str:
+    if not isinstance(value, str) or value not in {v.value for v in Variant}:
+        raise _bad(name, value, f"a variant ({', '.join(v.value for v in Variant)})")
+    return str(value)
+
+
+def _bool(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(name, value, "true or false")
+    return value
+
+
+def _integer(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > MAX_COUNT:
+        raise _bad(name, value, "an integer")
+    return value
+
+
+def _count(value: Any, name: str) -> int:
+    """A non-negative integer in a sane range (a size, a count, an epoch); a bool is not one."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SIZE:
+        raise _bad(name, value, f"a whole number from 0 to {MAX_SIZE}")
+    return value
+
+
+def _seconds(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _bad(name, value, "a number")
+    if not (math.isfinite(value) and 0 <= value <= MAX_COUNT):
+        raise _bad(name, value, "a non-negative number")
+    return float(value) if isinstance(value, float) else value
+
+
+def _optional(value: Any, name: str, check: Callable[[Any, str], Any]) -> Any:
+    return None if value is None else check(value, name)
 
 
 def _object(value: Any, name: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise InvalidReceipt(f"its {name!r} holds {type(value).__name__}, not an object")
+        raise InvalidReceipt(f"its {name} holds {type(value).__name__}, not an object")
     return value
 
 
-def _strings(value: Any, name: str) -> dict[str, str]:
-    return {str(k): str(v) for k, v in _object(value, name).items()}
+def _list(value: Any, name: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InvalidReceipt(f"its {name} holds {type(value).__name__}, not a list")
+    return value
+
+
+def _known(value: Any, name: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """``value`` as an object whose every key is one of ``keys``; an unknown one is named."""
+    found = _object(value, name)
+    unknown = sorted(k for k in found if k not in keys)
+    if unknown:
+        listed = ", ".join(repr(_short(k)) for k in unknown[:3])
+        raise InvalidReceipt(f"{name} has the unknown key {listed}: tfbuild writes no such key")
+    return found
+
+
+def _fields(value: Any, name: str, kind: type) -> dict[str, Any]:
+    """An object with the fields of the dataclass ``kind`` only."""
+    return _known(value, name, tuple(f.name for f in dataclasses.fields(kind)))
+
+
+def _mapping(
+    value: Any, name: str, key: Callable[[Any, str], str], item: Callable[[Any, str], Any]
+) -> dict[str, Any]:
+    return {
+        key(k, f"{name} key"): item(v, f"{name}[{_short(k)!r}]")
+        for k, v in _object(value, name).items()
+    }
 
 
 def _kind(value: Any) -> Literal["tarball", "directory"]:
@@ -426,4 +720,38 @@ def _kind(value: Any) -> Literal["tarball", "directory"]:
         return "tarball"
     if value == "directory":
         return "directory"
-    raise InvalidReceipt(f"the source kind is {value!r}, not tarball or directory")
+    raise InvalidReceipt(f"the source kind is {_short(value)!r}, not tarball or directory")
+
+
+def _optional_count(value: Any, name: str) -> int | None:
+    return _optional(value, name, _count)  # type: ignore[no-any-return]
+
+
+def _optional_text(value: Any, name: str) -> str | None:
+    return _optional(value, name, _text)  # type: ignore[no-any-return]
+
+
+#: What ``host`` holds: facts about the moment of the build, each with its type.
+_HOST: dict[str, Callable[[Any, str], Any]] = {
+    "engine": _text,
+    "toolchain_image_built": _bool,
+    "disk_free_gib": _seconds,  # a non-negative finite number
+    "cpus": _optional_count,
+    "user": _optional_text,
+}
+_ATTEMPT: dict[str, Callable[[Any, str], Any]] = {
+    "jobs": _count,
+    "exit_code": _integer,
+    "oom_killed": _bool,
+    "seconds": _seconds,
+}
+
+
+def _host(value: Any) -> dict[str, Any]:
+    found = _known(value, "host", tuple(_HOST))
+    return {k: _HOST[k](v, f"host.{k}") for k, v in found.items()}
+
+
+def _attempt(value: Any) -> dict[str, Any]:
+    found = _known(value, "attempts", tuple(_ATTEMPT))
+    return {k: _ATTEMPT[k](v, f"attempts.{k}") for k, v in found.items()}

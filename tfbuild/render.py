@@ -20,6 +20,7 @@ from tfbuild import __version__
 from tfbuild.errors import InputError, UnsupportedError, UsageError
 from tfbuild.files import TEMP_PREFIX, sha256_file, shown, write_files
 from tfbuild.plan import CACHE_ROOT, OUTPUT_BASE, OUTPUT_DIR, SOURCE_DIR, BuildPlan
+from tfbuild.plan.model import check_package_versions
 from tfbuild.recipes import Recipe, load_tools
 from tfbuild.resources import data_dir
 
@@ -122,12 +123,35 @@ def toolchain_packages(plan: BuildPlan) -> list[str]:
     )
 
 
+#: A package as the plan may name it without a receipt's pin: ``name`` or ``name=VERSION`` with
+#: apt's ``*`` (``libcudnn8=8.9.*``).
+_APT_VERSION = re.compile(r"[0-9][A-Za-z0-9.+~:*-]*")
+
+
+def _apt_spec(spec: str) -> None:
+    """A ValueError unless ``spec`` is a package apt can be given (the Dockerfile quotes it too)."""
+    name, sep, version = spec.partition("=")
+    check_package_versions(((name, "0"),))
+    if sep and not _APT_VERSION.fullmatch(version):
+        raise ValueError(f"packages: {spec[:60]!r} is not a Debian package name and version")
+
+
 def render_files(plan: BuildPlan) -> dict[str, str]:
     """The build context as file name -> text."""
     env = _environment()
     packages = toolchain_packages(plan)
     arch = "arm64" if plan.architecture == "aarch64" else "amd64"
     bazelisk = load_tools()["bazelisk"]
+    try:  # the plan checked them when made; checked again where they become shell words
+        check_package_versions(plan.package_versions)
+        for spec in packages:
+            _apt_spec(spec)
+    except ValueError as exc:
+        raise InputError(
+            "the plan installs a package apt cannot be given",
+            why=str(exc),
+            fix="Use the receipt (or plan) tfbuild wrote, unedited.",
+        ) from None
     pins = dict(plan.package_versions)
     missing = [p for p in packages if pins and p not in pins]
     if missing:

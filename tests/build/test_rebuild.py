@@ -6,19 +6,28 @@ import dataclasses
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests import wheels
-from tests.conftest import recorded_host, run_cli
+from tests.conftest import ROOT, recorded_host, run_cli
 from tests.receipts import make_receipt, write_receipt
 from tfbuild.build import BuildRun
 from tfbuild.errors import InputError, UnsupportedError
-from tfbuild.plan import PlanOptions, make_plan
-from tfbuild.rebuild import load_receipt, plan_from_receipt, rebuild_run
-from tfbuild.receipt import Receipt, SourceRecord, receipt_path
+from tfbuild.plan import BuildPlan, PlanOptions, make_plan
+from tfbuild.rebuild import (
+    UNCOVERED,
+    load_receipt,
+    plan_from_receipt,
+    rebuild_run,
+    with_cache_volume,
+)
+from tfbuild.receipt import Receipt, SourceRecord, canonical_sha256, receipt_path
 from tfbuild.recipes import load_base_images, load_recipes
 from tfbuild.render import render_files, toolchain_packages
 
@@ -42,7 +51,9 @@ def real_receipt(wheel: Path, **changes: object) -> Receipt:
     data = make_receipt(wheel, target=plan.target, variant="mkl", plan_overrides=plan.to_json())
     receipt = Receipt.from_json(data)
     inputs = dataclasses.replace(receipt.inputs, packages=packages)
-    return dataclasses.replace(receipt, inputs=inputs, **changes)  # type: ignore[arg-type]
+    # The inputs' hash over the packages recorded, as the build writes it.
+    sealed = dataclasses.replace(receipt, inputs=inputs, inputs_sha256=inputs.sha256)
+    return dataclasses.replace(sealed, **changes)  # type: ignore[arg-type]
 
 
 def test_the_rebuild_keeps_the_plan_and_fits_the_resources_to_this_machine(wheel: Path) -> None:
@@ -153,3 +164,154 @@ def test_verify_refuses_a_wheel_that_is_not_the_one_its_receipt_describes(tmp_pa
         "rebuilt. Verify the wheel that build wrote (fetch it again), or pass its own receipt "
         "with --receipt FILE."
     ]
+
+
+# --- a receipt is untrusted (issue 21) ----------------------------------------------------------------
+
+HERE = {"memory_gib": 16, "disk_gib": 100}
+#: A receipt tfbuild wrote before it recorded inputs_sha256 (a canary build, kept as a fixture).
+OLD = ROOT / "tests" / "fixtures" / "receipts"
+OLD_RECEIPT = (
+    OLD / "tensorflow_cpu-0.0.0+tfbuild.canary.x86_64v4-py3-none-manylinux_2_34_x86_64.json"
+)
+
+
+def test_an_edited_input_is_refused_as_changed_after_the_build(wheel: Path) -> None:
+    data = real_receipt(wheel).to_json()
+    data["inputs"]["packages"]["zip"] = "3.0-12"  # a version apt could install, not the one built
+    receipt_path(wheel).write_text(json.dumps(data))
+    with pytest.raises(InputError, match="was changed after the build: its inputs") as caught:
+        load_receipt(wheel, None)
+    assert "inputs_sha256" in caught.value.line()
+
+
+def test_a_receipt_without_inputs_sha256_rebuilds_and_says_nothing_covers_its_inputs() -> None:
+    receipt = load_receipt(None, OLD_RECEIPT)
+    assert receipt.inputs_intact() is None
+    plan = plan_from_receipt(receipt, host=recorded_host("haswell", **HERE)).plan
+    assert UNCOVERED.format(version="0.1.0") in plan.warnings
+    assert dict(plan.package_versions) == {
+        name: receipt.inputs.packages[name] for name in toolchain_packages(plan)
+    }
+    sealed = dataclasses.replace(receipt, inputs_sha256=receipt.inputs.sha256)
+    plan = plan_from_receipt(sealed, host=recorded_host("haswell", **HERE)).plan
+    assert not [w for w in plan.warnings if "inputs_sha256" in w]
+
+
+#: Pins from the issue's reproduction and its kin: shell, a newline for a Dockerfile line, an
+#: apt option, a base64 wrapper (the chained attack's), nothing at all.
+HOSTILE_PINS = [
+    "3.0-13+deb12u1 && echo INJECTED-$(id -u) | tee /etc/x && echo",
+    "3.0-13+deb12u1;id",
+    "3.0-13+deb12u1`id`",
+    "3.0-13+deb12u1\nRUN id",
+    "3.0-13+deb12u1 -o APT::Get::AllowUnauthenticated=1",
+    "3.0-13+deb12u1 && echo IyEvYmluL3NoCg== | base64 -d > /usr/local/bin/bazel",
+    "",
+]
+
+
+@pytest.mark.parametrize("pin", HOSTILE_PINS)
+def test_a_hostile_pin_is_refused_where_the_plan_is_made_and_where_it_is_rendered(
+    wheel: Path, pin: str
+) -> None:
+    receipt = real_receipt(wheel)  # its pins bypass read_receipt's check: made in memory
+    packages = {**receipt.inputs.packages, "zip": pin}
+    spoilt = dataclasses.replace(
+        receipt, inputs=dataclasses.replace(receipt.inputs, packages=packages)
+    )
+    with pytest.raises(InputError, match="pins a package apt cannot be given"):
+        plan_from_receipt(spoilt, host=recorded_host("haswell", **HERE))
+    plan = plan_from_receipt(receipt, host=recorded_host("haswell", **HERE)).plan
+    hostile = dataclasses.replace(plan, package_versions=(*plan.package_versions, ("zip", pin)))
+    with pytest.raises(InputError, match="the plan installs a package apt cannot be given"):
+        render_files(hostile)
+    # A plan read back from JSON (a receipt's) refuses it too.
+    data = plan.to_json()
+    data["package_versions"] = {**data["package_versions"], "zip": pin}
+    with pytest.raises(ValueError, match=r"is not a Debian version|holds a control character"):
+        BuildPlan.from_json(data)
+
+
+def _install_words(dockerfile: str) -> list[str]:
+    """The words of the Dockerfile's pinned apt-get install, as the shell splits them."""
+    start = dockerfile.index("# A rebuild from a receipt")
+    command = dockerfile[start:].split("RUN ", 1)[1].split("\n\n", 1)[0]
+    return shlex.split(command.replace("\\\n", " "))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(version=st.text(max_size=40))
+def test_a_pin_reaches_the_dockerfile_as_one_word_or_not_at_all(version: str) -> None:
+    plan = BASE_PLAN
+    pins = tuple((name, version if name == "zip" else v) for name, v in plan.package_versions)
+    try:
+        files = render_files(dataclasses.replace(plan, package_versions=pins))
+    except InputError:
+        return
+    words = _install_words(files["Dockerfile"])
+    assert f"zip={version}" in words
+    assert words[: words.index("install")] == ["apt-get", "update", "&&", "apt-get"]
+    assert [w for w in words if "=" in w] == [f"{n}={v}" for n, v in pins]
+
+
+def _base_plan() -> BuildPlan:
+    plan = make_plan(
+        PlanOptions(variant="mkl"),
+        load_recipes().get("2.21"),
+        recorded_host("zen4", memory_gib=256, disk_gib=500, build_cpus=64),
+        base_images=load_base_images(),
+    )
+    pins = tuple((name, f"1.0-{name}") for name in toolchain_packages(plan))
+    return dataclasses.replace(plan, package_versions=pins)
+
+
+BASE_PLAN = _base_plan()
+
+
+def test_a_rebuild_never_takes_the_cache_volume_its_receipt_names(wheel: Path) -> None:
+    receipt = real_receipt(wheel)
+    plan = dict(receipt.plan, cache_volume="/etc")
+    named = dataclasses.replace(receipt, plan=plan, plan_sha256=canonical_sha256(plan))
+    rebuilt = plan_from_receipt(named, host=recorded_host("haswell", **HERE)).plan
+    mine = with_cache_volume(rebuilt, "tfbuild-cache")
+    assert mine.cache_volume == "tfbuild-cache"
+    assert mine.reasons[-1].what == "cache volume" and mine.reasons[-1].value == "tfbuild-cache"
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("base_image", "reference"), "debian:bookworm\nRUN id"),  # a Dockerfile line of its own
+        (("rc_lines", 0), "build --config=x\nbuild --workspace_status_command=/tmp/x"),
+        (("compiler",), "gcc\r"),
+    ],
+)
+def test_a_plan_with_a_line_break_in_its_text_is_not_read(
+    wheel: Path, path: tuple[str | int, ...], value: str
+) -> None:
+    """Even with its plan_sha256 recomputed (a hash is not a signature), a receipt's plan cannot
+    start a line of its own in the files rendered from it."""
+    receipt = real_receipt(wheel)
+    plan = json.loads(json.dumps(receipt.plan))
+    node = plan
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    resealed = dataclasses.replace(receipt, plan=plan, plan_sha256=canonical_sha256(plan))
+    with pytest.raises(InputError, match="holds a control character") as caught:
+        plan_from_receipt(resealed, host=recorded_host("haswell", **HERE))
+    assert "cannot be read" in caught.value.line()
+
+
+def test_whether_a_rebuild_needs_the_source_is_the_plans_word(wheel: Path, tmp_path: Path) -> None:
+    """``standin`` outside the plan is not covered by plan_sha256: a receipt that says so there
+    alone still needs --source for a tree that was not the canary's."""
+    source = SourceRecord(kind="directory", path="/elsewhere", commit=None, dirty=None)
+    receipt = real_receipt(wheel, standin=True)
+    receipt = dataclasses.replace(
+        receipt, inputs=dataclasses.replace(receipt.inputs, source=source)
+    )
+    assert receipt.plan["standin"] is False
+    with pytest.raises(InputError, match="Pass it with --source DIR"):
+        rebuild_run(receipt, BuildRun(dist=tmp_path / "dist"))

@@ -272,6 +272,8 @@ def test_a_package_that_can_no_longer_be_had_is_named(
     gone = json.loads(json.dumps(data))
     gone["inputs"]["packages"]["zip"] = "0.0-tfbuild-test-nonexistent"
     assert canonical_sha256(gone["plan"]) == gone["plan_sha256"]  # inputs are not the plan
+    # As a receipt recorded when that version was still offered: its inputs' hash fits them.
+    gone["inputs_sha256"] = canonical_sha256(gone["inputs"])
     receipt = tmp_path / "gone.json"
     receipt.write_text(json.dumps(gone))
     out = tmp_path / "out"

@@ -303,7 +303,11 @@ def _plan_edited(receipt: dict[str, Any]) -> None:
             "is not a usable receipt: its schema is 'tfbuild.receipt/1'; this tfbuild reads "
             "tfbuild.receipt/2",
         ),
-        (_no_sha256, "is not a usable receipt: its 'sha256' holds None, not text"),
+        (
+            _no_sha256,
+            "is not a usable receipt: its wheel.sha256 holds None, not a sha256 (64 lowercase "
+            "hex digits)",
+        ),
         (
             _plan_edited,
             "was edited after {wheel} was built: its plan no longer matches its "
@@ -376,11 +380,14 @@ def test_a_file_that_is_not_a_wheel_name_is_named(tmp_path: Path) -> None:
 
 
 def test_everything_on_the_page_is_escaped(tmp_path: Path) -> None:
-    # The file name cannot carry markup (tests/index/test_hostile.py: such a name is refused), so
-    # the markup comes from the receipt and the title, and the name is one "+" needs no escape for.
+    # The file name cannot carry markup (tests/index/test_hostile.py: such a name is refused), nor
+    # can a receipt's target or variant (tests/receipt/test_untrusted.py: refused by their grammar),
+    # so the markup comes from the receipt's plan and the title, and the name is one "+" needs no
+    # escape for.
     name = "tfbuild_standin-2.21.0+x86_64v3-1_x-py3-none-any.whl"
     wheel = make_wheel(tmp_path, name)
-    write_receipt(wheel, target="<img src=x onerror=alert(1)>", variant='cpu"><script>')
+    cuda = {"cuda": '12"><script>'}
+    write_receipt(wheel, target="x86_64_v3", variant="cuda", plan_overrides={"cuda": cuda})
     title = '<script>alert("t")</script> & co'
     write_index(tmp_path, title=title)
     text = (tmp_path / "index.html").read_text(encoding="utf-8")
@@ -394,7 +401,7 @@ def test_everything_on_the_page_is_escaped(tmp_path: Path) -> None:
     assert page.title == title
     href = f"{urllib.parse.quote(name, safe='+')}#sha256={_sha256(wheel)}"
     assert page.anchors == [(href, name)]
-    assert page.rows[1][3:5] == ["<img src=x onerror=alert(1)>", 'cpu"><script>']
+    assert page.rows[1][3:6] == ["x86_64_v3", "cuda", '12"><script>']
     assert urllib.parse.unquote(href.partition("#")[0]) == name
 
 

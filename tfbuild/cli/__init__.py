@@ -447,7 +447,6 @@ def wheel_command(
     from tfbuild.display import print_wheel_result
     from tfbuild.engine import DockerEngine
     from tfbuild.render import output_dir
-    from tfbuild.request import PlanArgs
 
     run = BuildRun(
         dist=output_dir(dist, option="--dist"),  # checked before anything is fetched or built
@@ -465,7 +464,7 @@ def wheel_command(
         if from_receipt is not None:
             from tfbuild.rebuild import from_receipt as rebuild
 
-            planned, run = rebuild(from_receipt, args != PlanArgs(), run, engine)
+            planned, run = rebuild(from_receipt, args, run, engine)
         else:
             planned = plan_here(args, engine)
         result = run.execute(planned, engine=engine)

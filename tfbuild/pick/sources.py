@@ -18,7 +18,6 @@ bounded while reading.
 from __future__ import annotations
 
 import html.parser
-import json
 import re
 import stat
 from collections.abc import Sequence
@@ -33,7 +32,7 @@ from tfbuild.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.files import read_input, sha256_file, wheel_files
 from tfbuild.labels import NATIVE, parse_label, spelt_label
 from tfbuild.pick.fetch import Deadline, FetchLimits, fetch, fetch_all
-from tfbuild.receipt import InvalidReceipt, Receipt, receipt_path
+from tfbuild.receipt import InvalidReceipt, Receipt, decode_receipt, receipt_path
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -49,11 +48,16 @@ def is_url(text: str) -> bool:
 def parse_receipt(raw: bytes, *, charset: str = "utf-8", wheel: str) -> Receipt:
     """A receipt's bytes read; a ValueError (:class:`InvalidReceipt`, bad JSON or text) says why
     it is not a usable receipt of ``wheel``."""
-    receipt = Receipt.from_json(json.loads(raw.decode(charset)))
+    try:
+        receipt = decode_receipt(raw, source="it", charset=charset)
+    except InputError as exc:  # bounded, typed decoding: one clause for the warning
+        raise InvalidReceipt(exc.why or exc.what) from None
     if receipt.wheel.name != wheel:
         raise InvalidReceipt(f"it describes {receipt.wheel.name!r}, not this wheel")
     if not receipt.plan_intact():
         raise InvalidReceipt("its plan no longer matches its plan_sha256")
+    if receipt.inputs_intact() is False:
+        raise InvalidReceipt("its inputs no longer match its inputs_sha256")
     return receipt
 
 

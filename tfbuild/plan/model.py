@@ -5,9 +5,11 @@ Frozen values only; the decisions that fill them live in the other modules of th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tfbuild.receipt import is_debian_package, is_debian_version
 from tfbuild.recipes import BaseImage
 from tfbuild.variants import MklThreading, Variant
 
@@ -312,6 +314,7 @@ class BuildPlan:
         """The plan a receipt carries, back as a value (a KeyError or ValueError if it is not one)."""
         if data.get("schema") not in _READABLE_SCHEMAS:
             raise ValueError(f"plan schema {data.get('schema')!r}, not {PLAN_SCHEMA}")
+        _single_lines(data)
         kind = data["target_kind"]
         if kind not in ("machine", "portable", "native"):
             raise ValueError(f"target kind {kind!r}")
@@ -355,9 +358,43 @@ class BuildPlan:
             reproducible=bool(data["reproducible"]),
             build_env=tuple((str(k), str(v)) for k, v in data["build_env"].items()),
             snapshot=AptSnapshot.from_json(data["snapshot"]) if data["snapshot"] else None,
-            package_versions=tuple((str(k), str(v)) for k, v in data["package_versions"].items()),
+            package_versions=check_package_versions(tuple(data["package_versions"].items())),
             floor_goal=data.get("floor_goal"),
             route=route,
             sysroot=None if sysroot is None else Sysroot.from_json(sysroot),
             exec_image=data.get("exec_image"),
         )
+
+
+def check_package_versions(pins: tuple[tuple[Any, Any], ...]) -> tuple[tuple[str, str], ...]:
+    """``pins`` (name, version), each a Debian package name and version (deb-version(7)): what
+    apt is given as ``name=version``. Anything else, text that a shell or apt would read as more
+    than a pin included, is a ValueError naming it."""
+    for name, version in pins:
+        if not is_debian_package(name):
+            raise ValueError(f"package_versions: {str(name)[:60]!r} is not a Debian package name")
+        if not is_debian_version(version):
+            raise ValueError(
+                f"package_versions: the version of {name} ({str(version)[:60]!r}) is not a Debian "
+                "version ([epoch:]upstream[-revision])"
+            )
+    return tuple((str(name), str(version)) for name, version in pins)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _single_lines(data: Any) -> None:
+    """A plan's text renders into line-based files (the Dockerfile, the rc file, runtime.env): no
+    string in it holds a line break or another control character, which would start a line of its
+    own there. A ValueError names the first one."""
+    stack: list[tuple[str, Any]] = [("plan", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str) and _CONTROL.search(value):
+            raise ValueError(f"{where} holds a control character: {value[:60]!r}")
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{key}", item) for key, item in value.items())
+            stack.extend((f"{where} key", key) for key in value)
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in enumerate(value))
