@@ -104,6 +104,34 @@ def test_a_link_planted_as_the_dist_lock_is_refused_not_followed(tmp_path: Path)
     assert not (dist / "index.html").exists()
 
 
+def test_the_source_locks_live_in_a_private_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a shared /tmp another user could make tfbuild's directory of locks first, or plant a
+    link in its place: refused. One of this user's that others could write into is narrowed."""
+    from tfbuild.build import _source_lock
+
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
+    directory = tmp_path / "run" / f"tfbuild-{os.getuid()}"
+    with locked(_source_lock(tmp_path / "src")):
+        assert [p.parent for p in directory.iterdir()] == [directory]
+    assert list(directory.iterdir()) == []
+    assert directory.stat().st_mode & 0o777 == 0o700
+    directory.chmod(0o777)  # as an older tfbuild made it under a umask of 0
+    _source_lock(tmp_path / "src")
+    assert directory.stat().st_mode & 0o777 == 0o700
+    if os.geteuid() == 0:  # another user's (root can give it away)
+        os.chown(directory, 65534, 65534)
+        with pytest.raises(EnvironmentProblem, match="is not a directory of this user"):
+            _source_lock(tmp_path / "src")
+    directory.rmdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    directory.symlink_to(elsewhere)
+    with pytest.raises(EnvironmentProblem, match="is not a directory of this user"):
+        _source_lock(tmp_path / "src")
+
+
 class Stop(Exception):
     pass
 
