@@ -10,8 +10,9 @@ The steps, each visible as a phase of the display and each line kept in ``dist/l
    /src, a private output directory at /out, the rendered context read-only at /tfbuild, the cache
    volume at /cache, the proxy variables and a read-only CA bundle; a compiler killed for lack of
    memory is retried with half the jobs (bazel resumes where it stopped);
-4. publish: the wheel, ``<wheel>.json`` (the receipt) and ``<wheel>.env`` (runtime settings) are moved
-   into ``dist/`` under a lock, each whole (temp name, then rename).
+4. publish: the wheel, ``<wheel>.json`` (the receipt) and ``<wheel>.env`` (runtime settings) go into
+   ``dist/`` as one set under its lock (:func:`publish`): a reader never sees a wheel beside another
+   build's receipt or env file, and a failure (no space, SIGINT, SIGTERM) leaves the previous set.
 
 All work happens in ``dist/.tfbuild-<build-id>-*/`` (same filesystem as ``dist/``, so the renames are
 atomic), removed on every way out. The container is removed on every way out too, Ctrl-C and SIGTERM
@@ -21,7 +22,7 @@ included, unless ``--keep-container``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import errno
 import hashlib
 import json
 import os
@@ -29,6 +30,7 @@ import re
 import secrets
 import shlex
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -53,10 +55,20 @@ from tfbuild.errors import (
     BuildFailed,
     EnvironmentProblem,
     InputError,
+    Interrupted,
     TfbuildError,
     UsageError,
 )
-from tfbuild.files import sha256_file, write_text
+from tfbuild.files import (
+    DIST_LOCK,
+    free_space,
+    held_signals,
+    human_size,
+    locked,
+    sha256_file,
+    shown,
+    write_files,
+)
 from tfbuild.floor import inspect_wheel
 from tfbuild.plan import CACHE_ROOT, OUTPUT_BASE, OUTPUT_DIR, SOURCE_DIR, BuildPlan, with_jobs
 from tfbuild.preflight import preflight
@@ -73,7 +85,7 @@ from tfbuild.recipes import load_tools
 from tfbuild.render import CONTEXT_DIR, check, render_files, write_context
 from tfbuild.request import Planned
 from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
-from tfbuild.stopping import held, stop_on_signals
+from tfbuild.stopping import Stopped, held, stop_on_signals
 from tfbuild.tfversions import parse_version
 from tfbuild.variants import Variant
 from tfbuild.wheelfile import normalise, relabel, retag
@@ -101,8 +113,10 @@ _KILLED = re.compile(
 _SIGKILLED = 137
 #: The memory limit of the build container: a number of bytes, or with a k, m or g suffix.
 _MEMORY = re.compile(r"[1-9][0-9]*[bkmg]?", re.IGNORECASE)
-#: Taken while files are published into (or updated in) a dist/ directory.
-DIST_LOCK = ".tfbuild.lock"
+#: Room kept beyond what publishing writes: directory entries, the log's last lines, metadata.
+PUBLISH_MARGIN = 256 << 10
+#: What a write says when the disk (or the user's quota) is full.
+_FULL = (errno.ENOSPC, errno.EDQUOT)
 #: apt's words for a pinned version its sources do not offer: (version, package).
 _NO_VERSION = re.compile(r"Version '([^']+)' for '([^']+)' was not found")
 _TOOL = re.compile(r"^\[tfbuild\] tool: (\w+) (.*)$")
@@ -282,27 +296,29 @@ def output_base_volume(cache_volume: str, key: str) -> str:
     return f"{cache_volume}.output-base.{key}"
 
 
-@contextlib.contextmanager
-def _locked(path: Path, *, blocking: bool, busy: str) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as handle:
-        flags = fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB)
-        try:
-            fcntl.flock(handle, flags)
-        except BlockingIOError:
-            raise EnvironmentProblem(
-                busy, fix="Wait for the other build, or build from another copy of the source."
-            ) from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def _source_lock(source: Path) -> Path:
+    """The lock file of a source tree, in this user's private directory of locks."""
     key = hashlib.sha256(str(source.resolve()).encode()).hexdigest()[:16]
     root = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
-    return root / f"tfbuild-{os.getuid()}" / f"source-{key}.lock"
+    return _private_directory(root / f"tfbuild-{os.getuid()}") / f"source-{key}.lock"
+
+
+def _private_directory(path: Path) -> Path:
+    """``path``, a directory of this user's that no one else can write into (made if missing, its
+    mode narrowed if an older tfbuild made it with the umask's): in a shared /tmp, someone else
+    could have made it first, to plant links or hold its locks."""
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700, parents=True)
+    found = path.lstat()
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():
+        raise EnvironmentProblem(
+            f"{shown(str(path))} is not a directory of this user",
+            why="tfbuild keeps its lock files there, and another user could write into it",
+            fix="Remove it, or set XDG_RUNTIME_DIR to a private directory.",
+        )
+    if found.st_mode & 0o077:
+        path.chmod(0o700)
+    return path
 
 
 class _Log:
@@ -823,24 +839,122 @@ def _receipt(
     )
 
 
-def _publish(
+def publish(
     dist: Path, built: Path, receipt: Receipt, env_text: str
 ) -> tuple[Path, Path, Path, bool]:
-    """Move the wheel into dist/ with its receipt and env file, as one step for other builds."""
+    """Put the wheel ``built`` into ``dist`` with its receipt and env file, as one set.
+
+    Under dist/'s lock (which ``update_receipt`` and ``tfbuild index`` take too), the three are
+    staged under temp names in ``dist`` (the wheel hard linked: no copy, no space), then renamed
+    with SIGINT and SIGTERM held off: an earlier wheel of the same name first out of view, the env
+    file and the receipt, the wheel last (:func:`tfbuild.files.write_files` with ``key_last``).
+    A reader never sees a wheel beside another build's receipt or env file; a failure restores the
+    previous set; a signal is acted on just after, with the set whole.
+
+    ``built`` is moved: once published, its old name is gone. Returns the wheel, receipt and env
+    file published and whether a wheel was replaced. Raises
+    :class:`InputError` (exit 3) when ``dist`` has not the room (checked first with ``statvfs``,
+    and ENOSPC or EDQUOT while writing) or cannot be written: then nothing was published."""
     wheel = dist / built.name
     receipt_file = receipt_path(wheel)
     env_path = wheel.with_suffix(".env")
-    with _locked(dist / DIST_LOCK, blocking=True, busy=""):
-        replaced = wheel.exists()
-        write_text(env_path, env_text)
-        _write_receipt(receipt_file, receipt)
-        built.replace(wheel)
+    receipt_text = json.dumps(receipt.to_json(), indent=2) + "\n"
+    found = built.stat()
+    copied = 0 if found.st_dev == dist.stat().st_dev else found.st_size  # else hard linked
+    needed = len(receipt_text.encode()) + len(env_text.encode()) + copied + PUBLISH_MARGIN
+    placed = False
+    try:
+        with locked(dist / DIST_LOCK):
+            replaced = wheel.exists()
+            check_space(dist, needed, what=wheel.name)
+            with held_signals():  # milliseconds: two small files written, the wheel linked
+                write_files(
+                    dist,
+                    {
+                        env_path.name: (env_text, 0o644),
+                        receipt_file.name: (receipt_text, 0o644),
+                        wheel.name: (built, stat.S_IMODE(found.st_mode)),
+                    },
+                    key_last=True,
+                )
+                placed = True
+            with contextlib.suppress(OSError):  # moved, not copied: its old name goes
+                built.unlink()
+    except OSError as exc:
+        raise _cannot_publish(dist, exc, needed=needed, what=wheel.name) from None
+    except KeyboardInterrupt as stop:  # stopping.Stopped (SIGINT, SIGTERM), or a plain Ctrl-C
+        if not placed:
+            raise
+        # The signal came while publishing: the set went in whole first, as the message says.
+        raise Interrupted(
+            f"stopped by {stop.signal_name}" if isinstance(stop, Stopped) else "stopped by Ctrl-C",
+            why=f"it came while publishing, which finished first: {shown(str(wheel))}, its "
+            "receipt and env file are in place, whole; nothing else was left",
+        ) from None
     return wheel, receipt_file, env_path, replaced
 
 
-def _write_receipt(path: Path, receipt: Receipt) -> None:
-    """The receipt file, whole (temp name, then rename); the caller holds the dist/ lock."""
-    write_text(path, json.dumps(receipt.to_json(), indent=2) + "\n")
+def check_space(dist: Path, needed: int, *, what: str) -> None:
+    """Refuse (exit 3) to write ``needed`` bytes for ``what`` into ``dist`` without the room."""
+    free = free_space(dist)
+    if free < needed:
+        raise _no_space(
+            dist, f"publishing {shown(what)} needs {human_size(needed)}, {human_size(free)} free"
+        )
+
+
+def _no_space(dist: Path, detail: str) -> InputError:
+    return InputError(
+        f"no space left in {shown(str(dist))}",
+        why=f"{detail}; nothing was published",
+        fix="Free some space there (or inodes, or quota), or build into another --dist.",
+    )
+
+
+def _full(dist: Path, exc: OSError, doing: str = "writing the build's files") -> str:
+    """What a write that met a full disk (or quota) in ``dist`` says: the file, why, what is free."""
+    try:
+        free = human_size(free_space(dist))
+    except OSError:
+        free = "unknown"
+    where = shown(exc.filename) if isinstance(exc.filename, str) else doing
+    return f"{where}: {exc.strerror or 'No space left on device'} ({free} free)"
+
+
+def _is_full(exc: OSError) -> bool:
+    if exc.errno in _FULL:
+        return True
+    # shutil.copytree gathers each file's error, as text, into one shutil.Error.
+    gathered = exc.args[0] if isinstance(exc, shutil.Error) and exc.args else ()
+    return isinstance(gathered, list) and any(
+        f"[Errno {code}]" in str(entry) for entry in gathered for code in _FULL
+    )
+
+
+@contextlib.contextmanager
+def _full_disk_is_input(dist: Path, *, doing: str = "writing the build's files") -> Iterator[None]:
+    """A full disk (or quota) met while building into ``dist`` (the canary's copy, the log, the
+    finished wheel) as one line naming ``dist`` (exit 3), not an internal error."""
+    try:
+        yield
+    except OSError as exc:
+        if not _is_full(exc):
+            raise
+        raise _no_space(dist, _full(dist, exc, doing)) from None
+
+
+def _cannot_publish(dist: Path, exc: OSError, *, needed: int, what: str) -> InputError:
+    """An OSError while publishing as one line: the directory, the file and the reason."""
+    if exc.errno in _FULL:
+        return _no_space(
+            dist, f"{_full(dist, exc)} while publishing {shown(what)} ({human_size(needed)} needed)"
+        )
+    where = shown(exc.filename) if isinstance(exc.filename, str) else shown(str(dist))
+    return InputError(
+        f"cannot publish {shown(what)} into {shown(str(dist))}",
+        why=f"{where}: {exc.strerror or exc}; nothing was published",
+        fix="Let tfbuild write there (a writable --dist directory), or build into another --dist.",
+    )
 
 
 # --- the build ------------------------------------------------------------------------------------
@@ -861,7 +975,15 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
             work = Path(tempfile.mkdtemp(prefix=f".tfbuild-{request.build_id}-", dir=dist))
             cleanup.callback(shutil.rmtree, work, ignore_errors=True)
         busy = f"another tfbuild build is using the source {request.source.path}"
-        with _locked(_source_lock(request.source.path), blocking=False, busy=busy):
+        with (
+            _full_disk_is_input(dist),  # the log, the finished wheel: one line naming dist/
+            locked(
+                _source_lock(request.source.path),
+                blocking=False,
+                busy=busy,
+                fix="Wait for the other build, or build from another copy of the source.",
+            ),
+        ):
             log.note(
                 f"build {request.build_id}: TensorFlow {request.plan.tensorflow} "
                 f"({request.plan.variant}, target {request.plan.target})"
@@ -905,6 +1027,9 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                     fix=f"Check build.sh's package step in the log: {log.path}",
                     details=tuple(log.tail),
                 )
+            # Room for the finished wheel (a copy, labelled and normalised), its receipt and env
+            # file, checked before any of it is written.
+            check_space(dist, wheels[0].stat().st_size + PUBLISH_MARGIN, what=wheels[0].name)
             built, floor, warnings = _finish(wheels[0], plan, request.source, log)
             sha256 = sha256_file(built)
             env_text = render_files(plan)["runtime.env"]
@@ -936,7 +1061,7 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 env_file=dist / Path(built.name).with_suffix(".env").name,
                 processes=log.processes,
             )
-            wheel, receipt_file, env_path, replaced = _publish(dist, built, receipt, env_text)
+            wheel, receipt_file, env_path, replaced = publish(dist, built, receipt, env_text)
             log.note(f"wheel: {wheel} ({wheel.stat().st_size} bytes, sha256 {sha256})")
             return WheelResult(
                 wheel=wheel,
@@ -962,11 +1087,14 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
 def update_receipt(receipt: Path, key: str, value: Any) -> None:
     """Add one section to a published receipt (the canary's instruction-set check and speedup),
     whole and under the lock of its ``dist/``, as the build published it."""
-    with _locked(receipt.parent / DIST_LOCK, blocking=True, busy=""):
+    with locked(receipt.parent / DIST_LOCK):
         found = read_receipt(receipt)
         if key in found.to_json() and key not in found.sections:
             raise ValueError(f"{key!r} is a field of the receipt, not a section to add")
-        _write_receipt(receipt, replace(found, sections={**found.sections, key: value}))
+        text = json.dumps(
+            replace(found, sections={**found.sections, key: value}).to_json(), indent=2
+        )
+        write_files(receipt.parent, {receipt.name: (text + "\n", 0o644)})
 
 
 # --- one `tfbuild wheel` run ------------------------------------------------------------------------
@@ -1065,7 +1193,9 @@ class BuildRun:
                 with held():
                     holder = Path(tempfile.mkdtemp(prefix=".tfbuild-canary-", dir=self.dist))
                     stack.callback(shutil.rmtree, holder, ignore_errors=True)
-                yield local_source(canary.copy_tree(holder / "src"))
+                with _full_disk_is_input(self.dist, doing="copying the canary source"):
+                    tree = canary.copy_tree(holder / "src")
+                yield local_source(tree)
         else:
             display.phase("source")
             yield fetch_source(

@@ -13,8 +13,10 @@ hashes to its ``plan_sha256``, or nothing is written: a corrupted, swapped or ed
 published.
 The output is deterministic (sorted by name, no timestamps), and the two files are written as one
 set (:func:`tfbuild.files.write_files`): both places checked, both written under temp names, then
-renamed, so a failure leaves the previous pair as it was. :func:`collect` and :func:`render_html`
-are pure apart from reading the directory; :func:`write_index` is the one step that writes.
+renamed, so a failure leaves the previous pair as it was. The directory is read and written under
+its dist/ lock, the one ``tfbuild wheel`` publishes under, so a wheel is never read beside a receipt
+of a set half-published. :func:`collect` and :func:`render_html` are pure apart from reading the
+directory; :func:`write_index` is the one step that writes.
 
 The directory is input, possibly hostile: a name with any character a wheel's name cannot hold, a
 link, anything but a regular file, or a file that is not a zip archive with a ``.dist-info/WHEEL``
@@ -24,12 +26,15 @@ carries a user name or password is refused: the page is public.
 
 from __future__ import annotations
 
+import errno
 import html
 import os
 import re
 import stat
 import urllib.parse
 import zipfile
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -37,7 +42,7 @@ from typing import Any, Literal
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from tfbuild.errors import InputError, UsageError
-from tfbuild.files import sha256_file, shown, write_files
+from tfbuild.files import DIST_LOCK, locked, sha256_file, shown, write_files
 from tfbuild.labels import parse_label, spelt_label, spelt_version
 from tfbuild.receipt import Receipt, WheelFloor, read_receipt, receipt_path
 
@@ -448,6 +453,22 @@ def render_html(entries: tuple[IndexEntry, ...], *, title: str, base_url: str | 
     )
 
 
+@contextmanager
+def _dist_locked(directory: Path) -> Iterator[None]:
+    """Hold ``directory``'s dist/ lock, the one ``tfbuild wheel`` publishes under, so that every
+    wheel is read with its own receipt, never one of a set half-published. Exclusive, as the index
+    is written there too. Without it where this user cannot create a file (a read-only directory):
+    the index cannot be written there either, and writing it says so."""
+    with ExitStack() as stack:
+        if directory.is_dir():  # else collect() says what it is
+            try:
+                stack.enter_context(locked(directory / DIST_LOCK))
+            except OSError as exc:
+                if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                    raise
+        yield
+
+
 def write_index(
     directory: Path, *, title: str | None = None, base_url: str | None = None
 ) -> IndexResult:
@@ -457,16 +478,17 @@ def write_index(
     for wheels published elsewhere, such as a GitHub release's download URLs.
     """
     base = check_base_url(base_url) if base_url else None
-    entries = collect(directory)
     page_title = title if title and title.strip() else DEFAULT_TITLE
     index = directory / INDEX_NAME
     sums = directory / SUMS_NAME
-    html_text = render_html(entries, title=page_title, base_url=base)
     try:
-        write_files(
-            directory,
-            {SUMS_NAME: (render_sums(entries), 0o644), INDEX_NAME: (html_text, 0o644)},
-        )
+        with _dist_locked(directory):  # never a set read half-published
+            entries = collect(directory)
+            html_text = render_html(entries, title=page_title, base_url=base)
+            write_files(
+                directory,
+                {SUMS_NAME: (render_sums(entries), 0o644), INDEX_NAME: (html_text, 0o644)},
+            )
     except OSError as exc:
         where = shown(exc.filename) if isinstance(exc.filename, str) else str(directory)
         raise InputError(
