@@ -85,7 +85,7 @@ from tfbuild.recipes import load_tools
 from tfbuild.render import CONTEXT_DIR, check, render_files, write_context
 from tfbuild.request import Planned
 from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
-from tfbuild.stopping import Stopped, held, stop_on_signals
+from tfbuild.stopping import Stopped, stop_on_signals
 from tfbuild.tfversions import parse_version
 from tfbuild.variants import Variant
 from tfbuild.wheelfile import normalise, relabel, retag
@@ -971,7 +971,9 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
     log = _Log(dist / "logs" / f"{request.build_id}.log", display)
     cleanup = contextlib.ExitStack()
     try:
-        with held():  # no signal between making the work directory and registering its removal
+        with (
+            held_signals()
+        ):  # no signal between making the work directory and registering its removal
             work = Path(tempfile.mkdtemp(prefix=f".tfbuild-{request.build_id}-", dir=dist))
             cleanup.callback(shutil.rmtree, work, ignore_errors=True)
         busy = f"another tfbuild build is using the source {request.source.path}"
@@ -1078,7 +1080,7 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 warnings=(*plan.warnings, *warnings),  # the plan's, then the wheel's own
             )
     finally:
-        with held():  # a signal now waits until everything of this build is gone
+        with held_signals():  # a signal now waits until everything of this build is gone
             with contextlib.suppress(Exception):  # never hides the build's own result or error
                 cleanup.close()  # the output base (a discarded one), then the work directory
             log.close()
@@ -1101,10 +1103,10 @@ def update_receipt(receipt: Path, key: str, value: Any) -> None:
 
 
 class _CleanUp(contextlib.ExitStack):
-    """An ExitStack whose unwinding no signal cuts short (tfbuild.stopping.held)."""
+    """An ExitStack whose unwinding no signal cuts short (tfbuild.files.held_signals)."""
 
     def __exit__(self, *exc_details: Any) -> bool | None:
-        with held():
+        with held_signals():
             return super().__exit__(*exc_details)
 
 
@@ -1146,7 +1148,7 @@ class BuildRun:
         with stop_on_signals(), _CleanUp() as stack:
             remote_rc = None
             if headers is not None:  # a private file, removed on every way out
-                with held():
+                with held_signals():
                     private = Path(tempfile.mkdtemp(prefix="tfbuild-remote-"))
                     stack.callback(shutil.rmtree, private, ignore_errors=True)
                 remote_rc = private / "remote.bazelrc"
@@ -1190,7 +1192,7 @@ class BuildRun:
 
             self.dist.mkdir(parents=True, exist_ok=True)
             with _CleanUp() as stack:
-                with held():
+                with held_signals():
                     holder = Path(tempfile.mkdtemp(prefix=".tfbuild-canary-", dir=self.dist))
                     stack.callback(shutil.rmtree, holder, ignore_errors=True)
                 with _full_disk_is_input(self.dist, doing="copying the canary source"):

@@ -43,8 +43,7 @@ from tfbuild.errors import (
     TfbuildError,
     UsageError,
 )
-from tfbuild.files import sha256_file
-from tfbuild.stopping import held
+from tfbuild.files import held_signals, sha256_file
 
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 LABEL = "org.tfbuild"  # every container, image and volume tfbuild makes: org.tfbuild=1
@@ -755,7 +754,7 @@ class DockerEngine:
         except BaseException:
             # By label, not by id: an interrupt can land after the engine created the container
             # but before its id reached us. A signal now waits until the container is gone.
-            with held():
+            with held_signals():
                 self._remove_run(run_id)
             raise
 

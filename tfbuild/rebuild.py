@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from tfbuild.build import BuildRun, WheelResult, new_build_id
 from tfbuild.detect.cpu import family_root
 from tfbuild.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
-from tfbuild.files import sha256_file
+from tfbuild.files import held_signals, sha256_file
 from tfbuild.plan import BuildPlan, PlanOptions, Reason, with_resources
 from tfbuild.plan.make import isolated
 from tfbuild.plan.model import check_package_versions
@@ -38,7 +38,7 @@ from tfbuild.receipt import Receipt, read_receipt, receipt_path
 from tfbuild.render import toolchain_packages
 from tfbuild.request import DEFAULT_CACHE_VOLUME, PlanArgs, Planned
 from tfbuild.sources import local_source
-from tfbuild.stopping import held, stop_on_signals
+from tfbuild.stopping import stop_on_signals
 from tfbuild.wheeldiff import WheelDiff, compare
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ def verify(
     check_base_image(engine, planned.plan)
     # SIGINT and SIGTERM stop the rebuild once; the clean-up below then runs to the end.
     with stop_on_signals(), contextlib.ExitStack() as cleanup:
-        with held():  # no signal between making these and registering their removal
+        with held_signals():  # no signal between making these and registering their removal
             holder = Path(tempfile.mkdtemp(prefix="tfbuild-verify-"))
             cleanup.callback(_remove_verify, engine, holder, volume)
         run = rebuild_run(
@@ -268,7 +268,7 @@ def verify(
 def _remove_verify(engine: DockerEngine, holder: Path, volume: str) -> None:
     """verify's temporary directory and its volume pair (the cache and its output base), whole
     whatever signal comes meanwhile."""
-    with held():
+    with held_signals():
         shutil.rmtree(holder, ignore_errors=True)
         # The volume held only this rebuild's caches; a failure to remove it must not hide the
         # result (or the error) of the rebuild itself.

@@ -6,8 +6,9 @@ signals (``pthread_sigmask``) from then on; a later one, even a few milliseconds
 while the ``finally`` blocks remove the containers, volumes and work directories. Out of the
 outermost ``stop_on_signals`` the stop comes as one :class:`~tfbuild.errors.Interrupted` (exit 130,
 one line), and both signals are ignored from then on: the process is on its way out. A signal that
-arrives inside a :func:`held` region (clean-up on another way out, or making a work directory and
-registering its removal) waits until the region is done, then stops the build.
+arrives inside a :func:`tfbuild.files.held_signals` region (clean-up on another way out, making a
+work directory and registering its removal, publishing a set) waits until the region is done, then
+stops the build.
 
 :class:`Stopped` is a ``KeyboardInterrupt``, so that no ``except Exception`` below takes a stop for
 a failure and carries on.
@@ -38,9 +39,7 @@ class Stopped(KeyboardInterrupt):
 class _State:
     def __init__(self) -> None:
         self.depth = 0  # nested stop_on_signals
-        self.held = 0  # nested held regions
         self.stopped: int | None = None  # the signal that stopped the run
-        self.deferred: int | None = None  # a signal that came while held, before any stop
         self.previous: dict[signal.Signals, Any] = {}  # the handlers stop_on_signals replaced
         self.mask: set[int | signal.Signals] = set()  # the main thread's blocked signals before it
 
@@ -50,7 +49,6 @@ _state = _State()
 
 def _stop(signum: int) -> None:
     _state.stopped = signum
-    _state.deferred = None
     signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     raise Stopped(signum)
 
@@ -60,14 +58,7 @@ def _on_signal(signum: int, _frame: FrameType | None) -> None:
     # comes here (Python runs handlers in the main thread), and changes nothing.
     if _state.stopped is not None:
         return
-    if _state.held:
-        _state.deferred = _state.deferred or signum
-        return
     _stop(signum)
-
-
-def _active() -> bool:
-    return _state.depth > 0 and threading.current_thread() is threading.main_thread()
 
 
 @contextlib.contextmanager
@@ -84,7 +75,7 @@ def stop_on_signals() -> Iterator[None]:
         handlers = {signum: signal.getsignal(signum) for signum in SIGNALS}
         _state.previous = {s: h for s, h in handlers.items() if h not in (signal.SIG_IGN, None)}
         _state.mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
-        _state.stopped = _state.deferred = None
+        _state.stopped = None
         for signum in _state.previous:
             signal.signal(signum, _on_signal)
     _state.depth += 1
@@ -111,22 +102,3 @@ def _restore() -> None:
         signal.signal(signum, signal.SIG_IGN if stopped is not None else handler)
     signal.pthread_sigmask(signal.SIG_SETMASK, _state.mask)
     _state.previous = {}
-
-
-@contextlib.contextmanager
-def held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait while the body runs (clean-up, or making something and registering
-    its removal); one that came meanwhile stops the run when the body is done."""
-    if not _active():
-        yield
-        return
-    _state.held += 1
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
-    try:
-        yield
-    finally:
-        _state.held -= 1
-        if _state.held == 0 and _state.stopped is None:
-            signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a pending one is handled now
-            if _state.deferred is not None:
-                _stop(_state.deferred)

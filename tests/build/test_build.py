@@ -22,9 +22,10 @@ from tfbuild.build import (
 )
 from tfbuild.engine import RunResult
 from tfbuild.errors import InputError, Interrupted
+from tfbuild.files import held_signals
 from tfbuild.plan import PlanOptions, make_plan, with_jobs
 from tfbuild.recipes import load_base_images, load_recipes
-from tfbuild.stopping import Stopped, held, stop_on_signals
+from tfbuild.stopping import Stopped, stop_on_signals
 
 
 def ended(exit_code: int, *, oom: bool = False) -> RunResult:
@@ -171,7 +172,7 @@ def test_a_signal_during_a_held_clean_up_stops_the_build_after_it() -> None:
     done: list[str] = []
     with stop_on_signals():
         with pytest.raises(Stopped, match="stopped by SIGTERM"):
-            with held():
+            with held_signals():
                 _signalled(signal.SIGTERM)
                 done.append("removed")  # the signal waited
             pytest.fail("the held signal was lost")
@@ -182,7 +183,7 @@ def test_a_signal_during_a_held_clean_up_stops_the_build_after_it() -> None:
 def test_without_a_signal_the_handlers_and_mask_are_put_back() -> None:
     before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
-    with stop_on_signals(), stop_on_signals(), held():  # nested: the outermost one restores
+    with stop_on_signals(), stop_on_signals(), held_signals():  # nested: the outermost one restores
         assert signal.getsignal(signal.SIGTERM) is not before[signal.SIGTERM]
     assert {s: signal.getsignal(s) for s in before} == before
     assert signal.pthread_sigmask(signal.SIG_BLOCK, ()) == mask
