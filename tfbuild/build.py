@@ -30,6 +30,7 @@ import secrets
 import shlex
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -37,7 +38,7 @@ import time
 import urllib.parse
 from collections import deque
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -52,7 +53,7 @@ from tfbuild.errors import (
     TfbuildError,
     UsageError,
 )
-from tfbuild.files import sha256_file, write_text
+from tfbuild.files import read_input, sha256_file, write_text
 from tfbuild.floor import inspect_wheel
 from tfbuild.plan import CACHE_ROOT, OUTPUT_BASE, OUTPUT_DIR, SOURCE_DIR, BuildPlan, with_jobs
 from tfbuild.preflight import preflight
@@ -76,8 +77,14 @@ from tfbuild.wheelfile import normalise, relabel, retag
 TOOLCHAIN_REPOSITORY = "tfbuild/toolchain"
 BUILD_LABEL = "org.tfbuild.build"  # the build id, on the build's containers
 CA_PATH = "/etc/tfbuild/ca-bundle.pem"  # where --ca-bundle is seen in the container
-#: Where --remote-header-file's rc file is seen in the container (build.sh gives it to bazel).
-REMOTE_RC_PATH = "/etc/tfbuild/remote.bazelrc"
+#: Where --remote-header-file's private directory is seen in the container, read-only: bazel's
+#: credential helper and the headers it prints, or (a bazel without credential helpers) an rc file.
+REMOTE_DIR = "/etc/tfbuild/remote"
+REMOTE_RC_NAME = "remote.bazelrc"
+HELPER_NAME = "credential-helper"
+HEADERS_NAME = "headers.json"
+#: --remote-header-file holds a few 'Name: value' lines: more is refused while reading.
+REMOTE_HEADERS_LIMIT = 64 * 1024
 _HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 #: Lines of the log shown when a build fails.
 TAIL_LINES = 40
@@ -153,7 +160,7 @@ class BuildJob:
     user: str  # uid:gid the build runs as
     build_id: str
     ca_bundle: Path | None = None
-    remote_rc: Path | None = None  # the private rc file of --remote-header-file (mode 0600)
+    remote_credentials: RemoteCredentials | None = None  # --remote-header-file, written privately
     proxies: tuple[tuple[str, str], ...] = ()
     memory_limit: str | None = None  # the build container's memory limit (e.g. "16g")
     keep_container: bool = False
@@ -468,8 +475,8 @@ def _mounts(request: BuildJob, context: Path, out: Path, output_base: str) -> li
     ]
     if request.ca_bundle is not None:
         mounts.append(Mount(str(request.ca_bundle), CA_PATH, read_only=True))
-    if request.remote_rc is not None:
-        mounts.append(Mount(str(request.remote_rc), REMOTE_RC_PATH, read_only=True))
+    if request.remote_credentials is not None:
+        mounts.append(Mount(str(request.remote_credentials.directory), REMOTE_DIR, read_only=True))
     return mounts
 
 
@@ -481,25 +488,37 @@ def _environment(request: BuildJob, exec_image: str | None) -> dict[str, str]:
     if request.ca_bundle is not None:
         for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT"):
             env[name] = CA_PATH
-    if request.remote_rc is not None:
-        env["TFBUILD_REMOTE_RC"] = REMOTE_RC_PATH
+    if request.remote_credentials is not None:
+        env.update(request.remote_credentials.environment())
     return env
 
 
-def remote_header_rc(path: Path) -> str:
-    """``--remote-header-file``'s lines (``Name: value``; blank lines and ``#`` comments skipped) as
-    the bazel rc text build.sh gives bazel with ``--bazelrc``: one ``--remote_header`` each, then
-    ``--noannounce_rc``, so that no rc file of the tree prints them. A bad line is named by its
-    number, never by its value."""
+# --- credentials for a remote cache or executor (--remote-header-file) -----------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemoteHeaders:
+    """--remote-header-file's headers, checked: (name, value) pairs. No value is ever shown: not in
+    a repr, a message, a log line or bazel's command line."""
+
+    pairs: tuple[tuple[str, str], ...] = field(repr=False)
+
+
+def read_remote_headers(path: Path) -> RemoteHeaders:
+    """``--remote-header-file``'s ``Name: value`` lines (blank lines and ``#`` comments skipped),
+    read as every input file is (a regular file of at most 64 KiB, or ``-``). A bad line is named
+    by its number, never by its value."""
+    fix = "Name a file of 'Name: value' lines, e.g. 'Authorization: Bearer TOKEN'."
+    what = f"--remote-header-file {path}"
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(
-            f"cannot read --remote-header-file {path}",
-            why=getattr(exc, "strerror", None) or type(exc).__name__,
-            fix="Name a readable UTF-8 file of 'Name: value' lines.",
-        ) from None
-    lines = []
+        raw = read_input(path, limit=REMOTE_HEADERS_LIMIT, what=what, fix=fix)
+    except FileNotFoundError:
+        raise InputError(f"cannot read {what}", why="no such file", fix=fix) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"cannot read {what}", why="it is not UTF-8 text", fix=fix) from None
+    pairs = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -507,18 +526,162 @@ def remote_header_rc(path: Path) -> str:
         name, value = name.strip(), value.strip()
         if not colon or not _HEADER_NAME.fullmatch(name) or not value.isprintable() or not value:
             raise InputError(
-                f"--remote-header-file {path}:{number} is not a 'Name: value' header",
+                f"{what}:{number} is not a 'Name: value' header",
                 why="a header is a name of letters, digits, '-' and '_', a colon and a printable "
                 "value (the value is not shown here)",
                 fix="Write one header per line, e.g. 'Authorization: Bearer TOKEN'.",
             )
-        lines.append("build " + shlex.quote(f"--remote_header={name}={value}"))
-    if not lines:
+        pairs.append((name, value))
+    if not pairs:
         raise InputError(
-            f"--remote-header-file {path} holds no header",
+            f"{what} holds no header",
             fix="Write one 'Name: value' line per header, or drop the option.",
         )
+    return RemoteHeaders(pairs=tuple(pairs))
+
+
+#: Each spelling of bazel's credential helper flag, with the first bazel that has it:
+#: --experimental_credential_helper came in 5.3.0 (bazelbuild/bazel#15966, the 5.3.0 cherry-pick of
+#: #15947 "Wire up credential helper to command-line flag(s)"), and 6.3.0 declared it stable as
+#: --credential_helper, keeping the old name (#18751, #18752; AuthAndTLSOptions.java: name
+#: "credential_helper", oldName "experimental_credential_helper").
+CREDENTIAL_HELPER_FLAGS: tuple[tuple[tuple[int, int], str], ...] = (
+    ((6, 3), "--credential_helper"),
+    ((5, 3), "--experimental_credential_helper"),
+)
+_BAZEL_VERSION = re.compile(r"(\d+)\.(\d+)")
+
+#: bazel's credential helper: bazel runs it with the argument ``get``, writes ``{"uri": "..."}`` to
+#: its standard input and reads ``{"headers": {"Name": ["value", ...]}}`` from its standard output
+#: (the Credential Helper Specification, github.com/EngFlow/credential-helper-spec spec.md, which
+#: bazel's --credential_helper help names). An unscoped helper is asked for every URI bazel reaches
+#: (repository downloads too, from bazel 6.3), so this one answers the headers only for the hosts of
+#: the remote cache and executor, and ``{}`` (no credentials) for any other.
+CREDENTIAL_HELPER = f'''#!/usr/bin/env python3
+"""tfbuild's bazel credential helper: --remote-header-file's headers, for the remote's hosts only."""
+import json
+import sys
+import urllib.parse
+from pathlib import Path
+
+if sys.argv[1:] != ["get"]:
+    sys.exit("usage: {HELPER_NAME} get (bazel's credential helper protocol)")
+request = json.load(sys.stdin)
+stored = json.loads(Path(__file__).with_name("{HEADERS_NAME}").read_text(encoding="utf-8"))
+host = (urllib.parse.urlsplit(str(request.get("uri", ""))).hostname or "").lower()
+json.dump({{"headers": stored["headers"] if host in stored["hosts"] else {{}}}}, sys.stdout)
+'''
+
+
+def credential_helper_flag(plan: BuildPlan) -> str | None:
+    """The flag that gives the plan's bazel a credential helper; None where the bazel that runs has
+    none: the canary's (Debian's bazel-bootstrap 4.2.3) and any bazel before 5.3."""
+    if plan.standin:
+        return None
+    found = _BAZEL_VERSION.match(plan.bazel)
+    if found is None:
+        return None
+    version = (int(found.group(1)), int(found.group(2)))
+    return next((flag for first, flag in CREDENTIAL_HELPER_FLAGS if version >= first), None)
+
+
+def remote_header_rc(headers: RemoteHeaders) -> str:
+    """The rc text for a bazel without credential helpers (given with --bazelrc): one quoted
+    ``--remote_header`` each, then ``--noannounce_rc``. build.sh also puts ``--noannounce_rc`` and
+    empty build event outputs after every ``--config`` on the command line, where no rc file of the
+    tree can turn them back on."""
+    lines = [
+        "build " + shlex.quote(f"--remote_header={name}={value}") for name, value in headers.pairs
+    ]
     return "\n".join([*lines, "build --noannounce_rc", ""])
+
+
+def helper_headers(headers: RemoteHeaders, plan: BuildPlan) -> str:
+    """The JSON the credential helper answers from: the headers (a name given twice keeps both
+    values) and the hosts of the plan's remote cache and executor."""
+    merged: dict[str, list[str]] = {}
+    for name, value in headers.pairs:
+        merged.setdefault(name, []).append(value)
+    hosts = sorted(
+        {(urllib.parse.urlsplit(url).hostname or "").lower() for url in remote_urls(plan)}
+    )
+    return json.dumps({"hosts": [h for h in hosts if h], "headers": merged}, indent=2) + "\n"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemoteCredentials:
+    """--remote-header-file's headers written for bazel into a private directory (0700, its files
+    0600 or 0700), mounted read-only at REMOTE_DIR: a credential helper and its headers, or an rc
+    file where the bazel that runs has no credential helper (``helper_flag`` None)."""
+
+    directory: Path
+    count: int
+    helper_flag: str | None
+
+    def environment(self) -> dict[str, str]:
+        """What build.sh needs (paths and a count, never a value)."""
+        env = {"TFBUILD_REMOTE_HEADERS": str(self.count)}
+        if self.helper_flag is not None:
+            env["TFBUILD_CREDENTIAL_HELPER"] = f"{self.helper_flag}={REMOTE_DIR}/{HELPER_NAME}"
+        else:
+            env["TFBUILD_REMOTE_RC"] = f"{REMOTE_DIR}/{REMOTE_RC_NAME}"
+        return env
+
+
+def _private_file(path: Path, text: str, mode: int) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def write_remote_credentials(
+    headers: RemoteHeaders, plan: BuildPlan, directory: Path
+) -> RemoteCredentials:
+    """Write ``headers`` for the plan's bazel into ``directory`` (new, private: the caller made it
+    with mkdtemp and removes it on every way out)."""
+    flag = credential_helper_flag(plan)
+    if flag is not None:
+        _private_file(directory / HEADERS_NAME, helper_headers(headers, plan), 0o600)
+        _private_file(directory / HELPER_NAME, CREDENTIAL_HELPER, stat.S_IRWXU)
+    else:
+        _private_file(directory / REMOTE_RC_NAME, remote_header_rc(headers), 0o600)
+    return RemoteCredentials(directory=directory, count=len(headers.pairs), helper_flag=flag)
+
+
+#: What bazel leaves in its output base that can hold the options of a command, rc files' included:
+#: the server's log (java.log, a link, and the java.log.* files it names: every request's argv,
+#: rc options as --default_override) and the last command's output (command.log: what --announce_rc
+#: printed). Found by a build with a planted token (tests/docker/test_remote_cache.py scans the
+#: whole volume after each credentialed build).
+SERVER_LOGS = ("java.log", "java.log.*", "command.log")
+
+
+def _remove_server_logs(engine: DockerEngine, tag: str, output_base: str, log: _Log) -> None:
+    """Remove bazel's server logs from the output base volume after a credentialed build, however
+    it ended (the bazel server died with its container). Run as root: bazel's files are the build
+    user's, and a root-owned leftover must go too."""
+    names = " ".join(f"{OUTPUT_BASE}/{name}" for name in SERVER_LOGS)
+    result = engine.run(
+        tag,
+        ["sh", "-c", f"rm -f {names}"],
+        mounts=[Mount(output_base, OUTPUT_BASE, kind="volume")],
+        user="0:0",
+    )
+    if result.exit_code != 0:
+        log.note(
+            f"WARNING: bazel's server logs in the volume {output_base} could not be removed (exit "
+            f"code {result.exit_code}); they may hold the remote headers: docker volume rm it"
+        )
+
+
+def _give_to(private: Path, user: str) -> None:
+    """Root building as another user: the private directory and its files become that user's, the
+    only one that reads them in the build container."""
+    uid, _, gid = user.partition(":")
+    if os.geteuid() != 0 or int(uid) == 0:
+        return
+    for path in (private, *private.iterdir()):
+        os.chown(path, int(uid), int(gid or uid), follow_symlinks=False)
 
 
 def _run_build(
@@ -847,6 +1010,8 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
             )
             if request.discard_output_base:
                 cleanup.callback(engine.remove_volume, output_base)
+            if request.remote_credentials is not None:  # however the build ends (runs first)
+                cleanup.callback(_remove_server_logs, engine, tag, output_base, log)
             _prepare_cache(engine, tag, request.plan.cache_volume, output_base, request.user)
             plan, attempts, out = _run_build(
                 engine,
@@ -968,8 +1133,9 @@ class BuildRun:
     verbose: bool = False
     user: str | None = None  # uid:gid; default: the calling user's
     recipe_sha256: str | None = None  # a rebuild: the original recipe's identity, kept
-    #: Headers for a remote cache or executor (credentials): never in the plan, receipt or log.
-    remote_header_file: Path | None = None
+    #: Headers for a remote cache or executor (credentials, read by read_remote_headers): never
+    #: in the plan, receipt, log or any command line.
+    remote_headers: RemoteHeaders | None = None
 
     def __post_init__(self) -> None:
         if self.memory is not None and not _MEMORY.fullmatch(self.memory):
@@ -984,19 +1150,15 @@ class BuildRun:
         plan, recipe = planned.plan, planned.recipe
         check(render_files(plan), recipe)
         ca_bundle = ca_bundle_from(self.ca_bundle, os.environ)
-        headers = (
-            None if self.remote_header_file is None else remote_header_rc(self.remote_header_file)
-        )
+        user = self.user or f"{os.getuid()}:{os.getgid()}"
         with contextlib.ExitStack() as stack:
             stack.enter_context(_sigterm_interrupts())
-            remote_rc = None
-            if headers is not None:  # a private file, removed on every way out
+            credentials = None
+            if self.remote_headers is not None:  # a private directory, removed on every way out
                 private = Path(tempfile.mkdtemp(prefix="tfbuild-remote-"))
                 stack.callback(shutil.rmtree, private, ignore_errors=True)
-                remote_rc = private / "remote.bazelrc"
-                descriptor = os.open(remote_rc, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                    handle.write(headers)
+                credentials = write_remote_credentials(self.remote_headers, plan, private)
+                _give_to(private, user)
             if engine is None:
                 engine = DockerEngine.connect()
                 stack.callback(engine.close)
@@ -1011,10 +1173,10 @@ class BuildRun:
                 plan=plan,
                 source=source,
                 dist=self.dist,
-                user=self.user or f"{os.getuid()}:{os.getgid()}",
+                user=user,
                 build_id=new_build_id(),
                 ca_bundle=ca_bundle,
-                remote_rc=remote_rc,
+                remote_credentials=credentials,
                 proxies=proxies_from(os.environ),
                 memory_limit=self.memory,
                 keep_container=self.keep_container,
