@@ -1,5 +1,6 @@
 """--remote-header-file: credentials reach bazel only through a private directory (a credential
-helper where the bazel that runs has one, else an rc file), and a bad file is one line (exit 3).
+helper where the bazel that runs has one, else an rc file), a bad file is one line (exit 3), and a
+remote that cannot be reached is one line (exit 5).
 
 The credential helper protocol is bazel's (the Credential Helper Specification,
 github.com/EngFlow/credential-helper-spec spec.md): bazel runs the helper with ``get``, writes
@@ -13,6 +14,7 @@ import dataclasses
 import json
 import os
 import shlex
+import socket
 import stat
 import subprocess
 from pathlib import Path
@@ -25,16 +27,22 @@ from tfbuild.build import (
     HELPER_NAME,
     REMOTE_DIR,
     REMOTE_RC_NAME,
+    check_remote_reachable,
     credential_helper_flag,
     read_remote_headers,
+    remote_failure,
     remote_header_rc,
+    waiting_note,
     write_remote_credentials,
 )
-from tfbuild.errors import InputError
+from tfbuild.errors import EnvironmentProblem, InputError
 from tfbuild.plan import BuildPlan
+from tfbuild.plan.bazel import REMOTE_CACHE, REMOTE_CACHE_RETRIES, REMOTE_CACHE_TIMEOUT_S
 from tfbuild.recipes import load_recipes
 
 TOKEN = "s3cr3t-t0ken with spaces 'and quotes'"
+#: How long bazel waits for a cache that never answers, by the plan's options.
+BOUND = (REMOTE_CACHE_RETRIES + 1) * REMOTE_CACHE_TIMEOUT_S
 GOLDEN = Path(__file__).parents[1] / "render" / "golden"
 
 
@@ -208,3 +216,62 @@ def test_without_a_credential_helper_the_rc_file_quotes_each_header(tmp_path: Pa
         f"--remote_header=Authorization=Bearer {TOKEN}",
         "--remote_header=x-buildbuddy-api-key=k",
     ]
+
+
+# --- a remote that cannot be reached ----------------------------------------------------------------------
+
+
+def test_a_closed_loopback_port_is_unreachable_before_the_build() -> None:
+    """A bound socket that does not listen: the kernel refuses every connection to its port, and
+    no other process can take the port while the test holds it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed:
+        closed.bind(("127.0.0.1", 0))
+        url = f"grpc://127.0.0.1:{closed.getsockname()[1]}"
+        with pytest.raises(EnvironmentProblem) as caught:
+            check_remote_reachable(golden("tf2.18-cpu-haswell", f"--remote_cache={url}"))
+    assert caught.value.exit_code == 5
+    assert caught.value.line().startswith(f"the remote cache at {url} is unreachable: ")
+    # A remote elsewhere is bazel's to reach (the host's network may not be the container's).
+    check_remote_reachable(golden("tf2.18-cpu-haswell", "--remote_cache=grpcs://cache.invalid:1"))
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        # bazel 4.2.3's words, recorded against a closed port and a server that never answers.
+        (
+            "ERROR: Failed to query remote execution capabilities: Connection refused: "
+            "/127.0.0.1:47999",
+            "the remote cache at grpc://127.0.0.1:47999 is unreachable: Connection refused",
+        ),
+        (
+            "ERROR: Failed to query remote execution capabilities: DEADLINE_EXCEEDED: deadline "
+            "exceeded after 59.999591210s. [closed=[], open=[[buffered_nanos=60009076011, "
+            "waiting_for_connection]]]",
+            f"the remote cache at grpc://127.0.0.1:47999 did not answer (waited {BOUND} s): it "
+            "accepts",
+        ),
+        (
+            "ERROR: Failed to query remote execution capabilities: UNAUTHENTICATED: bad token",
+            "the remote cache at grpc://127.0.0.1:47999 refused the build's credentials",
+        ),
+        ("ERROR: /src/BUILD:3:10: Compiling src/kernel.c failed: (Exit 1)", None),
+    ],
+)
+def test_bazels_remote_failures_are_one_environment_line(line: str, said: str | None) -> None:
+    plan = golden("tf2.18-cpu-haswell", "--remote_cache=grpc://127.0.0.1:47999", *REMOTE_CACHE)
+    found = remote_failure(plan, ["INFO: Invocation ID: 7f94", line])
+    if said is None:
+        assert found is None
+        return
+    assert found is not None and found.exit_code == 5
+    assert found.line().startswith(said), found.line()
+
+
+def test_the_build_says_what_it_waits_for() -> None:
+    plan = golden("tf2.18-cpu-haswell", "--remote_cache=grpc://127.0.0.1:47999", *REMOTE_CACHE)
+    assert waiting_note(plan) == (
+        "waiting for the remote cache at grpc://127.0.0.1:47999 "
+        f"(bazel gives up after about {BOUND} s without an answer)"
+    )
+    assert waiting_note(golden("tf2.18-cpu-haswell")) is None

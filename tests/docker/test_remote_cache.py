@@ -36,6 +36,7 @@ from tfbuild import canary
 from tfbuild.build import bazel_processes, build_key, host_network, output_base_volume
 from tfbuild.engine import PART_OF_LABEL, Mount
 from tfbuild.plan import BuildPlan
+from tfbuild.plan.bazel import REMOTE_CACHE_RETRIES, REMOTE_CACHE_TIMEOUT_S
 
 #: A rendered plan (no remote cache in it) to add remote URLs to.
 GOLDEN_PLAN = Path(__file__).parents[1] / "render" / "golden" / "tf2.18-cpu-haswell" / "plan.json"
@@ -243,6 +244,65 @@ class SilentServer:
             connection.close()
 
 
+def failed_wheel(dist: Path, volume: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        wheel_argv(dist, volume, "--no-disk-cache", *args),
+        capture_output=True,
+        text=True,
+        timeout=900,  # a hang guard, never a speed check
+        check=False,
+    )
+
+
+@pytest.mark.docker
+def test_a_cache_that_accepts_and_never_answers_fails_in_bounded_time_as_one_line(
+    engine: Any, base_image: str, tmp_path: Path
+) -> None:
+    """Issue 21, item 14: such a cache held the build for 365 s and failed it as a build failure
+    (exit 6), silently. bazel now gives up after its planned --remote_timeout and retries, the log
+    says what the build waits for, and the failure is one line, exit 5. The build was a
+    credentialed one: its failure leaves no server log and no token in the output base either."""
+    token = f"tfbuild-planted-{uuid.uuid4().hex}"
+    headers = tmp_path / "headers"
+    headers.write_text(f"Authorization: Bearer {token}\n")
+    source = git_checkout(tmp_path)
+    server = SilentServer()
+    volume = f"tfbuild-test-remote-{uuid.uuid4().hex[:10]}"
+    dist = tmp_path / "dist"
+    try:
+        failed = failed_wheel(
+            dist,
+            volume,
+            "--source",
+            str(source),
+            "--remote-cache",
+            server.url,
+            "--remote-header-file",
+            str(headers),
+        )
+        (output_base,) = engine.volumes(f"{PART_OF_LABEL}={volume}")  # the tree's own
+        scanned = scan_volumes(engine, base_image, volume, output_base, token)
+    finally:
+        server.close()
+        engine.remove_volume(volume)
+    assert failed.returncode == 5, failed.stderr
+    assert server.accepted, "bazel never connected"
+    bound = (REMOTE_CACHE_RETRIES + 1) * REMOTE_CACHE_TIMEOUT_S
+    last = failed.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        f"tfbuild: error: the remote cache at {server.url} did not answer (waited {bound} s): "
+    ), failed.stderr
+    assert "Traceback" not in failed.stderr and token not in failed.stderr
+    (log,) = (dist / "logs").glob("*.log")
+    assert f"[tfbuild] waiting for the remote cache at {server.url} (bazel gives up after" in (
+        log.read_text()
+    )
+    assert not list(dist.glob("*.whl"))
+    assert "found:" not in scanned, scanned
+    top = {line.removeprefix("top: ") for line in scanned.splitlines() if line.startswith("top: ")}
+    assert "server" in top and not [n for n in top if n.startswith(("java.log", "command.log"))]
+
+
 @pytest.mark.docker
 def test_an_interrupted_credentialed_build_leaves_no_server_log(
     engine: Any, base_image: str, tmp_path: Path
@@ -304,6 +364,31 @@ def _wait_for_line(logs: Path, text: str, run: subprocess.Popen[str]) -> bool:
             return True
         time.sleep(0.2)
     return False
+
+
+@pytest.mark.docker
+def test_a_closed_port_is_unreachable_exit_5_before_the_toolchain_image(
+    engine: Any, base_image: str, tmp_path: Path
+) -> None:
+    """A bound socket that does not listen: every connection to its port is refused, and no other
+    process can take the port while the test holds it."""
+    volume = f"tfbuild-test-remote-{uuid.uuid4().hex[:10]}"
+    dist = tmp_path / "dist"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed:
+        closed.bind(("127.0.0.1", 0))
+        url = f"grpc://127.0.0.1:{closed.getsockname()[1]}"
+        try:
+            failed = failed_wheel(dist, volume, "--remote-cache", url)
+        finally:
+            engine.remove_volume(volume)
+    assert failed.returncode == 5, failed.stderr
+    # The build's first note (what it builds), then the one error line.
+    assert failed.stderr.strip().splitlines()[1:] == [
+        f"tfbuild: error: the remote cache at {url} is unreachable: Connection refused. Start the "
+        "remote cache or correct its URL, or build without it (drop the option)."
+    ]
+    (log,) = (dist / "logs").glob("*.log")
+    assert "phase: toolchain image" not in log.read_text()  # refused before any image or container
 
 
 # --- the pure parts: bazel's summary line, the network a remote URL needs ---------------------------
