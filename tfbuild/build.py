@@ -747,7 +747,9 @@ def _unreachable(what: str, url: str, why: str) -> EnvironmentProblem:
 def _wait_bound(plan: BuildPlan) -> int | None:
     """How long bazel waits for a remote that never answers: each call's --remote_timeout, tried
     1 + --remote_retries times (bazel's defaults 60 s and 5)."""
-    values = dict(o.split("=", 1) for o in plan.build_options if o.startswith("--remote_"))
+    values = dict(
+        o.split("=", 1) for o in plan.build_options if o.startswith("--remote_") and "=" in o
+    )
     try:
         timeout = int(values.get("--remote_timeout", "60").rstrip("s"))
         retries = int(values.get("--remote_retries", "5"))

@@ -275,3 +275,14 @@ def test_the_build_says_what_it_waits_for() -> None:
         f"(bazel gives up after about {BOUND} s without an answer)"
     )
     assert waiting_note(golden("tf2.18-cpu-haswell")) is None
+    # Remote execution: TensorFlow's own options, valueless ones among them.
+    executing = golden(
+        "tf2.18-cpu-haswell",
+        "--remote_executor=grpc://127.0.0.1:47999",
+        "--remote_timeout=3600",
+        "--remote_download_toplevel",
+    )
+    assert waiting_note(executing) == (
+        "waiting for the remote executor at grpc://127.0.0.1:47999 "
+        "(bazel gives up after about 21600 s without an answer)"
+    )
