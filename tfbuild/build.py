@@ -30,6 +30,7 @@ import re
 import secrets
 import shlex
 import shutil
+import socket
 import stat
 import sys
 import tempfile
@@ -37,7 +38,7 @@ import time
 import urllib.parse
 from collections import deque
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -65,6 +66,7 @@ from tfbuild.files import (
     held_signals,
     human_size,
     locked,
+    read_input,
     sha256_file,
     shown,
     write_files,
@@ -93,8 +95,14 @@ from tfbuild.wheelfile import normalise, relabel, retag
 TOOLCHAIN_REPOSITORY = "tfbuild/toolchain"
 BUILD_LABEL = "org.tfbuild.build"  # the build id, on the build's containers
 CA_PATH = "/etc/tfbuild/ca-bundle.pem"  # where --ca-bundle is seen in the container
-#: Where --remote-header-file's rc file is seen in the container (build.sh gives it to bazel).
-REMOTE_RC_PATH = "/etc/tfbuild/remote.bazelrc"
+#: Where --remote-header-file's private directory is seen in the container, read-only: bazel's
+#: credential helper and the headers it prints, or (a bazel without credential helpers) an rc file.
+REMOTE_DIR = "/etc/tfbuild/remote"
+REMOTE_RC_NAME = "remote.bazelrc"
+HELPER_NAME = "credential-helper"
+HEADERS_NAME = "headers.json"
+#: --remote-header-file holds a few 'Name: value' lines: more is refused while reading.
+REMOTE_HEADERS_LIMIT = 64 * 1024
 _HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 #: Lines of the log shown when a build fails.
 TAIL_LINES = 40
@@ -174,7 +182,7 @@ class BuildJob:
     user: str  # uid:gid the build runs as
     build_id: str
     ca_bundle: Path | None = None
-    remote_rc: Path | None = None  # the private rc file of --remote-header-file (mode 0600)
+    remote_credentials: RemoteCredentials | None = None  # --remote-header-file, written privately
     proxies: tuple[tuple[str, str], ...] = ()
     memory_limit: str | None = None  # the build container's memory limit (e.g. "16g")
     keep_container: bool = False
@@ -501,8 +509,8 @@ def _mounts(request: BuildJob, context: Path, out: Path, output_base: str) -> li
     ]
     if request.ca_bundle is not None:
         mounts.append(Mount(str(request.ca_bundle), CA_PATH, read_only=True))
-    if request.remote_rc is not None:
-        mounts.append(Mount(str(request.remote_rc), REMOTE_RC_PATH, read_only=True))
+    if request.remote_credentials is not None:
+        mounts.append(Mount(str(request.remote_credentials.directory), REMOTE_DIR, read_only=True))
     return mounts
 
 
@@ -514,25 +522,37 @@ def _environment(request: BuildJob, exec_image: str | None) -> dict[str, str]:
     if request.ca_bundle is not None:
         for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT"):
             env[name] = CA_PATH
-    if request.remote_rc is not None:
-        env["TFBUILD_REMOTE_RC"] = REMOTE_RC_PATH
+    if request.remote_credentials is not None:
+        env.update(request.remote_credentials.environment())
     return env
 
 
-def remote_header_rc(path: Path) -> str:
-    """``--remote-header-file``'s lines (``Name: value``; blank lines and ``#`` comments skipped) as
-    the bazel rc text build.sh gives bazel with ``--bazelrc``: one ``--remote_header`` each, then
-    ``--noannounce_rc``, so that no rc file of the tree prints them. A bad line is named by its
-    number, never by its value."""
+# --- credentials for a remote cache or executor (--remote-header-file) -----------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemoteHeaders:
+    """--remote-header-file's headers, checked: (name, value) pairs. No value is ever shown: not in
+    a repr, a message, a log line or bazel's command line."""
+
+    pairs: tuple[tuple[str, str], ...] = field(repr=False)
+
+
+def read_remote_headers(path: Path) -> RemoteHeaders:
+    """``--remote-header-file``'s ``Name: value`` lines (blank lines and ``#`` comments skipped),
+    read as every input file is (a regular file of at most 64 KiB, or ``-``). A bad line is named
+    by its number, never by its value."""
+    fix = "Name a file of 'Name: value' lines, e.g. 'Authorization: Bearer TOKEN'."
+    what = f"--remote-header-file {path}"
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(
-            f"cannot read --remote-header-file {path}",
-            why=getattr(exc, "strerror", None) or type(exc).__name__,
-            fix="Name a readable UTF-8 file of 'Name: value' lines.",
-        ) from None
-    lines = []
+        raw = read_input(path, limit=REMOTE_HEADERS_LIMIT, what=what, fix=fix)
+    except FileNotFoundError:
+        raise InputError(f"cannot read {what}", why="no such file", fix=fix) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"cannot read {what}", why="it is not UTF-8 text", fix=fix) from None
+    pairs = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -540,18 +560,263 @@ def remote_header_rc(path: Path) -> str:
         name, value = name.strip(), value.strip()
         if not colon or not _HEADER_NAME.fullmatch(name) or not value.isprintable() or not value:
             raise InputError(
-                f"--remote-header-file {path}:{number} is not a 'Name: value' header",
+                f"{what}:{number} is not a 'Name: value' header",
                 why="a header is a name of letters, digits, '-' and '_', a colon and a printable "
                 "value (the value is not shown here)",
                 fix="Write one header per line, e.g. 'Authorization: Bearer TOKEN'.",
             )
-        lines.append("build " + shlex.quote(f"--remote_header={name}={value}"))
-    if not lines:
+        pairs.append((name, value))
+    if not pairs:
         raise InputError(
-            f"--remote-header-file {path} holds no header",
+            f"{what} holds no header",
             fix="Write one 'Name: value' line per header, or drop the option.",
         )
+    return RemoteHeaders(pairs=tuple(pairs))
+
+
+#: Each spelling of bazel's credential helper flag, with the first bazel that has it:
+#: --experimental_credential_helper came in 5.3.0 (bazelbuild/bazel#15966, the 5.3.0 cherry-pick of
+#: #15947 "Wire up credential helper to command-line flag(s)"), and 6.3.0 declared it stable as
+#: --credential_helper, keeping the old name (#18751, #18752; AuthAndTLSOptions.java: name
+#: "credential_helper", oldName "experimental_credential_helper").
+CREDENTIAL_HELPER_FLAGS: tuple[tuple[tuple[int, int], str], ...] = (
+    ((6, 3), "--credential_helper"),
+    ((5, 3), "--experimental_credential_helper"),
+)
+_BAZEL_VERSION = re.compile(r"(\d+)\.(\d+)")
+
+#: bazel's credential helper: bazel runs it with the argument ``get``, writes ``{"uri": "..."}`` to
+#: its standard input and reads ``{"headers": {"Name": ["value", ...]}}`` from its standard output
+#: (the Credential Helper Specification, github.com/EngFlow/credential-helper-spec spec.md, which
+#: bazel's --credential_helper help names). An unscoped helper is asked for every URI bazel reaches
+#: (repository downloads too, from bazel 6.3), so this one answers the headers only for the hosts of
+#: the remote cache and executor, and ``{}`` (no credentials) for any other.
+CREDENTIAL_HELPER = f'''#!/usr/bin/env python3
+"""tfbuild's bazel credential helper: --remote-header-file's headers, for the remote's hosts only."""
+import json
+import sys
+import urllib.parse
+from pathlib import Path
+
+if sys.argv[1:] != ["get"]:
+    sys.exit("usage: {HELPER_NAME} get (bazel's credential helper protocol)")
+request = json.load(sys.stdin)
+stored = json.loads(Path(__file__).with_name("{HEADERS_NAME}").read_text(encoding="utf-8"))
+host = (urllib.parse.urlsplit(str(request.get("uri", ""))).hostname or "").lower()
+json.dump({{"headers": stored["headers"] if host in stored["hosts"] else {{}}}}, sys.stdout)
+'''
+
+
+def credential_helper_flag(plan: BuildPlan) -> str | None:
+    """The flag that gives the plan's bazel a credential helper; None where the bazel that runs has
+    none: the canary's (Debian's bazel-bootstrap 4.2.3) and any bazel before 5.3."""
+    if plan.standin:
+        return None
+    found = _BAZEL_VERSION.match(plan.bazel)
+    if found is None:
+        return None
+    version = (int(found.group(1)), int(found.group(2)))
+    return next((flag for first, flag in CREDENTIAL_HELPER_FLAGS if version >= first), None)
+
+
+def remote_header_rc(headers: RemoteHeaders) -> str:
+    """The rc text for a bazel without credential helpers (given with --bazelrc): one quoted
+    ``--remote_header`` each, then ``--noannounce_rc``. build.sh also puts ``--noannounce_rc`` and
+    empty build event outputs after every ``--config`` on the command line, where no rc file of the
+    tree can turn them back on."""
+    lines = [
+        "build " + shlex.quote(f"--remote_header={name}={value}") for name, value in headers.pairs
+    ]
     return "\n".join([*lines, "build --noannounce_rc", ""])
+
+
+def helper_headers(headers: RemoteHeaders, plan: BuildPlan) -> str:
+    """The JSON the credential helper answers from: the headers (a name given twice keeps both
+    values) and the hosts of the plan's remote cache and executor."""
+    merged: dict[str, list[str]] = {}
+    for name, value in headers.pairs:
+        merged.setdefault(name, []).append(value)
+    hosts = sorted(
+        {(urllib.parse.urlsplit(url).hostname or "").lower() for url in remote_urls(plan)}
+    )
+    return json.dumps({"hosts": [h for h in hosts if h], "headers": merged}, indent=2) + "\n"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RemoteCredentials:
+    """--remote-header-file's headers written for bazel into a private directory (0700, its files
+    0600 or 0700), mounted read-only at REMOTE_DIR: a credential helper and its headers, or an rc
+    file where the bazel that runs has no credential helper (``helper_flag`` None)."""
+
+    directory: Path
+    count: int
+    helper_flag: str | None
+
+    def environment(self) -> dict[str, str]:
+        """What build.sh needs (paths and a count, never a value)."""
+        env = {"TFBUILD_REMOTE_HEADERS": str(self.count)}
+        if self.helper_flag is not None:
+            env["TFBUILD_CREDENTIAL_HELPER"] = f"{self.helper_flag}={REMOTE_DIR}/{HELPER_NAME}"
+        else:
+            env["TFBUILD_REMOTE_RC"] = f"{REMOTE_DIR}/{REMOTE_RC_NAME}"
+        return env
+
+
+def _private_file(path: Path, text: str, mode: int) -> None:
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def write_remote_credentials(
+    headers: RemoteHeaders, plan: BuildPlan, directory: Path
+) -> RemoteCredentials:
+    """Write ``headers`` for the plan's bazel into ``directory`` (new, private: the caller made it
+    with mkdtemp and removes it on every way out)."""
+    flag = credential_helper_flag(plan)
+    if flag is not None:
+        _private_file(directory / HEADERS_NAME, helper_headers(headers, plan), 0o600)
+        _private_file(directory / HELPER_NAME, CREDENTIAL_HELPER, stat.S_IRWXU)
+    else:
+        _private_file(directory / REMOTE_RC_NAME, remote_header_rc(headers), 0o600)
+    return RemoteCredentials(directory=directory, count=len(headers.pairs), helper_flag=flag)
+
+
+#: What bazel leaves in its output base that can hold the options of a command, rc files' included:
+#: the server's log (java.log, a link, and the java.log.* files it names: every request's argv,
+#: rc options as --default_override) and the last command's output (command.log: what --announce_rc
+#: printed). Found by a build with a planted token (tests/docker/test_remote_cache.py scans the
+#: whole volume after each credentialed build).
+SERVER_LOGS = ("java.log", "java.log.*", "command.log")
+
+
+def _remove_server_logs(engine: DockerEngine, tag: str, output_base: str, log: _Log) -> None:
+    """Remove bazel's server logs from the output base volume after a credentialed build, however
+    it ended (the bazel server died with its container). Run as root: bazel's files are the build
+    user's, and a root-owned leftover must go too."""
+    names = " ".join(f"{OUTPUT_BASE}/{name}" for name in SERVER_LOGS)
+    result = engine.run(
+        tag,
+        ["sh", "-c", f"rm -f {names}"],
+        mounts=[Mount(output_base, OUTPUT_BASE, kind="volume")],
+        user="0:0",
+    )
+    if result.exit_code != 0:
+        log.note(
+            f"WARNING: bazel's server logs in the volume {output_base} could not be removed (exit "
+            f"code {result.exit_code}); they may hold the remote headers: docker volume rm it"
+        )
+
+
+def _give_to(private: Path, user: str) -> None:
+    """Root building as another user: the private directory and its files become that user's, the
+    only one that reads them in the build container."""
+    uid, _, gid = user.partition(":")
+    if os.geteuid() != 0 or int(uid) == 0:
+        return
+    for path in (private, *private.iterdir()):
+        os.chown(path, int(uid), int(gid or uid), follow_symlinks=False)
+
+
+# --- a remote cache that cannot be reached ---------------------------------------------------------
+
+#: bazel's words when its first call to the remote (the capabilities check) fails, e.g.
+#: "ERROR: Failed to query remote execution capabilities: Connection refused: /127.0.0.1:47999" or
+#: "...: DEADLINE_EXCEEDED: deadline exceeded after 9.999591210s. [...]" (bazel 4.2.3).
+_CAPABILITIES = re.compile(r"Failed to query remote execution capabilities: (.*)$")
+_REFUSED = re.compile(r"Connection refused|UNAVAILABLE|UnknownHost|Name or service not known")
+_DENIED = re.compile(r"UNAUTHENTICATED|PERMISSION_DENIED")
+_DEADLINE = re.compile(r"DEADLINE_EXCEEDED")
+#: How long the preflight connect waits for a TCP answer.
+CONNECT_TIMEOUT_S = 5.0
+
+
+def remotes(plan: BuildPlan) -> tuple[tuple[str, str], ...]:
+    """The plan's remotes as (what, URL): "remote cache" and "remote executor"."""
+    names = {"--remote_cache=": "remote cache", "--remote_executor=": "remote executor"}
+    return tuple(
+        (what, option[len(prefix) :])
+        for option in plan.build_options
+        for prefix, what in names.items()
+        if option.startswith(prefix)
+    )
+
+
+def remote_failure(plan: BuildPlan, tail: list[str]) -> EnvironmentProblem | None:
+    """A build that failed because its remote cache or executor failed bazel's first call, as one
+    line (exit 5); None for any other failure."""
+    found = next((m for line in reversed(tail) if (m := _CAPABILITIES.search(line))), None)
+    named = remotes(plan)
+    if found is None or not named:
+        return None
+    (what, url), cause = named[-1], found.group(1).strip()  # the executor, where there is one
+    if _DEADLINE.search(cause):
+        waited = _wait_bound(plan)
+        return EnvironmentProblem(
+            f"the {what} at {url} did not answer"
+            + (f" (waited {waited} s)" if waited is not None else ""),
+            why="it accepts connections but answers no call: " + cause[:200],
+            fix=f"Check the {what}'s server, or build without it (drop the option).",
+        )
+    if _DENIED.search(cause):
+        return EnvironmentProblem(
+            f"the {what} at {url} refused the build's credentials",
+            why=cause[:200],
+            fix="Check the headers of --remote-header-file (their values are not shown).",
+        )
+    if _REFUSED.search(cause):
+        return _unreachable(what, url, cause[:200])
+    return None
+
+
+def _unreachable(what: str, url: str, why: str) -> EnvironmentProblem:
+    return EnvironmentProblem(
+        f"the {what} at {url} is unreachable",
+        why=why,
+        fix=f"Start the {what} or correct its URL, or build without it (drop the option).",
+    )
+
+
+def _wait_bound(plan: BuildPlan) -> int | None:
+    """How long bazel waits for a remote that never answers: each call's --remote_timeout, tried
+    1 + --remote_retries times (bazel's defaults 60 s and 5)."""
+    values = dict(
+        o.split("=", 1) for o in plan.build_options if o.startswith("--remote_") and "=" in o
+    )
+    try:
+        timeout = int(values.get("--remote_timeout", "60").rstrip("s"))
+        retries = int(values.get("--remote_retries", "5"))
+    except ValueError:
+        return None
+    return timeout * (retries + 1)
+
+
+def check_remote_reachable(plan: BuildPlan) -> None:
+    """A TCP connect to each remote on this machine's loopback (which the build container shares),
+    before any image or container: a closed port is one line, exit 5, in a second instead of after
+    the toolchain image. A remote elsewhere is left to bazel (this host's network may not be the
+    container's)."""
+    for what, url in remotes(plan):
+        parts = urllib.parse.urlsplit(url)
+        if parts.hostname not in _LOOPBACK or parts.port is None:
+            continue
+        try:
+            socket.create_connection(
+                (parts.hostname, parts.port), timeout=CONNECT_TIMEOUT_S
+            ).close()
+        except OSError as exc:
+            raise _unreachable(what, url, exc.strerror or str(exc)) from None
+
+
+def waiting_note(plan: BuildPlan) -> str | None:
+    """What the build waits for before its first action: bazel's first call to each remote."""
+    named = remotes(plan)
+    if not named:
+        return None
+    bound = _wait_bound(plan)
+    each = " and ".join(f"the {what} at {url}" for what, url in named)
+    limit = f" (bazel gives up after about {bound} s without an answer)" if bound else ""
+    return f"waiting for {each}{limit}"
 
 
 def _run_build(
@@ -575,6 +840,9 @@ def _run_build(
     while True:
         write_context(render_files(plan), context)
         log.tail.clear()
+        waiting = waiting_note(plan)
+        if waiting is not None:
+            log.note(waiting)
         try:
             result = engine.run(
                 tag,
@@ -640,6 +908,9 @@ def _run_build(
                 f"or pass a lower --jobs / --local-ram-resources. The log: {log.path}",
                 details=tuple(tail),
             )
+        unreachable = remote_failure(plan, tail)
+        if unreachable is not None:  # one line: the log has bazel's own words
+            raise unreachable
         raise BuildFailed(
             f"the build failed (exit code {result.exit_code})",
             why=_last_error(tail),
@@ -960,6 +1231,29 @@ def _cannot_publish(dist: Path, exc: OSError, *, needed: int, what: str) -> Inpu
 # --- the build ------------------------------------------------------------------------------------
 
 
+def _announce(plan: BuildPlan, build_id: str, log: _Log) -> None:
+    """The build's first lines: what it builds, then the plan's warnings, before the hours of work."""
+    log.note(
+        f"build {build_id}: TensorFlow {plan.tensorflow} ({plan.variant}, target {plan.target})"
+        + (" — STAND-IN canary source, not TensorFlow" if plan.standin else "")
+    )
+    for warning in plan.warnings:
+        log.note(f"warning: {warning}")
+
+
+def _the_wheel(out: Path, log: _Log) -> Path:
+    """The one wheel a finished build left in its output directory."""
+    wheels = sorted(out.glob("*.whl"))
+    if len(wheels) != 1:
+        raise BuildFailed(
+            f"the build finished but left {len(wheels)} wheels in its output",
+            why=", ".join(w.name for w in wheels) or "none",
+            fix=f"Check build.sh's package step in the log: {log.path}",
+            details=tuple(log.tail),
+        )
+    return wheels[0]
+
+
 def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> WheelResult:
     """Build the wheel of ``request.plan`` in ``engine``; everything lands in ``request.dist``."""
     started = time.monotonic()
@@ -971,9 +1265,8 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
     log = _Log(dist / "logs" / f"{request.build_id}.log", display)
     cleanup = contextlib.ExitStack()
     try:
-        with (
-            held_signals()
-        ):  # no signal between making the work directory and registering its removal
+        # No signal between making the work directory and registering its removal.
+        with held_signals():
             work = Path(tempfile.mkdtemp(prefix=f".tfbuild-{request.build_id}-", dir=dist))
             cleanup.callback(shutil.rmtree, work, ignore_errors=True)
         busy = f"another tfbuild build is using the source {request.source.path}"
@@ -986,13 +1279,8 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 fix="Wait for the other build, or build from another copy of the source.",
             ),
         ):
-            log.note(
-                f"build {request.build_id}: TensorFlow {request.plan.tensorflow} "
-                f"({request.plan.variant}, target {request.plan.target})"
-                + (" — STAND-IN canary source, not TensorFlow" if request.plan.standin else "")
-            )
-            for warning in request.plan.warnings:  # the plan's, said before the hours of work
-                log.note(f"warning: {warning}")
+            _announce(request.plan, request.build_id, log)
+            check_remote_reachable(request.plan)  # a closed port: one line now, not after the image
             log.phase("toolchain image")
             files = render_files(request.plan)
             tag, image_built = _toolchain_image(
@@ -1010,6 +1298,8 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
             )
             if request.discard_output_base:
                 cleanup.callback(engine.remove_volume, output_base)
+            if request.remote_credentials is not None:  # however the build ends (runs first)
+                cleanup.callback(_remove_server_logs, engine, tag, output_base, log)
             _prepare_cache(engine, tag, request.plan.cache_volume, output_base, request.user)
             plan, attempts, out = _run_build(
                 engine,
@@ -1021,18 +1311,11 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 exec_image=exec_image,
             )
             log.phase("publish")
-            wheels = sorted(out.glob("*.whl"))
-            if len(wheels) != 1:
-                raise BuildFailed(
-                    f"the build finished but left {len(wheels)} wheels in its output",
-                    why=", ".join(w.name for w in wheels) or "none",
-                    fix=f"Check build.sh's package step in the log: {log.path}",
-                    details=tuple(log.tail),
-                )
+            output = _the_wheel(out, log)
             # Room for the finished wheel (a copy, labelled and normalised), its receipt and env
             # file, checked before any of it is written.
-            check_space(dist, wheels[0].stat().st_size + PUBLISH_MARGIN, what=wheels[0].name)
-            built, floor, warnings = _finish(wheels[0], plan, request.source, log)
+            check_space(dist, output.stat().st_size + PUBLISH_MARGIN, what=output.name)
+            built, floor, warnings = _finish(output, plan, request.source, log)
             sha256 = sha256_file(built)
             env_text = render_files(plan)["runtime.env"]
             finished = time.monotonic()
@@ -1125,8 +1408,9 @@ class BuildRun:
     verbose: bool = False
     user: str | None = None  # uid:gid; default: the calling user's
     recipe_sha256: str | None = None  # a rebuild: the original recipe's identity, kept
-    #: Headers for a remote cache or executor (credentials): never in the plan, receipt or log.
-    remote_header_file: Path | None = None
+    #: Headers for a remote cache or executor (credentials, read by read_remote_headers): never
+    #: in the plan, receipt, log or any command line.
+    remote_headers: RemoteHeaders | None = None
 
     def __post_init__(self) -> None:
         if self.memory is not None and not _MEMORY.fullmatch(self.memory):
@@ -1141,20 +1425,16 @@ class BuildRun:
         plan, recipe = planned.plan, planned.recipe
         check(render_files(plan), recipe)
         ca_bundle = ca_bundle_from(self.ca_bundle, os.environ)
-        headers = (
-            None if self.remote_header_file is None else remote_header_rc(self.remote_header_file)
-        )
+        user = self.user or f"{os.getuid()}:{os.getgid()}"
         # SIGINT and SIGTERM stop the build once; its clean-up then runs to the end.
         with stop_on_signals(), _CleanUp() as stack:
-            remote_rc = None
-            if headers is not None:  # a private file, removed on every way out
+            credentials = None
+            if self.remote_headers is not None:  # a private directory, removed on every way out
                 with held_signals():
                     private = Path(tempfile.mkdtemp(prefix="tfbuild-remote-"))
                     stack.callback(shutil.rmtree, private, ignore_errors=True)
-                remote_rc = private / "remote.bazelrc"
-                descriptor = os.open(remote_rc, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                    handle.write(headers)
+                credentials = write_remote_credentials(self.remote_headers, plan, private)
+                _give_to(private, user)
             if engine is None:
                 engine = DockerEngine.connect()
                 stack.callback(engine.close)
@@ -1169,10 +1449,10 @@ class BuildRun:
                 plan=plan,
                 source=source,
                 dist=self.dist,
-                user=self.user or f"{os.getuid()}:{os.getgid()}",
+                user=user,
                 build_id=new_build_id(),
                 ca_bundle=ca_bundle,
-                remote_rc=remote_rc,
+                remote_credentials=credentials,
                 proxies=proxies_from(os.environ),
                 memory_limit=self.memory,
                 keep_container=self.keep_container,

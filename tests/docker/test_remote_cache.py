@@ -16,8 +16,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
+import socket
 import subprocess
 import tempfile
+import threading
+import time
 import uuid
 import zipfile
 from collections.abc import Iterator
@@ -30,8 +34,9 @@ from tests.docker.test_wheel import wheel_argv
 from tests.remote.services import start_buildgrid, stop
 from tfbuild import canary
 from tfbuild.build import bazel_processes, build_key, host_network, output_base_volume
-from tfbuild.engine import PART_OF_LABEL
+from tfbuild.engine import PART_OF_LABEL, Mount
 from tfbuild.plan import BuildPlan
+from tfbuild.plan.bazel import REMOTE_CACHE_RETRIES, REMOTE_CACHE_TIMEOUT_S
 
 #: A rendered plan (no remote cache in it) to add remote URLs to.
 GOLDEN_PLAN = Path(__file__).parents[1] / "render" / "golden" / "tf2.18-cpu-haswell" / "plan.json"
@@ -45,9 +50,13 @@ def buildgrid(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     stop(server)
 
 
-def git_checkout(tmp_path: Path) -> Path:
-    """The canary as a git checkout with a fixed commit time, as a TensorFlow clone would be."""
+def git_checkout(tmp_path: Path, *rc_lines: str) -> Path:
+    """The canary as a git checkout with a fixed commit time, as a TensorFlow clone would be; its
+    .bazelrc ends with ``rc_lines``."""
     source = canary.copy_tree(tmp_path / "checkout")
+    if rc_lines:
+        rc = source / ".bazelrc"
+        rc.write_text(rc.read_text() + "\n".join(rc_lines) + "\n")
     env = {
         **os.environ,
         "GIT_AUTHOR_DATE": f"{canary.EPOCH} +0000",
@@ -116,21 +125,59 @@ def test_a_second_build_from_a_fresh_output_base_takes_every_action_from_the_cac
     assert first["wheel"]["sha256"] == second["wheel"]["sha256"]
 
 
+#: A source tree's rc lines that would print or record every rc option, the remote headers' too
+#: (issue 21, item 6: ``build:opt --announce_rc`` expands after tfbuild's ``--noannounce_rc``).
+HOSTILE_RC = (
+    "common --announce_rc",
+    "build:opt --announce_rc",
+    "build --build_event_json_file=bep.json",
+    "build:opt --build_event_text_file=bep.txt",
+)
+
+
+def scan_volumes(engine: Any, image: str, volume: str, output_base: str, token: str) -> str:
+    """The files of the cache volume and the output base that hold ``token`` (grep in a throwaway
+    container), and the output base's top-level names, as one text: ``found: ...`` then ``top: ...``."""
+    lines: list[str] = []
+    result = engine.run(
+        image,
+        [
+            "sh",
+            "-c",
+            f"grep -rlF -- {token} /cache /output-base | sed 's/^/found: /'; "
+            "ls -A /output-base | sed 's/^/top: /'; "
+            "if grep -rlqF -- tfbuild_canary /output-base; then echo 'control: seen'; fi",
+        ],
+        mounts=[
+            Mount(volume, "/cache", kind="volume"),
+            Mount(output_base, "/output-base", kind="volume"),
+        ],
+        user="0:0",
+        on_line=lines.append,
+    )
+    assert result.exit_code == 0, lines
+    return "\n".join(lines)
+
+
 @pytest.mark.docker
 def test_remote_credentials_reach_bazel_and_nothing_else(
     engine: Any, base_image: str, buildgrid: str, tmp_path: Path
 ) -> None:
-    """A token planted in --remote-header-file reaches bazel (through build.sh's --bazelrc; the
-    build with it succeeds against the real cache) and appears in none of tfbuild's outputs: stdout,
-    stderr, the wheel, its receipt (with the plan), env file and log."""
+    """A token planted in --remote-header-file reaches bazel (the build against the real cache
+    succeeds) and appears in none of tfbuild's outputs, even from a tree whose rc files turn
+    --announce_rc and the build event files on (issue 21, items 5 and 6): not on stdout or stderr,
+    not in the wheel, its receipt (with the plan), env file or log, not in the tree, and in no file
+    of the cache volume or the output base after the build: bazel's server logs (java.log, which
+    held the rc options as --default_override) are gone."""
     token = f"tfbuild-planted-{uuid.uuid4().hex}"
     headers = tmp_path / "headers"
     headers.write_text(f"Authorization: Bearer {token}\nx-cache-key: {token}\n")
     volume = f"tfbuild-test-remote-{uuid.uuid4().hex[:10]}"
     dist = tmp_path / "dist"
+    source = git_checkout(tmp_path, *HOSTILE_RC)
     try:
         receipt, built = wheel(
-            git_checkout(tmp_path),
+            source,
             dist,
             volume,
             "--no-disk-cache",
@@ -139,20 +186,209 @@ def test_remote_credentials_reach_bazel_and_nothing_else(
             "--remote-header-file",
             str(headers),
         )
+        output_base = output_base_volume(
+            volume, build_key(source, receipt["inputs"]["toolchain_image"])
+        )
+        scanned = scan_volumes(engine, base_image, volume, output_base, token)
     finally:
         engine.remove_volume(volume)
     log = Path(receipt["log"]).read_text()
-    assert "[tfbuild] remote headers: 2 (from --remote-header-file; values not shown)" in log
+    assert (
+        "[tfbuild] remote headers: 2 (from --remote-header-file, through a private rc file; "
+        "values not shown)" in log
+    )
+    assert "INFO: Reading rc options" not in log  # the tree's --announce_rc was overruled
     assert token not in built.stdout + built.stderr
     written = [path for path in dist.rglob("*") if path.is_file()]
     assert {p.suffix for p in written} >= {".whl", ".json", ".env", ".log"}
-    for path in written:
+    for path in [*written, *(p for p in source.rglob("*") if p.is_file())]:
         data = path.read_bytes()
         assert token.encode() not in data, path
         if path.suffix == ".whl":  # and not inside the wheel's members either
             with zipfile.ZipFile(path) as archive:
                 assert not [n for n in archive.namelist() if token.encode() in archive.read(n)]
-    assert not list(Path(tempfile.gettempdir()).glob("tfbuild-remote-*"))  # the private rc is gone
+    assert not (source / "bep.json").exists() and not (source / "bep.txt").exists()
+    # The scan saw the output base (the canary's outputs are there), and no file in it or the cache
+    # volume holds the token; bazel's server logs are gone, its command log too.
+    assert "control: seen" in scanned, scanned
+    assert "found:" not in scanned, scanned
+    top = {line.removeprefix("top: ") for line in scanned.splitlines() if line.startswith("top: ")}
+    assert "execroot" in top and not [n for n in top if n.startswith(("java.log", "command.log"))]
+    assert not list(Path(tempfile.gettempdir()).glob("tfbuild-remote-*"))  # the private dir is gone
+
+
+class SilentServer:
+    """A TCP server on 127.0.0.1 that accepts every connection and never answers (issue 21, item
+    14's cache): the connections stay open until ``close``."""
+
+    def __init__(self) -> None:
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(64)
+        self.url = f"grpc://127.0.0.1:{self.socket.getsockname()[1]}"
+        self.accepted: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:  # closed
+                return
+            self.accepted.append(connection)
+
+    def close(self) -> None:
+        self.socket.close()
+        for connection in self.accepted:
+            connection.close()
+
+
+def failed_wheel(dist: Path, volume: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        wheel_argv(dist, volume, "--no-disk-cache", *args),
+        capture_output=True,
+        text=True,
+        timeout=900,  # a hang guard, never a speed check
+        check=False,
+    )
+
+
+@pytest.mark.docker
+def test_a_cache_that_accepts_and_never_answers_fails_in_bounded_time_as_one_line(
+    engine: Any, base_image: str, tmp_path: Path
+) -> None:
+    """Issue 21, item 14: such a cache held the build for 365 s and failed it as a build failure
+    (exit 6), silently. bazel now gives up after its planned --remote_timeout and retries, the log
+    says what the build waits for, and the failure is one line, exit 5. The build was a
+    credentialed one: its failure leaves no server log and no token in the output base either."""
+    token = f"tfbuild-planted-{uuid.uuid4().hex}"
+    headers = tmp_path / "headers"
+    headers.write_text(f"Authorization: Bearer {token}\n")
+    source = git_checkout(tmp_path)
+    server = SilentServer()
+    volume = f"tfbuild-test-remote-{uuid.uuid4().hex[:10]}"
+    dist = tmp_path / "dist"
+    try:
+        failed = failed_wheel(
+            dist,
+            volume,
+            "--source",
+            str(source),
+            "--remote-cache",
+            server.url,
+            "--remote-header-file",
+            str(headers),
+        )
+        (output_base,) = engine.volumes(f"{PART_OF_LABEL}={volume}")  # the tree's own
+        scanned = scan_volumes(engine, base_image, volume, output_base, token)
+    finally:
+        server.close()
+        engine.remove_volume(volume)
+    assert failed.returncode == 5, failed.stderr
+    assert server.accepted, "bazel never connected"
+    bound = (REMOTE_CACHE_RETRIES + 1) * REMOTE_CACHE_TIMEOUT_S
+    last = failed.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        f"tfbuild: error: the remote cache at {server.url} did not answer (waited {bound} s): "
+    ), failed.stderr
+    assert "Traceback" not in failed.stderr and token not in failed.stderr
+    (log,) = (dist / "logs").glob("*.log")
+    assert f"[tfbuild] waiting for the remote cache at {server.url} (bazel gives up after" in (
+        log.read_text()
+    )
+    assert not list(dist.glob("*.whl"))
+    assert "found:" not in scanned, scanned
+    top = {line.removeprefix("top: ") for line in scanned.splitlines() if line.startswith("top: ")}
+    assert "server" in top and not [n for n in top if n.startswith(("java.log", "command.log"))]
+
+
+@pytest.mark.docker
+def test_an_interrupted_credentialed_build_leaves_no_server_log(
+    engine: Any, base_image: str, tmp_path: Path
+) -> None:
+    """SIGTERM while bazel waits for a cache that never answers: the build stops as an interruption
+    (exit 130), and the output base it keeps (a --source tree's) holds no server log and no file
+    with the token afterwards. bazel's server buffers java.log (it is empty while this build
+    waits; a long build's fills and reaches the disk), so the test puts there what such a server
+    leaves: a java.log.* and a command.log holding the token, written while the build runs."""
+    token = f"tfbuild-planted-{uuid.uuid4().hex}"
+    headers = tmp_path / "headers"
+    headers.write_text(f"Authorization: Bearer {token}\n")
+    source = git_checkout(tmp_path)
+    server = SilentServer()
+    volume = f"tfbuild-test-remote-{uuid.uuid4().hex[:10]}"
+    dist = tmp_path / "dist"
+    argv = wheel_argv(dist, volume, "--source", str(source), "--no-disk-cache")
+    argv += ["--remote-cache", server.url, "--remote-header-file", str(headers)]
+    try:
+        with subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as run:
+            waiting = _wait_for_line(dist / "logs", "Starting local Bazel server", run)
+            (output_base,) = engine.volumes(f"{PART_OF_LABEL}={volume}")  # the tree's own
+            planted = engine.run(
+                base_image,
+                [
+                    "sh",
+                    "-c",
+                    f"echo '--remote_header=Authorization=Bearer {token}' "
+                    "| tee /output-base/java.log.planted > /output-base/command.log",
+                ],
+                mounts=[Mount(output_base, "/output-base", kind="volume")],
+                user="0:0",
+            )
+            still_running = run.poll() is None
+            run.send_signal(signal.SIGTERM)
+            _, stderr = run.communicate(timeout=300)
+        assert waiting and planted.exit_code == 0 and still_running, stderr
+        assert run.returncode == 130, stderr
+        scanned = scan_volumes(engine, base_image, volume, output_base, token)
+    finally:
+        server.close()
+        engine.remove_volume(volume)
+    assert token not in stderr
+    assert "found:" not in scanned, scanned
+    top = {line.removeprefix("top: ") for line in scanned.splitlines() if line.startswith("top: ")}
+    assert "server" in top, scanned  # bazel's server had run in this output base
+    assert not [n for n in top if n.startswith(("java.log", "command.log"))], scanned
+
+
+def _wait_for_line(logs: Path, text: str, run: subprocess.Popen[str]) -> bool:
+    """Until the build's log has a line with ``text`` (True), or the build ended (False). A hang
+    guard of 3000 looks, never a speed check."""
+    for _ in range(3000):
+        if run.poll() is not None:
+            return False
+        if any(text in log.read_text(errors="replace") for log in logs.glob("*.log")):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.docker
+def test_a_closed_port_is_unreachable_exit_5_before_the_toolchain_image(
+    engine: Any, base_image: str, tmp_path: Path
+) -> None:
+    """A bound socket that does not listen: every connection to its port is refused, and no other
+    process can take the port while the test holds it."""
+    volume = f"tfbuild-test-remote-{uuid.uuid4().hex[:10]}"
+    dist = tmp_path / "dist"
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed:
+        closed.bind(("127.0.0.1", 0))
+        url = f"grpc://127.0.0.1:{closed.getsockname()[1]}"
+        try:
+            failed = failed_wheel(dist, volume, "--remote-cache", url)
+        finally:
+            engine.remove_volume(volume)
+    assert failed.returncode == 5, failed.stderr
+    # The build's first note (what it builds), then the one error line.
+    assert failed.stderr.strip().splitlines()[1:] == [
+        f"tfbuild: error: the remote cache at {url} is unreachable: Connection refused. Start the "
+        "remote cache or correct its URL, or build without it (drop the option)."
+    ]
+    (log,) = (dist / "logs").glob("*.log")
+    assert "phase: toolchain image" not in log.read_text()  # refused before any image or container
 
 
 # --- the pure parts: bazel's summary line, the network a remote URL needs ---------------------------

@@ -265,6 +265,26 @@ def test_remote_execution_runs_as_tensorflows_rbe_config_in_the_pushed_image() -
     assert "container-image" not in render_files(local)["build.sh"]
 
 
+def test_a_remote_cache_alone_is_given_up_on_in_bounded_time() -> None:
+    """Issue 21, item 14: a cache that accepts and never answers held the build for bazel's 6 x 60 s
+    (--remote_retries=5); a cache alone gets one retry, remote execution keeps TF's own timeout."""
+    cache = plan(PlanOptions(remote_cache="grpcs://cache.example.org")).build_options
+    assert [o for o in cache if o.startswith(("--remote_timeout=", "--remote_retries="))] == [
+        "--remote_timeout=60",
+        "--remote_retries=1",
+    ]
+    both = plan(
+        PlanOptions(
+            remote_cache="grpcs://cache.example.org",
+            remote_executor="grpcs://rbe.example.org",
+            push_toolchain="registry.example.org",
+        )
+    ).build_options
+    assert [o for o in both if o.startswith(("--remote_timeout=", "--remote_retries="))] == [
+        "--remote_timeout=3600"
+    ]
+
+
 def test_a_read_only_remote_cache_uploads_nothing() -> None:
     p = plan(PlanOptions(remote_cache="grpcs://cache.example.org", remote_read_only=True))
     assert "--noremote_upload_local_results" in p.build_options

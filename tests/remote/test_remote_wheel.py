@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.docker.test_remote_cache import git_checkout, wheel
+from tests.docker.test_remote_cache import SilentServer, git_checkout, wheel
 from tests.docker.test_wheel import wheel_argv
 from tests.remote.conftest import RemoteExecutor
 from tests.remote.services import free_port
@@ -117,17 +117,19 @@ def test_a_registry_that_cannot_be_reached_is_one_line_before_any_compile(
     and the build container never started."""
     volume = f"tfbuild-test-rex-{uuid.uuid4().hex[:10]}"
     registry = f"127.0.0.1:{free_port()}"
+    executor = SilentServer()  # listens (tfbuild's connect succeeds); bazel never gets to it
     argv = wheel_argv(
         tmp_path / "dist",
         volume,
         "--remote-executor",
-        "grpc://127.0.0.1:1",  # never reached: the push comes first
+        executor.url,
         "--push-toolchain",
         registry,
     )
     try:
         built = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
     finally:
+        executor.close()
         engine.remove_volume(volume)
     assert built.returncode == 5, built.stderr
     errors = [line for line in built.stderr.splitlines() if line.startswith("tfbuild: error:")]

@@ -418,7 +418,8 @@ def wheel_command(
             "--remote-header-file",
             metavar="FILE",
             help="Credentials for --remote-cache/--remote-executor: 'Name: value' lines, given to "
-            "bazel as --remote_header through a private rc file; never in the plan, receipt or log.",
+            "bazel through a credential helper in a private directory (an rc file for a bazel "
+            "without one); never in the plan, receipt, log or a command line.",
             show_default=False,
         ),
     ] = None,
@@ -443,7 +444,7 @@ def wheel_command(
 ) -> None:
     """Build the wheel in Docker: toolchain image, build container, wheel + receipt in dist/."""
     from tfbuild.base import plan_here
-    from tfbuild.build import BuildRun
+    from tfbuild.build import BuildRun, read_remote_headers
     from tfbuild.display import print_wheel_result
     from tfbuild.engine import DockerEngine
     from tfbuild.render import output_dir
@@ -457,7 +458,10 @@ def wheel_command(
         keep_container=keep_container,
         quiet=quiet or as_json,
         verbose=verbose,
-        remote_header_file=remote_header_file,
+        # Read and checked first: a bad file is one line before anything is planned or built.
+        remote_headers=None
+        if remote_header_file is None
+        else read_remote_headers(remote_header_file),
     )
     args = plan_args(ctx)
     with contextlib.closing(DockerEngine.connect()) as engine:

@@ -193,6 +193,22 @@ REMOTE_EXECUTION = (
     "--remote_download_toplevel",
 )
 
+#: A remote cache alone (no executor): each call waits up to REMOTE_CACHE_TIMEOUT_S, and a call
+#: that fails without progress is tried REMOTE_CACHE_RETRIES more times. bazel's defaults
+#: (--remote_timeout=60s, --remote_retries=5) let a cache that accepts connections and never
+#: answers hold the build for 6 x 60 s plus backoff (the 365 s of issue 21; bazel 4.2.3 with
+#: --remote_timeout=10 --remote_retries=1 gives up after 2 x 10 s, measured). The call's
+#: deadline stays bazel's 60 s: a blob's transfer runs under it, and shorter deadlines made bazel
+#: 5.3 hang on large blobs (bazelbuild/bazel#16587); a transfer that made progress resumes from its
+#: offset without using up a retry (bazelbuild/bazel#5230, #7846). One retry bounds a dead cache to
+#: about 2 x 60 s. Remote execution keeps TF's 3600 s: there a call waits for the action to run.
+REMOTE_CACHE_TIMEOUT_S = 60
+REMOTE_CACHE_RETRIES = 1
+REMOTE_CACHE = (
+    f"--remote_timeout={REMOTE_CACHE_TIMEOUT_S}",
+    f"--remote_retries={REMOTE_CACHE_RETRIES}",
+)
+
 
 def exec_repository(options: PlanOptions) -> str | None:
     """The repository --push-toolchain pushes the toolchain image to, else None."""
@@ -255,6 +271,17 @@ def bazel_options(options: PlanOptions, resources: Resources) -> BazelOptions:
                 what="remote cache", value=options.remote_cache, why="asked for; shared by a team"
             )
         )
+        if not options.remote_executor:  # remote execution has TensorFlow's own timeout
+            build_options += REMOTE_CACHE
+            reasons.append(
+                Reason(
+                    what="remote cache timeout",
+                    value=f"{REMOTE_CACHE_TIMEOUT_S} s per call, {REMOTE_CACHE_RETRIES} retries",
+                    why="a cache that accepts connections and never answers fails the build in "
+                    f"about {(REMOTE_CACHE_RETRIES + 1) * REMOTE_CACHE_TIMEOUT_S} s, not the "
+                    "6 x 60 s of bazel's default 5 retries",
+                )
+            )
     if options.remote_instance is not None:
         build_options.append(f"--remote_instance_name={options.remote_instance}")
     if options.remote_read_only:

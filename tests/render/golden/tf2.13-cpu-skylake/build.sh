@@ -32,13 +32,21 @@ echo "[tfbuild] tool: bazel $(bazel --version)"
 cp /tfbuild/tf_configure.bazelrc /src/.tf_configure.bazelrc
 cd /src
 
-# Credentials for a remote cache or executor (tfbuild wheel --remote-header-file): an rc file
-# mounted read-only, read by bazel itself; its values are never printed, and it turns announce_rc
-# off after the tree's own rc files.
+# Credentials for a remote cache or executor (tfbuild wheel --remote-header-file), in a private
+# directory mounted read-only; no value is ever on a command line or printed. A bazel with credential
+# helpers (5.3 and later) runs the one there, which prints the headers for the remote's hosts only.
+# An older bazel reads them from the rc file there, so the options that could echo an rc file
+# (--announce_rc, the build event outputs) come last on the command line, after every --config,
+# where no rc file of the tree can turn them back on.
 remote_rc=()
-if [ -n "${TFBUILD_REMOTE_RC:-}" ]; then
+remote_last=()
+if [ -n "${TFBUILD_CREDENTIAL_HELPER:-}" ]; then
+  remote_last=("$TFBUILD_CREDENTIAL_HELPER")
+  echo "[tfbuild] remote headers: ${TFBUILD_REMOTE_HEADERS:?} (from --remote-header-file, through bazel's credential helper; values not shown)"
+elif [ -n "${TFBUILD_REMOTE_RC:-}" ]; then
   remote_rc=(--bazelrc="$TFBUILD_REMOTE_RC")
-  echo "[tfbuild] remote headers: $(grep -c -- '--remote_header=' "$TFBUILD_REMOTE_RC") (from --remote-header-file; values not shown)"
+  remote_last=(--noannounce_rc --build_event_json_file= --build_event_text_file= --build_event_binary_file= --bes_backend=)
+  echo "[tfbuild] remote headers: ${TFBUILD_REMOTE_HEADERS:?} (from --remote-header-file, through a private rc file; values not shown)"
 fi
 
 phase compile
@@ -59,6 +67,7 @@ bazel \
   --action_env=PYTHONHASHSEED \
   --copt=-ffile-prefix-map="$output_base"=. \
   --host_copt=-ffile-prefix-map="$output_base"=. \
+  ${remote_last[@]+"${remote_last[@]}"} \
   //tensorflow/tools/pip_package:build_pip_package
 
 phase package
