@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,3 +76,20 @@ def recorded_host(machine: str, *, memory_gib: int, disk_gib: int, **changes: ob
         python="3.11",
     )
     return dataclasses.replace(facts, **changes)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def own_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM as a terminal gives them (Ctrl-C raises KeyboardInterrupt, SIGTERM's
+    default action), whatever this pytest inherited: started in the background of a non-interactive
+    shell (``nohup .ci/run &``) it has SIGINT ignored, which tfbuild rightly keeps ignored. The
+    handlers and the signal mask are put back afterwards, whatever the test did."""
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGTERM))
+    yield
+    for signum, handler in before.items():
+        signal.signal(signum, handler)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -119,17 +118,6 @@ def test_the_failure_line_is_the_last_error_in_the_tail() -> None:
     ]
     assert _last_error(tail).startswith("ERROR: /src/tensorflow/core/kernels/BUILD:40:1")
     assert _last_error(["nothing useful"]) == "see the log"
-
-
-@pytest.fixture
-def own_signals() -> Iterator[None]:
-    """The test process's SIGINT and SIGTERM handlers and mask, as they were, whatever the test did."""
-    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, ())
-    yield
-    for signum, handler in before.items():
-        signal.signal(signum, handler)
-    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _signalled(signum: int) -> None:

@@ -136,6 +136,7 @@ class Stop(Exception):
     pass
 
 
+@pytest.mark.usefixtures("own_signals")
 def test_a_signal_while_held_is_acted_on_just_after(tmp_path: Path) -> None:
     def stop(signum: int, _frame: object) -> None:
         raise Stop(signal.Signals(signum).name)
