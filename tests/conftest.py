@@ -93,3 +93,18 @@ def own_signals() -> Iterator[None]:
     for signum, handler in before.items():
         signal.signal(signum, handler)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+#: The inputs that are no file: a FIFO with no writer (reading it would wait forever) and a link to
+#: /dev/zero (reading it would never end). tfbuild's one reader refuses both (files.read_input).
+NO_FILE_KINDS = ("fifo", "dev-zero")
+
+
+def plant_no_file(path: Path, kind: str) -> str:
+    """Put a FIFO (``kind`` "fifo") or a link to /dev/zero ("dev-zero") at ``path``; return what
+    tfbuild's reader calls it ("a FIFO", "a character device")."""
+    if kind == "fifo":
+        os.mkfifo(path)
+        return "a FIFO"
+    path.symlink_to("/dev/zero")
+    return "a character device"

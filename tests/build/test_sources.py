@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import NO_FILE_KINDS, plant_no_file
 from tfbuild import sources
 from tfbuild.errors import EnvironmentProblem, InputError
 from tfbuild.receipt import SourceRecord
@@ -429,7 +430,7 @@ def test_a_malformed_record_is_discarded(server: Server, tmp_path: Path) -> None
     assert any(line.startswith(f"discarding {record}") for line in lines)
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("kind", NO_FILE_KINDS)
 def test_a_record_or_marker_that_is_no_file_is_discarded_not_waited_on(
     server: Server, tmp_path: Path, kind: str
 ) -> None:
@@ -443,10 +444,7 @@ def test_a_record_or_marker_that_is_no_file_is_discarded_not_waited_on(
     marker = cache / "sha256" / sha256(data) / ".complete"
     marker.parent.mkdir(parents=True)
     for path in (record, marker):
-        if kind == "fifo":
-            os.mkfifo(path)
-        else:
-            path.symlink_to("/dev/zero")
+        plant_no_file(path, kind)
     lines: list[str] = []
 
     source = fetch(server, cache, None, lines)

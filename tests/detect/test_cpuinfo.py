@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CPUINFO_DIR, cpuinfo_fixture, cpuinfo_fixtures, run_cli
+from tests.conftest import (
+    CPUINFO_DIR,
+    NO_FILE_KINDS,
+    cpuinfo_fixture,
+    cpuinfo_fixtures,
+    plant_no_file,
+    run_cli,
+)
 from tfbuild.detect.cpuinfo import parse_cpuinfo, read_cpuinfo
 from tfbuild.errors import InputError
 
@@ -188,16 +194,11 @@ def test_dump_from_standard_input() -> None:
     assert machine["cpu"]["source"] == "<stdin>"
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("kind", NO_FILE_KINDS)
 def test_a_fifo_or_a_link_to_dev_zero_is_refused_at_once(tmp_path: Path, kind: str) -> None:
     """Issue 21, item 15: a FIFO with no writer hung `detect --cpuinfo`; /dev/zero has no end."""
     path = tmp_path / "node.cpuinfo"
-    if kind == "fifo":
-        os.mkfifo(path)
-        said = f"{path} is a FIFO; tfbuild reads regular files only"
-    else:
-        path.symlink_to("/dev/zero")
-        said = f"{path} is a character device; tfbuild reads regular files only"
+    said = f"{path} is {plant_no_file(path, kind)}; tfbuild reads regular files only"
     result = run_cli("detect", "--cpuinfo", str(path), "--json", timeout=60)
     _assert_one_line_error(
         result, 3, f"--cpuinfo {path} is not a file: {said}", "cat /proc/cpuinfo"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests import wheels
-from tests.conftest import ROOT, CliResult, run_cli
+from tests.conftest import NO_FILE_KINDS, ROOT, CliResult, plant_no_file, run_cli
 from tests.receipts import write_receipt
 from tfbuild.index import INDEX_NAME, SUMS_NAME
 
@@ -268,7 +268,7 @@ def test_the_published_set_is_sums_lines_only(published: Path) -> None:
     assert len(lines) == 1 and SUMS_LINE.fullmatch(lines[0]), lines
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("kind", NO_FILE_KINDS)
 def test_a_receipt_that_is_a_fifo_or_dev_zero_is_refused_not_skipped(
     published: Path, kind: str
 ) -> None:
@@ -277,12 +277,7 @@ def test_a_receipt_that_is_a_fifo_or_dev_zero_is_refused_not_skipped(
     before = snapshot(published)
     wheel = wheels.make_wheel(published, "other-1.0-py3-none-any.whl")
     receipt = wheel.with_suffix(".json")
-    if kind == "fifo":
-        os.mkfifo(receipt)
-        said = "a FIFO"
-    else:
-        receipt.symlink_to("/dev/zero")
-        said = "a character device"
+    said = plant_no_file(receipt, kind)
     line = one_line(run_cli("index", str(published), timeout=60), 3)
     assert line.startswith(
         f"tfbuild: error: the receipt {receipt} is not a file: {receipt} is {said}; tfbuild reads "

@@ -19,7 +19,7 @@ from urllib.parse import quote
 import pytest
 
 from tests import wheels
-from tests.conftest import run_cli
+from tests.conftest import NO_FILE_KINDS, plant_no_file, run_cli
 from tests.pick.conftest import WHEELS, make_wheel, make_wheels, write_receipt
 from tests.pick.test_cli import one_error_line
 from tests.pick.test_http_hostile import ZEN4, Server, page, serve, sha
@@ -174,16 +174,11 @@ def test_a_receipt_redirected_to_another_origin_is_not_used(server: Server, othe
 # --- item 15: a receipt that is no file ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("kind", NO_FILE_KINDS)
 def test_a_receipt_that_is_a_fifo_or_dev_zero_is_one_line_exit_3(tmp_path: Path, kind: str) -> None:
     dist = make_wheels(tmp_path / "dist", {"v3": WHEELS["v3"]}, receipts=False)
     receipt = (dist / WHEELS["v3"]).with_suffix(".json")
-    if kind == "fifo":
-        os.mkfifo(receipt)
-        said = "is a FIFO"
-    else:
-        receipt.symlink_to("/dev/zero")
-        said = "is a character device"
+    said = "is " + plant_no_file(receipt, kind)
     result = run_cli("pick", str(dist), *ZEN4, timeout=60)
     assert result.returncode == 3, result.stderr
     line = one_error_line(result)

@@ -3,13 +3,12 @@ the real command line (a subprocess, as a user runs it), on the fixture trees.""
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import NO_FILE_KINDS, ROOT, plant_no_file, run_cli
 
 TREES = ROOT / "tests" / "fixtures" / "trees"
 PLAN_2_21 = (
@@ -167,7 +166,7 @@ def test_recipes_show_and_list_say_how_far_each_recipe_is_verified() -> None:
 
 
 @pytest.mark.parametrize("rel", [".bazelrc", ".bazelrc.user", ".bazelversion"])
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("kind", NO_FILE_KINDS)
 def test_plan_source_with_a_tree_file_that_is_a_fifo_or_dev_zero_exits_3(
     tmp_path: Path, rel: str, kind: str
 ) -> None:
@@ -176,12 +175,7 @@ def test_plan_source_with_a_tree_file_that_is_a_fifo_or_dev_zero_exits_3(
     root = copy("tf-2.21-shaped", tmp_path)
     path = root / rel
     path.unlink(missing_ok=True)
-    if kind == "fifo":
-        os.mkfifo(path)
-        said = "a FIFO"
-    else:
-        path.symlink_to("/dev/zero")
-        said = "a character device"
+    said = plant_no_file(path, kind)
     result = run_cli(*PLAN_2_21, "--source", str(root), timeout=60)
     assert result.returncode == 3, result.stderr
     assert result.stderr.splitlines() == [

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import NO_FILE_KINDS, ROOT, plant_no_file, run_cli
 from tfbuild.errors import InputError, UsageError
 from tfbuild.plan import PlanOptions
 from tfbuild.recipes import (
@@ -269,18 +269,13 @@ def test_a_directory_named_like_a_recipe_is_not_dropped(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["tf-2.21.yaml", "base-images.yaml"])
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("kind", NO_FILE_KINDS)
 def test_a_recipe_that_is_a_fifo_or_dev_zero_is_one_line_not_a_hang(
     tmp_path: Path, name: str, kind: str
 ) -> None:
     """Issue 21, item 15: a --recipes-dir file is an input like any other, read by the one reader."""
     path = tmp_path / name
-    if kind == "fifo":
-        os.mkfifo(path)
-        said = "a FIFO"
-    else:
-        path.symlink_to("/dev/zero")
-        said = "a character device"
+    said = plant_no_file(path, kind)
     plan = ("plan", "--tf", "2.21", "--target", "x86_64_v3", "--skip-disk-check")
     result = run_cli(*plan, "--recipes-dir", str(tmp_path), timeout=60)
     assert result.returncode == 3, result.stderr

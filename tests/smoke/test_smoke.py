@@ -5,7 +5,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import subprocess
 import zipfile
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests import wheels
-from tests.conftest import run_cli
+from tests.conftest import NO_FILE_KINDS, plant_no_file, run_cli
 from tests.receipts import make_receipt, write_receipt
 from tfbuild.detect import cpu, features
 from tfbuild.receipt import receipt_path
@@ -238,19 +237,14 @@ def test_quick_smoke_end_to_end_with_a_plot(stock_python: str, tmp_path: Path) -
 
 
 @pytest.mark.parametrize("beside", [".json", ".env"])
-@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("kind", NO_FILE_KINDS)
 def test_a_receipt_or_env_file_beside_the_wheel_that_is_no_file_is_one_line_exit_3(
     tmp_path: Path, beside: str, kind: str
 ) -> None:
     """Issue 21, item 15: a receipt (or env file) beside the wheel that is a FIFO hung smoke."""
     wheel = wheels.make_wheel(tmp_path, "tensorflow-0.0.1-py3-none-any.whl")
     path = wheel.with_suffix(beside)
-    if kind == "fifo":
-        os.mkfifo(path)
-        said = f"{path} is a FIFO; tfbuild reads regular files only"
-    else:
-        path.symlink_to("/dev/zero")
-        said = f"{path} is a character device; tfbuild reads regular files only"
+    said = f"{path} is {plant_no_file(path, kind)}; tfbuild reads regular files only"
     result = run_cli("smoke", str(wheel), "--json", timeout=60)
     assert result.returncode == 3, result.stderr
     assert result.stdout == ""
