@@ -35,7 +35,7 @@ from tfbuild.plan.make import isolated
 from tfbuild.plan.model import check_package_versions
 from tfbuild.plan.resources import choose_resources
 from tfbuild.receipt import Receipt, read_receipt, receipt_path
-from tfbuild.render import toolchain_packages
+from tfbuild.render import package_name, toolchain_packages
 from tfbuild.request import DEFAULT_CACHE_VOLUME, PlanArgs, Planned
 from tfbuild.sources import local_source
 from tfbuild.stopping import stop_on_signals
@@ -90,7 +90,9 @@ def plan_from_receipt(receipt: Receipt, *, host: HostFacts | None = None) -> Pla
             why=f"{type(exc).__name__}: {exc}",
             fix=f"Rebuild it with the tfbuild version that wrote it ({receipt.inputs.tfbuild}).",
         ) from None
-    wanted = toolchain_packages(plan)
+    # A package is pinned by its name: the plan may name a series (libcudnn8=8.9.*), and the
+    # receipt records the version of libcudnn8 the build installed.
+    wanted = sorted({package_name(spec) for spec in toolchain_packages(plan)})
     missing = [name for name in wanted if name not in receipt.inputs.packages]
     if missing:
         raise InputError(

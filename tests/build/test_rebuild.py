@@ -315,3 +315,34 @@ def test_whether_a_rebuild_needs_the_source_is_the_plans_word(wheel: Path, tmp_p
     assert receipt.plan["standin"] is False
     with pytest.raises(InputError, match="Pass it with --source DIR"):
         rebuild_run(receipt, BuildRun(dist=tmp_path / "dist"))
+
+
+def test_a_cuda_receipt_rebuilds_with_every_package_pinned_by_its_name(wheel: Path) -> None:
+    """TensorFlow 2.16's CUDA image lacks cuDNN: the plan installs the series ``libcudnn8=8.9.*``,
+    and the build records ``libcudnn8`` at the version it installed. The rebuild pins that name
+    (it once looked up the whole ``libcudnn8=8.9.*`` and refused every CUDA receipt)."""
+    plan = make_plan(
+        PlanOptions(variant="cuda", target="x86_64_v3"),
+        load_recipes().get("2.16"),
+        recorded_host("zen4", memory_gib=64, disk_gib=500),
+        base_images=load_base_images(),
+    )
+    assert "libcudnn8=8.9.*" in toolchain_packages(plan)
+    names = sorted({spec.partition("=")[0] for spec in toolchain_packages(plan)})
+    packages = {name: f"1.0-{name}" for name in names} | {
+        "libcudnn8": "8.9.7.29-1+cuda12.2",
+        "libcudnn8-dev": "8.9.7.29-1+cuda12.2",
+    }
+    data = make_receipt(
+        wheel, target=plan.target, variant="cuda", label=plan.label, plan_overrides=plan.to_json()
+    )
+    receipt = Receipt.from_json(data)
+    inputs = dataclasses.replace(receipt.inputs, packages=packages)
+    sealed = dataclasses.replace(receipt, inputs=inputs, inputs_sha256=inputs.sha256)
+    rebuilt = plan_from_receipt(sealed, host=recorded_host("haswell", **HERE)).plan
+    assert dict(rebuilt.package_versions) == packages
+    words = _install_words(render_files(rebuilt)["Dockerfile"])
+    assert "libcudnn8=8.9.7.29-1+cuda12.2" in words
+    assert "libcudnn8-dev=8.9.7.29-1+cuda12.2" in words
+    assert not [w for w in words if w.endswith(".*")]  # the series gave way to the version
+    assert [w for w in words if "=" in w] == [f"{n}={v}" for n, v in sorted(packages.items())]
