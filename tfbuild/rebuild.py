@@ -32,7 +32,7 @@ from tfbuild.errors import EnvironmentProblem, InputError, UnsupportedError, Usa
 from tfbuild.files import held_signals, sha256_file
 from tfbuild.plan import BuildPlan, PlanOptions, Reason, with_resources
 from tfbuild.plan.make import isolated
-from tfbuild.plan.model import check_package_versions
+from tfbuild.plan.model import RefusedField, check_package_versions
 from tfbuild.plan.resources import choose_resources
 from tfbuild.receipt import Receipt, read_receipt, receipt_path
 from tfbuild.render import package_name, toolchain_packages
@@ -84,6 +84,14 @@ def plan_from_receipt(receipt: Receipt, *, host: HostFacts | None = None) -> Pla
     """The receipt's plan, with every toolchain package pinned and this machine's resources."""
     try:
         plan = BuildPlan.from_json(receipt.plan)
+    except RefusedField as exc:
+        raise InputError(
+            f"the plan in the receipt of {receipt.wheel.name} is refused: its {exc}",
+            why="a receipt's plan may hold only what tfbuild's planner writes (a hash is no "
+            "signature: anyone can recompute plan_sha256), and other values could run commands "
+            "in the build",
+            fix="Rebuild only from a receipt tfbuild wrote, unedited.",
+        ) from None
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(
             f"the plan in the receipt of {receipt.wheel.name} cannot be read",

@@ -69,7 +69,15 @@ def _environment() -> Any:
         trim_blocks=False,
     )
     env.filters["sh"] = shlex.quote
+    env.filters["dq"] = dockerfile_string
     return env
+
+
+def dockerfile_string(value: str) -> str:
+    """``value`` as one double-quoted Dockerfile word (LABEL, ENV): its quotes, backslashes and
+    ``$`` escaped, so that the Dockerfile neither ends the word nor substitutes a variable."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'
 
 
 #: What a sysroot builder stage installs: TensorFlow's builder.devtoolset needs (ml_build's
