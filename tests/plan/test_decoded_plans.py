@@ -117,6 +117,12 @@ def test_the_allowlist_admits_every_plan_tfbuild_makes() -> None:
     assert len(plans) > 1000 and len(seen) > 40  # every recipe, variant, route, both machines
     for plan in plans:
         assert BuildPlan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
+        # As plan.json and a receipt hold it: keys sorted, so build_env and runtime_env too.
+        written = json.dumps(plan.to_json(), sort_keys=True)
+        assert (
+            json.dumps(BuildPlan.from_json(json.loads(written)).to_json(), sort_keys=True)
+            == written
+        )
 
 
 # --- hostile plans ----------------------------------------------------------------------------

@@ -94,7 +94,7 @@ def _environment(plan: BuildPlan) -> None:
         if name not in RUNTIME_ENV:
             raise RefusedField("runtime_env", name, "tfbuild never sets that variable")
         _text(f"runtime_env.{name}", value, RUNTIME_ENV[name], "a value tfbuild writes there")
-    if plan.build_env not in ((), BUILD_ENV):
+    if dict(plan.build_env) not in ({}, dict(BUILD_ENV)):  # in any order (a JSON object's)
         shown = " ".join(f"{k}={v}" for k, v in plan.build_env)
         raise RefusedField("build_env", shown, "not the reproducible measures tfbuild exports")
 
