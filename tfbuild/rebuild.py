@@ -32,10 +32,10 @@ from tfbuild.errors import EnvironmentProblem, InputError, UnsupportedError, Usa
 from tfbuild.files import held_signals, sha256_file
 from tfbuild.plan import BuildPlan, PlanOptions, Reason, with_resources
 from tfbuild.plan.make import isolated
-from tfbuild.plan.model import check_package_versions
+from tfbuild.plan.model import RefusedField, check_package_versions
 from tfbuild.plan.resources import choose_resources
 from tfbuild.receipt import Receipt, read_receipt, receipt_path
-from tfbuild.render import toolchain_packages
+from tfbuild.render import package_name, toolchain_packages
 from tfbuild.request import DEFAULT_CACHE_VOLUME, PlanArgs, Planned
 from tfbuild.sources import local_source
 from tfbuild.stopping import stop_on_signals
@@ -84,13 +84,23 @@ def plan_from_receipt(receipt: Receipt, *, host: HostFacts | None = None) -> Pla
     """The receipt's plan, with every toolchain package pinned and this machine's resources."""
     try:
         plan = BuildPlan.from_json(receipt.plan)
+    except RefusedField as exc:
+        raise InputError(
+            f"the plan in the receipt of {receipt.wheel.name} is refused: its {exc}",
+            why="a receipt's plan may hold only what tfbuild's planner writes (a hash is no "
+            "signature: anyone can recompute plan_sha256), and other values could run commands "
+            "in the build",
+            fix="Rebuild only from a receipt tfbuild wrote, unedited.",
+        ) from None
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(
             f"the plan in the receipt of {receipt.wheel.name} cannot be read",
             why=f"{type(exc).__name__}: {exc}",
             fix=f"Rebuild it with the tfbuild version that wrote it ({receipt.inputs.tfbuild}).",
         ) from None
-    wanted = toolchain_packages(plan)
+    # A package is pinned by its name: the plan may name a series (libcudnn8=8.9.*), and the
+    # receipt records the version of libcudnn8 the build installed.
+    wanted = sorted({package_name(spec) for spec in toolchain_packages(plan)})
     missing = [name for name in wanted if name not in receipt.inputs.packages]
     if missing:
         raise InputError(
@@ -224,16 +234,22 @@ def check_against_receipt(wheel: Path, receipt: Receipt, path: Path) -> str:
     return sha256
 
 
-def verify(
-    wheel: Path,
-    *,
-    engine: DockerEngine,
-    receipt: Path | None = None,
-    source: Path | None = None,
-    quiet: bool = True,
-    verbose: bool = False,
-) -> VerifyResult:
-    """Rebuild ``wheel`` from its receipt in isolation and compare the two."""
+@dataclass(frozen=True, kw_only=True)
+class VerifyRequest:
+    """What ``verify`` rebuilds, read and checked before any engine is connected to: the wheel,
+    its sha256 (the one its receipt records), the receipt and the isolated plan made from it."""
+
+    wheel: Path
+    sha256: str
+    receipt: Receipt
+    planned: Planned
+    volume: str
+
+
+def prepare_verify(wheel: Path, *, receipt: Path | None = None) -> VerifyRequest:
+    """The receipt read and checked (every field, its hashes, its plan), the wheel checked against
+    it, and the isolated rebuild's plan: a hostile receipt or a wrong wheel is refused here, with
+    no engine (``tfbuild verify`` connects to Docker only after this)."""
     if not wheel.is_file():
         raise InputError(f"no wheel at {wheel}", fix="Name a .whl file built by tfbuild wheel.")
     found = load_receipt(wheel, receipt)
@@ -241,6 +257,19 @@ def verify(
     planned = plan_from_receipt(found)
     volume = f"tfbuild-verify-{new_build_id()}"
     planned = replace(planned, plan=isolated(planned.plan, cache_volume=volume))
+    return VerifyRequest(wheel=wheel, sha256=sha256, receipt=found, planned=planned, volume=volume)
+
+
+def verify(
+    request: VerifyRequest,
+    *,
+    engine: DockerEngine,
+    source: Path | None = None,
+    quiet: bool = True,
+    verbose: bool = False,
+) -> VerifyResult:
+    """Rebuild the wheel of ``request`` (:func:`prepare_verify`) in isolation and compare the two."""
+    wheel, found, planned, volume = request.wheel, request.receipt, request.planned, request.volume
     check_base_image(engine, planned.plan)
     # SIGINT and SIGTERM stop the rebuild once; the clean-up below then runs to the end.
     with stop_on_signals(), contextlib.ExitStack() as cleanup:
@@ -254,7 +283,7 @@ def verify(
         diff = compare(wheel, rebuilt.wheel)
         return VerifyResult(
             wheel=wheel,
-            sha256=sha256,
+            sha256=request.sha256,
             receipt_sha256=found.wheel.sha256,
             rebuilt_sha256=rebuilt.sha256,
             reproducible=diff.equal,
@@ -288,11 +317,11 @@ def with_cache_volume(plan: BuildPlan, volume: str) -> BuildPlan:
     return replace(plan, cache_volume=volume, reasons=(*plan.reasons, reason))
 
 
-def from_receipt(
-    receipt_file: Path, args: PlanArgs, run: BuildRun, engine: DockerEngine
-) -> tuple[Planned, BuildRun]:
+def from_receipt(receipt_file: Path, args: PlanArgs, run: BuildRun) -> tuple[Planned, BuildRun]:
     """``tfbuild wheel --from-receipt``: the receipt's plan and the run that rebuilds it here, on
-    this machine's cache volume (``--cache-volume``, the only plan option it takes)."""
+    this machine's cache volume (``--cache-volume``, the only plan option it takes). No engine:
+    a hostile receipt is refused before Docker is connected to; the caller then checks the base
+    images on the engine (:func:`check_base_image`)."""
     if replace(args, cache_volume=DEFAULT_CACHE_VOLUME) != PlanArgs():
         raise UsageError(
             "--from-receipt with plan options",
@@ -302,5 +331,4 @@ def from_receipt(
     found = load_receipt(None, receipt_file)
     planned = plan_from_receipt(found)
     planned = replace(planned, plan=with_cache_volume(planned.plan, args.cache_volume))
-    check_base_image(engine, planned.plan)
     return planned, rebuild_run(found, run)

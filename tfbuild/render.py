@@ -69,7 +69,15 @@ def _environment() -> Any:
         trim_blocks=False,
     )
     env.filters["sh"] = shlex.quote
+    env.filters["dq"] = dockerfile_string
     return env
+
+
+def dockerfile_string(value: str) -> str:
+    """``value`` as one double-quoted Dockerfile word (LABEL, ENV): its quotes, backslashes and
+    ``$`` escaped, so that the Dockerfile neither ends the word nor substitutes a variable."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'
 
 
 #: What a sysroot builder stage installs: TensorFlow's builder.devtoolset needs (ml_build's
@@ -128,6 +136,12 @@ def toolchain_packages(plan: BuildPlan) -> list[str]:
 _APT_VERSION = re.compile(r"[0-9][A-Za-z0-9.+~:*-]*")
 
 
+def package_name(spec: str) -> str:
+    """The package a spec installs: ``libcudnn8`` of ``libcudnn8=8.9.*``. A receipt pins names, so
+    a rebuild looks a package up by this, never by the whole spec."""
+    return spec.partition("=")[0]
+
+
 def _apt_spec(spec: str) -> None:
     """A ValueError unless ``spec`` is a package apt can be given (the Dockerfile quotes it too)."""
     name, sep, version = spec.partition("=")
@@ -153,6 +167,8 @@ def render_files(plan: BuildPlan) -> dict[str, str]:
             fix="Use the receipt (or plan) tfbuild wrote, unedited.",
         ) from None
     pins = dict(plan.package_versions)
+    if pins:  # a rebuild: each package by its name, at the version the receipt records
+        packages = sorted({package_name(spec) for spec in packages})
     missing = [p for p in packages if pins and p not in pins]
     if missing:
         raise UnsupportedError(

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests import wheels
-from tests.conftest import ROOT, recorded_host, run_cli
+from tests.conftest import ROOT, CliResult, recorded_host, run_cli
 from tests.receipts import make_receipt, write_receipt
 from tfbuild.build import BuildRun
 from tfbuild.errors import InputError, UnsupportedError
@@ -315,3 +315,94 @@ def test_whether_a_rebuild_needs_the_source_is_the_plans_word(wheel: Path, tmp_p
     assert receipt.plan["standin"] is False
     with pytest.raises(InputError, match="Pass it with --source DIR"):
         rebuild_run(receipt, BuildRun(dist=tmp_path / "dist"))
+
+
+def test_a_cuda_receipt_rebuilds_with_every_package_pinned_by_its_name(wheel: Path) -> None:
+    """TensorFlow 2.16's CUDA image lacks cuDNN: the plan installs the series ``libcudnn8=8.9.*``,
+    and the build records ``libcudnn8`` at the version it installed. The rebuild pins that name
+    (it once looked up the whole ``libcudnn8=8.9.*`` and refused every CUDA receipt)."""
+    plan = make_plan(
+        PlanOptions(variant="cuda", target="x86_64_v3"),
+        load_recipes().get("2.16"),
+        recorded_host("zen4", memory_gib=64, disk_gib=500),
+        base_images=load_base_images(),
+    )
+    assert "libcudnn8=8.9.*" in toolchain_packages(plan)
+    names = sorted({spec.partition("=")[0] for spec in toolchain_packages(plan)})
+    packages = {name: f"1.0-{name}" for name in names} | {
+        "libcudnn8": "8.9.7.29-1+cuda12.2",
+        "libcudnn8-dev": "8.9.7.29-1+cuda12.2",
+    }
+    data = make_receipt(
+        wheel, target=plan.target, variant="cuda", label=plan.label, plan_overrides=plan.to_json()
+    )
+    receipt = Receipt.from_json(data)
+    inputs = dataclasses.replace(receipt.inputs, packages=packages)
+    sealed = dataclasses.replace(receipt, inputs=inputs, inputs_sha256=inputs.sha256)
+    rebuilt = plan_from_receipt(sealed, host=recorded_host("haswell", **HERE)).plan
+    assert dict(rebuilt.package_versions) == packages
+    words = _install_words(render_files(rebuilt)["Dockerfile"])
+    assert "libcudnn8=8.9.7.29-1+cuda12.2" in words
+    assert "libcudnn8-dev=8.9.7.29-1+cuda12.2" in words
+    assert not [w for w in words if w.endswith(".*")]  # the series gave way to the version
+    assert [w for w in words if "=" in w] == [f"{n}={v}" for n, v in sorted(packages.items())]
+
+
+#: An engine that is not there: whatever needs Docker fails with exit 5.
+NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/docker.sock"}
+
+
+def _rebuild_cli(command: str, wheel: Path, receipt: Path, tmp_path: Path) -> CliResult:
+    if command == "verify":
+        return run_cli("verify", str(wheel), "--receipt", str(receipt), env=NO_ENGINE)
+    dist = str(tmp_path / "out")
+    return run_cli("wheel", "--from-receipt", str(receipt), "--dist", dist, env=NO_ENGINE)
+
+
+def _error_line(result: CliResult) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.startswith("tfbuild: error:")]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["verify", "from-receipt"])
+@pytest.mark.parametrize(
+    ("field", "option", "named"),
+    [
+        ("build_options", "--workspace_status_command=/bin/sh", "--workspace_status_command"),
+        ("startup_options", "--bazelrc=/tmp/x.rc", "--bazelrc"),
+        ("rc_lines", "try-import /tmp/x.rc", "try-import"),
+        ("rc_lines", "build --run_under=/tmp/x", "--run_under"),
+    ],
+)
+def test_a_receipt_whose_plan_runs_commands_is_refused_without_an_engine(
+    wheel: Path, tmp_path: Path, command: str, field: str, option: str, named: str
+) -> None:
+    """The hole issue 21 left: bazel options in a receipt's plan, plan_sha256 recomputed. Refused
+    in one line naming the field and the option (exit 3) before Docker is connected to: with no
+    engine at all, the refusal is still the receipt's own."""
+    receipt = real_receipt(wheel)
+    plan = json.loads(json.dumps(receipt.plan))
+    plan[field].append(option)
+    resealed = dataclasses.replace(receipt, plan=plan, plan_sha256=canonical_sha256(plan))
+    path = write_receipt(wheel, resealed.to_json())
+    result = _rebuild_cli(command, wheel, path, tmp_path)
+    assert result.returncode == 3, result.stderr
+    line = _error_line(result)
+    assert f"is refused: its {field}[{len(plan[field]) - 1}] holds {named!r}" in line, line
+    assert "could run commands" in line
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", ["verify", "from-receipt"])
+def test_a_whole_receipt_gets_as_far_as_the_engine(
+    wheel: Path, tmp_path: Path, command: str
+) -> None:
+    """The contrast: the same receipt unedited passes every check, and only then is the engine
+    asked for (exit 5, it is not there)."""
+    path = write_receipt(wheel, real_receipt(wheel).to_json())
+    result = _rebuild_cli(command, wheel, path, tmp_path)
+    assert result.returncode == 5, result.stderr
+    assert "cannot reach the Docker engine at unix:///nonexistent/docker.sock" in _error_line(
+        result
+    )

@@ -1,7 +1,7 @@
 """A receipt is untrusted input (issue 21, items 1 and 2), through the real CLI with a real engine:
-``verify`` and ``wheel --from-receipt`` connect to Docker first, then refuse a hostile receipt in one
-line (exit 3) before any image is built; a rebuild mounts this machine's cache volume, never the
-one its receipt names.
+``verify`` and ``wheel --from-receipt`` refuse a hostile receipt in one line (exit 3) before they
+connect to Docker, so before any image is built (tests/build/test_rebuild.py shows it with no engine
+at all); a rebuild mounts this machine's cache volume, never the one its receipt names.
 
 The refusals start from the receipt and wheel of a real canary build that ``tfbuild wheel`` wrote
 before this change (``tests/fixtures/receipts/``); the cache-volume test builds its own.

@@ -105,7 +105,7 @@ def test_213_to_220_take_tensorflows_release_route_to_glibc_217(minor: int, vari
     dockerfile = render_files(p)["Dockerfile"]
     assert dockerfile.count("\nFROM ") + dockerfile.startswith("FROM ") == 2
     source = load_recipes().get(f"2.{minor}")
-    assert f'echo "{source.sha256}  /tmp/tensorflow.tar.gz" | sha256sum -c -' in dockerfile
+    assert f"echo '{source.sha256}  /tmp/tensorflow.tar.gz' | sha256sum -c -" in dockerfile
     assert "/build_devtoolset.sh devtoolset-9 /dt9" in dockerfile
     assert dockerfile.index(" AS sysroot") < dockerfile.index("COPY --from=sysroot /dt9 /dt9")
     # build_devtoolset.sh links the image's kernel headers into /dt9.

@@ -464,11 +464,17 @@ def wheel_command(
         else read_remote_headers(remote_header_file),
     )
     args = plan_args(ctx)
-    with contextlib.closing(DockerEngine.connect()) as engine:
-        if from_receipt is not None:
-            from tfbuild.rebuild import from_receipt as rebuild
+    rebuilt = None
+    if from_receipt is not None:  # read and checked before the engine: a bad one needs no Docker
+        from tfbuild.rebuild import from_receipt as rebuild
 
-            planned, run = rebuild(from_receipt, args, run, engine)
+        rebuilt = rebuild(from_receipt, args, run)
+    with contextlib.closing(DockerEngine.connect()) as engine:
+        if rebuilt is not None:
+            from tfbuild.rebuild import check_base_image
+
+            planned, run = rebuilt
+            check_base_image(engine, planned.plan)
         else:
             planned = plan_here(args, engine)
         result = run.execute(planned, engine=engine)
@@ -558,13 +564,14 @@ def verify_command(
     """Rebuild a wheel from its receipt in isolation and check the rebuild is the same, byte for byte."""
     from tfbuild.engine import DockerEngine
     from tfbuild.errors import NotReproducible
-    from tfbuild.rebuild import verify
+    from tfbuild.rebuild import prepare_verify, verify
 
+    # The receipt (and the wheel against it) read and checked first: a bad one needs no engine.
+    request = prepare_verify(wheel, receipt=receipt)
     with contextlib.closing(DockerEngine.connect()) as engine:
         result = verify(
-            wheel,
+            request,
             engine=engine,
-            receipt=receipt,
             source=source,
             quiet=as_json or not verbose,
             verbose=verbose,

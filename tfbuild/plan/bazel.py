@@ -6,13 +6,23 @@ lines, and the startup and per-build options (resources, caches).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from tfbuild import tfversions
 from tfbuild.detect.host import HostFacts
 from tfbuild.errors import UnsupportedError
 from tfbuild.plan.cuda import plan_cuda
-from tfbuild.plan.model import CACHE_ROOT, CudaPlan, PlanOptions, Reason, Resources, Route, Sysroot
+from tfbuild.plan.model import (
+    CACHE_ROOT,
+    CudaPlan,
+    PlanOptions,
+    Reason,
+    RefusedField,
+    Resources,
+    Route,
+    Sysroot,
+)
 from tfbuild.recipes import Recipe
 from tfbuild.variants import MklThreading, Variant
 
@@ -163,9 +173,7 @@ def configure_rc(
     wheel_name = {"cuda": "tensorflow"}.get(options.variant, "tensorflow_cpu")
     if recipe.wheel_flow == "wheel":
         rc.append(f"build --repo_env=WHEEL_NAME={wheel_name}")
-        build_target = "//tensorflow/tools/pip_package:wheel"
-    else:
-        build_target = "//tensorflow/tools/pip_package:build_pip_package"
+    build_target = WHEEL_TARGETS[recipe.wheel_flow]
     if recipe.pywrap_rules:
         rc.append("build --repo_env=USE_PYWRAP_RULES=1")
         # 2.20+: a release wheel (no .dev0+selfbuilt suffix in its version).
@@ -315,3 +323,176 @@ def bazel_options(options: PlanOptions, resources: Resources) -> BazelOptions:
         )
 
     return BazelOptions(startup=startup, build=tuple(build_options), reasons=tuple(reasons))
+
+
+# --- What a plan read from a file may ask of bazel ----------------------------------------------
+#
+# A plan read back (a receipt's, plan.json) is untrusted: its options reach bazel, and bazel has
+# options that run commands (--workspace_status_command, --run_under, --credential_helper), read
+# other rc files (--bazelrc, import, try-import), or point the build elsewhere (--output_base,
+# --override_repository, --repo_env/--action_env with other names). So a decoded plan may hold only
+# what the functions above write: each option by name, with the grammar of its value, here and
+# nowhere else. tests/plan/test_decoded_plans.py holds it to that: every plan make_plan makes
+# decodes, and hostile ones do not.
+
+_NUMBER = r"[1-9][0-9]{0,6}"
+_VERSION = r"[0-9]+(?:\.[0-9]+){0,3}"
+_CLANG = r"/usr/lib/llvm-[0-9]{1,3}/bin/clang"
+_COMPILER_PATH = rf"(?:{_CLANG}|/usr/bin/gcc-[0-9]{{1,3}})"
+_CAPABILITIES = r"(?:sm|compute)_[0-9]{2,3}[a-z]?(?:,(?:sm|compute)_[0-9]{2,3}[a-z]?)*"
+#: A compiler flag of a target (archspec's -march/-mtune/-m feature) or a recipe's warning switch;
+#: never one that hands options to another program (-Wl, -Wa, -Wp, -Xclang), loads a plugin or
+#: moves where the compiler finds its programs (-B, -fplugin=, -specs=).
+_COPT = r"-m[a-z0-9][a-z0-9_.+=-]*|-W(?:no-)?[a-z][a-z0-9-]*|-f(?:no-)?[a-z][a-z0-9-]*|-O[0-3s]"
+#: A sysroot: a path in the toolchain image (/dt9, /sysroot) or rules_ml_toolchain's SYSROOT_DIST.
+SYSROOT_NAME = r"/[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*"
+SYSROOT_DIST = r"[A-Za-z0-9][A-Za-z0-9_.-]*"
+#: The remote cache or executor, the instance name: the grammars make_plan checks the options to.
+_URL = r"(?:grpcs?|https?)://[A-Za-z0-9.-]+(?::[0-9]+)?(?:/[A-Za-z0-9._~%/+=-]*)?"
+_INSTANCE = r"[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+){0,31}"
+
+
+def _quoted_re(pattern: str) -> str:
+    return f'"(?:{pattern})"'
+
+
+#: The variables tfbuild passes to actions (--action_env) and repository rules (--repo_env): name ->
+#: the grammar of the value written after ``=`` (None: the name alone, the value inherited).
+ACTION_ENV: dict[str, str | None] = {
+    "PYTHON_BIN_PATH": _quoted_re("/usr/bin/python3"),
+    "CLANG_COMPILER_PATH": _quoted_re(_CLANG),
+    "CLANG_CUDA_COMPILER_PATH": _quoted_re(_CLANG),
+    "CC": _quoted_re(_COMPILER_PATH),
+    "TF_CUDA_VERSION": _quoted_re(_VERSION),
+    "TF_CUDNN_VERSION": _quoted_re(_VERSION),
+    "TF_CUDA_PATHS": _quoted_re("/usr/local/cuda,/usr"),
+    "TF_CUDA_COMPUTE_CAPABILITIES": _quoted_re(_CAPABILITIES),
+    # the reproducibility measures (plan.reproducible.ACTION_ENV), inherited from build.sh
+    "SOURCE_DATE_EPOCH": None,
+    "TZ": None,
+    "LC_ALL": None,
+    "PYTHONHASHSEED": None,
+}
+REPO_ENV: dict[str, str | None] = {
+    "CC": _COMPILER_PATH,
+    "BAZEL_COMPILER": _CLANG,
+    "USE_HERMETIC_CC_TOOLCHAIN": "[01]",
+    "LLVM_VERSION": "[0-9]{1,3}",
+    "SYSROOT_DIST": SYSROOT_DIST,
+    "TF_SYSROOT": _quoted_re(SYSROOT_NAME),
+    "HERMETIC_PYTHON_VERSION": _quoted_re(r"[0-9]\.[0-9]{1,2}"),
+    "TF_PYTHON_VERSION": _quoted_re(r"[0-9]\.[0-9]{1,2}"),
+    "HERMETIC_CUDA_VERSION": _quoted_re(_VERSION),
+    "HERMETIC_CUDNN_VERSION": _quoted_re(_VERSION),
+    "HERMETIC_CUDA_COMPUTE_CAPABILITIES": _quoted_re(_CAPABILITIES),
+    "WHEEL_NAME": "tensorflow|tensorflow_cpu",
+    "USE_PYWRAP_RULES": "1",
+    "ML_WHEEL_TYPE": "release",
+}
+
+#: bazel's options as tfbuild writes them: name -> the grammar of its value (None: a flag without
+#: one; a dict: NAME=VALUE of these variables). Startup options, per-build options (the command
+#: line) and the .tf_configure.bazelrc lines each have their own.
+Grammar = str | dict[str, str | None] | None
+STARTUP_OPTIONS: dict[str, Grammar] = {
+    "--output_user_root": re.escape(f"{CACHE_ROOT}/output"),
+    "--host_jvm_args": rf"-Xmx{_NUMBER}m",
+}
+BUILD_OPTIONS: dict[str, Grammar] = {
+    "--jobs": _NUMBER,
+    "--local_ram_resources": _NUMBER,
+    "--repository_cache": re.escape(f"{CACHE_ROOT}/repository"),
+    "--disk_cache": re.escape(f"{CACHE_ROOT}/disk"),
+    "--remote_cache": _URL,
+    "--remote_executor": _URL,
+    "--remote_instance_name": _INSTANCE,
+    "--remote_timeout": _NUMBER,
+    "--remote_retries": "[0-9]{1,2}",
+    "--noremote_upload_local_results": None,
+    "--spawn_strategy": re.escape(REMOTE_EXECUTION[0].partition("=")[2]),
+    "--remote_download_toplevel": None,
+    "--action_env": ACTION_ENV,
+}
+RC_OPTIONS: dict[str, Grammar] = {
+    "--action_env": ACTION_ENV,
+    "--repo_env": REPO_ENV,
+    "--python_path": _quoted_re("/usr/bin/python3"),
+    "--copt": _COPT,
+    "--host_copt": _COPT,
+    "--define": r"[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]+",
+    "--crosstool_top": re.escape(SYSROOT_CROSSTOOL),
+    "--noincompatible_enable_cc_toolchain_resolution": None,
+    HERMETIC_CC_FLAG: "True|False",
+}
+#: The commands (and configs) an rc line applies to: ``build``, ``build:opt`` (the target's
+#: flags), ``build:cuda`` (hermetic CUDA).
+RC_COMMANDS = ("build", "build:opt", "build:cuda")
+#: The --config names the planner gives bazel (choose_variant).
+CONFIGS = ("opt", "mkl", "mkl_threadpool", "cuda", "cuda_clang", "cuda_wheel")
+#: The wheel targets and flows of configure_rc.
+WHEEL_TARGETS = {
+    "wheel": "//tensorflow/tools/pip_package:wheel",
+    "build_pip_package": "//tensorflow/tools/pip_package:build_pip_package",
+}
+WHEEL_NAMES = ("tensorflow", "tensorflow_cpu")
+
+_OPTION = re.compile(r"(--[A-Za-z0-9_@/:.-]+)(?:([= ])(.*))?", re.DOTALL)
+
+
+def _check_option(field: str, text: str, allowed: dict[str, Grammar], *, sep: str) -> None:
+    found = _OPTION.fullmatch(text)
+    if found is None:
+        raise RefusedField(field, text, "not a bazel option as tfbuild writes one")
+    name, given_sep, value = found.group(1), found.group(2), found.group(3)
+    if name not in allowed:
+        raise RefusedField(field, name, "tfbuild never gives bazel that option")
+    grammar = allowed[name]
+    if grammar is None:
+        if given_sep is not None:
+            raise RefusedField(field, text, f"{name} takes no value")
+        return
+    if given_sep is None or given_sep not in sep:
+        raise RefusedField(field, text, f"{name} without its value")
+    if isinstance(grammar, dict):
+        variable, equals, rest = value.partition("=")
+        if variable not in grammar:
+            raise RefusedField(field, f"{name}={variable}", "tfbuild never sets that variable")
+        grammar_of = grammar[variable]
+        ok = (not equals) if grammar_of is None else bool(equals and re.fullmatch(grammar_of, rest))
+    else:
+        ok = re.fullmatch(grammar, value) is not None
+    if not ok:
+        raise RefusedField(field, text, f"not a value tfbuild writes for {name}")
+
+
+def check_startup_options(options: tuple[str, ...]) -> None:
+    """Each is an option :func:`bazel_options` writes, with a value of its grammar."""
+    for i, option in enumerate(options):
+        _check_option(f"startup_options[{i}]", option, STARTUP_OPTIONS, sep="=")
+
+
+def check_build_options(options: tuple[str, ...]) -> None:
+    """Each is an option :func:`bazel_options` (or the reproducible measures) writes."""
+    for i, option in enumerate(options):
+        _check_option(f"build_options[{i}]", option, BUILD_OPTIONS, sep="=")
+
+
+_RC_LINE = re.compile(r"([A-Za-z0-9_:-]+) (.*)", re.DOTALL)
+
+
+def check_rc_lines(lines: tuple[str, ...]) -> None:
+    """Each is ``build[:opt|:cuda] OPTION`` as :func:`configure_rc` writes it: one option, of
+    :data:`RC_OPTIONS`; never ``import``, ``try-import``, another command or a second option."""
+    for i, line in enumerate(lines):
+        field = f"rc_lines[{i}]"
+        found = _RC_LINE.fullmatch(line)
+        if found is None or found.group(1) not in RC_COMMANDS:
+            shown = found.group(1) if found else line
+            raise RefusedField(field, shown, "tfbuild's rc file holds only build options")
+        _check_option(field, found.group(2), RC_OPTIONS, sep="= ")
+
+
+def check_configs(configs: tuple[str, ...]) -> None:
+    for i, config in enumerate(configs):
+        if config not in CONFIGS:
+            raise RefusedField(f"bazel_configs[{i}]", config, "tfbuild never uses that config")

@@ -36,6 +36,16 @@ _READABLE_SCHEMAS = ("tfbuild.plan/2", PLAN_SCHEMA)
 Route = Literal["image", "hermetic", "sysroot"]
 
 
+class RefusedField(ValueError):
+    """A value of a plan read back (a receipt's) that tfbuild's planner never writes, such as a
+    bazel option that runs a command: ``field`` names where, ``value`` what (cut to 80)."""
+
+    def __init__(self, field: str, value: str, why: str) -> None:
+        self.field = field
+        self.value = value[:80]
+        super().__init__(f"{field} holds {self.value!r}: {why}")
+
+
 @dataclass(frozen=True, kw_only=True)
 class PlanOptions:
     """What the planner is asked: the choices of one build, typed (PlanArgs.options makes them)."""
@@ -311,7 +321,8 @@ class BuildPlan:
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> BuildPlan:
-        """The plan a receipt carries, back as a value (a KeyError or ValueError if it is not one)."""
+        """The plan a receipt carries, back as a value (a KeyError or ValueError if it is not one;
+        a :class:`RefusedField` if it holds a value tfbuild's planner never writes)."""
         if data.get("schema") not in _READABLE_SCHEMAS:
             raise ValueError(f"plan schema {data.get('schema')!r}, not {PLAN_SCHEMA}")
         _single_lines(data)
@@ -322,7 +333,7 @@ class BuildPlan:
         if route not in ("image", "hermetic", "sysroot"):
             raise ValueError(f"route {route!r}")
         sysroot = data.get("sysroot")
-        return BuildPlan(
+        plan = BuildPlan(
             tensorflow=str(data["tensorflow"]),
             recipe=str(data["recipe"]),
             source={str(k): None if v is None else str(v) for k, v in data["source"].items()},
@@ -364,6 +375,12 @@ class BuildPlan:
             sysroot=None if sysroot is None else Sysroot.from_json(sysroot),
             exec_image=data.get("exec_image"),
         )
+        # What the planner could have written, and nothing else (a RefusedField names the first
+        # other value). Imported here: the check knows the planner's modules, which import this.
+        from tfbuild.plan.decode import check_plan
+
+        check_plan(plan)
+        return plan
 
 
 def check_package_versions(pins: tuple[tuple[Any, Any], ...]) -> tuple[tuple[str, str], ...]:

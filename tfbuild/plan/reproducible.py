@@ -98,16 +98,8 @@ def choose_snapshot(recipe: Recipe, base: BaseImage) -> tuple[AptSnapshot | None
     """The snapshot archive the recipe's packages come from, when it names a time."""
     if recipe.snapshot is None or base.distro not in SNAPSHOT_URLS:
         return None, None
-    url = SNAPSHOT_URLS[base.distro].format(time=recipe.snapshot)
-    security = SECURITY_URLS[base.distro].format(time=recipe.snapshot)
-    parts = COMPONENTS[base.distro]
-    option = "[check-valid-until=no]"  # a snapshot's Release files are past their Valid-Until
-    sources = (
-        f"deb {option} {url} {base.suite} {parts}",
-        f"deb {option} {url} {base.suite}-updates {parts}",
-        f"deb {option} {security} {base.suite}-security {parts}",
-    )
-    snapshot = AptSnapshot(time=recipe.snapshot, url=url, sources=sources)
+    snapshot = snapshot_for(base, recipe.snapshot)
+    url = snapshot.url
     return snapshot, Reason(
         what="package snapshot",
         value=recipe.snapshot,
@@ -115,3 +107,18 @@ def choose_snapshot(recipe: Recipe, base: BaseImage) -> tuple[AptSnapshot | None
         f"snapshot archive ({url}), so a rebuild installs the same versions; other repositories "
         "(apt.llvm.org, NVIDIA's) have no snapshot: the receipt records their versions",
     )
+
+
+def snapshot_for(base: BaseImage, time: str) -> AptSnapshot:
+    """The snapshot of ``base``'s distribution at ``time``: its archive and sources.list lines. A
+    plan read back must hold exactly these (BuildPlan.from_json): apt would trust any other line."""
+    url = SNAPSHOT_URLS[base.distro].format(time=time)
+    security = SECURITY_URLS[base.distro].format(time=time)
+    parts = COMPONENTS[base.distro]
+    option = "[check-valid-until=no]"  # a snapshot's Release files are past their Valid-Until
+    sources = (
+        f"deb {option} {url} {base.suite} {parts}",
+        f"deb {option} {url} {base.suite}-updates {parts}",
+        f"deb {option} {security} {base.suite}-security {parts}",
+    )
+    return AptSnapshot(time=time, url=url, sources=sources)

@@ -25,8 +25,11 @@ export LC_ALL=C
 export PYTHONHASHSEED=0
 
 phase configure
+# The plan's words go into variables, one shell word each: the lines below print them, never
+# evaluate them.
+sysroot=/dt9
 echo "[tfbuild] tool: compiler $(/usr/lib/llvm-16/bin/clang --version | head -n 1)"
-echo "[tfbuild] tool: sysroot /dt9 $(awk '$2 == "__GLIBC__" {major = $3} $2 == "__GLIBC_MINOR__" {minor = $3} END {print "glibc " major "." minor}' /dt9/usr/include/features.h)"
+echo "[tfbuild] tool: sysroot $sysroot $(awk '$2 == "__GLIBC__" {major = $3} $2 == "__GLIBC_MINOR__" {minor = $3} END {print "glibc " major "." minor}' "$sysroot/usr/include/features.h")"
 echo "[tfbuild] tool: python $(python3 --version 2>&1)"
 echo "[tfbuild] tool: bazel $(bazel --version)"
 cp /tfbuild/tf_configure.bazelrc /src/.tf_configure.bazelrc

@@ -25,8 +25,13 @@ export LC_ALL=C
 export PYTHONHASHSEED=0
 
 phase configure
-echo "[tfbuild] tool: compiler clang-18.1.8 (TensorFlow's hermetic toolchain, downloaded by bazel)"
-echo "[tfbuild] tool: sysroot linux_glibc_2_27 (downloaded by bazel, glibc 2.27)"
+# The plan's words go into variables, one shell word each: the lines below print them, never
+# evaluate them.
+sysroot=linux_glibc_2_27
+compiler=clang-18.1.8
+echo "[tfbuild] tool: compiler $compiler (TensorFlow's hermetic toolchain, downloaded by bazel)"
+glibc=2.27
+echo "[tfbuild] tool: sysroot $sysroot (downloaded by bazel, glibc $glibc)"
 echo "[tfbuild] tool: python $(python3 --version 2>&1)"
 echo "[tfbuild] tool: bazel $(bazel --version)"
 cp /tfbuild/tf_configure.bazelrc /src/.tf_configure.bazelrc

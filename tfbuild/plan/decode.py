@@ -1,0 +1,167 @@
+"""What a plan read back from a file may hold: the values tfbuild's own planner writes, and no other.
+
+A plan that comes from a receipt (``tfbuild verify``, ``wheel --from-receipt``) is untrusted: its
+``plan_sha256`` shows that it is whole, not who wrote it, and anyone can recompute it. Its values
+become a Dockerfile, a shell script, bazel's options and an rc file, so :func:`check_plan` (which
+:meth:`BuildPlan.from_json` runs on every plan it decodes) holds each value that reaches a rendered
+file to the grammar of what the planner writes there: bazel's options to the allowlist of
+:mod:`tfbuild.plan.bazel`, the rest below. The renderer shell-quotes plan text as well; this is
+the other half: a value that would mean something else in any of those languages is refused with a
+:class:`RefusedField` naming its field, before anything is rendered.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from tfbuild.plan.bazel import (
+    CONFIGS,
+    SYSROOT_DIST,
+    SYSROOT_NAME,
+    WHEEL_NAMES,
+    WHEEL_TARGETS,
+    check_build_options,
+    check_configs,
+    check_rc_lines,
+    check_startup_options,
+)
+from tfbuild.plan.model import BuildPlan, RefusedField
+from tfbuild.plan.reproducible import BUILD_ENV, SNAPSHOT_URLS, snapshot_for
+from tfbuild.recipes import BaseImage
+
+__all__ = ["CONFIGS", "check_plan"]
+
+_VERSION3 = r"[0-9]+\.[0-9]+\.[0-9]+"
+_VERSION2 = r"[0-9]+\.[0-9]+"
+_RELEASE = r"[0-9]+(?:\.[0-9]+){0,3}"
+_SHA256 = r"[0-9a-f]{64}"
+_PACKAGE = r"[a-z0-9][a-z0-9+.-]+"
+_TOKEN = r"[A-Za-z0-9][A-Za-z0-9_.+-]*"
+_SUITE = r"[a-z][a-z0-9-]*"
+#: A Docker image reference as a receipt holds one (no spaces, no shell, no Dockerfile variable).
+_IMAGE_REFERENCE = r"[A-Za-z0-9][A-Za-z0-9._/:-]*(?:@sha256:[0-9a-f]{64})?"
+_COMPILER = r"(?:gcc|clang)-[0-9]+(?:\.[0-9]+){0,2}"
+_COMPILER_PATH = r"/usr/lib/llvm-[0-9]{1,3}/bin/clang|/usr/bin/gcc-[0-9]{1,3}"
+_HTTPS_URL = r"https://[A-Za-z0-9.-]+(?::[0-9]+)?(?:/[A-Za-z0-9._~%/+=-]*)?"
+_REGISTRY = r"[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
+_LABEL = r"[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*"
+_CAPABILITY = r"(?:sm|compute)_[0-9]{2,3}[a-z]?"
+#: The runtime settings the planner writes into runtime.env (the wheel's users source it): the
+#: TCMalloc preload (make._tcmalloc) and the OpenMP settings (bazel.choose_variant).
+RUNTIME_ENV = {
+    "LD_PRELOAD": r"/usr/lib/(?:x86_64|aarch64)-linux-gnu/libtcmalloc\.so\.4",
+    "OMP_NUM_THREADS": r"[1-9][0-9]{0,4}",
+    "KMP_BLOCKTIME": r"[0-9]{1,4}",
+    "KMP_AFFINITY": r"granularity=fine,compact,1,0",
+    "TF_NUM_INTRAOP_THREADS": r"[1-9][0-9]{0,4}",
+    "TF_NUM_INTEROP_THREADS": r"[1-9][0-9]{0,4}",
+}
+SYSROOT_BUILDERS = ("devtoolset-9", "image")
+
+
+def _text(field: str, value: object, pattern: str, what: str) -> None:
+    if not isinstance(value, str) or re.fullmatch(pattern, value) is None:
+        raise RefusedField(field, str(value), f"not {what}")
+
+
+def _optional(field: str, value: object, pattern: str, what: str) -> None:
+    if value is not None:
+        _text(field, value, pattern, what)
+
+
+def _each(field: str, values: Iterable[object], pattern: str, what: str) -> None:
+    for i, value in enumerate(values):
+        _text(f"{field}[{i}]", value, pattern, what)
+
+
+def _image(field: str, image: BaseImage) -> None:
+    _text(f"{field}.name", image.name, _IMAGE_REFERENCE, "an image name")
+    _text(f"{field}.reference", image.reference, _IMAGE_REFERENCE, "a Docker image reference")
+    _optional(f"{field}.image_id", image.image_id, f"sha256:{_SHA256}", "an image id")
+    _text(f"{field}.distro", image.distro, r"[a-z]+", "a distribution")
+    _text(f"{field}.suite", image.suite, _SUITE, "a suite")
+    _text(f"{field}.python", image.python, _VERSION2, "a Python version")
+    _text(f"{field}.tcmalloc_package", image.tcmalloc_package, _PACKAGE, "a package name")
+    _each(f"{field}.packaged_compilers", image.packaged_compilers, _COMPILER, "a compiler")
+    _optional(f"{field}.cuda", image.cuda, _RELEASE, "a version")
+    _optional(f"{field}.cudnn", image.cudnn, _RELEASE, "a version")
+    _optional(f"{field}.glibc", image.glibc, _VERSION2, "a glibc version")
+
+
+def _environment(plan: BuildPlan) -> None:
+    for name, value in plan.runtime_env:
+        if name not in RUNTIME_ENV:
+            raise RefusedField("runtime_env", name, "tfbuild never sets that variable")
+        _text(f"runtime_env.{name}", value, RUNTIME_ENV[name], "a value tfbuild writes there")
+    if dict(plan.build_env) not in ({}, dict(BUILD_ENV)):  # in any order (a JSON object's)
+        shown = " ".join(f"{k}={v}" for k, v in plan.build_env)
+        raise RefusedField("build_env", shown, "not the reproducible measures tfbuild exports")
+
+
+def _snapshot(plan: BuildPlan) -> None:
+    snapshot = plan.snapshot
+    if snapshot is None:
+        return
+    _text("snapshot.time", snapshot.time, r"[0-9]{8}T[0-9]{6}Z", "a snapshot time")
+    if plan.base_image.distro not in SNAPSHOT_URLS or snapshot != snapshot_for(
+        plan.base_image, snapshot.time
+    ):
+        shown = next(iter(snapshot.sources), snapshot.url)
+        raise RefusedField(
+            "snapshot", shown, f"not the {plan.base_image.distro} snapshot archive tfbuild uses"
+        )
+
+
+def _sysroot(plan: BuildPlan) -> None:
+    sysroot = plan.sysroot
+    if sysroot is None:
+        return
+    if sysroot.builder is not None and sysroot.builder not in SYSROOT_BUILDERS:
+        raise RefusedField("sysroot.builder", sysroot.builder, "not a sysroot builder tfbuild has")
+    if sysroot.builder is None:
+        _text("sysroot.name", sysroot.name, SYSROOT_DIST, "a SYSROOT_DIST name")
+    else:
+        _text("sysroot.name", sysroot.name, SYSROOT_NAME, "an absolute path without . or ..")
+    _optional("sysroot.glibc", sysroot.glibc, _VERSION2, "a glibc version")
+    if sysroot.image is not None:
+        _image("sysroot.image", sysroot.image)
+
+
+def check_plan(plan: BuildPlan) -> None:
+    """Every value of ``plan`` that reaches a rendered file is one tfbuild's planner writes: a
+    :class:`RefusedField` names the first that is not."""
+    _text("tensorflow", plan.tensorflow, _VERSION3, "a TensorFlow version X.Y.Z")
+    _optional("source.tarball", plan.source.get("tarball"), _HTTPS_URL, "an https:// URL")
+    _optional("source.sha256", plan.source.get("sha256"), _SHA256, "a sha256")
+    _text("architecture", plan.architecture, r"[a-z0-9_]+", "an architecture")
+    _text("python", plan.python, _VERSION2, "a Python version")
+    _text("compiler", plan.compiler, _COMPILER, "a compiler (clang-N.N.N, gcc-N)")
+    _optional("compiler_path", plan.compiler_path, _COMPILER_PATH, "a compiler's path")
+    _each("compiler_packages", plan.compiler_packages, _PACKAGE, "a package name")
+    _optional("llvm_apt_suite", plan.llvm_apt_suite, r"llvm-toolchain-[a-z]+-[0-9]{1,3}", "a suite")
+    extra = rf"{_PACKAGE}(?:=[0-9][0-9.]*(?:\.\*)?)?"
+    _each("extra_packages", plan.extra_packages, extra, "a package (name or name=X.Y.*)")
+    _text("target", plan.target, r"[A-Za-z0-9_.-]+", "a target name")
+    _image("base_image", plan.base_image)
+    _text("bazel", plan.bazel, _VERSION3, "a bazel version X.Y.Z")
+    check_configs(plan.bazel_configs)
+    check_rc_lines(plan.rc_lines)
+    check_build_options(plan.build_options)
+    check_startup_options(plan.startup_options)
+    if WHEEL_TARGETS.get(plan.wheel_flow) != plan.build_target:
+        raise RefusedField("build_target", plan.build_target, "not the wheel target tfbuild builds")
+    if plan.wheel_name not in WHEEL_NAMES:
+        raise RefusedField("wheel_name", plan.wheel_name, "not a wheel tfbuild builds")
+    # cache_volume is not checked: no file renders it, and a rebuild never mounts the one a
+    # receipt names (rebuild.with_cache_volume, plan.isolated).
+    _environment(plan)
+    if plan.cuda is not None:
+        _text("cuda.cuda", plan.cuda.cuda, _RELEASE, "a CUDA version")
+        _text("cuda.cudnn", plan.cuda.cudnn, _RELEASE, "a cuDNN version")
+        _each("cuda.capabilities", plan.cuda.capabilities, _CAPABILITY, "a compute capability")
+    _optional("label", plan.label, _LABEL, "a local version label")
+    _snapshot(plan)
+    _optional("floor_goal", plan.floor_goal, _VERSION2, "a glibc version")
+    _sysroot(plan)
+    _optional("exec_image", plan.exec_image, rf"{_REGISTRY}/tfbuild/toolchain", "a repository")
