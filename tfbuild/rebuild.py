@@ -31,7 +31,7 @@ from tfbuild.detect.cpu import family_root
 from tfbuild.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
 from tfbuild.files import held_signals, sha256_file
 from tfbuild.plan import BuildPlan, PlanOptions, Reason, with_resources
-from tfbuild.plan.make import isolated
+from tfbuild.plan.make import isolated, without_remote
 from tfbuild.plan.model import RefusedField, check_package_versions
 from tfbuild.plan.resources import choose_resources
 from tfbuild.receipt import Receipt, read_receipt, receipt_path
@@ -319,7 +319,8 @@ def with_cache_volume(plan: BuildPlan, volume: str) -> BuildPlan:
 
 def from_receipt(receipt_file: Path, args: PlanArgs, run: BuildRun) -> tuple[Planned, BuildRun]:
     """``tfbuild wheel --from-receipt``: the receipt's plan and the run that rebuilds it here, on
-    this machine's cache volume (``--cache-volume``, the only plan option it takes). No engine:
+    this machine's cache volume (``--cache-volume``, the only plan option it takes), with no remote
+    cache or executor (a receipt's would be its writer's choice, and shape the wheel). No engine:
     a hostile receipt is refused before Docker is connected to; the caller then checks the base
     images on the engine (:func:`check_base_image`)."""
     if replace(args, cache_volume=DEFAULT_CACHE_VOLUME) != PlanArgs():
@@ -330,5 +331,10 @@ def from_receipt(receipt_file: Path, args: PlanArgs, run: BuildRun) -> tuple[Pla
         )
     found = load_receipt(None, receipt_file)
     planned = plan_from_receipt(found)
-    planned = replace(planned, plan=with_cache_volume(planned.plan, args.cache_volume))
+    plan = without_remote(
+        with_cache_volume(planned.plan, args.cache_volume),
+        why="a rebuild from a receipt sends nothing to, and takes nothing from, a remote cache or "
+        "executor its receipt names: their results would shape the wheel",
+    )
+    planned = replace(planned, plan=plan)
     return planned, rebuild_run(found, run)

@@ -22,6 +22,7 @@ from tfbuild.errors import InputError, UnsupportedError
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.rebuild import (
     UNCOVERED,
+    from_receipt,
     load_receipt,
     plan_from_receipt,
     rebuild_run,
@@ -30,6 +31,7 @@ from tfbuild.rebuild import (
 from tfbuild.receipt import Receipt, SourceRecord, canonical_sha256, receipt_path
 from tfbuild.recipes import load_base_images, load_recipes
 from tfbuild.render import render_files, toolchain_packages
+from tfbuild.request import PlanArgs
 
 
 @pytest.fixture
@@ -39,10 +41,11 @@ def wheel(tmp_path: Path) -> Path:
     return path
 
 
-def real_receipt(wheel: Path, **changes: object) -> Receipt:
-    """A receipt whose plan is a real plan (2.21, oneDNN, for a recorded Zen 4 on 64 cores)."""
+def real_receipt(wheel: Path, options: PlanOptions | None = None, **changes: object) -> Receipt:
+    """A receipt whose plan is a real plan (2.21, oneDNN unless ``options`` say otherwise, for a
+    recorded Zen 4 on 64 cores)."""
     plan = make_plan(
-        PlanOptions(variant="mkl"),
+        options or PlanOptions(variant="mkl"),
         load_recipes().get("2.21"),
         recorded_host("zen4", memory_gib=256, disk_gib=500, build_cpus=64),
         base_images=load_base_images(),
@@ -277,6 +280,32 @@ def test_a_rebuild_never_takes_the_cache_volume_its_receipt_names(wheel: Path) -
     mine = with_cache_volume(rebuilt, "tfbuild-cache")
     assert mine.cache_volume == "tfbuild-cache"
     assert mine.reasons[-1].what == "cache volume" and mine.reasons[-1].value == "tfbuild-cache"
+
+
+def test_a_rebuild_from_a_receipt_uses_no_remote_cache_or_executor_it_names(wheel: Path) -> None:
+    """A receipt could send the rebuild to a cache or executor of its writer's choosing, whose
+    results would shape the wheel, and have the toolchain image pushed to its registry: the rebuild
+    drops them all, and its plan says why."""
+    options = PlanOptions(
+        variant="mkl",
+        remote_cache="grpcs://cache.example:443",
+        remote_executor="grpcs://exec.example:443",
+        remote_instance="main",
+        push_toolchain="registry.example/tfbuild",
+    )
+    receipt = real_receipt(wheel, options)
+    assert receipt.plan["exec_image"] and any("remote" in o for o in receipt.plan["build_options"])
+    receipt_path(wheel).write_text(json.dumps(receipt.to_json()), encoding="utf-8")
+    planned, _run = from_receipt(receipt_path(wheel), PlanArgs(), BuildRun(dist=wheel.parent))
+    plan = planned.plan
+    assert plan.exec_image is None
+    assert not [o for o in plan.build_options if "remote" in o or "spawn_strategy" in o]
+    script = render_files(plan)["build.sh"]
+    assert "example" not in script and "--remote_cache=" not in script
+    reason = next(r for r in plan.reasons if r.what == "remote")
+    assert reason.why.startswith(
+        "a rebuild from a receipt sends nothing to, and takes nothing from"
+    )
 
 
 @pytest.mark.parametrize(

@@ -217,22 +217,40 @@ def with_resources(plan: BuildPlan, resources: Resources, *, why: str) -> BuildP
     )
 
 
-def isolated(plan: BuildPlan, *, cache_volume: str) -> BuildPlan:
-    """The same build with nothing carried over: a fresh cache volume (so a fresh output base and
-    repository cache), no disk cache and no remote cache or executor (``tfbuild verify``)."""
-    dropped = (
-        "--disk_cache=",
-        "--remote_cache=",
-        "--remote_executor=",
-        "--remote_instance_name=",
-        "--noremote_upload_local_results",
-        *REMOTE_EXECUTION,
-    )
+#: The options that reach a remote cache or executor (and their settings).
+_REMOTE_OPTIONS = (
+    "--remote_cache=",
+    "--remote_executor=",
+    "--remote_instance_name=",
+    "--noremote_upload_local_results",
+    "--remote_timeout=",
+    "--remote_retries=",
+    *REMOTE_EXECUTION,
+)
+
+
+def without_remote(plan: BuildPlan, *, why: str) -> BuildPlan:
+    """The same build with no remote cache or executor, and no toolchain image to push: a rebuild
+    from a receipt never sends to, nor takes from, a cache or executor its receipt names."""
+    kept = tuple(o for o in plan.build_options if not o.startswith(_REMOTE_OPTIONS))
+    if kept == plan.build_options and plan.exec_image is None:
+        return plan
     return replace(
         plan,
         exec_image=None,
+        build_options=kept,
+        reasons=(*plan.reasons, Reason(what="remote", value="none", why=why)),
+    )
+
+
+def isolated(plan: BuildPlan, *, cache_volume: str) -> BuildPlan:
+    """The same build with nothing carried over: a fresh cache volume (so a fresh output base and
+    repository cache), no disk cache and no remote cache or executor (``tfbuild verify``)."""
+    plan = without_remote(plan, why="a rebuild to verify shares no cache with any build")
+    return replace(
+        plan,
         cache_volume=cache_volume,
-        build_options=tuple(o for o in plan.build_options if not o.startswith(dropped)),
+        build_options=tuple(o for o in plan.build_options if not o.startswith("--disk_cache=")),
         reasons=(
             *plan.reasons,
             Reason(
