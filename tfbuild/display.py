@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -321,49 +322,128 @@ def print_skipped(skipped: Sequence[Skipped]) -> None:
         console.print(f"left out {safe(entry.name)}: {safe(entry.reason)}")
 
 
-def print_plan(plan: BuildPlan) -> None:
-    console = _console()
+#: The determinism measures, each a reason of its own in --why: one line by default.
+_MEASURES = ("SOURCE_DATE_EPOCH", "build environment", "path prefix map", "wheel normalisation")
+
+
+def _plan_rows(plan: BuildPlan) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The decisions of a plan, one (what, value, reasons) each, in the planner's order, the
+    first reason that fits on the line shown: the compiler and its toolchain as one row (what
+    compiles), the determinism measures as one, then the flags, bazel and the cache in short."""
+    rows: list[tuple[str, str, tuple[str, ...]]] = []
+    measures = [r.what for r in plan.reasons if r.what in _MEASURES]
+    for reason in plan.reasons:
+        if reason.what in _MEASURES:
+            if reason.what == measures[0]:  # the row of all of them, where the first one was
+                rows.append(("reproducible", "on: " + ", ".join(measures), ()))
+        elif reason.what == "compiler":
+            rows.append(("what compiles", plan.toolchain, ()))
+        elif reason.what == "toolchain":
+            continue  # said by "what compiles"
+        elif reason.what == "glibc floor" and plan.floor_goal:
+            later = "and newer, checked after the build"
+            rows.append((reason.what, reason.value, (reason.why, later)))
+        else:
+            rows.append((reason.what, reason.value, (reason.why,)))
+    whats = [what for what, _, _ in rows]
+    if "what compiles" not in whats:
+        rows.append(("what compiles", plan.toolchain, ()))
+    if plan.floor_goal and "glibc floor" not in whats:
+        rows.append(
+            ("loads on", f"glibc {plan.floor_goal} and newer", ("checked after the build",))
+        )
+    rows.append(("compiler flags", " ".join(plan.cflags), ()))
+    if plan.coverage:
+        missing = [c for c in plan.coverage if not c["flag"]]
+        if missing:
+            covered = "; ".join(
+                f"{c['feature']} NOT COVERED: {c['note'] or 'no flag'}" for c in missing
+            )
+            value = f"{len(plan.coverage) - len(missing)} of {len(plan.coverage)}; {covered}"
+        else:
+            value = f"all {len(plan.coverage)} TensorFlow guard features of the target enabled"
+        rows.append(("CPU features", value, ()))
+    configs = " ".join(f"--config={c}" for c in plan.bazel_configs)
+    rows.append(("bazel", f"{plan.bazel} {configs}".strip(), (plan.build_target,)))
+    rows.append(("cache volume", plan.cache_volume, ("bazel's disk and repository caches",)))
+    shown = [value for _, value, _ in rows]
+    env = [f"{k}={v}" for k, v in plan.runtime_env if not any(f"{k}={v}" in v2 for v2 in shown)]
+    if env:  # what no row above says already (the TCMalloc row names its LD_PRELOAD)
+        rows.append(("runtime env", " ".join(env), ()))
+    return rows
+
+
+def _print_rows(
+    console: Console, rows: Sequence[tuple[str, str, tuple[str, ...]]], *, why: bool
+) -> None:
+    """Rows of a plan: the label, its value wrapped in the value column (a word longer than the
+    column, a digest, folded, never cut); then the first reason that fits on the value's line, or
+    with ``why`` every reason in full below its value."""
+    label = max(len(what) for what, _, _ in rows)
+    room = max(console.width - label - 2, 20)  # the value column: after the label and a gap
+    indent = " " * (label + 2)
+    for what, value, reasons in rows:
+        shown = printable(value)
+        lines = textwrap.wrap(shown, room, break_on_hyphens=False) or [""]
+        fits = [r for r in reasons if len(shown) + len(printable(r)) + 3 <= room]
+        tail = f" [dim]({safe(fits[0])})[/dim]" if fits and not why else ""  # never cut
+        console.print(
+            f"[bold]{safe(what)}[/bold]{' ' * (label + 2 - len(what))}{safe(lines[0])}{tail}"
+        )
+        for line in lines[1:]:
+            console.print(f"{indent}{safe(line)}")
+        for reason in reasons if why else ():
+            for line in textwrap.wrap(printable(reason), room, break_on_hyphens=False):
+                console.print(f"{indent}[dim]{safe(line)}[/dim]")
+
+
+def print_plan(plan: BuildPlan, *, why: bool = False) -> None:
+    """``tfbuild plan``: the decisions first, one line each, with a short reason where it fits on
+    the line (never cut). ``why``: every choice with its reason in full below it, then what
+    compiles, the flags and the CPU features each covers, the whole bazel command, the runtime
+    environment."""
+    console = _console(highlight=False, soft_wrap=True)  # soft: the lines are wrapped here
     console.print(
         f"[bold]TensorFlow {safe(plan.tensorflow)}[/bold] {safe(plan.variant)} wheel for Python "
-        f"{safe(plan.python)}, target {safe(plan.target)} ({safe(plan.target_kind)})",
-        highlight=False,
+        f"{safe(plan.python)}, target {safe(plan.target)} ({safe(plan.target_kind)})"
     )
-    table = Table(title="Choices", title_justify="left")
-    table.add_column("what", style="bold")
-    table.add_column("value")
-    table.add_column("why")
-    for reason in plan.reasons:
-        table.add_row(safe(reason.what), safe(reason.value), safe(reason.why))
-    console.print(table)
-    console.print(
-        f"[bold]what compiles[/bold]: {safe(plan.toolchain)}", soft_wrap=True, highlight=False
-    )
-    if plan.floor_goal:
-        console.print(
-            f"[bold]loads on[/bold]: glibc {safe(plan.floor_goal)} and newer (checked after the build)",
-            highlight=False,
-        )
-    console.print(f"[bold]compiler flags[/bold]: {safe(' '.join(plan.cflags))}", soft_wrap=True)
-    if plan.coverage:
-        covers = ", ".join(
-            f"{c['feature']} ({c['flag'] or 'NOT COVERED: ' + (c['note'] or '')})"
-            for c in plan.coverage
-        )
-        console.print(
-            f"[bold]TensorFlow CPU features covered[/bold]: {safe(covers)}", soft_wrap=True
-        )
-    configs = " ".join(f"--config={c}" for c in plan.bazel_configs)
-    command = f"{configs} {' '.join(plan.build_options)} {plan.build_target}"
-    console.print(
-        f"[bold]bazel[/bold] {safe(plan.bazel)}: build {safe(command)}",
-        soft_wrap=True,
-        highlight=False,
-    )
-    if plan.runtime_env:
-        env = " ".join(f"{k}={v}" for k, v in plan.runtime_env)
-        console.print(f"[bold]runtime env[/bold]: {safe(env)}", soft_wrap=True, highlight=False)
+    if why:
+        rows: list[tuple[str, str, tuple[str, ...]]] = [
+            (r.what, r.value, (r.why,)) for r in plan.reasons
+        ]
+        rows.append(("what compiles", plan.toolchain, ()))
+        if plan.floor_goal:
+            rows.append(
+                ("loads on", f"glibc {plan.floor_goal} and newer", ("checked after the build",))
+            )
+        rows.append(("compiler flags", " ".join(plan.cflags), ()))
+        if plan.coverage:
+            covers = ", ".join(
+                f"{c['feature']} ({c['flag'] or 'NOT COVERED: ' + (c['note'] or '')})"
+                for c in plan.coverage
+            )
+            rows.append(
+                (
+                    "CPU features",
+                    covers,
+                    ("TensorFlow's guard features, each with the flag that enables it",),
+                )
+            )
+        configs = " ".join(f"--config={c}" for c in plan.bazel_configs)
+        command = f"build {configs} {' '.join(plan.build_options)} {plan.build_target}"
+        rows.append((f"bazel {plan.bazel}", command, ()))
+        if plan.runtime_env:
+            rows.append(("runtime env", " ".join(f"{k}={v}" for k, v in plan.runtime_env), ()))
+        _print_rows(console, rows, why=True)
+    else:
+        _print_rows(console, _plan_rows(plan), why=False)
     for warning in plan.warnings:  # escaped: archspec's messages hold "[supported ...]"
-        console.print(f"[yellow]warning:[/yellow] {safe(warning)}", highlight=False)
+        first, *rest = textwrap.wrap(f"warning: {printable(warning)}", max(console.width, 40))
+        console.print(f"[yellow]warning:[/yellow]{safe(first.removeprefix('warning:'))}")
+        for line in rest:
+            console.print(safe(line))
+    if not why:
+        console.print("[dim]every choice with its reason: the same command with --why[/dim]")
 
 
 _FINDING_STYLE = {"ok": "green", "fail": "bold red", "note": "yellow", "skipped": "dim"}

@@ -308,6 +308,14 @@ def matrix_command(
 def plan_command(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print the plan as JSON.")] = False,
+    why: Annotated[
+        bool,
+        typer.Option(
+            "--why",
+            help="Every choice with its reason in full, and the whole bazel command (the default "
+            "shows the decisions, one line each).",
+        ),
+    ] = False,
     source: Annotated[
         Path | None,
         typer.Option(
@@ -320,7 +328,7 @@ def plan_command(
         ),
     ] = None,
 ) -> None:
-    """Resolve a build: every choice tfbuild would make, with the reason for it."""
+    """Resolve a build: every choice tfbuild would make (--why: with the reason for each)."""
     from tfbuild.base import plan_here
 
     planned = plan_here(plan_args(ctx))
@@ -335,7 +343,7 @@ def plan_command(
     else:
         from tfbuild.display import print_plan, print_preflight
 
-        print_plan(plan)
+        print_plan(plan, why=why)
         if report is not None:
             print_preflight(report)
     failure = report.error(shown=not as_json) if report is not None else None

@@ -1,0 +1,124 @@
+"""``tfbuild plan`` as a user reads it, through the real command line: the decisions first, one
+line each, in about 30 lines of an 80-column terminal; ``--why`` says every reason in full."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conftest import CliResult, cpuinfo_fixture, run_cli
+
+NARROW = {"COLUMNS": "80"}
+
+# Plans of several shapes: each flow and route, CUDA, a portable target, another machine's dump,
+# reproducibility off with OpenMP's runtime env, the canary.
+SHAPES = {
+    "mkl": ("--mkl",),
+    "cuda": ("--cuda",),
+    "tf-2.13-sysroot": ("--tf", "2.13"),
+    "portable": ("--target", "x86_64_v3"),
+    "openmp-not-reproducible": ("--mkl", "--mkl-threading", "openmp", "--no-reproducible"),
+    "canary": ("--canary",),
+}
+
+
+def _plan(*args: str, env: dict[str, str] | None = None) -> CliResult:
+    result = run_cli("plan", "--skip-disk-check", *args, env=env)
+    assert result.returncode == 0, result.stderr
+    return result
+
+
+def _squeezed(text: str) -> str:
+    """Text without any white space: the same words however a terminal width wrapped them."""
+    return "".join(text.split())
+
+
+def _reprs(text: str) -> list[str]:
+    return [
+        line
+        for line in text.splitlines()
+        for bad in ("{'", "['", "('", "None", "True", "False")
+        if bad in line
+    ]
+
+
+@pytest.fixture(params=sorted(SHAPES), scope="module")
+def shape(request: pytest.FixtureRequest) -> tuple[str, ...]:
+    return SHAPES[request.param]
+
+
+def test_the_default_is_the_decisions_in_about_30_lines_at_80_columns(
+    shape: tuple[str, ...],
+) -> None:
+    plan = _plan(*shape, "--json").json()
+    shown = _plan(*shape, env=NARROW).stdout
+    lines = shown.splitlines()
+    assert len(lines) <= 32, shown
+    assert max(len(line) for line in lines) <= 80, shown
+    assert lines[0].startswith(f"TensorFlow {plan['tensorflow']} {plan['variant']} wheel")
+    # One line per decision, its label first.
+    labels = {line.split("  ")[0] for line in lines[1:] if line[:1].strip()}
+    assert {"recipe", "python", "base image", "what compiles", "target", "jobs", "label"} <= labels
+    assert {"compiler flags", "bazel", "cache volume"} <= labels
+    assert lines[-1] == "every choice with its reason: the same command with --why"
+    assert not _reprs(shown)
+    # Warnings are still said by default, whole.
+    for warning in plan["warnings"]:
+        assert _squeezed(f"warning: {warning}") in _squeezed(shown)
+
+
+def test_a_short_reason_is_shown_whole_or_not_at_all(shape: tuple[str, ...]) -> None:
+    plan = _plan(*shape, "--json").json()
+    for env in (NARROW, {"COLUMNS": "200"}):
+        lines = _plan(*shape, env=env).stdout.splitlines()
+        for reason in plan["reasons"]:
+            rows = [line for line in lines if line.startswith(f"{reason['what']}  ")]
+            if not rows or f"  {reason['value']}" not in rows[0]:
+                continue  # folded into another row, or a value that wraps
+            rest = rows[0].split(f"  {reason['value']}", 1)[1]
+            allowed = {"", f" ({reason['why']})"}
+            if reason["what"] == "glibc floor":
+                allowed.add(" (and newer, checked after the build)")
+            assert rest in allowed, (env, rows[0])
+
+
+def test_the_default_says_more_reasons_when_there_is_room() -> None:
+    narrow = _plan("--mkl", env=NARROW).stdout
+    wide = _plan("--mkl", env={"COLUMNS": "200"}).stdout
+    assert len(wide.splitlines()) < len(narrow.splitlines())
+    assert wide.count(" (") > narrow.count(" (")
+
+
+def test_why_says_every_reason_and_every_detail_in_full(shape: tuple[str, ...]) -> None:
+    plan = _plan(*shape, "--json").json()
+    for env in (NARROW, {"COLUMNS": "200"}):
+        shown = _plan(*shape, "--why", env=env).stdout
+        if env is NARROW:
+            assert max(len(line) for line in shown.splitlines()) <= 80, shown
+        assert not _reprs(shown)
+        everything = _squeezed(shown)
+        said = [
+            *(text for r in plan["reasons"] for text in (r["what"], r["value"], r["why"])),
+            plan["toolchain"],
+            " ".join(plan["cflags"]),
+            *(f"--config={c}" for c in plan["bazel_configs"]),
+            " ".join(plan["build_options"]),
+            plan["build_target"],
+            *(f"{k}={v}" for k, v in plan["runtime_env"].items()),
+            *(f"{c['feature']} ({c['flag']})" for c in plan["coverage"] if c["flag"]),
+            *(f"warning: {w}" for w in plan["warnings"]),
+        ]
+        if plan["floor_goal"]:
+            said.append(f"glibc {plan['floor_goal']} and newer")
+        missing = [text for text in said if _squeezed(text) not in everything]
+        assert not missing, (env, missing)
+        assert "--why" not in shown  # no hint to ask for what is shown
+
+
+def test_another_machines_plan_reads_the_same() -> None:
+    dump = str(cpuinfo_fixture("haswell"))
+    shown = _plan("--cpuinfo", dump, env=NARROW).stdout
+    assert len(shown.splitlines()) <= 32
+    assert re.search(r"^target +haswell", shown, re.MULTILINE), shown
+    assert "target haswell (machine)" in shown.splitlines()[0]
