@@ -98,7 +98,7 @@ def _cpu_table(machine: MachineReport, title: str) -> Table:
     counts = [
         f"{info.logical_cpus} logical" if info.logical_cpus else "",
         f"{info.physical_cores} cores" if info.physical_cores else "",
-        f"{info.sockets} socket(s)" if info.sockets else "",
+        f"{info.sockets} socket{'s' if info.sockets > 1 else ''}" if info.sockets else "",
     ]
     if any(counts):
         table.add_row("processors", ", ".join(c for c in counts if c))
@@ -199,6 +199,27 @@ def _gpu_lines(data: dict[str, Any] | None, nvidia: dict[str, Any] | None) -> li
     return lines
 
 
+def _hanging(console: Console, head: str, text: str, *, indent: int = 2, style: str = "") -> None:
+    """``head`` + ``text`` wrapped at the console's width at spaces, the lines after the first
+    indented under it (a terminal's own wrap would start them at column 0); ``style`` is the
+    markup of ``head`` ("yellow" for "warning:"). Words longer than a line are left whole."""
+    width = max(console.width, 40)
+    plain = printable(f"{head}{text}")
+    lines = textwrap.wrap(
+        plain, width, subsequent_indent=" " * indent, break_long_words=False, break_on_hyphens=False
+    ) or [plain]
+    first = safe(lines[0])
+    if style and lines[0].lstrip().startswith(head.strip()):
+        at = lines[0].index(head.strip())
+        first = (
+            f"{safe(lines[0][:at])}[{style}]{safe(head.strip())}[/{style}]"
+            f"{safe(lines[0][at + len(head.strip()) :])}"
+        )
+    console.print(first, highlight=False, soft_wrap=True)
+    for line in lines[1:]:
+        console.print(safe(line), highlight=False, soft_wrap=True)
+
+
 def print_detect(report: DetectReport) -> None:
     console = _console()
     for machine in report.machines:
@@ -239,15 +260,13 @@ def print_detect(report: DetectReport) -> None:
             soft_wrap=True,
         )
         for fit in target.fits:
-            mark = "[green]runs[/green]" if fit.runs else "[red]does not run[/red]"
-            console.print(f"  {mark}: {safe(fit.reason)}")
+            mark, style = ("runs", "green") if fit.runs else ("does not run", "red")
+            _hanging(console, f"  {mark}:", f" {fit.reason}", indent=4, style=style)
         console.print()
     for fit in report.why_not:
-        mark = "[green]fits[/green]" if fit.runs else "[red]does not fit[/red]"
+        mark, style = ("fits", "green") if fit.runs else ("does not fit", "red")
         where = "" if report.live else f" on {fit.machine}"
-        console.print(
-            f"[bold]why not {safe(fit.target + where)}?[/bold] {mark}: {safe(fit.reason)}"
-        )
+        _hanging(console, f"why not {fit.target + where}? {mark}:", f" {fit.reason}", style=style)
     system = _system_rows(report)
     if system is not None:
         console.print(system)
@@ -256,18 +275,19 @@ def print_detect(report: DetectReport) -> None:
         report.nvidia.to_json() if report.nvidia else None,
     )
     for line in gpu:
-        console.print(safe(line), highlight=False)
+        _hanging(console, "", line)
     if report.tensorflow is not None:
         usable = [t.version for t in report.tensorflow if t.python_ok and t.cpu_ok]
-        console.print(
-            f"TensorFlow this host can build and run (recipes): {safe(', '.join(usable) or 'none')}",
-            highlight=False,
+        _hanging(
+            console,
+            "TensorFlow this host can build and run (recipes): ",
+            ", ".join(usable) or "none",
         )
         for t in report.tensorflow:
             if t.note:
-                console.print(f"  {safe(t.version)}: {safe(t.note)}", highlight=False)
-    for warning in report.warnings:  # escaped: archspec's messages hold "[supported ...]"
-        console.print(f"[yellow]warning:[/yellow] {safe(warning)}", highlight=False)
+                _hanging(console, f"  {t.version}: ", t.note, indent=4)
+    for warning in report.warnings:  # escaped (in _hanging): archspec's say "[supported ...]"
+        _hanging(console, "warning:", f" {warning}", style="yellow")
 
 
 def print_recipes(recipes: RecipeSet) -> None:
@@ -312,7 +332,8 @@ def print_matrix(matrix: Matrix, *, explain: bool) -> None:
     console = _console(highlight=False, soft_wrap=True)
     console.print(table)
     if matrix.skipped and not explain:
-        console.print(f"{len(matrix.skipped)} combination(s) left out: --explain says why")
+        left = len(matrix.skipped)
+        console.print(f"{left} combination{'s' if left > 1 else ''} left out: --explain says why")
 
 
 def print_skipped(skipped: Sequence[Skipped]) -> None:
