@@ -458,11 +458,8 @@ def print_plan(plan: BuildPlan, *, why: bool = False) -> None:
         _print_rows(console, rows, why=True)
     else:
         _print_rows(console, _plan_rows(plan), why=False)
-    for warning in plan.warnings:  # escaped: archspec's messages hold "[supported ...]"
-        first, *rest = textwrap.wrap(f"warning: {printable(warning)}", max(console.width, 40))
-        console.print(f"[yellow]warning:[/yellow]{safe(first.removeprefix('warning:'))}")
-        for line in rest:
-            console.print(safe(line))
+    for warning in plan.warnings:  # escaped (in _hanging): archspec's say "[supported ...]"
+        _hanging(console, "warning:", f" {warning}", style="yellow")
     if not why:
         console.print("[dim]every choice with its reason: the same command with --why[/dim]")
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.conftest import CliResult, cpuinfo_fixture, run_cli
+from tests.conftest import ROOT, CliResult, cpuinfo_fixture, run_cli
 
 NARROW = {"COLUMNS": "80"}
 
@@ -122,3 +122,25 @@ def test_another_machines_plan_reads_the_same() -> None:
     assert len(shown.splitlines()) <= 32
     assert re.search(r"^target +haswell", shown, re.MULTILINE), shown
     assert "target haswell (machine)" in shown.splitlines()[0]
+
+
+def _labels(text: str) -> list[str]:
+    return [
+        line.split("  ")[0]
+        for line in text.splitlines()[1:]
+        if line[:1].strip() and not line.startswith(("warning:", "every choice"))
+    ]
+
+
+def test_the_readme_example_is_todays_output() -> None:
+    """The README's example (a 2-core x86_64_v4 host) has the rows, in the order, that
+    ``tfbuild plan --tf 2.21 --mkl`` prints here; the values are this host's."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("$ tfbuild plan --tf 2.21 --mkl\n") + len(
+        "$ tfbuild plan --tf 2.21 --mkl\n"
+    )
+    example = readme[start : readme.index("```", start)]
+    shown = _plan("--tf", "2.21", "--mkl", env=NARROW).stdout
+    assert _labels(example) == _labels(shown)
+    assert example.splitlines()[-1] == shown.splitlines()[-1]
+    assert max(len(line) for line in example.splitlines()) <= 80
