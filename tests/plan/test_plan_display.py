@@ -144,3 +144,21 @@ def test_the_readme_example_is_todays_output() -> None:
     assert _labels(example) == _labels(shown)
     assert example.splitlines()[-1] == shown.splitlines()[-1]
     assert max(len(line) for line in example.splitlines()) <= 80
+
+
+def test_a_feature_the_flags_do_not_cover_is_named_by_default(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from dataclasses import replace
+
+    from tests.plan.test_plan import plan
+    from tfbuild.display import print_plan
+
+    planned = plan()
+    first, *rest = planned.coverage
+    uncovered = {**first, "flag": None, "note": "clang-16 has no -mavxvnniint8"}
+    print_plan(replace(planned, coverage=(uncovered, *rest)))
+    shown = " ".join(capsys.readouterr().out.split())
+    total = len(planned.coverage)
+    assert f"CPU features {total - 1} of {total}; {first['feature']} NOT COVERED: " in shown
+    assert "clang-16 has no -mavxvnniint8" in shown
