@@ -1060,6 +1060,8 @@ def main(argv: list[str] | None = None) -> None:
         for detail in exc.details:
             sys.stderr.write(f"  | {printable(detail)}\n")
         sys.stderr.write(f"tfbuild: error: {exc.line()}\n")  # line(): printable already
+        if exc.hint:
+            sys.stderr.write(f"tfbuild: hint: {exc.hint}\n")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         if _state["debug"]:
