@@ -888,7 +888,9 @@ def index_command(
     for entry in result.entries:
         standin = "  STAND-IN" if entry.standin else ""
         typer.echo(printable(f"{entry.sha256}  {entry.name}{standin}"))
-    typer.echo(printable(f"{result.index} and {result.sums}: {len(result.entries)} wheel(s)"))
+    count = len(result.entries)
+    wheels = f"{count} wheel" if count == 1 else f"{count} wheels"
+    typer.echo(printable(f"wrote {result.index} and {result.sums}: {wheels}"))
 
 
 # --- pick ----------------------------------------------------------------------------------------------
