@@ -420,6 +420,8 @@ def print_smoke(report: SmokeReport) -> None:
             title=f"vs {safe(report.baseline_label or 'no baseline')} (median, in alternation)",
             title_justify="left",
             box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
         )
         for column in ("op", "threads", "candidate", "baseline"):
             table.add_column(column, no_wrap=True)
@@ -440,9 +442,10 @@ def print_smoke(report: SmokeReport) -> None:
                     if confirmed
                     else ", gone on a recheck"
                 )
+                # "same 1.01x ±5%": short enough to keep each op on one line at 80 columns.
                 verdict = (
                     f"[{color}]{label}[/{color}] {r.verdict.ratio:.2f}x "
-                    f"(±{r.verdict.margin * 100:.0f}%{again})"
+                    f"±{r.verdict.margin * 100:.0f}%" + (f" ({again[2:]})" if again else "")
                 )
             else:
                 verdict = "-"

@@ -89,3 +89,39 @@ def test_pick_at_80_columns_keeps_every_file_name_whole(tmp_path: Path) -> None:
     words = " ".join(out.split())
     for wheel in report["wheels"]:
         assert " ".join(wheel["reason"].split()) in words, wheel["reason"]
+
+
+def test_smoke_keeps_each_op_on_one_line_at_80_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The longest cells a real run has (a bf16 matmul near the peak, a noisy elementwise op):
+    op, threads, both throughputs with units and the verdict fit one line each."""
+    from dataclasses import replace
+
+    from tfbuild.smoke.run import OpResult
+    from tfbuild.smoke.stats import Summary, verdict
+
+    monkeypatch.setenv("COLUMNS", "80")
+    candidate = [2.0e-3 + i * 1e-6 for i in range(15)]
+    baseline = [2.0e-3 + i * 9e-5 for i in range(15)]  # noisy: a margin of two digits
+    found = verdict(candidate, baseline)
+    assert found.margin >= 0.10
+    rows = tuple(
+        OpResult(
+            op=op,
+            threads="default",
+            candidate=Summary.of(candidate, 1.87e9, "GFLOP/s"),
+            baseline=Summary.of(baseline, 1.87e9, "GFLOP/s"),
+            verdict=found,
+            peak_fraction=0.93,
+        )
+        for op in ("matmul_bf16_1024", "log_softmax")
+    )
+    print_smoke(replace(_report(), results=rows))
+    lines = capsys.readouterr().out.splitlines()
+    for op in ("matmul_bf16_1024", "log_softmax"):
+        [row] = [line for line in lines if line.split()[:1] == [op]]
+        index = lines.index(row)
+        follows = lines[index + 1]  # the next op, or the blank line after the table: no wrap
+        assert not follows.strip() or not follows.startswith(" " * 20), lines
+        assert re.search(r"\d+\.\d\d GF/s 93% pk +\d+\.\d\d GF/s +\w+ \d\.\d\dx ±\d+% *$", row), row
