@@ -407,10 +407,12 @@ def print_smoke(report: SmokeReport) -> None:
         console.print(f"[red]import failed[/red]: {safe(cand.failure)}", highlight=False)
     guard = cand.guard
     if guard.unused:
-        console.print(
-            "[red]unused instructions[/red] (TensorFlow's own message): "
-            f"{safe(' '.join(guard.unused))}",
-            highlight=False,
+        _print_hanging(
+            console,
+            "[red]unused instructions[/red] (TensorFlow's own message): ",
+            2,
+            " ".join(guard.unused),
+            head_width=len("unused instructions (TensorFlow's own message): "),
         )
     elif cand.ok:
         console.print("[green]no unused-instruction message at import[/green]", highlight=False)
@@ -466,7 +468,7 @@ def print_smoke(report: SmokeReport) -> None:
         console.print(f"[green]PASSED[/green] in {report.seconds:.0f} s", highlight=False)
     else:
         for failure in report.failures:
-            console.print(f"[red]FAILED[/red]: {safe(failure)}", highlight=False)
+            _print_hanging(console, "[red]FAILED[/red]: ", 8, failure)
 
 
 def _duration(seconds: float) -> str:
@@ -529,19 +531,32 @@ def print_doctor_check(check: Check) -> None:
         _print_hanging(console, " " * 19, 19, f"fix: {check.fix}")
 
 
-def _wrap(text: str, width: int) -> list[str]:
-    """``text`` in lines of at most ``width`` characters, broken between words only (a path or a
-    file name longer than the line is never cut: it runs over)."""
-    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+def _wrap(text: str, width: int, *, first: int = 0, rest: int = 0) -> list[str]:
+    """``text`` in lines of at most ``width`` columns after ``first`` columns on the first line and
+    ``rest`` on the others (not included), broken between words only: a path or a file name longer
+    than the line is never cut, it runs over."""
+    lines = textwrap.wrap(
+        text,
+        max(width, first + 30, rest + 30),
+        initial_indent=" " * first,
+        subsequent_indent=" " * rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return [line[first if i == 0 else rest :] for i, line in enumerate(lines)] or [""]
 
 
-def _print_hanging(console: Console, head: str, indent: int, text: str) -> None:
-    """``head`` (markup, ``indent`` columns wide), then ``text`` wrapped to the console's width
-    with every further line indented under its first. ``console`` must be soft-wrapping."""
-    lines = _wrap(text, max(console.width - indent, 30))
-    console.print(head + safe(lines[0]))
+def _print_hanging(
+    console: Console, head: str, indent: int, text: str, *, head_width: int | None = None
+) -> None:
+    """``head`` (markup, ``head_width`` columns wide, default ``indent``), then ``text`` wrapped to
+    the console's width with every further line indented ``indent`` columns (rich wraps none of it
+    again)."""
+    first = indent if head_width is None else head_width
+    lines = _wrap(text, console.width, first=first, rest=indent)
+    console.print(head + safe(lines[0]), soft_wrap=True)
     for line in lines[1:]:
-        console.print(" " * indent + safe(line))
+        console.print(" " * indent + safe(line), soft_wrap=True)
 
 
 def print_pick(result: PickResult) -> None:

@@ -125,3 +125,34 @@ def test_smoke_keeps_each_op_on_one_line_at_80_columns(
         follows = lines[index + 1]  # the next op, or the blank line after the table: no wrap
         assert not follows.strip() or not follows.startswith(" " * 20), lines
         assert re.search(r"\d+\.\d\d GF/s 93% pk +\d+\.\d\d GF/s +\w+ \d\.\d\dx ±\d+% *$", row), row
+
+
+def test_smoke_wraps_the_unused_instructions_and_the_failure_under_themselves(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TensorFlow's own complaint (the stock 2.21 wheel on an AVX-512 machine) and the failure it
+    gives: wrapped under their text at 80 columns, every instruction named."""
+    from dataclasses import replace
+
+    from tfbuild.smoke.messages import parse_messages
+
+    monkeypatch.setenv("COLUMNS", "80")
+    message = (
+        "I0000 00:00:1700000000.000000 1 cpu_feature_guard.cc:227] This TensorFlow binary is "
+        "optimized to use available CPU instructions in performance-critical operations.\n"
+        "To enable the following instructions: AVX2 AVX512F AVX512_VNNI AVX512_BF16 AVX_VNNI FMA, "
+        "in other operations, rebuild TensorFlow with the appropriate compiler flags.\n"
+    )
+    guard = parse_messages(message)
+    assert len(guard.unused) == 6
+    report = _report()
+    report = replace(report, candidate=replace(report.candidate, guard=guard), results=())
+    print_smoke(report)
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if len(line) > 80] == [], out
+    assert reprs_in(out) == []
+    words = " ".join(out.split())
+    assert "unused instructions (TensorFlow's own message): " + " ".join(guard.unused) in words
+    assert "FAILED: TensorFlow says it leaves " + " ".join(guard.unused) in words
+    continued = [line for line in out.splitlines() if line.startswith("  ") and line.strip()]
+    assert continued, out  # the wrapped parts are indented, not at the left edge
