@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -37,6 +38,16 @@ def cpuinfo_fixture(suffix: str) -> Path:
     matches = [p for p in cpuinfo_fixtures() if p.name.endswith(suffix)]
     assert len(matches) == 1, f"expected one dump ending in {suffix!r}, found {matches}"
     return matches[0]
+
+
+#: What a Python repr looks like in a line written for people: a dict, list, set or tuple of
+#: strings, an empty container, None, True or False.
+_REPR = re.compile(r"\{'|\['|\('|\{\}|\[\]|\(\)|\bNone\b|\bTrue\b|\bFalse\b")
+
+
+def reprs_in(text: str) -> list[str]:
+    """The lines of ``text`` (human output) that show a Python repr; [] when there is none."""
+    return [line for line in text.splitlines() if _REPR.search(line)]
 
 
 @dataclass

@@ -58,6 +58,7 @@ from tfbuild.errors import (
     InputError,
     Interrupted,
     TfbuildError,
+    Unreachable,
     UsageError,
 )
 from tfbuild.files import (
@@ -389,7 +390,7 @@ def _toolchain_image(
     except ImageUnavailable as exc:
         raise EnvironmentProblem(exc.what, why=exc.why, fix=_image_fix(plan, exc.image)) from exc
     except DownloadFailed as exc:
-        raise EnvironmentProblem(
+        raise Unreachable(
             exc.headline(exc.failure, "the toolchain image"),
             why=exc.why,
             fix=_download_fix(exc, proxies),

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from tfbuild.detect.report import DetectReport, MachineReport
 from tfbuild.errors import printable
+from tfbuild.files import human_size
 from tfbuild.plan import BuildPlan
 from tfbuild.recipes import RecipeSet
 
@@ -503,10 +504,12 @@ def print_smoke(report: SmokeReport) -> None:
         console.print(f"[red]import failed[/red]: {safe(cand.failure)}", highlight=False)
     guard = cand.guard
     if guard.unused:
-        console.print(
-            "[red]unused instructions[/red] (TensorFlow's own message): "
-            f"{safe(' '.join(guard.unused))}",
-            highlight=False,
+        _print_hanging(
+            console,
+            "[red]unused instructions[/red] (TensorFlow's own message): ",
+            2,
+            " ".join(guard.unused),
+            head_width=len("unused instructions (TensorFlow's own message): "),
         )
     elif cand.ok:
         console.print("[green]no unused-instruction message at import[/green]", highlight=False)
@@ -516,6 +519,8 @@ def print_smoke(report: SmokeReport) -> None:
             title=f"vs {safe(report.baseline_label or 'no baseline')} (median, in alternation)",
             title_justify="left",
             box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
         )
         for column in ("op", "threads", "candidate", "baseline"):
             table.add_column(column, no_wrap=True)
@@ -523,7 +528,7 @@ def print_smoke(report: SmokeReport) -> None:
         short = {"GFLOP/s": "GF/s", "Gelem/s": "Gel/s"}
         for r in report.results:
             unit = short.get(r.candidate.unit, r.candidate.unit)
-            base = f"{r.baseline.throughput_median:.2f}" if r.baseline else "-"
+            base = f"{r.baseline.throughput_median:.2f} {unit}" if r.baseline else "-"
             peak = f" {r.peak_fraction:.0%} pk" if r.peak_fraction else ""
             if r.verdict:
                 label = r.verdict.label
@@ -536,9 +541,10 @@ def print_smoke(report: SmokeReport) -> None:
                     if confirmed
                     else ", gone on a recheck"
                 )
+                # "same 1.01x ±5%": short enough to keep each op on one line at 80 columns.
                 verdict = (
                     f"[{color}]{label}[/{color}] {r.verdict.ratio:.2f}x "
-                    f"(±{r.verdict.margin * 100:.0f}%{again})"
+                    f"±{r.verdict.margin * 100:.0f}%" + (f" ({again[2:]})" if again else "")
                 )
             else:
                 verdict = "-"
@@ -559,7 +565,7 @@ def print_smoke(report: SmokeReport) -> None:
         console.print(f"[green]PASSED[/green] in {report.seconds:.0f} s", highlight=False)
     else:
         for failure in report.failures:
-            console.print(f"[red]FAILED[/red]: {safe(failure)}", highlight=False)
+            _print_hanging(console, "[red]FAILED[/red]: ", 8, failure)
 
 
 def _duration(seconds: float) -> str:
@@ -585,13 +591,16 @@ def print_wheel_result(result: WheelResult, *, quiet: bool = False) -> None:
         jobs = " -> ".join(str(a.jobs) for a in result.attempts)
         how += f"; {attempts} attempts after OOM kills (jobs {jobs})"
     standin = result.data.standin
+    # One value a line: paths run long, and a path is copied whole (never wrapped into two).
     rows = [
-        ("wheel", str(result.wheel) + ("  (STAND-IN canary, not TensorFlow)" if standin else "")),
-        ("size", f"{result.size / 1e6:.1f} MB"),
+        ("wheel", str(result.wheel)),
+        *([("", "STAND-IN canary, not TensorFlow")] if standin else []),
+        ("size", human_size(result.size)),
         ("sha256", result.sha256),
         ("took", f"{_duration(result.seconds)} ({how})"),
         ("receipt", str(result.receipt)),
-        ("env file", f"{result.env_file}  (set -a; . {result.env_file}; set +a)"),
+        ("env file", str(result.env_file)),
+        ("", f"set -a; . {result.env_file}; set +a"),
         ("log", str(result.log)),
     ]
     if result.replaced:
@@ -613,45 +622,75 @@ _MARKS = {
 def print_doctor_check(check: Check) -> None:
     """One doctor check as it completes: mark, name, what was found, and the fix when it failed."""
     console = _console(highlight=False, soft_wrap=True)
-    console.print(f"{_MARKS[check.status]} {check.name:16} {safe(check.detail)}", markup=True)
+    # Wrapped under the detail's own column: marks and names stay a column in a narrow terminal.
+    _print_hanging(console, f"{_MARKS[check.status]} {safe(f'{check.name:16}')} ", 19, check.detail)
     if check.fix and check.status != "ok":
-        console.print(f"  {'':16} fix: {check.fix}", markup=False)  # controls: _SafeConsole
+        _print_hanging(console, " " * 19, 19, f"fix: {check.fix}")
+
+
+def _wrap(text: str, width: int, *, first: int = 0, rest: int = 0) -> list[str]:
+    """``text`` in lines of at most ``width`` columns after ``first`` columns on the first line and
+    ``rest`` on the others (not included), broken between words only: a path or a file name longer
+    than the line is never cut, it runs over."""
+    lines = textwrap.wrap(
+        text,
+        max(width, first + 30, rest + 30),
+        initial_indent=" " * first,
+        subsequent_indent=" " * rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return [line[first if i == 0 else rest :] for i, line in enumerate(lines)] or [""]
+
+
+def _print_hanging(
+    console: Console, head: str, indent: int, text: str, *, head_width: int | None = None
+) -> None:
+    """``head`` (markup, ``head_width`` columns wide, default ``indent``), then ``text`` wrapped to
+    the console's width with every further line indented ``indent`` columns (rich wraps none of it
+    again)."""
+    first = indent if head_width is None else head_width
+    lines = _wrap(text, console.width, first=first, rest=indent)
+    console.print(head + safe(lines[0]), soft_wrap=True)
+    for line in lines[1:]:
+        console.print(" " * indent + safe(line), soft_wrap=True)
 
 
 def print_pick(result: PickResult) -> None:
-    """``tfbuild pick``: the host, the chosen wheel and why, then every wheel with its status."""
-    console = _console(highlight=False)
+    """``tfbuild pick``: the host, the chosen wheel and why, then every wheel with its status.
+
+    One block per wheel, never a table: a wheel's file name is shown whole (to copy), its reason
+    wrapped under it."""
+    console = _console(highlight=False, soft_wrap=True)
     host = result.host
-    console.print(
-        f"[bold]host[/bold]: {safe(host.target)} ({safe(host.source)}), "
-        f"{safe(host.python_text)} ({safe(host.python_source)}), "
-        f"CUDA driver: {safe(host.driver_cuda or 'none')} ({safe(host.driver_source)})",
-        soft_wrap=True,
-    )
     glibc = f"glibc {host.glibc}" if host.glibc else "glibc unknown"
     libstdcxx = f"libstdc++ GLIBCXX_{host.libstdcxx}" if host.libstdcxx else "libstdc++ unknown"
-    console.print(
-        f"      {safe(glibc)} ({safe(host.glibc_source)}), "
-        f"{safe(libstdcxx)} ({safe(host.libstdcxx_source)})",
-        soft_wrap=True,
+    _print_hanging(
+        console,
+        "[bold]host[/bold]: ",
+        6,
+        f"{host.target} ({host.source}), {host.python_text} ({host.python_source}), "
+        f"CUDA driver: {host.driver_cuda or 'none'} ({host.driver_source})",
+    )
+    _print_hanging(
+        console,
+        " " * 6,
+        6,
+        f"{glibc} ({host.glibc_source}), {libstdcxx} ({host.libstdcxx_source})",
     )
     if result.chosen is not None:
         standin = "  (STAND-IN canary, not TensorFlow)" if result.chosen.standin else ""
-        console.print(
-            f"[bold green]chosen[/bold green]: {safe(result.chosen.wheel.filename)}{standin}",
-            soft_wrap=True,
+        _print_hanging(
+            console,
+            "[bold green]chosen[/bold green]: ",
+            8,
+            f"{result.chosen.wheel.filename}{standin}",
         )
         for line in result.why:
-            console.print(f"  - {safe(line)}", soft_wrap=True)
+            _print_hanging(console, "  - ", 4, line)
     else:
         console.print("[bold red]no wheel runs here[/bold red]")
-    table = Table(
-        title=f"wheels in {safe(result.source.source)}", title_justify="left", box=box.SIMPLE_HEAD
-    )
-    table.add_column("#", justify="right")
-    table.add_column("wheel", overflow="fold")
-    table.add_column("status", no_wrap=True)
-    table.add_column("reason", overflow="fold")
+    console.print(f"[bold]wheels in {safe(result.source.source)}[/bold]")
     colors = {"runs": "green", "refused": "red", "filtered": "yellow"}
     for assessment in result.wheels:
         status = assessment.status
@@ -660,39 +699,42 @@ def print_pick(result: PickResult) -> None:
             if status != "filtered"
             else f"{assessment.filtered} ({assessment.reason})"
         )
-        table.add_row(
-            str(assessment.rank or ""),
-            safe(assessment.wheel.filename)
-            + (" [bold red]STAND-IN[/bold red]" if assessment.standin else ""),
-            f"[{colors[status]}]{status}[/{colors[status]}]",
-            safe(reason),
-        )
-    console.print(table)
+        color = colors[status]
+        rank = f"{assessment.rank or '':>3} [{color}]{status:8}[/{color}] "
+        name = assessment.wheel.filename
+        if assessment.standin:  # beside the name where it fits, else first in the reason
+            if len(name) + 10 <= console.width - 13:
+                name += "  STAND-IN"
+            else:
+                reason = f"STAND-IN, not TensorFlow: {reason}"
+        _print_hanging(console, rank, 13, name)
+        _print_hanging(console, " " * 13, 13, reason)
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/yellow] {safe(warning)}", soft_wrap=True)
+        _print_hanging(console, "[yellow]warning:[/yellow] ", 9, warning)
 
 
 # --- verify --------------------------------------------------------------------------------------
 
 
 def print_verify(result: VerifyResult) -> None:
-    """``reproducible`` with the hash, or the members that differ (ELF: which sections)."""
+    """``reproducible`` with the hash, or the members that differ (ELF: which sections). A sha256
+    has a line of its own under a short name, so that it fits 80 columns whole."""
     console = _console(highlight=False, soft_wrap=True)
     diff = result.diff
     for warning in result.warnings:  # e.g. a receipt whose inputs no hash covers
-        console.print(f"[yellow]warning:[/yellow] {safe(warning)}")
+        _print_hanging(console, "[yellow]warning:[/yellow] ", 9, warning)
     if result.reproducible:
-        console.print(
-            f"[green]reproducible[/green] {safe(result.wheel.name)}  sha256 {result.sha256}"
-        )
+        console.print(f"[green]reproducible[/green] {safe(result.wheel.name)}")
+        console.print(f"  sha256 {result.sha256}")
         return
-    console.print(f"[red]not reproducible[/red] {safe(result.wheel.name)}")
-    console.print(f"  this wheel  sha256 {result.sha256}")
-    console.print(f"  rebuild     sha256 {result.rebuilt_sha256}")
+    _print_hanging(
+        console, "[red]not reproducible[/red] ", 17, f"{result.wheel.name} (sha256 of each below)"
+    )
+    console.print(f"  wheel    {result.sha256}")
+    console.print(f"  rebuild  {result.rebuilt_sha256}")
     if result.sha256 != result.receipt_sha256:
-        console.print(
-            f"  receipt     sha256 {result.receipt_sha256}  (the wheel is not the one built)"
-        )
+        console.print(f"  receipt  {result.receipt_sha256}")
+        console.print(f"{'':11}the wheel is not the one its receipt describes")
     for member in diff.changed:
         # One block per member, never a table: member paths are long and must not be cut.
         size = (
@@ -700,27 +742,29 @@ def print_verify(result: VerifyResult) -> None:
             if member.size_a == member.size_b
             else f"{member.size_a} / {member.size_b} bytes"
         )
-        console.print(f"  [bold]{safe(member.path)}[/bold] differs: {size}")
+        _print_hanging(console, "  ", 4, f"{member.path} differs: {size}")
         for sha256, corrupt, side in (
             (member.sha256_a, member.corrupt_a, "wheel"),
             (member.sha256_b, member.corrupt_b, "rebuild"),
         ):
-            shown = f"corrupt: {safe(corrupt)}" if corrupt is not None else f"sha256 {sha256}"
-            console.print(f"    {shown} ({side})")
+            shown = f"corrupt: {corrupt}" if corrupt is not None else f"{sha256}"
+            _print_hanging(console, f"    {side:8} ", 13, shown)
         if member.elf is not None:
             sections = ", ".join(member.elf.sections) or "none: the headers or padding differ"
-            console.print(f"    ELF sections that differ: {safe(sections)}")
+            _print_hanging(console, "    ", 6, f"ELF sections that differ: {sections}")
     for path in diff.only_in_a:
-        console.print(f"  only in the wheel:   {safe(path)}")
+        _print_hanging(console, "  ", 4, f"only in the wheel: {path}")
     for path in diff.only_in_b:
-        console.print(f"  only in the rebuild: {safe(path)}")
+        _print_hanging(console, "  ", 4, f"only in the rebuild: {path}")
     for entry in diff.entries:
-        console.print(
-            f"  same contents, the zip entry differs: {safe(entry.path)} "
-            f"({safe(', '.join(entry.fields))})"
+        _print_hanging(
+            console,
+            "  ",
+            4,
+            f"same contents, the zip entry differs: {entry.path} ({', '.join(entry.fields)})",
         )
     for note in diff.layout:
-        console.print(f"  archive: {safe(note)}")
+        _print_hanging(console, "  ", 4, f"archive: {note}")
 
 
 # --- smoke --in-image ----------------------------------------------------------------------------

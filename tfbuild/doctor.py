@@ -308,6 +308,52 @@ def run_canary(
     }
 
 
+# --- the canary's findings in words (the JSON keeps the numbers) ----------------------------------------
+
+
+def _counts(found: dict[str, int]) -> str:
+    """``32 zmm, 0 ymm, 6 fma``: how many instructions of each kind a library holds."""
+    return ", ".join(f"{found.get(m, 0)} {m}" for m in ("zmm", "ymm", "fma"))
+
+
+def isa_text(expected: list[str], found: dict[str, dict[str, int]]) -> str:
+    """The instruction check as a sentence: what the host build was to use, and what was counted."""
+    wanted = " and ".join(expected) or "no vector extensions"
+    if not found:
+        return f"host build to use {wanted}: no instructions counted (the probe did not run)"
+    return (
+        f"host build uses {wanted} ({_counts(found.get('host', {}))} instructions), "
+        f"the baseline none ({_counts(found.get('baseline', {}))})"
+    )
+
+
+def speedup_text(speedup: float | None, median_ms: dict[str, float], rounds: int) -> str:
+    """The timing as a sentence, each median with its unit."""
+    if speedup is None:
+        return "the canary kernels could not be timed"
+    medians = " and ".join(
+        f"{median_ms[name]:.3f} ms {name}" for name in ("host", "baseline") if name in median_ms
+    )
+    return (
+        f"the host-targeted canary kernel runs {speedup:.2f}x the speed of the x86_64 build "
+        f"(medians of {rounds} alternating rounds: {medians})"
+    )
+
+
+def smoke_failure_text(smoke: dict[str, dict[str, Any]]) -> str:
+    """Which canary wheel did not run, with its exit code and last line of errors."""
+    parts = []
+    for name, outcome in smoke.items():
+        if outcome.get("ok"):
+            continue
+        said = [f"exit {outcome['exit_code']}"] if outcome.get("exit_code") is not None else []
+        lines = str(outcome.get("stderr") or outcome.get("error") or "").strip().splitlines()
+        if lines:
+            said.append(lines[-1].strip())
+        parts.append(f"the {name} wheel did not run" + (f" ({': '.join(said)})" if said else ""))
+    return "; ".join(parts) or "a canary wheel did not run"
+
+
 def _probe(engine: DockerEngine, image: str, host: Path, baseline: Path) -> dict[str, Any]:
     lines: list[str] = []
     result = engine.run(
@@ -405,7 +451,7 @@ def run_doctor(
                 status="ok" if smoke_ok else "fail",
                 detail="both wheels install, import and run"
                 if smoke_ok
-                else f"a canary wheel did not run: {canary_report['smoke']}",
+                else smoke_failure_text(canary_report["smoke"]),
                 fix="" if smoke_ok else "Read the canary's build log; report it if it persists.",
             )
         )
@@ -414,8 +460,7 @@ def run_doctor(
             Check(
                 name="instruction set",
                 status="ok" if isa["ok"] else "fail",
-                detail=f"host build uses {', '.join(isa['expected']) or 'no vector extensions'}, "
-                f"baseline none (found {isa['found']})",
+                detail=isa_text(isa["expected"], isa["found"]),
                 fix="" if isa["ok"] else "The planned flags did not reach the compiler: report it.",
             )
         )
@@ -424,9 +469,7 @@ def run_doctor(
             Check(
                 name="speedup",
                 status="ok" if speedup and speedup > 1 else "warn",
-                detail=f"the host-targeted canary kernel runs {speedup}x the speed of the x86_64 "
-                f"build (medians of {canary_report['rounds']} alternating rounds: "
-                f"{canary_report['median_ms']} ms)",
+                detail=speedup_text(speedup, canary_report["median_ms"], canary_report["rounds"]),
             )
         )
     finally:

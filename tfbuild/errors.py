@@ -58,6 +58,9 @@ class TfbuildError(Exception):
     """Base class: a failure with a message for the user and an exit code for scripts."""
 
     exit_code: ClassVar[int] = 1
+    #: What can be done here instead, when the error closes a road: ``main()`` prints it on a
+    #: line of its own after the error line (which stays the one line scripts read).
+    hint: ClassVar[str] = ""
 
     def __init__(
         self, what: str, *, why: str = "", fix: str = "", details: tuple[str, ...] = ()
@@ -103,6 +106,18 @@ class EnvironmentProblem(TfbuildError):
     """Something this machine needs is missing or unreachable."""
 
     exit_code = 5
+
+
+class Unreachable(EnvironmentProblem):
+    """A download a build needs cannot be made from here: a host that does not resolve or answer,
+    a TLS certificate that does not verify (the source tarball, the toolchain image's packages)."""
+
+    hint = (
+        "without the network, tfbuild doctor proves this machine and the whole pipeline in "
+        "seconds (a STAND-IN canary that needs none of TensorFlow's downloads). A real build "
+        "gets its downloads through a proxy (HTTPS_PROXY, passed to every step) and can take its "
+        "compiling from a remote cache (--remote-cache URL)."
+    )
 
 
 class BuildFailed(TfbuildError):

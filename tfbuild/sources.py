@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from tfbuild import __version__
-from tfbuild.errors import EnvironmentProblem, InputError
+from tfbuild.errors import EnvironmentProblem, InputError, Unreachable
 from tfbuild.files import read_input, sha256_file, write_text
 from tfbuild.receipt import SourceRecord
 
@@ -674,11 +674,11 @@ def _reason(reason: object, timeout: float) -> str:
     return str(reason) or type(reason).__name__
 
 
-def _network_problem(fetch: _Fetch, why: str) -> EnvironmentProblem:
+def _network_problem(fetch: _Fetch, why: str) -> Unreachable:
     fix = _NETWORK_FIX
     if "CERTIFICATE_VERIFY_FAILED" in why:
         fix = "Behind a proxy that inspects TLS, pass its CA certificates with --ca-bundle; " + fix
-    return EnvironmentProblem(f"cannot download {fetch.url}", why=why, fix=fix)
+    return Unreachable(f"cannot download {fetch.url}", why=why, fix=fix)
 
 
 def _cache_problem(what: str, exc: OSError) -> EnvironmentProblem:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import recorded_host
+import pytest
+
+from tests.conftest import recorded_host, reprs_in
 from tfbuild.detect.host import HostFacts
 from tfbuild.doctor import (
     Check,
     engine_checks,
     expected_instructions,
+    isa_text,
     network_check,
     resource_check,
+    smoke_failure_text,
+    speedup_text,
 )
 from tfbuild.engine import EngineInfo
 from tfbuild.plan import GIB, BuildPlan, PlanOptions, make_plan
@@ -108,3 +113,66 @@ def test_the_expected_instructions_follow_the_planned_flags() -> None:
         base_images=images,
     )
     assert expected_instructions(baseline) == []
+
+
+# --- the canary's findings, written for people ------------------------------------------------------
+
+# As the canary's probe reports them (tfbuild/canary/probe.py) and run_canary keeps them.
+FOUND = {"host": {"zmm": 32, "ymm": 0, "fma": 6}, "baseline": {"zmm": 0, "ymm": 0, "fma": 0}}
+
+
+def test_the_instruction_check_counts_in_words() -> None:
+    text = isa_text(["zmm", "fma"], FOUND)
+    assert text == (
+        "host build uses zmm and fma (32 zmm, 0 ymm, 6 fma instructions), "
+        "the baseline none (0 zmm, 0 ymm, 0 fma)"
+    )
+    assert reprs_in(text) == []
+    assert "no instructions counted" in isa_text(["ymm"], {})
+    assert isa_text([], FOUND).startswith("host build uses no vector extensions (")
+
+
+def test_the_speedup_gives_each_median_with_its_unit() -> None:
+    text = speedup_text(4.93, {"host": 0.709, "baseline": 3.498}, 15)
+    assert text == (
+        "the host-targeted canary kernel runs 4.93x the speed of the x86_64 build "
+        "(medians of 15 alternating rounds: 0.709 ms host and 3.498 ms baseline)"
+    )
+    assert speedup_text(None, {}, 0) == "the canary kernels could not be timed"
+
+
+def test_a_canary_wheel_that_did_not_run_is_named_with_its_exit_and_last_error() -> None:
+    smoke = {
+        "host": {"ok": False, "exit_code": 132, "stderr": "Traceback ...\nIllegal instruction\n"},
+        "baseline": {"ok": True},
+    }
+    assert smoke_failure_text(smoke) == "the host wheel did not run (exit 132: Illegal instruction)"
+    both = smoke_failure_text({"host": {"ok": False}, "baseline": {"ok": False}})
+    assert both == "the host wheel did not run; the baseline wheel did not run"
+
+
+def test_a_check_wraps_under_its_detail_at_80_columns(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Marks and names stay a column; a long detail and its fix wrap beneath the detail, whole
+    words only, and nothing is lost."""
+    from tfbuild.display import print_doctor_check
+
+    monkeypatch.setenv("COLUMNS", "80")
+    check = Check(
+        name="instruction set",
+        status="fail",
+        detail=isa_text(["zmm", "fma"], FOUND) + " " + speedup_text(4.93, {"host": 0.7}, 15),
+        fix="The planned flags did not reach the compiler: report it.",
+    )
+    print_doctor_check(check)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 3
+    assert all(len(line) <= 80 for line in lines), lines
+    assert lines[0].startswith("✗ instruction set  host build uses ")
+    assert all(line.startswith(" " * 19) and line[19] != " " for line in lines[1:])
+    assert [line for line in lines if "fix: " in line] == [
+        " " * 19 + "fix: The planned flags did not reach the compiler: report it."
+    ]
+    shown = " ".join(" ".join(line[1:].split()) for line in lines)
+    assert " ".join(check.detail.split()) in shown and reprs_in(shown) == []

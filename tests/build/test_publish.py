@@ -198,7 +198,7 @@ def test_index_never_reads_a_set_half_published(tmp_path: Path) -> None:
             result = run_cli("index", str(dist))
             runs += 1
             assert result.returncode == 0, result.stderr
-            assert result.stdout.endswith(": 1 wheel(s)\n")
+            assert result.stdout.endswith(": 1 wheel\n")
             sums = (dist / "SHA256SUMS").read_text()
             assert sums.endswith(f"  {publisher.NAME}\n")
             assert proc.poll() is None, lines.read_text()

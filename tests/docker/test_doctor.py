@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -61,7 +62,8 @@ def test_doctor_without_an_engine_fails_in_one_line(tmp_path: Path) -> None:
         env={"DOCKER_HOST": socket, "PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 5
-    assert f"cannot reach the Docker engine at {socket}" in result.stdout
+    # The detail wraps under itself in the report (80 columns here): read it as words.
+    assert f"cannot reach the Docker engine at {socket}" in " ".join(result.stdout.split())
     errors = result.stderr.strip().splitlines()
     assert len(errors) == 1 and errors[0].startswith("tfbuild: error: 1 check(s) failed: engine")
 
@@ -119,3 +121,44 @@ def test_a_canary_without_its_base_image_says_the_fix_once(
     assert error is not None and error.exit_code == 5
     assert error.line().count(fix) == 1
     assert error.line().startswith("1 check(s) failed: canary build: cannot get the image ")
+
+
+def test_doctor_in_an_80_column_terminal_writes_for_people(base_image: str) -> None:
+    """The human report: one block per check, its detail wrapped under itself within 80 columns,
+    no Python repr anywhere, the instruction counts and the medians in words with their units."""
+    from tests.conftest import reprs_in, run_cli
+
+    result = run_cli("doctor", env={"COLUMNS": "80"}, timeout=900)
+    assert result.returncode in (0, 5), result.stderr
+    lines = result.stdout.splitlines()
+    assert reprs_in(result.stdout) == [], result.stdout
+    # Paths and flags are never cut: a line runs over only by one word longer than the room.
+    over = [line for line in lines if len(line) > 80 and len(line[19:].split()) > 1]
+    assert over == [], over
+    blocks: dict[str, str] = {}
+    name = ""
+    for line in lines:
+        if line.startswith(" " * 19):
+            blocks[name] += " " + line.strip()
+        else:
+            name = line[2:18].strip()
+            blocks[name] = line[19:].strip()
+    assert blocks["canary smoke"] == "both wheels install, import and run", result.stdout
+    isa = blocks["instruction set"]
+    counts = re.fullmatch(
+        r"host build uses (.+) \((\d+) zmm, (\d+) ymm, (\d+) fma instructions\), "
+        r"the baseline none \(0 zmm, 0 ymm, 0 fma\)",
+        isa,
+    )
+    assert counts is not None, isa
+    found = dict(zip(("zmm", "ymm", "fma"), map(int, counts.groups()[1:]), strict=True))
+    for marker in counts.group(1).split(" and "):  # what the plan expected: each one counted
+        assert marker == "no vector extensions" or found[marker] > 0, isa
+    speedup = re.fullmatch(
+        r"the host-targeted canary kernel runs (\d+\.\d\d)x the speed of the x86_64 build "
+        r"\(medians of 15 alternating rounds: (\d+\.\d{3}) ms host and (\d+\.\d{3}) ms baseline\)",
+        blocks["speedup"],
+    )
+    assert speedup is not None, blocks["speedup"]
+    ratio, host, baseline = map(float, speedup.groups())
+    assert ratio == pytest.approx(baseline / host, rel=0.02)

@@ -561,9 +561,15 @@ def test_the_summary_and_github_folding(base_image: str, volume: str, tmp_path: 
     assert "compile" in opened and "publish" in opened
     assert groups.count("::endgroup::") == len(opened)  # every group is closed
     assert "\x1b[" not in result.stderr  # no terminal control codes in a CI log
-    summary = dict(line.split(None, 1) for line in result.stdout.splitlines())
-    wheel = Path(summary["wheel"].split("  ")[0])
-    assert wheel.is_file() and "STAND-IN" in summary["wheel"]
+    lines = result.stdout.splitlines()
+    # One value a line, under its name; a line that goes on the one above is indented.
+    summary = {line[:10].strip(): line[10:] for line in lines if not line.startswith(" ")}
+    wheel = Path(summary["wheel"])
+    assert wheel.is_file()
+    assert lines[lines.index(f"wheel     {wheel}") + 1].strip() == "STAND-IN canary, not TensorFlow"
+    env_file = lines.index(f"env file  {summary['env file']}")
+    assert lines[env_file + 1].strip() == f"set -a; . {summary['env file']}; set +a"
+    assert summary["size"].endswith(("bytes", "KiB", "MiB"))
     assert summary["sha256"] == sha256_file(wheel)
     assert Path(summary["receipt"]) == wheel.with_suffix(".json")
     assert "next" not in summary  # a stand-in wheel is not for tfbuild smoke

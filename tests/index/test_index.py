@@ -219,7 +219,7 @@ def test_plain_output_is_sha256sum_lines_then_the_files(dist: Path) -> None:
         f"{_sha256(dist / TF_V4)}  {TF_V4}",
         f"{_sha256(dist / STANDIN_V3)}  {STANDIN_V3}  STAND-IN",
         f"{_sha256(dist / STANDIN_V4)}  {STANDIN_V4}  STAND-IN",
-        f"{dist / 'index.html'} and {dist / 'SHA256SUMS'}: 5 wheel(s)",
+        f"wrote {dist / 'index.html'} and {dist / 'SHA256SUMS'}: 5 wheels",
     ]
     assert (dist / "SHA256SUMS").read_text() == "".join(
         line.removesuffix("  STAND-IN") + "\n" for line in result.stdout.splitlines()[:-1]

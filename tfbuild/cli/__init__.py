@@ -896,7 +896,9 @@ def index_command(
     for entry in result.entries:
         standin = "  STAND-IN" if entry.standin else ""
         typer.echo(printable(f"{entry.sha256}  {entry.name}{standin}"))
-    typer.echo(printable(f"{result.index} and {result.sums}: {len(result.entries)} wheel(s)"))
+    count = len(result.entries)
+    wheels = f"{count} wheel" if count == 1 else f"{count} wheels"
+    typer.echo(printable(f"wrote {result.index} and {result.sums}: {wheels}"))
 
 
 # --- pick ----------------------------------------------------------------------------------------------
@@ -1068,6 +1070,8 @@ def main(argv: list[str] | None = None) -> None:
         for detail in exc.details:
             sys.stderr.write(f"  | {printable(detail)}\n")
         sys.stderr.write(f"tfbuild: error: {exc.line()}\n")  # line(): printable already
+        if exc.hint:
+            sys.stderr.write(f"tfbuild: hint: {exc.hint}\n")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         if _state["debug"]:
