@@ -370,28 +370,52 @@ def locked(path: Path, *, blocking: bool = True, busy: str = "", fix: str = "") 
 
     Not ``blocking``: a held lock is :class:`EnvironmentProblem` ``busy`` (exit 5) with ``fix``.
     Raises OSError when the file cannot be opened (the directory is read-only, or missing)."""
-    while True:
-        fd = _open_lock(path)
-        try:
+    fd = -1  # changed only inside held_signals, so that a signal never finds it half-changed
+    try:
+        while True:
+            with held_signals():  # no signal between making the file and owning its removal
+                fd = _open_lock(path)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
             except BlockingIOError:
                 raise EnvironmentProblem(busy, fix=fix) from None
             if _names(path, fd):
                 break
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)  # the lock of a file its holder removed: take the one there now
-    try:
+            with held_signals():  # the lock of a file its holder removed: take the one there now
+                os.close(fd)
+                fd = -1
         yield
     finally:
-        with held_signals():  # removed and released together
-            if _names(path, fd):
-                # Left where the directory became read-only, or is not ours to clean (sticky).
-                with suppress(OSError):
-                    path.unlink()
-            os.close(fd)
+        if fd >= 0:
+            _settle(path, fd)
+
+
+def _settle(path: Path, fd: int) -> None:
+    """Give the lock file ``fd`` back: removed if this process holds its lock (flock taken again
+    without waiting: the holder alone removes it), then closed. Done whole whatever signals come:
+    one that lands before the signals are held is kept, the step done, and then it is raised."""
+    pending: KeyboardInterrupt | None = None
+    done = False
+    while not done:
+        try:
+            with held_signals():
+                if not done:
+                    done = True  # tried once: an error in the step is raised, never retried
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except OSError:
+                        pass  # another process holds it (this one was still waiting): its file
+                    else:
+                        if _names(path, fd):
+                            # Left where the directory became read-only, or is not ours (sticky).
+                            with suppress(OSError):
+                                path.unlink()
+                    finally:
+                        os.close(fd)
+        except KeyboardInterrupt as exc:  # a signal's (stopping.Stopped), before or after the step
+            pending = pending or exc
+    if pending is not None:
+        raise pending
 
 
 def _open_lock(path: Path) -> int:
