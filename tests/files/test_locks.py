@@ -208,14 +208,11 @@ def test_a_signal_while_taking_or_giving_back_the_lock_leaves_no_lock_file(
     code = f"import signal\n{handlers}{_LOCK_LOOP}"
     for round_ in range(40):
         path = tmp_path / f"{round_}.lock"
-        proc = subprocess.Popen(
-            [sys.executable, "-c", code, str(path)],
-            stdout=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
-        os.sched_yield()
-        proc.send_signal(signum)
-        assert proc.wait(timeout=60) == 130
+        with subprocess.Popen(
+            [sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE, text=True, env=env
+        ) as proc:
+            assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+            os.sched_yield()
+            proc.send_signal(signum)
+            assert proc.wait(timeout=60) == 130
         assert not path.exists(), f"round {round_}: the lock file was left"
