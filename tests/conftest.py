@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -119,3 +120,14 @@ def plant_no_file(path: Path, kind: str) -> str:
         return "a FIFO"
     path.symlink_to("/dev/zero")
     return "a character device"
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(where: Path, *, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (mount's spelling: ``1m``) made at ``where`` (root only), unmounted after."""
+    where.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], check=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.build import publisher
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, mounted_tmpfs, run_cli
 from tfbuild.build import publish
 from tfbuild.errors import InputError
 from tfbuild.files import DIST_LOCK, TEMP_PREFIX, sha256_file, wheel_files
@@ -47,13 +47,8 @@ def contents(dist: Path) -> dict[str, bytes]:
 @pytest.fixture
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A small filesystem of its own (1 MiB to start with; a test shrinks it by remounting)."""
-    where = tmp_path / "tmpfs"
-    where.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], check=True)
-    try:
+    with mounted_tmpfs(tmp_path / "tmpfs", size="1m") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=True)
 
 
 def remount(where: Path, option: str) -> None:

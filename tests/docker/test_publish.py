@@ -6,7 +6,6 @@ previous wheel, receipt and env file as they were. Real Docker, real tmpfs (we m
 from __future__ import annotations
 
 import os
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import mounted_tmpfs
 from tests.docker.test_wheel import leftovers, wheel_cli
 from tfbuild.files import DIST_LOCK, sha256_file, wheel_files
 from tfbuild.receipt import receipt_path
@@ -33,13 +33,8 @@ def volume(engine: Any) -> Iterator[str]:
 
 @pytest.fixture
 def dist(tmp_path: Path) -> Iterator[Path]:
-    where = tmp_path / "dist"
-    where.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(where)], check=True)
-    try:
+    with mounted_tmpfs(tmp_path / "dist", size="4m") as where:
         yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=True)
 
 
 @pytest.mark.parametrize("free_kib", [48, 108, 156])  # the issue's: 48k to 156k
