@@ -18,9 +18,9 @@ import time
 import zipfile
 from pathlib import Path
 
-from tfbuild.canary import TREE
-from tfbuild.compilers import flags_for, parse_compiler
 from tfbuild.detect import cpu
+from tfbuild.detect.compilers import flags_for, parse_compiler
+from tfbuild.recipes.canary import TREE
 
 N, REPS, ROUNDS = 1 << 16, 200, 15
 

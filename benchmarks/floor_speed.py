@@ -1,8 +1,8 @@
 """What finding a real TensorFlow wheel's floor and retagging it cost, against copying the file.
 
 After a build tfbuild asks auditwheel for the wheel's glibc/libstdc++/libgcc floor and best
-manylinux policy (``tfbuild.floor.inspect_wheel``), then puts that tag on the wheel
-(``tfbuild.wheelfile.retag``, a raw copy of every member but WHEEL and RECORD). The stock
+manylinux policy (``tfbuild.wheel.floor.inspect_wheel``), then puts that tag on the wheel
+(``tfbuild.wheel.wheelfile.retag``, a raw copy of every member but WHEEL and RECORD). The stock
 tensorflow-cpu 2.21.0 wheel (270 MB, ~15,600 members, 77 ELF files; the one for the running Python:
 run it with Python 3.11) goes through each ROUNDS times, side by side with a plain file copy and
 with recompressing every member (zipfile). Medians and ratios, measured in one run; then the floor
@@ -24,9 +24,9 @@ from pathlib import Path
 # ~/.cache/tfbuild-tests/wheels (shared with the tests), and zipfile recompressing every member.
 from relabel_speed import interleaved, recompress, report, stock_wheel
 
-from tfbuild.floor import inspect_wheel
-from tfbuild.receipt import WheelFloor
-from tfbuild.wheelfile import retag
+from tfbuild.wheel.floor import inspect_wheel
+from tfbuild.wheel.receipt import WheelFloor
+from tfbuild.wheel.wheelfile import retag
 
 ROUNDS = 3
 TAG = "manylinux_2_28_x86_64"  # another tag than the stock wheel's manylinux_2_27

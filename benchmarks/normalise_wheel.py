@@ -20,7 +20,7 @@ from pathlib import Path
 # ~/.cache/tfbuild-tests/wheels (shared with the tests), and zipfile recompressing every member.
 from relabel_speed import interleaved, recompress, report, stock_wheel
 
-from tfbuild.wheelfile import normalise, relabel
+from tfbuild.wheel.wheelfile import normalise, relabel
 
 ROUNDS = 3
 EPOCH = 1_767_323_045  # SOURCE_DATE_EPOCH: 2026-01-02 03:04:05 UTC

@@ -20,7 +20,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from tfbuild.wheelfile import relabel
+from tfbuild.wheel.wheelfile import relabel
 
 ROUNDS = 3
 

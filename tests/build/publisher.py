@@ -6,7 +6,7 @@ saying ``GENERATION=n``), and prints ``published COUNT GENERATION`` after each. 
 (1 to POOL, again and again) are built first in a work directory inside DIST, as ``tfbuild wheel``
 builds, so that the loop does little but publish: each is hard linked to a fresh name there, then
 published (moved). It stops when STOP_FILE exists; SIGTERM and SIGINT stop it as they stop
-``tfbuild wheel`` (:func:`tfbuild.stopping.stop_on_signals`), the message printed and exit 130.
+``tfbuild wheel`` (:func:`tfbuild.core.stopping.stop_on_signals`), the message printed and exit 130.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pathlib import Path
 
 from tests.receipts import make_receipt
 from tests.wheels import make_wheel
-from tfbuild.build import publish
-from tfbuild.errors import Interrupted
-from tfbuild.receipt import Receipt
-from tfbuild.stopping import stop_on_signals
+from tfbuild.build.run import publish
+from tfbuild.core.errors import Interrupted
+from tfbuild.core.stopping import stop_on_signals
+from tfbuild.wheel.receipt import Receipt
 
 NAME = "tfbuild_standin-2.21.0+x86_64v4-py3-none-any.whl"
 #: How many generations the publisher cycles through.

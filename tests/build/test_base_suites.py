@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tfbuild.base import (
+from tfbuild.build.base_images import (
     FAMILY_SCRIPTS,
     HOST_KEYRINGS,
     SHIPPED_KEYRINGS,
@@ -26,8 +26,8 @@ from tfbuild.base import (
     shipped_keyrings,
     suite_facts,
 )
-from tfbuild.errors import BuildFailed, EnvironmentProblem, UsageError
-from tfbuild.recipes import load_base_images
+from tfbuild.core.errors import BuildFailed, EnvironmentProblem, UsageError
+from tfbuild.recipes.recipe import load_base_images
 
 IN_CI = bool(os.environ.get("CI") or os.environ.get("GITHUB_ACTIONS"))
 #: recipes/keyrings/README.md names this sha256; a refreshed keyring changes both.

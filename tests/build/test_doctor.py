@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import recorded_host, reprs_in
-from tfbuild.detect.host import HostFacts
-from tfbuild.doctor import (
+from tfbuild.build.doctor import (
     Check,
     engine_checks,
     expected_instructions,
@@ -18,9 +17,10 @@ from tfbuild.doctor import (
     smoke_failure_text,
     speedup_text,
 )
-from tfbuild.engine import EngineInfo
+from tfbuild.core.engine import EngineInfo
+from tfbuild.detect.host import HostFacts
 from tfbuild.plan import GIB, BuildPlan, PlanOptions, make_plan
-from tfbuild.recipes import load_base_images, load_recipes
+from tfbuild.recipes.recipe import load_base_images, load_recipes
 
 
 def info(**changes: object) -> EngineInfo:
@@ -117,7 +117,7 @@ def test_the_expected_instructions_follow_the_planned_flags() -> None:
 
 # --- the canary's findings, written for people ------------------------------------------------------
 
-# As the canary's probe reports them (tfbuild/canary/probe.py) and run_canary keeps them.
+# As the canary's probe reports them (tfbuild/recipes/canary/probe.py) and run_canary keeps them.
 FOUND = {"host": {"zmm": 32, "ymm": 0, "fma": 6}, "baseline": {"zmm": 0, "ymm": 0, "fma": 0}}
 
 
@@ -156,7 +156,7 @@ def test_a_check_wraps_under_its_detail_at_80_columns(
 ) -> None:
     """Marks and names stay a column; a long detail and its fix wrap beneath the detail, whole
     words only, and nothing is lost."""
-    from tfbuild.display import print_doctor_check
+    from tfbuild.cli.display import print_doctor_check
 
     monkeypatch.setenv("COLUMNS", "80")
     check = Check(

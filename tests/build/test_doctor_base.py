@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tfbuild.doctor import Check, DoctorReport, base_image_warning, base_lacks, canary_failure
-from tfbuild.errors import BuildFailed, EnvironmentProblem
+from tfbuild.build.doctor import Check, DoctorReport, base_image_warning, base_lacks, canary_failure
+from tfbuild.core.errors import BuildFailed, EnvironmentProblem
 
 
 @pytest.mark.parametrize(

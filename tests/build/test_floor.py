@@ -24,10 +24,10 @@ from tests.build import test_wheelfile
 from tests.build.test_wheelfile import raw_members, repacked, verify_record
 from tests.wheels import make_wheel as make_pure_wheel
 from tests.wheels import record_hash
-from tfbuild.errors import EnvironmentProblem, InputError, UsageError
-from tfbuild.floor import inspect_wheel
-from tfbuild.receipt import WheelFloor
-from tfbuild.wheelfile import normalise, relabel, retag
+from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
+from tfbuild.wheel.floor import inspect_wheel
+from tfbuild.wheel.receipt import WheelFloor
+from tfbuild.wheel.wheelfile import normalise, relabel, retag
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("gcc") and shutil.which("g++") and shutil.which("readelf")),

@@ -6,7 +6,7 @@ import archspec.cpu
 import pytest
 from packaging.version import Version
 
-from tfbuild.labels import cpu_label, cuda_label, labelled_version, local_label, parse_label
+from tfbuild.wheel.labels import cpu_label, cuda_label, labelled_version, local_label, parse_label
 
 
 @pytest.mark.parametrize("target", sorted(archspec.cpu.TARGETS))

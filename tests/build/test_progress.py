@@ -10,7 +10,13 @@ import sys
 import pytest
 
 from tests.conftest import ROOT
-from tfbuild.progress import BuildDisplay, choose_mode, clean_line, parse_phase, parse_progress
+from tfbuild.build.progress import (
+    BuildDisplay,
+    choose_mode,
+    clean_line,
+    parse_phase,
+    parse_progress,
+)
 
 #: What build.sh and bazel 7 print for a TensorFlow wheel whose compile fails (shortened).
 BAZEL_LOG = """\
@@ -388,7 +394,7 @@ def test_live_elapsed_uses_the_clock() -> None:
 
 
 def test_import_does_not_load_rich() -> None:
-    code = "import sys, tfbuild.progress; print('rich' in sys.modules)"
+    code = "import sys, tfbuild.build.progress; print('rich' in sys.modules)"
     result = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,

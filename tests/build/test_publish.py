@@ -20,10 +20,10 @@ import pytest
 
 from tests.build import publisher
 from tests.conftest import ROOT, mounted_tmpfs, run_cli
-from tfbuild.build import publish
-from tfbuild.errors import InputError
-from tfbuild.files import DIST_LOCK, TEMP_PREFIX, sha256_file, wheel_files
-from tfbuild.receipt import receipt_path
+from tfbuild.build.run import publish
+from tfbuild.core.errors import InputError
+from tfbuild.core.files import DIST_LOCK, TEMP_PREFIX, sha256_file, wheel_files
+from tfbuild.wheel.receipt import receipt_path
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: root only")
 

@@ -17,10 +17,7 @@ from hypothesis import strategies as st
 from tests import wheels
 from tests.conftest import ROOT, CliResult, recorded_host, run_cli
 from tests.receipts import make_receipt, write_receipt
-from tfbuild.build import BuildRun
-from tfbuild.errors import InputError, UnsupportedError
-from tfbuild.plan import BuildPlan, PlanOptions, make_plan
-from tfbuild.rebuild import (
+from tfbuild.build.rebuild import (
     UNCOVERED,
     from_receipt,
     load_receipt,
@@ -28,10 +25,13 @@ from tfbuild.rebuild import (
     rebuild_run,
     with_cache_volume,
 )
-from tfbuild.receipt import Receipt, SourceRecord, canonical_sha256, receipt_path
-from tfbuild.recipes import load_base_images, load_recipes
-from tfbuild.render import render_files, toolchain_packages
-from tfbuild.request import PlanArgs
+from tfbuild.build.run import BuildRun
+from tfbuild.core.errors import InputError, UnsupportedError
+from tfbuild.plan import BuildPlan, PlanOptions, make_plan
+from tfbuild.plan.render import render_files, toolchain_packages
+from tfbuild.plan.request import PlanArgs
+from tfbuild.recipes.recipe import load_base_images, load_recipes
+from tfbuild.wheel.receipt import Receipt, SourceRecord, canonical_sha256, receipt_path
 
 
 @pytest.fixture

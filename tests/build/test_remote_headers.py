@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tfbuild.build import (
+from tfbuild.build.run import (
     HEADERS_NAME,
     HELPER_NAME,
     REMOTE_DIR,
@@ -35,10 +35,10 @@ from tfbuild.build import (
     waiting_note,
     write_remote_credentials,
 )
-from tfbuild.errors import EnvironmentProblem, InputError
+from tfbuild.core.errors import EnvironmentProblem, InputError
 from tfbuild.plan import BuildPlan
 from tfbuild.plan.bazel import REMOTE_CACHE, REMOTE_CACHE_RETRIES, REMOTE_CACHE_TIMEOUT_S
-from tfbuild.recipes import load_recipes
+from tfbuild.recipes.recipe import load_recipes
 
 TOKEN = "s3cr3t-t0ken with spaces 'and quotes'"
 #: How long bazel waits for a cache that never answers, by the plan's options.

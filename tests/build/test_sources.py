@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import NO_FILE_KINDS, plant_no_file
-from tfbuild import sources
-from tfbuild.errors import EnvironmentProblem, InputError
-from tfbuild.receipt import SourceRecord
-from tfbuild.sources import Source, default_cache_dir, fetch_source, local_source
+from tfbuild.build import source_tree as sources
+from tfbuild.build.source_tree import Source, default_cache_dir, fetch_source, local_source
+from tfbuild.core.errors import EnvironmentProblem, InputError
+from tfbuild.wheel.receipt import SourceRecord
 
 VERSION = "9.9.9"
 TOP = f"tensorflow-{VERSION}"

@@ -16,8 +16,8 @@ import pytest
 
 from tests import wheels
 from tests.wheels import record_hash
-from tfbuild.errors import InputError
-from tfbuild.wheelfile import has_label, normalise, relabel, zip_time
+from tfbuild.core.errors import InputError
+from tfbuild.wheel.wheelfile import has_label, normalise, relabel, zip_time
 
 STOCK_WHEEL = "tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl"
 EPOCH = 1_767_323_045  # SOURCE_DATE_EPOCH for the normalised wheels: 2026-01-02 03:04:05 UTC

@@ -27,9 +27,9 @@ from pathlib import Path
 import archspec.cpu
 import pytest
 
-from tfbuild.canary import TREE
-from tfbuild.compilers import flags_for, parse_compiler
 from tfbuild.detect import cpu, features
+from tfbuild.detect.compilers import flags_for, parse_compiler
+from tfbuild.recipes.canary import TREE
 
 WHEEL_HOUSE = "bazel-bin/tensorflow/tools/pip_package/wheel_house"
 TARGET = "//tensorflow/tools/pip_package:wheel"
@@ -156,7 +156,7 @@ def test_host_build_uses_the_planned_instructions_and_baseline_does_not(
     host_and_base: tuple[Path, str, str],
 ) -> None:
     tmp_path, host_log, _ = host_and_base
-    # bazel's own progress lines, which tfbuild.progress reads, and the compile's command line.
+    # bazel's own progress lines, which tfbuild.build.progress reads, and the compile's command line.
     assert "INFO: Build completed successfully, 5 total actions" in host_log
     assert f"{host_flags()[0]}" in compile_lines(host_log)[0]
     host_asm, base_asm = (

@@ -17,8 +17,8 @@ from tests.conftest import (
     plant_no_file,
     run_cli,
 )
+from tfbuild.core.errors import InputError
 from tfbuild.detect.cpuinfo import parse_cpuinfo, read_cpuinfo
-from tfbuild.errors import InputError
 
 # The README of the dumps: the Zen 5 VM hides flush_l1d, pku and rdseed, so archspec (and tfbuild)
 # name it by its generic level.

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult, cpuinfo_fixture, cpuinfo_fixtures, run_cli
+from tfbuild.core.errors import InputError
 from tfbuild.detect.cpuinfo import parse_cpuinfo
-from tfbuild.errors import InputError
 
 
 def multi_block(text: str, count: int) -> str:

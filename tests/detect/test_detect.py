@@ -279,7 +279,7 @@ def test_no_gpu_skips_the_gpu_detectors() -> None:
 
 def test_live_report_lists_the_tensorflow_versions_from_the_recipes() -> None:
     report = run_cli("detect", "--json").json()
-    from tfbuild.recipes import load_recipes
+    from tfbuild.recipes.recipe import load_recipes
 
     versions = [t["version"] for t in report["tensorflow"]]
     assert versions == [r.tensorflow for r in load_recipes().recipes]
@@ -290,7 +290,7 @@ def test_live_report_lists_the_tensorflow_versions_from_the_recipes() -> None:
 
 def test_tensorflow_support_with_a_driver() -> None:
     from tfbuild.detect.report import tensorflow_support
-    from tfbuild.recipes import load_recipes
+    from tfbuild.recipes.recipe import load_recipes
 
     recipes = [r for r in load_recipes().recipes if r.short in ("2.15", "2.21")]
     old, new = tensorflow_support(recipes, python="3.12", architecture="x86_64", driver_cuda="12.4")

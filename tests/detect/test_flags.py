@@ -16,11 +16,11 @@ import archspec.cpu
 import pytest
 
 from tests.conftest import cpuinfo_fixture, cpuinfo_fixtures
-from tfbuild.compilers import Compiler, first_version, flags_for, parse_compiler
+from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import cpu, features
 from tfbuild.detect._run import CommandResult
+from tfbuild.detect.compilers import Compiler, first_version, flags_for, parse_compiler
 from tfbuild.detect.cpuinfo import read_cpuinfo
-from tfbuild.errors import UnsupportedError, UsageError
 
 
 def _installed_compilers() -> list[str]:

@@ -16,8 +16,8 @@ BASE_TAG = os.environ.get("TFBUILD_TEST_BASE_IMAGE", "tfbuild/base:bookworm")
 
 @pytest.fixture(scope="session")
 def engine() -> Iterator[Any]:
-    from tfbuild.engine import DockerEngine
-    from tfbuild.errors import EnvironmentProblem
+    from tfbuild.core.engine import DockerEngine
+    from tfbuild.core.errors import EnvironmentProblem
 
     try:
         docker_engine = DockerEngine.connect()

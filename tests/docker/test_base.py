@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cli
-from tfbuild.base import make_base_image
-from tfbuild.errors import UsageError
+from tfbuild.build.base_images import make_base_image
+from tfbuild.core.errors import UsageError
 
 pytestmark = pytest.mark.docker
 
@@ -125,7 +125,7 @@ def test_noble_is_prepared_on_this_host_and_an_unreachable_mirror_is_its_fault(
     import os
     import uuid
 
-    from tfbuild.base import debootstrap_scripts
+    from tfbuild.build.base_images import debootstrap_scripts
 
     _can_debootstrap()
     tag = f"tfbuild-test/base:never-{uuid.uuid4().hex[:12]}"

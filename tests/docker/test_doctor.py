@@ -74,15 +74,15 @@ def test_a_canary_without_its_base_image_says_the_fix_once(
     """No local base image, debootstrap missing, and a registry that cannot be reached: the base
     image check says what is missing and what to do; the canary build's failure says why, and the
     fix is printed once (then once more in the error line the doctor exits with)."""
-    from tfbuild.detect.host import host_facts
-    from tfbuild.display import print_doctor_check
-    from tfbuild.doctor import (
+    from tfbuild.build.doctor import (
         DoctorReport,
         base_image_warning,
         canary_failure,
         run_canary,
     )
-    from tfbuild.errors import TfbuildError
+    from tfbuild.cli.display import print_doctor_check
+    from tfbuild.core.errors import TfbuildError
+    from tfbuild.detect.host import host_facts
 
     recipes = tmp_path / "recipes"
     recipes.mkdir()

@@ -1,4 +1,4 @@
-"""tfbuild.engine against the real Docker engine: builds, runs, mounts, limits and clean-up.
+"""tfbuild.core.engine against the real Docker engine: builds, runs, mounts, limits and clean-up.
 
 Every container a test makes carries its own ``org.tfbuild.test=<uuid>`` label, every image and volume
 a unique name, and the fixtures remove them all, whatever the test's outcome.
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tfbuild.engine import (
+from tfbuild.core.engine import (
     DEFAULT_SOCKET,
     ContainerGone,
     DockerEngine,
@@ -26,7 +26,7 @@ from tfbuild.engine import (
     ImageUnavailable,
     Mount,
 )
-from tfbuild.errors import BuildFailed, EnvironmentProblem, UsageError
+from tfbuild.core.errors import BuildFailed, EnvironmentProblem, UsageError
 
 pytestmark = pytest.mark.docker
 
@@ -562,10 +562,10 @@ def _toolchain_failure(
     engine: Any, plan: Any, tmp_path: Path, proxies: tuple[tuple[str, str], ...]
 ) -> Any:
     """Build ``plan``'s wheel (a stand-in tree: the toolchain image fails first); its error."""
-    from tfbuild.build import TOOLCHAIN_REPOSITORY, BuildJob, build_wheel
-    from tfbuild.errors import TfbuildError
-    from tfbuild.render import render_files
-    from tfbuild.sources import SOURCE_MARKER, local_source
+    from tfbuild.build.run import TOOLCHAIN_REPOSITORY, BuildJob, build_wheel
+    from tfbuild.build.source_tree import SOURCE_MARKER, local_source
+    from tfbuild.core.errors import TfbuildError
+    from tfbuild.plan.render import render_files
 
     image = tmp_path / "image"
     image.mkdir()
@@ -595,8 +595,8 @@ def test_the_toolchain_image_says_which_host_it_could_not_reach_and_what_to_do(
     """The real toolchain Dockerfile of TensorFlow 2.20 (the image's clang from apt.llvm.org,
     bazelisk from github.com, packages from Debian's snapshot), built through a proxy that is not
     there: the proxy variables reach the image build, and its failure is one line, cause first."""
-    from tfbuild.base import plan_here
-    from tfbuild.request import PlanArgs
+    from tfbuild.build.base_images import plan_here
+    from tfbuild.plan.request import PlanArgs
 
     plan = plan_here(
         PlanArgs(tf="2.20", portable=False, base_image=base_image, skip_disk_check=True), engine
@@ -622,8 +622,8 @@ def test_an_unpullable_base_image_is_exit_5_with_the_local_route(
 ) -> None:
     """A base-images.yaml entry whose registry cannot be reached (registry.invalid never resolves):
     something this machine needs is unreachable (5), not a failed build (6)."""
-    from tfbuild.base import plan_here
-    from tfbuild.request import PlanArgs
+    from tfbuild.build.base_images import plan_here
+    from tfbuild.plan.request import PlanArgs
 
     recipes = tmp_path / "recipes"
     recipes.mkdir()

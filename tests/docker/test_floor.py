@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.docker.test_wheel import wheel_cli
-from tfbuild import canary
+from tfbuild.recipes import canary
 
 pytestmark = pytest.mark.docker
 
@@ -116,9 +116,9 @@ def test_a_build_that_misses_its_floor_says_so_loudly(
     that names what it needs, in the result and in the log: never quietly."""
     import dataclasses
 
-    from tfbuild.base import plan_here
-    from tfbuild.build import BuildRun
-    from tfbuild.request import PlanArgs
+    from tfbuild.build.base_images import plan_here
+    from tfbuild.build.run import BuildRun
+    from tfbuild.plan.request import PlanArgs
 
     args = PlanArgs(canary=True, base_image=base_image, cache_volume=volume, skip_disk_check=True)
     planned = plan_here(args, engine)

@@ -18,8 +18,8 @@ import pytest
 from tests.conftest import run_cli
 from tests.docker.test_wheel import wheel_cli
 from tests.wheels import make_wheel, record_hash
-from tfbuild import canary
-from tfbuild.loads import loads_in
+from tfbuild.recipes import canary
+from tfbuild.smoke.loads import loads_in
 
 pytestmark = pytest.mark.docker
 

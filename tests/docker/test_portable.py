@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.docker.test_wheel import wheel_argv
-from tfbuild import canary
+from tfbuild.recipes import canary
 
 pytestmark = pytest.mark.docker
 
@@ -103,10 +103,10 @@ def test_a_rebuild_needs_the_very_image_its_sysroot_was_made_from(
 ) -> None:
     import dataclasses
 
-    from tfbuild.base import plan_here
-    from tfbuild.errors import EnvironmentProblem
-    from tfbuild.rebuild import check_base_image
-    from tfbuild.request import PlanArgs
+    from tfbuild.build.base_images import plan_here
+    from tfbuild.build.rebuild import check_base_image
+    from tfbuild.core.errors import EnvironmentProblem
+    from tfbuild.plan.request import PlanArgs
 
     args = PlanArgs(
         canary=True, base_image=new_base_image, sysroot_from=base_image, skip_disk_check=True

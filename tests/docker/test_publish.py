@@ -15,8 +15,8 @@ import pytest
 
 from tests.conftest import mounted_tmpfs
 from tests.docker.test_wheel import leftovers, wheel_cli
-from tfbuild.files import DIST_LOCK, sha256_file, wheel_files
-from tfbuild.receipt import receipt_path
+from tfbuild.core.files import DIST_LOCK, sha256_file, wheel_files
+from tfbuild.wheel.receipt import receipt_path
 
 pytestmark = [
     pytest.mark.docker,

@@ -7,7 +7,7 @@ no disk cache), takes every action from it, by bazel's own count ("N remote cach
 receipt records. Both build the same checkout: a git repository at one path, so its epoch
 (SOURCE_DATE_EPOCH, the commit's time) and its output base path (named by the reproducible
 plans' ``-ffile-prefix-map``) are the same, and so are the actions' keys. The build container
-shares the host's network to reach 127.0.0.1 (``tfbuild.build.host_network``); all traffic stays
+shares the host's network to reach 127.0.0.1 (``tfbuild.build.run.host_network``); all traffic stays
 on this machine.
 """
 
@@ -32,11 +32,11 @@ import pytest
 
 from tests.docker.test_wheel import wheel_argv
 from tests.remote.services import start_buildgrid, stop
-from tfbuild import canary
-from tfbuild.build import bazel_processes, build_key, host_network, output_base_volume
-from tfbuild.engine import PART_OF_LABEL, Mount
+from tfbuild.build.run import bazel_processes, build_key, host_network, output_base_volume
+from tfbuild.core.engine import PART_OF_LABEL, Mount
 from tfbuild.plan import BuildPlan
 from tfbuild.plan.bazel import REMOTE_CACHE_RETRIES, REMOTE_CACHE_TIMEOUT_S
+from tfbuild.recipes import canary
 
 #: A rendered plan (no remote cache in it) to add remote URLs to.
 GOLDEN_PLAN = Path(__file__).parents[1] / "render" / "golden" / "tf2.18-cpu-haswell" / "plan.json"
@@ -438,7 +438,7 @@ def test_only_a_loopback_remote_needs_the_hosts_network(url: str | None, host: b
 def test_the_receipt_keeps_the_counts_and_reads_receipts_without_them(tmp_path: Path) -> None:
     from tests import wheels
     from tests.receipts import make_receipt
-    from tfbuild.receipt import Receipt
+    from tfbuild.wheel.receipt import Receipt
 
     data = make_receipt(
         wheels.make_wheel(tmp_path, "tensorflow_cpu-2.21.0-cp311-cp311-linux_x86_64.whl")

@@ -24,10 +24,10 @@ from elftools.elf.elffile import ELFFile
 
 from tests import wheels
 from tests.docker.test_wheel import standin_source, wheel_cli
-from tfbuild import canary
-from tfbuild.files import sha256_file
-from tfbuild.receipt import canonical_sha256
-from tfbuild.wheeldiff import compare
+from tfbuild.core.files import sha256_file
+from tfbuild.recipes import canary
+from tfbuild.wheel.receipt import canonical_sha256
+from tfbuild.wheel.wheeldiff import compare
 
 pytestmark = pytest.mark.docker
 
@@ -72,9 +72,9 @@ def test_two_builds_agree_to_the_byte_and_verify_says_so(
     engine: Any, base_image: str, volumes: list[str], tmp_path: Path
 ) -> None:
     """Different time, source directory (so output base), dist/, cache volume and uid: same wheel."""
-    from tfbuild.base import plan_here
-    from tfbuild.build import BuildRun
-    from tfbuild.request import PlanArgs
+    from tfbuild.build.base_images import plan_here
+    from tfbuild.build.run import BuildRun
+    from tfbuild.plan.request import PlanArgs
 
     first = built(wheel_cli(tmp_path / "a" / "dist", new_volume(volumes), "--json"))
     # The second as another user, from another copy of the source, into another dist/.
@@ -241,11 +241,11 @@ def test_bad_receipts_are_refused_in_one_line(
     receipt = wheel.with_suffix(".json")
     out = tmp_path / "out"
 
-    old = dict(data, schema="tfbuild.receipt/1")
+    old = dict(data, schema="tfbuild.wheel.receipt/1")
     receipt.write_text(json.dumps(old))
     result = tfbuild("verify", str(wheel))
     assert result.returncode == 3
-    assert "tfbuild.receipt/1" in one_error_line(result)
+    assert "tfbuild.wheel.receipt/1" in one_error_line(result)
 
     edited = json.loads(json.dumps(data))
     edited["plan"]["cflags"] = ["-march=native"]

@@ -22,8 +22,8 @@ import pytest
 from tests.docker.test_reproducible import built, new_volume, one_error_line, tfbuild, volumes
 from tests.docker.test_wheel import wheel_cli
 from tests.receipt.test_untrusted import FIXTURES, HOSTILE, RECEIPT, WHEEL
-from tfbuild.files import sha256_file
-from tfbuild.receipt import canonical_sha256
+from tfbuild.core.files import sha256_file
+from tfbuild.wheel.receipt import canonical_sha256
 
 pytestmark = pytest.mark.docker
 

@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 
 from tests.canary.test_standin import assert_planned_isa, disassembly
-from tfbuild import canary
+from tfbuild.core.files import sha256_file
 from tfbuild.detect import cpu
-from tfbuild.files import sha256_file
-from tfbuild.labels import cpu_label
-from tfbuild.receipt import Receipt
+from tfbuild.recipes import canary
+from tfbuild.wheel.labels import cpu_label
+from tfbuild.wheel.receipt import Receipt
 
 pytestmark = pytest.mark.docker
 
@@ -128,7 +128,7 @@ def test_canary_wheel_lands_with_receipt_and_the_planned_instructions(
     assert wheel.name.startswith(f"tensorflow_cpu-0.0.0+tfbuild.canary.{receipt['label']}-")
     base_wheel = Path(json.loads(baseline.stdout)["wheel"])
     assert base_wheel.name.startswith("tensorflow_cpu-0.0.0+tfbuild.canary.x86_64-")
-    assert receipt["schema"] == "tfbuild.receipt/2"
+    assert receipt["schema"] == "tfbuild.wheel.receipt/2"
     assert receipt["standin"] is True
     assert receipt["wheel"]["sha256"] == sha256_file(wheel) == result["sha256"]
     inputs = receipt["inputs"]
@@ -179,9 +179,9 @@ def test_the_build_runs_as_the_calling_user(
     engine: Any, base_image: str, volume: str, tmp_path: Path
 ) -> None:
     """Run as another uid:gid than the test's own: every file the build writes is theirs."""
-    from tfbuild.base import plan_here
-    from tfbuild.build import BuildRun
-    from tfbuild.request import PlanArgs
+    from tfbuild.build.base_images import plan_here
+    from tfbuild.build.run import BuildRun
+    from tfbuild.plan.request import PlanArgs
 
     source = standin_source(tmp_path)
     for path in (source, *source.rglob("*")):

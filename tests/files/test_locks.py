@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, run_cli
-from tfbuild.errors import EnvironmentProblem
-from tfbuild.files import DIST_LOCK, held_signals, locked
+from tfbuild.core.errors import EnvironmentProblem
+from tfbuild.core.files import DIST_LOCK, held_signals, locked
 
 
 def test_a_lock_file_is_gone_once_released(tmp_path: Path) -> None:
@@ -43,7 +43,7 @@ _HOLDER = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from tfbuild.files import locked
+    from tfbuild.core.files import locked
 
     lock, log, rounds = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
     me = str(os.getpid())
@@ -109,7 +109,7 @@ def test_the_source_locks_live_in_a_private_directory(
 ) -> None:
     """In a shared /tmp another user could make tfbuild's directory of locks first, or plant a
     link in its place: refused. One of this user's that others could write into is narrowed."""
-    from tfbuild.build import _source_lock
+    from tfbuild.build.run import _source_lock
 
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "run"))
     directory = tmp_path / "run" / f"tfbuild-{os.getuid()}"
@@ -160,7 +160,7 @@ def test_a_deadly_signal_while_held_kills_just_after() -> None:
     code = textwrap.dedent(
         """
         import os, signal
-        from tfbuild.files import held_signals
+        from tfbuild.core.files import held_signals
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         with held_signals():
             os.kill(os.getpid(), signal.SIGTERM)
@@ -178,7 +178,7 @@ def test_a_deadly_signal_while_held_kills_just_after() -> None:
 _LOCK_LOOP = """
 import sys
 from pathlib import Path
-from tfbuild.files import locked
+from tfbuild.core.files import locked
 
 path = Path(sys.argv[1])
 try:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tfbuild.errors import InputError
-from tfbuild.files import read_input
-from tfbuild.receipt import receipt_path
+from tfbuild.core.errors import InputError
+from tfbuild.core.files import read_input
+from tfbuild.wheel.receipt import receipt_path
 
 
 def test_a_regular_file_is_read_whole(tmp_path: Path) -> None:
@@ -53,8 +53,8 @@ def test_a_directory_is_refused(tmp_path: Path) -> None:
 
 
 _READ_STDIN = """
-from tfbuild.errors import InputError
-from tfbuild.files import read_input
+from tfbuild.core.errors import InputError
+from tfbuild.core.files import read_input
 try:
     print(len(read_input("-", limit=4, what="the header file")))
 except InputError as exc:

@@ -19,7 +19,7 @@ import pytest
 from tests import wheels
 from tests.conftest import NO_FILE_KINDS, ROOT, CliResult, plant_no_file, run_cli
 from tests.receipts import write_receipt
-from tfbuild.index import INDEX_NAME, SUMS_NAME
+from tfbuild.wheel.index import INDEX_NAME, SUMS_NAME
 
 GOOD = "tfbuild_standin-2.21.0+x86_64v4-py3-none-any.whl"
 SUMS_LINE = re.compile(r"[0-9a-f]{64}  [A-Za-z0-9_.+-]+\.whl")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, run_cli
-from tfbuild.errors import UsageError
-from tfbuild.matrix import build_matrix
-from tfbuild.recipes import load_base_images, load_recipes
+from tfbuild.core.errors import UsageError
+from tfbuild.plan.matrix import build_matrix
+from tfbuild.recipes.recipe import load_base_images, load_recipes
 
 
 def matrix_json(*args: str) -> list[dict[str, str]]:

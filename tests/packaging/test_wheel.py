@@ -33,15 +33,23 @@ def test_wheel_ships_data_and_a_clean_install_finds_it(tmp_path: Path) -> None:
     # Data the package runs from files, not imports: the smoke worker, the peak kernel, the canary tree.
     assert "tfbuild/smoke/_worker.py" in names
     assert "tfbuild/smoke/peak_kernel.c" in names  # compiled by measure_fma_peak
-    assert "tfbuild/canary/tree/src/kernel.c" in names
-    assert "tfbuild/canary/tree/tensorflow/tools/pip_package/BUILD" in names  # the source marker
-    assert "tfbuild/canary/probe.py" in names  # run by path inside the toolchain container
-    assert "tfbuild/canary/tree/src/runtime.cc" in names  # the canary's C++ part (its floor)
-    assert "tfbuild/_loadprobe.py" in names  # run by path in another system (smoke --in-image)
+    assert "tfbuild/recipes/canary/tree/src/kernel.c" in names
+    assert (
+        "tfbuild/recipes/canary/tree/tensorflow/tools/pip_package/BUILD" in names
+    )  # the source marker
+    assert "tfbuild/recipes/canary/probe.py" in names  # run by path inside the toolchain container
+    assert (
+        "tfbuild/recipes/canary/tree/src/runtime.cc" in names
+    )  # the canary's C++ part (its floor)
+    assert (
+        "tfbuild/smoke/_loadprobe.py" in names
+    )  # run by path in another system (smoke --in-image)
     # The canary's bazel workspace (Debian's bazel builds it in the toolchain image).
-    assert {"tfbuild/canary/tree/WORKSPACE", "tfbuild/canary/tree/.bazelrc"} <= set(names)
+    assert {"tfbuild/recipes/canary/tree/WORKSPACE", "tfbuild/recipes/canary/tree/.bazelrc"} <= set(
+        names
+    )
     packer = zipfile.ZipFile(wheel).getinfo(
-        "tfbuild/canary/tree/tensorflow/tools/pip_package/pack_wheel.py"
+        "tfbuild/recipes/canary/tree/tensorflow/tools/pip_package/pack_wheel.py"
     )
     assert (packer.external_attr >> 16) & 0o111, "the canary's wheel packer must stay executable"
 
@@ -54,7 +62,7 @@ def test_wheel_ships_data_and_a_clean_install_finds_it(tmp_path: Path) -> None:
         check=True,
     )  # fmt: skip
     probe = (
-        "from tfbuild.resources import data_dir\n"
+        "from tfbuild.core.resources import data_dir\n"
         "for name in ('templates', 'recipes'):\n"
         "    print(data_dir(name))\n"
     )

@@ -26,10 +26,10 @@ import pytest
 from tests.conftest import cpuinfo_fixture, run_cli
 from tests.pick.conftest import DIST, WHEELS, make_wheel, make_wheels, write_receipt
 from tests.pick.test_cli import one_error_line
-from tfbuild.errors import EnvironmentProblem, InputError, UsageError
-from tfbuild.index import write_index
+from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.pick.fetch import Deadline, FetchLimits
-from tfbuild.pick.sources import LinkPolicy, Origin, load_wheels, parse_index
+from tfbuild.pick.listing import LinkPolicy, Origin, load_wheels, parse_index
+from tfbuild.wheel.index import write_index
 
 PY = f"cp{sys.version_info.major}{sys.version_info.minor}"
 ZEN4 = ("--cpuinfo", str(cpuinfo_fixture("zen4")), "--python", "3.11")

@@ -11,10 +11,10 @@ import pytest
 
 from tests.conftest import cpuinfo_fixture
 from tests.pick.conftest import WHEELS, make_wheels
-from tfbuild.errors import EnvironmentProblem, InputError, UsageError
-from tfbuild.pick.host import describe_host
+from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
+from tfbuild.pick.listing import load_wheels
+from tfbuild.pick.machine import describe_host
 from tfbuild.pick.rank import pick
-from tfbuild.pick.sources import load_wheels
 
 
 def write_index(root: Path, *, receipts: tuple[str, ...] = ()) -> str:

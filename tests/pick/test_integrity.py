@@ -23,7 +23,7 @@ from tests.conftest import NO_FILE_KINDS, plant_no_file, run_cli
 from tests.pick.conftest import WHEELS, make_wheel, make_wheels, write_receipt
 from tests.pick.test_cli import one_error_line
 from tests.pick.test_http_hostile import ZEN4, Server, page, serve, sha
-from tfbuild.index import write_index
+from tfbuild.wheel.index import write_index
 
 MEMBER = "tfbuild_standin/__init__.py"
 

@@ -20,9 +20,9 @@ from tests.pick.conftest import DIST, WHEELS, make_wheel
 from tfbuild.detect.cpu import NOT_INSTRUCTION_SETS
 from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.detect.features import GUARD_FEATURES
-from tfbuild.pick.host import describe_host
+from tfbuild.pick.listing import load_wheels
+from tfbuild.pick.machine import describe_host
 from tfbuild.pick.rank import PickResult, pick
-from tfbuild.pick.sources import load_wheels
 
 ZEN4_VM = Path(__file__).parent / "fixtures" / "linux-debian12-epyc-zen4-vm"
 ZEN5_WHEEL = f"{DIST}-2.21.0+zen5-cp311-cp311-linux_x86_64.whl"

@@ -11,9 +11,9 @@ import pytest
 from tests.conftest import cpuinfo_fixture, run_cli
 from tests.pick.conftest import WHEELS, make_wheels
 from tests.pick.test_cli import one_error_line
-from tfbuild.errors import InputError
-from tfbuild.index import write_index
-from tfbuild.pick.sources import load_wheels
+from tfbuild.core.errors import InputError
+from tfbuild.pick.listing import load_wheels
+from tfbuild.wheel.index import write_index
 
 
 @pytest.fixture

@@ -25,13 +25,13 @@ from tests.pick.conftest import (
     make_wheels,
     write_receipt,
 )
+from tfbuild.core.errors import InputError, UsageError
+from tfbuild.core.variants import Variant
 from tfbuild.detect.system import glibc_version
-from tfbuild.errors import InputError, UsageError
 from tfbuild.pick.compat import UNLABELLED_REASON
-from tfbuild.pick.host import Host, describe_host
+from tfbuild.pick.listing import load_wheels, parse_index
+from tfbuild.pick.machine import Host, describe_host
 from tfbuild.pick.rank import PickOptions, PickResult, pick
-from tfbuild.pick.sources import load_wheels, parse_index
-from tfbuild.variants import Variant
 
 
 def host_from(suffix: str, *, python: str = "3.11", driver_cuda: str | None = None) -> Host:
@@ -398,14 +398,14 @@ def test_a_broken_receipt_is_a_warning_and_the_label_decides(tmp_path: Path) -> 
 
 def test_a_schema_1_receipt_is_only_a_warning(tmp_path: Path) -> None:
     wheel = make_wheel(tmp_path, WHEELS["v3"])
-    old = receipts.make_receipt(wheel, target="x86_64_v3") | {"schema": "tfbuild.receipt/1"}
+    old = receipts.make_receipt(wheel, target="x86_64_v3") | {"schema": "tfbuild.wheel.receipt/1"}
     path = receipts.write_receipt(wheel, old)
     result = pick(load_wheels(str(tmp_path)), host_from("haswell"))
     assert result.chosen is not None and result.chosen.wheel.receipt is None
     assert result.chosen.reason == "x86_64_v3 runs here: it is an ancestor of the detected haswell"
     assert result.warnings == (
-        f"receipt {path} not used: its schema is 'tfbuild.receipt/1'; this tfbuild reads "
-        "tfbuild.receipt/2",
+        f"receipt {path} not used: its schema is 'tfbuild.wheel.receipt/1'; this tfbuild reads "
+        "tfbuild.wheel.receipt/2",
     )
 
 

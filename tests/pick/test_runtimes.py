@@ -17,12 +17,12 @@ from tests import receipts
 from tests.conftest import cpuinfo_fixture, run_cli
 from tests.pick.conftest import DIST, WHEELS, make_wheel
 from tests.pick.test_cli import one_error_line
+from tfbuild.core.errors import UsageError
 from tfbuild.detect.system import glibc_version
-from tfbuild.errors import UsageError
-from tfbuild.pick.host import Host, describe_host, libstdcxx_here, newest_glibcxx
+from tfbuild.pick.listing import load_wheels
+from tfbuild.pick.machine import Host, describe_host, libstdcxx_here, newest_glibcxx
 from tfbuild.pick.rank import PickResult, pick
-from tfbuild.pick.sources import load_wheels
-from tfbuild.receipt import WheelFloor
+from tfbuild.wheel.receipt import WheelFloor
 
 LINUX = WHEELS["v3"]  # x86_64_v3, linux_x86_64: no glibc in its platform tag
 

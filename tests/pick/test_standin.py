@@ -10,8 +10,8 @@ from pathlib import Path
 from tests import receipts
 from tests.conftest import ROOT, cpuinfo_fixture, run_cli
 from tests.pick.conftest import DIST, V3_FEATURES, make_wheel, write_receipt
-from tfbuild.labels import parse_label
 from tfbuild.pick.compat import STANDIN_LABEL
+from tfbuild.wheel.labels import parse_label
 
 CANARY = "tensorflow_cpu-0.0.0+tfbuild.canary.x86_64v4-py3-none-linux_x86_64.whl"
 MARKED = f"{DIST}-2.21.0+x86_64v3-cp311-cp311-linux_x86_64.whl"  # receipt: standin true

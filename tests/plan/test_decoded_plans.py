@@ -20,14 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import recorded_host
-from tfbuild import canary
+from tfbuild.core.errors import TfbuildError
 from tfbuild.detect.host import HostFacts
-from tfbuild.errors import TfbuildError
-from tfbuild.matrix import RUNNER
 from tfbuild.plan import BuildPlan, PlanOptions, isolated, make_plan, with_jobs
+from tfbuild.plan.matrix import RUNNER
 from tfbuild.plan.model import RefusedField
-from tfbuild.recipes import BaseImage, Recipe, load_base_images, load_recipes
-from tfbuild.render import render_files, toolchain_packages
+from tfbuild.plan.render import render_files, toolchain_packages
+from tfbuild.recipes import canary
+from tfbuild.recipes.recipe import BaseImage, Recipe, load_base_images, load_recipes
 
 #: The options that change what a plan writes (targets and variants aside).
 EXTRAS: tuple[dict[str, Any], ...] = (

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import CliResult, run_cli
-from tfbuild.errors import UsageError
+from tfbuild.core.errors import UsageError
+from tfbuild.plan.request import PlanArgs
 from tfbuild.plan.resources import MAX_JOBS
-from tfbuild.request import PlanArgs
 
 
 def _usage_line(result: CliResult, *fragments: str) -> str:

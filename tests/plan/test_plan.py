@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, recorded_host
+from tfbuild.core.errors import EnvironmentProblem, UnsupportedError, UsageError
 from tfbuild.detect.host import HostFacts
-from tfbuild.errors import EnvironmentProblem, UnsupportedError, UsageError
 from tfbuild.plan import GIB, BuildPlan, PlanOptions, isolated, make_plan
-from tfbuild.recipes import BaseImage, Recipe, load_recipes, parse_recipe
-from tfbuild.render import render_files
+from tfbuild.plan.render import render_files
+from tfbuild.recipes.recipe import BaseImage, Recipe, load_recipes, parse_recipe
 
 MODEL = (ROOT / "recipes" / "tf-2.21.yaml").read_text()
 IMAGES = {
@@ -177,7 +177,7 @@ def test_disk_check() -> None:
 def test_the_plan_holds_no_fact_about_the_moment() -> None:
     """Free disk changes from one minute to the next: it is checked, never written into the plan,
     so two renders of the same inputs are byte-identical (the receipt records it instead)."""
-    from tfbuild.render import render_files
+    from tfbuild.plan.render import render_files
 
     files = [render_files(plan(facts=host(build_disk_free_bytes=free * GIB))) for free in (61, 900)]
     assert files[0] == files[1]
@@ -463,8 +463,8 @@ def test_the_recipe_floor_is_the_goal_of_the_plan() -> None:
 
 
 def test_a_wheel_that_misses_its_floor_is_said_so() -> None:
-    from tfbuild.build import missed_floor
-    from tfbuild.receipt import WheelFloor
+    from tfbuild.build.run import missed_floor
+    from tfbuild.wheel.receipt import WheelFloor
 
     portable = WheelFloor(
         glibc="2.27", libstdcxx="3.4.22", libgcc="3.3", policy="manylinux_2_27_x86_64"

@@ -152,7 +152,7 @@ def test_a_feature_the_flags_do_not_cover_is_named_by_default(
     from dataclasses import replace
 
     from tests.plan.test_plan import plan
-    from tfbuild.display import print_plan
+    from tfbuild.cli.display import print_plan
 
     planned = plan()
     first, *rest = planned.coverage

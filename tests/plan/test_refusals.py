@@ -15,12 +15,12 @@ import pytest
 
 from tests.conftest import ROOT, CliResult, cpuinfo_fixture, recorded_host, run_cli
 from tests.plan.test_plan import IMAGES, host, plan, recipe_221
+from tfbuild.core.errors import UnsupportedError
 from tfbuild.detect.cpuinfo import read_cpuinfo
-from tfbuild.errors import UnsupportedError
 from tfbuild.plan import GIB, PlanOptions, make_plan
 from tfbuild.plan.resources import FEW_CPUS, few_cpus
 from tfbuild.plan.target import check_architecture
-from tfbuild.recipes import load_base_images, load_recipes
+from tfbuild.recipes.recipe import load_base_images, load_recipes
 
 ARMV7 = ROOT / "tests" / "fixtures" / "cpuinfo" / "android-mt6735-armv7"
 
@@ -83,7 +83,7 @@ def test_a_power_dump_does_not_say_its_byte_order() -> None:
 
 
 def test_the_matrix_leaves_other_architectures_out_with_the_planners_reason() -> None:
-    from tfbuild.matrix import build_matrix
+    from tfbuild.plan.matrix import build_matrix
 
     matrix = build_matrix(
         load_recipes(),
@@ -170,7 +170,7 @@ def test_no_shipped_recipe_refuses_its_default_x86_targets() -> None:
 
 
 def test_few_cores_are_a_plan_warning_with_doctors_words() -> None:
-    from tfbuild.doctor import resource_check
+    from tfbuild.build.doctor import resource_check
 
     what, advice = few_cpus(2) or ("", "")
     p = plan()  # the recorded host has 2 cpus
@@ -192,7 +192,7 @@ def test_no_slow_build_warning_when_it_does_not_apply(options: PlanOptions) -> N
     what, _ = few_cpus(2) or ("", "")
     assert what
     if options.standin:
-        from tfbuild import canary
+        from tfbuild.recipes import canary
 
         p = make_plan(options, canary.recipe(recipe_221()), host(), base_images=load_base_images())
     else:

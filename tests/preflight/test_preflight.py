@@ -16,11 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tfbuild import canary
-from tfbuild.errors import InputError, UnsupportedError
-from tfbuild.matrix import RUNNER
-from tfbuild.plan import BuildPlan, PlanOptions, make_plan
-from tfbuild.preflight import (
+from tfbuild.build.preflight import (
     CUDA_TABLES,
     Finding,
     PreflightReport,
@@ -28,9 +24,13 @@ from tfbuild.preflight import (
     recipe_findings,
     verify_plans,
 )
-from tfbuild.recipes import Recipe, load_base_images, load_recipes, parse_recipe
-from tfbuild.request import PlanArgs, plan_request
-from tfbuild.variants import Variant
+from tfbuild.core.errors import InputError, UnsupportedError
+from tfbuild.core.variants import Variant
+from tfbuild.plan import BuildPlan, PlanOptions, make_plan
+from tfbuild.plan.matrix import RUNNER
+from tfbuild.plan.request import PlanArgs, plan_request
+from tfbuild.recipes import canary
+from tfbuild.recipes.recipe import Recipe, load_base_images, load_recipes, parse_recipe
 
 TREES = ROOT / "tests" / "fixtures" / "trees"
 BASE_IMAGES = load_base_images()

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from tfbuild import canary
-from tfbuild.engine import input_hash
+from tfbuild.core.engine import input_hash
 from tfbuild.plan import BuildPlan
-from tfbuild.render import render_files
+from tfbuild.plan.render import render_files
+from tfbuild.recipes import canary
 
 pytestmark = pytest.mark.docker
 

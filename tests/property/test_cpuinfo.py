@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import cpuinfo_fixtures
 from tests.detect.test_cpuinfo_complete import multi_block
+from tfbuild.core.errors import InputError
 from tfbuild.detect.cpuinfo import CpuInfo, parse_cpuinfo, read_cpuinfo
-from tfbuild.errors import InputError
 
 DUMPS = {p.name: p.read_text() for p in cpuinfo_fixtures()}
 needs_dumps = pytest.mark.skipif(not DUMPS, reason="recorded cpuinfo dumps not found")

@@ -10,8 +10,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfbuild.display import _console, safe
-from tfbuild.errors import printable
+from tfbuild.cli.display import _console, safe
+from tfbuild.core.errors import printable
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 _OSC8 = re.compile(r"\x1b\]8;[^\x1b\x07]*(?:\x1b\\|\x07)")  # rich's own links: none here
@@ -32,7 +32,7 @@ _texts = st.one_of(
 
 
 def _shown(template: str, text: str, *, terminal: bool) -> str:
-    """Print ``template`` around ``text`` the way every printer in tfbuild.display does."""
+    """Print ``template`` around ``text`` the way every printer in tfbuild.cli.display does."""
     buffer = io.StringIO()
     console = _console(
         file=buffer,

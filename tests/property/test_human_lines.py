@@ -13,9 +13,9 @@ from tests.build.test_wheeldiff import NAME, compile_library, members, pack
 from tests.conftest import cpuinfo_fixture, reprs_in, run_cli
 from tests.pick.conftest import WHEELS, make_wheels
 from tests.smoke.test_display import _report
-from tfbuild.display import print_smoke, print_verify
-from tfbuild.rebuild import VerifyResult
-from tfbuild.wheeldiff import compare
+from tfbuild.build.rebuild import VerifyResult
+from tfbuild.cli.display import print_smoke, print_verify
+from tfbuild.wheel.wheeldiff import compare
 
 
 def too_wide(text: str, width: int = 80) -> list[str]:

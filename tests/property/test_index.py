@@ -22,8 +22,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from tfbuild.errors import InputError, UsageError
-from tfbuild.index import DEFAULT_TITLE, INDEX_NAME, SUMS_NAME, WHEEL_NAME, write_index
+from tfbuild.core.errors import InputError, UsageError
+from tfbuild.wheel.index import DEFAULT_TITLE, INDEX_NAME, SUMS_NAME, WHEEL_NAME, write_index
 
 SUMS_LINE = re.compile(r"([0-9a-f]{64})  (.+)")
 ALLOWED_TAGS = {

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import ROOT
 from tests.property.test_validators import CONTROLS
-from tfbuild.errors import InputError
-from tfbuild.recipes import (
+from tfbuild.core.errors import InputError
+from tfbuild.recipes.recipe import (
     BASE_IMAGE_SCHEMA,
     SCHEMA,
     load_base_images,

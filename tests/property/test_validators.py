@@ -14,14 +14,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tfbuild.compilers import parse_compiler
-from tfbuild.errors import InputError, UsageError
-from tfbuild.labels import parse_label
+from tfbuild.core.errors import InputError, UsageError
+from tfbuild.detect.compilers import parse_compiler
 from tfbuild.plan.make import _check_options
 from tfbuild.plan.model import PlanOptions
-from tfbuild.recipes import _CHECKS, load_recipes
-from tfbuild.request import PlanArgs
+from tfbuild.plan.request import PlanArgs
+from tfbuild.recipes.recipe import _CHECKS, load_recipes
 from tfbuild.smoke.envs import WheelSpec
+from tfbuild.wheel.labels import parse_label
 
 SETTINGS = settings(max_examples=100, deadline=None)
 RECIPES = load_recipes()

@@ -9,8 +9,8 @@ import pytest
 
 from tests import wheels
 from tests.receipts import make_receipt, write_receipt
-from tfbuild.errors import InputError
-from tfbuild.receipt import SCHEMA, InvalidReceipt, Receipt, read_receipt, receipt_path
+from tfbuild.core.errors import InputError
+from tfbuild.wheel.receipt import SCHEMA, InvalidReceipt, Receipt, read_receipt, receipt_path
 
 NAME = "tensorflow_cpu-2.21.0+zen4.cu125-cp311-cp311-linux_x86_64.whl"
 CUDA_PLAN = {"hermetic": True, "cuda": "12.5.1", "cudnn": "9.3.0", "capabilities": ["8.9"]}
@@ -43,7 +43,7 @@ def test_the_json_round_trip_is_exact(wheel: Path) -> None:
     assert Receipt.from_json(receipt.to_json()) == receipt
     # Through text too, as the file is written and read.
     assert Receipt.from_json(json.loads(json.dumps(receipt.to_json()))) == receipt
-    assert receipt.to_json()["schema"] == SCHEMA == "tfbuild.receipt/2"
+    assert receipt.to_json()["schema"] == SCHEMA == "tfbuild.wheel.receipt/2"
 
 
 def test_sections_added_later_survive_the_round_trip(wheel: Path) -> None:
@@ -77,7 +77,7 @@ def test_an_edited_plan_is_no_longer_intact(wheel: Path) -> None:
     ("data", "said"),
     [
         ([], "it is not a JSON object"),
-        ({"schema": "tfbuild.receipt/1"}, "its schema is 'tfbuild.receipt/1'"),
+        ({"schema": "tfbuild.wheel.receipt/1"}, "its schema is 'tfbuild.wheel.receipt/1'"),
         ({"schema": SCHEMA}, "it is malformed: it has no 'wheel'"),
     ],
 )

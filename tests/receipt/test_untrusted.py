@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 
 from tests import wheels
 from tests.conftest import ROOT, cpuinfo_fixture, run_cli
-from tfbuild.errors import InputError
-from tfbuild.receipt import (
+from tfbuild.core.errors import InputError
+from tfbuild.wheel.receipt import (
     MAX_RECEIPT_DEPTH,
     Receipt,
     canonical_sha256,

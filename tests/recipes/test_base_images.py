@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tfbuild.recipes import load_recipes
+from tfbuild.recipes.recipe import load_recipes
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE_IMAGES = ROOT / "recipes" / "base-images.yaml"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import NO_FILE_KINDS, ROOT, plant_no_file, run_cli
-from tfbuild.errors import InputError, UsageError
+from tfbuild.core.errors import InputError, UsageError
 from tfbuild.plan import PlanOptions
-from tfbuild.recipes import (
+from tfbuild.recipes.recipe import (
     load_base_images,
     load_recipes,
     load_tools,
@@ -111,9 +111,9 @@ def test_the_cli_refuses_a_remote_cache_with_a_trailing_newline() -> None:
 
 
 def test_the_compiler_and_requirement_validators_match_whole() -> None:
-    from tfbuild.compilers import parse_compiler
-    from tfbuild.labels import parse_label
+    from tfbuild.detect.compilers import parse_compiler
     from tfbuild.smoke.envs import WheelSpec
+    from tfbuild.wheel.labels import parse_label
 
     with pytest.raises(UsageError):
         parse_compiler("clang-18\nRUN x")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, run_cli
-from tfbuild.errors import InputError, UsageError
-from tfbuild.recipes import load_recipes, parse_recipe
+from tfbuild.core.errors import InputError, UsageError
+from tfbuild.recipes.recipe import load_recipes, parse_recipe
 
 MODEL = (ROOT / "recipes" / "tf-2.21.yaml").read_text()
 

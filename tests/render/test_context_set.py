@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, CliResult, run_cli
-from tfbuild.files import write_files
-from tfbuild.render import FILES, MANIFEST
+from tfbuild.core.files import write_files
+from tfbuild.plan.render import FILES, MANIFEST
 
 OLD = ("--tf", "2.16", "--mkl", "--skip-disk-check")
 NEW = ("--tf", "2.21", "--mkl", "--skip-disk-check")  # another Dockerfile, plan.json, rc file

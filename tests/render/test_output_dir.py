@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult, run_cli
-from tfbuild.errors import InputError, UsageError
-from tfbuild.render import output_dir, write_context
+from tfbuild.core.errors import InputError, UsageError
+from tfbuild.plan.render import output_dir, write_context
 
 #: No engine answers here: a `wheel` that got past its --dist check would end with exit 5 at once.
 NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/tfbuild-test.sock"}

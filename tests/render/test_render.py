@@ -18,8 +18,8 @@ import pytest
 from tests.conftest import ROOT, recorded_host, run_cli
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import PlanOptions, make_plan
-from tfbuild.recipes import load_base_images, load_recipes
-from tfbuild.render import FILES, render_files, undefined_configs, write_context
+from tfbuild.plan.render import FILES, render_files, undefined_configs, write_context
+from tfbuild.recipes.recipe import load_base_images, load_recipes
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"

@@ -10,10 +10,10 @@ import pytest
 
 from tests.conftest import cpuinfo_fixture, recorded_host, run_cli
 from tfbuild.cli.plan_options import _plan_options
-from tfbuild.errors import UsageError
-from tfbuild.recipes import load_base_images
-from tfbuild.request import PlanArgs, choose_recipe, plan_request
-from tfbuild.variants import MklThreading, Variant
+from tfbuild.core.errors import UsageError
+from tfbuild.core.variants import MklThreading, Variant
+from tfbuild.plan.request import PlanArgs, choose_recipe, plan_request
+from tfbuild.recipes.recipe import load_base_images
 
 
 def test_every_plan_option_is_a_field_of_the_request() -> None:

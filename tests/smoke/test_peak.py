@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cpuinfo_fixture, cpuinfo_fixtures
+from tfbuild.core.errors import UsageError
 from tfbuild.detect.cpuinfo import read_cpuinfo
-from tfbuild.errors import UsageError
 from tfbuild.smoke.peak import Peak, measure_fma_peak, theoretical_peak
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.workflows.test_workflows import WORKFLOWS, _stub, actionlint, load, run_step, step
-from tfbuild.recipes import load_recipes
+from tfbuild.recipes.recipe import load_recipes
 
 WORKFLOW = WORKFLOWS / "recipes-verify.yml"
 

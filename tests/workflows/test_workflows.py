@@ -317,7 +317,7 @@ def test_the_plan_step_yields_every_key_the_build_job_uses(tmp_path: Path) -> No
 
 
 def test_the_plan_step_passes_the_dispatch_inputs_to_tfbuild_matrix(tmp_path: Path) -> None:
-    from tfbuild.recipes import load_recipes
+    from tfbuild.recipes.recipe import load_recipes
 
     recipe = load_recipes(()).recipes[-1]
     tf = ".".join(recipe.tensorflow.split(".")[:2])

@@ -2,9 +2,9 @@
 
 No logic lives here. Every command hands its options, as one typed value, to a function of the
 layers below (a planner, a build run, a detector) and prints the result; every failure arrives as a
-:class:`tfbuild.errors.TfbuildError` and leaves through :func:`main` as one line and the error's
+:class:`tfbuild.core.errors.TfbuildError` and leaves through :func:`main` as one line and the error's
 exit code. The plan options that ``plan``, ``render`` and ``wheel`` share are declared once
-(:func:`_plan_options`) and reach each command as one :class:`tfbuild.request.PlanArgs`.
+(:func:`_plan_options`) and reach each command as one :class:`tfbuild.plan.request.PlanArgs`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import typer
 
 from tfbuild import __version__
 from tfbuild.cli.plan_options import PlanCommand, RecipesDir, plan_args
-from tfbuild.errors import TfbuildError, printable
-from tfbuild.variants import Variant
+from tfbuild.core.errors import TfbuildError, printable
+from tfbuild.core.variants import Variant
 
 app = typer.Typer(
     name="tfbuild",
@@ -129,7 +129,7 @@ def detect(
     if as_json:
         _print_json(report.to_json())
         return
-    from tfbuild.display import print_detect
+    from tfbuild.cli.display import print_detect
 
     print_detect(report)
 
@@ -153,13 +153,13 @@ def recipes_list(
     """List the recipes (one per TensorFlow release)."""
     if ctx.invoked_subcommand is not None:
         return
-    from tfbuild.recipes import load_recipes
+    from tfbuild.recipes.recipe import load_recipes
 
     recipes = load_recipes(tuple(recipes_dir or ()))
     if as_json:
         _print_json({"recipes": [r.to_json() for r in recipes.recipes], "dirs": list(recipes.dirs)})
         return
-    from tfbuild.display import print_recipes
+    from tfbuild.cli.display import print_recipes
 
     print_recipes(recipes)
 
@@ -170,7 +170,7 @@ def recipes_show(
     recipes_dir: RecipesDir = None,
 ) -> None:
     """Print one recipe, resolved, as JSON (its verified record says how far it was checked)."""
-    from tfbuild.recipes import load_recipes
+    from tfbuild.recipes.recipe import load_recipes
 
     _print_json(load_recipes(tuple(recipes_dir or ())).get(version).to_json())
 
@@ -202,9 +202,9 @@ def recipes_verify(
 ) -> None:
     """Check a recipe against its release's own files: the tarball (sha256 checked) or --source
     DIR, for every plan of the recipe (each Python's cpu build, mkl, cuda). Exit 4 on drift."""
-    from tfbuild.build import ca_bundle_from
-    from tfbuild.preflight import check_release
-    from tfbuild.recipes import load_base_images, load_recipes
+    from tfbuild.build.preflight import check_release
+    from tfbuild.build.run import ca_bundle_from
+    from tfbuild.recipes.recipe import load_base_images, load_recipes
 
     extra = tuple(recipes_dir or ())
     recipe = load_recipes(extra).get(version)
@@ -223,7 +223,7 @@ def recipes_verify(
     if as_json:
         _print_json(result.to_json())
     else:
-        from tfbuild.display import print_release_check
+        from tfbuild.cli.display import print_release_check
 
         print_release_check(result)
     failure = result.error()
@@ -276,8 +276,8 @@ def matrix_command(
     recipes_dir: RecipesDir = None,
 ) -> None:
     """The CI build matrix: TensorFlow x Python x CPU target x variant, impossible ones left out."""
-    from tfbuild.matrix import build_matrix
-    from tfbuild.recipes import load_base_images, load_recipes
+    from tfbuild.plan.matrix import build_matrix
+    from tfbuild.recipes.recipe import load_base_images, load_recipes
 
     extra = tuple(recipes_dir or ())
     matrix = build_matrix(
@@ -289,14 +289,14 @@ def matrix_command(
         variants=variants,
     )
     if explain:
-        from tfbuild.display import print_skipped
+        from tfbuild.cli.display import print_skipped
 
         print_skipped(matrix.skipped)
     if as_json:
         # One line: the workflow writes it to $GITHUB_OUTPUT as matrix=<json>.
         sys.stdout.write(json.dumps(matrix.to_json(), separators=(",", ":")) + "\n")
         return
-    from tfbuild.display import print_matrix
+    from tfbuild.cli.display import print_matrix
 
     print_matrix(matrix, explain=explain)
 
@@ -329,19 +329,19 @@ def plan_command(
     ] = None,
 ) -> None:
     """Resolve a build: every choice tfbuild would make (--why: with the reason for each)."""
-    from tfbuild.base import plan_here
+    from tfbuild.build.base_images import plan_here
 
     planned = plan_here(plan_args(ctx))
     plan, report = planned.plan, None
     if source is not None:
-        from tfbuild.preflight import preflight
-        from tfbuild.sources import local_source
+        from tfbuild.build.preflight import preflight
+        from tfbuild.build.source_tree import local_source
 
         report = preflight(plan, planned.recipe, local_source(source).path)
     if as_json:
         _print_json(plan.to_json() | ({"preflight": report.to_json()} if report else {}))
     else:
-        from tfbuild.display import print_plan, print_preflight
+        from tfbuild.cli.display import print_plan, print_preflight
 
         print_plan(plan, why=why)
         if report is not None:
@@ -367,8 +367,8 @@ def render_command(
     ] = False,
 ) -> None:
     """Write the build context: Dockerfile, bazel rc file, build.sh, runtime.env, plan.json."""
-    from tfbuild.base import plan_here
-    from tfbuild.render import check, check_owned, output_dir, publish_context, render_files
+    from tfbuild.build.base_images import plan_here
+    from tfbuild.plan.render import check, check_owned, output_dir, publish_context, render_files
 
     directory = output_dir(out, option="-o")
     check_owned(directory, force=force)  # before any work; publish_context checks again
@@ -451,11 +451,11 @@ def wheel_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Build the wheel in Docker: toolchain image, build container, wheel + receipt in dist/."""
-    from tfbuild.base import plan_here
-    from tfbuild.build import BuildRun, read_remote_headers
-    from tfbuild.display import print_wheel_result
-    from tfbuild.engine import DockerEngine
-    from tfbuild.render import output_dir
+    from tfbuild.build.base_images import plan_here
+    from tfbuild.build.run import BuildRun, read_remote_headers
+    from tfbuild.cli.display import print_wheel_result
+    from tfbuild.core.engine import DockerEngine
+    from tfbuild.plan.render import output_dir
 
     run = BuildRun(
         dist=output_dir(dist, option="--dist"),  # checked before anything is fetched or built
@@ -474,12 +474,12 @@ def wheel_command(
     args = plan_args(ctx)
     rebuilt = None
     if from_receipt is not None:  # read and checked before the engine: a bad one needs no Docker
-        from tfbuild.rebuild import from_receipt as rebuild
+        from tfbuild.build.rebuild import from_receipt as rebuild
 
         rebuilt = rebuild(from_receipt, args, run)
     with contextlib.closing(DockerEngine.connect()) as engine:
         if rebuilt is not None:
-            from tfbuild.rebuild import check_base_image
+            from tfbuild.build.rebuild import check_base_image
 
             planned, run = rebuilt
             check_base_image(engine, planned.plan)
@@ -519,8 +519,8 @@ def doctor_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
     """Check this machine for a TensorFlow build, then prove the pipeline with the canary."""
-    from tfbuild.display import print_doctor_check
-    from tfbuild.doctor import run_doctor
+    from tfbuild.build.doctor import run_doctor
+    from tfbuild.cli.display import print_doctor_check
 
     def say(text: str) -> None:
         if not as_json:
@@ -570,9 +570,9 @@ def verify_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Rebuild a wheel from its receipt in isolation and check the rebuild is the same, byte for byte."""
-    from tfbuild.engine import DockerEngine
-    from tfbuild.errors import NotReproducible
-    from tfbuild.rebuild import prepare_verify, verify
+    from tfbuild.build.rebuild import prepare_verify, verify
+    from tfbuild.core.engine import DockerEngine
+    from tfbuild.core.errors import NotReproducible
 
     # The receipt (and the wheel against it) read and checked first: a bad one needs no engine.
     request = prepare_verify(wheel, receipt=receipt)
@@ -587,7 +587,7 @@ def verify_command(
     if as_json:
         _print_json(result.to_json())
     else:
-        from tfbuild.display import print_verify
+        from tfbuild.cli.display import print_verify
 
         print_verify(result)
     if not result.reproducible:
@@ -693,7 +693,7 @@ def smoke_command(
     ] = None,
 ) -> None:
     """Prove a wheel: no unused-instruction complaint at import, and faster than the stock wheel."""
-    from tfbuild.errors import SmokeFailed, UsageError
+    from tfbuild.core.errors import SmokeFailed, UsageError
 
     if wheelhouse is not None and not in_image:
         raise UsageError(
@@ -738,7 +738,7 @@ def smoke_command(
     if as_json:
         _print_json(report.to_json())
     else:
-        from tfbuild.display import print_smoke
+        from tfbuild.cli.display import print_smoke
 
         print_smoke(report)
     if not report.passed:
@@ -750,9 +750,9 @@ def _smoke_in_images(
 ) -> None:
     """``smoke --in-image``: load the wheel's libraries with each image's own loader, check its
     tags and requirements against the image's Python and import it there."""
-    from tfbuild.engine import DockerEngine
-    from tfbuild.errors import SmokeFailed, UsageError
-    from tfbuild.loads import loads_in
+    from tfbuild.core.engine import DockerEngine
+    from tfbuild.core.errors import SmokeFailed, UsageError
+    from tfbuild.smoke.loads import loads_in
 
     if wheel is None or not wheel.endswith(".whl"):
         raise UsageError("--in-image needs a .whl file", fix="Name the wheel file to check.")
@@ -761,13 +761,13 @@ def _smoke_in_images(
     if as_json:
         _print_json(
             {
-                "schema": "tfbuild.loads/1",
+                "schema": "tfbuild.smoke.loads/1",
                 "wheel": wheel,
                 "images": [r.to_json() for r in reports],
             }
         )
     else:
-        from tfbuild.display import print_loads
+        from tfbuild.cli.display import print_loads
 
         print_loads(Path(wheel), reports)
     failed = [r for r in reports if not r.passed]
@@ -839,8 +839,8 @@ def base_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Make a base image with debootstrap + docker import (for sites without registry access)."""
-    from tfbuild.base import make_base_image
-    from tfbuild.engine import DockerEngine
+    from tfbuild.build.base_images import make_base_image
+    from tfbuild.core.engine import DockerEngine
 
     engine = DockerEngine.connect()
     try:
@@ -887,7 +887,7 @@ def index_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the wheels as JSON.")] = False,
 ) -> None:
     """Write DIR/index.html (a pip --find-links page, sha256 in every link) and DIR/SHA256SUMS."""
-    from tfbuild.index import write_index
+    from tfbuild.wheel.index import write_index
 
     result = write_index(directory, title=title, base_url=base_url)
     if as_json:
@@ -1034,7 +1034,7 @@ def pick_command(
     if install and result.chosen is not None:
         unhashed = picking.check_hash(result.chosen, source=source, allow_unhashed=allow_unhashed)
     if not as_json:
-        from tfbuild.display import print_pick
+        from tfbuild.cli.display import print_pick
 
         print_pick(result)
     installed = None

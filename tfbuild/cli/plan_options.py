@@ -1,7 +1,7 @@
 """The plan options of ``plan``, ``render`` and ``wheel``, declared once, reaching each as one PlanArgs.
 
 :func:`_plan_options` declares them (typer options with their help) and builds the
-:class:`~tfbuild.request.PlanArgs`, which checks them. A command made with ``cls=PlanCommand``
+:class:`~tfbuild.plan.request.PlanArgs`, which checks them. A command made with ``cls=PlanCommand``
 takes them on top of its own options, and reads them with :func:`plan_args`.
 """
 
@@ -13,8 +13,8 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand
 
-from tfbuild.request import DEFAULT_CACHE_VOLUME, PlanArgs
-from tfbuild.variants import MklThreading
+from tfbuild.core.variants import MklThreading
+from tfbuild.plan.request import DEFAULT_CACHE_VOLUME, PlanArgs
 
 RecipesDir = Annotated[
     list[Path] | None,

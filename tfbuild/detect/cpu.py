@@ -16,9 +16,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import features
 from tfbuild.detect.cpuinfo import CpuInfo, parse_cpuinfo, read_cpuinfo
-from tfbuild.errors import UnsupportedError, UsageError
 
 if TYPE_CHECKING:
     from archspec.cpu import Microarchitecture

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfbuild.errors import InputError
-from tfbuild.files import STDIN, read_input
+from tfbuild.core.errors import InputError
+from tfbuild.core.files import STDIN, read_input
 
 #: Largest file accepted as a cpuinfo dump. A 512-thread server writes about 1.5 MB.
 MAX_BYTES = 16 * 1024 * 1024

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from tfbuild.compilers import parse_compiler
+from tfbuild.core.errors import UsageError
 from tfbuild.detect import cpu
+from tfbuild.detect.compilers import parse_compiler
 from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.detect.report import (
     DetectReport,
@@ -14,7 +15,6 @@ from tfbuild.detect.report import (
     describe_target,
     tensorflow_support,
 )
-from tfbuild.errors import UsageError
 
 
 def gather(
@@ -26,7 +26,7 @@ def gather(
     with_gpu: bool = True,
 ) -> DetectReport:
     """Describe this machine, or the machines of saved cpuinfo dumps."""
-    from tfbuild.recipes import load_recipes
+    from tfbuild.recipes.recipe import load_recipes
 
     recipes = load_recipes().recipes
     # Without --compiler, flags are spelled for the newest release's compiler: what a build uses.

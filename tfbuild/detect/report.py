@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tfbuild.compilers import Compiler, CompilerFlags, flags_for
 from tfbuild.detect import cpu, features
+from tfbuild.detect.compilers import Compiler, CompilerFlags, flags_for
 from tfbuild.detect.cpuinfo import CpuInfo
 
 if TYPE_CHECKING:

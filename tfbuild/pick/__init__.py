@@ -16,11 +16,11 @@ Each wheel passes five checks in order, and the first that fails is the wheel's 
 1. **platform**: its platform tag is for this architecture (``linux_x86_64``, ``manylinux*``, ``any``);
 2. **python**: its Python tag fits the interpreter (``cp311``, ``abi3``, ``py3-none``);
 3. **glibc**: the C and C++ runtimes. A ``manylinux_X_Y`` wheel needs glibc X.Y, and a wheel whose
-   receipt records a floor (:class:`~tfbuild.receipt.WheelFloor`, found by auditwheel) needs its
+   receipt records a floor (:class:`~tfbuild.wheel.receipt.WheelFloor`, found by auditwheel) needs its
    ``GLIBC_`` version (the stricter of the two decides) and a libstdc++ that defines its
    ``GLIBCXX_`` version. A ``--cpuinfo`` machine's runtimes are unknown, so not checked, unless
    ``--glibc X.Y`` / ``--libstdcxx X.Y.Z`` state them;
-4. **cpu**: the CPU target of its local version label (:mod:`tfbuild.labels`) runs here, by
+4. **cpu**: the CPU target of its local version label (:mod:`tfbuild.wheel.labels`) runs here, by
    archspec's rule (:func:`tfbuild.detect.cpu.why_not`) on instruction sets only (flags such as
    ``flush_l1d`` and ``pku`` that compiled code cannot depend on are left out:
    :data:`~tfbuild.detect.cpu.NOT_INSTRUCTION_SETS`), and every TensorFlow guard feature its
@@ -37,11 +37,11 @@ One module a job, each importing only those before it:
 
 - :mod:`~tfbuild.pick.fetch`: an http(s) GET bounded by the pick's one deadline and by size,
   receipts fetched a few at a time (:func:`~tfbuild.pick.fetch.fetch`);
-- :mod:`~tfbuild.pick.sources`: the wheels and their receipts, from a directory or an index page
+- :mod:`~tfbuild.pick.listing`: the wheels and their receipts, from a directory or an index page
   (:func:`load_wheels`, a directory or page read, or an HTTP fetch), following only http(s) links
   to the page's own origin (or an ``--allow-origin`` one), or a local page's files inside its
-  directory (:class:`~tfbuild.pick.sources.LinkPolicy`);
-- :mod:`~tfbuild.pick.host`: the machine, its Python, glibc, libstdc++ and driver
+  directory (:class:`~tfbuild.pick.listing.LinkPolicy`);
+- :mod:`~tfbuild.pick.machine`: the machine, its Python, glibc, libstdc++ and driver
   (:func:`describe_host`: cpuinfo, nvidia-smi, the interpreter, the loader's libstdc++);
 - :mod:`~tfbuild.pick.compat`: the five checks, one wheel on one host (:func:`evaluate`, pure),
   giving an :class:`Assessment`;
@@ -49,7 +49,7 @@ One module a job, each importing only those before it:
 - :mod:`~tfbuild.pick.install`: pip installs the choice (:func:`install`), a linked wheel only
   with the ``#sha256=`` pip checks (:func:`check_hash`).
 
-The human output is :func:`tfbuild.display.print_pick`; this package never imports rich, so
+The human output is :func:`tfbuild.cli.display.print_pick`; this package never imports rich, so
 ``--json`` does not either.
 """
 
@@ -57,10 +57,10 @@ from __future__ import annotations
 
 from tfbuild.pick.compat import UNLABELLED_REASON, Assessment, evaluate
 from tfbuild.pick.fetch import DEFAULT_TIMEOUT, FetchLimits
-from tfbuild.pick.host import Host, describe_host, libstdcxx_here
 from tfbuild.pick.install import InstallResult, check_hash, check_install_here, install
+from tfbuild.pick.listing import WheelFile, WheelSource, load_wheels, parse_index
+from tfbuild.pick.machine import Host, describe_host, libstdcxx_here
 from tfbuild.pick.rank import SCHEMA, PickOptions, PickResult, pick
-from tfbuild.pick.sources import WheelFile, WheelSource, load_wheels, parse_index
 
 __all__ = [
     "DEFAULT_TIMEOUT",

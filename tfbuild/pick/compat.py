@@ -5,7 +5,7 @@ sha256 is another) is refused at the ``integrity`` stage: its receipt says nothi
 
 platform, python, glibc (the C and C++ runtimes: glibc, and libstdc++'s GLIBCXX_ versions), cpu,
 cuda (see :mod:`tfbuild.pick`). :func:`evaluate` is pure: it reads the wheel's file name, label and
-receipt (with its :class:`~tfbuild.receipt.WheelFloor`), and the :class:`~tfbuild.pick.host.Host`,
+receipt (with its :class:`~tfbuild.wheel.receipt.WheelFloor`), and the :class:`~tfbuild.pick.machine.Host`,
 and returns an :class:`Assessment`.
 """
 
@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
 
+from tfbuild.core.variants import Variant
 from tfbuild.detect import cpu
-from tfbuild.labels import NATIVE, WheelLabel, parse_label, spelt_label, spelt_version
-from tfbuild.pick.host import IMPLEMENTATIONS, Host
-from tfbuild.pick.sources import WheelFile
-from tfbuild.receipt import Receipt, WheelFloor
-from tfbuild.tfversions import parse_version
-from tfbuild.variants import Variant
+from tfbuild.pick.listing import WheelFile
+from tfbuild.pick.machine import IMPLEMENTATIONS, Host
+from tfbuild.recipes.tfversions import parse_version
+from tfbuild.wheel.labels import NATIVE, WheelLabel, parse_label, spelt_label, spelt_version
+from tfbuild.wheel.receipt import Receipt, WheelFloor
 
 if TYPE_CHECKING:
     from archspec.cpu import Microarchitecture
@@ -43,7 +43,7 @@ STAGE_ORDER: dict[str, int] = {
 UNLABELLED_REASON = "no CPU label: assumed portable (like the stock wheel)"
 
 #: The canary's own local version label (``0.0.0+tfbuild.canary``, written by its wheel packer,
-#: tfbuild/canary/tree/tensorflow/tools/pip_package/pack_wheel.py), which the target's label then extends (``+tfbuild.canary.x86_64v4``):
+#: tfbuild/recipes/canary/tree/tensorflow/tools/pip_package/pack_wheel.py), which the target's label then extends (``+tfbuild.canary.x86_64v4``):
 #: such a wheel is the STAND-IN, not TensorFlow, whether or not a receipt (``standin: true``) says so.
 STANDIN_LABEL = ("tfbuild", "canary")
 

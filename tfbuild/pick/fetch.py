@@ -16,7 +16,7 @@ A page is input from someone else's server, so every fetch of one ``tfbuild pick
   redirect is followed, so another origin is never asked.
 
 Which links are followed at all (scheme, origin, a local page's directory) is
-:mod:`tfbuild.pick.sources`'s rule.
+:mod:`tfbuild.pick.listing`'s rule.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tfbuild.errors import EnvironmentProblem, InputError, UsageError
+from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 
 if TYPE_CHECKING:
     import http.client

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tfbuild.errors import EnvironmentProblem, InputError, UsageError
+from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.pick.compat import Assessment
 
 
@@ -28,7 +28,7 @@ def check_install_here(*, install: bool, cpuinfo: Path | None) -> None:
 
 def check_hash(assessment: Assessment, *, source: str, allow_unhashed: bool) -> str | None:
     """A wheel linked from an index page is installed only with its ``#sha256=``, which pip checks
-    (:attr:`~tfbuild.pick.sources.WheelFile.install_spec`): without one, an error (exit 3), or with
+    (:attr:`~tfbuild.pick.listing.WheelFile.install_spec`): without one, an error (exit 3), or with
     ``--allow-unhashed`` the warning to print. A directory's own wheels have no link to check."""
     wheel = assessment.wheel
     if not wheel.from_index or wheel.sha256:

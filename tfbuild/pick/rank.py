@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
+from tfbuild.core.errors import UnsupportedError, UsageError
+from tfbuild.core.variants import VARIANTS, Variant
 from tfbuild.detect import cpu
-from tfbuild.errors import UnsupportedError, UsageError
-from tfbuild.labels import NATIVE
 from tfbuild.pick.compat import STAGE_ORDER, Assessment, evaluate
-from tfbuild.pick.host import Host
-from tfbuild.pick.sources import WheelSource
-from tfbuild.variants import VARIANTS, Variant
+from tfbuild.pick.listing import WheelSource
+from tfbuild.pick.machine import Host
+from tfbuild.wheel.labels import NATIVE
 
 if TYPE_CHECKING:
     from archspec.cpu import Microarchitecture

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tfbuild import tfversions
+from tfbuild.core.errors import UnsupportedError
+from tfbuild.core.variants import MklThreading, Variant
 from tfbuild.detect.host import HostFacts
-from tfbuild.errors import UnsupportedError
 from tfbuild.plan.cuda import plan_cuda
 from tfbuild.plan.model import (
     CACHE_ROOT,
@@ -23,8 +23,8 @@ from tfbuild.plan.model import (
     Route,
     Sysroot,
 )
-from tfbuild.recipes import Recipe
-from tfbuild.variants import MklThreading, Variant
+from tfbuild.recipes import tfversions
+from tfbuild.recipes.recipe import Recipe
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from tfbuild import tfversions
+from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect.host import HostFacts
 from tfbuild.detect.nvidia import min_driver_for_cuda
-from tfbuild.errors import UnsupportedError, UsageError
 from tfbuild.plan.model import CudaPlan, PlanOptions, Reason
-from tfbuild.recipes import Recipe
+from tfbuild.recipes import tfversions
+from tfbuild.recipes.recipe import Recipe
 
 #: The newest GPU architecture each CUDA release can compile for (CUDA release notes).
 #: A GPU above the chosen toolkit's limit only runs PTX JIT-compiled for an older architecture,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from tfbuild.core.errors import UnsupportedError, UsageError
+from tfbuild.core.variants import Variant
 from tfbuild.detect.host import HostFacts
-from tfbuild.errors import UnsupportedError, UsageError
-from tfbuild.labels import local_label
 from tfbuild.plan.bazel import (
     REMOTE_EXECUTION,
     bazel_options,
@@ -20,8 +20,8 @@ from tfbuild.plan.reproducible import choose_measures, choose_snapshot
 from tfbuild.plan.resources import choose_resources, slow_build_warning
 from tfbuild.plan.target import check_architecture, choose_target
 from tfbuild.plan.toolchain import choose_python, choose_toolchain
-from tfbuild.recipes import BaseImage, Recipe
-from tfbuild.variants import Variant
+from tfbuild.recipes.recipe import BaseImage, Recipe
+from tfbuild.wheel.labels import local_label
 
 #: A remote cache or executor: a plain URL, nothing a shell or bazel could read as more. Both
 #: patterns are matched whole (re.fullmatch: with re.match, '$' also matches before a final newline).

@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tfbuild.receipt import is_debian_package, is_debian_version
-from tfbuild.recipes import BaseImage
-from tfbuild.variants import MklThreading, Variant
+from tfbuild.core.variants import MklThreading, Variant
+from tfbuild.recipes.recipe import BaseImage
+from tfbuild.wheel.receipt import is_debian_package, is_debian_version
 
 MIB = 1024**2
 GIB = 1024**3

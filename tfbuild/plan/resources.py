@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tfbuild.core.errors import EnvironmentProblem, UnsupportedError, UsageError
 from tfbuild.detect.host import HostFacts
-from tfbuild.errors import EnvironmentProblem, UnsupportedError, UsageError
 from tfbuild.plan.model import GIB, MIB, PlanOptions, Reason, Resources
 
 #: Memory a compile job may take: clang on TensorFlow's largest translation units peaks near 2.5 GB;

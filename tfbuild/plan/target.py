@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tfbuild.compilers import CompilerFlags, Coverage, flags_for, parse_compiler
+from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import cpu, features
+from tfbuild.detect.compilers import CompilerFlags, Coverage, flags_for, parse_compiler
 from tfbuild.detect.host import HostFacts
-from tfbuild.errors import UnsupportedError, UsageError
 from tfbuild.plan.model import PlanOptions, Reason, TargetKind
-from tfbuild.recipes import Recipe
+from tfbuild.recipes.recipe import Recipe
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfbuild import tfversions
+from tfbuild.core.errors import UnsupportedError
+from tfbuild.core.variants import Variant
 from tfbuild.detect.host import HostFacts
-from tfbuild.errors import UnsupportedError
 from tfbuild.plan.model import PlanOptions, Reason, Route, Sysroot
-from tfbuild.recipes import BaseImage, Recipe
-from tfbuild.variants import Variant
+from tfbuild.recipes import tfversions
+from tfbuild.recipes.recipe import BaseImage, Recipe
 
 #: Where a sysroot made from another distribution's image lives in the toolchain image.
 IMAGE_SYSROOT = "/sysroot"

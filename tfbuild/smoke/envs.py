@@ -18,9 +18,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
+from tfbuild.core.files import sha256_file
 from tfbuild.detect.system import default_cache_dir
-from tfbuild.errors import EnvironmentProblem, InputError, UsageError
-from tfbuild.files import sha256_file
 
 _MARKER = ".tfbuild-ready"
 # Matched whole (re.fullmatch: with re.match, '$' also matches before a final newline).

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfbuild.errors import EnvironmentProblem
-from tfbuild.files import replacing, write_text
+from tfbuild.core.errors import EnvironmentProblem
+from tfbuild.core.files import replacing, write_text
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.run import Method, OpResult, SettingTrial
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from tfbuild.errors import SmokeFailed
+from tfbuild.core.errors import SmokeFailed
 from tfbuild.smoke.stats import Summary, Verdict, needs_recheck, settle, verdict
 
 WORKER = Path(__file__).with_name("_worker.py")

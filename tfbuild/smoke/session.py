@@ -13,15 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
+from tfbuild.core.files import read_input
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
-from tfbuild.errors import EnvironmentProblem, InputError, UsageError
-from tfbuild.files import read_input
-from tfbuild.receipt import read_receipt, receipt_path
 from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.probe import ProbeResult, run_probe
 from tfbuild.smoke.report import Rules, SmokeReport, write_env_file
 from tfbuild.smoke.run import Method, OpResult, SettingTrial, compare, try_setting
+from tfbuild.wheel.receipt import read_receipt, receipt_path
 
 Progress = Callable[[str], None]
 

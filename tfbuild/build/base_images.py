@@ -1,0 +1,473 @@
+"""`tfbuild base`: a base image made from a distribution mirror, for sites without registry access.
+
+debootstrap installs a minimal Debian or Ubuntu into a temporary directory, which is then imported as
+an image (``docker import``), tagged ``tfbuild/base:<suite>`` and reused by that tag. It needs root
+(debootstrap creates device nodes and chowns files) and the ``debootstrap`` program.
+
+Every suite of :data:`SUITES` is made on any host that has debootstrap, whatever that host's
+distribution and release (:func:`debootstrap_for`, checked before debootstrap runs):
+
+- The script: debootstrap's ``scripts/<suite>`` files are links to one script per distribution
+  (``sid`` for Debian, ``gutsy`` for every Ubuntu since 7.10), and a debootstrap older than a suite
+  lacks its link (Debian 12's has no ``noble``). tfbuild then names the script itself, as
+  debootstrap's fourth argument (``debootstrap SUITE TARGET MIRROR SCRIPT``, see debootstrap(8)).
+- The keyring: the distribution's archive keyring from the host's package where it is installed
+  (``debian-archive-keyring``, ``ubuntu-keyring``), else the one tfbuild brings
+  (``recipes/keyrings/``: Debian 12 has no ``ubuntu-keyring``, only bookworm-backports does). It is
+  always passed with ``--keyring``, so debootstrap never runs without checking the Release file.
+
+A debootstrap that fails is read back (its output and its ``debootstrap.log``): a mirror that cannot
+be reached, or has no such suite, is said in one line as the mirror's fault (exit 5).
+
+Planning with base images: :func:`plan_here` plans a request on this host, looking up a local base
+image (or the canary's default one) on the engine first, and connecting to it only when needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tfbuild.core.engine import DockerEngine
+    from tfbuild.detect.host import HostFacts
+
+from tfbuild.core.errors import (
+    BuildFailed,
+    EnvironmentProblem,
+    TfbuildError,
+    UnsupportedError,
+    UsageError,
+)
+from tfbuild.core.resources import data_dir
+from tfbuild.plan.request import PlanArgs, Planned, choose_recipe, plan_request
+from tfbuild.recipes.recipe import BaseImage, load_base_images
+
+#: Where each distribution's packages come from unless --mirror says otherwise.
+MIRRORS = {
+    "debian": "http://deb.debian.org/debian",
+    "ubuntu": "http://archive.ubuntu.com/ubuntu",
+}
+#: Debian's security archive (a plain Debian mirror does not carry it).
+DEBIAN_SECURITY = "http://deb.debian.org/debian-security"
+#: The suites tfbuild base makes. Each has its facts (Python, TCMalloc package, packaged compilers,
+#: glibc) in the base-images.yaml entry of that suite, which --base-image reads for an image made
+#: here (tests/build/test_base_suites.py holds every suite to that).
+SUITES = {
+    "bullseye": "debian",
+    "bookworm": "debian",
+    "trixie": "debian",
+    "jammy": "ubuntu",
+    "noble": "ubuntu",
+}
+#: The debootstrap script every suite of a distribution runs: its scripts/<suite> are links to it.
+FAMILY_SCRIPTS = {"debian": "sid", "ubuntu": "gutsy"}
+#: Each distribution's archive keyring: the host package that installs it, and where.
+HOST_KEYRINGS = {
+    "debian": ("debian-archive-keyring", Path("/usr/share/keyrings/debian-archive-keyring.gpg")),
+    "ubuntu": ("ubuntu-keyring", Path("/usr/share/keyrings/ubuntu-archive-keyring.gpg")),
+}
+#: The keyrings tfbuild brings, in recipes/keyrings/ (README.md there: where each came from).
+SHIPPED_KEYRINGS = {"ubuntu": "ubuntu-archive-keyring.gpg"}
+#: What the test pipeline needs inside: a compiler, Python, and objdump for instruction checks.
+DEFAULT_PACKAGES = ("binutils", "ca-certificates", "gcc", "libc6-dev", "python3", "python3-venv")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MadeImage:
+    """What ``tfbuild base`` left on the engine."""
+
+    tag: str
+    image_id: str
+    created: bool  # False when the tag already existed and was reused
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tag": self.tag,
+            "image_id": self.image_id,
+            "created": self.created,
+            "seconds": round(self.seconds, 1),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Debootstrap:
+    """How debootstrap makes one suite on this host: the script and keyring it needs, found."""
+
+    suite: str
+    distro: str
+    mirror: str
+    #: None: the host's own scripts/<suite>; else the distribution's script, named for debootstrap.
+    script: str | None
+    keyring: Path
+    #: What was found, said before debootstrap runs.
+    notes: tuple[str, ...] = ()
+
+    def sources_list(self) -> str:
+        """The image's /etc/apt/sources.list: the suite with its updates and security pockets, as
+        the registry's images of the suite have them (debootstrap writes the suite alone, and
+        Ubuntu puts its later packages, such as jammy's clang-15, in the updates pocket only)."""
+        components = "main universe" if self.distro == "ubuntu" else "main"
+        security = self.mirror if self.distro == "ubuntu" else DEBIAN_SECURITY
+        return "".join(
+            f"deb {url} {suite} {components}\n"
+            for url, suite in (
+                (self.mirror, self.suite),
+                (self.mirror, f"{self.suite}-updates"),
+                (security, f"{self.suite}-security"),
+            )
+        )
+
+    def argv(self, rootfs: Path, packages: Sequence[str]) -> list[str]:
+        return [
+            "debootstrap",
+            "--variant=minbase",
+            # Ubuntu packages clang, gperftools and python3-*-dev in universe, not main.
+            *(["--components=main,universe"] if self.distro == "ubuntu" else []),
+            f"--keyring={self.keyring}",
+            f"--include={','.join(sorted(set(packages)))}",
+            self.suite,
+            str(rootfs),
+            self.mirror,
+            *([self.script] if self.script else []),
+        ]
+
+
+def default_tag(suite: str) -> str:
+    return f"tfbuild/base:{suite}"
+
+
+def debootstrap_scripts(env: Mapping[str, str]) -> Path:
+    """Where this host's debootstrap keeps its suite scripts (it honours DEBOOTSTRAP_DIR too)."""
+    return Path(env.get("DEBOOTSTRAP_DIR") or "/usr/share/debootstrap") / "scripts"
+
+
+def shipped_keyrings() -> Path:
+    return data_dir("recipes") / "keyrings"
+
+
+def debootstrap_for(
+    suite: str,
+    *,
+    mirror: str | None = None,
+    scripts: Path,
+    shipped: Path,
+    root: Path = Path("/"),
+) -> Debootstrap:
+    """How debootstrap makes ``suite`` here, from its ``scripts`` directory, the host's keyrings
+    (below ``root``) and tfbuild's ``shipped`` ones; refused with the reason when it cannot."""
+    if suite not in SUITES:
+        raise UsageError(
+            f"unknown --suite {suite!r}",
+            fix=f"Use one of {', '.join(sorted(SUITES))}.",
+        )
+    distro = SUITES[suite]
+    name = distro.capitalize()
+    notes: list[str] = []
+    script: str | None = None
+    if not (scripts / suite).exists():
+        family = FAMILY_SCRIPTS[distro]
+        if not (scripts / family).exists():
+            raise EnvironmentProblem(
+                f"this debootstrap cannot make {suite}",
+                why=f"{scripts} has neither {suite} nor {family}, the script every {name} suite "
+                "runs",
+                fix="Install a current debootstrap (apt-get install debootstrap).",
+            )
+        script = family
+        notes.append(
+            f"script: {family} (this debootstrap has no {suite} script; every {name} suite runs "
+            f"{family}, its scripts/{suite} is a link to it in newer debootstraps)"
+        )
+    package, installed = HOST_KEYRINGS[distro]
+    host_keyring = root / installed.relative_to("/")
+    if host_keyring.is_file():
+        keyring = host_keyring
+        notes.append(f"keyring: {keyring} (from the host's {package})")
+    elif distro in SHIPPED_KEYRINGS and (shipped / SHIPPED_KEYRINGS[distro]).is_file():
+        keyring = shipped / SHIPPED_KEYRINGS[distro]
+        notes.append(f"keyring: {keyring} (tfbuild's copy: the host has no {package})")
+    else:
+        raise EnvironmentProblem(
+            f"tfbuild base --suite {suite} needs {name}'s archive keyring",
+            why=f"{installed} is missing, and without it the {suite} Release file cannot be checked",
+            fix=f"Install it: apt-get install {package}.",
+        )
+    return Debootstrap(
+        suite=suite,
+        distro=distro,
+        mirror=mirror or MIRRORS[distro],
+        script=script,
+        keyring=keyring,
+        notes=tuple(notes),
+    )
+
+
+def _check_prerequisites(suite: str) -> None:
+    if suite not in SUITES:
+        raise UsageError(
+            f"unknown --suite {suite!r}",
+            fix=f"Use one of {', '.join(sorted(SUITES))}.",
+        )
+    if os.geteuid() != 0:
+        raise EnvironmentProblem(
+            "tfbuild base needs root",
+            why="debootstrap creates device nodes and files owned by other users",
+            fix="Run it as root (sudo tfbuild base), or import a base image another way.",
+        )
+    if shutil.which("debootstrap") is None:
+        raise EnvironmentProblem(
+            "tfbuild base needs debootstrap",
+            why="it is not on PATH",
+            fix="Install it: apt-get install debootstrap.",
+        )
+
+
+# --- why debootstrap failed ----------------------------------------------------------------------
+
+#: debootstrap's words for a file it could not get from the mirror (its functions: NOGETREL,
+#: NOGETRELSIG, COULDNTDL, COULDNTDLPKGS).
+_NOT_DOWNLOADED = re.compile(
+    r"E: (Failed getting release (signature )?file|Couldn't download( packages:)?) (?P<what>.*)"
+)
+_BAD_SIGNATURE = re.compile(r"E: (Release signed by unknown key|Invalid Release signature).*")
+_WRONG_SUITE = re.compile(r"E: Asked to install suite.*")
+_MISSING_DEBS = re.compile(r"E: Couldn't find these debs: (?P<debs>.*)")
+#: wget's words in debootstrap.log for why a download failed.
+_WGET_HTTP = re.compile(r"ERROR (?P<code>\d{3}): (?P<reason>[^.]*)")
+_WGET_RESOLVE = re.compile(r"unable to resolve host address")
+_WGET_FAILED = re.compile(r"failed: (?P<reason>[^.]*)")
+
+
+def _wget_reason(log: Sequence[str], host: str) -> tuple[str, bool]:
+    """Why wget could not download, from debootstrap.log: (reason, whether the mirror answered)."""
+    for line in reversed(log):
+        http = _WGET_HTTP.search(line)
+        if http:
+            return f"it answered HTTP {http['code']} {http['reason'].strip()}", True
+        if _WGET_RESOLVE.search(line):
+            return f"{host} does not resolve", False
+        failed = _WGET_FAILED.search(line)
+        if failed:
+            return f"{host}: {failed['reason'].strip().lower()}", False
+    return "", False
+
+
+def debootstrap_failure(
+    boot: Debootstrap, code: int, output: Sequence[str], log: Sequence[str]
+) -> TfbuildError:
+    """The one-line error for debootstrap exiting with ``code``, from its ``output`` and the
+    target's ``debootstrap.log``: the mirror's fault (exit 5) where it is, else a failed build."""
+    name = boot.distro.capitalize()
+    an = "an" if name[0] in "AEIOU" else "a"
+    host = urllib.parse.urlsplit(boot.mirror).hostname or boot.mirror
+    said = next((m for line in reversed(output) if (m := _NOT_DOWNLOADED.search(line))), None)
+    if said is not None:
+        reason, answered = _wget_reason(log, host)
+        if answered:
+            return EnvironmentProblem(
+                f"the {name} mirror {boot.mirror} has no {boot.suite}",
+                why=f"{reason} for {said['what'].strip()}",
+                fix=f"Pass --mirror URL of {an} {name} archive that has {boot.suite} "
+                f"(the default is {MIRRORS[boot.distro]}).",
+            )
+        return EnvironmentProblem(
+            f"cannot reach the {name} mirror {boot.mirror}",
+            why=reason or f"debootstrap could not get {said['what'].strip()}",
+            fix=f"Pass --mirror URL of {an} {name} mirror this machine reaches, or set http_proxy "
+            "(debootstrap's wget uses it).",
+        )
+    signature = next((line for line in output if _BAD_SIGNATURE.search(line)), None)
+    if signature is not None:
+        package = HOST_KEYRINGS[boot.distro][0]
+        return EnvironmentProblem(
+            f"the {boot.suite} Release file from {boot.mirror} does not verify against "
+            f"{boot.keyring}",
+            why=signature.strip().removeprefix("E: "),
+            fix=f"Install a current {package}, and check that the mirror is {an} {name} archive.",
+        )
+    wrong = next((line for line in output if _WRONG_SUITE.search(line)), None)
+    if wrong is not None:
+        return EnvironmentProblem(
+            f"the {name} mirror {boot.mirror} serves another suite under {boot.suite}",
+            why=wrong.strip().removeprefix("E: "),
+            fix=f"Pass --mirror URL of {an} {name} archive that has {boot.suite}.",
+        )
+    missing = next((m for line in output if (m := _MISSING_DEBS.search(line))), None)
+    tail = [line for line in output if line.strip()][-3:]
+    return BuildFailed(
+        f"debootstrap {boot.suite} from {boot.mirror} failed (exit code {code})",
+        why=f"the mirror has no {missing['debs'].strip()}"
+        if missing
+        else " | ".join(tail) or "no output",
+        fix="Read debootstrap's output above; check --mirror URL and that the suite exists there.",
+    )
+
+
+def _stream(argv: Sequence[str], on_line: Callable[[str], None]) -> tuple[int, list[str]]:
+    """Run a command, passing its output on line by line; its exit code and its last lines."""
+    tail: list[str] = []
+    with subprocess.Popen(  # argv built here, no shell
+        list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
+    ) as proc:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.rstrip("\n")
+            tail = [*tail[-19:], line]
+            on_line(line)
+        return proc.wait(), tail
+
+
+def _log_lines(path: Path, keep: int = 40) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()[-keep:]
+    except OSError:
+        return []
+
+
+def make_base_image(
+    engine: DockerEngine,
+    *,
+    suite: str = "bookworm",
+    mirror: str | None = None,
+    tag: str | None = None,
+    packages: Sequence[str] = DEFAULT_PACKAGES,
+    force: bool = False,
+    on_line: Callable[[str], None] = lambda _line: None,
+) -> MadeImage:
+    """The base image for ``suite``, made with debootstrap and imported; reused when it exists."""
+    started = time.perf_counter()
+    name = tag or default_tag(suite)
+    if not force and engine.image_exists(name):
+        return MadeImage(tag=name, image_id=engine.image_id(name) or "", created=False, seconds=0.0)
+    _check_prerequisites(suite)
+    boot = debootstrap_for(
+        suite, mirror=mirror, scripts=debootstrap_scripts(os.environ), shipped=shipped_keyrings()
+    )
+    for note in boot.notes:
+        on_line(note)
+    workdir = Path(tempfile.mkdtemp(prefix="tfbuild-base-"))
+    try:
+        rootfs = workdir / "rootfs"
+        code, output = _stream(boot.argv(rootfs, packages), on_line)
+        if code != 0:
+            log = _log_lines(rootfs / "debootstrap" / "debootstrap.log")
+            raise debootstrap_failure(boot, code, output, log)
+        (rootfs / "etc/apt/sources.list").write_text(boot.sources_list(), encoding="utf-8")
+        # Package lists and caches make the image bigger and are stale the day after.
+        for leftover in ("var/lib/apt/lists", "var/cache/apt/archives"):
+            shutil.rmtree(rootfs / leftover, ignore_errors=True)
+        archive = workdir / "rootfs.tar"
+        code, output = _stream(
+            ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(archive), "."], on_line
+        )
+        if code != 0:
+            raise BuildFailed(
+                f"tar of the {suite} root filesystem failed (exit code {code})",
+                why=" | ".join(output[-3:]) or "no output",
+                fix=f"Check the free space under {workdir.parent}.",
+            )
+        repository, _, image_tag = name.rpartition(":")
+        image_id = engine.import_image(
+            archive,
+            repository=repository,
+            tag=image_tag,
+            changes=[
+                'CMD ["/bin/bash"]',
+                "ENV LANG=C.UTF-8",
+                f"LABEL org.tfbuild.base={suite} org.tfbuild.mirror={boot.mirror}",
+            ],
+        )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return MadeImage(
+        tag=name, image_id=image_id, created=True, seconds=time.perf_counter() - started
+    )
+
+
+# --- base images on the engine, for planning -----------------------------------------------------
+
+
+def suite_facts(suite: str, known: Mapping[str, BaseImage]) -> BaseImage | None:
+    """The facts of ``suite`` (Python, TCMalloc package, packaged compilers, glibc): those of its
+    plain (non-CUDA) base-images.yaml entry, which pulls the same distribution from a registry."""
+    return next((b for b in known.values() if b.suite == suite and b.cuda is None), None)
+
+
+def local_base_image(engine: DockerEngine, tag: str, known: Mapping[str, BaseImage]) -> BaseImage:
+    """A base image made by ``tfbuild base``: its suite's facts from base-images.yaml, its own id."""
+    labels = engine.image_labels(tag)
+    if labels is None:
+        raise UnsupportedError(
+            f"unknown base image {tag!r}",
+            why=f"it is neither an entry of base-images.yaml ({', '.join(sorted(known))}) nor an "
+            "image on this engine",
+            fix="Make one with tfbuild base --suite SUITE --tag TAG, or name an entry.",
+        )
+    suite = labels.get("org.tfbuild.base")
+    facts = suite_facts(suite, known) if suite else None
+    if suite is None or facts is None:
+        raise UnsupportedError(
+            f"{tag} cannot be a base image here",
+            why=f"it has no org.tfbuild.base label naming a known suite (it has {suite!r})",
+            fix=f"Use an image made by tfbuild base ({', '.join(SUITES)}).",
+        )
+    return BaseImage(
+        name=tag,
+        reference=tag,
+        distro=facts.distro,
+        suite=facts.suite,
+        python=facts.python,
+        tcmalloc_package=facts.tcmalloc_package,
+        packaged_compilers=facts.packaged_compilers,
+        image_id=engine.image_id(tag),
+        glibc=facts.glibc,
+    )
+
+
+def canary_base_image(engine: DockerEngine) -> str:
+    """The canary's base image: the local one made by tfbuild base, else Debian 12 from the registry."""
+    from tfbuild.recipes import canary
+
+    local = default_tag(canary.SUITE)
+    return local if engine.image_exists(local) else "debian-12"
+
+
+def plan_here(
+    args: PlanArgs, engine: DockerEngine | None = None, *, host: HostFacts | None = None
+) -> Planned:
+    """Plan ``args`` on this host. A base image that is no base-images.yaml entry (a local image made
+    by ``tfbuild base``), and the canary's default one, are looked up on ``engine``; without one,
+    the engine is connected only when such a lookup is needed."""
+    recipe = choose_recipe(args)
+    images = load_base_images(args.recipes_dir)
+    wanted = args.base_image
+    local = [i for i in (args.sysroot_from,) if i is not None and i not in images]
+    if (wanted in images or (wanted is None and not args.canary)) and not local:
+        return plan_request(args, base_images=images, recipe=recipe, host=host)
+    with contextlib.ExitStack() as stack:
+        if engine is None:
+            from tfbuild.core.engine import (
+                DockerEngine,  # only now: plan and render run without docker
+            )
+
+            engine = DockerEngine.connect()
+            stack.callback(engine.close)
+        if wanted is None and args.canary:
+            wanted = canary_base_image(engine)
+            args = replace(args, base_image=wanted)
+        for tag in (wanted, *local):
+            if tag is not None and tag not in images:
+                images[tag] = local_base_image(engine, tag, images)
+    return plan_request(args, base_images=images, recipe=recipe, host=host)

@@ -1,0 +1,477 @@
+"""`tfbuild doctor`: know in minutes what would fail after hours.
+
+It checks what a TensorFlow build needs from this machine (the engine, its storage driver and free
+disk, memory and cores against the plan, proxy and CA settings) and then runs the canary, a
+miniature STAND-IN source, through the whole pipeline twice: once for this machine and once for the
+x86_64 baseline. Both wheels are installed, imported and run in the toolchain container (the smoke),
+their machine code is checked for the planned instructions, and their kernels are timed side by side:
+the ``speedup`` of the host-targeted build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from tfbuild.build.base_images import plan_here
+from tfbuild.build.run import BuildRun, ca_bundle_from, proxies_from, update_receipt
+from tfbuild.core.engine import DockerEngine, EngineInfo, ImageUnavailable, Mount
+from tfbuild.core.errors import EnvironmentProblem, Interrupted, TfbuildError
+from tfbuild.detect.host import HostFacts, host_facts
+from tfbuild.plan import GIB, MIB, BuildPlan
+from tfbuild.plan.request import PlanArgs
+from tfbuild.plan.resources import DISK_NEEDED_GIB, JOB_MIB, few_cpus
+from tfbuild.recipes import canary
+
+Status = Literal["ok", "warn", "fail", "skip"]
+#: Storage drivers that make a multi-gigabyte build slow or fragile.
+SLOW_DRIVERS = {
+    "vfs": "vfs copies every layer in full: slow, and it needs many times the disk",
+    "devicemapper": "devicemapper (loop-lvm) is deprecated and fills its pool",
+}
+CANARY_VOLUME = "tfbuild-canary-cache"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix}
+
+
+@dataclass(kw_only=True)
+class DoctorReport:
+    checks: list[Check] = field(default_factory=list)
+    canary: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return all(c.status != "fail" for c in self.checks)
+
+    def failure(self) -> EnvironmentProblem | None:
+        """The error ``tfbuild doctor`` exits with: the failed checks, the first one's fix."""
+        failed = [c for c in self.checks if c.status == "fail"]
+        if not failed:
+            return None
+        # A failure whose fix is another check's (the canary without its base image) takes that.
+        fixes = (c.fix for c in (failed[0], *self.checks) if c.fix and c.status != "ok")
+        return EnvironmentProblem(
+            f"{len(failed)} check(s) failed: {', '.join(c.name for c in failed)}",
+            why=failed[0].detail,
+            fix=next(fixes, ""),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "tfbuild.build.doctor/1",
+            "ok": self.ok,
+            "checks": [c.to_json() for c in self.checks],
+            "canary": self.canary,
+        }
+
+
+Say = Callable[[Check], None]
+
+
+# --- checks that need no build ----------------------------------------------------------------------
+
+
+def engine_checks(info: EngineInfo, *, disk_needed_gib: int) -> list[Check]:
+    checks = [
+        Check(
+            name="engine",
+            status="ok",
+            detail=f"Docker {info.server_version} (API {info.api_version}) at {info.endpoint}, "
+            f"cgroup v{info.cgroup_version}",
+        )
+    ]
+    driver = info.storage_driver
+    checks.append(
+        Check(
+            name="storage driver",
+            status="warn" if driver in SLOW_DRIVERS else "ok",
+            detail=SLOW_DRIVERS.get(driver, f"{driver}"),
+            fix="Configure overlay2 in /etc/docker/daemon.json." if driver in SLOW_DRIVERS else "",
+        )
+    )
+    if info.free_disk_bytes is None:
+        checks.append(
+            Check(
+                name="disk",
+                status="skip",
+                detail=f"the engine's root {info.docker_root_dir or '?'} is not on this machine",
+            )
+        )
+    else:
+        free = info.free_disk_bytes / GIB
+        enough = free >= disk_needed_gib
+        checks.append(
+            Check(
+                name="disk",
+                status="ok" if enough else "fail",
+                detail=f"{free:.0f} GiB free under {info.docker_root_dir} (images, bazel caches); "
+                f"a build needs about {disk_needed_gib} GiB",
+                fix="" if enough else "Free space there, or move the engine's data-root.",
+            )
+        )
+    return checks
+
+
+def resource_check(plan: BuildPlan, *, cpus: int, memory_bytes: int | None) -> Check:
+    jobs, per_job = plan.resources.jobs, JOB_MIB[plan.variant]
+    if memory_bytes is None:
+        return Check(name="memory", status="warn", detail="the memory size is unknown")
+    memory_mib = memory_bytes // MIB
+    detail = (
+        f"{cpus} cpus, {memory_mib / 1024:.1f} GiB: bazel --jobs={jobs}, "
+        f"--local_ram_resources={plan.resources.local_ram_mb} (about {per_job} MiB per compile job)"
+    )
+    if memory_mib < per_job + plan.resources.jvm_heap_mb:
+        return Check(
+            name="memory",
+            status="fail",
+            detail=detail + ": less than one compile job and bazel's server need",
+            fix=f"A TensorFlow build needs at least {(per_job + 1024) / 1024:.0f} GiB.",
+        )
+    slow = few_cpus(cpus)  # the plan's warning too: one wording, one threshold
+    if slow is not None:
+        what, advice = slow
+        return Check(name="memory", status="warn", detail=f"{detail}; {what}", fix=advice)
+    return Check(name="memory", status="ok", detail=detail)
+
+
+def network_check(env: dict[str, str]) -> Check:
+    proxies = proxies_from(env)
+    try:
+        ca = ca_bundle_from(None, env)
+    except TfbuildError as exc:
+        return Check(name="proxy and CA", status="fail", detail=exc.what, fix=exc.fix)
+    parts = [f"{name}={value}" for name, value in proxies if name.isupper()] or ["no proxy"]
+    parts.append(f"CA bundle {ca} (mounted read-only)" if ca else "system CA certificates")
+    return Check(name="proxy and CA", status="ok", detail="; ".join(parts) + ", passed to builds")
+
+
+# --- the canary -------------------------------------------------------------------------------------
+
+
+def canary_base(engine: DockerEngine, *, on_line: Callable[[str], None]) -> tuple[str, Check]:
+    """The canary's base image: the local `tfbuild base` image, made now when possible."""
+    from tfbuild.build.base_images import default_tag, make_base_image
+
+    tag = default_tag(canary.SUITE)
+    if engine.image_exists(tag):
+        return tag, Check(
+            name="base image",
+            status="ok",
+            detail=f"{tag}, made by tfbuild base (no container registry needed)",
+        )
+    lacking = base_lacks(root=os.geteuid() == 0, debootstrap=shutil.which("debootstrap"))
+    if lacking:
+        return "debian-12", base_image_warning(tag, canary.SUITE, lacking)
+    try:
+        made = make_base_image(engine, suite=canary.SUITE, on_line=on_line)
+    except TfbuildError as exc:
+        return "debian-12", Check(
+            name="base image",
+            status="warn",
+            detail=f"no local base image {tag}, and tfbuild base could not make it: {exc.what}: "
+            f"{exc.why}; the canary pulls debian:12 from a registry",
+            fix=exc.fix,
+        )
+    return tag, Check(
+        name="base image",
+        status="ok",
+        detail=f"{tag} created now with tfbuild base in {made.seconds:.0f} s (debootstrap "
+        "from the Debian mirror, no container registry needed)",
+    )
+
+
+def base_lacks(*, root: bool, debootstrap: str | None) -> tuple[str, ...]:
+    """What this machine lacks to make a base image with tfbuild base: "debootstrap", "root"."""
+    return tuple(
+        name
+        for name, missing in (("debootstrap", debootstrap is None), ("root", not root))
+        if missing
+    )
+
+
+def base_image_warning(tag: str, suite: str, lacking: tuple[str, ...]) -> Check:
+    """No local base image, and tfbuild base cannot make one here: say what is missing, once."""
+    why = {"debootstrap": "debootstrap is not installed", "root": "tfbuild base needs root"}
+    steps = [f"sudo tfbuild base --suite {suite}"]
+    if "debootstrap" in lacking:
+        steps.insert(0, "install debootstrap (sudo apt-get install debootstrap)")
+    return Check(
+        name="base image",
+        status="warn",
+        detail=f"no local base image {tag}, and {' and '.join(why[m] for m in lacking)} to make "
+        "one: the canary pulls debian:12 from a registry",
+        fix=f"Where no registry can be reached, {', then '.join(steps)}.",
+    )
+
+
+def canary_failure(exc: TfbuildError, base_check: Check) -> Check:
+    """The failed canary build: what and why (its fix is said once, beside them). When it failed
+    for want of the base image the base image check already warned about, that check's fix is the
+    one to follow, and the report's last line says it."""
+    detail = f"{exc.what}: {exc.why}" if exc.why else exc.what
+    if base_check.status != "ok" and isinstance(exc.__cause__, ImageUnavailable):
+        return Check(
+            name="canary build",
+            status="fail",
+            detail=f"{detail} (the canary's base image: see the base image check)",
+        )
+    return Check(name="canary build", status="fail", detail=detail, fix=exc.fix)
+
+
+def expected_instructions(plan: BuildPlan) -> list[str]:
+    """What the host build's machine code must contain: the widest vectors and FMA, when planned."""
+    enabled = {c["feature"] for c in plan.coverage if c.get("flag")}
+    expected = ["zmm"] if "AVX512F" in enabled else ["ymm"] if "AVX2" in enabled else []
+    return [*expected, "fma"] if "FMA" in enabled else expected
+
+
+def run_canary(
+    engine: DockerEngine,
+    *,
+    base: str,
+    dist: Path,
+    facts: HostFacts,
+    say: Callable[[str], None],
+    verbose: bool = False,
+) -> dict[str, Any]:
+    """Build the canary for this machine and for x86_64, smoke both, check and time them."""
+    builds: dict[str, Any] = {}
+    plans: dict[str, BuildPlan] = {}
+    for name, target in (("host", None), ("baseline", "x86_64")):
+        say(f"canary: building the {name} wheel (STAND-IN source, real pipeline)")
+        args = PlanArgs(
+            canary=True,
+            target=target,
+            base_image=base,
+            cache_volume=CANARY_VOLUME,
+            skip_disk_check=True,
+        )
+        planned = plan_here(args, engine, host=facts)
+        plans[name] = planned.plan
+        run = BuildRun(dist=dist / name, quiet=not verbose, verbose=verbose)
+        builds[name] = run.execute(planned, engine=engine)
+    host, baseline = builds["host"], builds["baseline"]
+    say("canary: smoke (install, import, run), instruction check and timing in the toolchain image")
+    probe = _probe(engine, host.data.inputs.toolchain_image, host.wheel, baseline.wheel)
+    expected = expected_instructions(plans["host"])
+    counts = probe.get("instructions", {})
+    isa_ok = (
+        bool(counts)
+        and all(counts["host"].get(m, 0) > 0 for m in expected)
+        and not any(counts["baseline"].get(m, 0) for m in ("zmm", "ymm", "fma"))
+    )
+    seconds = probe.get("seconds", {})
+    medians = {k: statistics.median(v) for k, v in seconds.items()}
+    speedup = medians["baseline"] / medians["host"] if len(medians) == 2 else None
+    section = {
+        "standin": True,
+        "isa": {"expected": expected, "found": counts, "ok": isa_ok},
+        "smoke": {k: {"ok": v["ok"]} | ({} if v["ok"] else v) for k, v in probe["smoke"].items()},
+        "median_ms": {k: round(v * 1e3, 3) for k, v in medians.items()},
+        "rounds": len(seconds.get("host", [])),
+        "speedup": None if speedup is None else round(speedup, 2),
+    }
+    update_receipt(host.receipt, "canary", section)
+    return {
+        **section,
+        "base_image": base,
+        "builds": {
+            name: {
+                "wheel": str(result.wheel),
+                "receipt": str(result.receipt),
+                "target": result.data.target,
+                "cflags": list(result.data.cflags),
+                "seconds": round(result.seconds, 1),
+                "toolchain_image_built": result.image_built,
+                "sha256": result.sha256,
+            }
+            for name, result in builds.items()
+        },
+    }
+
+
+# --- the canary's findings in words (the JSON keeps the numbers) ----------------------------------------
+
+
+def _counts(found: dict[str, int]) -> str:
+    """``32 zmm, 0 ymm, 6 fma``: how many instructions of each kind a library holds."""
+    return ", ".join(f"{found.get(m, 0)} {m}" for m in ("zmm", "ymm", "fma"))
+
+
+def isa_text(expected: list[str], found: dict[str, dict[str, int]]) -> str:
+    """The instruction check as a sentence: what the host build was to use, and what was counted."""
+    wanted = " and ".join(expected) or "no vector extensions"
+    if not found:
+        return f"host build to use {wanted}: no instructions counted (the probe did not run)"
+    return (
+        f"host build uses {wanted} ({_counts(found.get('host', {}))} instructions), "
+        f"the baseline none ({_counts(found.get('baseline', {}))})"
+    )
+
+
+def speedup_text(speedup: float | None, median_ms: dict[str, float], rounds: int) -> str:
+    """The timing as a sentence, each median with its unit."""
+    if speedup is None:
+        return "the canary kernels could not be timed"
+    medians = " and ".join(
+        f"{median_ms[name]:.3f} ms {name}" for name in ("host", "baseline") if name in median_ms
+    )
+    return (
+        f"the host-targeted canary kernel runs {speedup:.2f}x the speed of the x86_64 build "
+        f"(medians of {rounds} alternating rounds: {medians})"
+    )
+
+
+def smoke_failure_text(smoke: dict[str, dict[str, Any]]) -> str:
+    """Which canary wheel did not run, with its exit code and last line of errors."""
+    parts = []
+    for name, outcome in smoke.items():
+        if outcome.get("ok"):
+            continue
+        said = [f"exit {outcome['exit_code']}"] if outcome.get("exit_code") is not None else []
+        lines = str(outcome.get("stderr") or outcome.get("error") or "").strip().splitlines()
+        if lines:
+            said.append(lines[-1].strip())
+        parts.append(f"the {name} wheel did not run" + (f" ({': '.join(said)})" if said else ""))
+    return "; ".join(parts) or "a canary wheel did not run"
+
+
+def _probe(engine: DockerEngine, image: str, host: Path, baseline: Path) -> dict[str, Any]:
+    lines: list[str] = []
+    result = engine.run(
+        image,
+        [
+            "python3",
+            "/probe/probe.py",
+            f"/wheels/host/{host.name}",
+            f"/wheels/baseline/{baseline.name}",
+        ],
+        mounts=[
+            Mount(
+                str(Path(canary.__file__).with_name("probe.py")), "/probe/probe.py", read_only=True
+            ),
+            Mount(str(host.parent), "/wheels/host", read_only=True),
+            Mount(str(baseline.parent), "/wheels/baseline", read_only=True),
+        ],
+        user=f"{os.getuid()}:{os.getgid()}",
+        env={"HOME": "/tmp"},
+        on_line=lines.append,
+    )
+    for line in reversed(lines):
+        if line.startswith("{"):
+            data: dict[str, Any] = json.loads(line)
+            return data
+    return {
+        "smoke": {
+            "host": {"ok": False, "exit_code": result.exit_code, "stderr": "\n".join(lines[-20:])},
+            "baseline": {"ok": False},
+        }
+    }
+
+
+# --- the doctor -------------------------------------------------------------------------------------
+
+
+def run_doctor(
+    *,
+    with_canary: bool = True,
+    dist: Path | None = None,
+    say: Callable[[str], None] = lambda _text: None,
+    show: Say = lambda _check: None,
+    verbose: bool = False,
+) -> DoctorReport:
+    report = DoctorReport()
+
+    def add(check: Check) -> None:
+        report.checks.append(check)
+        show(check)
+
+    try:
+        engine = DockerEngine.connect()
+    except TfbuildError as exc:
+        add(Check(name="engine", status="fail", detail=exc.what + f": {exc.why}", fix=exc.fix))
+        return report
+    try:
+        facts = host_facts()
+        plan = plan_here(PlanArgs(skip_disk_check=True), engine, host=facts).plan
+        for check in engine_checks(engine.info(), disk_needed_gib=DISK_NEEDED_GIB["cpu"]):
+            add(check)
+        add(resource_check(plan, cpus=facts.build_cpus, memory_bytes=facts.build_memory_bytes))
+        add(network_check(dict(os.environ)))
+        if not with_canary:
+            return report
+        base, base_check = canary_base(engine, on_line=lambda line: say(f"base: {line}"))
+        add(base_check)
+        holder = dist or Path(tempfile.mkdtemp(prefix="tfbuild-doctor-"))
+        started = time.monotonic()
+        try:
+            report.canary = run_canary(
+                engine, base=base, dist=holder, facts=facts, say=say, verbose=verbose
+            )
+        except Interrupted:
+            raise  # SIGINT or SIGTERM stopped the canary: no failed check, the run ends (130)
+        except TfbuildError as exc:
+            add(canary_failure(exc, base_check))
+            return report
+        finally:
+            if dist is None:
+                shutil.rmtree(holder, ignore_errors=True)
+        canary_report = report.canary
+        host = canary_report["builds"]["host"]
+        add(
+            Check(
+                name="canary build",
+                status="ok",
+                detail=f"both wheels built through the pipeline in {time.monotonic() - started:.0f} s "
+                f"(host target {host['target']}: {' '.join(host['cflags'])})",
+            )
+        )
+        smoke_ok = all(s["ok"] for s in canary_report["smoke"].values())
+        add(
+            Check(
+                name="canary smoke",
+                status="ok" if smoke_ok else "fail",
+                detail="both wheels install, import and run"
+                if smoke_ok
+                else smoke_failure_text(canary_report["smoke"]),
+                fix="" if smoke_ok else "Read the canary's build log; report it if it persists.",
+            )
+        )
+        isa = canary_report["isa"]
+        add(
+            Check(
+                name="instruction set",
+                status="ok" if isa["ok"] else "fail",
+                detail=isa_text(isa["expected"], isa["found"]),
+                fix="" if isa["ok"] else "The planned flags did not reach the compiler: report it.",
+            )
+        )
+        speedup = canary_report["speedup"]
+        add(
+            Check(
+                name="speedup",
+                status="ok" if speedup and speedup > 1 else "warn",
+                detail=speedup_text(speedup, canary_report["median_ms"], canary_report["rounds"]),
+            )
+        )
+    finally:
+        engine.close()
+    return report

@@ -1,0 +1,907 @@
+"""The Docker engine: the one module that talks to Docker.
+
+Everything else in tfbuild hands this module plain values (a build context directory, an image tag,
+a command, mounts) and gets frozen results back. It uses the docker SDK, with two deliberate choices:
+
+- Image builds go through the low-level ``client.api.build(..., decode=True)``: the high-level
+  ``images.build`` swallows the whole stream and only returns at the end, so there would be no live
+  progress. The SDK cannot use BuildKit either (docker/docker-py#2230), so Dockerfiles stay legacy-builder
+  syntax; the heavy work (bazel) runs in a container from a small toolchain image instead.
+- Containers are created and started separately (never ``containers.run``, which pulls a missing image
+  and leaves a created container behind when the start fails), and are removed on every way out.
+
+Every container, built image and volume made here carries the label ``org.tfbuild=1``, so leftovers
+can be found (``docker ps -a --filter label=org.tfbuild=1``).
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import socket
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import docker
+import docker.errors
+import docker.types
+import requests
+
+from tfbuild.core.errors import (
+    BuildFailed,
+    EnvironmentProblem,
+    InputError,
+    TfbuildError,
+    UsageError,
+)
+from tfbuild.core.files import held_signals, sha256_file
+
+DEFAULT_SOCKET = "unix:///var/run/docker.sock"
+LABEL = "org.tfbuild"  # every container, image and volume tfbuild makes: org.tfbuild=1
+INPUT_HASH_LABEL = "org.tfbuild.input-hash"
+PART_OF_LABEL = "org.tfbuild.part-of"  # a volume that belongs to another (an output base: a cache)
+_RUN_LABEL = "org.tfbuild.run"  # one per run() call, to find its container even without an id
+# Where Docker's socket usually lives; the engine's own unix socket is added at connect time.
+_SOCKET_PATHS = ("/var/run/docker.sock", "/run/docker.sock")
+# The legacy builder's own lines between a step and its output; they say nothing about a failure.
+_BUILDER_CHATTER = (" ---> ", "Removing intermediate container", "Successfully ")
+_HASH_FORMAT = b"tfbuild.input-hash/1\0"  # bump when the hashed fields change
+_FIX_CONNECT = (
+    "Start the daemon (sudo systemctl start docker, or dockerd & as root), check that your user is "
+    "in the docker group (sudo usermod -aG docker $USER, then log in again), "
+    "or set DOCKER_HOST to the engine's address."
+)
+# Errors meaning "the engine went away or never answered", as opposed to "the engine said no".
+_UNREACHABLE = (requests.exceptions.ConnectionError, requests.exceptions.Timeout)
+
+LineCallback = Callable[[str], None]
+
+
+def _ignore(_line: str) -> None:
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineInfo:
+    """What the engine says about itself, plus the free disk under its root directory."""
+
+    endpoint: str
+    server_version: str
+    api_version: str
+    storage_driver: str
+    cgroup_version: str
+    cgroup_driver: str
+    docker_root_dir: str
+    free_disk_bytes: int | None  # None when the engine is not on this machine
+    warnings: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint,
+            "server_version": self.server_version,
+            "api_version": self.api_version,
+            "storage_driver": self.storage_driver,
+            "cgroup_version": self.cgroup_version,
+            "cgroup_driver": self.cgroup_driver,
+            "docker_root_dir": self.docker_root_dir,
+            "free_disk_bytes": self.free_disk_bytes,
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host directory (``bind``) or a named volume (``volume``) seen at ``target`` in the container."""
+
+    source: str
+    target: str
+    read_only: bool = False
+    kind: Literal["bind", "volume"] = "bind"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    """How a container ended."""
+
+    exit_code: int
+    oom_killed: bool
+    container_id: str
+    duration_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "exit_code": self.exit_code,
+            "oom_killed": self.oom_killed,
+            "container_id": self.container_id,
+            "duration_s": round(self.duration_s, 3),
+        }
+
+
+class _Lines:
+    """Turns chunks of text (or bytes) cut anywhere into whole lines, without the newline."""
+
+    def __init__(self) -> None:
+        # Incremental, so that a UTF-8 character split across two chunks decodes once whole.
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending = ""
+
+    def feed(self, chunk: str | bytes) -> list[str]:
+        text = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
+        *lines, self._pending = (self._pending + text).split("\n")
+        return [line.rstrip("\r") for line in lines]
+
+    def flush(self) -> list[str]:
+        rest = self._pending + self._decoder.decode(b"", final=True)
+        self._pending = ""
+        return [rest.rstrip("\r")] if rest else []
+
+
+class _BuildLog:
+    """Remembers the current ``Step N/M``, its instruction and its output, for the message of a
+    failed build."""
+
+    def __init__(self, keep: int = 5, scan: int = 400) -> None:
+        self.step = ""  # "5/11"; "" before the first step
+        self.instruction = ""  # "RUN apt-get update && ..."
+        self.tail: deque[str] = deque(maxlen=keep)
+        # The step's output, where a failed download says which host it could not reach (apt
+        # says so in its update, many lines before the install that fails for it).
+        self.lines: deque[str] = deque(maxlen=scan)
+
+    def note(self, line: str) -> None:
+        step = _STEP.match(line)
+        if step:
+            self.step, self.instruction = step.group(1), " ".join(step.group(2).split())
+            self.tail.clear()
+            self.lines.clear()
+        elif line.strip() and not line.startswith(_BUILDER_CHATTER):
+            self.tail.append(line.strip())
+            self.lines.append(line.strip())
+
+    def failure(self, tag: str, error: str) -> TfbuildError:
+        """The error for the build of ``tag`` failing with the engine's ``error``: the cause first,
+        then where (the step, its instruction once and shortened), then what to do."""
+        code = _EXIT_CODE.search(error)
+        where = f"step {self.step}, {_shorten(self.instruction)}" if self.step else "no step ran"
+        if code:
+            where += f", exit code {code.group(1)}"
+        if self.instruction.upper().startswith("FROM "):
+            return ImageUnavailable(
+                _from_image(self.instruction),
+                why=_one_reason(error),
+                fix="Put the image on this engine (docker pull where its registry is reachable, "
+                "then docker save IMAGE | docker load here), or use another FROM image.",
+            )
+        failure = download_failure([*self.lines, error], self.instruction)
+        if failure is not None:
+            return DownloadFailed(tag, failure, where=where)
+        cause = next((line for line in reversed(self.lines) if _ERROR_LINE.match(line)), None)
+        cause = cause or (self.lines[-1] if self.lines else _one_reason(error))
+        return BuildFailed(
+            f"building image {tag} failed: {cause}",
+            why=where,
+            fix="Read the build output above, fix that step, and rerun.",
+        )
+
+
+# --- why an image build failed --------------------------------------------------------------------
+
+#: Control sequences (colours) in a build's output: the engine paints a RUN's stderr red.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+_STEP = re.compile(r"^Step (\d+/\d+) : (.*)$")
+_EXIT_CODE = re.compile(r"returned a non-zero code: (\d+)")
+#: The legacy builder's error for a failed RUN, which repeats the whole command.
+_COMMAND_FAILED = re.compile(r"^The command '.*' returned a non-zero code: (\d+)$", re.DOTALL)
+#: Lines that state an error, in the forms of apt, dpkg, compilers, shells, curl and wget.
+_ERROR_LINE = re.compile(
+    r"^(E: |Error|ERROR|error|fatal|FATAL|curl: \(\d+\)|wget: |.*: (error|not found)\b)"
+)
+#: How download tools say that a host cannot be reached, each form as they print it (recorded for
+#: real in tests/build/test_download_failures.py): apt, curl, wget, the engine's own pull (Go), pip.
+_HOST_UNREACHABLE = (
+    re.compile(r"Could not resolve '(?P<host>[^']+)'"),  # apt
+    re.compile(r"Temporary failure resolving '(?P<host>[^']+)'"),  # apt
+    re.compile(r"Could not connect to (?P<host>[^\s:()]+)(:\d+)? \("),  # apt
+    re.compile(r"Unable to connect to (?P<host>[^\s:]+)"),  # apt
+    re.compile(r"curl: \(\d+\) Could not resolve (host|proxy): (?P<host>\S+)"),
+    re.compile(r"curl: \(\d+\) Failed to connect to (?P<host>\S+) port \d+"),
+    re.compile(r"curl: \(\d+\) Connection timed out after .*"),
+    re.compile(r"unable to resolve host address [\u2018'](?P<host>[^\u2019']+)[\u2019']"),  # wget
+    re.compile(r"Connecting to (?P<host>[^\s(|:]+)[^|]*?(\|[^|]*\|)?(:\d+)?\.\.\. failed: "),
+    re.compile(r"lookup (?P<host>\S+?)( on \S+)?: (no such host|server misbehaving|i/o timeout)"),
+    re.compile(
+        r"dial tcp (?P<host>[^\s:]+):\d+: (connect: )?"
+        r"(connection refused|i/o timeout|no route to host|network is unreachable)"
+    ),
+    re.compile(r"HTTPSConnectionPool\(host='(?P<host>[^']+)'.*(NewConnection|ConnectTimeout)"),
+)
+#: How they say that a server's TLS certificate did not verify (a proxy that inspects TLS?).
+_TLS_FAILED = re.compile(
+    r"SSL certificate problem|certificate verify failed|CERTIFICATE_VERIFY_FAILED|"
+    r"Certificate verification failed|server certificate verification failed"
+)
+_HTTPS_HOST = re.compile(r"https://([A-Za-z0-9.-]+)")
+
+
+def plain(line: str) -> str:
+    """``line`` without its control sequences (colours)."""
+    return _ANSI.sub("", line)
+
+
+@dataclass(frozen=True, kw_only=True)
+class DownloadFailure:
+    """A download in a build step that did not happen: the hosts it could not reach (in the order
+    they were named; empty when the output names none), the line that says so, and whether it was
+    a TLS certificate that did not verify rather than a host that did not answer."""
+
+    hosts: tuple[str, ...]
+    evidence: str
+    tls: bool = False
+
+
+def download_failure(lines: Iterable[str], instruction: str = "") -> DownloadFailure | None:
+    """What ``lines`` (a step's output) say about a download that failed; None when nothing."""
+    hosts: dict[str, None] = {}
+    evidence = ""
+    tls = ""
+    for line in lines:
+        for form in _HOST_UNREACHABLE:
+            found = form.search(line)
+            if found:
+                host = found.groupdict().get("host")
+                if host:
+                    hosts.setdefault(host.strip("'\u2018\u2019"), None)
+                evidence = evidence or line.strip()
+                break
+        else:
+            if not tls and _TLS_FAILED.search(line):
+                tls = line.strip()
+    if evidence:
+        return DownloadFailure(hosts=tuple(hosts), evidence=evidence)
+    if tls:
+        # The TLS errors name no host: the step's https URLs do, when it has one host.
+        named = tuple(dict.fromkeys(_HTTPS_HOST.findall(instruction)))
+        return DownloadFailure(hosts=named if len(named) == 1 else (), evidence=tls, tls=True)
+    return None
+
+
+def _shorten(text: str, limit: int = 72) -> str:
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def _one_reason(error: str) -> str:
+    """The engine's error without the failed command (which the step line already shows)."""
+    failed = _COMMAND_FAILED.match(error.strip())
+    if failed:
+        return f"exit code {failed.group(1)}"
+    return " ".join(error.split()).rstrip(".")
+
+
+def _from_image(instruction: str) -> str:
+    """The image of a ``FROM [--platform=P] IMAGE [AS NAME]`` instruction."""
+    words = [w for w in instruction.split()[1:] if not w.startswith("--")]
+    return words[0] if words else instruction
+
+
+class ImageUnavailable(EnvironmentProblem):
+    """A build's FROM image is neither on the engine nor can it be pulled."""
+
+    def __init__(self, image: str, *, why: str, fix: str) -> None:
+        super().__init__(f"cannot get the image {image}", why=why, fix=fix)
+        self.image = image
+
+
+class DownloadFailed(EnvironmentProblem):
+    """A build step could not download what it needs: a host did not answer, or its TLS
+    certificate did not verify."""
+
+    def __init__(self, tag: str, failure: DownloadFailure, *, where: str) -> None:
+        hosts = " and ".join(failure.hosts) or "a download"
+        super().__init__(
+            self.headline(failure, f"image {tag}"),
+            why=f"{failure.evidence.rstrip('.')} ({where})",
+            fix=f"Make {hosts} reachable from the build (a proxy, passed as the HTTP_PROXY and "
+            f"HTTPS_PROXY build arguments), or build the image where it is reachable and load "
+            f"it here (docker save {tag} | docker load).",
+        )
+        self.tag = tag
+        self.failure = failure
+        self.where = where
+
+    @staticmethod
+    def headline(failure: DownloadFailure, subject: str) -> str:
+        """``cannot reach HOST while building SUBJECT`` (or what a TLS failure is)."""
+        hosts = " and ".join(failure.hosts) or "a download"
+        if failure.tls:
+            return f"the TLS certificate of {hosts} did not verify while building {subject}"
+        return f"cannot reach {hosts} while building {subject}"
+
+
+class PushFailed(EnvironmentProblem):
+    """A registry refused the toolchain image, or could not be reached."""
+
+    def __init__(self, target: str, error: str) -> None:
+        super().__init__(
+            f"cannot push {target}",
+            why=_one_reason(error),
+            fix="Check that the registry is up and reachable from the Docker engine, and log the "
+            "engine in if it needs credentials (docker login HOST); a plain-HTTP registry other "
+            "than 127.0.0.1 must be in the engine's insecure-registries.",
+        )
+        self.target = target
+
+
+def _chunk_error(chunk: Mapping[str, Any]) -> str | None:
+    """The engine's error in one chunk of a build or push stream (plain text), else None."""
+    if "error" not in chunk and "errorDetail" not in chunk:
+        return None
+    return plain(str(chunk.get("error") or chunk.get("errorDetail", {}).get("message", "")))
+
+
+#: A manifest digest as a registry reports it.
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def input_hash(context: Path) -> str:
+    """A sha256 over a build context: each entry's relative path, kind, executable bit and content.
+
+    Sorted by path so the walk order of the filesystem does not matter; symlinks count by their
+    target (never followed). Ownership and timestamps are left out on purpose: a fresh checkout
+    must hash like the old one. Callers tag images by it and skip building an unchanged context.
+    """
+    if not context.is_dir():
+        raise InputError(
+            f"cannot hash build context {context}",
+            why="it is not a directory",
+            fix="Pass the directory that holds the Dockerfile.",
+        )
+    digest = hashlib.sha256(_HASH_FORMAT)
+    for relative, kind, payload in sorted(_context_entries(context)):
+        # NUL cannot occur in a path or a hex digest, so the fields cannot run into each other.
+        digest.update(f"{relative}\0{kind}\0{payload}\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def _context_entries(context: Path) -> Iterator[tuple[str, str, str]]:
+    for directory, dirnames, filenames in os.walk(context):
+        for name in (*dirnames, *filenames):
+            path = Path(directory, name)
+            relative = path.relative_to(context).as_posix()
+            if path.is_symlink():
+                yield relative, "link", str(path.readlink())
+            elif path.is_dir():
+                yield relative, "dir", ""  # an empty directory can still be COPYed
+            elif path.is_file():
+                kind = "exec" if path.stat().st_mode & 0o111 else "file"
+                yield relative, kind, sha256_file(path)
+            # Sockets and FIFOs cannot be part of an image; the build would skip them too.
+
+
+def _why_unreachable(exc: BaseException, timeout: float) -> str:
+    """The short reason behind the SDK's long nested connection error."""
+    text = str(exc)
+    for needle, why in (
+        ("No such file or directory", "there is no socket there"),
+        ("Permission denied", "permission denied on the socket"),
+        ("Connection refused", "the connection was refused (the daemon is not running)"),
+        ("timed out", f"no answer within {timeout:g} s"),
+    ):
+        if needle in text:
+            return why
+    return " ".join(text.split())[:300]
+
+
+def _unix_socket(endpoint: str) -> str | None:
+    return endpoint.removeprefix("unix://") if endpoint.startswith("unix://") else None
+
+
+def _probe_socket(endpoint: str, timeout: float) -> None:
+    """Connect to a unix socket and hang up, raising the OSError when that fails.
+
+    docker-py's UnixHTTPConnection.connect leaks its socket when connect() fails (7.1), which shows
+    up as a ResourceWarning; asking first, with a socket that is always closed, avoids that and
+    gives the plain errno (no such file, permission denied, refused) for the message.
+    """
+    path = _unix_socket(endpoint)
+    if path is None:
+        return
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(timeout)
+        probe.connect(path)
+
+
+#: A container's states once something removes it (``docker rm -f``).
+_REMOVED = ("removing", "dead")
+
+
+class ContainerGone(BuildFailed):
+    """A running container was removed by someone else (``docker rm -f``)."""
+
+    def __init__(self, short_id: str, why: str) -> None:
+        super().__init__(
+            f"the container {short_id} was removed from outside while it ran (docker rm -f?)",
+            why=why,
+            fix="Find what removes containers on this engine (docker events), then rerun.",
+        )
+        self.short_id = short_id
+
+
+@contextlib.contextmanager
+def _gone(container: Any) -> Iterator[None]:
+    """The engine's "no such container" and "marked for removal" about ``container`` while it is
+    followed, waited for and inspected: it was removed from outside (ContainerGone)."""
+    try:
+        yield
+    except docker.errors.NotFound as exc:
+        raise ContainerGone(container.short_id, "the engine no longer knows it") from exc
+    except docker.errors.APIError as exc:
+        if exc.status_code != 409:  # 409 Conflict: "dead or marked for removal", "in progress"
+            raise
+        raise ContainerGone(container.short_id, _one_reason(str(exc.explanation or exc))) from exc
+
+
+class DockerEngine:
+    """A connected Docker engine. Make one with :meth:`connect`; :meth:`close` it when done."""
+
+    input_hash = staticmethod(input_hash)
+
+    def __init__(self, client: Any, *, endpoint: str) -> None:
+        self._client = client
+        self.endpoint = endpoint
+        own = _unix_socket(endpoint)
+        self._local = own is not None or endpoint.startswith("npipe://")
+        self._sockets = {os.path.realpath(path) for path in (*_SOCKET_PATHS, own) if path}
+
+    # -- connection ---------------------------------------------------------------------------
+
+    @classmethod
+    def connect(cls, *, base_url: str | None = None, timeout: float = 30) -> DockerEngine:
+        """Connect to ``base_url``, or to what DOCKER_HOST (or the default socket) names, and ping it."""
+        endpoint = base_url or os.environ.get("DOCKER_HOST") or DEFAULT_SOCKET
+        client = None
+        try:
+            _probe_socket(endpoint, timeout)
+            # The client asks the engine for its API version right here, so a dead socket fails at
+            # once (connection refused / no such file) and a hung engine after `timeout` seconds.
+            if base_url:
+                client = docker.DockerClient(base_url=base_url, timeout=timeout)
+            else:
+                client = docker.from_env(timeout=timeout)
+            client.ping()
+        except Exception as exc:  # the SDK wraps everything differently; each means "not reachable"
+            if client is not None:
+                client.close()
+            raise EnvironmentProblem(
+                f"cannot reach the Docker engine at {endpoint}",
+                why=_why_unreachable(exc, timeout),
+                fix=_FIX_CONNECT,
+            ) from exc
+        return cls(client, endpoint=endpoint)
+
+    def close(self) -> None:
+        self._client.close()
+
+    @contextlib.contextmanager
+    def _talking(self, what: str) -> Iterator[None]:
+        """Turn "the engine went away" during ``what`` into an EnvironmentProblem."""
+        try:
+            yield
+        except _UNREACHABLE as exc:
+            raise EnvironmentProblem(
+                f"lost the Docker engine at {self.endpoint} while {what}",
+                why=_why_unreachable(exc, self._client.api.timeout),
+                fix=_FIX_CONNECT,
+            ) from exc
+
+    def info(self) -> EngineInfo:
+        with self._talking("asking for its version"):
+            data = self._client.info()
+            version = self._client.version()
+        root = str(data.get("DockerRootDir", ""))
+        return EngineInfo(
+            endpoint=self.endpoint,
+            server_version=str(data.get("ServerVersion") or version.get("Version", "")),
+            api_version=str(version.get("ApiVersion", "")),
+            storage_driver=str(data.get("Driver", "")),
+            # CgroupVersion arrived with cgroup v2 support (API 1.40); older engines only know v1.
+            cgroup_version=str(data.get("CgroupVersion") or "1"),
+            cgroup_driver=str(data.get("CgroupDriver", "")),
+            docker_root_dir=root,
+            free_disk_bytes=self._free_disk(root),
+            warnings=tuple(str(w) for w in data.get("Warnings") or ()),
+        )
+
+    def _free_disk(self, root: str) -> int | None:
+        # A remote engine's root directory is not this machine's; the same path here would lie.
+        if not (self._local and root):
+            return None
+        try:
+            return shutil.disk_usage(root).free
+        except OSError:
+            return None
+
+    # -- images -------------------------------------------------------------------------------
+
+    def image_id(self, tag: str) -> str | None:
+        with self._talking(f"looking up image {tag}"):
+            try:
+                return str(self._client.api.inspect_image(tag)["Id"])
+            except docker.errors.ImageNotFound:
+                return None
+
+    def image_labels(self, tag: str) -> dict[str, str] | None:
+        """The image's labels ({} when it has none); None when there is no such image."""
+        with self._talking(f"looking up image {tag}"):
+            try:
+                config = self._client.api.inspect_image(tag).get("Config") or {}
+            except docker.errors.ImageNotFound:
+                return None
+        return {str(k): str(v) for k, v in (config.get("Labels") or {}).items()}
+
+    def image_exists(self, tag: str) -> bool:
+        return self.image_id(tag) is not None
+
+    def remove_image(self, tag: str) -> None:
+        """Untag ``tag`` (and delete its layers when nothing else uses them); a missing tag is fine."""
+        with self._talking(f"removing image {tag}"), contextlib.suppress(docker.errors.NotFound):
+            self._client.api.remove_image(tag)
+
+    def build_image(
+        self,
+        context: Path,
+        *,
+        tag: str,
+        labels: dict[str, str] | None = None,
+        on_line: LineCallback | None = None,
+        build_args: dict[str, str] | None = None,
+    ) -> str:
+        """Build ``context``/Dockerfile as ``tag``, streaming the output to ``on_line``; the image id."""
+        if not (context / "Dockerfile").is_file():
+            raise InputError(
+                f"cannot build image {tag} from {context}",
+                why="there is no Dockerfile in that directory",
+                fix="Render the build context first (tfbuild render), or pass its directory.",
+            )
+        with self._talking(f"building image {tag}"):
+            try:
+                chunks = self._client.api.build(
+                    path=str(context),
+                    tag=tag,
+                    labels={**(labels or {}), LABEL: "1"},
+                    buildargs=build_args,
+                    rm=True,
+                    forcerm=True,  # intermediate containers go even when a step fails
+                    pull=False,  # base images are local (docker import); there is no registry
+                    decode=True,
+                )
+                try:
+                    self._follow_build(chunks, tag=tag, emit=on_line or _ignore)
+                finally:
+                    chunks.close()  # drops the HTTP response at once when we stop early
+            except docker.errors.APIError as exc:  # refused before any step ran (bad context, ...)
+                raise BuildFailed(
+                    f"building image {tag} failed",
+                    why=str(exc.explanation or exc),
+                    fix="Check the Dockerfile in the build context.",
+                ) from exc
+        image = self.image_id(tag)
+        if image is None:  # the stream ended without an error, yet no image: the engine went away?
+            raise BuildFailed(
+                f"building image {tag} ended without an image",
+                fix="Check that the Docker engine is still running and rerun.",
+            )
+        return image
+
+    @staticmethod
+    def _follow_build(chunks: Iterable[dict[str, Any]], *, tag: str, emit: LineCallback) -> None:
+        lines, log = _Lines(), _BuildLog()
+
+        def say(line: str) -> None:
+            log.note(line)
+            emit(line)
+
+        for chunk in chunks:
+            for line in lines.feed(chunk.get("stream", "")):
+                say(plain(line))
+            if chunk.get("status"):  # e.g. "Downloading" lines, one status per chunk
+                say(" ".join(str(chunk[key]) for key in ("status", "progress") if chunk.get(key)))
+            error = _chunk_error(chunk)
+            if error is not None:
+                for line in lines.flush():
+                    say(plain(line))
+                # Not the builder's "The command '<the whole RUN again>' returned ...".
+                emit(f"[the step failed: {_one_reason(error)}]")
+                raise log.failure(tag, error)
+        for line in lines.flush():
+            say(plain(line))
+
+    def ensure_image(
+        self,
+        context: Path,
+        *,
+        repository: str,
+        labels: dict[str, str] | None = None,
+        on_line: LineCallback | None = None,
+        build_args: dict[str, str] | None = None,
+    ) -> tuple[str, bool]:
+        """``(tag, built_now)``: ``repository:<input hash[:16]>``, built only if that tag is missing.
+
+        ``build_args`` are not part of the hash: pass only what changes no layer, such as the
+        proxy variables (Docker's predefined build arguments, which RUN steps see and the image
+        keeps nowhere)."""
+        digest = input_hash(context)
+        tag = f"{repository}:{digest[:16]}"
+        if self.image_exists(tag):
+            return tag, False
+        labels = {**(labels or {}), INPUT_HASH_LABEL: digest}
+        self.build_image(context, tag=tag, labels=labels, on_line=on_line, build_args=build_args)
+        return tag, True
+
+    def import_image(
+        self, archive: Path, *, repository: str, tag: str, changes: Sequence[str] = ()
+    ) -> str:
+        """``docker import`` a root filesystem tarball as ``repository:tag``; the image id."""
+        if not archive.is_file():  # the SDK would take a missing path for a URL to fetch
+            raise InputError(
+                f"cannot import {archive}",
+                why="the file does not exist",
+                fix="Pass the path of a root filesystem tarball.",
+            )
+        with self._talking(f"importing {archive}"):
+            self._client.api.import_image_from_file(
+                str(archive), repository=repository, tag=tag, changes=list(changes) or None
+            )
+        image = self.image_id(f"{repository}:{tag}")
+        if image is None:
+            raise BuildFailed(
+                f"importing {archive} as {repository}:{tag} left no image",
+                fix="Check that the file is a tar archive of a root filesystem.",
+            )
+        return image
+
+    def push_image(self, tag: str, repository: str, *, on_line: LineCallback | None = None) -> str:
+        """Push local image ``tag`` to ``repository`` (``host[:port]/path``) under the same tag;
+        the pushed manifest as ``repository@sha256:...``, the reference a worker pulls by digest.
+
+        The engine's own credentials for that registry apply (``docker login``); none pass here.
+        A registry that refuses or cannot be reached is an EnvironmentProblem naming it."""
+        pushed_tag = tag.rpartition(":")[2] if ":" in tag.rpartition("/")[2] else "latest"
+        target = f"{repository}:{pushed_tag}"
+        emit = on_line or _ignore
+        digest = None
+        with self._talking(f"pushing {target}"):
+            try:
+                self._client.api.tag(tag, repository, tag=pushed_tag)
+                for chunk in self._client.api.push(
+                    repository, tag=pushed_tag, stream=True, decode=True
+                ):
+                    error = _chunk_error(chunk)
+                    if error is not None:
+                        raise PushFailed(target, error)
+                    if chunk.get("status") and chunk.get("id") is None:
+                        emit(plain(str(chunk["status"])))
+                    found = (chunk.get("aux") or {}).get("Digest")
+                    if found:
+                        digest = str(found)
+            except docker.errors.APIError as exc:
+                raise PushFailed(target, str(exc.explanation or exc)) from exc
+            finally:  # the registry's names were only the way to push: the image keeps its own
+                for name in (target, *([f"{repository}@{digest}"] if digest else [])):
+                    with contextlib.suppress(docker.errors.APIError):
+                        self._client.api.remove_image(name, noprune=True)
+        if digest is None or not _DIGEST.fullmatch(digest):
+            raise PushFailed(target, "the registry named no manifest digest for the push")
+        return f"{repository}@{digest}"
+
+    # -- containers ---------------------------------------------------------------------------
+
+    def run(
+        self,
+        image: str,
+        command: Sequence[str],
+        *,
+        mounts: Sequence[Mount] = (),
+        env: Mapping[str, str] | None = None,
+        user: str | None = None,
+        workdir: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        mem_limit: str | None = None,
+        name: str | None = None,
+        on_line: LineCallback | None = None,
+        keep: bool = False,
+        network_mode: str | None = None,
+    ) -> RunResult:
+        """Run ``command`` in a new container from ``image``, streaming its output to ``on_line``.
+
+        ``network_mode`` is Docker's (None: the default bridge); ``"host"`` shares this machine's
+        network, the only way a container reaches a service on the host's loopback (127.0.0.1).
+
+        Lines of stdout keep their order, and so do those of stderr, but the engine copies the two
+        streams separately: for one ordered log, make the command itself send stderr to stdout.
+
+        The container is removed afterwards unless ``keep``; on any exception (Ctrl-C included) it is
+        killed and removed before the exception goes on.
+        """
+        run_id = uuid.uuid4().hex
+        options: dict[str, Any] = {
+            "mounts": [self._docker_mount(mount) for mount in mounts],  # refuses the socket first
+            "environment": dict(env or {}),
+            "user": user or "",
+            "working_dir": workdir,
+            "labels": {**(labels or {}), LABEL: "1", _RUN_LABEL: run_id},
+            "mem_limit": mem_limit,
+            # The same as mem_limit: the limit means memory, not memory plus as much swap again.
+            "memswap_limit": mem_limit,
+            "name": name,
+        }
+        if network_mode is not None:
+            options["network_mode"] = network_mode
+        try:
+            container, started = self._start(image, command, options)
+            result = self._follow(container, started=started, emit=on_line or _ignore)
+            if not keep:
+                self.remove_container(result.container_id)
+            return result
+        except BaseException:
+            # By label, not by id: an interrupt can land after the engine created the container
+            # but before its id reached us. A signal now waits until the container is gone.
+            with held_signals():
+                self._remove_run(run_id)
+            raise
+
+    def _start(
+        self, image: str, command: Sequence[str], options: dict[str, Any]
+    ) -> tuple[Any, float]:
+        """The created and started container, and when it started (time.monotonic)."""
+        with self._talking(f"starting a container from {image}"):
+            try:
+                container = self._client.containers.create(
+                    image, list(command), detach=True, **options
+                )
+                started = time.monotonic()
+                container.start()
+            except docker.errors.ImageNotFound as exc:
+                raise BuildFailed(
+                    f"cannot run a container from {image}",
+                    why="there is no such image on this engine (tfbuild never pulls)",
+                    fix="Build or import it first (tfbuild base for the base image).",
+                ) from exc
+            except docker.errors.APIError as exc:
+                raise BuildFailed(
+                    f"cannot run {' '.join(command)} in a container from {image}",
+                    why=str(exc.explanation or exc),
+                    fix="Check the command, the mounts and the user.",
+                ) from exc
+        return container, started
+
+    def _follow(self, container: Any, *, started: float, emit: LineCallback) -> RunResult:
+        lines = _Lines()
+        with self._talking(f"following container {container.short_id}"), _gone(container):
+            seen = self._pass_logs(container, lines, emit, follow=True)
+            status = container.wait()
+            duration = time.monotonic() - started
+            # A follow can end before an unterminated last line (moby/moby#43860, seen on 20.10).
+            # Once the container has exited its log is complete: pass on what the follow missed.
+            self._pass_logs(container, lines, emit, follow=False, skip=seen)
+            container.reload()
+            if container.attrs["State"].get("Status") in _REMOVED:
+                raise ContainerGone(container.short_id, str(container.attrs["State"]["Status"]))
+        for line in lines.flush():
+            emit(line)
+        return RunResult(
+            exit_code=int(status.get("StatusCode", -1)),
+            oom_killed=bool(container.attrs["State"].get("OOMKilled")),
+            container_id=str(container.id),
+            duration_s=duration,
+        )
+
+    @staticmethod
+    def _pass_logs(
+        container: Any, lines: _Lines, emit: LineCallback, *, follow: bool, skip: int = 0
+    ) -> int:
+        """Send the output after its first ``skip`` bytes to ``emit``, line by line; bytes read."""
+        stream = container.logs(stream=True, follow=follow, stdout=True, stderr=True)
+        offset = 0
+        try:
+            for chunk in stream:
+                start = max(0, skip - offset)  # the part of this chunk that was passed on before
+                offset += len(chunk)
+                for line in lines.feed(chunk[start:]):
+                    emit(line)
+        finally:
+            # Else an interrupted follow keeps its connection. Not stream.close(): in docker-py 7.1
+            # it shuts the socket but leaves the response's file open (a ResourceWarning).
+            getattr(stream, "_response", stream).close()
+        return offset
+
+    def _docker_mount(self, mount: Mount) -> Any:
+        source = mount.source
+        if mount.kind == "bind":
+            source = str(Path(source).absolute())
+            self._refuse_socket(source)
+            if self._local and not Path(source).exists():
+                # Unlike `docker run -v`, the mounts API does not create a missing directory.
+                raise InputError(
+                    f"cannot mount {source} at {mount.target}",
+                    why="it does not exist",
+                    fix="Create it first, or check the path.",
+                )
+        return docker.types.Mount(
+            target=mount.target, source=source, type=mount.kind, read_only=mount.read_only
+        )
+
+    def _refuse_socket(self, source: str) -> None:
+        """The Docker socket (or a directory holding it) in a container gives it root on the host."""
+        real = os.path.realpath(source)
+        for path in sorted(self._sockets):
+            if real == path or path.startswith(real.rstrip("/") + "/"):
+                raise UsageError(
+                    f"refusing to mount {source} into a container",
+                    why=f"it is or contains the Docker socket {path}, which gives root on this machine",
+                    fix="Mount a directory that does not contain the Docker socket.",
+                )
+
+    def _remove_run(self, run_id: str) -> None:
+        # Best effort on the way out of an exception: a second failure must not hide the first.
+        with contextlib.suppress(docker.errors.DockerException, TfbuildError, *_UNREACHABLE):
+            for container_id in self.containers(label=f"{_RUN_LABEL}={run_id}"):
+                self.remove_container(container_id)
+
+    def containers(self, label: str = f"{LABEL}=1", all: bool = True) -> list[str]:
+        """The ids of the containers with ``label`` (``key=value`` or ``key``), stopped ones too."""
+        with self._talking("listing containers"):
+            found = self._client.api.containers(all=all, filters={"label": label})
+        return [str(item["Id"]) for item in found]
+
+    def remove_container(self, container_id: str) -> None:
+        """Kill (if running) and remove a container with its anonymous volumes; gone already is fine."""
+        with self._talking(f"removing container {container_id[:12]}"):
+            try:
+                self._client.api.remove_container(container_id, force=True, v=True)
+            except docker.errors.NotFound:
+                return
+            except docker.errors.APIError as exc:
+                if "already in progress" not in str(exc):  # another remover got there first
+                    raise
+
+    # -- volumes ------------------------------------------------------------------------------
+
+    def ensure_volume(
+        self,
+        name: str,
+        *,
+        labels: Mapping[str, str] | None = None,
+        part_of: str | None = None,
+    ) -> str:
+        """A named volume (e.g. bazel's cache), created with ``labels`` when missing; its name.
+        ``part_of``: another volume this one belongs to, removed with it (remove_volume)."""
+        labels = {**(labels or {}), LABEL: "1", **({PART_OF_LABEL: part_of} if part_of else {})}
+        with self._talking(f"creating volume {name}"):
+            try:
+                self._client.api.inspect_volume(name)
+            except docker.errors.NotFound:
+                self._client.api.create_volume(name=name, labels=labels)
+        return name
+
+    def volumes(self, label: str = f"{LABEL}=1") -> list[str]:
+        """The names of the volumes with ``label`` (``key=value``), sorted."""
+        with self._talking("listing volumes"):
+            found = self._client.api.volumes(filters={"label": label}) or {}
+        return sorted(str(v["Name"]) for v in found.get("Volumes") or ())
+
+    def remove_volume(self, name: str) -> None:
+        """Remove volume ``name`` and the volumes that are part of it; missing ones are fine."""
+        parts = self.volumes(f"{PART_OF_LABEL}={name}")
+        with self._talking(f"removing volume {name}"):
+            for volume in (*parts, name):
+                with contextlib.suppress(docker.errors.NotFound):
+                    self._client.api.remove_volume(volume, force=True)

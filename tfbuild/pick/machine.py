@@ -1,0 +1,358 @@
+"""The machine a wheel must run on: its CPU, its Python, its C and C++ runtimes, its driver's CUDA.
+
+:func:`describe_host` is the edge: it reads ``/proc/cpuinfo`` (or a saved dump), asks nvidia-smi
+and the interpreter, reads glibc's version and the newest ``GLIBCXX_`` version that the loader's
+libstdc++ defines (:func:`libstdcxx_here`, pyelftools); :class:`Host` is what it found, plain data.
+A saved dump carries neither runtime: ``--glibc`` and ``--libstdcxx`` state them, else they are not
+checked.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfbuild.core.errors import InputError, UsageError
+from tfbuild.detect import cpu
+from tfbuild.detect.cpuinfo import CpuInfo
+from tfbuild.recipes.tfversions import parse_version
+
+#: A Python or CUDA version as the user states it: X.Y, or X.Y.Z (the Z is dropped).
+_X_Y = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
+#: A glibc version as the user states it: X.Y.
+_GLIBC = re.compile(r"^(\d+)\.(\d+)$")
+#: A libstdc++ symbol version as the user states it (the part after GLIBCXX_): X.Y or X.Y.Z.
+_GLIBCXX_STATED = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
+#: A version definition of libstdc++ that counts: GLIBCXX_3.4.32 (not GLIBCXX_LDBL_3.4, CXXABI_*).
+_GLIBCXX_DEFINED = re.compile(r"^GLIBCXX_(\d+(?:\.\d+)+)$")
+#: dlinfo's request for a library's ``struct link_map`` (<dlfcn.h>).
+_RTLD_DI_LINKMAP = 2
+#: The interpreter codes of wheel tags, as people name them.
+IMPLEMENTATIONS = {"cp": "CPython", "pp": "PyPy", "py": "Python"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Host:
+    """The machine and interpreter a wheel must run on."""
+
+    source: str  # "this machine" or the --cpuinfo file
+    live: bool  # this machine (not a --cpuinfo dump)
+    cpu: CpuInfo
+    target: str  # archspec's name for the CPU
+    guard: tuple[str, ...]  # TensorFlow's guard features the CPU has
+    python: str  # "3.11"
+    implementation: str  # "cp"
+    python_source: str
+    glibc: str | None  # the machine's glibc (None: not glibc, or unknown for --cpuinfo)
+    glibc_checked: bool  # False: a --cpuinfo machine without --glibc, whose C library is unknown
+    glibc_source: str  # where glibc came from, or why it is not checked
+    libstdcxx: str | None  # the newest GLIBCXX_ version its libstdc++ defines (None: not checked)
+    libstdcxx_source: str  # where that came from, or why it is not checked
+    driver_cuda: str | None  # the newest CUDA the NVIDIA driver supports; None: no GPU
+    driver_source: str
+
+    @property
+    def python_text(self) -> str:
+        return f"{IMPLEMENTATIONS.get(self.implementation, self.implementation)} {self.python}"
+
+    @property
+    def glibc_text(self) -> str:
+        """``glibc 2.28``, and ``(--glibc)`` when the user stated it."""
+        stated = " (--glibc)" if self.glibc_source.startswith("--glibc") else ""
+        return f"glibc {self.glibc}{stated}"
+
+    @property
+    def libstdcxx_text(self) -> str:
+        """``GLIBCXX_3.4.30``, and ``(--libstdcxx)`` when the user stated it."""
+        stated = " (--libstdcxx)" if self.libstdcxx_source.startswith("--libstdcxx") else ""
+        return f"GLIBCXX_{self.libstdcxx}{stated}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "live": self.live,
+            "architecture": self.cpu.architecture,
+            "target": self.target,
+            "tensorflow_features": list(self.guard),
+            "python": self.python,
+            "python_implementation": self.implementation,
+            "python_source": self.python_source,
+            "glibc": self.glibc,
+            "glibc_checked": self.glibc_checked,
+            "glibc_source": self.glibc_source,
+            "libstdcxx": self.libstdcxx,
+            "libstdcxx_checked": self.libstdcxx is not None,
+            "libstdcxx_source": self.libstdcxx_source,
+            "driver_cuda": self.driver_cuda,
+            "driver_cuda_source": self.driver_source,
+        }
+
+
+def _x_y(text: str, pattern: re.Pattern[str], *, option: str, noun: str, fix: str) -> str:
+    """A version option's value as ``X.Y`` (``3.11.7`` -> ``3.11``); else one usage error line."""
+    found = pattern.match(text.strip())
+    if not found:
+        raise UsageError(f"{option} {text!r} is not {noun}", fix=fix)
+    return f"{int(found.group(1))}.{int(found.group(2))}"
+
+
+def parse_python(text: str) -> str:
+    """``3.11`` (or ``3.11.7``) -> ``3.11``; anything else is a usage error."""
+    return _x_y(
+        text,
+        _X_Y,
+        option="--python",
+        noun="a Python version",
+        fix="Write it as X.Y, e.g. 3.11.",
+    )
+
+
+def parse_driver_cuda(text: str) -> str | None:
+    """``12.4`` (or ``12.4.1``) -> ``12.4``; ``none`` -> None (no GPU)."""
+    if text.strip().lower() == "none":
+        return None
+    return _x_y(
+        text,
+        _X_Y,
+        option="--driver-cuda",
+        noun="a CUDA version",
+        fix="Write the newest CUDA the driver supports as X.Y (nvidia-smi prints it), or none.",
+    )
+
+
+def parse_glibc(text: str) -> str:
+    """``2.28`` -> ``2.28``; anything else is a usage error."""
+    return _x_y(
+        text,
+        _GLIBC,
+        option="--glibc",
+        noun="a glibc version",
+        fix="Write the machine's glibc as X.Y, e.g. 2.28 (ldd --version prints it).",
+    )
+
+
+def parse_libstdcxx(text: str) -> str:
+    """``3.4.32`` (the newest GLIBCXX_ version of a libstdc++) -> ``3.4.32``; else a usage error."""
+    stripped = text.strip().removeprefix("GLIBCXX_")
+    if not _GLIBCXX_STATED.match(stripped):
+        raise UsageError(
+            f"--libstdcxx {text!r} is not a GLIBCXX version",
+            fix="Write the newest GLIBCXX_ version of the machine's libstdc++ as X.Y.Z, e.g. "
+            "3.4.25 (strings libstdc++.so.6 | grep GLIBCXX_ lists them).",
+        )
+    return ".".join(str(int(p)) for p in stripped.split("."))
+
+
+def _abi_prefix(name: str) -> str:
+    return {"cpython": "cp", "pypy": "pp"}.get(name, name)
+
+
+def query_python(executable: str) -> tuple[str, str]:
+    """(implementation code, "X.Y") of another interpreter, asked in a subprocess."""
+    code = "import sys; print(sys.implementation.name, sys.version_info[0], sys.version_info[1])"
+    what = f"cannot use --pip-python {executable}"
+    try:
+        proc = subprocess.run(  # argv built here, no shell
+            [executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise InputError(what, why=str(exc), fix="Give the path of a Python interpreter.") from None
+    parts = proc.stdout.split()
+    if proc.returncode != 0 or len(parts) != 3 or not all(p.isdigit() for p in parts[1:]):
+        last = (proc.stderr.strip().splitlines() or ["it printed no version"])[-1]
+        raise InputError(what, why=last, fix="Give the path of a Python interpreter.")
+    return _abi_prefix(parts[0]), f"{parts[1]}.{parts[2]}"
+
+
+def _driver_here() -> tuple[str | None, str]:
+    from tfbuild.detect.nvidia import detect_nvidia
+
+    report = detect_nvidia()
+    if report.driver is None:
+        return None, "no NVIDIA driver found"
+    if report.driver.cuda_version is None:
+        return None, f"NVIDIA driver {report.driver.version}"
+    return (
+        report.driver.cuda_version,
+        f"NVIDIA driver {report.driver.version} ({report.driver.cuda_version_source})",
+    )
+
+
+def newest_glibcxx(library: Path) -> str | None:
+    """The newest ``GLIBCXX_`` version a libstdc++ file defines (``.gnu.version_d``, read by
+    pyelftools): ``"3.4.32"``; None when it defines none. OSError or ELFError when unreadable."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.gnuversions import GNUVerDefSection
+
+    found: list[tuple[int, ...]] = []
+    with library.open("rb") as handle:
+        for section in ELFFile(handle).iter_sections():
+            if not isinstance(section, GNUVerDefSection):
+                continue
+            for _definition, names in section.iter_versions():
+                # The first name is the version this entry defines; the rest are its parents.
+                name = next(iter(names), None)
+                matched = _GLIBCXX_DEFINED.match(name.name) if name is not None else None
+                if matched:
+                    found.append(parse_version(matched.group(1)))
+    return ".".join(map(str, max(found))) if found else None
+
+
+class _LinkMap(ctypes.Structure):
+    """The head of <link.h>'s ``struct link_map``: the load address and the file's path."""
+
+    _fields_ = (("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p))
+
+
+def _loaded_path(library: ctypes.CDLL) -> Path | None:
+    """The file the loader chose for a library it loaded (dlinfo RTLD_DI_LINKMAP)."""
+    dlinfo = None
+    for where in (None, "libdl.so.2"):  # glibc 2.34+ has dlinfo in libc, older ones in libdl
+        try:
+            dlinfo = ctypes.CDLL(where).dlinfo
+            break
+        except (OSError, AttributeError):
+            continue
+    if dlinfo is None:
+        return None
+    link = ctypes.POINTER(_LinkMap)()
+    if dlinfo(ctypes.c_void_p(library._handle), _RTLD_DI_LINKMAP, ctypes.byref(link)) != 0:
+        return None
+    name = link.contents.l_name if link else None
+    return Path(name.decode()) if name else None
+
+
+def find_libstdcxx() -> Path | None:
+    """The libstdc++ a program started here gets: ``find_library("stdc++")``'s soname, loaded by
+    the dynamic loader (its search path: LD_LIBRARY_PATH, ld.so.cache, the default directories)."""
+    soname = ctypes.util.find_library("stdc++")
+    if soname is None:
+        return None
+    try:
+        library = ctypes.CDLL(soname)
+    except OSError:
+        return None
+    return _loaded_path(library)
+
+
+def libstdcxx_here() -> tuple[str | None, str]:
+    """(the newest GLIBCXX_ version of this machine's libstdc++, where it was read or why not)."""
+    from elftools.common.exceptions import ELFError
+
+    library = find_libstdcxx()
+    if library is None:
+        return None, "not checked: the dynamic loader finds no libstdc++ on this machine"
+    try:
+        newest = newest_glibcxx(library)
+    except (OSError, ELFError) as exc:
+        return None, f"not checked: cannot read {library} ({exc})"
+    if newest is None:
+        return None, f"not checked: {library} defines no GLIBCXX_ symbol versions"
+    return newest, f"{library} (its GLIBCXX_ symbol versions)"
+
+
+def _glibc_of(live: bool, stated: str | None) -> tuple[str | None, bool, str]:
+    """(glibc, checked, source): stated with --glibc, detected on this machine, else unknown."""
+    if not live:
+        if stated is not None:
+            return stated, True, "--glibc"
+        return (
+            None,
+            False,
+            "not checked: a --cpuinfo dump does not say the machine's glibc; state it with "
+            "--glibc X.Y",
+        )
+    from tfbuild.detect.system import glibc_version
+
+    detected = glibc_version()
+    own = f"glibc {detected}" if detected else "not glibc"
+    if stated is not None:
+        return stated, True, f"--glibc (this machine's own C library: {own})"
+    if detected is None:
+        return None, True, "this machine: its C library is not glibc"
+    return detected, True, "this machine"
+
+
+def _libstdcxx_of(
+    live: bool, stated: str | None, here: Callable[[], tuple[str | None, str]]
+) -> tuple[str | None, str]:
+    """(newest GLIBCXX_ version, source): stated with --libstdcxx, read here, else unknown."""
+    if not live:
+        if stated is not None:
+            return stated, "--libstdcxx"
+        return (
+            None,
+            "not checked: a --cpuinfo dump does not say the machine's libstdc++; state its "
+            "newest GLIBCXX_ version with --libstdcxx X.Y.Z",
+        )
+    detected, source = here()
+    if stated is not None:
+        own = f"GLIBCXX_{detected}" if detected else source
+        return stated, f"--libstdcxx (this machine's own libstdc++: {own})"
+    return detected, source
+
+
+def describe_host(
+    *,
+    cpuinfo: Path | None = None,
+    python: str | None = None,
+    pip_python: str | None = None,
+    driver_cuda: str | None = None,
+    glibc: str | None = None,
+    libstdcxx: str | None = None,
+    driver: Callable[[], tuple[str | None, str]] = _driver_here,
+    libstdcxx_reader: Callable[[], tuple[str | None, str]] = libstdcxx_here,
+) -> Host:
+    """This machine, or a saved cpuinfo; the Python, C/C++ runtimes and CUDA driver stated or
+    found."""
+    from tfbuild.detect.cpuinfo import read_cpuinfo
+
+    stated_glibc = parse_glibc(glibc) if glibc is not None else None
+    stated_libstdcxx = parse_libstdcxx(libstdcxx) if libstdcxx is not None else None
+    live = cpuinfo is None
+    info = cpu.host_cpuinfo() if cpuinfo is None else read_cpuinfo(cpuinfo)
+    if python is not None:
+        implementation, version, python_source = "cp", parse_python(python), "--python"
+    elif pip_python is not None:
+        implementation, version = query_python(pip_python)
+        python_source = f"--pip-python {pip_python}"
+    else:
+        implementation = _abi_prefix(sys.implementation.name)
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        python_source = f"this interpreter, {sys.executable}"
+    if driver_cuda is not None:
+        cuda = parse_driver_cuda(driver_cuda)
+        cuda_source = "--driver-cuda"
+    elif not live:
+        cuda, cuda_source = (
+            None,
+            "no GPU assumed for a --cpuinfo machine; state its driver's CUDA with --driver-cuda X.Y",
+        )
+    else:
+        cuda, cuda_source = driver()
+    glibc_found, glibc_checked, glibc_source = _glibc_of(live, stated_glibc)
+    libstdcxx_found, libstdcxx_source = _libstdcxx_of(live, stated_libstdcxx, libstdcxx_reader)
+    return Host(
+        source="this machine" if live else str(cpuinfo),
+        live=live,
+        cpu=info,
+        target=str(cpu.identify(info).name),
+        guard=cpu.guard_features(info),
+        python=version,
+        implementation=implementation,
+        python_source=python_source,
+        glibc=glibc_found,
+        glibc_checked=glibc_checked,
+        glibc_source=glibc_source,
+        libstdcxx=libstdcxx_found,
+        libstdcxx_source=libstdcxx_source,
+        driver_cuda=cuda,
+        driver_source=cuda_source,
+    )

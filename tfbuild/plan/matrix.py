@@ -1,0 +1,210 @@
+"""The CI build matrix: TensorFlow × Python × CPU target × variant, from the recipes.
+
+Every combination is planned with the same :func:`tfbuild.plan.make_plan` that ``tfbuild wheel``
+runs, for a nominal CI build runner (x86_64, no GPU, no knowledge of the CPUs the wheels will run
+on). A combination the planner refuses is left out with the planner's own reason, so the matrix
+never holds a job that would fail at its first step, and never disagrees with ``tfbuild wheel``
+about what is possible.
+
+CI wheels are for named portable targets (x86_64_v2..v4 or a named microarchitecture), never for the
+CI runner's own CPU: ``native`` and machine-specific builds are refused here. Pure: recipes in, a
+frozen :class:`Matrix` out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tfbuild.core.errors import TfbuildError, UsageError
+from tfbuild.core.variants import VARIANTS, Variant
+from tfbuild.detect import cpu
+from tfbuild.detect.cpuinfo import CpuInfo
+from tfbuild.detect.host import HostFacts
+from tfbuild.plan import PlanOptions, make_plan
+from tfbuild.recipes.recipe import BaseImage, Recipe, RecipeSet
+from tfbuild.recipes.tfversions import parse_version
+
+DEFAULT_TARGETS = ("x86_64_v2", "x86_64_v3", "x86_64_v4")
+DEFAULT_VARIANTS: tuple[Variant, ...] = (Variant.cpu,)
+#: GitHub Actions runs at most this many jobs from one matrix.
+GITHUB_MATRIX_LIMIT = 256
+_GIB = 1 << 30
+
+#: The build runner as the planner sees it: the wheels are never for this machine.
+RUNNER = HostFacts(
+    machine=CpuInfo(
+        source="a CI build runner", architecture="x86_64", vendor="generic", brand=None
+    ),
+    machine_is_build_host=False,
+    build_cpus=16,
+    build_memory_bytes=64 * _GIB,
+    build_disk_path=None,
+    build_disk_free_bytes=None,
+    python="3.11",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job:
+    """One build job: what `tfbuild wheel` is asked for, and what the wheel will be labelled."""
+
+    name: str  # stable: tf2.21-py3.11-x86_64_v4-cpu
+    tf: str
+    python: str
+    target: str
+    variant: Variant
+    label: str
+    cuda: str  # "" for CPU variants
+    args: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "tf": self.tf,
+            "python": self.python,
+            "target": self.target,
+            "variant": self.variant,
+            "label": self.label,
+            "cuda": self.cuda,
+            "args": " ".join(self.args),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Skipped:
+    """A combination left out, with the planner's reason."""
+
+    name: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "reason": self.reason}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    jobs: tuple[Job, ...]
+    skipped: tuple[Skipped, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """What GitHub Actions' ``fromJSON`` takes: only ``include`` (any other key is an axis)."""
+        return {"include": [job.to_json() for job in self.jobs]}
+
+
+def _split(values: Sequence[str] | None) -> list[str]:
+    """``["2.20,2.21", "2.19"]`` -> ``["2.20", "2.21", "2.19"]``, order kept, duplicates dropped."""
+    found: list[str] = []
+    for value in values or ():
+        for item in value.split(","):
+            if item.strip() and item.strip() not in found:
+                found.append(item.strip())
+    return found
+
+
+def _recipes(recipes: RecipeSet, tf: list[str]) -> list[Recipe]:
+    if not tf:
+        return [recipes.recipes[-1]]
+    if tf == ["all"]:
+        return list(recipes.recipes)
+    chosen = [recipes.get(version) for version in tf]
+    return sorted(
+        {r.tensorflow: r for r in chosen}.values(), key=lambda r: parse_version(r.tensorflow)
+    )
+
+
+def _targets(targets: list[str]) -> list[str]:
+    for name in targets:
+        if name == "native":
+            raise UsageError(
+                "--targets native",
+                why="CI wheels are for named portable targets, never for the CI runner's own CPU",
+                fix="Name levels or microarchitectures: x86_64_v2,x86_64_v3,x86_64_v4 or zen4.",
+            )
+        cpu.lookup_target(name, option="--targets")  # unknown: a usage error with suggestions
+    return targets or list(DEFAULT_TARGETS)
+
+
+def _variants(variants: list[str]) -> list[Variant]:
+    for name in variants:
+        if name not in VARIANTS:
+            raise UsageError(
+                f"unknown variant {name!r}",
+                why=f"the variants are {', '.join(VARIANTS)}",
+                fix="Pass e.g. --variants cpu,cuda.",
+            )
+    return [Variant(v) for v in variants] or list(DEFAULT_VARIANTS)
+
+
+def _args(tf: str, python: str, target: str, variant: Variant) -> tuple[str, ...]:
+    args = ["--tf", tf, "--python", python, "--target", target]
+    if variant != Variant.cpu:
+        args.append(f"--{variant}")
+    return tuple(args)
+
+
+def build_matrix(
+    recipes: RecipeSet,
+    base_images: dict[str, BaseImage],
+    *,
+    tf: Sequence[str] | None = None,
+    python: Sequence[str] | None = None,
+    targets: Sequence[str] | None = None,
+    variants: Sequence[str] | None = None,
+    limit: int = GITHUB_MATRIX_LIMIT,
+) -> Matrix:
+    """Plan every combination of the axes; keep the possible ones, explain the others."""
+    chosen_recipes = _recipes(recipes, _split(tf))
+    wanted_python = _split(python)
+    chosen_targets = _targets(_split(targets))
+    chosen_variants = _variants(_split(variants))
+    jobs: list[Job] = []
+    skipped: list[Skipped] = []
+    for recipe in chosen_recipes:
+        pythons = wanted_python or list(recipe.python)
+        for py in pythons:
+            for target in chosen_targets:
+                for variant in chosen_variants:
+                    name = f"tf{recipe.short}-py{py}-{target}-{variant}"
+                    # Another architecture than the runner's is refused by make_plan itself.
+                    options = PlanOptions(
+                        variant=variant,
+                        target=target,
+                        python=py,
+                        skip_disk_check=True,
+                    )
+                    try:
+                        plan = make_plan(options, recipe, RUNNER, base_images=base_images)
+                    except TfbuildError as error:
+                        reason = f"{error.what}: {error.why}" if error.why else error.what
+                        skipped.append(Skipped(name=name, reason=reason))
+                        continue
+                    jobs.append(
+                        Job(
+                            name=name,
+                            tf=recipe.short,
+                            python=plan.python,
+                            target=plan.target,
+                            variant=variant,
+                            label=plan.label or "",
+                            cuda=plan.cuda.cuda if plan.cuda else "",
+                            args=_args(recipe.short, py, target, variant),
+                        )
+                    )
+    if not jobs:
+        raise UsageError(
+            "no job is left in the matrix",
+            why=f"all {len(skipped)} combinations were left out (see above)"
+            if skipped
+            else "no combination was asked for",
+            fix="Widen the filters (--tf, --python, --targets, --variants).",
+            details=tuple(f"{s.name}: {s.reason}" for s in skipped),
+        )
+    if len(jobs) > limit:
+        raise UsageError(
+            f"the matrix has {len(jobs)} jobs",
+            why=f"GitHub Actions runs at most {limit} jobs from one matrix",
+            fix="Narrow it with --tf, --python, --targets or --variants.",
+        )
+    return Matrix(jobs=tuple(jobs), skipped=tuple(skipped))

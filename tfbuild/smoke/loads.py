@@ -1,0 +1,247 @@
+"""Does a wheel load, install and import on another system? ``tfbuild smoke --in-image IMAGE``:
+shown, not assumed.
+
+The wheel is mounted read-only into a container of ``IMAGE`` (for example an older suite made by
+``tfbuild base --suite bullseye``), where ``_loadprobe.py`` runs with the image's ``python3``:
+
+- that system's own dynamic loader is asked to load every shared object in the wheel. A library
+  needing a newer glibc or libstdc++ than the image has fails there with the loader's own words
+  ("version `GLIBC_2.34' not found"), which the report keeps (``LoadReport.loads``);
+- the wheel's tags are checked against the image's interpreter (a cp311 wheel does not install on
+  Python 3.9: ``installable``, with both versions in ``not_installable``), and its Requires-Dist
+  against the distributions the image has (``requirements``; markers are not evaluated);
+- each top-level import name is imported in a fresh ``python3`` with the unpacked wheel first on
+  ``sys.path`` (``modules``, ``imports``), or, with ``--wheelhouse DIR`` (mounted read-only) and
+  pip in the image, from ``pip install --no-index --find-links DIR --target TMP WHEEL``: the
+  dependencies come from that directory, offline.
+
+A wheel passes in an image when its libraries load, it suits the image's Python, and its imports
+succeed (``LoadReport.passed``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from tfbuild.core.errors import EnvironmentProblem, InputError
+
+if TYPE_CHECKING:
+    from tfbuild.core.engine import DockerEngine
+
+PROBE = Path(__file__).with_name("_loadprobe.py")
+
+RequirementState = Literal["installed", "missing", "unknown", "not evaluated"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LibraryLoad:
+    path: str
+    loads: bool
+    error: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "loads": self.loads, "error": self.error}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Requirement:
+    """One Requires-Dist of the wheel (those for an extra are left out), as the image has it."""
+
+    text: str  # the Requires-Dist line
+    name: str  # the distribution it names
+    # installed; missing; unknown (the image's Python has no importlib.metadata); not evaluated
+    # (it has an environment marker, which the probe does not evaluate)
+    state: RequirementState
+    version: str | None  # the version the image has (not checked against the specifier)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requirement": self.text,
+            "name": self.name,
+            "state": self.state,
+            "version": self.version,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModuleImport:
+    """``import NAME`` of one top-level name, in a fresh interpreter of the image."""
+
+    name: str
+    ok: bool
+    file: str | None  # the file the import ran, relative to the installed wheel: its own code
+    error: str | None  # the exception's last line (or the signal that killed the interpreter)
+    cause: str | None  # the missing dependency the error most likely comes from
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "file": self.file,
+            "error": self.error,
+            "cause": self.cause,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadReport:
+    image: str
+    glibc: str | None  # the image's glibc
+    libraries: tuple[LibraryLoad, ...]
+    python: str | None  # the image's python3 version
+    distribution: str | None  # the wheel's Name
+    tags: tuple[str, ...]  # the wheel's tags (WHEEL's Tag lines)
+    installable: bool  # its Python/ABI tags and Requires-Python suit the image's interpreter
+    not_installable: str | None  # why not, with both versions
+    installed_by: Literal["unpacked", "pip"]  # how the imports saw the wheel
+    wheelhouse: bool  # a --wheelhouse was given
+    pip: str | None  # the image's pip version (asked only with a wheelhouse)
+    install_error: str | None  # pip's words when it could not install from the wheelhouse
+    requirements: tuple[Requirement, ...]
+    modules: tuple[ModuleImport, ...]
+
+    @property
+    def loads(self) -> bool:
+        return all(library.loads for library in self.libraries)
+
+    @property
+    def imports(self) -> bool | None:
+        """Whether every top-level name imports; None when no import was attempted."""
+        return all(module.ok for module in self.modules) if self.modules else None
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.requirements if r.state == "missing")
+
+    @property
+    def passed(self) -> bool:
+        return self.loads and self.installable and self.imports is not False
+
+    @property
+    def no_pip(self) -> bool:
+        """A wheelhouse was given, but the image has no pip to install from it."""
+        return self.wheelhouse and self.pip is None
+
+    def problem(self) -> str | None:
+        """The first reason the wheel fails here, in the loader's, the tags' or Python's words."""
+        failed = next((lib for lib in self.libraries if not lib.loads), None)
+        if failed is not None:
+            return f"{failed.path}: {failed.error or 'the loader refused it'}"
+        if not self.installable:
+            return self.not_installable or "its tags do not suit the image's Python"
+        module = next((m for m in self.modules if not m.ok), None)
+        if module is not None:
+            cause = f" (missing dependency: {module.cause})" if module.cause else ""
+            return f"import {module.name}: {module.error}{cause}"
+        return None
+
+    @classmethod
+    def from_probe(cls, image: str, data: dict[str, Any]) -> LoadReport:
+        """The report from the probe's JSON object (``_loadprobe.py``)."""
+        wheel = data.get("wheel") or {}
+        install = data.get("install") or {}
+        return cls(
+            image=image,
+            glibc=data.get("glibc"),
+            libraries=tuple(
+                LibraryLoad(path=str(d["path"]), loads=bool(d["loads"]), error=d.get("error"))
+                for d in data["libraries"]
+            ),
+            python=data.get("python"),
+            distribution=wheel.get("name"),
+            tags=tuple(wheel.get("tags") or ()),
+            installable=bool(data.get("installable", True)),
+            not_installable=data.get("not_installable"),
+            installed_by="pip" if install.get("by") == "pip" else "unpacked",
+            wheelhouse=bool(install.get("wheelhouse")),
+            pip=install.get("pip"),
+            install_error=install.get("error"),
+            requirements=tuple(
+                Requirement(
+                    text=str(r["requirement"]),
+                    name=str(r["name"]),
+                    state=r["state"],
+                    version=r.get("version"),
+                )
+                for r in data.get("requirements") or ()
+            ),
+            modules=tuple(
+                ModuleImport(
+                    name=str(m["name"]),
+                    ok=bool(m["ok"]),
+                    file=m.get("file"),
+                    error=m.get("error"),
+                    cause=m.get("cause"),
+                )
+                for m in data.get("imports") or ()
+            ),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "image": self.image,
+            "glibc": self.glibc,
+            "loads": self.loads,
+            "libraries": [library.to_json() for library in self.libraries],
+            "python": self.python,
+            "distribution": self.distribution,
+            "tags": list(self.tags),
+            "installable": self.installable,
+            "not_installable": self.not_installable,
+            "install": {
+                "by": self.installed_by,
+                "wheelhouse": self.wheelhouse,
+                "pip": self.pip,
+                "error": self.install_error,
+            },
+            "requirements": [r.to_json() for r in self.requirements],
+            "missing": list(self.missing),
+            "imports": self.imports,
+            "modules": [m.to_json() for m in self.modules],
+            "passed": self.passed,
+        }
+
+
+def loads_in(
+    engine: DockerEngine, wheel: Path, image: str, *, wheelhouse: Path | None = None
+) -> LoadReport:
+    """Load every shared object of ``wheel`` with the dynamic loader of a container of ``image``,
+    check its tags and requirements against the image's Python and import it there (its
+    dependencies installed from ``wheelhouse`` with the image's pip, when given)."""
+    from tfbuild.core.engine import Mount
+
+    if not wheel.is_file() or wheel.suffix != ".whl":
+        raise InputError(f"no wheel at {wheel}", fix="Name a .whl file for --in-image.")
+    if wheelhouse is not None and not wheelhouse.is_dir():
+        raise InputError(
+            f"no directory at {wheelhouse}",
+            why="--wheelhouse names the directory of the dependencies' wheels",
+            fix="Fill one with pip download -d DIR --only-binary=:all: REQUIREMENTS.",
+        )
+    if not engine.image_exists(image):
+        raise EnvironmentProblem(
+            f"no image {image} on this engine",
+            fix="Make one with tfbuild base --suite SUITE (an older suite shows an older glibc).",
+        )
+    wheel = wheel.resolve()
+    mounts = [
+        Mount(str(PROBE), "/tfbuild/loadprobe.py", read_only=True),
+        Mount(str(wheel.parent), "/wheel", read_only=True),
+    ]
+    command = ["python3", "/tfbuild/loadprobe.py", f"/wheel/{wheel.name}"]
+    if wheelhouse is not None:
+        mounts.append(Mount(str(wheelhouse.resolve()), "/wheelhouse", read_only=True))
+        command += ["--wheelhouse", "/wheelhouse"]
+    lines: list[str] = []
+    result = engine.run(image, command, mounts=mounts, env={"HOME": "/tmp"}, on_line=lines.append)
+    found = next((line for line in reversed(lines) if line.startswith("{")), None)
+    if result.exit_code != 0 or found is None:
+        raise EnvironmentProblem(
+            f"cannot check {wheel.name} in {image}",
+            why=" ".join(lines[-3:]) or f"the probe exited with {result.exit_code}",
+            fix="The image needs python3 (tfbuild base images have it).",
+        )
+    return LoadReport.from_probe(image, json.loads(found))

@@ -1,0 +1,757 @@
+"""The receipt: what a wheel is, and every input that made it (``<wheel>.json`` beside the wheel).
+
+One frozen type with a schema version, written by ``tfbuild wheel`` and read by every command that
+looks at a wheel (``smoke``, ``index``, ``pick``, ``verify``, ``wheel --from-receipt``, ``doctor``).
+The plan travels as its JSON (this module sits below the planner, so that the reading side needs no
+planner) together with its sha256, so a receipt whose plan was edited after the build is refused;
+the inputs travel with theirs (``inputs_sha256``), so are the package versions, the source and the
+images a rebuild takes from them.
+
+Every input has an identity here: the source (tarball sha256 or git commit), the recipe file's
+sha256, the base image (digest or id), the toolchain image's id, every package installed in it with
+its exact version, bazel, bazelisk, the compiler, and tfbuild itself. Facts about the moment of the
+build (free disk, the engine, timings) are kept apart from the plan, under ``host`` and ``timings``.
+
+A receipt is untrusted input until it is read: :func:`decode_receipt` is the one decoder for its
+bytes (a file, an HTTP body), bounded in size, nesting and numbers, and :meth:`Receipt.from_json`
+checks every field to its type and grammar (known keys only, sha256 hex, Debian package names and
+versions, ...), so that no value read from a receipt reaches a shell, a path or a Docker call
+unchecked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from tfbuild.core.errors import InputError
+from tfbuild.core.files import read_input
+from tfbuild.core.variants import Variant
+
+SCHEMA = "tfbuild.wheel.receipt/2"
+#: Schemas this tfbuild can read. /1 receipts (tfbuild 0.1 before reproducible builds) lack the
+#: inputs a rebuild needs.
+READABLE = (SCHEMA,)
+
+
+class InvalidReceipt(ValueError):
+    """A receipt that cannot be used; the message says why, in a clause."""
+
+
+def canonical_sha256(data: Any) -> str:
+    """The sha256 of ``data`` as canonical JSON (sorted keys, no spaces): the same on any machine."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def receipt_path(wheel: Path) -> Path:
+    """Where a wheel's receipt lives: beside it, ``<wheel stem>.json``."""
+    return wheel.with_suffix(".json")
+
+
+# --- the grammars of the values a receipt holds ---------------------------------------------------
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
+_GIT_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+#: Debian policy 5.6.1: lower case letters, digits, + - . ; at least two, starting alphanumeric.
+DEBIAN_PACKAGE = re.compile(r"[a-z0-9][a-z0-9+.-]+")
+#: deb-version(7): ``[epoch:]upstream_version[-debian_revision]``. The epoch is digits; the upstream
+#: version starts with a digit and holds letters, digits and ``. + ~`` (``-`` only with a revision,
+#: ``:`` only with an epoch); the revision holds letters, digits and ``. + ~``.
+_DEBIAN_VERSION = re.compile(
+    r"(?:(?P<epoch>[0-9]+):)?(?P<upstream>[0-9][A-Za-z0-9.+~:-]*?)(?:-(?P<revision>[A-Za-z0-9.+~]+))?"
+)
+#: A Docker image reference: ``[registry/]repository[:tag][@sha256:digest]`` (no spaces, no shell).
+_IMAGE_REFERENCE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:-]*(?:@sha256:[0-9a-f]{64})?")
+_WHEEL_NAME = re.compile(r"[A-Za-z0-9_.+!-]+\.whl")
+_FILE_NAME = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+!-]*")
+_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")  # build ids, targets, tool names, versions
+_LABEL = re.compile(r"[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*")  # a PEP 440 local version label
+_CFLAG = re.compile(r"-[A-Za-z0-9][A-Za-z0-9_=.,+/:-]*")
+_DOTTED = re.compile(r"[0-9]+(?:\.[0-9]+)*")
+#: Anything a line of text for people may hold: no control character (C0, DEL, C1) and no line
+#: break, no bidirectional override.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+MAX_TEXT = 4096  # characters of one text field
+MAX_SIZE = 1 << 40  # bytes of a wheel (1 TiB); counts and seconds are bounded alike
+MAX_COUNT = 1 << 53
+
+
+def is_debian_version(text: str) -> bool:
+    """Is ``text`` a Debian version (deb-version(7)), as apt takes it in ``name=version``?"""
+    if not isinstance(text, str) or len(text) > 256:
+        return False
+    found = _DEBIAN_VERSION.fullmatch(text)
+    if found is None:
+        return False
+    upstream = found.group("upstream")
+    if found.group("epoch") is None and ":" in upstream:
+        return False
+    return found.group("revision") is not None or "-" not in upstream
+
+
+def is_debian_package(text: str) -> bool:
+    """Is ``text`` a Debian package name (policy 5.6.1)?"""
+    return isinstance(text, str) and len(text) <= 256 and DEBIAN_PACKAGE.fullmatch(text) is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelRecord:
+    name: str
+    sha256: str
+    size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "sha256": self.sha256, "size": self.size}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SourceRecord:
+    """Where the source tree came from, by content: a tarball's sha256, or a checkout's commit."""
+
+    kind: Literal["tarball", "directory"]
+    url: str | None = None  # the tarball's URL
+    sha256: str | None = None  # the tarball's sha256
+    pinned: bool = (
+        False  # the sha256 was pinned (recipe, --source-sha256, a receipt), not first-seen
+    )
+    path: str | None = None  # a directory's path on the build host (informative only)
+    commit: str | None = None  # a git checkout's HEAD
+    dirty: bool | None = None  # a git checkout with uncommitted changes
+    epoch: int | None = None  # SOURCE_DATE_EPOCH taken from the source
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "url": self.url,
+            "sha256": self.sha256,
+            "pinned": self.pinned,
+            "path": self.path,
+            "commit": self.commit,
+            "dirty": self.dirty,
+            "epoch": self.epoch,
+        }
+
+    @property
+    def identity(self) -> str:
+        """What names the content: ``sha256:<hex>``, ``git:<commit>``, or the path (no identity)."""
+        if self.sha256:
+            return f"sha256:{self.sha256}"
+        if self.commit and not self.dirty:
+            return f"git:{self.commit}"
+        return f"path:{self.path}"
+
+    @staticmethod
+    def from_json(data: Any) -> SourceRecord:
+        found = _fields(data, "inputs.source", SourceRecord)
+        return SourceRecord(
+            kind=_kind(found.get("kind")),
+            url=_optional(found.get("url"), "inputs.source.url", _url),
+            sha256=_optional(found.get("sha256"), "inputs.source.sha256", _sha256),
+            pinned=_bool(found.get("pinned", False), "inputs.source.pinned"),
+            path=_optional(found.get("path"), "inputs.source.path", _text),
+            commit=_optional(found.get("commit"), "inputs.source.commit", _commit),
+            dirty=_optional(found.get("dirty"), "inputs.source.dirty", _bool),
+            epoch=_optional(found.get("epoch"), "inputs.source.epoch", _count),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Inputs:
+    """Every input of the build, each by an identity that a rebuild can check."""
+
+    tfbuild: str
+    recipe: str  # the recipe file as the plan names it (recipes/tf-2.21.yaml)
+    recipe_sha256: str | None  # None for the canary's derived recipe
+    source: SourceRecord
+    base_image: str  # image@sha256:digest, or a local tag
+    base_image_id: str | None  # a local image's id (tfbuild base)
+    toolchain_image: str  # tfbuild/toolchain:<hash>
+    toolchain_image_id: str | None
+    packages: dict[str, str] = field(default_factory=dict)  # name -> version in the toolchain
+    tools: dict[str, str] = field(default_factory=dict)  # bazel, bazelisk, compiler, python
+    snapshot: str | None = None  # the distribution snapshot the packages came from
+    #: Where a remote executor ran the actions: the pushed toolchain image, registry/repo@sha256.
+    exec_image: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tfbuild": self.tfbuild,
+            "recipe": self.recipe,
+            "recipe_sha256": self.recipe_sha256,
+            "source": self.source.to_json(),
+            "base_image": self.base_image,
+            "base_image_id": self.base_image_id,
+            "toolchain_image": self.toolchain_image,
+            "toolchain_image_id": self.toolchain_image_id,
+            "packages": dict(sorted(self.packages.items())),
+            "tools": dict(sorted(self.tools.items())),
+            "snapshot": self.snapshot,
+            "exec_image": self.exec_image,
+        }
+
+    @property
+    def sha256(self) -> str:
+        """What the writer records as ``inputs_sha256``: the canonical hash of these inputs."""
+        return canonical_sha256(self.to_json())
+
+    @staticmethod
+    def from_json(data: Any) -> Inputs:
+        found = _fields(data, "inputs", Inputs)
+        return Inputs(
+            tfbuild=_word(found.get("tfbuild"), "inputs.tfbuild"),
+            recipe=_text(found.get("recipe"), "inputs.recipe"),
+            recipe_sha256=_optional(found.get("recipe_sha256"), "inputs.recipe_sha256", _sha256),
+            source=SourceRecord.from_json(found.get("source")),
+            base_image=_image(found.get("base_image"), "inputs.base_image"),
+            base_image_id=_optional(found.get("base_image_id"), "inputs.base_image_id", _image_id),
+            toolchain_image=_image(found.get("toolchain_image"), "inputs.toolchain_image"),
+            toolchain_image_id=_optional(
+                found.get("toolchain_image_id"), "inputs.toolchain_image_id", _image_id
+            ),
+            packages=_mapping(found.get("packages", {}), "inputs.packages", _package, _version),
+            tools=_mapping(found.get("tools", {}), "inputs.tools", _word, _text),
+            snapshot=_optional(found.get("snapshot"), "inputs.snapshot", _word),
+            exec_image=_optional(found.get("exec_image"), "inputs.exec_image", _image),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelFloor:
+    """The oldest system a wheel loads on: the newest symbol versions its ELF files need (found by
+    auditwheel after the build), and the best manylinux policy that allows them."""
+
+    glibc: str | None  # "2.27": the newest GLIBC_ symbol version needed; None when none is
+    libstdcxx: str | None  # "3.4.22": the newest GLIBCXX_ version needed
+    libgcc: str | None  # "7.0.0": the newest GCC_ (libgcc_s) version needed
+    policy: str | None  # "manylinux_2_27_x86_64"; None: no manylinux policy allows the wheel
+    #: With no policy, what keeps it out: symbol versions ("GLIBC_2.39"), libraries no policy
+    #: allows (their soname), blacklisted symbols ("symbol (library)").
+    too_new: tuple[str, ...] = ()
+    tool: str = ""  # "auditwheel 6.8.2"
+
+    @property
+    def needs(self) -> str:
+        """What it needs, for people: "glibc 2.27, libstdc++ 3.4.22" ("" when nothing versioned)."""
+        parts = [f"glibc {self.glibc}"] if self.glibc else []
+        if self.libstdcxx:
+            parts.append(f"libstdc++ {self.libstdcxx}")
+        return ", ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "glibc": self.glibc,
+            "libstdcxx": self.libstdcxx,
+            "libgcc": self.libgcc,
+            "policy": self.policy,
+            "too_new": list(self.too_new),
+            "tool": self.tool,
+        }
+
+    @staticmethod
+    def from_json(data: Any) -> WheelFloor:
+        found = _fields(data, "floor", WheelFloor)
+        return WheelFloor(
+            glibc=_optional(found.get("glibc"), "floor.glibc", _dotted),
+            libstdcxx=_optional(found.get("libstdcxx"), "floor.libstdcxx", _dotted),
+            libgcc=_optional(found.get("libgcc"), "floor.libgcc", _dotted),
+            policy=_optional(found.get("policy"), "floor.policy", _word),
+            too_new=tuple(
+                _text(t, "floor.too_new") for t in _list(found.get("too_new", []), "floor.too_new")
+            ),
+            tool=_text(found["tool"], "floor.tool") if found.get("tool") else "",
+        )
+
+
+#: Sections other commands add to a published receipt (``update_receipt``): doctor's canary check.
+SECTIONS = ("canary",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Receipt:
+    """A wheel's receipt. ``sections`` holds what other commands add later (doctor's ``canary``)."""
+
+    build_id: str
+    created: str
+    standin: bool
+    wheel: WheelRecord
+    target: str
+    variant: str
+    label: str | None
+    cflags: tuple[str, ...]
+    plan: dict[str, Any]
+    plan_sha256: str
+    inputs: Inputs
+    #: The canonical sha256 of ``inputs`` as the build wrote them (``Inputs.sha256``); None in a
+    #: receipt written before tfbuild recorded it, whose inputs no hash covers.
+    inputs_sha256: str | None = None
+    host: dict[str, Any] = field(default_factory=dict)  # facts about the moment: disk, engine
+    timings: dict[str, float] = field(default_factory=dict)
+    attempts: tuple[dict[str, Any], ...] = ()
+    runtime_env_file: str | None = None
+    log: str | None = None
+    #: The glibc/libstdc++/libgcc floor and manylinux policy (None: not inspected, e.g. the canary
+    #: before tfbuild inspected wheels).
+    floor: WheelFloor | None = None
+    #: bazel's own summary of the build's processes (its ``INFO: N processes: 1 remote cache hit,
+    #: 1 internal, 3 local.`` line: kind -> count, ``total`` the N); empty when none was printed.
+    processes: dict[str, int] = field(default_factory=dict)
+    #: bazel's count of actions taken from the remote cache (``--remote-cache``); None without one.
+    remote_cache_hits: int | None = None
+    sections: dict[str, Any] = field(default_factory=dict)
+
+    # --- what readers ask ---------------------------------------------------------------------
+
+    @property
+    def architecture(self) -> str | None:
+        value = self.plan.get("architecture")
+        return str(value) if value else None
+
+    @property
+    def covered(self) -> tuple[str, ...]:
+        """Guard features a flag turned on: instructions the binary may use."""
+        coverage = self.plan.get("coverage")
+        return tuple(
+            str(item["feature"])
+            for item in (coverage if isinstance(coverage, list) else [])
+            if isinstance(item, dict) and item.get("feature") and item.get("flag")
+        )
+
+    @property
+    def cuda(self) -> str | None:
+        cuda = self.plan.get("cuda")
+        version = cuda.get("cuda") if isinstance(cuda, dict) else None
+        return version if isinstance(version, str) and version else None
+
+    @property
+    def built_for(self) -> str:
+        """``x86_64_v4 (-march=x86-64-v4 ...)``: the target and its flags, for people."""
+        flags = " ".join(self.cflags)
+        return f"{self.target} ({flags})" if flags else self.target
+
+    def plan_intact(self) -> bool:
+        """Does the plan still hash to what the build recorded (no edit since)?"""
+        return canonical_sha256(self.plan) == self.plan_sha256
+
+    def inputs_intact(self) -> bool | None:
+        """Do the inputs still hash to what the build recorded? None: the receipt records no
+        ``inputs_sha256`` (written before tfbuild did), so no hash covers them."""
+        if self.inputs_sha256 is None:
+            return None
+        return self.inputs.sha256 == self.inputs_sha256
+
+    # --- JSON ---------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "build_id": self.build_id,
+            "created": self.created,
+            "standin": self.standin,
+            "wheel": self.wheel.to_json(),
+            "target": self.target,
+            "variant": self.variant,
+            "label": self.label,
+            "cflags": list(self.cflags),
+            "inputs": self.inputs.to_json(),
+            "inputs_sha256": self.inputs_sha256,
+            "host": self.host,
+            "timings": self.timings,
+            "attempts": list(self.attempts),
+            "runtime_env_file": self.runtime_env_file,
+            "log": self.log,
+            "floor": self.floor.to_json() if self.floor else None,
+            "processes": self.processes,
+            "remote_cache_hits": self.remote_cache_hits,
+            "plan_sha256": self.plan_sha256,
+            "plan": self.plan,
+            **self.sections,
+        }
+
+    @staticmethod
+    def from_json(data: Any) -> Receipt:
+        """A receipt from its JSON, every field checked to its type and grammar and no key
+        unknown; :class:`InvalidReceipt` says why it is not one."""
+        if not isinstance(data, dict):
+            raise InvalidReceipt("it is not a JSON object")
+        schema = data.get("schema")
+        if schema not in READABLE:
+            shown = schema if isinstance(schema, str | None) else type(schema).__name__
+            raise InvalidReceipt(
+                f"its schema is {_short(shown)!r}; this tfbuild reads {', '.join(READABLE)}"
+            )
+        found = _known(data, "the receipt", (*_RECEIPT_KEYS, *SECTIONS))
+        for key in ("wheel", "inputs", "build_id", "created", "target", "variant", "plan"):
+            if key not in found:
+                raise InvalidReceipt(f"it is malformed: it has no {key!r}")
+        wheel = _fields(found["wheel"], "wheel", WheelRecord)
+        for key in ("name", "sha256", "size"):
+            if key not in wheel:
+                raise InvalidReceipt(f"it is malformed: its wheel has no {key!r}")
+        return Receipt(
+            build_id=_word(found["build_id"], "build_id"),
+            created=_timestamp(found["created"], "created"),
+            standin=_bool(found.get("standin", False), "standin"),
+            wheel=WheelRecord(
+                name=_wheel_name(wheel["name"], "wheel.name"),
+                sha256=_sha256(wheel["sha256"], "wheel.sha256"),
+                size=_count(wheel["size"], "wheel.size"),
+            ),
+            target=_word(found["target"], "target"),
+            variant=_variant(found["variant"], "variant"),
+            label=_optional(found.get("label"), "label", _label),
+            cflags=tuple(_cflag(f, "cflags") for f in _list(found.get("cflags", []), "cflags")),
+            plan=_object(found["plan"], "plan"),
+            plan_sha256=_sha256(found.get("plan_sha256"), "plan_sha256"),
+            inputs=Inputs.from_json(found["inputs"]),
+            inputs_sha256=_optional(found.get("inputs_sha256"), "inputs_sha256", _sha256),
+            host=_host(found.get("host", {})),
+            timings=_mapping(found.get("timings", {}), "timings", _word, _seconds),
+            attempts=tuple(_attempt(a) for a in _list(found.get("attempts", []), "attempts")),
+            runtime_env_file=_optional(
+                found.get("runtime_env_file"), "runtime_env_file", _file_name
+            ),
+            log=_optional(found.get("log"), "log", _text),
+            floor=_optional(found.get("floor"), "floor", lambda v, _: WheelFloor.from_json(v)),
+            processes=_mapping(found.get("processes", {}), "processes", _text, _count),
+            remote_cache_hits=_optional(
+                found.get("remote_cache_hits"), "remote_cache_hits", _count
+            ),
+            sections={k: _object(found[k], k) for k in SECTIONS if k in found},
+        )
+
+
+#: The receipt's own keys (besides the sections other commands add).
+_RECEIPT_KEYS = (
+    "schema", "build_id", "created", "standin", "wheel", "target", "variant", "label",
+    "cflags", "inputs", "inputs_sha256", "host", "timings", "attempts", "runtime_env_file",
+    "log", "floor", "plan_sha256", "plan", "processes", "remote_cache_hits",
+)  # fmt: skip
+# --- decoding: bounded, typed ----------------------------------------------------------------------
+
+#: Bounds on what a reader parses: a receipt is a few tens of KiB, nested about ten levels deep.
+MAX_RECEIPT_BYTES = 16 << 20
+MAX_RECEIPT_DEPTH = 64
+#: The longest number a receipt holds (a size, a count, seconds): digits and signs, exponent.
+MAX_NUMBER_CHARS = 32
+
+#: A JSON string (or an unterminated one, to the end): taken out before brackets are counted.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\Z)', re.DOTALL)
+_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+_SAME_BRACKETS = bytes.maketrans(b"{}", b"[]")
+
+
+def json_depth(raw: bytes, *, limit: int) -> int:
+    """How deeply the JSON text ``raw`` nests (strings skipped), counted up to ``limit + 1``
+    without recursion and in a bounded number of passes over the brackets alone: each pass takes
+    out the innermost pairs. Brackets that do not pair count as deeper than ``limit``."""
+    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", raw)).translate(_SAME_BRACKETS)
+    depth = 0
+    while brackets:
+        if depth > limit:
+            return depth
+        shorter = brackets.replace(b"[]", b"")
+        if len(shorter) == len(brackets):  # unpaired: the parser would recurse into it
+            return limit + 1
+        brackets, depth = shorter, depth + 1
+    return depth
+
+
+def _number(text: str, kind: Callable[[str], Any]) -> Any:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise ValueError(
+            f"it holds a number of {len(text)} characters (at most {MAX_NUMBER_CHARS})"
+        )
+    value = kind(text)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"it holds the number {text}, which is out of range")
+    return value
+
+
+def _constant(text: str) -> Any:
+    raise ValueError(f"it holds {text}, which is not JSON")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError(f"it holds the key {_short(key)!r} twice in one object")
+        found[key] = value
+    return found
+
+
+def _unicode(value: Any) -> None:
+    """Every string (keys too) is text that encodes: no lone surrogate from a ``\\ud800`` escape."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError(
+                    "it holds a lone surrogate (\\ud800-\\udfff) in a string"
+                ) from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+#: What to do about a receipt that cannot be read.
+READ_FIX = "Rebuild the wheel with tfbuild wheel, which writes its receipt beside it."
+
+
+def decode_receipt(
+    raw: bytes, *, source: str, charset: str = "utf-8", fix: str = READ_FIX
+) -> Receipt:
+    """The receipt in ``raw`` (a file's bytes, an HTTP body), read from ``source`` (a path or URL,
+    for the message): bounded in size, nesting and numbers, every field checked. Anything else is
+    one :class:`InputError` (exit 3) saying why."""
+    what = f"{source} is not a tfbuild receipt"
+    if len(raw) > MAX_RECEIPT_BYTES:
+        why = f"it is larger than {MAX_RECEIPT_BYTES >> 20} MiB"
+        raise InputError(what, why=why, fix=fix)
+    try:
+        text = raw.decode(charset)
+    except (UnicodeDecodeError, LookupError) as exc:
+        raise InputError(what, why=str(exc), fix=fix) from None
+    if json_depth(raw, limit=MAX_RECEIPT_DEPTH) > MAX_RECEIPT_DEPTH:
+        why = f"it nests deeper than {MAX_RECEIPT_DEPTH} levels"
+        raise InputError(what, why=why, fix=fix)
+    try:
+        data = json.loads(
+            text,
+            parse_int=lambda t: _number(t, int),
+            parse_float=lambda t: _number(t, float),
+            parse_constant=_constant,
+            object_pairs_hook=_unique,
+        )
+        _unicode(data)
+    except RecursionError:  # not reached after json_depth; kept so that it can never escape
+        why = f"it nests deeper than {MAX_RECEIPT_DEPTH} levels"
+        raise InputError(what, why=why, fix=fix) from None
+    except ValueError as exc:  # json.JSONDecodeError too
+        raise InputError(what, why=str(exc), fix=fix) from None
+    try:
+        return Receipt.from_json(data)
+    except InvalidReceipt as exc:
+        raise InputError(f"{source} is not a usable receipt", why=str(exc), fix=fix) from None
+
+
+def read_receipt(path: Path, *, wheel: Path | None = None) -> Receipt:
+    """The receipt at ``path`` (of ``wheel``, when given); one InputError line for anything else."""
+    fix = READ_FIX
+    try:
+        # One byte over the bound is read, so that the decoder says "larger than" for every source.
+        raw = read_input(path, limit=MAX_RECEIPT_BYTES + 1, what=f"the receipt {path}", fix=fix)
+    except FileNotFoundError:
+        what = f"{wheel.name} has no receipt" if wheel else f"no receipt at {path}"
+        raise InputError(what, why=f"{path} does not exist", fix=fix) from None
+    receipt = decode_receipt(raw, source=str(path))
+    if wheel is not None and receipt.wheel.name != wheel.name:
+        raise InputError(
+            f"{path} is not the receipt of {wheel.name}",
+            why=f"it describes {receipt.wheel.name}",
+            fix=fix,
+        )
+    return receipt
+
+
+# --- field readers: each checks one value to its type and grammar -----------------------------------
+
+
+def _short(value: Any) -> Any:
+    """A value as a message may quote it: text cut to 60 characters."""
+    return value[:60] + "..." if isinstance(value, str) and len(value) > 60 else value
+
+
+def _bad(name: str, value: Any, wanted: str) -> InvalidReceipt:
+    if isinstance(value, dict | list):
+        held = f"a JSON {'object' if isinstance(value, dict) else 'array'}"
+    else:
+        held = repr(_short(value))
+    return InvalidReceipt(f"its {name} holds {held}, not {wanted}")
+
+
+def _text(value: Any, name: str) -> str:
+    """One line of text for people: not empty, bounded, no control characters."""
+    if not isinstance(value, str) or not value:
+        raise _bad(name, value, "text")
+    if len(value) > MAX_TEXT or _CONTROL.search(value):
+        raise _bad(name, value, f"one line of text (at most {MAX_TEXT} characters, no controls)")
+    return value
+
+
+def _matching(pattern: re.Pattern[str], wanted: str) -> Callable[[Any, str], str]:
+    def check(value: Any, name: str) -> str:
+        if not isinstance(value, str) or len(value) > 1024 or not pattern.fullmatch(value):
+            raise _bad(name, value, wanted)
+        return value
+
+    return check
+
+
+_sha256 = _matching(_SHA256, "a sha256 (64 lowercase hex digits)")
+_image_id = _matching(_IMAGE_ID, "an image id (sha256: and 64 lowercase hex digits)")
+_commit = _matching(_GIT_COMMIT, "a git commit (40 or 64 lowercase hex digits)")
+_image = _matching(_IMAGE_REFERENCE, "a Docker image reference")
+_wheel_name = _matching(_WHEEL_NAME, "a wheel file name")
+_file_name = _matching(_FILE_NAME, "a file name")
+_word = _matching(_WORD, "a name (letters, digits, _ . + -)")
+_label = _matching(_LABEL, "a local version label (letters and digits, separated by . _ -)")
+_cflag = _matching(_CFLAG, "a compiler flag")
+_dotted = _matching(_DOTTED, "a version (digits and dots)")
+
+
+def _package(value: Any, name: str) -> str:
+    if not is_debian_package(value):
+        raise _bad(name, value, "a Debian package name")
+    return str(value)
+
+
+def _version(value: Any, name: str) -> str:
+    if not is_debian_version(value):
+        raise _bad(name, value, "a Debian version ([epoch:]upstream[-revision])")
+    return str(value)
+
+
+def _url(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"https?://[!-~]+", value):
+        raise _bad(name, value, "an http(s) URL")
+    return _text(value, name)
+
+
+def _timestamp(value: Any, name: str) -> str:
+    text = _text(value, name)
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        raise _bad(name, value, "an ISO 8601 time") from None
+    return text
+
+
+def _variant(value: Any, name: str) -> str:
+    if not isinstance(value, str) or value not in {v.value for v in Variant}:
+        raise _bad(name, value, f"a variant ({', '.join(v.value for v in Variant)})")
+    return str(value)
+
+
+def _bool(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(name, value, "true or false")
+    return value
+
+
+def _integer(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or abs(value) > MAX_COUNT:
+        raise _bad(name, value, "an integer")
+    return value
+
+
+def _count(value: Any, name: str) -> int:
+    """A non-negative integer in a sane range (a size, a count, an epoch); a bool is not one."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SIZE:
+        raise _bad(name, value, f"a whole number from 0 to {MAX_SIZE}")
+    return value
+
+
+def _seconds(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _bad(name, value, "a number")
+    if not (math.isfinite(value) and 0 <= value <= MAX_COUNT):
+        raise _bad(name, value, "a non-negative number")
+    return float(value) if isinstance(value, float) else value
+
+
+def _optional(value: Any, name: str, check: Callable[[Any, str], Any]) -> Any:
+    return None if value is None else check(value, name)
+
+
+def _object(value: Any, name: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InvalidReceipt(f"its {name} holds {type(value).__name__}, not an object")
+    return value
+
+
+def _list(value: Any, name: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise InvalidReceipt(f"its {name} holds {type(value).__name__}, not a list")
+    return value
+
+
+def _known(value: Any, name: str, keys: tuple[str, ...]) -> dict[str, Any]:
+    """``value`` as an object whose every key is one of ``keys``; an unknown one is named."""
+    found = _object(value, name)
+    unknown = sorted(k for k in found if k not in keys)
+    if unknown:
+        listed = ", ".join(repr(_short(k)) for k in unknown[:3])
+        raise InvalidReceipt(f"{name} has the unknown key {listed}: tfbuild writes no such key")
+    return found
+
+
+def _fields(value: Any, name: str, kind: type) -> dict[str, Any]:
+    """An object with the fields of the dataclass ``kind`` only."""
+    return _known(value, name, tuple(f.name for f in dataclasses.fields(kind)))
+
+
+def _mapping(
+    value: Any, name: str, key: Callable[[Any, str], str], item: Callable[[Any, str], Any]
+) -> dict[str, Any]:
+    return {
+        key(k, f"{name} key"): item(v, f"{name}[{_short(k)!r}]")
+        for k, v in _object(value, name).items()
+    }
+
+
+def _kind(value: Any) -> Literal["tarball", "directory"]:
+    if value == "tarball":
+        return "tarball"
+    if value == "directory":
+        return "directory"
+    raise InvalidReceipt(f"the source kind is {_short(value)!r}, not tarball or directory")
+
+
+def _optional_count(value: Any, name: str) -> int | None:
+    return _optional(value, name, _count)  # type: ignore[no-any-return]
+
+
+def _optional_text(value: Any, name: str) -> str | None:
+    return _optional(value, name, _text)  # type: ignore[no-any-return]
+
+
+#: What ``host`` holds: facts about the moment of the build, each with its type.
+_HOST: dict[str, Callable[[Any, str], Any]] = {
+    "engine": _text,
+    "toolchain_image_built": _bool,
+    "disk_free_gib": _seconds,  # a non-negative finite number
+    "cpus": _optional_count,
+    "user": _optional_text,
+}
+_ATTEMPT: dict[str, Callable[[Any, str], Any]] = {
+    "jobs": _count,
+    "exit_code": _integer,
+    "oom_killed": _bool,
+    "seconds": _seconds,
+}
+
+
+def _host(value: Any) -> dict[str, Any]:
+    found = _known(value, "host", tuple(_HOST))
+    return {k: _HOST[k](v, f"host.{k}") for k, v in found.items()}
+
+
+def _attempt(value: Any) -> dict[str, Any]:
+    found = _known(value, "attempts", tuple(_ATTEMPT))
+    return {k: _ATTEMPT[k](v, f"attempts.{k}") for k, v in found.items()}
