@@ -1,4 +1,4 @@
-"""The one way tests write a receipt: a valid ``tfbuild.wheel.receipt/2`` made through the ``Receipt`` type.
+"""The one way tests write a receipt: a valid ``tfbuild.receipt/2`` made through the ``Receipt`` type.
 
 :func:`make_receipt` describes a real wheel file (its name, sha256 and size), with a small plan whose
 ``plan_sha256`` is computed, so that every reader accepts it; a test then spoils the part it is about

@@ -91,7 +91,7 @@ def test_libraries_that_differ_in_a_string_differ_in_rodata_only(tmp_path: Path)
     assert (member.elf.only_in_a, member.elf.only_in_b) == ((), ())
     assert not member.elf.outside_sections
     report = json.loads(json.dumps(diff.to_json()))
-    assert report["schema"] == "tfbuild.wheel.wheeldiff/1"
+    assert report["schema"] == "tfbuild.wheeldiff/1"
     assert report["changed"][0]["elf"]["sections"] == [".rodata"]
     assert report["equal"] is False
 

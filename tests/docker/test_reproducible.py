@@ -241,11 +241,11 @@ def test_bad_receipts_are_refused_in_one_line(
     receipt = wheel.with_suffix(".json")
     out = tmp_path / "out"
 
-    old = dict(data, schema="tfbuild.wheel.receipt/1")
+    old = dict(data, schema="tfbuild.receipt/1")
     receipt.write_text(json.dumps(old))
     result = tfbuild("verify", str(wheel))
     assert result.returncode == 3
-    assert "tfbuild.wheel.receipt/1" in one_error_line(result)
+    assert "tfbuild.receipt/1" in one_error_line(result)
 
     edited = json.loads(json.dumps(data))
     edited["plan"]["cflags"] = ["-march=native"]

@@ -128,7 +128,7 @@ def test_canary_wheel_lands_with_receipt_and_the_planned_instructions(
     assert wheel.name.startswith(f"tensorflow_cpu-0.0.0+tfbuild.canary.{receipt['label']}-")
     base_wheel = Path(json.loads(baseline.stdout)["wheel"])
     assert base_wheel.name.startswith("tensorflow_cpu-0.0.0+tfbuild.canary.x86_64-")
-    assert receipt["schema"] == "tfbuild.wheel.receipt/2"
+    assert receipt["schema"] == "tfbuild.receipt/2"
     assert receipt["standin"] is True
     assert receipt["wheel"]["sha256"] == sha256_file(wheel) == result["sha256"]
     inputs = receipt["inputs"]

@@ -183,7 +183,7 @@ def test_json_lists_the_wheels_and_where_their_facts_came_from(dist: Path) -> No
     result = run_cli("index", str(dist), "--json")
     assert result.returncode == 0, result.stderr
     data = result.json()
-    assert data["schema"] == "tfbuild.wheel.index/1"
+    assert data["schema"] == "tfbuild.index/1"
     assert data["index"] == str(dist / "index.html")
     entries = {w["name"]: w for w in data["wheels"]}
     assert list(entries) == sorted(entries)
@@ -284,7 +284,7 @@ def test_a_wheel_that_does_not_match_its_receipt_stops_everything(
 
 
 def _schema_1(receipt: dict[str, Any]) -> None:
-    receipt["schema"] = "tfbuild.wheel.receipt/1"
+    receipt["schema"] = "tfbuild.receipt/1"
 
 
 def _no_sha256(receipt: dict[str, Any]) -> None:
@@ -300,8 +300,8 @@ def _plan_edited(receipt: dict[str, Any]) -> None:
     [
         (
             _schema_1,
-            "is not a usable receipt: its schema is 'tfbuild.wheel.receipt/1'; this tfbuild reads "
-            "tfbuild.wheel.receipt/2",
+            "is not a usable receipt: its schema is 'tfbuild.receipt/1'; this tfbuild reads "
+            "tfbuild.receipt/2",
         ),
         (
             _no_sha256,

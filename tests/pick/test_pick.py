@@ -398,14 +398,14 @@ def test_a_broken_receipt_is_a_warning_and_the_label_decides(tmp_path: Path) -> 
 
 def test_a_schema_1_receipt_is_only_a_warning(tmp_path: Path) -> None:
     wheel = make_wheel(tmp_path, WHEELS["v3"])
-    old = receipts.make_receipt(wheel, target="x86_64_v3") | {"schema": "tfbuild.wheel.receipt/1"}
+    old = receipts.make_receipt(wheel, target="x86_64_v3") | {"schema": "tfbuild.receipt/1"}
     path = receipts.write_receipt(wheel, old)
     result = pick(load_wheels(str(tmp_path)), host_from("haswell"))
     assert result.chosen is not None and result.chosen.wheel.receipt is None
     assert result.chosen.reason == "x86_64_v3 runs here: it is an ancestor of the detected haswell"
     assert result.warnings == (
-        f"receipt {path} not used: its schema is 'tfbuild.wheel.receipt/1'; this tfbuild reads "
-        "tfbuild.wheel.receipt/2",
+        f"receipt {path} not used: its schema is 'tfbuild.receipt/1'; this tfbuild reads "
+        "tfbuild.receipt/2",
     )
 
 

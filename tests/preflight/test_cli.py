@@ -43,7 +43,7 @@ def test_plan_source_prints_the_findings_and_passes_on_a_tree_that_fits(tmp_path
     data = as_json.json()
     assert data["schema"] == "tfbuild.plan/3"  # the plan, with the preflight added beside it
     preflight = data["preflight"]
-    assert preflight["schema"] == "tfbuild.build.preflight/1" and preflight["passed"] is True
+    assert preflight["schema"] == "tfbuild.preflight/1" and preflight["passed"] is True
     assert {f["check"] for f in preflight["findings"]} >= {"bazelversion", "configs", "toolchain"}
     assert "preflight" not in run_cli(*PLAN_2_21, "--json").json()  # only with --source
 

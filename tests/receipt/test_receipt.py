@@ -43,7 +43,7 @@ def test_the_json_round_trip_is_exact(wheel: Path) -> None:
     assert Receipt.from_json(receipt.to_json()) == receipt
     # Through text too, as the file is written and read.
     assert Receipt.from_json(json.loads(json.dumps(receipt.to_json()))) == receipt
-    assert receipt.to_json()["schema"] == SCHEMA == "tfbuild.wheel.receipt/2"
+    assert receipt.to_json()["schema"] == SCHEMA == "tfbuild.receipt/2"
 
 
 def test_sections_added_later_survive_the_round_trip(wheel: Path) -> None:
@@ -77,7 +77,7 @@ def test_an_edited_plan_is_no_longer_intact(wheel: Path) -> None:
     ("data", "said"),
     [
         ([], "it is not a JSON object"),
-        ({"schema": "tfbuild.wheel.receipt/1"}, "its schema is 'tfbuild.wheel.receipt/1'"),
+        ({"schema": "tfbuild.receipt/1"}, "its schema is 'tfbuild.receipt/1'"),
         ({"schema": SCHEMA}, "it is malformed: it has no 'wheel'"),
     ],
 )

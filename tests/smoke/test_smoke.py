@@ -157,7 +157,7 @@ def test_built_for_comes_from_a_usable_receipt_or_not_at_all(tmp_path: Path) -> 
     receipt = make_receipt(wheel, target="x86_64_v3", cflags=("-march=x86-64-v3", "-mtune=generic"))
     write_receipt(wheel, receipt)
     assert built_for(wheel) == "x86_64_v3 (-march=x86-64-v3 -mtune=generic)"
-    write_receipt(wheel, receipt | {"schema": "tfbuild.wheel.receipt/1"})
+    write_receipt(wheel, receipt | {"schema": "tfbuild.receipt/1"})
     assert built_for(wheel) is None
     other = wheels.make_wheel(tmp_path, "tensorflow-0.0.2-py3-none-any.whl")
     write_receipt(wheel, make_receipt(other))

@@ -75,7 +75,7 @@ class DoctorReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema": "tfbuild.build.doctor/1",
+            "schema": "tfbuild.doctor/1",
             "ok": self.ok,
             "checks": [c.to_json() for c in self.checks],
             "canary": self.canary,

@@ -74,7 +74,7 @@ from tfbuild.plan.render import DEVTOOLSET_DIRS
 from tfbuild.recipes import tfversions
 from tfbuild.recipes.recipe import BaseImage, Recipe
 
-PREFLIGHT_SCHEMA = "tfbuild.build.preflight/1"
+PREFLIGHT_SCHEMA = "tfbuild.preflight/1"
 Status = Literal["ok", "fail", "note", "skipped"]
 
 #: Where build.sh installs the rendered rc file, as TensorFlow's .bazelrc try-imports it.

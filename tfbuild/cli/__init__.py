@@ -761,7 +761,7 @@ def _smoke_in_images(
     if as_json:
         _print_json(
             {
-                "schema": "tfbuild.smoke.loads/1",
+                "schema": "tfbuild.loads/1",
                 "wheel": wheel,
                 "images": [r.to_json() for r in reports],
             }

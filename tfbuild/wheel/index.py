@@ -46,7 +46,7 @@ from tfbuild.core.files import DIST_LOCK, locked, sha256_file, shown, write_file
 from tfbuild.wheel.labels import parse_label, spelt_label, spelt_version
 from tfbuild.wheel.receipt import Receipt, WheelFloor, read_receipt, receipt_path
 
-SCHEMA = "tfbuild.wheel.index/1"
+SCHEMA = "tfbuild.index/1"
 INDEX_NAME = "index.html"
 SUMS_NAME = "SHA256SUMS"
 DEFAULT_TITLE = "TensorFlow wheels built by tfbuild"

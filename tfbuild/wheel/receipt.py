@@ -36,7 +36,7 @@ from tfbuild.core.errors import InputError
 from tfbuild.core.files import read_input
 from tfbuild.core.variants import Variant
 
-SCHEMA = "tfbuild.wheel.receipt/2"
+SCHEMA = "tfbuild.receipt/2"
 #: Schemas this tfbuild can read. /1 receipts (tfbuild 0.1 before reproducible builds) lack the
 #: inputs a rebuild needs.
 READABLE = (SCHEMA,)

@@ -32,7 +32,7 @@ from elftools.elf.sections import Section
 from tfbuild.core.errors import InputError
 from tfbuild.core.files import ZIP_MEMBER_ERRORS, sha256_file
 
-SCHEMA = "tfbuild.wheel.wheeldiff/1"
+SCHEMA = "tfbuild.wheeldiff/1"
 _ELF_MAGIC = b"\x7fELF"
 _CHUNK = 1 << 20
 
