@@ -27,7 +27,7 @@ from tfbuild.build.base_images import (
     suite_facts,
 )
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem, UsageError
-from tfbuild.recipes.recipe import load_base_images
+from tfbuild.recipes.images import load_base_images
 
 IN_CI = bool(os.environ.get("CI") or os.environ.get("GITHUB_ACTIONS"))
 #: recipes/keyrings/README.md names this sha256; a refreshed keyring changes both.

@@ -24,7 +24,8 @@ from tfbuild.core.errors import InputError, Interrupted
 from tfbuild.core.files import held_signals
 from tfbuild.core.stopping import Stopped, stop_on_signals
 from tfbuild.plan import PlanOptions, make_plan, with_jobs
-from tfbuild.recipes.recipe import load_base_images, load_recipes
+from tfbuild.recipes.images import load_base_images
+from tfbuild.recipes.recipe import load_recipes
 
 
 def ended(exit_code: int, *, oom: bool = False) -> RunResult:

@@ -30,7 +30,8 @@ from tfbuild.core.errors import InputError, UnsupportedError
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.plan.render import render_files, toolchain_packages
 from tfbuild.plan.request import PlanArgs
-from tfbuild.recipes.recipe import load_base_images, load_recipes
+from tfbuild.recipes.images import load_base_images
+from tfbuild.recipes.recipe import load_recipes
 from tfbuild.wheel.receipt import Receipt, SourceRecord, canonical_sha256, receipt_path
 
 

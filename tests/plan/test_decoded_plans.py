@@ -27,7 +27,8 @@ from tfbuild.plan.matrix import RUNNER
 from tfbuild.plan.model import RefusedField
 from tfbuild.plan.render import render_files, toolchain_packages
 from tfbuild.recipes import canary
-from tfbuild.recipes.recipe import BaseImage, Recipe, load_base_images, load_recipes
+from tfbuild.recipes.images import BaseImage, load_base_images
+from tfbuild.recipes.recipe import Recipe, load_recipes
 
 #: The options that change what a plan writes (targets and variants aside).
 EXTRAS: tuple[dict[str, Any], ...] = (

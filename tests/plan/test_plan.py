@@ -12,7 +12,8 @@ from tfbuild.core.errors import EnvironmentProblem, UnsupportedError, UsageError
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import GIB, BuildPlan, PlanOptions, isolated, make_plan
 from tfbuild.plan.render import render_files
-from tfbuild.recipes.recipe import BaseImage, Recipe, load_recipes, parse_recipe
+from tfbuild.recipes.images import BaseImage
+from tfbuild.recipes.recipe import Recipe, load_recipes, parse_recipe
 
 MODEL = (ROOT / "recipes" / "tf-2.21.yaml").read_text()
 IMAGES = {

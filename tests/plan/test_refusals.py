@@ -20,7 +20,8 @@ from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.plan import GIB, PlanOptions, make_plan
 from tfbuild.plan.resources import FEW_CPUS, few_cpus
 from tfbuild.plan.target import check_architecture
-from tfbuild.recipes.recipe import load_base_images, load_recipes
+from tfbuild.recipes.images import load_base_images
+from tfbuild.recipes.recipe import load_recipes
 
 ARMV7 = ROOT / "tests" / "fixtures" / "cpuinfo" / "android-mt6735-armv7"
 

@@ -30,7 +30,8 @@ from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.plan.matrix import RUNNER
 from tfbuild.plan.request import PlanArgs, plan_request
 from tfbuild.recipes import canary
-from tfbuild.recipes.recipe import Recipe, load_base_images, load_recipes, parse_recipe
+from tfbuild.recipes.images import load_base_images
+from tfbuild.recipes.recipe import Recipe, load_recipes, parse_recipe
 
 TREES = ROOT / "tests" / "fixtures" / "trees"
 BASE_IMAGES = load_base_images()

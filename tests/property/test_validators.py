@@ -19,7 +19,8 @@ from tfbuild.detect.compilers import parse_compiler
 from tfbuild.plan.make import _check_options
 from tfbuild.plan.model import PlanOptions
 from tfbuild.plan.request import PlanArgs
-from tfbuild.recipes.recipe import _CHECKS, load_recipes
+from tfbuild.recipes.recipe import load_recipes
+from tfbuild.recipes.strict_yaml import VALUE_CHECKS as _CHECKS
 from tfbuild.smoke.envs import WheelSpec
 from tfbuild.wheel.labels import parse_label
 

@@ -13,7 +13,7 @@ from tfbuild.cli.plan_options import _plan_options
 from tfbuild.core.errors import UsageError
 from tfbuild.core.variants import MklThreading, Variant
 from tfbuild.plan.request import PlanArgs, choose_recipe, plan_request
-from tfbuild.recipes.recipe import load_base_images
+from tfbuild.recipes.images import load_base_images
 
 
 def test_every_plan_option_is_a_field_of_the_request() -> None:

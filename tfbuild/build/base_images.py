@@ -51,7 +51,7 @@ from tfbuild.core.errors import (
 )
 from tfbuild.core.resources import data_dir
 from tfbuild.plan.request import PlanArgs, Planned, choose_recipe, plan_request
-from tfbuild.recipes.recipe import BaseImage, load_base_images
+from tfbuild.recipes.images import BaseImage, load_base_images
 
 #: Where each distribution's packages come from unless --mirror says otherwise.
 MIRRORS = {

@@ -72,7 +72,8 @@ from tfbuild.core.variants import Variant
 from tfbuild.plan import BuildPlan
 from tfbuild.plan.render import DEVTOOLSET_DIRS
 from tfbuild.recipes import tfversions
-from tfbuild.recipes.recipe import BaseImage, Recipe
+from tfbuild.recipes.images import BaseImage
+from tfbuild.recipes.recipe import Recipe
 
 PREFLIGHT_SCHEMA = "tfbuild.preflight/1"
 Status = Literal["ok", "fail", "note", "skipped"]

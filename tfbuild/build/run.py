@@ -79,8 +79,8 @@ from tfbuild.core.variants import Variant
 from tfbuild.plan import CACHE_ROOT, OUTPUT_BASE, OUTPUT_DIR, SOURCE_DIR, BuildPlan, with_jobs
 from tfbuild.plan.render import CONTEXT_DIR, check, render_files, write_context
 from tfbuild.plan.request import Planned
-from tfbuild.recipes.recipe import load_tools
 from tfbuild.recipes.tfversions import parse_version
+from tfbuild.recipes.tools import load_tools
 from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.receipt import (
     Inputs,

@@ -204,7 +204,8 @@ def recipes_verify(
     DIR, for every plan of the recipe (each Python's cpu build, mkl, cuda). Exit 4 on drift."""
     from tfbuild.build.preflight import check_release
     from tfbuild.build.run import ca_bundle_from
-    from tfbuild.recipes.recipe import load_base_images, load_recipes
+    from tfbuild.recipes.images import load_base_images
+    from tfbuild.recipes.recipe import load_recipes
 
     extra = tuple(recipes_dir or ())
     recipe = load_recipes(extra).get(version)
@@ -277,7 +278,8 @@ def matrix_command(
 ) -> None:
     """The CI build matrix: TensorFlow x Python x CPU target x variant, impossible ones left out."""
     from tfbuild.plan.matrix import build_matrix
-    from tfbuild.recipes.recipe import load_base_images, load_recipes
+    from tfbuild.recipes.images import load_base_images
+    from tfbuild.recipes.recipe import load_recipes
 
     extra = tuple(recipes_dir or ())
     matrix = build_matrix(

@@ -28,7 +28,7 @@ from tfbuild.plan.bazel import (
 )
 from tfbuild.plan.model import BuildPlan, RefusedField
 from tfbuild.plan.reproducible import BUILD_ENV, SNAPSHOT_URLS, snapshot_for
-from tfbuild.recipes.recipe import BaseImage
+from tfbuild.recipes.images import BaseImage
 
 __all__ = ["CONFIGS", "check_plan"]
 

@@ -20,7 +20,8 @@ from tfbuild.plan.reproducible import choose_measures, choose_snapshot
 from tfbuild.plan.resources import choose_resources, slow_build_warning
 from tfbuild.plan.target import check_architecture, choose_target
 from tfbuild.plan.toolchain import choose_python, choose_toolchain
-from tfbuild.recipes.recipe import BaseImage, Recipe
+from tfbuild.recipes.images import BaseImage
+from tfbuild.recipes.recipe import Recipe
 from tfbuild.wheel.labels import local_label
 
 #: A remote cache or executor: a plain URL, nothing a shell or bazel could read as more. Both

@@ -23,7 +23,8 @@ from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import PlanOptions, make_plan
-from tfbuild.recipes.recipe import BaseImage, Recipe, RecipeSet
+from tfbuild.recipes.images import BaseImage
+from tfbuild.recipes.recipe import Recipe, RecipeSet
 from tfbuild.recipes.tfversions import parse_version
 
 DEFAULT_TARGETS = ("x86_64_v2", "x86_64_v3", "x86_64_v4")

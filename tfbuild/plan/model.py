@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tfbuild.core.variants import MklThreading, Variant
-from tfbuild.recipes.recipe import BaseImage
+from tfbuild.recipes.images import BaseImage
 from tfbuild.wheel.receipt import is_debian_package, is_debian_version
 
 MIB = 1024**2

@@ -22,7 +22,8 @@ from tfbuild.core.files import TEMP_PREFIX, sha256_file, shown, write_files
 from tfbuild.core.resources import data_dir
 from tfbuild.plan import CACHE_ROOT, OUTPUT_BASE, OUTPUT_DIR, SOURCE_DIR, BuildPlan
 from tfbuild.plan.model import check_package_versions
-from tfbuild.recipes.recipe import Recipe, load_tools
+from tfbuild.recipes.recipe import Recipe
+from tfbuild.recipes.tools import load_tools
 
 #: apt.llvm.org's signing key ("Sylvestre Ledru - Debian LLVM packages"), as many public build
 #: scripts pin it; a key that does not match stops the image build.

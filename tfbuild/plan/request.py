@@ -21,7 +21,8 @@ from tfbuild.core.variants import MklThreading, Variant
 if TYPE_CHECKING:  # imported where used: the command line imports this module on every run
     from tfbuild.detect.host import HostFacts
     from tfbuild.plan import BuildPlan, PlanOptions
-    from tfbuild.recipes.recipe import BaseImage, Recipe, RecipeSet
+    from tfbuild.recipes.images import BaseImage
+    from tfbuild.recipes.recipe import Recipe, RecipeSet
 
 DEFAULT_CACHE_VOLUME = "tfbuild-cache"
 _PYTHON = re.compile(r"[23]\.[0-9]{1,2}")
