@@ -595,7 +595,7 @@ def test_the_toolchain_image_says_which_host_it_could_not_reach_and_what_to_do(
     """The real toolchain Dockerfile of TensorFlow 2.20 (the image's clang from apt.llvm.org,
     bazelisk from github.com, packages from Debian's snapshot), built through a proxy that is not
     there: the proxy variables reach the image build, and its failure is one line, cause first."""
-    from tfbuild.build.base_images import plan_here
+    from tfbuild.plan.here import plan_here
     from tfbuild.plan.request import PlanArgs
 
     plan = plan_here(
@@ -622,7 +622,7 @@ def test_an_unpullable_base_image_is_exit_5_with_the_local_route(
 ) -> None:
     """A base-images.yaml entry whose registry cannot be reached (registry.invalid never resolves):
     something this machine needs is unreachable (5), not a failed build (6)."""
-    from tfbuild.build.base_images import plan_here
+    from tfbuild.plan.here import plan_here
     from tfbuild.plan.request import PlanArgs
 
     recipes = tmp_path / "recipes"

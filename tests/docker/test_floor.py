@@ -116,8 +116,8 @@ def test_a_build_that_misses_its_floor_says_so_loudly(
     that names what it needs, in the result and in the log: never quietly."""
     import dataclasses
 
-    from tfbuild.build.base_images import plan_here
     from tfbuild.build.run import BuildRun
+    from tfbuild.plan.here import plan_here
     from tfbuild.plan.request import PlanArgs
 
     args = PlanArgs(canary=True, base_image=base_image, cache_volume=volume, skip_disk_check=True)

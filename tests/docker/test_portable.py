@@ -103,9 +103,9 @@ def test_a_rebuild_needs_the_very_image_its_sysroot_was_made_from(
 ) -> None:
     import dataclasses
 
-    from tfbuild.build.base_images import plan_here
     from tfbuild.build.rebuild import check_base_image
     from tfbuild.core.errors import EnvironmentProblem
+    from tfbuild.plan.here import plan_here
     from tfbuild.plan.request import PlanArgs
 
     args = PlanArgs(

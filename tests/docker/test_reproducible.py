@@ -72,8 +72,8 @@ def test_two_builds_agree_to_the_byte_and_verify_says_so(
     engine: Any, base_image: str, volumes: list[str], tmp_path: Path
 ) -> None:
     """Different time, source directory (so output base), dist/, cache volume and uid: same wheel."""
-    from tfbuild.build.base_images import plan_here
     from tfbuild.build.run import BuildRun
+    from tfbuild.plan.here import plan_here
     from tfbuild.plan.request import PlanArgs
 
     first = built(wheel_cli(tmp_path / "a" / "dist", new_volume(volumes), "--json"))

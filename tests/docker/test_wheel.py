@@ -179,8 +179,8 @@ def test_the_build_runs_as_the_calling_user(
     engine: Any, base_image: str, volume: str, tmp_path: Path
 ) -> None:
     """Run as another uid:gid than the test's own: every file the build writes is theirs."""
-    from tfbuild.build.base_images import plan_here
     from tfbuild.build.run import BuildRun
+    from tfbuild.plan.here import plan_here
     from tfbuild.plan.request import PlanArgs
 
     source = standin_source(tmp_path)

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tfbuild.build.base_images import plan_here
 from tfbuild.build.run import BuildRun, ca_bundle_from, proxies_from, update_receipt
 from tfbuild.core.engine import DockerEngine, EngineInfo, ImageUnavailable, Mount
 from tfbuild.core.errors import EnvironmentProblem, Interrupted, TfbuildError
 from tfbuild.detect.host import HostFacts, host_facts
 from tfbuild.plan import GIB, MIB, BuildPlan
+from tfbuild.plan.here import plan_here
 from tfbuild.plan.request import PlanArgs
 from tfbuild.plan.resources import DISK_NEEDED_GIB, JOB_MIB, few_cpus
 from tfbuild.recipes import canary
@@ -168,7 +168,8 @@ def network_check(env: dict[str, str]) -> Check:
 
 def canary_base(engine: DockerEngine, *, on_line: Callable[[str], None]) -> tuple[str, Check]:
     """The canary's base image: the local `tfbuild base` image, made now when possible."""
-    from tfbuild.build.base_images import default_tag, make_base_image
+    from tfbuild.build.base_images import make_base_image
+    from tfbuild.recipes.images import default_tag
 
     tag = default_tag(canary.SUITE)
     if engine.image_exists(tag):

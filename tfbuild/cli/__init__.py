@@ -331,7 +331,7 @@ def plan_command(
     ] = None,
 ) -> None:
     """Resolve a build: every choice tfbuild would make (--why: with the reason for each)."""
-    from tfbuild.build.base_images import plan_here
+    from tfbuild.plan.here import plan_here
 
     planned = plan_here(plan_args(ctx))
     plan, report = planned.plan, None
@@ -369,7 +369,7 @@ def render_command(
     ] = False,
 ) -> None:
     """Write the build context: Dockerfile, bazel rc file, build.sh, runtime.env, plan.json."""
-    from tfbuild.build.base_images import plan_here
+    from tfbuild.plan.here import plan_here
     from tfbuild.plan.render import check, check_owned, output_dir, publish_context, render_files
 
     directory = output_dir(out, option="-o")
@@ -453,10 +453,10 @@ def wheel_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Build the wheel in Docker: toolchain image, build container, wheel + receipt in dist/."""
-    from tfbuild.build.base_images import plan_here
     from tfbuild.build.run import BuildRun, read_remote_headers
     from tfbuild.cli.display import print_wheel_result
     from tfbuild.core.engine import DockerEngine
+    from tfbuild.plan.here import plan_here
     from tfbuild.plan.render import output_dir
 
     run = BuildRun(

@@ -4,7 +4,7 @@
 made. :func:`plan_request` turns it into a :class:`Planned` (the plan and the recipe it came from):
 it loads the recipes, chooses the release (or the canary's stand-in), describes this host, and asks
 the planner. Base images are given to it already resolved; the ones that live on a Docker engine
-(made by ``tfbuild base``) are looked up above this layer, by :func:`tfbuild.build.base_images.plan_here`.
+(made by ``tfbuild base``) are looked up by :func:`tfbuild.plan.here.plan_here`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Base images: the pinned entries of ``base-images.yaml`` and the local ones ``tfbuild base`` makes."""
+"""Base images: the pinned entries of ``base-images.yaml``, and the suites ``tfbuild base`` makes."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,3 +120,30 @@ def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, BaseImage]:
         shown = f"recipes/{BASE_IMAGES_FILE}" if index == 0 else str(path)
         images.update(parse_base_images(read_text(path, "base image file"), path=shown))
     return images
+
+
+# --- local base images (tfbuild base) ------------------------------------------------------------
+
+#: The suites tfbuild base makes. Each has its facts (Python, TCMalloc package, packaged compilers,
+#: glibc) in the base-images.yaml entry of that suite, which --base-image reads for an image made
+#: here (tests/build/test_base_suites.py holds every suite to that).
+SUITES = {
+    "bullseye": "debian",
+    "bookworm": "debian",
+    "trixie": "debian",
+    "jammy": "ubuntu",
+    "noble": "ubuntu",
+}
+#: The label of an image made by ``tfbuild base``: its suite (what a plan reads the facts of).
+BASE_LABEL = "org.tfbuild.base"
+
+
+def default_tag(suite: str) -> str:
+    """The tag ``tfbuild base`` gives the image of ``suite`` unless --tag says otherwise."""
+    return f"tfbuild/base:{suite}"
+
+
+def suite_facts(suite: str, known: Mapping[str, BaseImage]) -> BaseImage | None:
+    """The facts of ``suite`` (Python, TCMalloc package, packaged compilers, glibc): those of its
+    plain (non-CUDA) base-images.yaml entry, which pulls the same distribution from a registry."""
+    return next((b for b in known.values() if b.suite == suite and b.cuda is None), None)
