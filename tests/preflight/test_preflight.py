@@ -16,14 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tfbuild.build.preflight import (
-    CUDA_TABLES,
-    Finding,
-    PreflightReport,
-    preflight,
-    recipe_findings,
-    verify_plans,
-)
+from tfbuild.build.preflight import Finding, PreflightReport, preflight
+from tfbuild.build.preflight.workspace import CUDA_TABLES
+from tfbuild.build.release_check import recipe_findings, verify_plans
 from tfbuild.core.errors import InputError, UnsupportedError
 from tfbuild.core.variants import Variant
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan

@@ -202,7 +202,7 @@ def recipes_verify(
 ) -> None:
     """Check a recipe against its release's own files: the tarball (sha256 checked) or --source
     DIR, for every plan of the recipe (each Python's cpu build, mkl, cuda). Exit 4 on drift."""
-    from tfbuild.build.preflight import check_release
+    from tfbuild.build.release_check import check_release
     from tfbuild.build.run import ca_bundle_from
     from tfbuild.recipes.images import load_base_images
     from tfbuild.recipes.recipe import load_recipes

@@ -21,8 +21,9 @@ from tfbuild.recipes.recipe import RecipeSet
 
 if TYPE_CHECKING:  # types of other commands' results: importing them would load docker and more
     from tfbuild.build.doctor import Check
-    from tfbuild.build.preflight import PreflightReport, ReleaseCheck
+    from tfbuild.build.preflight import PreflightReport
     from tfbuild.build.rebuild import VerifyResult
+    from tfbuild.build.release_check import ReleaseCheck
     from tfbuild.build.run import WheelResult
     from tfbuild.pick import PickResult
     from tfbuild.plan.matrix import Matrix, Skipped
