@@ -35,8 +35,8 @@ def _plan(version: str, options: PlanOptions, machine: str = "zen5-vm") -> Build
 def _pinned() -> BuildPlan:
     """A plan with package pins, as a rebuild from a receipt makes it."""
     plan = _plan("2.16", PlanOptions(variant="mkl", portable=False), "zen4")
-    pins = (("clang-17", "1:17.0.6~++20231209124227+6009708b4367-1~exp1~20231209124336.77"),)
-    return dataclasses.replace(plan, package_versions=pins)  # type: ignore[arg-type]
+    pins = {"clang-17": "1:17.0.6~++20231209124227+6009708b4367-1~exp1~20231209124336.77"}
+    return dataclasses.replace(plan, package_versions=pins)
 
 
 CASES = {

@@ -1482,9 +1482,9 @@ class BuildRun:
         else:
             display.phase("source")
             yield fetch_source(
-                str(plan.source["tarball"]),
+                str(plan.source.tarball),
                 version=plan.tensorflow,
-                sha256=self.source_sha256 or plan.source["sha256"],
+                sha256=self.source_sha256 or plan.source.sha256,
                 cache_dir=default_cache_dir(),
                 ca_bundle=ca_bundle,
                 on_line=display.note,
