@@ -81,7 +81,11 @@ def schema(kind: Any) -> dict[str, Any]:
             return {"type": "string"}
         raise NotImplementedError
 
-    return msgspec.json.schema(kind, schema_hook=hook)
+    found = msgspec.json.schema(kind, schema_hook=hook)
+    for definition in found.get("$defs", {}).values():
+        if "properties" in definition:  # a dataclass: from_data refuses a key it does not declare
+            definition.setdefault("additionalProperties", False)
+    return found
 
 
 def _refuse_unknown_keys(data: Any, kind: Any, where: str) -> None:
