@@ -60,3 +60,12 @@ def test_every_golden_plan_is_valid_under_the_plan_schema() -> None:
     stray = {**json.loads(goldens[0].read_text()), "stray": 1}
     with pytest.raises(jsonschema.ValidationError, match="stray"):
         jsonschema.validate(stray, schema)
+
+
+def test_the_sample_receipts_are_valid_under_the_receipt_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((SCHEMAS / "receipt.schema.json").read_text())
+    samples = sorted((ROOT / "tests" / "receipt" / "samples").glob("*.json"))
+    assert samples
+    for path in samples:
+        jsonschema.validate(json.loads(path.read_text()), schema)

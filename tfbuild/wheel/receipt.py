@@ -30,13 +30,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
+from tfbuild.core import serial
 from tfbuild.core.errors import InputError
 from tfbuild.core.files import read_input
 from tfbuild.core.variants import Variant
 
-SCHEMA = "tfbuild.receipt/2"
+SCHEMA: Final = "tfbuild.receipt/2"
 #: Schemas this tfbuild can read. /1 receipts (tfbuild 0.1 before reproducible builds) lack the
 #: inputs a rebuild needs.
 READABLE = (SCHEMA,)
@@ -110,9 +111,6 @@ class WheelRecord:
     sha256: str
     size: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "sha256": self.sha256, "size": self.size}
-
 
 @dataclass(frozen=True, kw_only=True)
 class SourceRecord:
@@ -128,18 +126,6 @@ class SourceRecord:
     commit: str | None = None  # a git checkout's HEAD
     dirty: bool | None = None  # a git checkout with uncommitted changes
     epoch: int | None = None  # SOURCE_DATE_EPOCH taken from the source
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "url": self.url,
-            "sha256": self.sha256,
-            "pinned": self.pinned,
-            "path": self.path,
-            "commit": self.commit,
-            "dirty": self.dirty,
-            "epoch": self.epoch,
-        }
 
     @property
     def identity(self) -> str:
@@ -183,26 +169,15 @@ class Inputs:
     #: Where a remote executor ran the actions: the pushed toolchain image, registry/repo@sha256.
     exec_image: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tfbuild": self.tfbuild,
-            "recipe": self.recipe,
-            "recipe_sha256": self.recipe_sha256,
-            "source": self.source.to_json(),
-            "base_image": self.base_image,
-            "base_image_id": self.base_image_id,
-            "toolchain_image": self.toolchain_image,
-            "toolchain_image_id": self.toolchain_image_id,
-            "packages": dict(sorted(self.packages.items())),
-            "tools": dict(sorted(self.tools.items())),
-            "snapshot": self.snapshot,
-            "exec_image": self.exec_image,
-        }
+    def __post_init__(self) -> None:
+        # Written in name order, as a reader compares them.
+        object.__setattr__(self, "packages", dict(sorted(self.packages.items())))
+        object.__setattr__(self, "tools", dict(sorted(self.tools.items())))
 
     @property
     def sha256(self) -> str:
         """What the writer records as ``inputs_sha256``: the canonical hash of these inputs."""
-        return canonical_sha256(self.to_json())
+        return canonical_sha256(serial.to_data(self))
 
     @staticmethod
     def from_json(data: Any) -> Inputs:
@@ -247,16 +222,6 @@ class WheelFloor:
             parts.append(f"libstdc++ {self.libstdcxx}")
         return ", ".join(parts)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "glibc": self.glibc,
-            "libstdcxx": self.libstdcxx,
-            "libgcc": self.libgcc,
-            "policy": self.policy,
-            "too_new": list(self.too_new),
-            "tool": self.tool,
-        }
-
     @staticmethod
     def from_json(data: Any) -> WheelFloor:
         found = _fields(data, "floor", WheelFloor)
@@ -272,14 +237,37 @@ class WheelFloor:
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class BuildHost:
+    """Facts about the machine at the moment of the build (none of them an input of the wheel).
+    Each is None in a receipt that does not record it."""
+
+    engine: str | None = None  # the container engine's endpoint
+    toolchain_image_built: bool | None = None  # built by this build (False: reused)
+    disk_free_gib: float | None = None  # free disk in dist/ after the build
+    cpus: int | None = None
+    user: str | None = None  # uid:gid the build ran as
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildAttempt:
+    """One run of the build script: the build halves its jobs and runs again after an OOM kill."""
+
+    jobs: int
+    exit_code: int
+    oom_killed: bool
+    seconds: float
+
+
 #: Sections other commands add to a published receipt (``update_receipt``): doctor's canary check.
 SECTIONS = ("canary",)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Receipt:
-    """A wheel's receipt. ``sections`` holds what other commands add later (doctor's ``canary``)."""
+    """A wheel's receipt. ``canary`` is what another command adds later (doctor's check)."""
 
+    schema: Literal["tfbuild.receipt/2"] = SCHEMA
     build_id: str
     created: str
     standin: bool
@@ -288,15 +276,13 @@ class Receipt:
     variant: str
     label: str | None
     cflags: tuple[str, ...]
-    plan: dict[str, Any]
-    plan_sha256: str
     inputs: Inputs
     #: The canonical sha256 of ``inputs`` as the build wrote them (``Inputs.sha256``); None in a
     #: receipt written before tfbuild recorded it, whose inputs no hash covers.
     inputs_sha256: str | None = None
-    host: dict[str, Any] = field(default_factory=dict)  # facts about the moment: disk, engine
+    host: BuildHost = field(default_factory=BuildHost)  # facts about the moment: disk, engine
     timings: dict[str, float] = field(default_factory=dict)
-    attempts: tuple[dict[str, Any], ...] = ()
+    attempts: tuple[BuildAttempt, ...] = ()
     runtime_env_file: str | None = None
     log: str | None = None
     #: The glibc/libstdc++/libgcc floor and manylinux policy (None: not inspected, e.g. the canary
@@ -307,7 +293,18 @@ class Receipt:
     processes: dict[str, int] = field(default_factory=dict)
     #: bazel's count of actions taken from the remote cache (``--remote-cache``); None without one.
     remote_cache_hits: int | None = None
-    sections: dict[str, Any] = field(default_factory=dict)
+    plan_sha256: str
+    #: The plan as the build wrote it (its JSON: this module sits below the planner, and the plan's
+    #: hash is of this data); ``BuildPlan.from_json`` reads it as a plan.
+    plan: dict[str, Any]
+    #: doctor's canary check (instruction sets found, speedup), added to the published receipt by
+    #: ``update_receipt``; written only once added.
+    canary: dict[str, Any] | None = None
+
+    @property
+    def sections(self) -> dict[str, dict[str, Any]]:
+        """The sections other commands added, by name."""
+        return {"canary": self.canary} if self.canary is not None else {}
 
     # --- what readers ask ---------------------------------------------------------------------
 
@@ -352,30 +349,12 @@ class Receipt:
     # --- JSON ---------------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "build_id": self.build_id,
-            "created": self.created,
-            "standin": self.standin,
-            "wheel": self.wheel.to_json(),
-            "target": self.target,
-            "variant": self.variant,
-            "label": self.label,
-            "cflags": list(self.cflags),
-            "inputs": self.inputs.to_json(),
-            "inputs_sha256": self.inputs_sha256,
-            "host": self.host,
-            "timings": self.timings,
-            "attempts": list(self.attempts),
-            "runtime_env_file": self.runtime_env_file,
-            "log": self.log,
-            "floor": self.floor.to_json() if self.floor else None,
-            "processes": self.processes,
-            "remote_cache_hits": self.remote_cache_hits,
-            "plan_sha256": self.plan_sha256,
-            "plan": self.plan,
-            **self.sections,
-        }
+        """The receipt as JSON data: its fields in order, the sections at the top level last."""
+        data: dict[str, Any] = serial.to_data(self)
+        for name in SECTIONS:
+            if data[name] is None:  # not added: no key
+                del data[name]
+        return data
 
     @staticmethod
     def from_json(data: Any) -> Receipt:
@@ -414,9 +393,11 @@ class Receipt:
             plan_sha256=_sha256(found.get("plan_sha256"), "plan_sha256"),
             inputs=Inputs.from_json(found["inputs"]),
             inputs_sha256=_optional(found.get("inputs_sha256"), "inputs_sha256", _sha256),
-            host=_host(found.get("host", {})),
+            host=BuildHost(**_host(found.get("host", {}))),
             timings=_mapping(found.get("timings", {}), "timings", _word, _seconds),
-            attempts=tuple(_attempt(a) for a in _list(found.get("attempts", []), "attempts")),
+            attempts=tuple(
+                BuildAttempt(**_attempt(a)) for a in _list(found.get("attempts", []), "attempts")
+            ),
             runtime_env_file=_optional(
                 found.get("runtime_env_file"), "runtime_env_file", _file_name
             ),
@@ -426,7 +407,7 @@ class Receipt:
             remote_cache_hits=_optional(
                 found.get("remote_cache_hits"), "remote_cache_hits", _count
             ),
-            sections={k: _object(found[k], k) for k in SECTIONS if k in found},
+            canary=_object(found["canary"], "canary") if "canary" in found else None,
         )
 
 
@@ -731,11 +712,19 @@ def _optional_text(value: Any, name: str) -> str | None:
     return _optional(value, name, _text)  # type: ignore[no-any-return]
 
 
+def _optional_bool(value: Any, name: str) -> bool | None:
+    return _optional(value, name, _bool)  # type: ignore[no-any-return]
+
+
+def _optional_seconds(value: Any, name: str) -> float | None:
+    return _optional(value, name, _seconds)  # type: ignore[no-any-return]
+
+
 #: What ``host`` holds: facts about the moment of the build, each with its type.
 _HOST: dict[str, Callable[[Any, str], Any]] = {
-    "engine": _text,
-    "toolchain_image_built": _bool,
-    "disk_free_gib": _seconds,  # a non-negative finite number
+    "engine": _optional_text,
+    "toolchain_image_built": _optional_bool,
+    "disk_free_gib": _optional_seconds,  # a non-negative finite number
     "cpus": _optional_count,
     "user": _optional_text,
 }
@@ -754,4 +743,7 @@ def _host(value: Any) -> dict[str, Any]:
 
 def _attempt(value: Any) -> dict[str, Any]:
     found = _known(value, "attempts", tuple(_ATTEMPT))
+    for key in _ATTEMPT:
+        if key not in found:
+            raise InvalidReceipt(f"it is malformed: its attempts has no {key!r}")
     return {k: _ATTEMPT[k](v, f"attempts.{k}") for k, v in found.items()}
