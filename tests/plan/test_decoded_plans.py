@@ -101,9 +101,7 @@ def own_plans() -> tuple[BuildPlan, ...]:
                             plans[json.dumps(plan.to_json(), sort_keys=True)] = plan
     derived = []
     for plan in plans.values():
-        pins = tuple(
-            (name.partition("=")[0], "1:2.3~rc1-4+deb12u1") for name in toolchain_packages(plan)
-        )
+        pins = {name.partition("=")[0]: "1:2.3~rc1-4+deb12u1" for name in toolchain_packages(plan)}
         derived += [
             with_jobs(plan, 1, why="the compiler was killed for memory"),
             isolated(plan, cache_volume="tfbuild-verify-0123"),

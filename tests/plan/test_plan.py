@@ -89,7 +89,7 @@ def test_mkl_plan_for_this_zen5_host() -> None:
     assert "build --repo_env=USE_PYWRAP_RULES=1" in p.rc_lines
     assert p.build_target == "//tensorflow/tools/pip_package:wheel"
     assert "Eigen thread pool" in reason(p, "bazel config")
-    covered = {c["feature"]: c["flag"] for c in p.coverage}
+    covered = {c.feature: c.flag for c in p.coverage}
     assert covered["AVX512_BF16"] == "-mavx512bf16"
 
 
@@ -124,10 +124,10 @@ def test_native_for_another_machine_is_refused() -> None:
     assert native.cflags == ("-march=native",)
     assert native.label == "native"
     # What -march=native turns on is the build host's: recorded for tfbuild pick.
-    features = [c["feature"] for c in native.coverage]  # the Zen 5 VM of host()
+    features = [c.feature for c in native.coverage]  # the Zen 5 VM of host()
     assert {"AVX2", "FMA", "AVX512F", "AVX512_VNNI", "AVX512_BF16", "AVX_VNNI"} <= set(features)
     assert "AMX_TILE" not in features
-    assert {c["flag"] for c in native.coverage} == {"-march=native"}
+    assert {c.flag for c in native.coverage} == {"-march=native"}
 
 
 def test_python_choice() -> None:
@@ -201,7 +201,7 @@ def test_the_reproducible_measures_each_have_a_reason() -> None:
     } <= whats
     assert "--action_env=SOURCE_DATE_EPOCH" in p.build_options
     off = plan(PlanOptions(reproducible=False))
-    assert not off.reproducible and off.build_env == ()
+    assert not off.reproducible and off.build_env == {}
     assert not any(o.startswith("--action_env") for o in off.build_options)
     assert "asked for with --no-reproducible" in reason(off, "reproducible")
 

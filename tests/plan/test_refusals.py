@@ -69,7 +69,10 @@ def test_an_aarch64_build_host_plans_for_itself_and_refuses_x86() -> None:
     arm = host("neoverse_v2")  # the recorded Neoverse V2 as the build host
     p = plan(PlanOptions(), facts=arm)
     assert (p.architecture, p.cflags) == ("aarch64", ("-mcpu=neoverse-v2",))
-    assert p.runtime_env[0] == ("LD_PRELOAD", "/usr/lib/aarch64-linux-gnu/libtcmalloc.so.4")
+    assert next(iter(p.runtime_env.items())) == (
+        "LD_PRELOAD",
+        "/usr/lib/aarch64-linux-gnu/libtcmalloc.so.4",
+    )
     with pytest.raises(UnsupportedError, match="x86_64_v3 is an x86_64 target, and this build "):
         plan(PlanOptions(target="x86_64_v3"), facts=arm)
 

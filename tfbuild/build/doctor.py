@@ -239,7 +239,7 @@ def canary_failure(exc: TfbuildError, base_check: Check) -> Check:
 
 def expected_instructions(plan: BuildPlan) -> list[str]:
     """What the host build's machine code must contain: the widest vectors and FMA, when planned."""
-    enabled = {c["feature"] for c in plan.coverage if c.get("flag")}
+    enabled = {c.feature for c in plan.coverage if c.flag}
     expected = ["zmm"] if "AVX512F" in enabled else ["ymm"] if "AVX2" in enabled else []
     return [*expected, "fma"] if "FMA" in enabled else expected
 

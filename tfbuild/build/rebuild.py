@@ -117,7 +117,7 @@ def plan_from_receipt(receipt: Receipt, *, host: HostFacts | None = None) -> Pla
             why=str(exc),
             fix="Use the receipt the build wrote, unedited.",
         ) from None
-    plan = replace(plan, package_versions=pins)
+    plan = replace(plan, package_versions=dict(pins))
     if receipt.inputs_intact() is None:
         warning = UNCOVERED.format(version=receipt.inputs.tfbuild)
         plan = replace(plan, warnings=(*plan.warnings, warning))

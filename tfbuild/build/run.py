@@ -83,6 +83,9 @@ from tfbuild.recipes.tfversions import parse_version
 from tfbuild.recipes.tools import load_tools
 from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.receipt import (
+    SECTIONS,
+    BuildAttempt,
+    BuildHost,
     Inputs,
     Receipt,
     WheelFloor,
@@ -1063,7 +1066,7 @@ def _receipt(
     attempts: list[Attempt],
     tools: dict[str, str],
     floor: WheelFloor | None,
-    host: dict[str, Any],
+    host: BuildHost,
     timings: dict[str, float],
     log: Path,
     env_file: Path,
@@ -1101,7 +1104,7 @@ def _receipt(
         host=host,
         floor=floor,
         timings={k: round(v, 3) for k, v in timings.items()},
-        attempts=tuple(a.to_json() for a in attempts),
+        attempts=tuple(BuildAttempt(**a.to_json()) for a in attempts),
         runtime_env_file=env_file.name,
         log=str(log),
         processes=processes,
@@ -1331,13 +1334,13 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
                 attempts=attempts,
                 tools=_tools(plan, log.tools),
                 floor=floor,
-                host={
-                    "engine": engine.endpoint,
-                    "toolchain_image_built": image_built,
-                    "disk_free_gib": round(shutil.disk_usage(dist).free / 1024**3, 1),
-                    "cpus": os.cpu_count(),
-                    "user": request.user,
-                },
+                host=BuildHost(
+                    engine=engine.endpoint,
+                    toolchain_image_built=image_built,
+                    disk_free_gib=round(shutil.disk_usage(dist).free / 1024**3, 1),
+                    cpus=os.cpu_count(),
+                    user=request.user,
+                ),
                 timings={
                     "toolchain_image_s": image_done - started,
                     "build_s": sum(a.seconds for a in attempts),
@@ -1375,11 +1378,9 @@ def update_receipt(receipt: Path, key: str, value: Any) -> None:
     whole and under the lock of its ``dist/``, as the build published it."""
     with locked(receipt.parent / DIST_LOCK):
         found = read_receipt(receipt)
-        if key in found.to_json() and key not in found.sections:
+        if key not in SECTIONS:
             raise ValueError(f"{key!r} is a field of the receipt, not a section to add")
-        text = json.dumps(
-            replace(found, sections={**found.sections, key: value}).to_json(), indent=2
-        )
+        text = json.dumps(replace(found, **{key: value}).to_json(), indent=2)
         write_files(receipt.parent, {receipt.name: (text + "\n", 0o644)})
 
 
@@ -1482,9 +1483,9 @@ class BuildRun:
         else:
             display.phase("source")
             yield fetch_source(
-                str(plan.source["tarball"]),
+                str(plan.source.tarball),
                 version=plan.tensorflow,
-                sha256=self.source_sha256 or plan.source["sha256"],
+                sha256=self.source_sha256 or plan.source.sha256,
                 cache_dir=default_cache_dir(),
                 ca_bundle=ca_bundle,
                 on_line=display.note,

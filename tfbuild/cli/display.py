@@ -124,7 +124,7 @@ def _feature_table(machine: MachineReport) -> Table | None:
         if not has:
             enabled = "[dim]-[/dim]"
         elif cover is None or cover.flag is None:
-            enabled = f"[red]not covered[/red] {safe(cover.note) if cover else ''}"
+            enabled = f"[red]not covered[/red] {safe(cover.note or '') if cover else ''}"
         else:
             enabled = f"[green]{safe(cover.flag)}[/green]"
         table.add_row(safe(name), "[green]yes[/green]" if has else "[dim]no[/dim]", enabled)
@@ -377,11 +377,9 @@ def _plan_rows(plan: BuildPlan) -> list[tuple[str, str, tuple[str, ...]]]:
         )
     rows.append(("compiler flags", " ".join(plan.cflags), ()))
     if plan.coverage:
-        missing = [c for c in plan.coverage if not c["flag"]]
+        missing = [c for c in plan.coverage if not c.flag]
         if missing:
-            covered = "; ".join(
-                f"{c['feature']} NOT COVERED: {c['note'] or 'no flag'}" for c in missing
-            )
+            covered = "; ".join(f"{c.feature} NOT COVERED: {c.note or 'no flag'}" for c in missing)
             value = f"{len(plan.coverage) - len(missing)} of {len(plan.coverage)}; {covered}"
         else:
             value = f"all {len(plan.coverage)} TensorFlow guard features of the target enabled"
@@ -390,7 +388,9 @@ def _plan_rows(plan: BuildPlan) -> list[tuple[str, str, tuple[str, ...]]]:
     rows.append(("bazel", f"{plan.bazel} {configs}".strip(), (plan.build_target,)))
     rows.append(("cache volume", plan.cache_volume, ("bazel's disk and repository caches",)))
     shown = [value for _, value, _ in rows]
-    env = [f"{k}={v}" for k, v in plan.runtime_env if not any(f"{k}={v}" in v2 for v2 in shown)]
+    env = [
+        f"{k}={v}" for k, v in plan.runtime_env.items() if not any(f"{k}={v}" in v2 for v2 in shown)
+    ]
     if env:  # what no row above says already (the TCMalloc row names its LD_PRELOAD)
         rows.append(("runtime env", " ".join(env), ()))
     return rows
@@ -442,8 +442,7 @@ def print_plan(plan: BuildPlan, *, why: bool = False) -> None:
         rows.append(("compiler flags", " ".join(plan.cflags), ()))
         if plan.coverage:
             covers = ", ".join(
-                f"{c['feature']} ({c['flag'] or 'NOT COVERED: ' + (c['note'] or '')})"
-                for c in plan.coverage
+                f"{c.feature} ({c.flag or 'NOT COVERED: ' + (c.note or '')})" for c in plan.coverage
             )
             rows.append(
                 (
@@ -456,7 +455,9 @@ def print_plan(plan: BuildPlan, *, why: bool = False) -> None:
         command = f"build {configs} {' '.join(plan.build_options)} {plan.build_target}"
         rows.append((f"bazel {plan.bazel}", command, ()))
         if plan.runtime_env:
-            rows.append(("runtime env", " ".join(f"{k}={v}" for k, v in plan.runtime_env), ()))
+            rows.append(
+                ("runtime env", " ".join(f"{k}={v}" for k, v in plan.runtime_env.items()), ())
+            )
         _print_rows(console, rows, why=True)
     else:
         _print_rows(console, _plan_rows(plan), why=False)

@@ -135,7 +135,7 @@ class Coverage:
 
     feature: str
     flag: str | None  # the flag that enables it ("-march=znver4", "-mavxvnni"); None if uncovered
-    note: str = ""  # why it is uncovered
+    note: str | None = None  # why it is uncovered
 
     def to_json(self) -> dict[str, Any]:
         return {"feature": self.feature, "flag": self.flag, "note": self.note or None}

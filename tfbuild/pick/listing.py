@@ -28,6 +28,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.core.files import read_input, sha256_file, wheel_files
 from tfbuild.pick.fetch import Deadline, FetchLimits, fetch, fetch_all
@@ -104,7 +105,7 @@ class WheelFile:
             "architecture": receipt.architecture,
             "cflags": list(receipt.cflags),
             "covered": list(receipt.covered),
-            "floor": receipt.floor.to_json() if receipt.floor else None,
+            "floor": serial.to_data(receipt.floor),
         }
 
 

@@ -15,7 +15,7 @@ from tfbuild.plan.bazel import (
     configure_rc,
     exec_repository,
 )
-from tfbuild.plan.model import BuildPlan, CudaPlan, PlanOptions, Reason, Resources
+from tfbuild.plan.model import BuildPlan, CudaPlan, PlanOptions, PlanSource, Reason, Resources
 from tfbuild.plan.reproducible import choose_measures, choose_snapshot
 from tfbuild.plan.resources import choose_resources, slow_build_warning
 from tfbuild.plan.target import check_architecture, choose_target
@@ -341,13 +341,13 @@ def make_plan(
     return BuildPlan(
         tensorflow=recipe.tensorflow,
         recipe=recipe.path,
-        source={
-            "git": recipe.git,
-            "tag": recipe.tag,
-            "commit": recipe.commit,
-            "tarball": recipe.tarball,
-            "sha256": recipe.sha256,
-        },
+        source=PlanSource(
+            git=recipe.git,
+            tag=recipe.tag,
+            commit=recipe.commit,
+            tarball=recipe.tarball,
+            sha256=recipe.sha256,
+        ),
         architecture=host.machine.architecture,
         variant=options.variant,
         python=python,
@@ -373,7 +373,7 @@ def make_plan(
         wheel_flow=recipe.wheel_flow,
         wheel_name=rc.wheel_name,
         cache_volume=options.cache_volume,
-        runtime_env=(preload, *variant.runtime_env),
+        runtime_env=dict((preload, *variant.runtime_env)),
         resources=resources,
         cuda=variant.cuda,
         reasons=tuple(reasons),
@@ -384,7 +384,7 @@ def make_plan(
         route=toolchain.route,
         sysroot=toolchain.sysroot,
         reproducible=measures.reproducible,
-        build_env=measures.build_env,
+        build_env=dict(measures.build_env),
         snapshot=snapshot,
         exec_image=exec_repository(options),
     )

@@ -158,7 +158,7 @@ def render_files(plan: BuildPlan) -> dict[str, str]:
     arch = "arm64" if plan.architecture == "aarch64" else "amd64"
     bazelisk = load_tools()["bazelisk"]
     try:  # the plan checked them when made; checked again where they become shell words
-        check_package_versions(plan.package_versions)
+        check_package_versions(tuple(plan.package_versions.items()))
         for spec in packages:
             _apt_spec(spec)
     except ValueError as exc:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import cpu, features
@@ -21,7 +20,7 @@ class Target:
     kind: TargetKind
     flags: CompilerFlags | None  # None for -march=native
     cflags: tuple[str, ...]
-    coverage: tuple[dict[str, Any], ...]
+    coverage: tuple[Coverage, ...]
     reasons: tuple[Reason, ...]
 
 
@@ -96,7 +95,7 @@ def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Targ
             kind="portable",
             flags=flags,
             cflags=flags.flags,
-            coverage=tuple(c.to_json() for c in flags.coverage),
+            coverage=flags.coverage,
             reasons=(Reason(what="target", value=str(target.name), why=reason),),
         )
     target = cpu.identify(host.machine)
@@ -108,7 +107,7 @@ def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Targ
         kind="machine",
         flags=flags,
         cflags=flags.flags,
-        coverage=tuple(c.to_json() for c in flags.coverage),
+        coverage=flags.coverage,
         reasons=(
             Reason(
                 what="target",
@@ -120,10 +119,9 @@ def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Targ
     )
 
 
-def _native_coverage(host: HostFacts) -> tuple[dict[str, Any], ...]:
+def _native_coverage(host: HostFacts) -> tuple[Coverage, ...]:
     """-march=native turns on what the build host has: recorded, so that tfbuild pick can tell
     which machines the wheel runs on."""
     return tuple(
-        Coverage(feature=f, flag="-march=native").to_json()
-        for f in cpu.guard_features(host.machine)
+        Coverage(feature=f, flag="-march=native") for f in cpu.guard_features(host.machine)
     )

@@ -6,7 +6,6 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tfbuild.core.resources import data_dir
 from tfbuild.recipes.recipe import user_dirs
@@ -22,6 +21,7 @@ class BaseImage:
 
     name: str
     reference: str  # image@sha256:digest
+    image_id: str | None = None  # a local image (tfbuild base): its id, as the reference is a tag
     distro: str
     suite: str
     python: str  # the distribution's python3 (X.Y)
@@ -29,40 +29,7 @@ class BaseImage:
     packaged_compilers: tuple[str, ...] = ()  # "clang-16", "gcc-12": what apt installs as is
     cuda: str | None = None  # NVIDIA images: the CUDA toolkit inside
     cudnn: str | None = None  # NVIDIA images: the cuDNN major inside (None: none)
-    image_id: str | None = None  # a local image (tfbuild base): its id, as the reference is a tag
     glibc: str | None = None  # the distribution's glibc (X.Y)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "reference": self.reference,
-            "image_id": self.image_id,
-            "distro": self.distro,
-            "suite": self.suite,
-            "python": self.python,
-            "tcmalloc_package": self.tcmalloc_package,
-            "packaged_compilers": list(self.packaged_compilers),
-            "cuda": self.cuda,
-            "cudnn": self.cudnn,
-            "glibc": self.glibc,
-        }
-
-    @staticmethod
-    def from_json(image: dict[str, Any]) -> BaseImage:
-        """The image a plan or receipt names, back as a value (KeyError if it is not one)."""
-        return BaseImage(
-            name=str(image["name"]),
-            reference=str(image["reference"]),
-            distro=str(image["distro"]),
-            suite=str(image["suite"]),
-            python=str(image["python"]),
-            tcmalloc_package=str(image["tcmalloc_package"]),
-            packaged_compilers=tuple(image["packaged_compilers"]),
-            cuda=image["cuda"],
-            cudnn=image["cudnn"],
-            image_id=image["image_id"],
-            glibc=image.get("glibc"),
-        )
 
 
 #: One entry of base-images.yaml (its header comment documents each field).

@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, shown, write_files
 from tfbuild.wheel.labels import parse_label, spelt_label, spelt_version
@@ -90,7 +91,7 @@ class IndexEntry:
             "sha256": self.sha256,
             "receipt": self.receipt,
             "described_by": self.described_by,
-            "floor": self.floor.to_json() if self.floor else None,
+            "floor": serial.to_data(self.floor),
         }
 
     @property
