@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CPUINFO_DIR, cpuinfo_fixture, cpuinfo_fixtures, run_cli
+from tfbuild.core import serial
 from tfbuild.detect.cuda import locate_cuda
 from tfbuild.detect.gather import gather
 from tfbuild.detect.nvidia import report_from_outputs
@@ -26,7 +27,9 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 def printed(report: DetectReport) -> str:
     """What ``detect --json`` prints for ``report``, with the dumps' folder written ``<cpuinfo>``."""
-    text = json.dumps(report.to_json(), indent=2, sort_keys=False) + "\n"  # as the CLI prints it
+    text = (
+        json.dumps(serial.to_data(report), indent=2, sort_keys=False) + "\n"
+    )  # as the CLI prints it
     return text.replace(str(CPUINFO_DIR), "<cpuinfo>")
 
 
@@ -88,9 +91,9 @@ def live_report() -> DetectReport:
         logical_cpus=16,
         usable_cpus=8,
         caches=(
-            Cache(level=1, kind="Data", size_kib=48, shared_by=2),
-            Cache(level=2, kind="Unified", size_kib=1024, shared_by=2),
-            Cache(level=3, kind="Unified", size_kib=32768, shared_by=16),
+            Cache(level=1, type="Data", size_kib=48, shared_by=2),
+            Cache(level=2, type="Unified", size_kib=1024, shared_by=2),
+            Cache(level=3, type="Unified", size_kib=32768, shared_by=16),
         ),
         memory=Memory(total_bytes=64 << 30, available_bytes=50 << 30, cgroup_limit_bytes=32 << 30),
         disk=Disk(path="/home/user/.cache/tfbuild", free_bytes=400 << 30, total_bytes=1 << 40),

@@ -127,7 +127,9 @@ def detect(
         with_gpu=gpu,
     )
     if as_json:
-        _print_json(report.to_json())
+        from tfbuild.core import serial
+
+        _print_json(serial.to_data(report))
         return
     from tfbuild.cli.display import print_detect
 

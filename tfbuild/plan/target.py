@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tfbuild.core import serial
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import cpu, features
 from tfbuild.detect.compilers import CompilerFlags, Coverage, flags_for, parse_compiler
@@ -95,8 +96,8 @@ def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Targ
             name=str(target.name),
             kind="portable",
             flags=flags,
-            cflags=flags.flags,
-            coverage=tuple(c.to_json() for c in flags.coverage),
+            cflags=tuple(flags.flags),
+            coverage=tuple(serial.to_data(c) for c in flags.coverage),
             reasons=(Reason(what="target", value=str(target.name), why=reason),),
         )
     target = cpu.identify(host.machine)
@@ -107,8 +108,8 @@ def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Targ
         name=str(target.name),
         kind="machine",
         flags=flags,
-        cflags=flags.flags,
-        coverage=tuple(c.to_json() for c in flags.coverage),
+        cflags=tuple(flags.flags),
+        coverage=tuple(serial.to_data(c) for c in flags.coverage),
         reasons=(
             Reason(
                 what="target",
@@ -124,6 +125,6 @@ def _native_coverage(host: HostFacts) -> tuple[dict[str, Any], ...]:
     """-march=native turns on what the build host has: recorded, so that tfbuild pick can tell
     which machines the wheel runs on."""
     return tuple(
-        Coverage(feature=f, flag="-march=native").to_json()
+        serial.to_data(Coverage(feature=f, flag="-march=native"))
         for f in cpu.guard_features(host.machine)
     )
