@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tfbuild.detect import cpu, features
 from tfbuild.detect.compilers import Compiler, CompilerFlags, flags_for
@@ -16,6 +16,9 @@ from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.detect.cuda_report import CudaReport
 from tfbuild.detect.nvidia import NvidiaReport
 from tfbuild.detect.system import SystemInfo
+
+if TYPE_CHECKING:
+    from tfbuild.recipes.recipe import Recipe
 
 SCHEMA: Literal["tfbuild.detect/1"] = "tfbuild.detect/1"
 
@@ -130,7 +133,7 @@ class TensorflowSupport:
 
 
 def tensorflow_support(
-    recipes: Sequence[Any], *, python: str, architecture: str, driver_cuda: str | None
+    recipes: Sequence[Recipe], *, python: str, architecture: str, driver_cuda: str | None
 ) -> tuple[TensorflowSupport, ...]:
     """Which TensorFlow versions this host can build (for itself) and run, from the recipes."""
     result = []

@@ -9,7 +9,7 @@ its JSON form (``serial_data``), how to read it back (``serial_from_data``) and 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence, Set
-from typing import Any, Generic, TypeVar, overload
+from typing import Generic, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -48,7 +48,7 @@ class FlagSet(Set[str]):
         return cls(data)
 
     @staticmethod
-    def serial_schema() -> dict[str, Any]:
+    def serial_schema() -> dict[str, object]:
         return {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
 
 
@@ -100,7 +100,7 @@ class CommandLine(_FrozenTuple[str]):
         return cls(data.split())
 
     @staticmethod
-    def serial_schema() -> dict[str, Any]:
+    def serial_schema() -> dict[str, object]:
         return {"type": "string"}
 
 
@@ -122,5 +122,5 @@ class Evidence(_FrozenTuple[tuple[str, str]]):
         return cls(data.items())
 
     @staticmethod
-    def serial_schema() -> dict[str, Any]:
+    def serial_schema() -> dict[str, object]:
         return {"type": "object", "additionalProperties": {"type": "string"}}
