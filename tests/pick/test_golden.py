@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CPUINFO_DIR, cpuinfo_fixture
+from tfbuild.core import serial
 from tfbuild.pick.install import InstallResult
 from tfbuild.pick.listing import load_wheels
 from tfbuild.pick.machine import describe_host
 from tfbuild.pick.rank import PickOptions, pick
+from tfbuild.pick.report import pick_report
 
 UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "pick"
@@ -54,8 +56,7 @@ def test_pick_json(case: str, standin_dir: Path) -> None:
             returncode=0,
             output=("Processing ...", "Successfully installed tfbuild_standin-2.21.0"),
         )
-    # As the CLI prints it (cli pick --json).
-    data = result.to_json() | {"install": installed.to_json() if installed else None}
+    data = serial.to_data(pick_report(result, installed))  # as the CLI prints it (pick --json)
     text = json.dumps(data, indent=2, sort_keys=False) + "\n"
     text = text.replace(str(standin_dir), "<wheels>").replace(str(CPUINFO_DIR), "<cpuinfo>")
     check(case, text)

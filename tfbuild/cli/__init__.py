@@ -1050,7 +1050,10 @@ def pick_command(
             capture=as_json,
         )
     if as_json:
-        _print_json(result.to_json() | {"install": installed.to_json() if installed else None})
+        from tfbuild.core import serial
+        from tfbuild.pick.report import pick_report
+
+        _print_json(serial.to_data(pick_report(result, installed)))
     if result.chosen is None:
         raise result.no_choice()
     if installed is not None:
