@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from tests.smoke.test_display import _report
+from tfbuild.core import serial
 from tfbuild.smoke.loads import LoadReport
 from tfbuild.smoke.messages import parse_messages
 from tfbuild.smoke.probe import ProbeResult
@@ -36,7 +37,7 @@ def test_messages_of_every_recorded_log() -> None:
     assert logs
     check(
         "messages",
-        {p.name: parse_messages(p.read_text(encoding="utf-8")).to_json() for p in logs},
+        {p.name: serial.to_data(parse_messages(p.read_text(encoding="utf-8"))) for p in logs},
     )
 
 

@@ -815,7 +815,7 @@ def print_loads(wheel: Path, reports: Sequence[LoadReport]) -> None:
         if report.install_error:
             notes.append(f"pip could not install it from the wheelhouse: {report.install_error}")
         notes += [
-            f"{r.state} (no packaging here to evaluate markers): {r.text}"
+            f"{r.state} (no packaging here to evaluate markers): {r.requirement}"
             for r in report.requirements
             if r.state == "not evaluated"
         ]

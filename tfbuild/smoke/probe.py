@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfbuild.core import serial
 from tfbuild.smoke.messages import GuardReport, parse_messages
 
 #: Runs inside the wheel's interpreter: stdlib and tensorflow only. The JSON result is the last
@@ -75,7 +76,7 @@ class ProbeResult:
             "version": self.version,
             "git_version": self.git_version,
             "build_info": dict(sorted(self.build_info.items())),
-            "guard": self.guard.to_json(),
+            "guard": serial.to_data(self.guard),
             "tcmalloc_loaded": self.tcmalloc_loaded,
             "tcmalloc_maps": list(self.tcmalloc_maps),
         }

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem
 from tfbuild.core.files import replacing, write_text
 from tfbuild.smoke.probe import ProbeResult
@@ -24,13 +25,6 @@ class Rules:
     allow_unused: bool = False
     allow_slower: tuple[str, ...] = ()  # op names whose "slower" does not fail the smoke
     min_margin: float = 0.05
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "allow_unused": self.allow_unused,
-            "allow_slower": list(self.allow_slower),
-            "min_margin": self.min_margin,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,7 +82,7 @@ class SmokeReport:
             "results": [r.to_json() for r in self.results],
             "settings": [s.to_json() for s in self.settings],
             "peak": self.peak,
-            "rules": self.rules.to_json(),
+            "rules": serial.to_data(self.rules),
             "env_file": self.env_file,
             "seconds": round(self.seconds, 1),
             "tcmalloc_expected": self.tcmalloc_expected,
