@@ -11,12 +11,15 @@ import json
 import os
 from pathlib import Path
 
+from tests.conftest import cpuinfo_fixture
 from tests.smoke.test_display import _report
 from tfbuild.core import serial
+from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.smoke.loads import LoadReport
 from tfbuild.smoke.messages import parse_messages
+from tfbuild.smoke.peak import MeasuredPeak, theoretical_peak
 from tfbuild.smoke.probe import ProbeResult
-from tfbuild.smoke.report import Rules
+from tfbuild.smoke.report import PeakFigures, Rules
 
 UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "smoke"
@@ -45,6 +48,20 @@ def test_a_smoke_report() -> None:
     check("report", _report().to_json())
 
 
+THEORY = theoretical_peak(read_cpuinfo(cpuinfo_fixture("zen4")), cores=16, ghz=3.0)
+MEASURED = MeasuredPeak(
+    gflops_total=1234.56789,
+    gflops_per_process=(617.123456, 617.444444),
+    gflops_single=650.98765,
+    isa="avx512",
+    lanes=16,
+    compiler="gcc 12.2.0",
+    flags=("-O2", "-mavx512f"),
+    seconds=1.0,
+    cpus=(0, 1),
+)
+
+
 def test_a_smoke_report_with_a_baseline_and_rules() -> None:
     guard = parse_messages((LOGS / "tf2.21-stock-this-machine.txt").read_text(encoding="utf-8"))
     baseline = ProbeResult(
@@ -61,7 +78,7 @@ def test_a_smoke_report_with_a_baseline_and_rules() -> None:
     report = dataclasses.replace(
         _report(),
         baseline=baseline,
-        peak={"gflops": 1234.5, "isa": "avx512"},
+        peak=PeakFigures(theoretical=THEORY, measured=MEASURED),
         rules=Rules(allow_unused=True, allow_slower=("conv2d_nhwc",), min_margin=0.1),
         env_file="runtime.env",
         seconds=12.345,

@@ -48,6 +48,10 @@ print(json.dumps({
 """
 
 
+#: What tf.sysconfig.get_build_info() values become in the probe's JSON (others as their str).
+BuildInfoValue = str | int | float | bool | None
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProbeResult:
     """What importing the wheel said and did."""
@@ -58,7 +62,7 @@ class ProbeResult:
     failure: str | None  # one line: why the import or the op failed
     version: str | None
     git_version: str | None
-    build_info: dict[str, Any] = field(default_factory=dict)
+    build_info: dict[str, BuildInfoValue] = field(default_factory=dict)
     guard: GuardReport
     tcmalloc_maps: tuple[str, ...] = ()
     stderr_tail: tuple[str, ...] = ()

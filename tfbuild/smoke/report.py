@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem
 from tfbuild.core.files import replacing, write_text
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.run import Method, OpResult, SettingTrial
+
+if TYPE_CHECKING:
+    from tfbuild.smoke.peak import MeasuredPeak, Peak
 
 SCHEMA = "tfbuild.smoke/1"
 
@@ -28,6 +31,14 @@ class Rules:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PeakFigures:
+    """The CPU's FP32 peak: what its specification allows, and what a short FMA loop measured."""
+
+    theoretical: Peak
+    measured: MeasuredPeak | None
+
+
+@dataclass(frozen=True, kw_only=True)
 class SmokeReport:
     candidate_label: str
     baseline_label: str | None
@@ -36,7 +47,7 @@ class SmokeReport:
     method: Method | None
     results: tuple[OpResult, ...] = ()
     settings: tuple[SettingTrial, ...] = ()
-    peak: dict[str, Any] | None = None
+    peak: PeakFigures | None = None
     rules: Rules = field(default_factory=Rules)
     env_file: str | None = None
     seconds: float = 0.0
@@ -81,7 +92,12 @@ class SmokeReport:
             "method": self.method.to_json() if self.method else None,
             "results": [r.to_json() for r in self.results],
             "settings": [s.to_json() for s in self.settings],
-            "peak": self.peak,
+            "peak": None
+            if self.peak is None
+            else {
+                "theoretical": self.peak.theoretical.to_json(),
+                "measured": self.peak.measured.to_json() if self.peak.measured else None,
+            },
             "rules": serial.to_data(self.rules),
             "env_file": self.env_file,
             "seconds": round(self.seconds, 1),

@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -188,7 +188,7 @@ def alternate(
     method: Method,
     threads: str,
     peak_gflops: float | None = None,
-    progress: Any = None,
+    progress: Callable[[str], object] | None = None,
 ) -> list[OpResult]:
     """Time every op both workers offer, block by block: candidate, then baseline.
 
@@ -251,7 +251,7 @@ def compare(
     bf16: bool = False,
     thread_settings: Sequence[tuple[str, int, int]] = THREAD_SETTINGS,
     peak_gflops: float | None = None,
-    progress: Any = None,
+    progress: Callable[[str], object] | None = None,
 ) -> list[OpResult]:
     """Time every op for the candidate (and the baseline, in alternation) at each thread setting."""
     results: list[OpResult] = []
