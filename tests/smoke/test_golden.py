@@ -20,6 +20,7 @@ from tfbuild.smoke.messages import parse_messages
 from tfbuild.smoke.peak import MeasuredPeak, theoretical_peak
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.report import PeakFigures, Rules
+from tfbuild.smoke.run import Method
 
 UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "smoke"
@@ -84,6 +85,7 @@ def test_a_smoke_report_with_a_baseline_and_rules() -> None:
         seconds=12.345,
         tcmalloc_expected=True,
         built_for="zen4",
+        method=Method(reps=5, blocks=2, ops=("exp", "tanh"), min_margin=0.1),
     )
     check("report-baseline", report.to_json())
 

@@ -89,7 +89,7 @@ class SmokeReport:
             "baseline": None
             if self.baseline is None
             else {"spec": self.baseline_label, **self.baseline.to_json()},
-            "method": self.method.to_json() if self.method else None,
+            "method": serial.to_data(self.method) if self.method else None,
             "results": [r.to_json() for r in self.results],
             "settings": [s.to_json() for s in self.settings],
             "peak": None
