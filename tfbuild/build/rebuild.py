@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from tfbuild.build.run import BuildRun, WheelResult, new_build_id
 from tfbuild.build.source_tree import local_source
+from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
 from tfbuild.core.files import held_signals, sha256_file
 from tfbuild.core.stopping import stop_on_signals
@@ -209,7 +210,7 @@ class VerifyResult:
             "rebuilt_sha256": self.rebuilt_sha256,
             "reproducible": self.reproducible,
             "rebuild_seconds": round(self.seconds, 3),
-            "diff": self.diff.to_json(),
+            "diff": serial.to_data(self.diff),
             "inputs_covered": self.inputs_covered,
             "warnings": list(self.warnings),
         }

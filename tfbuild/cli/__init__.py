@@ -127,7 +127,9 @@ def detect(
         with_gpu=gpu,
     )
     if as_json:
-        _print_json(report.to_json())
+        from tfbuild.core import serial
+
+        _print_json(serial.to_data(report))
         return
     from tfbuild.cli.display import print_detect
 
@@ -1050,7 +1052,10 @@ def pick_command(
             capture=as_json,
         )
     if as_json:
-        _print_json(result.to_json() | {"install": installed.to_json() if installed else None})
+        from tfbuild.core import serial
+        from tfbuild.pick.report import pick_report
+
+        _print_json(serial.to_data(pick_report(result, installed)))
     if result.chosen is None:
         raise result.no_choice()
     if installed is not None:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tfbuild.core import serial
 from tfbuild.core.errors import printable
 from tfbuild.core.files import human_size
 from tfbuild.detect.report import DetectReport, MachineReport
@@ -108,18 +109,20 @@ def _cpu_table(machine: MachineReport, title: str) -> Table:
 
 
 def _feature_table(machine: MachineReport) -> Table | None:
-    if not machine.guard.applicable:
+    if not machine.tensorflow_features.applicable:
         return None
-    coverage = {c.feature: c for c in machine.flags.coverage} if machine.flags else {}
-    compiler = machine.flags.compiler if machine.flags else None
+    coverage = (
+        {c.feature: c for c in machine.compiler_flags.coverage} if machine.compiler_flags else {}
+    )
+    compiler = machine.compiler_flags.compiler if machine.compiler_flags else None
     table = Table(
         title="TensorFlow CPU features (what cpu_feature_guard checks)", title_justify="left"
     )
     table.add_column("feature")
     table.add_column("CPU has it")
     table.add_column(f"enabled by ({safe(compiler.spec)})" if compiler else "enabled by")
-    for name in (*machine.guard.present, *machine.guard.absent):
-        has = name in machine.guard.present
+    for name in (*machine.tensorflow_features.present, *machine.tensorflow_features.absent):
+        has = name in machine.tensorflow_features.present
         cover = coverage.get(name)
         if not has:
             enabled = "[dim]-[/dim]"
@@ -150,7 +153,7 @@ def _system_rows(report: DetectReport) -> Table | None:
     if system.caches:
         table.add_row(
             "caches",
-            ", ".join(f"L{c.level} {c.kind[0]} {c.size_kib} KiB" for c in system.caches),
+            ", ".join(f"L{c.level} {c.type[0]} {c.size_kib} KiB" for c in system.caches),
         )
     memory = system.memory
     limit = f", cgroup limit {_gib(memory.cgroup_limit_bytes)}" if memory.cgroup_limit_bytes else ""
@@ -231,11 +234,11 @@ def print_detect(report: DetectReport) -> None:
         if features is not None:
             console.print(features)
         else:
-            console.print(safe(machine.guard.note))
-        if machine.flags:
+            console.print(safe(machine.tensorflow_features.note or ""))
+        if machine.compiler_flags:
             console.print(
-                f"[bold]flags[/bold] ({safe(machine.flags.compiler.spec)}, "
-                f"{safe(machine.microarchitecture)}): {safe(machine.flags.command_line)}",
+                f"[bold]flags[/bold] ({safe(machine.compiler_flags.compiler.spec)}, "
+                f"{safe(machine.microarchitecture)}): {safe(machine.compiler_flags.command_line)}",
                 soft_wrap=True,
             )
         console.print()
@@ -245,23 +248,25 @@ def print_detect(report: DetectReport) -> None:
             f"[bold]Common target of all {len(report.machines)} machines:[/bold] "
             f"{safe(common.microarchitecture)}"
         )
-        if common.guard.applicable:
-            console.print(f"TensorFlow features on all: {safe(' '.join(common.guard.present))}")
-        if common.flags:
+        if common.tensorflow_features.applicable:
             console.print(
-                f"[bold]flags[/bold] ({safe(common.flags.compiler.spec)}): "
-                f"{safe(common.flags.command_line)}",
+                f"TensorFlow features on all: {safe(' '.join(common.tensorflow_features.present))}"
+            )
+        if common.compiler_flags:
+            console.print(
+                f"[bold]flags[/bold] ({safe(common.compiler_flags.compiler.spec)}): "
+                f"{safe(common.compiler_flags.command_line)}",
                 soft_wrap=True,
             )
         console.print()
     if report.target is not None:
         target = report.target
         console.print(
-            f"[bold]Target {safe(target.name)}[/bold] ({safe(target.flags.compiler.spec)}): "
-            f"{safe(target.flags.command_line)}",
+            f"[bold]Target {safe(target.name)}[/bold] ({safe(target.compiler_flags.compiler.spec)}): "
+            f"{safe(target.compiler_flags.command_line)}",
             soft_wrap=True,
         )
-        for fit in target.fits:
+        for fit in target.runs_on:
             mark, style = ("runs", "green") if fit.runs else ("does not run", "red")
             _hanging(console, f"  {mark}:", f" {fit.reason}", indent=4, style=style)
         console.print()
@@ -273,8 +278,8 @@ def print_detect(report: DetectReport) -> None:
     if system is not None:
         console.print(system)
     gpu = _gpu_lines(
-        report.cuda.to_json() if report.cuda else None,
-        report.nvidia.to_json() if report.nvidia else None,
+        serial.to_data(report.cuda) if report.cuda else None,
+        serial.to_data(report.nvidia) if report.nvidia else None,
     )
     for line in gpu:
         _hanging(console, "", line)
@@ -812,7 +817,7 @@ def print_loads(wheel: Path, reports: Sequence[LoadReport]) -> None:
         if report.install_error:
             notes.append(f"pip could not install it from the wheelhouse: {report.install_error}")
         notes += [
-            f"{r.state} (no packaging here to evaluate markers): {r.text}"
+            f"{r.state} (no packaging here to evaluate markers): {r.requirement}"
             for r in report.requirements
             if r.state == "not evaluated"
         ]

@@ -45,6 +45,9 @@ class DecodeFailure(ValueError):
 def _encode_other(value: Any) -> Any:
     if isinstance(value, PurePath):
         return str(value)
+    written = getattr(type(value), "serial_data", None)  # a value type that says its own JSON form
+    if written is not None:
+        return written(value)
     msg = f"cannot write a {type(value).__name__} as JSON"
     raise NotImplementedError(msg)
 
@@ -58,6 +61,8 @@ def to_data(value: Any) -> Any:
 def _decode_other(kind: type, value: Any) -> Any:
     if isinstance(kind, type) and issubclass(kind, PurePath) and isinstance(value, str):
         return kind(value)
+    if hasattr(kind, "serial_from_data"):
+        return kind.serial_from_data(value)
     msg = f"Expected `{getattr(kind, '__name__', kind)}`, got `{type(value).__name__}`"
     raise NotImplementedError(msg)
 
@@ -105,6 +110,8 @@ def schema(kind: Any) -> dict[str, Any]:
     def hook(other: type) -> dict[str, Any]:
         if isinstance(other, type) and issubclass(other, PurePath):
             return {"type": "string"}
+        if hasattr(other, "serial_schema"):
+            return dict(other.serial_schema())
         raise NotImplementedError
 
     found = msgspec.json.schema(kind, schema_hook=hook)

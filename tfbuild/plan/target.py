@@ -94,7 +94,7 @@ def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Targ
             name=str(target.name),
             kind="portable",
             flags=flags,
-            cflags=flags.flags,
+            cflags=tuple(flags.flags),
             coverage=flags.coverage,
             reasons=(Reason(what="target", value=str(target.name), why=reason),),
         )
@@ -106,7 +106,7 @@ def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Targ
         name=str(target.name),
         kind="machine",
         flags=flags,
-        cflags=flags.flags,
+        cflags=tuple(flags.flags),
         coverage=flags.coverage,
         reasons=(
             Reason(

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError
 
 if TYPE_CHECKING:
@@ -42,28 +43,17 @@ class LibraryLoad:
     loads: bool
     error: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "loads": self.loads, "error": self.error}
-
 
 @dataclass(frozen=True, kw_only=True)
 class Requirement:
     """One Requires-Dist of the wheel (those for an extra are left out), as the image has it."""
 
-    text: str  # the Requires-Dist line
+    requirement: str  # the Requires-Dist line
     name: str  # the distribution it names
     # installed; missing; unknown (the image's Python has no importlib.metadata); not evaluated
     # (it has an environment marker, which the probe does not evaluate)
     state: RequirementState
     version: str | None  # the version the image has (not checked against the specifier)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "requirement": self.text,
-            "name": self.name,
-            "state": self.state,
-            "version": self.version,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,15 +65,6 @@ class ModuleImport:
     file: str | None  # the file the import ran, relative to the installed wheel: its own code
     error: str | None  # the exception's last line (or the signal that killed the interpreter)
     cause: str | None  # the missing dependency the error most likely comes from
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "ok": self.ok,
-            "file": self.file,
-            "error": self.error,
-            "cause": self.cause,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,7 +142,7 @@ class LoadReport:
             install_error=install.get("error"),
             requirements=tuple(
                 Requirement(
-                    text=str(r["requirement"]),
+                    requirement=str(r["requirement"]),
                     name=str(r["name"]),
                     state=r["state"],
                     version=r.get("version"),
@@ -185,7 +166,7 @@ class LoadReport:
             "image": self.image,
             "glibc": self.glibc,
             "loads": self.loads,
-            "libraries": [library.to_json() for library in self.libraries],
+            "libraries": serial.to_data(self.libraries),
             "python": self.python,
             "distribution": self.distribution,
             "tags": list(self.tags),
@@ -197,10 +178,10 @@ class LoadReport:
                 "pip": self.pip,
                 "error": self.install_error,
             },
-            "requirements": [r.to_json() for r in self.requirements],
+            "requirements": serial.to_data(self.requirements),
             "missing": list(self.missing),
             "imports": self.imports,
-            "modules": [m.to_json() for m in self.modules],
+            "modules": serial.to_data(self.modules),
             "passed": self.passed,
         }
 

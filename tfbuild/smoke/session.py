@@ -19,7 +19,7 @@ from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.probe import ProbeResult, run_probe
-from tfbuild.smoke.report import Rules, SmokeReport, write_env_file
+from tfbuild.smoke.report import PeakFigures, Rules, SmokeReport, write_env_file
 from tfbuild.smoke.run import Method, OpResult, SettingTrial, compare, try_setting
 from tfbuild.wheel.receipt import read_receipt, receipt_path
 
@@ -191,7 +191,7 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
     method: Method | None = None
     results: tuple[OpResult, ...] = ()
     settings: tuple[SettingTrial, ...] = ()
-    peak: dict[str, object] | None = None
+    peak: PeakFigures | None = None
     if candidate.ok and options.bench:
         from tfbuild.smoke.peak import measure_fma_peak, theoretical_peak
 
@@ -200,10 +200,7 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
         theory = theoretical_peak(info)
         # The nominal clock of /proc/cpuinfo understates a boosting CPU; a short FMA loop tells.
         measured = measure_fma_peak(seconds=0.3 if options.quick else 1.0)
-        peak = {
-            "theoretical": theory.to_json(),
-            "measured": measured.to_json() if measured else None,
-        }
+        peak = PeakFigures(theoretical=theory, measured=measured)
         ceiling = measured.gflops_total if measured else theory.gflops
         have_bf16 = bool(info.flags & {"avx512_bf16", "amx_bf16"})
         say("benchmarking (candidate and baseline in alternation)")
