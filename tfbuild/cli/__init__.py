@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from tfbuild import __version__
+from tfbuild.cli.forecast_command import forecast_command
 from tfbuild.cli.plan_options import PlanCommand, RecipesDir, plan_args
 from tfbuild.core.errors import TfbuildError, printable
 from tfbuild.core.variants import Variant
@@ -349,6 +350,9 @@ def plan_command(
     failure = report.error(shown=not as_json) if report is not None else None
     if failure is not None:
         raise failure
+
+
+app.command("forecast", cls=PlanCommand)(forecast_command)
 
 
 @app.command("render", cls=PlanCommand)
