@@ -11,8 +11,11 @@ import pytest
 
 from tests.conftest import cpuinfo_fixture, run_cli
 from tfbuild.core.errors import InputError
-from tfbuild.smoke.forecast import copy_eigen, tensorflow_dir
-from tfbuild.smoke.forecast_report import OpResult, compare
+from tfbuild.smoke.forecast import copy_eigen, save_forecast, saved_forecast, tensorflow_dir
+from tfbuild.smoke.forecast_report import Forecast, OneDnn, OpResult, compare
+from tfbuild.smoke.run import OpResult as SmokeOp
+from tfbuild.smoke.session import forecast_beside
+from tfbuild.smoke.stats import Summary, verdict
 
 OPS = {
     "exp", "tanh", "sigmoid", "erf", "log1p",
@@ -51,6 +54,9 @@ def test_the_forecast_for_this_host_measures_every_op_class(stock_python: str) -
     assert set(onednn["kernels"]) == {"matmul", "conv"}, onednn
     assert onednn["forecast"] == "no change"
     assert data["summary"].endswith("matmul and conv would not change")
+    # Kept for tfbuild smoke of a wheel built for that target.
+    kept = saved_forecast(data["tensorflow"], f"{data['target']} ({' '.join(data['plan_flags'])})")
+    assert kept is not None and kept["summary"] == data["summary"]
 
 
 @pytest.mark.slow
@@ -171,3 +177,55 @@ def test_the_class_verdict_is_mixed_only_when_its_ops_disagree() -> None:
     assert 2.9 < transcendental.low <= transcendental.high < 3.1
     assert transcendental.interval[0] <= transcendental.low
     assert control.label == "mixed"
+
+
+def _forecast(target: str) -> Forecast:
+    fast = [1.0, 1.01, 0.99, 1.02, 0.98] * 2
+    slow = [3.0, 3.03, 2.97, 3.06, 2.94] * 2
+    ops = (
+        OpResult.of("exp", "transcendental", 1000, stock=slow, plan=fast),
+        OpResult.of("sum", "control", 1000, stock=fast, plan=fast),
+        OpResult.of("relu", "control", 1000, stock=fast, plan=fast),
+    )
+    return Forecast(
+        tensorflow="2.21.0",
+        target=target,
+        stock_wheel="tensorflow-cpu==2.21.0",
+        compiler="g++",
+        compiler_why="test",
+        stock_flags=("-mavx",),
+        stock_flags_source="test",
+        plan_flags=("-march=haswell",),
+        ops=ops,
+        classes=compare(ops),
+        onednn=OneDnn(isa="AVX-512", kernels={"conv": ("brg_conv_fwd:avx512_core",)}),
+    )
+
+
+def test_smoke_shows_the_kept_forecast_beside_what_it_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TFBUILD_CACHE_DIR", str(tmp_path))
+    kept = save_forecast(_forecast("haswell"))
+    assert kept == tmp_path / "forecasts/tf-2.21.0-haswell.json"
+    one = [0.01] * 10
+
+    def result(op: str, ratio: float, threads: str = "1") -> SmokeOp:
+        base = [s * ratio for s in one]
+        return SmokeOp(
+            op=op,
+            threads=threads,
+            candidate=Summary.of(one, 1, "Gelem/s"),
+            baseline=Summary.of(base, 1, "Gelem/s"),
+            verdict=verdict(one, base),
+        )
+
+    results = (result("exp", 2.5), result("exp", 9.0, "default"), result("reduce_sum", 1.1))
+    beside = forecast_beside("2.21.0+haswell", "haswell (-march=haswell)", results)
+    assert beside is not None and beside["file"] == str(kept)
+    rows = {row["class"]: row for row in beside["classes"]}
+    assert rows["transcendental"]["forecast"] == [3.0, 3.0]
+    assert rows["transcendental"]["measured"] == [2.5, 2.5]  # the one-thread ratio only
+    assert rows["control"]["ops"] == ["sum"] and rows["control"]["measured"] == [1.1, 1.1]
+    assert forecast_beside("2.21.0", "zen4 (-march=znver4)", results) is None
+    assert forecast_beside("2.20.0", "haswell (-march=haswell)", results) is None

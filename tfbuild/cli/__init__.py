@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from tfbuild import __version__
-from tfbuild.cli.forecast_command import forecast_command
+from tfbuild.cli.forecast_command import forecast_command, print_forecast_beside
 from tfbuild.cli.plan_options import PlanCommand, RecipesDir, plan_args
 from tfbuild.core.errors import TfbuildError, printable
 from tfbuild.core.variants import Variant
@@ -745,6 +745,7 @@ def smoke_command(
         from tfbuild.cli.display import print_smoke
 
         print_smoke(report)
+        print_forecast_beside(report.forecast)
     if not report.passed:
         raise SmokeFailed(f"{report.candidate_label} did not pass", why="; ".join(report.failures))
 

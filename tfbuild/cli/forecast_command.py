@@ -44,7 +44,12 @@ def forecast_command(
     """What a build would gain over the stock wheel on this machine, before anything is built."""
     from tfbuild.build.base_images import plan_here
     from tfbuild.core.errors import UsageError
-    from tfbuild.smoke.forecast import ForecastRequest, emit_forecast, run_forecast
+    from tfbuild.smoke.forecast import (
+        ForecastRequest,
+        emit_forecast,
+        run_forecast,
+        save_forecast,
+    )
 
     args = plan_args(ctx)
     if emit is not None and args.cpuinfo is None:
@@ -85,6 +90,9 @@ def forecast_command(
             typer.echo(printable(f"note: {note}"))
         return
     forecast = run_forecast(request, recipe, progress=progress)
+    progress(
+        f"kept for tfbuild smoke of a wheel built for {plan.target}: {save_forecast(forecast)}"
+    )
     if as_json:
         _print_json(forecast.to_json())
         return
@@ -120,4 +128,26 @@ def print_forecast(forecast: Any) -> None:
     lines.append(f"  plan:  {' '.join(forecast.plan_flags)}")
     lines.append(f"  against the Eigen headers of {forecast.stock_wheel}, one thread")
     lines.extend(f"note: {note}" for note in forecast.notes)
+    typer.echo(printable("\n".join(lines)))
+
+
+def print_forecast_beside(forecast: dict[str, Any] | None) -> None:
+    """After tfbuild smoke: the forecast kept for the wheel's target beside what smoke measured,
+    per op class (one thread), so that a wrong forecast shows."""
+    if not forecast:
+        return
+    from tfbuild.smoke.forecast_report import CLASSES
+
+    lines = ["", f"forecast ({forecast['file']}) beside this smoke, one thread, per op class:"]
+    for row in forecast["classes"]:
+        low, high = row["forecast"]
+        measured = row["measured"]
+        seen = (
+            f"measured {measured[0]:.2f}-{measured[1]:.2f}x ({', '.join(row['ops'])})"
+            if measured
+            else "not measured by smoke"
+        )
+        lines.append(
+            f"  {CLASSES.get(row['class'], row['class'])}: forecast {low:.2f}-{high:.2f}x, {seen}"
+        )
     typer.echo(printable("\n".join(lines)))

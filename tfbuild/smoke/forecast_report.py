@@ -234,3 +234,52 @@ class Forecast:
             "ops": [o.to_json() for o in self.ops],
             "onednn": self.onednn.to_json(),
         }
+
+
+# --- the forecast beside what tfbuild smoke measured ----------------------------------------------
+
+#: Smoke's names for the forecast's ops where they differ (smoke sums along the last axis).
+SMOKE_NAMES = {"sum": "reduce_sum"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Beside:
+    """One op class: the forecast's ratio range and the one smoke measured for the same ops."""
+
+    klass: str
+    ops: tuple[str, ...]  # the forecast's ops that smoke measured too (one thread)
+    forecast: tuple[float, float]
+    measured: tuple[float, float] | None  # None: smoke measured none of them
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "class": self.klass,
+            "ops": list(self.ops),
+            "forecast": [round(v, 3) for v in self.forecast],
+            "measured": [round(v, 3) for v in self.measured] if self.measured else None,
+        }
+
+
+def beside(saved: dict[str, Any], measured: dict[str, float]) -> tuple[Beside, ...]:
+    """Per op class of a saved forecast (its JSON), the forecast's ratios and ``measured``: smoke's
+    candidate-over-baseline ratio per op, one thread."""
+    rows = []
+    for klass in saved.get("classes", []):
+        ops = [o for o in saved.get("ops", []) if o.get("class") == klass.get("class")]
+        forecast = [float(o["ratio"]) for o in ops]
+        found = {
+            o["op"]: measured[SMOKE_NAMES.get(o["op"], o["op"])]
+            for o in ops
+            if SMOKE_NAMES.get(o["op"], o["op"]) in measured
+        }
+        if not forecast:
+            continue
+        rows.append(
+            Beside(
+                klass=str(klass["class"]),
+                ops=tuple(found),
+                forecast=(min(forecast), max(forecast)),
+                measured=(min(found.values()), max(found.values())) if found else None,
+            )
+        )
+    return tuple(rows)
