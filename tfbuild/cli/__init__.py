@@ -21,6 +21,7 @@ import typer
 from tfbuild import __version__
 from tfbuild.cli.forecast_command import forecast_command, print_forecast_beside
 from tfbuild.cli.plan_options import PlanCommand, RecipesDir, plan_args
+from tfbuild.cli.tune_command import tune_command
 from tfbuild.core.errors import TfbuildError, printable
 from tfbuild.core.variants import Variant
 
@@ -816,6 +817,9 @@ def _smoke_in_images(
         why=first.problem() or "it failed there",
         fix=fix,
     )
+
+
+app.command("tune")(tune_command)
 
 
 # --- base ----------------------------------------------------------------------------------------------
