@@ -19,7 +19,9 @@ from typing import Annotated, Any
 import typer
 
 from tfbuild import __version__
+from tfbuild.cli.forecast_command import forecast_command, print_forecast_beside
 from tfbuild.cli.plan_options import PlanCommand, RecipesDir, plan_args
+from tfbuild.cli.tune_command import tune_command
 from tfbuild.core.errors import TfbuildError, printable
 from tfbuild.core.variants import Variant
 
@@ -353,6 +355,9 @@ def plan_command(
     failure = report.error(shown=not as_json) if report is not None else None
     if failure is not None:
         raise failure
+
+
+app.command("forecast", cls=PlanCommand)(forecast_command)
 
 
 @app.command("render", cls=PlanCommand)
@@ -745,6 +750,7 @@ def smoke_command(
         from tfbuild.cli.display import print_smoke
 
         print_smoke(report)
+        print_forecast_beside(report.forecast)
     if not report.passed:
         raise SmokeFailed(f"{report.candidate_label} did not pass", why="; ".join(report.failures))
 
@@ -815,6 +821,9 @@ def _smoke_in_images(
         why=first.problem() or "it failed there",
         fix=fix,
     )
+
+
+app.command("tune")(tune_command)
 
 
 # --- base ----------------------------------------------------------------------------------------------

@@ -53,6 +53,9 @@ class SmokeReport:
     seconds: float = 0.0
     tcmalloc_expected: bool = False  # the wheel's runtime env preloads TCMalloc
     built_for: str | None = None  # the target the wheel's receipt names
+    #: The forecast kept for this wheel's version and target, beside what was measured (per op
+    #: class; tfbuild.smoke.forecast_report.Beside); None: no forecast was made for it.
+    forecast: dict[str, Any] | None = None
 
     @property
     def failures(self) -> tuple[str, ...]:
@@ -105,7 +108,7 @@ class SmokeReport:
             "built_for": self.built_for,
             "passed": self.passed,
             "failures": list(self.failures),
-        }
+        } | ({"forecast": self.forecast} if self.forecast is not None else {})
 
 
 def write_env_file(path: Path, settings: tuple[SettingTrial, ...], header: str) -> None:

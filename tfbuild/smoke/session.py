@@ -233,6 +233,7 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
         seconds=time.perf_counter() - started,
         tcmalloc_expected=tcmalloc_expected,
         built_for=options.built_for,
+        forecast=forecast_beside(candidate.version, options.built_for, results),
     )
     if options.env_file and settings:
         write_env_file(
@@ -241,6 +242,26 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
             header=f"runtime settings measured by tfbuild smoke for {spec.label}",
         )
     return report
+
+
+def forecast_beside(
+    version: str | None, built_for: str | None, results: tuple[OpResult, ...]
+) -> dict[str, object] | None:
+    """The forecast kept for this version and target, per op class beside the one-thread ratios
+    measured (``tfbuild forecast`` keeps one each run); None without one."""
+    from tfbuild.smoke.forecast import saved_forecast
+    from tfbuild.smoke.forecast_report import beside
+
+    saved = saved_forecast(version, built_for)
+    if saved is None or not results:
+        return None
+    measured = {r.op: r.verdict.ratio for r in results if r.threads == "1" and r.verdict}
+    return {
+        "file": saved["saved"],
+        "target": saved.get("target"),
+        "summary": saved.get("summary"),
+        "classes": [row.to_json() for row in beside(saved, measured)],
+    }
 
 
 def _try_settings(
