@@ -42,7 +42,7 @@ def forecast_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the forecast as JSON.")] = False,
 ) -> None:
     """What a build would gain over the stock wheel on this machine, before anything is built."""
-    from tfbuild.build.base_images import plan_here
+    from tfbuild.plan.here import plan_here
     from tfbuild.core.errors import UsageError
     from tfbuild.smoke.forecast import (
         ForecastRequest,
