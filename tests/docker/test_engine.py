@@ -562,8 +562,10 @@ def _toolchain_failure(
     engine: Any, plan: Any, tmp_path: Path, proxies: tuple[tuple[str, str], ...]
 ) -> Any:
     """Build ``plan``'s wheel (a stand-in tree: the toolchain image fails first); its error."""
-    from tfbuild.build.run import TOOLCHAIN_REPOSITORY, BuildJob, build_wheel
+    from tfbuild.build.container import BuildJob
+    from tfbuild.build.run import build_wheel
     from tfbuild.build.source_tree import SOURCE_MARKER, local_source
+    from tfbuild.build.toolchain_image import TOOLCHAIN_REPOSITORY
     from tfbuild.core.errors import TfbuildError
     from tfbuild.plan.render import render_files
 

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tfbuild.build.base_images import plan_here
-from tfbuild.build.run import BuildRun, ca_bundle_from, proxies_from, update_receipt
+from tfbuild.build.publish import update_receipt
+from tfbuild.build.run import BuildRun, ca_bundle_from, proxies_from
 from tfbuild.core.engine import DockerEngine, EngineInfo, ImageUnavailable, Mount
 from tfbuild.core.errors import EnvironmentProblem, Interrupted, TfbuildError
 from tfbuild.detect.host import HostFacts, host_facts

@@ -452,7 +452,8 @@ def wheel_command(
 ) -> None:
     """Build the wheel in Docker: toolchain image, build container, wheel + receipt in dist/."""
     from tfbuild.build.base_images import plan_here
-    from tfbuild.build.run import BuildRun, read_remote_headers
+    from tfbuild.build.credentials import read_remote_headers
+    from tfbuild.build.run import BuildRun
     from tfbuild.cli.display import print_wheel_result
     from tfbuild.core.engine import DockerEngine
     from tfbuild.plan.render import output_dir
