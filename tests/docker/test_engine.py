@@ -22,11 +22,10 @@ from tfbuild.core.engine import (
     DEFAULT_SOCKET,
     ContainerGone,
     DockerEngine,
-    DownloadFailed,
-    ImageUnavailable,
     Mount,
 )
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem, UsageError
+from tfbuild.core.image_failure import DownloadFailed, ImageUnavailable
 
 pytestmark = pytest.mark.docker
 

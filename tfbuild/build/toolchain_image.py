@@ -7,16 +7,13 @@ import urllib.parse
 from pathlib import Path
 
 from tfbuild.build.log import BuildLog
-from tfbuild.core.engine import (
-    DockerEngine,
-    DownloadFailed,
-    ImageUnavailable,
-)
+from tfbuild.core.engine import DockerEngine
 from tfbuild.core.errors import (
     BuildFailed,
     EnvironmentProblem,
     Unreachable,
 )
+from tfbuild.core.image_failure import DownloadFailed, ImageUnavailable
 from tfbuild.plan import BuildPlan
 from tfbuild.plan.render import write_context
 
