@@ -564,7 +564,7 @@ def _toolchain_failure(
     from tfbuild.build.container import BuildJob
     from tfbuild.build.run import build_wheel
     from tfbuild.build.source_tree import SOURCE_MARKER, local_source
-    from tfbuild.build.toolchain_image import TOOLCHAIN_REPOSITORY
+    from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
     from tfbuild.core.errors import TfbuildError
     from tfbuild.plan.render import render_files
 

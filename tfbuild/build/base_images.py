@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from tfbuild.core.engine import DockerEngine
     from tfbuild.detect.host import HostFacts
 
+from tfbuild.core.defaults import BASE_REPOSITORY
 from tfbuild.core.errors import (
     BuildFailed,
     EnvironmentProblem,
@@ -145,7 +146,7 @@ class Debootstrap:
 
 
 def default_tag(suite: str) -> str:
-    return f"tfbuild/base:{suite}"
+    return f"{BASE_REPOSITORY}:{suite}"
 
 
 def debootstrap_scripts(env: Mapping[str, str]) -> Path:

@@ -7,6 +7,7 @@ import urllib.parse
 from pathlib import Path
 
 from tfbuild.build.log import BuildLog
+from tfbuild.core.defaults import BASE_REPOSITORY, TOOLCHAIN_REPOSITORY
 from tfbuild.core.engine import DockerEngine
 from tfbuild.core.errors import (
     BuildFailed,
@@ -17,7 +18,6 @@ from tfbuild.core.image_failure import DownloadFailed, ImageUnavailable
 from tfbuild.plan import BuildPlan
 from tfbuild.plan.render import write_context
 
-TOOLCHAIN_REPOSITORY = "tfbuild/toolchain"
 #: apt's words for a pinned version its sources do not offer: (version, package).
 _NO_VERSION = re.compile(r"Version '([^']+)' for '([^']+)' was not found")
 #: What dpkg-query prints for each installed package of the toolchain image.
@@ -83,7 +83,7 @@ def _image_fix(plan: BuildPlan, image: str) -> str:
     if image == base.reference:
         return (
             "Where no container registry can be reached, make a local one with "
-            f"sudo tfbuild base --suite {base.suite} and pass --base-image tfbuild/base:{base.suite}."
+            f"sudo tfbuild base --suite {base.suite} and pass --base-image {BASE_REPOSITORY}:{base.suite}."
         )
     if sysroot is not None and image == sysroot.reference:
         return (

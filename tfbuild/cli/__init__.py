@@ -20,6 +20,7 @@ import typer
 
 from tfbuild import __version__
 from tfbuild.cli.plan_options import PlanCommand, RecipesDir, plan_args
+from tfbuild.core.defaults import PICK_TIMEOUT_S
 from tfbuild.core.errors import TfbuildError, printable
 from tfbuild.core.variants import Variant
 
@@ -995,7 +996,7 @@ def pick_command(
             metavar="SECONDS",
             help="One deadline for reading the index page and its receipts.",
         ),
-    ] = 120.0,  # tfbuild.pick.fetch.DEFAULT_TIMEOUT (not imported here: --json stays fast)
+    ] = PICK_TIMEOUT_S,
     allow_origin: Annotated[
         list[str] | None,
         typer.Option(

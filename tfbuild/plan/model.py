@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tfbuild.core.defaults import CACHE_VOLUME
 from tfbuild.core.variants import MklThreading, Variant
 from tfbuild.recipes.recipe import BaseImage
 from tfbuild.wheel.receipt import is_debian_package, is_debian_version
@@ -58,7 +59,7 @@ class PlanOptions:
     jobs: int | None = None
     local_ram_mb: int | None = None
     jvm_heap_mb: int | None = None
-    cache_volume: str = "tfbuild-cache"
+    cache_volume: str = CACHE_VOLUME
     disk_cache: bool = True
     remote_cache: str | None = None
     remote_executor: str | None = None
