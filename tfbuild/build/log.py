@@ -28,8 +28,8 @@ def bazel_processes(line: str) -> dict[str, int] | None:
     return counts
 
 
-class Display(Protocol):
-    """What the build tells its user (tfbuild.build.progress.BuildDisplay, or a quiet one)."""
+class Progress(Protocol):
+    """What the build tells its user (tfbuild.build.progress.BuildProgress, or a quiet one)."""
 
     def phase(self, name: str) -> None: ...
     def line(self, text: str) -> None: ...
@@ -39,10 +39,10 @@ class Display(Protocol):
 class BuildLog:
     """The build log file, the last lines for a failure message, and the tool versions seen."""
 
-    def __init__(self, path: Path, display: Display) -> None:
+    def __init__(self, path: Path, progress: Progress) -> None:
         self.path = path
         self._file = path.open("a", encoding="utf-8", errors="replace")
-        self._display = display
+        self._progress = progress
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.tools: dict[str, str] = {}
         self.processes: dict[str, int] = {}  # bazel's last process summary
@@ -57,17 +57,17 @@ class BuildLog:
         processes = bazel_processes(text)
         if processes is not None:
             self.processes = processes
-        self._display.line(text)
+        self._progress.line(text)
 
     def note(self, text: str) -> None:
         self._file.write(f"[tfbuild] {text}\n")
         self._file.flush()
-        self._display.note(text)
+        self._progress.note(text)
 
     def phase(self, name: str) -> None:
         self._file.write(f"[tfbuild] phase: {name}\n")
         self._file.flush()
-        self._display.phase(name)
+        self._progress.phase(name)
 
     def close(self) -> None:
         self._file.close()

@@ -52,7 +52,7 @@ from tfbuild.build.credentials import (
     write_remote_credentials,
 )
 from tfbuild.build.finish import finish_wheel, make_receipt, tools_seen
-from tfbuild.build.log import BuildLog, Display
+from tfbuild.build.log import BuildLog, Progress
 from tfbuild.build.preflight import preflight
 from tfbuild.build.publish import PUBLISH_MARGIN, check_space, full_disk_is_input, publish
 from tfbuild.build.remotes import check_remote_reachable
@@ -206,7 +206,7 @@ def _the_wheel(out: Path, log: BuildLog) -> Path:
     return wheels[0]
 
 
-def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> WheelResult:
+def build_wheel(engine: DockerEngine, request: BuildJob, progress: Progress) -> WheelResult:
     """Build the wheel of ``request.plan`` in ``engine``; everything lands in ``request.dist``."""
     started = time.monotonic()
     dist = request.dist.resolve()
@@ -214,7 +214,7 @@ def build_wheel(engine: DockerEngine, request: BuildJob, display: Display) -> Wh
         (dist / "logs").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create {dist / 'logs'}", why=exc.strerror or str(exc)) from None
-    log = BuildLog(dist / "logs" / f"{request.build_id}.log", display)
+    log = BuildLog(dist / "logs" / f"{request.build_id}.log", progress)
     cleanup = contextlib.ExitStack()
     try:
         # No signal between making the work directory and registering its removal.
@@ -359,7 +359,7 @@ class BuildRun:
 
     def execute(self, planned: Planned, *, engine: DockerEngine | None = None) -> WheelResult:
         """Build ``planned`` in ``engine`` (default: a new connection, closed afterwards)."""
-        from tfbuild.build.progress import BuildDisplay, choose_mode
+        from tfbuild.build.progress import BuildProgress, choose_mode
 
         plan, recipe = planned.plan, planned.recipe
         check(render_files(plan), recipe)
@@ -378,8 +378,8 @@ class BuildRun:
                 engine = DockerEngine.connect()
                 stack.callback(engine.close)
             mode = choose_mode(quiet=self.quiet, stream=sys.stderr, env=os.environ)
-            display = stack.enter_context(BuildDisplay(mode=mode, verbose=self.verbose))
-            source = stack.enter_context(self._source(plan, ca_bundle, display))
+            progress = stack.enter_context(BuildProgress(mode=mode, verbose=self.verbose))
+            source = stack.enter_context(self._source(plan, ca_bundle, progress))
             # The tree against the plan, before any image or container: seconds, not hours.
             failure = preflight(plan, recipe, source.path).error()
             if failure is not None:
@@ -398,11 +398,11 @@ class BuildRun:
                 recipe_sha256=recipe.file_sha256 if recipe else self.recipe_sha256,
                 discard_output_base=self.source is None and plan.standin,
             )
-            return build_wheel(engine, job, display)
+            return build_wheel(engine, job, progress)
 
     @contextlib.contextmanager
     def _source(
-        self, plan: BuildPlan, ca_bundle: Path | None, display: Display
+        self, plan: BuildPlan, ca_bundle: Path | None, progress: Progress
     ) -> Iterator[Source]:
         if self.source is not None:
             yield local_source(self.source)
@@ -418,12 +418,12 @@ class BuildRun:
                     tree = canary.copy_tree(holder / "src")
                 yield local_source(tree)
         else:
-            display.phase("source")
+            progress.phase("source")
             yield fetch_source(
                 str(plan.source["tarball"]),
                 version=plan.tensorflow,
                 sha256=self.source_sha256 or plan.source["sha256"],
                 cache_dir=default_cache_dir(),
                 ca_bundle=ca_bundle,
-                on_line=display.note,
+                on_line=progress.note,
             )
