@@ -40,7 +40,12 @@ FALLBACK_EPOCH = 315532800
 
 @dataclass(frozen=True, kw_only=True)
 class BuildJob:
-    """One build: the plan, where its source is, where the results go, and how to run it."""
+    """One build, resolved: the plan, its source tree in hand, its id, and how to run its container.
+
+    :class:`tfbuild.build.run.BuildRun` is what was asked (a source path or none, an optional CA
+    bundle, headers in memory); ``BuildRun.execute`` makes this once the source is fetched or
+    copied, the credentials written, the user, CA bundle and proxies read from the environment and
+    the build id drawn. Only ``dist``, ``memory`` and ``keep_container`` pass through unchanged."""
 
     plan: BuildPlan
     source: Source
@@ -50,7 +55,7 @@ class BuildJob:
     ca_bundle: Path | None = None
     remote_credentials: RemoteCredentials | None = None  # --remote-header-file, written privately
     proxies: tuple[tuple[str, str], ...] = ()
-    memory_limit: str | None = None  # the build container's memory limit (e.g. "16g")
+    memory: str | None = None  # --memory: the build container's memory limit (e.g. "16g")
     keep_container: bool = False
     oom_retries: int = 2  # how many times a compiler OOM kill halves the jobs and retries
     recipe_sha256: str | None = None  # the recipe file's identity, for the receipt
@@ -197,7 +202,7 @@ def run_build(
                 user=request.user,
                 workdir=SOURCE_DIR,
                 labels={BUILD_LABEL: request.build_id},
-                mem_limit=request.memory_limit,
+                mem_limit=request.memory,
                 on_line=log.line,
                 keep=request.keep_container,
                 network_mode="host" if host_network(plan) else None,
@@ -248,7 +253,7 @@ def run_build(
                 f"the build ran out of memory (exit code {result.exit_code}) with --jobs={jobs}",
                 why="a compiler was killed for lack of memory"
                 + (", after halving the jobs" if len(attempts) > 1 else ""),
-                fix=f"Give the engine more memory{' or lift --memory' if request.memory_limit else ''}, "
+                fix=f"Give the engine more memory{' or lift --memory' if request.memory else ''}, "
                 f"or pass a lower --jobs / --local-ram-resources. The log: {log.path}",
                 details=tuple(tail),
             )

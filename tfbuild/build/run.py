@@ -393,7 +393,7 @@ class BuildRun:
                 ca_bundle=ca_bundle,
                 remote_credentials=credentials,
                 proxies=proxies_from(os.environ),
-                memory_limit=self.memory,
+                memory=self.memory,
                 keep_container=self.keep_container,
                 recipe_sha256=recipe.file_sha256 if recipe else self.recipe_sha256,
                 discard_output_base=self.source is None and plan.standin,
