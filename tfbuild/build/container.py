@@ -13,6 +13,7 @@ from tfbuild.build.credentials import REMOTE_DIR, RemoteCredentials
 from tfbuild.build.log import TAIL_LINES, BuildLog
 from tfbuild.build.remotes import host_network, remote_failure, waiting_note
 from tfbuild.build.source_tree import Source
+from tfbuild.core.defaults import ZIP_EPOCH
 from tfbuild.core.engine import (
     ContainerGone,
     DockerEngine,
@@ -34,8 +35,6 @@ _KILLED = re.compile(
 )
 #: The exit code of a container whose first process was killed by SIGKILL (128 + 9).
 _SIGKILLED = 137
-#: SOURCE_DATE_EPOCH when the source gives none: 1980-01-01, the earliest time a wheel (zip) holds.
-FALLBACK_EPOCH = 315532800
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -277,4 +276,4 @@ def _last_error(tail: list[str]) -> str:
 
 
 def source_epoch(source: Source) -> int:
-    return source.epoch if source.epoch is not None else FALLBACK_EPOCH
+    return source.epoch if source.epoch is not None else ZIP_EPOCH

@@ -9,3 +9,6 @@ TOOLCHAIN_REPOSITORY = "tfbuild/toolchain"
 BASE_REPOSITORY = "tfbuild/base"
 #: Seconds one ``tfbuild pick`` may spend reading its index page and receipts (``--timeout``).
 PICK_TIMEOUT_S = 120.0
+#: The earliest time a zip member (so a wheel's) can carry: 1980-01-01 00:00:00 UTC, in seconds since
+#: 1970. A build's SOURCE_DATE_EPOCH when its source gives none.
+ZIP_EPOCH = 315532800
