@@ -20,9 +20,7 @@ from tfbuild.core.engine import (
     Mount,
     RunResult,
 )
-from tfbuild.core.errors import (
-    BuildFailed,
-)
+from tfbuild.core.errors import BuildFailed
 from tfbuild.plan import CACHE_ROOT, OUTPUT_BASE, OUTPUT_DIR, SOURCE_DIR, BuildPlan, with_jobs
 from tfbuild.plan.render import CONTEXT_DIR, render_files, write_context
 

@@ -17,12 +17,8 @@ from tfbuild.core.engine import (
     DockerEngine,
     Mount,
 )
-from tfbuild.core.errors import (
-    InputError,
-)
-from tfbuild.core.files import (
-    read_input,
-)
+from tfbuild.core.errors import InputError
+from tfbuild.core.files import read_input
 from tfbuild.plan import OUTPUT_BASE, BuildPlan
 
 #: Where --remote-header-file's private directory is seen in the container, read-only: bazel's

@@ -10,9 +10,7 @@ from tfbuild import __version__
 from tfbuild.build.container import Attempt, BuildJob, source_epoch
 from tfbuild.build.log import BuildLog
 from tfbuild.build.source_tree import Source
-from tfbuild.core.errors import (
-    TfbuildError,
-)
+from tfbuild.core.errors import TfbuildError
 from tfbuild.core.variants import Variant
 from tfbuild.plan import BuildPlan
 from tfbuild.recipes.recipe import load_tools

@@ -6,9 +6,7 @@ import re
 import socket
 import urllib.parse
 
-from tfbuild.core.errors import (
-    EnvironmentProblem,
-)
+from tfbuild.core.errors import EnvironmentProblem
 from tfbuild.plan import BuildPlan
 
 #: Where a remote cache or executor on this machine's loopback lives (the build container then

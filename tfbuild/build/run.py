@@ -58,9 +58,7 @@ from tfbuild.build.publish import PUBLISH_MARGIN, check_space, full_disk_is_inpu
 from tfbuild.build.remotes import check_remote_reachable
 from tfbuild.build.source_tree import Source, default_cache_dir, fetch_source, local_source
 from tfbuild.build.toolchain_image import ensure_toolchain_image, toolchain_packages
-from tfbuild.core.engine import (
-    DockerEngine,
-)
+from tfbuild.core.engine import DockerEngine
 from tfbuild.core.errors import (
     BuildFailed,
     EnvironmentProblem,
@@ -77,9 +75,7 @@ from tfbuild.core.stopping import stop_on_signals
 from tfbuild.plan import BuildPlan
 from tfbuild.plan.render import check, render_files
 from tfbuild.plan.request import Planned
-from tfbuild.wheel.receipt import (
-    Receipt,
-)
+from tfbuild.wheel.receipt import Receipt
 
 #: Proxy variables passed through to the build container, both spellings.
 PROXY_VARIABLES = tuple(
@@ -152,7 +148,7 @@ def ca_bundle_from(option: Path | None, env: Mapping[str, str]) -> Path | None:
     return chosen.resolve()
 
 
-# --- the pieces -----------------------------------------------------------------------------------
+# --- the source tree's lock ---------------------------------------------------------------------
 
 
 def _source_lock(source: Path) -> Path:

@@ -61,8 +61,7 @@ class StepOutput:
         )
 
 
-# --- why an image build failed --------------------------------------------------------------------
-
+# --- the forms a failure takes in a step's output -------------------------------------------------
 
 #: Control sequences (colours) in a build's output: the engine paints a RUN's stderr red.
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
