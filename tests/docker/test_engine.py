@@ -22,11 +22,10 @@ from tfbuild.core.engine import (
     DEFAULT_SOCKET,
     ContainerGone,
     DockerEngine,
-    DownloadFailed,
-    ImageUnavailable,
     Mount,
 )
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem, UsageError
+from tfbuild.core.image_failure import DownloadFailed, ImageUnavailable
 
 pytestmark = pytest.mark.docker
 
@@ -562,8 +561,10 @@ def _toolchain_failure(
     engine: Any, plan: Any, tmp_path: Path, proxies: tuple[tuple[str, str], ...]
 ) -> Any:
     """Build ``plan``'s wheel (a stand-in tree: the toolchain image fails first); its error."""
-    from tfbuild.build.run import TOOLCHAIN_REPOSITORY, BuildJob, build_wheel
+    from tfbuild.build.container import BuildJob
+    from tfbuild.build.run import build_wheel
     from tfbuild.build.source_tree import SOURCE_MARKER, local_source
+    from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
     from tfbuild.core.errors import TfbuildError
     from tfbuild.plan.render import render_files
 

@@ -464,7 +464,7 @@ def test_the_recipe_floor_is_the_goal_of_the_plan() -> None:
 
 
 def test_a_wheel_that_misses_its_floor_is_said_so() -> None:
-    from tfbuild.build.run import missed_floor
+    from tfbuild.build.finish import missed_floor
     from tfbuild.wheel.receipt import WheelFloor
 
     portable = WheelFloor(

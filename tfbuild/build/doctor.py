@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tfbuild.build.run import BuildRun, ca_bundle_from, proxies_from, update_receipt
-from tfbuild.core.engine import DockerEngine, EngineInfo, ImageUnavailable, Mount
+from tfbuild.build.publish import update_receipt
+from tfbuild.build.run import BuildRun, ca_bundle_from, proxies_from
+from tfbuild.core.engine import DockerEngine, EngineInfo, Mount
 from tfbuild.core.errors import EnvironmentProblem, Interrupted, TfbuildError
+from tfbuild.core.image_failure import ImageUnavailable
 from tfbuild.detect.host import HostFacts, host_facts
 from tfbuild.plan import GIB, MIB, BuildPlan
 from tfbuild.plan.here import plan_here

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from tfbuild.build.run import BuildRun, WheelResult, new_build_id
 from tfbuild.build.source_tree import local_source
 from tfbuild.core import serial
+from tfbuild.core.defaults import CACHE_VOLUME
 from tfbuild.core.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
 from tfbuild.core.files import held_signals, sha256_file
 from tfbuild.core.stopping import stop_on_signals
@@ -37,7 +38,7 @@ from tfbuild.plan import BuildPlan, PlanOptions, Reason, with_resources
 from tfbuild.plan.make import isolated, without_remote
 from tfbuild.plan.model import RefusedField, check_package_versions
 from tfbuild.plan.render import package_name, toolchain_packages
-from tfbuild.plan.request import DEFAULT_CACHE_VOLUME, PlanArgs, Planned
+from tfbuild.plan.request import PlanArgs, Planned
 from tfbuild.plan.resources import choose_resources
 from tfbuild.wheel.receipt import Receipt, read_receipt, receipt_path
 from tfbuild.wheel.wheeldiff import WheelDiff, compare
@@ -324,7 +325,7 @@ def from_receipt(receipt_file: Path, args: PlanArgs, run: BuildRun) -> tuple[Pla
     cache or executor (a receipt's would be its writer's choice, and shape the wheel). No engine:
     a hostile receipt is refused before Docker is connected to; the caller then checks the base
     images on the engine (:func:`check_base_image`)."""
-    if replace(args, cache_volume=DEFAULT_CACHE_VOLUME) != PlanArgs():
+    if replace(args, cache_volume=CACHE_VOLUME) != PlanArgs():
         raise UsageError(
             "--from-receipt with plan options",
             why="a rebuild takes its whole plan from the receipt",

@@ -22,6 +22,7 @@ from tfbuild import __version__
 from tfbuild.cli.forecast_command import forecast_command, print_forecast_beside
 from tfbuild.cli.plan_options import PlanCommand, RecipesDir, plan_args
 from tfbuild.cli.tune_command import tune_command
+from tfbuild.core.defaults import PICK_TIMEOUT_S
 from tfbuild.core.errors import TfbuildError, printable
 from tfbuild.core.variants import Variant
 
@@ -460,7 +461,8 @@ def wheel_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Build the wheel in Docker: toolchain image, build container, wheel + receipt in dist/."""
-    from tfbuild.build.run import BuildRun, read_remote_headers
+    from tfbuild.build.credentials import read_remote_headers
+    from tfbuild.build.run import BuildRun
     from tfbuild.cli.display import print_wheel_result
     from tfbuild.core.engine import DockerEngine
     from tfbuild.plan.here import plan_here
@@ -1007,7 +1009,7 @@ def pick_command(
             metavar="SECONDS",
             help="One deadline for reading the index page and its receipts.",
         ),
-    ] = 120.0,  # tfbuild.pick.fetch.DEFAULT_TIMEOUT (not imported here: --json stays fast)
+    ] = PICK_TIMEOUT_S,
     allow_origin: Annotated[
         list[str] | None,
         typer.Option(

@@ -42,8 +42,8 @@ def forecast_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the forecast as JSON.")] = False,
 ) -> None:
     """What a build would gain over the stock wheel on this machine, before anything is built."""
-    from tfbuild.plan.here import plan_here
     from tfbuild.core.errors import UsageError
+    from tfbuild.plan.here import plan_here
     from tfbuild.smoke.forecast import (
         ForecastRequest,
         emit_forecast,

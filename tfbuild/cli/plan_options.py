@@ -13,8 +13,9 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand
 
+from tfbuild.core.defaults import CACHE_VOLUME
 from tfbuild.core.variants import MklThreading
-from tfbuild.plan.request import DEFAULT_CACHE_VOLUME, PlanArgs
+from tfbuild.plan.request import PlanArgs
 
 RecipesDir = Annotated[
     list[Path] | None,
@@ -75,7 +76,7 @@ def _plan_options(
     ] = None,
     cache_volume: Annotated[
         str, typer.Option("--cache-volume", metavar="NAME", help="Docker volume for bazel caches.")
-    ] = DEFAULT_CACHE_VOLUME,
+    ] = CACHE_VOLUME,
     disk_cache: Annotated[
         bool, typer.Option("--disk-cache/--no-disk-cache", help="bazel's local disk cache.")
     ] = True,

@@ -56,14 +56,13 @@ The human output is :func:`tfbuild.cli.display.print_pick`; this package never i
 from __future__ import annotations
 
 from tfbuild.pick.compat import UNLABELLED_REASON, Assessment, evaluate
-from tfbuild.pick.fetch import DEFAULT_TIMEOUT, FetchLimits
+from tfbuild.pick.fetch import FetchLimits
 from tfbuild.pick.install import InstallResult, check_hash, check_install_here, install
 from tfbuild.pick.listing import WheelFile, WheelSource, load_wheels, parse_index
 from tfbuild.pick.machine import Host, describe_host, libstdcxx_here
 from tfbuild.pick.rank import SCHEMA, PickOptions, PickResult, pick
 
 __all__ = [
-    "DEFAULT_TIMEOUT",
     "SCHEMA",
     "UNLABELLED_REASON",
     "Assessment",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
 from tfbuild.plan.bazel import (
     CONFIGS,
     SYSROOT_DIST,
@@ -164,4 +165,9 @@ def check_plan(plan: BuildPlan) -> None:
     _snapshot(plan)
     _optional("floor_goal", plan.floor_goal, _VERSION2, "a glibc version")
     _sysroot(plan)
-    _optional("exec_image", plan.exec_image, rf"{_REGISTRY}/tfbuild/toolchain", "a repository")
+    _optional(
+        "exec_image",
+        plan.exec_image,
+        rf"{_REGISTRY}/{re.escape(TOOLCHAIN_REPOSITORY)}",
+        "a repository",
+    )

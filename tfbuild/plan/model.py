@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from tfbuild.core import serial
+from tfbuild.core.defaults import CACHE_VOLUME
 from tfbuild.core.variants import MklThreading, Variant
 from tfbuild.detect.compilers import Coverage
 from tfbuild.recipes.images import BaseImage
@@ -60,7 +61,7 @@ class PlanOptions:
     jobs: int | None = None
     local_ram_mb: int | None = None
     jvm_heap_mb: int | None = None
-    cache_volume: str = "tfbuild-cache"
+    cache_volume: str = CACHE_VOLUME
     disk_cache: bool = True
     remote_cache: str | None = None
     remote_executor: str | None = None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tfbuild.core.defaults import CACHE_VOLUME
 from tfbuild.core.errors import UsageError
 from tfbuild.core.variants import MklThreading, Variant
 
@@ -24,7 +25,6 @@ if TYPE_CHECKING:  # imported where used: the command line imports this module o
     from tfbuild.recipes.images import BaseImage
     from tfbuild.recipes.recipe import Recipe, RecipeSet
 
-DEFAULT_CACHE_VOLUME = "tfbuild-cache"
 _PYTHON = re.compile(r"[23]\.[0-9]{1,2}")
 
 
@@ -43,7 +43,7 @@ class PlanArgs:
     jobs: int | None = None
     local_ram_resources: int | None = None  # MB
     jvm_heap: int | None = None  # MB
-    cache_volume: str = DEFAULT_CACHE_VOLUME
+    cache_volume: str = CACHE_VOLUME
     disk_cache: bool = True
     remote_cache: str | None = None
     remote_executor: str | None = None

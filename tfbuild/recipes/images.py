@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfbuild.core.defaults import BASE_REPOSITORY
 from tfbuild.core.resources import data_dir
 from tfbuild.recipes.recipe import user_dirs
 from tfbuild.recipes.strict_yaml import DataFile, Field, compose, entries_of, read_text, validate
@@ -107,7 +108,7 @@ BASE_LABEL = "org.tfbuild.base"
 
 def default_tag(suite: str) -> str:
     """The tag ``tfbuild base`` gives the image of ``suite`` unless --tag says otherwise."""
-    return f"tfbuild/base:{suite}"
+    return f"{BASE_REPOSITORY}:{suite}"
 
 
 def suite_facts(suite: str, known: Mapping[str, BaseImage]) -> BaseImage | None:
