@@ -50,7 +50,8 @@ from tfbuild.core.errors import (
     UsageError,
 )
 from tfbuild.core.resources import data_dir
-from tfbuild.plan.request import PlanArgs, Planned, choose_recipe, plan_request
+from tfbuild.plan.options import PlanOptions
+from tfbuild.plan.request import Planned, choose_recipe, plan_request
 from tfbuild.recipes.recipe import BaseImage, load_base_images
 
 #: Where each distribution's packages come from unless --mirror says otherwise.
@@ -445,7 +446,7 @@ def canary_base_image(engine: DockerEngine) -> str:
 
 
 def plan_here(
-    args: PlanArgs, engine: DockerEngine | None = None, *, host: HostFacts | None = None
+    args: PlanOptions, engine: DockerEngine | None = None, *, host: HostFacts | None = None
 ) -> Planned:
     """Plan ``args`` on this host. A base image that is no base-images.yaml entry (a local image made
     by ``tfbuild base``), and the canary's default one, are looked up on ``engine``; without one,

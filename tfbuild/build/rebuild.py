@@ -35,8 +35,9 @@ from tfbuild.detect.cpu import family_root
 from tfbuild.plan import BuildPlan, PlanOptions, Reason, with_resources
 from tfbuild.plan.make import isolated, without_remote
 from tfbuild.plan.model import RefusedField, check_package_versions
+from tfbuild.plan.options import DEFAULT_CACHE_VOLUME
 from tfbuild.plan.render import package_name, toolchain_packages
-from tfbuild.plan.request import DEFAULT_CACHE_VOLUME, PlanArgs, Planned
+from tfbuild.plan.request import Planned
 from tfbuild.plan.resources import choose_resources
 from tfbuild.wheel.receipt import Receipt, read_receipt, receipt_path
 from tfbuild.wheel.wheeldiff import WheelDiff, compare
@@ -317,13 +318,13 @@ def with_cache_volume(plan: BuildPlan, volume: str) -> BuildPlan:
     return replace(plan, cache_volume=volume, reasons=(*plan.reasons, reason))
 
 
-def from_receipt(receipt_file: Path, args: PlanArgs, run: BuildRun) -> tuple[Planned, BuildRun]:
+def from_receipt(receipt_file: Path, args: PlanOptions, run: BuildRun) -> tuple[Planned, BuildRun]:
     """``tfbuild wheel --from-receipt``: the receipt's plan and the run that rebuilds it here, on
     this machine's cache volume (``--cache-volume``, the only plan option it takes), with no remote
     cache or executor (a receipt's would be its writer's choice, and shape the wheel). No engine:
     a hostile receipt is refused before Docker is connected to; the caller then checks the base
     images on the engine (:func:`check_base_image`)."""
-    if replace(args, cache_volume=DEFAULT_CACHE_VOLUME) != PlanArgs():
+    if replace(args, cache_volume=DEFAULT_CACHE_VOLUME) != PlanOptions():
         raise UsageError(
             "--from-receipt with plan options",
             why="a rebuild takes its whole plan from the receipt",

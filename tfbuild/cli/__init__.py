@@ -4,7 +4,7 @@ No logic lives here. Every command hands its options, as one typed value, to a f
 layers below (a planner, a build run, a detector) and prints the result; every failure arrives as a
 :class:`tfbuild.core.errors.TfbuildError` and leaves through :func:`main` as one line and the error's
 exit code. The plan options that ``plan``, ``render`` and ``wheel`` share are declared once
-(:func:`_plan_options`) and reach each command as one :class:`tfbuild.plan.request.PlanArgs`.
+(:func:`_plan_options`) and reach each command as one :class:`tfbuild.plan.options.PlanOptions`.
 """
 
 from __future__ import annotations
