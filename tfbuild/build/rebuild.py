@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from tfbuild.build.run import BuildRun, WheelResult, new_build_id
 from tfbuild.build.source_tree import local_source
-from tfbuild.core.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
+from tfbuild.core.errors import (
+    EnvironmentProblem,
+    InputError,
+    NotReproducible,
+    UnsupportedError,
+    UsageError,
+)
 from tfbuild.core.files import held_signals, sha256_file
 from tfbuild.core.stopping import stop_on_signals
 from tfbuild.detect.cpu import family_root
@@ -200,6 +206,25 @@ class VerifyResult:
     #: No inputs_sha256 in the receipt: its inputs were checked to their grammar, not by a hash.
     inputs_covered: bool = True
     warnings: tuple[str, ...] = ()  # the rebuild's (its plan's: UNCOVERED, ...)
+
+    def error(self) -> NotReproducible | None:
+        """The error ``tfbuild verify`` ends with when the rebuild differs (what differs, counted),
+        else None."""
+        if self.reproducible:
+            return None
+        diff = self.diff
+        return NotReproducible(
+            f"{self.wheel.name} is not reproducible: the rebuild is {self.rebuilt_sha256}",
+            why="".join(f"{corrupt}; " for corrupt in diff.corrupt)
+            + f"{len(diff.changed)} member(s) differ"
+            + (
+                f", {len(diff.only_in_a) + len(diff.only_in_b)} are in one wheel only"
+                if diff.only_in_a or diff.only_in_b
+                else ""
+            )
+            + (", the zip entries differ" if diff.same_contents else ""),
+            fix="See the table above (or --json); build with the measures on (--reproducible).",
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {

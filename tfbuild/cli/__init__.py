@@ -572,7 +572,6 @@ def verify_command(
     """Rebuild a wheel from its receipt in isolation and check the rebuild is the same, byte for byte."""
     from tfbuild.build.rebuild import prepare_verify, verify
     from tfbuild.core.engine import DockerEngine
-    from tfbuild.core.errors import NotReproducible
 
     # The receipt (and the wheel against it) read and checked first: a bad one needs no engine.
     request = prepare_verify(wheel, receipt=receipt)
@@ -590,20 +589,9 @@ def verify_command(
         from tfbuild.cli.display import print_verify
 
         print_verify(result)
-    if not result.reproducible:
-        diff = result.diff
-        raise NotReproducible(
-            f"{wheel.name} is not reproducible: the rebuild is {result.rebuilt_sha256}",
-            why="".join(f"{corrupt}; " for corrupt in diff.corrupt)
-            + f"{len(diff.changed)} member(s) differ"
-            + (
-                f", {len(diff.only_in_a) + len(diff.only_in_b)} are in one wheel only"
-                if diff.only_in_a or diff.only_in_b
-                else ""
-            )
-            + (", the zip entries differ" if diff.same_contents else ""),
-            fix="See the table above (or --json); build with the measures on (--reproducible).",
-        )
+    failure = result.error()
+    if failure is not None:
+        raise failure
 
 
 # --- smoke -------------------------------------------------------------------------------------------
@@ -693,15 +681,11 @@ def smoke_command(
     ] = None,
 ) -> None:
     """Prove a wheel: no unused-instruction complaint at import, and faster than the stock wheel."""
-    from tfbuild.core.errors import SmokeFailed, UsageError
+    from tfbuild.core.errors import SmokeFailed
+    from tfbuild.smoke.loads import check_in_image_request
 
-    if wheelhouse is not None and not in_image:
-        raise UsageError(
-            "--wheelhouse works only with --in-image",
-            why="it is the dependencies' wheels to install in that image",
-            fix="Add --in-image IMAGE, or drop --wheelhouse.",
-        )
-    if in_image:
+    check_in_image_request(wheel, in_image or [], wheelhouse)
+    if in_image and wheel is not None:  # checked: --in-image has a .whl file
         _smoke_in_images(wheel, in_image, wheelhouse=wheelhouse, as_json=as_json)
         return
     from tfbuild.smoke.report import Rules, check_plot
@@ -746,71 +730,24 @@ def smoke_command(
 
 
 def _smoke_in_images(
-    wheel: str | None, images: list[str], *, wheelhouse: Path | None, as_json: bool
+    wheel: str, images: list[str], *, wheelhouse: Path | None, as_json: bool
 ) -> None:
     """``smoke --in-image``: load the wheel's libraries with each image's own loader, check its
     tags and requirements against the image's Python and import it there."""
-    from tfbuild.core.engine import DockerEngine
-    from tfbuild.core.errors import SmokeFailed, UsageError
-    from tfbuild.smoke.loads import loads_in
+    from tfbuild.smoke.loads import loads_failure, loads_in_images
 
-    if wheel is None or not wheel.endswith(".whl"):
-        raise UsageError("--in-image needs a .whl file", fix="Name the wheel file to check.")
-    with contextlib.closing(DockerEngine.connect()) as engine:
-        reports = [loads_in(engine, Path(wheel), image, wheelhouse=wheelhouse) for image in images]
+    reports = loads_in_images(Path(wheel), images, wheelhouse=wheelhouse)
     if as_json:
         _print_json(
-            {
-                "schema": "tfbuild.loads/1",
-                "wheel": wheel,
-                "images": [r.to_json() for r in reports],
-            }
+            {"schema": "tfbuild.loads/1", "wheel": wheel, "images": [r.to_json() for r in reports]}
         )
     else:
         from tfbuild.cli.display import print_loads
 
         print_loads(Path(wheel), reports)
-    failed = [r for r in reports if not r.passed]
-    if not failed:
-        return
-    # One verb per image, in the order of the checks: load, then install, then import.
-    verbs = [
-        "does not load"
-        if not r.loads
-        else "does not install"
-        if not r.installable
-        else "does not import"
-        for r in failed
-    ]
-    said = ", ".join(f"{verb} on {r.image}" for verb, r in zip(verbs, failed, strict=True))
-    first = failed[0]
-    if not first.loads:
-        fix = (
-            "Build it for that system: tfbuild wheel --sysroot-from IMAGE (or the recipe's "
-            "portable route, the default); tfbuild pick refuses this wheel there."
-        )
-    elif not first.installable:
-        fix = (
-            "Build the wheel for that system's Python (tfbuild wheel --python X.Y), or check it "
-            "in an image with the Python it was built for."
-        )
-    elif first.install_error:
-        fix = (
-            "Put the wheels pip could not find into the wheelhouse (pip download -d DIR "
-            "REQUIREMENT) and rerun."
-        )
-    elif first.missing and (first.no_pip or not first.wheelhouse):
-        fix = (
-            "Give its dependencies with --wheelhouse DIR (pip download -d DIR ...), in an image "
-            "with pip."
-        )
-    else:
-        fix = "Read the import error above (--json has every module's)."
-    raise SmokeFailed(
-        f"{Path(wheel).name} {said}",
-        why=first.problem() or "it failed there",
-        fix=fix,
-    )
+    failure = loads_failure(Path(wheel), reports)
+    if failure is not None:
+        raise failure
 
 
 # --- base ----------------------------------------------------------------------------------------------
@@ -1015,48 +952,40 @@ def pick_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the choice as JSON.")] = False,
 ) -> None:
     """Choose the wheel that runs best here (or on a --cpuinfo machine), and say why."""
-    from tfbuild import pick as picking
+    from tfbuild.pick.session import PickRequest, choose, install_choice
 
-    picking.check_install_here(install=install, cpuinfo=cpuinfo)
-    limits = picking.FetchLimits(timeout=timeout)
-    options = picking.PickOptions.parse(tf=tf, variant=variant)
-    host = picking.describe_host(
+    request = PickRequest(
+        source=source,
         cpuinfo=cpuinfo,
         python=python,
-        pip_python=pip_python,
         driver_cuda=driver_cuda,
         glibc=glibc,
         libstdcxx=libstdcxx,
+        tf=tf,
+        variant=variant,
+        install=install,
+        pip_python=pip_python,
+        pip_args=tuple(pip_arg or ()),
+        timeout=timeout,
+        allow_origins=tuple(allow_origin or ()),
+        allow_unhashed=allow_unhashed,
     )
-    wheels = picking.load_wheels(source, limits=limits, allow_origins=tuple(allow_origin or ()))
-    result = picking.pick(wheels, host, options)
-    unhashed = None
-    if install and result.chosen is not None:
-        unhashed = picking.check_hash(result.chosen, source=source, allow_unhashed=allow_unhashed)
+    picked = choose(request)
     if not as_json:
         from tfbuild.cli.display import print_pick
 
-        print_pick(result)
-    installed = None
-    if install and result.chosen is not None:
-        if unhashed:
-            sys.stderr.write(f"tfbuild: warning: {unhashed}\n")
-        installed = picking.install(
-            result.chosen,
-            python=pip_python or sys.executable,
-            pip_args=tuple(pip_arg or ()),
-            capture=as_json,
-        )
+        print_pick(picked.result)
+    if picked.unhashed:
+        sys.stderr.write(f"tfbuild: warning: {picked.unhashed}\n")
+    installed = install_choice(request, picked, capture=as_json)
     if as_json:
-        _print_json(result.to_json() | {"install": installed.to_json() if installed else None})
-    if result.chosen is None:
-        raise result.no_choice()
-    if installed is not None:
-        failure = installed.error()
-        if failure is not None:
-            raise failure
-        if not as_json:
-            typer.echo(printable(f"installed {installed.wheel} into {installed.python}"))
+        install_data = installed.to_json() if installed else None
+        _print_json(picked.result.to_json() | {"install": install_data})
+    failure = picked.failure(installed)
+    if failure is not None:
+        raise failure
+    if installed is not None and not as_json:
+        typer.echo(printable(f"installed {installed.wheel} into {installed.python}"))
 
 
 def main(argv: list[str] | None = None) -> None:
