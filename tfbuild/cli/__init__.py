@@ -586,7 +586,7 @@ def verify_command(
     if as_json:
         _print_json(result.to_json())
     else:
-        from tfbuild.cli.display import print_verify
+        from tfbuild.cli.wheel_display import print_verify
 
         print_verify(result)
     failure = result.error()
@@ -722,7 +722,7 @@ def smoke_command(
     if as_json:
         _print_json(report.to_json())
     else:
-        from tfbuild.cli.display import print_smoke
+        from tfbuild.cli.wheel_display import print_smoke
 
         print_smoke(report)
     if not report.passed:
@@ -742,7 +742,7 @@ def _smoke_in_images(
             {"schema": "tfbuild.loads/1", "wheel": wheel, "images": [r.to_json() for r in reports]}
         )
     else:
-        from tfbuild.cli.display import print_loads
+        from tfbuild.cli.wheel_display import print_loads
 
         print_loads(Path(wheel), reports)
     failure = loads_failure(Path(wheel), reports)
@@ -972,7 +972,7 @@ def pick_command(
     )
     picked = choose(request)
     if not as_json:
-        from tfbuild.cli.display import print_pick
+        from tfbuild.cli.wheel_display import print_pick
 
         print_pick(picked.result)
     if picked.unhashed:
