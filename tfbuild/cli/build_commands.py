@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
-from tfbuild.cli.output import print_json, progress
+from tfbuild.cli.output import print_base_image, print_json, progress
 from tfbuild.cli.plan_options import plan_args
-from tfbuild.core.errors import printable
 
 
 def wheel_command(
@@ -264,5 +263,4 @@ def base_command(
     if as_json:
         print_json(result.to_json())
     else:
-        state = f"created in {result.seconds:.0f} s" if result.created else "already there, reused"
-        typer.echo(printable(f"{result.tag} ({result.image_id[:19]}): {state}"))
+        print_base_image(result)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from tfbuild.cli.output import print_json, progress
+from tfbuild.cli.output import print_index, print_json, progress
 from tfbuild.core.errors import printable
 from tfbuild.core.variants import Variant
 
@@ -194,12 +194,7 @@ def index_command(
     if as_json:
         print_json(result.to_json())
         return
-    for entry in result.entries:
-        standin = "  STAND-IN" if entry.standin else ""
-        typer.echo(printable(f"{entry.sha256}  {entry.name}{standin}"))
-    count = len(result.entries)
-    wheels = f"{count} wheel" if count == 1 else f"{count} wheels"
-    typer.echo(printable(f"wrote {result.index} and {result.sums}: {wheels}"))
+    print_index(result)
 
 
 # --- pick ----------------------------------------------------------------------------------------------
