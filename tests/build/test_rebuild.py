@@ -29,7 +29,6 @@ from tfbuild.build.run import BuildRun
 from tfbuild.core.errors import InputError, UnsupportedError
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.plan.render import render_files, toolchain_packages
-from tfbuild.plan.request import PlanArgs
 from tfbuild.recipes.images import load_base_images
 from tfbuild.recipes.recipe import load_recipes
 from tfbuild.wheel.receipt import Receipt, SourceRecord, canonical_sha256, receipt_path
@@ -297,7 +296,7 @@ def test_a_rebuild_from_a_receipt_uses_no_remote_cache_or_executor_it_names(whee
     receipt = real_receipt(wheel, options)
     assert receipt.plan["exec_image"] and any("remote" in o for o in receipt.plan["build_options"])
     receipt_path(wheel).write_text(json.dumps(receipt.to_json()), encoding="utf-8")
-    planned, _run = from_receipt(receipt_path(wheel), PlanArgs(), BuildRun(dist=wheel.parent))
+    planned, _run = from_receipt(receipt_path(wheel), PlanOptions(), BuildRun(dist=wheel.parent))
     plan = planned.plan
     assert plan.exec_image is None
     assert not [o for o in plan.build_options if "remote" in o or "spawn_strategy" in o]

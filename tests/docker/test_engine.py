@@ -597,10 +597,10 @@ def test_the_toolchain_image_says_which_host_it_could_not_reach_and_what_to_do(
     bazelisk from github.com, packages from Debian's snapshot), built through a proxy that is not
     there: the proxy variables reach the image build, and its failure is one line, cause first."""
     from tfbuild.plan.here import plan_here
-    from tfbuild.plan.request import PlanArgs
+    from tfbuild.plan.options import PlanOptions
 
     plan = plan_here(
-        PlanArgs(tf="2.20", portable=False, base_image=base_image, skip_disk_check=True), engine
+        PlanOptions(tf="2.20", portable=False, base_image=base_image, skip_disk_check=True), engine
     ).plan
     proxy = "http://127.0.0.1:9"  # the container's own loopback: nothing listens there
     proxies = tuple((name, proxy) for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy"))
@@ -624,7 +624,7 @@ def test_an_unpullable_base_image_is_exit_5_with_the_local_route(
     """A base-images.yaml entry whose registry cannot be reached (registry.invalid never resolves):
     something this machine needs is unreachable (5), not a failed build (6)."""
     from tfbuild.plan.here import plan_here
-    from tfbuild.plan.request import PlanArgs
+    from tfbuild.plan.options import PlanOptions
 
     recipes = tmp_path / "recipes"
     recipes.mkdir()
@@ -638,7 +638,7 @@ def test_an_unpullable_base_image_is_exit_5_with_the_local_route(
         "  tcmalloc_package: libgoogle-perftools4\n"
         "  packaged_compilers: [gcc-12, clang-16]\n"
     )
-    args = PlanArgs(
+    args = PlanOptions(
         canary=True, base_image="unpullable-12", recipes_dir=(recipes,), skip_disk_check=True
     )
     plan = plan_here(args, engine).plan

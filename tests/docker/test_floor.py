@@ -118,9 +118,11 @@ def test_a_build_that_misses_its_floor_says_so_loudly(
 
     from tfbuild.build.run import BuildRun
     from tfbuild.plan.here import plan_here
-    from tfbuild.plan.request import PlanArgs
+    from tfbuild.plan.options import PlanOptions
 
-    args = PlanArgs(canary=True, base_image=base_image, cache_volume=volume, skip_disk_check=True)
+    args = PlanOptions(
+        canary=True, base_image=base_image, cache_volume=volume, skip_disk_check=True
+    )
     planned = plan_here(args, engine)
     aiming = dataclasses.replace(planned, plan=dataclasses.replace(planned.plan, floor_goal="2.31"))
     result = BuildRun(dist=tmp_path / "dist", quiet=True).execute(aiming, engine=engine)

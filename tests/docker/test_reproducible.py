@@ -75,7 +75,7 @@ def test_two_builds_agree_to_the_byte_and_verify_says_so(
     """Different time, source directory (so output base), dist/, cache volume and uid: same wheel."""
     from tfbuild.build.run import BuildRun
     from tfbuild.plan.here import plan_here
-    from tfbuild.plan.request import PlanArgs
+    from tfbuild.plan.options import PlanOptions
 
     first = built(wheel_cli(tmp_path / "a" / "dist", new_volume(volumes), "--json"))
     # The second as another user, from another copy of the source, into another dist/.
@@ -85,7 +85,7 @@ def test_two_builds_agree_to_the_byte_and_verify_says_so(
         os.lchown(path, 4321, 4321)
     dist.mkdir()
     os.chown(dist, 4321, 4321)
-    args = PlanArgs(
+    args = PlanOptions(
         canary=True, base_image=base_image, cache_volume=new_volume(volumes), skip_disk_check=True
     )
     second = BuildRun(dist=dist, source=source, quiet=True, user="4321:4321").execute(

@@ -62,7 +62,9 @@ def test_the_table_marks_them(tmp_path: Path) -> None:
 
 def test_the_label_marker_is_the_canarys_own_version() -> None:
     """The canary's wheel packer writes the version the marker is read from."""
-    packer = ROOT / "tfbuild" / "canary" / "tree" / "tensorflow" / "tools" / "pip_package"
+    packer = (
+        ROOT / "tfbuild" / "recipes" / "canary" / "tree" / "tensorflow" / "tools" / "pip_package"
+    )
     script = (packer / "pack_wheel.py").read_text()
     found = re.search(r'^VERSION = "([^"]+)"$', script, re.MULTILINE)
     assert found is not None

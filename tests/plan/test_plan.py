@@ -163,7 +163,7 @@ def test_resources_fit_memory(
 
 
 def test_resource_overrides() -> None:
-    p = plan(PlanOptions(jobs=7, local_ram_mb=3000, jvm_heap_mb=900))
+    p = plan(PlanOptions(jobs=7, local_ram_resources=3000, jvm_heap=900))
     assert (p.resources.jobs, p.resources.local_ram_mb, p.resources.jvm_heap_mb) == (7, 3000, 900)
     assert "asked for with --jobs" in reason(p, "jobs")
 
@@ -287,7 +287,7 @@ def test_a_remote_cache_alone_is_given_up_on_in_bounded_time() -> None:
 
 
 def test_a_read_only_remote_cache_uploads_nothing() -> None:
-    p = plan(PlanOptions(remote_cache="grpcs://cache.example.org", remote_read_only=True))
+    p = plan(PlanOptions(remote_cache="grpcs://cache.example.org", remote_cache_read_only=True))
     assert "--noremote_upload_local_results" in p.build_options
     assert (
         "--noremote_upload_local_results"
@@ -302,7 +302,7 @@ def test_verify_drops_every_remote_option() -> None:
             remote_executor="grpcs://rbe.example.org",
             push_toolchain="127.0.0.1:5000",
             remote_instance="main",
-            remote_read_only=True,
+            remote_cache_read_only=True,
         )
     )
     alone = isolated(p, cache_volume="fresh")
@@ -315,7 +315,10 @@ def test_verify_drops_every_remote_option() -> None:
     [
         (PlanOptions(remote_executor="grpcs://rbe.example.org"), "without --push-toolchain"),
         (PlanOptions(push_toolchain="127.0.0.1:5000"), "without --remote-executor"),
-        (PlanOptions(remote_read_only=True), "--remote-cache-read-only without --remote-cache"),
+        (
+            PlanOptions(remote_cache_read_only=True),
+            "--remote-cache-read-only without --remote-cache",
+        ),
         (PlanOptions(remote_instance="main"), "--remote-instance without"),
         (
             PlanOptions(remote_executor="grpc://x:1", push_toolchain="Registry;rm -rf /"),

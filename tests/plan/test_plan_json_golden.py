@@ -27,7 +27,7 @@ UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
 
 def _plan(version: str, options: PlanOptions, machine: str = "zen5-vm") -> BuildPlan:
     recipe = load_recipes().get(version)
-    if options.standin:
+    if options.canary:
         recipe = canary.recipe(recipe)
     facts = recorded_host(machine, memory_gib=8, disk_gib=200)
     return make_plan(options, recipe, facts, base_images=load_base_images())
@@ -44,7 +44,7 @@ CASES = {
     "tf2.21-mkl-zen5": lambda: _plan("2.21", PlanOptions(variant="mkl")),
     "tf2.21-cuda-x86_64_v3": lambda: _plan("2.21", PlanOptions(variant="cuda", target="x86_64_v3")),
     "tf2.21-cpu-native": lambda: _plan("2.21", PlanOptions(native=True), "sapphirerapids"),
-    "tf2.21-canary": lambda: _plan("2.21", PlanOptions(standin=True, base_image="debian-12")),
+    "tf2.21-canary": lambda: _plan("2.21", PlanOptions(canary=True, base_image="debian-12")),
     "tf2.21-remote": lambda: _plan(
         "2.21",
         PlanOptions(

@@ -23,7 +23,7 @@ from tfbuild.core.errors import InputError, UnsupportedError
 from tfbuild.core.variants import Variant
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.plan.matrix import RUNNER
-from tfbuild.plan.request import PlanArgs, plan_request
+from tfbuild.plan.request import plan_request
 from tfbuild.recipes import canary
 from tfbuild.recipes.images import load_base_images
 from tfbuild.recipes.recipe import Recipe, load_recipes, parse_recipe
@@ -415,7 +415,7 @@ def test_several_mismatches_list_all_in_the_why(tmp_path: Path) -> None:
 
 def _canary_plan(**changes: object) -> tuple[BuildPlan, Recipe | None]:
     planned = plan_request(
-        PlanArgs(canary=True, base_image="debian-12", skip_disk_check=True, **changes),  # type: ignore[arg-type]
+        PlanOptions(canary=True, base_image="debian-12", skip_disk_check=True, **changes),  # type: ignore[arg-type]
         base_images=BASE_IMAGES,
     )
     return planned.plan, planned.recipe

@@ -29,7 +29,7 @@ from tfbuild.core.image_failure import ImageUnavailable
 from tfbuild.detect.host import HostFacts, host_facts
 from tfbuild.plan import GIB, MIB, BuildPlan
 from tfbuild.plan.here import plan_here
-from tfbuild.plan.request import PlanArgs
+from tfbuild.plan.options import PlanOptions
 from tfbuild.plan.resources import DISK_NEEDED_GIB, JOB_MIB, few_cpus
 from tfbuild.recipes import canary
 
@@ -260,7 +260,7 @@ def run_canary(
     plans: dict[str, BuildPlan] = {}
     for name, target in (("host", None), ("baseline", "x86_64")):
         say(f"canary: building the {name} wheel (STAND-IN source, real pipeline)")
-        args = PlanArgs(
+        args = PlanOptions(
             canary=True,
             target=target,
             base_image=base,
@@ -414,7 +414,7 @@ def run_doctor(
         return report
     try:
         facts = host_facts()
-        plan = plan_here(PlanArgs(skip_disk_check=True), engine, host=facts).plan
+        plan = plan_here(PlanOptions(skip_disk_check=True), engine, host=facts).plan
         for check in engine_checks(engine.info(), disk_needed_gib=DISK_NEEDED_GIB["cpu"]):
             add(check)
         add(resource_check(plan, cpus=facts.build_cpus, memory_bytes=facts.build_memory_bytes))

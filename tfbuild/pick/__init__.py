@@ -47,7 +47,9 @@ One module a job, each importing only those before it:
   giving an :class:`Assessment`;
 - :mod:`~tfbuild.pick.rank`: the ranking and the choice (:func:`pick`, pure);
 - :mod:`~tfbuild.pick.install`: pip installs the choice (:func:`install`), a linked wheel only
-  with the ``#sha256=`` pip checks (:func:`check_hash`).
+  with the ``#sha256=`` pip checks (:func:`check_hash`);
+- :mod:`~tfbuild.pick.session`: the command's steps in order, from a
+  :class:`~tfbuild.pick.session.PickRequest` to the choice, the install and the error it ends with.
 
 The human output is :func:`tfbuild.cli.display.print_pick`; this package never imports rich, so
 ``--json`` does not either.

@@ -17,13 +17,13 @@ from tfbuild.plan.cuda import plan_cuda
 from tfbuild.plan.model import (
     CACHE_ROOT,
     CudaPlan,
-    PlanOptions,
     Reason,
     RefusedField,
     Resources,
     Route,
     Sysroot,
 )
+from tfbuild.plan.options import PlanOptions
 from tfbuild.recipes import tfversions
 from tfbuild.recipes.recipe import Recipe
 
@@ -291,7 +291,7 @@ def bazel_options(options: PlanOptions, resources: Resources) -> BazelOptions:
             )
     if options.remote_instance is not None:
         build_options.append(f"--remote_instance_name={options.remote_instance}")
-    if options.remote_read_only:
+    if options.remote_cache_read_only:
         build_options.append("--noremote_upload_local_results")
         reasons.append(
             Reason(

@@ -15,7 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tfbuild.core.errors import UnsupportedError
-from tfbuild.plan.request import PlanArgs, Planned, choose_recipe, plan_request
+from tfbuild.plan.options import PlanOptions
+from tfbuild.plan.request import Planned, choose_recipe, plan_request
 from tfbuild.recipes.images import (
     BASE_LABEL,
     SUITES,
@@ -70,7 +71,7 @@ def canary_base_image(engine: DockerEngine) -> str:
 
 
 def plan_here(
-    args: PlanArgs, engine: DockerEngine | None = None, *, host: HostFacts | None = None
+    args: PlanOptions, engine: DockerEngine | None = None, *, host: HostFacts | None = None
 ) -> Planned:
     """Plan ``args`` on this host. A base image that is no base-images.yaml entry (a local image made
     by ``tfbuild base``), and the canary's default one, are looked up on ``engine``; without one,

@@ -15,7 +15,8 @@ from tfbuild.plan.bazel import (
     configure_rc,
     exec_repository,
 )
-from tfbuild.plan.model import BuildPlan, CudaPlan, PlanOptions, PlanSource, Reason, Resources
+from tfbuild.plan.model import BuildPlan, CudaPlan, PlanSource, Reason, Resources
+from tfbuild.plan.options import PlanOptions
 from tfbuild.plan.reproducible import choose_measures, choose_snapshot
 from tfbuild.plan.resources import choose_resources, slow_build_warning
 from tfbuild.plan.target import check_architecture, choose_target
@@ -86,7 +87,7 @@ def _check_remote(options: PlanOptions) -> None:
             "where it is",
             fix="Add --remote-executor URL, or drop --push-toolchain.",
         )
-    if options.remote_read_only and not options.remote_cache:
+    if options.remote_cache_read_only and not options.remote_cache:
         raise UsageError(
             "--remote-cache-read-only without --remote-cache",
             fix="Add --remote-cache URL, or drop --remote-cache-read-only.",
@@ -378,7 +379,7 @@ def make_plan(
         cuda=variant.cuda,
         reasons=tuple(reasons),
         warnings=tuple(dict.fromkeys(warnings)),
-        standin=options.standin,
+        standin=options.canary,
         label=wheel_label,
         floor_goal=toolchain.floor_goal,
         route=toolchain.route,

@@ -1,4 +1,4 @@
-"""The plan's data: what the user asked for (PlanOptions) and the resolved build (BuildPlan).
+"""The plan's data: the resolved build (BuildPlan); what was asked is in tfbuild.plan.options.
 
 Frozen values only; the decisions that fill them live in the other modules of this package.
 """
@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from tfbuild.core import serial
-from tfbuild.core.defaults import CACHE_VOLUME
-from tfbuild.core.variants import MklThreading, Variant
+from tfbuild.core.variants import Variant
 from tfbuild.detect.compilers import Coverage
 from tfbuild.recipes.images import BaseImage
 from tfbuild.wheel.receipt import is_debian_package, is_debian_version
@@ -47,47 +46,6 @@ class RefusedField(ValueError):
         self.field = field
         self.value = value[:80]
         super().__init__(f"{field} holds {self.value!r}: {why}")
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlanOptions:
-    """What the planner is asked: the choices of one build, typed (PlanArgs.options makes them)."""
-
-    variant: Variant = Variant.cpu
-    mkl_threading: MklThreading = MklThreading.threadpool
-    target: str | None = None  # a portable archspec target; None = the machine described
-    native: bool = False  # literal -march=native (only for a build on the machine itself)
-    python: str | None = None
-    jobs: int | None = None
-    local_ram_mb: int | None = None
-    jvm_heap_mb: int | None = None
-    cache_volume: str = CACHE_VOLUME
-    disk_cache: bool = True
-    remote_cache: str | None = None
-    remote_executor: str | None = None
-    remote_instance: str | None = None  # bazel's --remote_instance_name
-    remote_read_only: bool = False  # take hits from the remote cache, upload nothing
-    #: A registry (host[:port][/path]) the remote executor's workers pull the toolchain image from.
-    push_toolchain: str | None = None
-    cuda_capabilities: tuple[str, ...] = ()
-    cuda_version: str | None = None
-    cudnn_version: str | None = None
-    skip_disk_check: bool = False
-    base_image: str | None = None  # a key of base_images instead of the recipe's (--base-image)
-    standin: bool = False  # the canary: `bazel` is the stand-in script of the source tree
-    label: bool = True  # put the target in the wheel's PEP 440 local version label (+x86_64v4)
-    reproducible: bool = True  # the determinism measures (SOURCE_DATE_EPOCH, ..., normalised wheel)
-    #: Reach the recipe's floor by its route (TF's hermetic toolchain or old-glibc sysroot); False:
-    #: the image's compiler against the image's glibc (a wheel for systems as new as the image).
-    portable: bool = True
-    #: Link against this image's C library and libstdc++ instead (a key of base_images): a wheel
-    #: that loads on that distribution and newer (--sysroot-from).
-    sysroot_from: str | None = None
-
-    def __post_init__(self) -> None:
-        # Callers (tests, the matrix) may pass the plain text; the plan holds the enum members.
-        object.__setattr__(self, "variant", Variant(self.variant))
-        object.__setattr__(self, "mkl_threading", MklThreading(self.mkl_threading))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfbuild.plan.model import OUTPUT_BASE, AptSnapshot, PlanOptions, Reason
+from tfbuild.plan.model import OUTPUT_BASE, AptSnapshot, Reason
+from tfbuild.plan.options import PlanOptions
 from tfbuild.recipes.images import BaseImage
 from tfbuild.recipes.recipe import Recipe
 

@@ -8,7 +8,8 @@ from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import cpu, features
 from tfbuild.detect.compilers import CompilerFlags, Coverage, flags_for, parse_compiler
 from tfbuild.detect.host import HostFacts
-from tfbuild.plan.model import PlanOptions, Reason, TargetKind
+from tfbuild.plan.model import Reason, TargetKind
+from tfbuild.plan.options import PlanOptions
 from tfbuild.recipes.recipe import Recipe
 
 

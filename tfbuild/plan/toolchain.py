@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from tfbuild.core.errors import UnsupportedError
 from tfbuild.core.variants import Variant
 from tfbuild.detect.host import HostFacts
-from tfbuild.plan.model import PlanOptions, Reason, Route, Sysroot
+from tfbuild.plan.model import Reason, Route, Sysroot
+from tfbuild.plan.options import PlanOptions
 from tfbuild.recipes import tfversions
 from tfbuild.recipes.images import BaseImage
 from tfbuild.recipes.recipe import Recipe

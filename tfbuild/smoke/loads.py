@@ -21,13 +21,14 @@ succeed (``LoadReport.passed``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from tfbuild.core import serial
-from tfbuild.core.errors import EnvironmentProblem, InputError
+from tfbuild.core.errors import EnvironmentProblem, InputError, SmokeFailed, UsageError
 
 if TYPE_CHECKING:
     from tfbuild.core.engine import DockerEngine
@@ -226,3 +227,68 @@ def loads_in(
             fix="The image needs python3 (tfbuild base images have it).",
         )
     return LoadReport.from_probe(image, json.loads(found))
+
+
+def check_in_image_request(wheel: str | None, images: list[str], wheelhouse: Path | None) -> None:
+    """``smoke``'s options for ``--in-image``, checked before any work: ``--wheelhouse`` only with
+    ``--in-image``, and ``--in-image`` with a .whl file."""
+    if wheelhouse is not None and not images:
+        raise UsageError(
+            "--wheelhouse works only with --in-image",
+            why="it is the dependencies' wheels to install in that image",
+            fix="Add --in-image IMAGE, or drop --wheelhouse.",
+        )
+    if images and (wheel is None or not wheel.endswith(".whl")):
+        raise UsageError("--in-image needs a .whl file", fix="Name the wheel file to check.")
+
+
+def loads_in_images(
+    wheel: Path, images: list[str], *, wheelhouse: Path | None = None
+) -> list[LoadReport]:
+    """:func:`loads_in` for each image, on this machine's Docker engine."""
+    from tfbuild.core.engine import DockerEngine
+
+    with contextlib.closing(DockerEngine.connect()) as engine:
+        return [loads_in(engine, wheel, image, wheelhouse=wheelhouse) for image in images]
+
+
+def loads_failure(wheel: Path, reports: list[LoadReport]) -> SmokeFailed | None:
+    """The error of ``smoke --in-image`` when the wheel fails in an image: one verb per image that
+    failed, and the fix of the first failure; None when it passes in every image."""
+    failed = [r for r in reports if not r.passed]
+    if not failed:
+        return None
+    # One verb per image, in the order of the checks: load, then install, then import.
+    verbs = [
+        "does not load"
+        if not r.loads
+        else "does not install"
+        if not r.installable
+        else "does not import"
+        for r in failed
+    ]
+    said = ", ".join(f"{verb} on {r.image}" for verb, r in zip(verbs, failed, strict=True))
+    first = failed[0]
+    if not first.loads:
+        fix = (
+            "Build it for that system: tfbuild wheel --sysroot-from IMAGE (or the recipe's "
+            "portable route, the default); tfbuild pick refuses this wheel there."
+        )
+    elif not first.installable:
+        fix = (
+            "Build the wheel for that system's Python (tfbuild wheel --python X.Y), or check it "
+            "in an image with the Python it was built for."
+        )
+    elif first.install_error:
+        fix = (
+            "Put the wheels pip could not find into the wheelhouse (pip download -d DIR "
+            "REQUIREMENT) and rerun."
+        )
+    elif first.missing and (first.no_pip or not first.wheelhouse):
+        fix = (
+            "Give its dependencies with --wheelhouse DIR (pip download -d DIR ...), in an image "
+            "with pip."
+        )
+    else:
+        fix = "Read the import error above (--json has every module's)."
+    return SmokeFailed(f"{wheel.name} {said}", why=first.problem() or "it failed there", fix=fix)
