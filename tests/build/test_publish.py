@@ -212,17 +212,18 @@ def test_a_signal_while_publishing_leaves_a_whole_set(tmp_path: Path, signum: in
     for round_ in range(5):
         dist = tmp_path / f"dist-{round_}"
         dist.mkdir()
-        proc = start_publisher(dist)
-        assert proc.stdout is not None
-        try:
-            seen = [proc.stdout.readline() for _ in range(round_ + 2)]  # a few publishes in
-            proc.send_signal(signum)
-            out, _err = proc.communicate(timeout=120)
-            out = "".join(seen) + out
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        with start_publisher(dist) as proc:  # closes its pipe and waits, whatever happens
+            assert proc.stdout is not None
+            try:
+                seen = [proc.stdout.readline() for _ in range(round_ + 2)]  # a few publishes in
+                proc.send_signal(signum)
+                proc.wait(timeout=120)  # its few lines fit the pipe
+                # The rest through the same reader: readline() may have read more lines than it
+                # returned, which communicate(timeout=...) (reading the pipe itself) would lose.
+                out = "".join(seen) + proc.stdout.read()
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
         assert proc.returncode == 130, out
         last = out.splitlines()[-1]
         # Before or after publishing: the usual stop; during it: the set went in first, and the
