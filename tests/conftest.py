@@ -22,20 +22,17 @@ from tfbuild.detect.host import HostFacts
 from tfbuild.plan import GIB
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Real /proc/cpuinfo dumps, kept beside the project (see ../shared/fixtures/cpuinfo/README.md).
-CPUINFO_DIR = ROOT.parent / "shared" / "fixtures" / "cpuinfo"
+#: Real /proc/cpuinfo dumps, kept with the tests (see fixtures/cpuinfo/README.md).
+CPUINFO_DIR = ROOT / "tests" / "fixtures" / "cpuinfo"
 
 
 def cpuinfo_fixtures() -> list[Path]:
-    if not CPUINFO_DIR.is_dir():
-        return []
+    """Every recorded machine's dump (the ``linux-*`` files), in name order."""
     return sorted(p for p in CPUINFO_DIR.iterdir() if p.name.startswith("linux-"))
 
 
 def cpuinfo_fixture(suffix: str) -> Path:
-    """The dump whose name ends with ``suffix`` (e.g. ``haswell``); skips when the folder is absent."""
-    if not CPUINFO_DIR.is_dir():
-        pytest.skip(f"recorded cpuinfo dumps not found at {CPUINFO_DIR} (a clone outside the team)")
+    """The dump whose name ends with ``suffix`` (e.g. ``haswell``)."""
     matches = [p for p in cpuinfo_fixtures() if p.name.endswith(suffix)]
     assert len(matches) == 1, f"expected one dump ending in {suffix!r}, found {matches}"
     return matches[0]
