@@ -1,4 +1,5 @@
-"""Shared test helpers: the recorded cpuinfo dumps and running the real CLI in a subprocess."""
+"""Shared test helpers: the recorded cpuinfo dumps, running the real CLI in a subprocess and reading
+its one error line."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -71,6 +72,49 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120)
         check=False,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+ERROR_PREFIX = "tfbuild: error: "
+
+
+class Ran(Protocol):
+    """A finished command: a CliResult or a subprocess.CompletedProcess[str]."""
+
+    @property
+    def returncode(self) -> int: ...
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def stderr(self) -> str: ...
+
+
+def one_error_line(
+    result: Ran,
+    code: int | None = None,
+    *fragments: str,
+    report: bool = False,
+    among_others: bool = False,
+) -> str:
+    """The one ``tfbuild: error: ...`` line of a refused command, checked: no traceback, exactly one
+    error line, the exit ``code`` and each of ``fragments`` in the line when given. By default the
+    line is all there is: stderr is that line and its newline, stdout is empty. ``report``: stdout
+    holds a report (``--json``) beside the refusal and is not looked at. ``among_others``: other
+    stderr lines (a build's progress, a report's) surround the error line, and stdout is not looked
+    at either."""
+    stderr = result.stderr
+    if code is not None:
+        assert result.returncode == code, (result.returncode, stderr)
+    assert "Traceback" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith(ERROR_PREFIX)]
+    assert len(lines) == 1, stderr
+    (line,) = lines
+    if not among_others:
+        assert stderr == line + "\n", stderr
+        if not report:
+            assert result.stdout == "", result.stdout
+    for fragment in fragments:
+        assert fragment in line, (fragment, line)
+    return line
 
 
 def recorded_host(machine: str, *, memory_gib: int, disk_gib: int, **changes: object) -> HostFacts:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests import wheels
-from tests.conftest import run_cli
+from tests.conftest import one_error_line, run_cli
 from tests.receipts import make_receipt, write_receipt
 from tests.wheels import served
 from tfbuild.core.errors import InputError
@@ -275,10 +275,7 @@ def test_a_wheel_that_does_not_match_its_receipt_stops_everything(
     receipt["wheel"][field] = value
     write_receipt(wheel, receipt)
     result = run_cli("index", str(dist))
-    assert result.returncode == InputError.exit_code
-    assert TF_V4 in result.stderr
-    assert said in result.stderr
-    assert result.stderr.count("\n") == 1  # one line, no traceback
+    one_error_line(result, InputError.exit_code, TF_V4, said)
     assert not (dist / "index.html").exists()
     assert not (dist / "SHA256SUMS").exists()
 
@@ -324,10 +321,9 @@ def test_an_unusable_receipt_stops_everything(
     spoil(receipt)
     path = write_receipt(wheel, receipt)
     result = run_cli("index", str(dist))
-    assert result.returncode == InputError.exit_code == 3
-    assert result.stderr.startswith(f"tfbuild: error: {path} ")
-    assert said.format(wheel=TF_V4) in result.stderr
-    assert result.stderr.count("\n") == 1  # one line, no traceback
+    assert InputError.exit_code == 3
+    line = one_error_line(result, 3, said.format(wheel=TF_V4))
+    assert line.startswith(f"tfbuild: error: {path} ")
     assert not (dist / "index.html").exists()
     assert not (dist / "SHA256SUMS").exists()
 
@@ -522,6 +518,5 @@ def test_a_base_url_page_lives_apart_from_its_wheels(dist: Path, tmp_path: Path)
 @pytest.mark.parametrize("url", ["ftp://example.org/x/", "example.org/wheels", "https://h/x?y=1"])
 def test_a_base_url_must_be_an_http_directory(dist: Path, url: str) -> None:
     result = run_cli("index", str(dist), "--base-url", url)
-    assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "--base-url" in result.stderr
+    one_error_line(result, 2, "--base-url")
     assert not (dist / "index.html").exists()
