@@ -9,7 +9,9 @@ sha256 in its link.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import shutil
 import subprocess
 import sys
 import urllib.parse
@@ -401,10 +403,26 @@ def test_everything_on_the_page_is_escaped(tmp_path: Path) -> None:
     assert urllib.parse.unquote(href.partition("#")[0]) == name
 
 
-def test_render_html_is_a_pure_function_of_entries(dist: Path) -> None:
+def test_render_html_depends_on_the_wheels_alone(dist: Path, tmp_path: Path) -> None:
+    """The same wheels give the same page, byte for byte: from another directory with other file
+    times, and in another process with another time zone, locale and hash seed."""
     entries = collect(dist)
-    assert render_html(entries, title="t") == render_html(entries, title="t")
-    assert "<title>t</title>" in render_html(entries, title="t")
+    page = render_html(entries, title="t")
+    assert "<title>t</title>" in page
+    assert all(f">{entry.name}</a>" in page for entry in entries)
+    moved = Path(shutil.copytree(dist, tmp_path / "elsewhere"))
+    for path in moved.iterdir():
+        os.utime(path, (1, 1))
+    assert render_html(collect(moved), title="t") == page
+    code = (
+        "import sys; from pathlib import Path; from tfbuild.wheel.index import collect, render_html; "
+        "sys.stdout.buffer.write(render_html(collect(Path(sys.argv[1])), title='t').encode())"
+    )
+    env = {**os.environ, "TZ": "Pacific/Kiritimati", "LC_ALL": "C", "PYTHONHASHSEED": "7"}
+    other = subprocess.run(
+        [sys.executable, "-c", code, str(moved)], capture_output=True, env=env, check=True
+    )
+    assert other.stdout.decode() == page
 
 
 # --- pip reads the page ------------------------------------------------------------------------------------
