@@ -28,8 +28,8 @@ pytest: $(STAMP)
 
 test: lint typecheck pytest
 
-# Under 3 minutes on a 2-core machine: the tests marked docker (a real engine, see tests/docker) or
-# slow (more than a few seconds each: real TensorFlow runs, big wheels, remote builds) are left out.
+# The tests marked docker (a real engine, see tests/docker) or slow (more than a few seconds each:
+# real TensorFlow runs, real bazel builds, big wheels, timings) are left out; `make test` runs them.
 quick: $(STAMP) lint typecheck
 	$(BIN)/pytest -q -m "not docker and not slow"
 

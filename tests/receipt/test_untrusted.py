@@ -308,6 +308,7 @@ def _check(raw: bytes) -> None:
     assert isinstance(receipt.built_for, str)
 
 
+@pytest.mark.slow  # 1,000 examples, each a receipt read twice
 @settings(
     max_examples=1000,
     deadline=None,
