@@ -18,7 +18,8 @@ from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import GIB, PlanOptions, make_plan
 from tfbuild.plan.render import render_files
-from tfbuild.recipes.recipe import load_base_images, load_recipes
+from tfbuild.recipes.images import load_base_images
+from tfbuild.recipes.recipe import load_recipes
 
 TARGET_SECONDS = 1.0
 DUMP = Path(__file__).resolve().parents[1] / "tests/fixtures/cpuinfo/linux-debian12-epyc-zen5-vm"

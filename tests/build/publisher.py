@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tests.receipts import make_receipt
 from tests.wheels import make_wheel
-from tfbuild.build.run import publish
+from tfbuild.build.publish import publish
 from tfbuild.core.errors import Interrupted
 from tfbuild.core.stopping import stop_on_signals
 from tfbuild.wheel.receipt import Receipt

@@ -18,16 +18,14 @@ from tfbuild.build.base_images import (
     FAMILY_SCRIPTS,
     HOST_KEYRINGS,
     SHIPPED_KEYRINGS,
-    SUITES,
     Debootstrap,
     debootstrap_failure,
     debootstrap_for,
     debootstrap_scripts,
     shipped_keyrings,
-    suite_facts,
 )
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem, UsageError
-from tfbuild.recipes.recipe import load_base_images
+from tfbuild.recipes.images import SUITES, load_base_images, suite_facts
 
 IN_CI = bool(os.environ.get("CI") or os.environ.get("GITHUB_ACTIONS"))
 #: recipes/keyrings/README.md names this sha256; a refreshed keyring changes both.

@@ -10,21 +10,15 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import recorded_host
-from tfbuild.build.run import (
-    _last_error,
-    build_key,
-    ca_bundle_from,
-    is_oom,
-    new_build_id,
-    proxies_from,
-    stopped_from_outside,
-)
+from tfbuild.build.container import _last_error, build_key, is_oom, stopped_from_outside
+from tfbuild.build.run import ca_bundle_from, new_build_id, proxies_from
 from tfbuild.core.engine import RunResult
 from tfbuild.core.errors import InputError, Interrupted
 from tfbuild.core.files import held_signals
 from tfbuild.core.stopping import Stopped, stop_on_signals
 from tfbuild.plan import PlanOptions, make_plan, with_jobs
-from tfbuild.recipes.recipe import load_base_images, load_recipes
+from tfbuild.recipes.images import load_base_images
+from tfbuild.recipes.recipe import load_recipes
 
 
 def ended(exit_code: int, *, oom: bool = False) -> RunResult:
@@ -195,7 +189,8 @@ def test_a_receipt_is_updated_under_the_dist_lock(tmp_path: Path) -> None:
     import threading
 
     from tests.receipts import make_receipt
-    from tfbuild.build.run import DIST_LOCK, update_receipt
+    from tfbuild.build.publish import update_receipt
+    from tfbuild.core.files import DIST_LOCK
 
     wheel = tmp_path / "tensorflow_cpu-2.21.0-cp311-cp311-linux_x86_64.whl"
     wheel.write_bytes(b"stand-in")

@@ -20,7 +20,8 @@ from tfbuild.build.doctor import (
 from tfbuild.core.engine import EngineInfo
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import GIB, BuildPlan, PlanOptions, make_plan
-from tfbuild.recipes.recipe import load_base_images, load_recipes
+from tfbuild.recipes.images import load_base_images
+from tfbuild.recipes.recipe import load_recipes
 
 
 def info(**changes: object) -> EngineInfo:

@@ -24,6 +24,7 @@ from tests.build import test_wheelfile
 from tests.build.test_wheelfile import raw_members, repacked, verify_record
 from tests.wheels import make_wheel as make_pure_wheel
 from tests.wheels import record_hash
+from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.receipt import WheelFloor
@@ -230,7 +231,7 @@ def test_a_wheel_no_policy_allows_keeps_linux_and_says_why(
     assert floor.policy is None
     assert floor.too_new == ("GLIBC_2.99", "GLIBCXX_3.4.99")
     assert (floor.glibc, floor.libstdcxx) == ("2.99", "3.4.99")
-    assert floor.to_json()["too_new"] == ["GLIBC_2.99", "GLIBCXX_3.4.99"]
+    assert serial.to_data(floor)["too_new"] == ["GLIBC_2.99", "GLIBCXX_3.4.99"]
 
 
 def test_a_library_outside_every_policy_counts_unless_excluded(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tfbuild.build.progress import (
-    BuildDisplay,
+    BuildProgress,
     choose_mode,
     clean_line,
     parse_phase,
@@ -91,7 +91,7 @@ class Tty(io.StringIO):
         return True
 
 
-def run(display: BuildDisplay, clock: Clock, lines: list[str], step: float = 1.0) -> None:
+def run(display: BuildProgress, clock: Clock, lines: list[str], step: float = 1.0) -> None:
     """The orchestrator's calls for a build: the toolchain phase, then build.sh's output."""
     with display:
         display.phase("toolchain image")
@@ -107,7 +107,9 @@ def plain(
     """The plain output of a build (not on GitHub unless asked, whatever the environment)."""
     stream = io.StringIO()
     clock = Clock()
-    display = BuildDisplay(mode="plain", stream=stream, verbose=verbose, github=github, clock=clock)
+    display = BuildProgress(
+        mode="plain", stream=stream, verbose=verbose, github=github, clock=clock
+    )
     run(display, clock, lines)
     return stream.getvalue()
 
@@ -211,7 +213,7 @@ def test_plain_github_closes_group_on_error_and_neutralises_commands() -> None:
     stream = io.StringIO()
     with (
         pytest.raises(RuntimeError),
-        BuildDisplay(mode="plain", stream=stream, github=True, clock=Clock()) as display,
+        BuildProgress(mode="plain", stream=stream, github=True, clock=Clock()) as display,
     ):
         display.phase("compile")
         display.line("::endgroup::")
@@ -289,7 +291,7 @@ def test_plain_verbose_prints_every_line() -> None:
 
 def test_plain_same_phase_twice_is_one_header() -> None:
     stream = io.StringIO()
-    with BuildDisplay(mode="plain", stream=stream, github=False, clock=Clock()) as display:
+    with BuildProgress(mode="plain", stream=stream, github=False, clock=Clock()) as display:
         display.phase("configure")
         display.line("[tfbuild] phase: configure")
     assert stream.getvalue().splitlines() == ["[tfbuild] configure (0.0 s)"]
@@ -297,7 +299,7 @@ def test_plain_same_phase_twice_is_one_header() -> None:
 
 def test_plain_odd_input_never_raises() -> None:
     stream = io.StringIO()
-    with BuildDisplay(mode="plain", stream=stream, github=False, clock=Clock()) as display:
+    with BuildProgress(mode="plain", stream=stream, github=False, clock=Clock()) as display:
         display.phase("compile")
         display.line("[3 / 10] Compiling")
         for odd in [
@@ -324,7 +326,7 @@ def test_plain_odd_input_never_raises() -> None:
 def test_quiet_prints_nothing_but_tracks_the_build() -> None:
     stream = io.StringIO()
     clock = Clock()
-    display = BuildDisplay(mode="quiet", stream=stream, github=True, verbose=True, clock=clock)
+    display = BuildProgress(mode="quiet", stream=stream, github=True, verbose=True, clock=clock)
     run(display, clock, BAZEL_LOG[:20])
     assert stream.getvalue() == ""
     assert display.current_phase == "compile"
@@ -335,7 +337,7 @@ def test_quiet_prints_nothing_but_tracks_the_build() -> None:
 
 def test_elapsed_counts_from_enter() -> None:
     clock = Clock(100.0)
-    display = BuildDisplay(mode="quiet", clock=clock)
+    display = BuildProgress(mode="quiet", clock=clock)
     clock.now = 200.0
     with display:
         clock.now = 242.5
@@ -358,7 +360,7 @@ def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 def live(verbose: bool) -> str:
     stream = Tty()
     clock = Clock()
-    run(BuildDisplay(mode="live", stream=stream, verbose=verbose, clock=clock), clock, BAZEL_LOG)
+    run(BuildProgress(mode="live", stream=stream, verbose=verbose, clock=clock), clock, BAZEL_LOG)
     return _ANSI.sub("", stream.getvalue())
 
 
@@ -386,7 +388,7 @@ def test_live_verbose_prints_every_line() -> None:
 def test_live_elapsed_uses_the_clock() -> None:
     stream = Tty()
     clock = Clock()
-    with BuildDisplay(mode="live", stream=stream, clock=clock) as display:
+    with BuildProgress(mode="live", stream=stream, clock=clock) as display:
         display.phase("compile")
         clock.now += 75
         display.line("[10 / 20] Compiling")

@@ -20,7 +20,7 @@ import pytest
 
 from tests.build import publisher
 from tests.conftest import ROOT, mounted_tmpfs, run_cli
-from tfbuild.build.run import publish
+from tfbuild.build.publish import publish
 from tfbuild.core.errors import InputError
 from tfbuild.core.files import DIST_LOCK, TEMP_PREFIX, sha256_file, wheel_files
 from tfbuild.wheel.receipt import receipt_path

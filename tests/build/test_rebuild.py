@@ -29,8 +29,8 @@ from tfbuild.build.run import BuildRun
 from tfbuild.core.errors import InputError, UnsupportedError
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.plan.render import render_files, toolchain_packages
-from tfbuild.plan.request import PlanArgs
-from tfbuild.recipes.recipe import load_base_images, load_recipes
+from tfbuild.recipes.images import load_base_images
+from tfbuild.recipes.recipe import load_recipes
 from tfbuild.wheel.receipt import Receipt, SourceRecord, canonical_sha256, receipt_path
 
 
@@ -77,7 +77,7 @@ def test_the_rebuild_keeps_the_plan_and_fits_the_resources_to_this_machine(wheel
     dockerfile = render_files(plan)["Dockerfile"]
     assert "python3-dev=1.0-python3-dev" in dockerfile and "libc6" not in dockerfile
     # 2.21's hermetic clang is bazel's download: the image installs no compiler.
-    assert not [name for name, _ in plan.package_versions if name.startswith(("clang", "lld"))]
+    assert not [name for name in plan.package_versions if name.startswith(("clang", "lld"))]
 
 
 def test_a_receipt_without_a_package_version_is_refused(wheel: Path) -> None:
@@ -226,7 +226,7 @@ def test_a_hostile_pin_is_refused_where_the_plan_is_made_and_where_it_is_rendere
     with pytest.raises(InputError, match="pins a package apt cannot be given"):
         plan_from_receipt(spoilt, host=recorded_host("haswell", **HERE))
     plan = plan_from_receipt(receipt, host=recorded_host("haswell", **HERE)).plan
-    hostile = dataclasses.replace(plan, package_versions=(*plan.package_versions, ("zip", pin)))
+    hostile = dataclasses.replace(plan, package_versions={**plan.package_versions, "zip": pin})
     with pytest.raises(InputError, match="the plan installs a package apt cannot be given"):
         render_files(hostile)
     # A plan read back from JSON (a receipt's) refuses it too.
@@ -247,7 +247,7 @@ def _install_words(dockerfile: str) -> list[str]:
 @given(version=st.text(max_size=40))
 def test_a_pin_reaches_the_dockerfile_as_one_word_or_not_at_all(version: str) -> None:
     plan = BASE_PLAN
-    pins = tuple((name, version if name == "zip" else v) for name, v in plan.package_versions)
+    pins = {name: version if name == "zip" else v for name, v in plan.package_versions.items()}
     try:
         files = render_files(dataclasses.replace(plan, package_versions=pins))
     except InputError:
@@ -255,7 +255,7 @@ def test_a_pin_reaches_the_dockerfile_as_one_word_or_not_at_all(version: str) ->
     words = _install_words(files["Dockerfile"])
     assert f"zip={version}" in words
     assert words[: words.index("install")] == ["apt-get", "update", "&&", "apt-get"]
-    assert [w for w in words if "=" in w] == [f"{n}={v}" for n, v in pins]
+    assert [w for w in words if "=" in w] == [f"{n}={v}" for n, v in pins.items()]
 
 
 def _base_plan() -> BuildPlan:
@@ -265,7 +265,7 @@ def _base_plan() -> BuildPlan:
         recorded_host("zen4", memory_gib=256, disk_gib=500, build_cpus=64),
         base_images=load_base_images(),
     )
-    pins = tuple((name, f"1.0-{name}") for name in toolchain_packages(plan))
+    pins = {name: f"1.0-{name}" for name in toolchain_packages(plan)}
     return dataclasses.replace(plan, package_versions=pins)
 
 
@@ -296,7 +296,7 @@ def test_a_rebuild_from_a_receipt_uses_no_remote_cache_or_executor_it_names(whee
     receipt = real_receipt(wheel, options)
     assert receipt.plan["exec_image"] and any("remote" in o for o in receipt.plan["build_options"])
     receipt_path(wheel).write_text(json.dumps(receipt.to_json()), encoding="utf-8")
-    planned, _run = from_receipt(receipt_path(wheel), PlanArgs(), BuildRun(dist=wheel.parent))
+    planned, _run = from_receipt(receipt_path(wheel), PlanOptions(), BuildRun(dist=wheel.parent))
     plan = planned.plan
     assert plan.exec_image is None
     assert not [o for o in plan.build_options if "remote" in o or "spawn_strategy" in o]

@@ -22,19 +22,17 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
-from tfbuild.build.run import (
+from tfbuild.build.credentials import (
     HEADERS_NAME,
     HELPER_NAME,
     REMOTE_DIR,
     REMOTE_RC_NAME,
-    check_remote_reachable,
     credential_helper_flag,
     read_remote_headers,
-    remote_failure,
     remote_header_rc,
-    waiting_note,
     write_remote_credentials,
 )
+from tfbuild.build.remotes import check_remote_reachable, remote_failure, waiting_note
 from tfbuild.core.errors import EnvironmentProblem, InputError
 from tfbuild.plan import BuildPlan
 from tfbuild.plan.bazel import REMOTE_CACHE, REMOTE_CACHE_RETRIES, REMOTE_CACHE_TIMEOUT_S

@@ -13,6 +13,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from tests import wheels
+from tfbuild.core import serial
 from tfbuild.core.errors import InputError
 from tfbuild.wheel.wheeldiff import compare
 from tfbuild.wheel.wheelfile import normalise
@@ -90,7 +91,7 @@ def test_libraries_that_differ_in_a_string_differ_in_rodata_only(tmp_path: Path)
     assert member.elf.sections == (".rodata",)
     assert (member.elf.only_in_a, member.elf.only_in_b) == ((), ())
     assert not member.elf.outside_sections
-    report = json.loads(json.dumps(diff.to_json()))
+    report = json.loads(json.dumps(serial.to_data(diff)))
     assert report["schema"] == "tfbuild.wheeldiff/1"
     assert report["changed"][0]["elf"]["sections"] == [".rodata"]
     assert report["equal"] is False
@@ -201,7 +202,7 @@ def test_a_member_with_a_flipped_byte_is_corrupt_not_an_exception(
     assert diff.corrupt == (
         f"member tfbuild_standin/__init__.py is corrupt in {NAME}: {member.corrupt_b}",
     )
-    report = json.loads(json.dumps(diff.to_json()))["changed"][0]
+    report = json.loads(json.dumps(serial.to_data(diff)))["changed"][0]
     assert (report["corrupt_a"], report["corrupt_b"]) == (None, member.corrupt_b)
     # The other way round, the corrupt side is a.
     assert compare(bad, good).changed[0].corrupt_a == member.corrupt_b

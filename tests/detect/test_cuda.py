@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from tfbuild.core import serial
 from tfbuild.detect._run import CommandResult, Runner, run_command
 from tfbuild.detect.cuda import (
     CudaReport,
@@ -372,8 +373,8 @@ def test_tensorrt_header_without_library_and_pip_libraries_without_header(tmp_pa
 
 def test_json_is_ready_and_deterministic() -> None:
     env = {"PATH": "/usr/local/cuda/bin", "CUDA_HOME": "/usr/local/cuda-11.8"}
-    first = locate("classic", env).to_json()
-    assert first == locate("classic", env).to_json()
+    first = serial.to_data(locate("classic", env))
+    assert first == serial.to_data(locate("classic", env))
     assert json.loads(json.dumps(first)) == first
     assert list(first) == ["toolkits", "cudnn", "nccl", "tensorrt", "warnings"]
     toolkit = first["toolkits"][1]
@@ -439,4 +440,4 @@ def test_this_machine_reports_what_its_files_and_nvcc_say() -> None:
     ]
     if not cudnn_files:
         assert report.cudnn == ()
-    json.dumps(report.to_json())
+    json.dumps(serial.to_data(report))

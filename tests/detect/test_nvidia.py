@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tfbuild.core import serial
 from tfbuild.detect._run import CommandResult
 from tfbuild.detect.nvidia import (
     CUDA_DRIVER_TABLE,
@@ -355,7 +356,7 @@ def test_parse_proc_version_none(text: str) -> None:
 
 def test_report_two_gpus_to_json() -> None:
     report = report_from_outputs(query_csv=fx("triton-8070-two-gpus/query-gpu.csv"))
-    assert report.to_json() == {
+    assert serial.to_data(report) == {
         "driver": {
             "version": "570.86.15",
             "version_source": "nvidia-smi",
@@ -380,7 +381,7 @@ def test_report_two_gpus_to_json() -> None:
         ],
         "warnings": [],
     }
-    assert json.loads(json.dumps(report.to_json())) == report.to_json()
+    assert json.loads(json.dumps(serial.to_data(report))) == serial.to_data(report)
 
 
 def test_report_cuda_na_falls_back_to_the_table_with_a_warning() -> None:
@@ -445,7 +446,7 @@ def test_to_json_key_order_is_fixed() -> None:
     report = report_from_outputs(
         query_csv=fx("l40s-595.80/query.csv"), smi_text=fx("l40s-595.80/nvidia-smi.txt")
     )
-    data = report.to_json()
+    data = serial.to_data(report)
     assert list(data) == ["driver", "gpus", "warnings"]
     assert list(data["driver"]) == [
         "version",
@@ -611,7 +612,7 @@ def test_detect_garbage_output_gives_warnings_not_errors(tmp_path: Path) -> None
     assert report.driver is None
     assert report.gpus == ()
     assert report.warnings  # explained, not raised
-    json.dumps(report.to_json())
+    json.dumps(serial.to_data(report))
 
 
 def test_detect_failing_table_call_falls_back_to_the_table(tmp_path: Path) -> None:
@@ -641,7 +642,7 @@ def test_detect_on_this_machine() -> None:
     start = time.monotonic()
     report = detect_nvidia()
     elapsed = time.monotonic() - start
-    data = report.to_json()
+    data = serial.to_data(report)
     assert json.loads(json.dumps(data)) == data
     if shutil.which("nvidia-smi") is None and not Path("/proc/driver/nvidia/version").exists():
         assert report == NvidiaReport(driver=None, gpus=(), warnings=())

@@ -22,11 +22,10 @@ from tfbuild.core.engine import (
     DEFAULT_SOCKET,
     ContainerGone,
     DockerEngine,
-    DownloadFailed,
-    ImageUnavailable,
     Mount,
 )
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem, UsageError
+from tfbuild.core.image_failure import DownloadFailed, ImageUnavailable
 
 pytestmark = pytest.mark.docker
 
@@ -562,8 +561,10 @@ def _toolchain_failure(
     engine: Any, plan: Any, tmp_path: Path, proxies: tuple[tuple[str, str], ...]
 ) -> Any:
     """Build ``plan``'s wheel (a stand-in tree: the toolchain image fails first); its error."""
-    from tfbuild.build.run import TOOLCHAIN_REPOSITORY, BuildJob, build_wheel
+    from tfbuild.build.container import BuildJob
+    from tfbuild.build.run import build_wheel
     from tfbuild.build.source_tree import SOURCE_MARKER, local_source
+    from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
     from tfbuild.core.errors import TfbuildError
     from tfbuild.plan.render import render_files
 
@@ -595,11 +596,11 @@ def test_the_toolchain_image_says_which_host_it_could_not_reach_and_what_to_do(
     """The real toolchain Dockerfile of TensorFlow 2.20 (the image's clang from apt.llvm.org,
     bazelisk from github.com, packages from Debian's snapshot), built through a proxy that is not
     there: the proxy variables reach the image build, and its failure is one line, cause first."""
-    from tfbuild.build.base_images import plan_here
-    from tfbuild.plan.request import PlanArgs
+    from tfbuild.plan.here import plan_here
+    from tfbuild.plan.options import PlanOptions
 
     plan = plan_here(
-        PlanArgs(tf="2.20", portable=False, base_image=base_image, skip_disk_check=True), engine
+        PlanOptions(tf="2.20", portable=False, base_image=base_image, skip_disk_check=True), engine
     ).plan
     proxy = "http://127.0.0.1:9"  # the container's own loopback: nothing listens there
     proxies = tuple((name, proxy) for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy"))
@@ -622,8 +623,8 @@ def test_an_unpullable_base_image_is_exit_5_with_the_local_route(
 ) -> None:
     """A base-images.yaml entry whose registry cannot be reached (registry.invalid never resolves):
     something this machine needs is unreachable (5), not a failed build (6)."""
-    from tfbuild.build.base_images import plan_here
-    from tfbuild.plan.request import PlanArgs
+    from tfbuild.plan.here import plan_here
+    from tfbuild.plan.options import PlanOptions
 
     recipes = tmp_path / "recipes"
     recipes.mkdir()
@@ -637,7 +638,7 @@ def test_an_unpullable_base_image_is_exit_5_with_the_local_route(
         "  tcmalloc_package: libgoogle-perftools4\n"
         "  packaged_compilers: [gcc-12, clang-16]\n"
     )
-    args = PlanArgs(
+    args = PlanOptions(
         canary=True, base_image="unpullable-12", recipes_dir=(recipes,), skip_disk_check=True
     )
     plan = plan_here(args, engine).plan

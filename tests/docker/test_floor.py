@@ -107,11 +107,13 @@ def test_a_build_that_misses_its_floor_says_so_loudly(
     that names what it needs, in the result and in the log: never quietly."""
     import dataclasses
 
-    from tfbuild.build.base_images import plan_here
     from tfbuild.build.run import BuildRun
-    from tfbuild.plan.request import PlanArgs
+    from tfbuild.plan.here import plan_here
+    from tfbuild.plan.options import PlanOptions
 
-    args = PlanArgs(canary=True, base_image=base_image, cache_volume=volume, skip_disk_check=True)
+    args = PlanOptions(
+        canary=True, base_image=base_image, cache_volume=volume, skip_disk_check=True
+    )
     planned = plan_here(args, engine)
     aiming = dataclasses.replace(planned, plan=dataclasses.replace(planned.plan, floor_goal="2.31"))
     result = BuildRun(dist=tmp_path / "dist", quiet=True).execute(aiming, engine=engine)

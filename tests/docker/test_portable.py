@@ -89,12 +89,12 @@ def test_a_rebuild_needs_the_very_image_its_sysroot_was_made_from(
 ) -> None:
     import dataclasses
 
-    from tfbuild.build.base_images import plan_here
     from tfbuild.build.rebuild import check_base_image
     from tfbuild.core.errors import EnvironmentProblem
-    from tfbuild.plan.request import PlanArgs
+    from tfbuild.plan.here import plan_here
+    from tfbuild.plan.options import PlanOptions
 
-    args = PlanArgs(
+    args = PlanOptions(
         canary=True, base_image=new_base_image, sysroot_from=base_image, skip_disk_check=True
     )
     plan = plan_here(args, engine).plan

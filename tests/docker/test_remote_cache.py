@@ -7,7 +7,7 @@ no disk cache), takes every action from it, by bazel's own count ("N remote cach
 receipt records. Both build the same checkout: a git repository at one path, so its epoch
 (SOURCE_DATE_EPOCH, the commit's time) and its output base path (named by the reproducible
 plans' ``-ffile-prefix-map``) are the same, and so are the actions' keys. The build container
-shares the host's network to reach 127.0.0.1 (``tfbuild.build.run.host_network``); all traffic stays
+shares the host's network to reach 127.0.0.1 (``tfbuild.build.remotes.host_network``); all traffic stays
 on this machine.
 """
 
@@ -32,7 +32,9 @@ import pytest
 
 from tests.docker.test_wheel import wheel_argv
 from tests.remote.services import start_buildgrid, stop
-from tfbuild.build.run import bazel_processes, build_key, host_network, output_base_volume
+from tfbuild.build.container import build_key, output_base_volume
+from tfbuild.build.log import bazel_processes
+from tfbuild.build.remotes import host_network
 from tfbuild.core.engine import PART_OF_LABEL, Mount
 from tfbuild.plan import BuildPlan
 from tfbuild.plan.bazel import REMOTE_CACHE_RETRIES, REMOTE_CACHE_TIMEOUT_S

@@ -24,6 +24,7 @@ from elftools.elf.elffile import ELFFile
 from tests import wheels
 from tests.conftest import Ran, one_error_line, run_cli
 from tests.docker.test_wheel import standin_source, wheel_cli
+from tfbuild.core import serial
 from tfbuild.core.files import sha256_file
 from tfbuild.recipes import canary
 from tfbuild.wheel.receipt import canonical_sha256
@@ -45,9 +46,9 @@ def test_two_builds_agree_to_the_byte_and_verify_says_so(
     engine: Any, base_image: str, volumes: Callable[[], str], tmp_path: Path
 ) -> None:
     """Different time, source directory (so output base), dist/, cache volume and uid: same wheel."""
-    from tfbuild.build.base_images import plan_here
     from tfbuild.build.run import BuildRun
-    from tfbuild.plan.request import PlanArgs
+    from tfbuild.plan.here import plan_here
+    from tfbuild.plan.options import PlanOptions
 
     first = built(wheel_cli(tmp_path / "a" / "dist", volumes(), "--json"))
     # The second as another user, from another copy of the source, into another dist/.
@@ -57,7 +58,7 @@ def test_two_builds_agree_to_the_byte_and_verify_says_so(
         os.lchown(path, 4321, 4321)
     dist.mkdir()
     os.chown(dist, 4321, 4321)
-    args = PlanArgs(
+    args = PlanOptions(
         canary=True, base_image=base_image, cache_volume=volumes(), skip_disk_check=True
     )
     second = BuildRun(dist=dist, source=source, quiet=True, user="4321:4321").execute(
@@ -67,7 +68,7 @@ def test_two_builds_agree_to_the_byte_and_verify_says_so(
     first_receipt = json.loads(first.with_suffix(".json").read_text())
     assert first_receipt["created"] != second.data.created  # each build takes over a second
     assert first_receipt["inputs"]["source"]["path"] != second.data.inputs.source.path
-    assert sha256_file(first) == second.sha256, compare(first, second.wheel).to_json()
+    assert sha256_file(first) == second.sha256, serial.to_data(compare(first, second.wheel))
 
     verified = tfbuild("verify", str(first), "--json")
     assert verified.returncode == 0, verified.stderr

@@ -171,9 +171,9 @@ def test_the_build_runs_as_the_calling_user(
     engine: Any, base_image: str, volume: str, tmp_path: Path
 ) -> None:
     """Run as another uid:gid than the test's own: every file the build writes is theirs."""
-    from tfbuild.build.base_images import plan_here
     from tfbuild.build.run import BuildRun
-    from tfbuild.plan.request import PlanArgs
+    from tfbuild.plan.here import plan_here
+    from tfbuild.plan.options import PlanOptions
 
     source = standin_source(tmp_path)
     for path in (source, *source.rglob("*")):
@@ -181,7 +181,9 @@ def test_the_build_runs_as_the_calling_user(
     dist = tmp_path / "dist"
     dist.mkdir()
     os.chown(dist, 4321, 4321)  # the user's own dist/
-    args = PlanArgs(canary=True, base_image=base_image, cache_volume=volume, skip_disk_check=True)
+    args = PlanOptions(
+        canary=True, base_image=base_image, cache_volume=volume, skip_disk_check=True
+    )
     run = BuildRun(dist=dist, source=source, quiet=True, user="4321:4321")
     result = run.execute(plan_here(args, engine), engine=engine)
     assert result.wheel.stat().st_uid == 4321

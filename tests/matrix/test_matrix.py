@@ -11,7 +11,8 @@ import pytest
 from tests.conftest import ROOT, run_cli
 from tfbuild.core.errors import UsageError
 from tfbuild.plan.matrix import build_matrix
-from tfbuild.recipes.recipe import load_base_images, load_recipes
+from tfbuild.recipes.images import load_base_images
+from tfbuild.recipes.recipe import load_recipes
 
 
 def matrix_json(*args: str) -> list[dict[str, str]]:

@@ -25,6 +25,7 @@ from tests.pick.conftest import (
     make_wheels,
     write_receipt,
 )
+from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.core.variants import Variant
 from tfbuild.detect.system import glibc_version
@@ -32,6 +33,7 @@ from tfbuild.pick.compat import UNLABELLED_REASON
 from tfbuild.pick.listing import load_wheels, parse_index
 from tfbuild.pick.machine import Host, describe_host
 from tfbuild.pick.rank import PickOptions, PickResult, pick
+from tfbuild.pick.report import pick_report
 
 
 def host_from(suffix: str, *, python: str = "3.11", driver_cuda: str | None = None) -> Host:
@@ -321,8 +323,8 @@ def test_bad_pick_options_are_usage_errors(tf: str | None, variant: str | None) 
 def test_variant_option_is_the_shared_variant() -> None:
     options = PickOptions.parse(tf="2.21", variant=" MKL ")
     assert options.variant is Variant.mkl
-    assert options.to_json() == {"tf": "2.21", "variant": "mkl"}
-    assert json.dumps(options.to_json()) == '{"tf": "2.21", "variant": "mkl"}'
+    assert serial.to_data(options) == {"tf": "2.21", "variant": "mkl"}
+    assert json.dumps(serial.to_data(options)) == '{"tf": "2.21", "variant": "mkl"}'
     with pytest.raises(UsageError, match=r"unknown --variant 'avx'"):
         PickOptions.parse(tf=None, variant="avx")
 
@@ -539,7 +541,7 @@ def test_parse_index_resolves_links_and_keeps_hashes() -> None:
 
 
 def test_json_shape(standin_dir: Path) -> None:
-    data = pick(load_wheels(str(standin_dir)), host_from("zen4")).to_json()
+    data = serial.to_data(pick_report(pick(load_wheels(str(standin_dir)), host_from("zen4"))))
     assert data["schema"] == "tfbuild.pick/1"
     host = data["host"]
     assert (host["target"], host["python"], host["driver_cuda"]) == ("zen4", "3.11", None)

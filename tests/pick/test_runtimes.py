@@ -16,11 +16,13 @@ import pytest
 from tests import receipts
 from tests.conftest import cpuinfo_fixture, one_error_line, run_cli
 from tests.pick.conftest import DIST, WHEELS, make_wheel
+from tfbuild.core import serial
 from tfbuild.core.errors import UsageError
 from tfbuild.detect.system import glibc_version
 from tfbuild.pick.listing import load_wheels
 from tfbuild.pick.machine import Host, describe_host, libstdcxx_here, newest_glibcxx
 from tfbuild.pick.rank import PickResult, pick
+from tfbuild.pick.report import host_summary, pick_report
 from tfbuild.wheel.receipt import WheelFloor
 
 LINUX = WHEELS["v3"]  # x86_64_v3, linux_x86_64: no glibc in its platform tag
@@ -97,7 +99,7 @@ def test_without_glibc_a_cpuinfo_machine_leaves_it_unchecked_and_says_so(tmp_pat
     host = haswell()
     assert (host.glibc, host.glibc_checked) == (None, False)
     assert "--glibc X.Y" in host.glibc_source
-    data = host.to_json()
+    data = serial.to_data(host_summary(host))
     assert (data["glibc"], data["glibc_checked"]) == (None, False)
     assert data["glibc_source"] == host.glibc_source
     result = pick(load_wheels(str(floored(tmp_path, glibc="2.39"))), host)
@@ -141,7 +143,7 @@ def test_a_receipt_without_a_floor_still_works(tmp_path: Path) -> None:
         assert result.warnings == ()
         assert result.chosen is not None and result.chosen.wheel.receipt is not None
         assert result.chosen.wheel.receipt.floor is None
-        assert result.to_json()["chosen"]["receipt"]["floor"] is None
+        assert serial.to_data(pick_report(result))["chosen"]["receipt"]["floor"] is None
 
 
 @pytest.mark.parametrize("text", ["abc", "2", "2.28.1", "2.x", ""])
@@ -200,7 +202,7 @@ def test_a_libstdcxx_floor_above_this_machines_is_refused(tmp_path: Path) -> Non
     above = one_above(version)
     here = describe_host(python="3.11", driver_cuda="none")
     assert (here.libstdcxx, here.libstdcxx_source) == (version, source)
-    assert here.to_json()["libstdcxx_checked"] is True
+    assert serial.to_data(host_summary(here))["libstdcxx_checked"] is True
     refused = pick(load_wheels(str(floored(tmp_path / "above", libstdcxx=above))), here)
     assert only(refused) == (
         "refused",
@@ -216,7 +218,7 @@ def test_libstdcxx_for_a_cpuinfo_machine(tmp_path: Path) -> None:
     source = load_wheels(str(floored(tmp_path, glibc="2.17", libstdcxx="3.4.32")))
     unstated = haswell()
     assert unstated.libstdcxx is None
-    assert unstated.to_json()["libstdcxx_checked"] is False
+    assert serial.to_data(host_summary(unstated))["libstdcxx_checked"] is False
     assert "--libstdcxx X.Y.Z" in unstated.libstdcxx_source
     assert pick(source, unstated).chosen is not None
     old = haswell(glibc="2.28", libstdcxx="3.4.25")

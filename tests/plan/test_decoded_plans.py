@@ -27,7 +27,8 @@ from tfbuild.plan.matrix import RUNNER
 from tfbuild.plan.model import RefusedField
 from tfbuild.plan.render import render_files, toolchain_packages
 from tfbuild.recipes import canary
-from tfbuild.recipes.recipe import BaseImage, Recipe, load_base_images, load_recipes
+from tfbuild.recipes.images import BaseImage, load_base_images
+from tfbuild.recipes.recipe import Recipe, load_recipes
 
 #: The options that change what a plan writes (targets and variants aside).
 EXTRAS: tuple[dict[str, Any], ...] = (
@@ -38,14 +39,14 @@ EXTRAS: tuple[dict[str, Any], ...] = (
     {"sysroot_from": "debian-11"},
     {"reproducible": False, "disk_cache": False, "label": False},
     {"remote_cache": "grpcs://cache.example.org:443", "remote_instance": "projects/p/i/default"},
-    {"remote_cache": "http://127.0.0.1:9092/c", "remote_read_only": True},
+    {"remote_cache": "http://127.0.0.1:9092/c", "remote_cache_read_only": True},
     {
         "remote_cache": "grpc://cache:1",
         "remote_executor": "grpc://exec:2",
         "push_toolchain": "127.0.0.1:5000/ml",
     },
     {"cuda_capabilities": ("8.9", "sm_90"), "cuda_version": None},
-    {"jobs": 3, "local_ram_mb": 3000, "jvm_heap_mb": 1024, "cache_volume": "mine"},
+    {"jobs": 3, "local_ram_resources": 3000, "jvm_heap": 1024, "cache_volume": "mine"},
 )
 TARGETS = ("x86_64_v2", "x86_64_v3", "x86_64_v4", "zen4", "icelake", "nehalem")
 LOCAL_IMAGE = "sha256:" + "ab" * 32
@@ -65,9 +66,9 @@ def _recipes(images: dict[str, BaseImage]) -> Iterator[tuple[Recipe, dict[str, A
     for recipe in recipes:
         yield recipe, {}
     # The canary (the STAND-IN the pipeline is tested with), on a local base image.
-    yield canary.recipe(recipes[-1]), {"standin": True, "base_image": "tfbuild/base:bookworm"}
+    yield canary.recipe(recipes[-1]), {"canary": True, "base_image": "tfbuild/base:bookworm"}
     clang = canary.for_sysroot(canary.recipe(recipes[-1]), images["debian-12"])
-    yield clang, {"standin": True, "sysroot_from": "debian-11"}
+    yield clang, {"canary": True, "sysroot_from": "debian-11"}
 
 
 @cache
@@ -100,9 +101,7 @@ def own_plans() -> tuple[BuildPlan, ...]:
                             plans[json.dumps(plan.to_json(), sort_keys=True)] = plan
     derived = []
     for plan in plans.values():
-        pins = tuple(
-            (name.partition("=")[0], "1:2.3~rc1-4+deb12u1") for name in toolchain_packages(plan)
-        )
+        pins = {name.partition("=")[0]: "1:2.3~rc1-4+deb12u1" for name in toolchain_packages(plan)}
         derived += [
             with_jobs(plan, 1, why="the compiler was killed for memory"),
             isolated(plan, cache_volume="tfbuild-verify-0123"),

@@ -6,7 +6,7 @@ import pytest
 
 from tests.conftest import one_error_line, run_cli
 from tfbuild.core.errors import UsageError
-from tfbuild.plan.request import PlanArgs
+from tfbuild.plan.options import PlanOptions
 from tfbuild.plan.resources import MAX_JOBS
 
 
@@ -68,5 +68,5 @@ def test_zero_and_negative_values_are_refused_when_the_request_is_made(
 ) -> None:
     option = "--" + field.replace("_", "-")
     with pytest.raises(UsageError, match=f"^{option} {value} is not a count") as caught:
-        PlanArgs(**{field: value})  # type: ignore[arg-type]
+        PlanOptions(**{field: value})  # type: ignore[arg-type]
     assert caught.value.exit_code == 2

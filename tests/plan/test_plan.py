@@ -12,7 +12,8 @@ from tfbuild.core.errors import EnvironmentProblem, UnsupportedError, UsageError
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import GIB, BuildPlan, PlanOptions, isolated, make_plan
 from tfbuild.plan.render import render_files
-from tfbuild.recipes.recipe import BaseImage, Recipe, load_recipes, parse_recipe
+from tfbuild.recipes.images import BaseImage
+from tfbuild.recipes.recipe import Recipe, load_recipes, parse_recipe
 
 MODEL = (ROOT / "recipes" / "tf-2.21.yaml").read_text()
 IMAGES = {
@@ -88,7 +89,7 @@ def test_mkl_plan_for_this_zen5_host() -> None:
     assert "build --repo_env=USE_PYWRAP_RULES=1" in p.rc_lines
     assert p.build_target == "//tensorflow/tools/pip_package:wheel"
     assert "Eigen thread pool" in reason(p, "bazel config")
-    covered = {c["feature"]: c["flag"] for c in p.coverage}
+    covered = {c.feature: c.flag for c in p.coverage}
     assert covered["AVX512_BF16"] == "-mavx512bf16"
 
 
@@ -123,10 +124,10 @@ def test_native_for_another_machine_is_refused() -> None:
     assert native.cflags == ("-march=native",)
     assert native.label == "native"
     # What -march=native turns on is the build host's: recorded for tfbuild pick.
-    features = [c["feature"] for c in native.coverage]  # the Zen 5 VM of host()
+    features = [c.feature for c in native.coverage]  # the Zen 5 VM of host()
     assert {"AVX2", "FMA", "AVX512F", "AVX512_VNNI", "AVX512_BF16", "AVX_VNNI"} <= set(features)
     assert "AMX_TILE" not in features
-    assert {c["flag"] for c in native.coverage} == {"-march=native"}
+    assert {c.flag for c in native.coverage} == {"-march=native"}
 
 
 def test_python_choice() -> None:
@@ -162,7 +163,7 @@ def test_resources_fit_memory(
 
 
 def test_resource_overrides() -> None:
-    p = plan(PlanOptions(jobs=7, local_ram_mb=3000, jvm_heap_mb=900))
+    p = plan(PlanOptions(jobs=7, local_ram_resources=3000, jvm_heap=900))
     assert (p.resources.jobs, p.resources.local_ram_mb, p.resources.jvm_heap_mb) == (7, 3000, 900)
     assert "asked for with --jobs" in reason(p, "jobs")
 
@@ -200,7 +201,7 @@ def test_the_reproducible_measures_each_have_a_reason() -> None:
     } <= whats
     assert "--action_env=SOURCE_DATE_EPOCH" in p.build_options
     off = plan(PlanOptions(reproducible=False))
-    assert not off.reproducible and off.build_env == ()
+    assert not off.reproducible and off.build_env == {}
     assert not any(o.startswith("--action_env") for o in off.build_options)
     assert "asked for with --no-reproducible" in reason(off, "reproducible")
 
@@ -286,7 +287,7 @@ def test_a_remote_cache_alone_is_given_up_on_in_bounded_time() -> None:
 
 
 def test_a_read_only_remote_cache_uploads_nothing() -> None:
-    p = plan(PlanOptions(remote_cache="grpcs://cache.example.org", remote_read_only=True))
+    p = plan(PlanOptions(remote_cache="grpcs://cache.example.org", remote_cache_read_only=True))
     assert "--noremote_upload_local_results" in p.build_options
     assert (
         "--noremote_upload_local_results"
@@ -301,7 +302,7 @@ def test_verify_drops_every_remote_option() -> None:
             remote_executor="grpcs://rbe.example.org",
             push_toolchain="127.0.0.1:5000",
             remote_instance="main",
-            remote_read_only=True,
+            remote_cache_read_only=True,
         )
     )
     alone = isolated(p, cache_volume="fresh")
@@ -314,7 +315,10 @@ def test_verify_drops_every_remote_option() -> None:
     [
         (PlanOptions(remote_executor="grpcs://rbe.example.org"), "without --push-toolchain"),
         (PlanOptions(push_toolchain="127.0.0.1:5000"), "without --remote-executor"),
-        (PlanOptions(remote_read_only=True), "--remote-cache-read-only without --remote-cache"),
+        (
+            PlanOptions(remote_cache_read_only=True),
+            "--remote-cache-read-only without --remote-cache",
+        ),
         (PlanOptions(remote_instance="main"), "--remote-instance without"),
         (
             PlanOptions(remote_executor="grpc://x:1", push_toolchain="Registry;rm -rf /"),
@@ -463,7 +467,7 @@ def test_the_recipe_floor_is_the_goal_of_the_plan() -> None:
 
 
 def test_a_wheel_that_misses_its_floor_is_said_so() -> None:
-    from tfbuild.build.run import missed_floor
+    from tfbuild.build.finish import missed_floor
     from tfbuild.wheel.receipt import WheelFloor
 
     portable = WheelFloor(

@@ -156,9 +156,9 @@ def test_a_feature_the_flags_do_not_cover_is_named_by_default(
 
     planned = plan()
     first, *rest = planned.coverage
-    uncovered = {**first, "flag": None, "note": "clang-16 has no -mavxvnniint8"}
+    uncovered = replace(first, flag=None, note="clang-16 has no -mavxvnniint8")
     print_plan(replace(planned, coverage=(uncovered, *rest)))
     shown = " ".join(capsys.readouterr().out.split())
     total = len(planned.coverage)
-    assert f"CPU features {total - 1} of {total}; {first['feature']} NOT COVERED: " in shown
+    assert f"CPU features {total - 1} of {total}; {first.feature} NOT COVERED: " in shown
     assert "clang-16 has no -mavxvnniint8" in shown

@@ -20,7 +20,8 @@ from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.plan import GIB, PlanOptions, make_plan
 from tfbuild.plan.resources import FEW_CPUS, few_cpus
 from tfbuild.plan.target import check_architecture
-from tfbuild.recipes.recipe import load_base_images, load_recipes
+from tfbuild.recipes.images import load_base_images
+from tfbuild.recipes.recipe import load_recipes
 
 ARMV7 = ROOT / "tests" / "fixtures" / "cpuinfo" / "android-mt6735-armv7"
 
@@ -68,7 +69,10 @@ def test_an_aarch64_build_host_plans_for_itself_and_refuses_x86() -> None:
     arm = host("neoverse_v2")  # the recorded Neoverse V2 as the build host
     p = plan(PlanOptions(), facts=arm)
     assert (p.architecture, p.cflags) == ("aarch64", ("-mcpu=neoverse-v2",))
-    assert p.runtime_env[0] == ("LD_PRELOAD", "/usr/lib/aarch64-linux-gnu/libtcmalloc.so.4")
+    assert next(iter(p.runtime_env.items())) == (
+        "LD_PRELOAD",
+        "/usr/lib/aarch64-linux-gnu/libtcmalloc.so.4",
+    )
     with pytest.raises(UnsupportedError, match="x86_64_v3 is an x86_64 target, and this build "):
         plan(PlanOptions(target="x86_64_v3"), facts=arm)
 
@@ -103,7 +107,7 @@ def test_the_matrix_leaves_other_architectures_out_with_the_planners_reason() ->
 
 
 def test_a_heap_bigger_than_memory_is_refused() -> None:
-    error = refusal(PlanOptions(jvm_heap_mb=100000))  # 24 GiB recorded
+    error = refusal(PlanOptions(jvm_heap=100000))  # 24 GiB recorded
     assert error.what == "--jvm-heap 100000 is more than this machine's memory"
     assert "24576 MiB of usable memory" in error.why
     # 24576 - 1024 for the system - 2560 for one compile job
@@ -111,24 +115,24 @@ def test_a_heap_bigger_than_memory_is_refused() -> None:
 
 
 def test_a_heap_that_leaves_no_room_for_one_compile_job_is_refused() -> None:
-    error = refusal(PlanOptions(jvm_heap_mb=20993))
+    error = refusal(PlanOptions(jvm_heap=20993))
     assert error.what == "--jvm-heap 20993 leaves bazel's compile actions no room"
-    p = plan(PlanOptions(jvm_heap_mb=20992))  # the largest that fits
+    p = plan(PlanOptions(jvm_heap=20992))  # the largest that fits
     assert p.resources.jvm_heap_mb == 20992 and p.resources.jobs == 1
-    cuda = refusal(PlanOptions(variant="cuda", jvm_heap_mb=20992))  # a CUDA job needs 4 GiB
+    cuda = refusal(PlanOptions(variant="cuda", jvm_heap=20992))  # a CUDA job needs 4 GiB
     assert "one compile job (4096 MiB)" in cuda.why
 
 
 def test_a_memory_budget_bigger_than_memory_is_refused() -> None:
-    error = refusal(PlanOptions(local_ram_mb=1_000_000))
+    error = refusal(PlanOptions(local_ram_resources=1_000_000))
     assert error.what == "--local-ram-resources 1000000 is more than this machine's memory"
     assert error.fix.startswith("Pass at most --local-ram-resources 21095")  # less 2457 and 1024
-    both = refusal(PlanOptions(local_ram_mb=20000, jvm_heap_mb=8000))
+    both = refusal(PlanOptions(local_ram_resources=20000, jvm_heap=8000))
     assert both.what.startswith("--local-ram-resources 20000 and the 8000 MiB bazel server heap")
 
 
 def test_an_unknown_memory_size_is_not_second_guessed() -> None:
-    p = plan(PlanOptions(jvm_heap_mb=100000), facts=host(build_memory_bytes=None))
+    p = plan(PlanOptions(jvm_heap=100000), facts=host(build_memory_bytes=None))
     assert p.resources.jvm_heap_mb == 100000
 
 
@@ -184,14 +188,14 @@ def test_few_cores_are_a_plan_warning_with_doctors_words() -> None:
     "options",
     [
         PlanOptions(remote_cache="grpcs://cache.example.org:443"),
-        PlanOptions(standin=True, base_image="debian-12"),
+        PlanOptions(canary=True, base_image="debian-12"),
     ],
     ids=["remote-cache", "canary"],
 )
 def test_no_slow_build_warning_when_it_does_not_apply(options: PlanOptions) -> None:
     what, _ = few_cpus(2) or ("", "")
     assert what
-    if options.standin:
+    if options.canary:
         from tfbuild.recipes import canary
 
         p = make_plan(options, canary.recipe(recipe_221()), host(), base_images=load_base_images())

@@ -11,7 +11,8 @@ from tests.plan.test_plan import IMAGES, MODEL, host, plan, recipe_221, without_
 from tfbuild.core.errors import InputError, UnsupportedError
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.plan.render import render_files, toolchain_packages
-from tfbuild.recipes.recipe import BaseImage, load_base_images, load_recipes, parse_recipe
+from tfbuild.recipes.images import BaseImage, load_base_images
+from tfbuild.recipes.recipe import load_recipes, parse_recipe
 
 HERMETIC_RC = [
     "build --@rules_ml_toolchain//common:enable_hermetic_cc=True",

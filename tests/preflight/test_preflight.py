@@ -16,21 +16,17 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tfbuild.build.preflight import (
-    CUDA_TABLES,
-    Finding,
-    PreflightReport,
-    preflight,
-    recipe_findings,
-    verify_plans,
-)
+from tfbuild.build.preflight import Finding, PreflightReport, preflight
+from tfbuild.build.preflight.workspace import CUDA_TABLES
+from tfbuild.build.release_check import recipe_findings, verify_plans
 from tfbuild.core.errors import InputError, UnsupportedError
 from tfbuild.core.variants import Variant
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.plan.matrix import RUNNER
-from tfbuild.plan.request import PlanArgs, plan_request
+from tfbuild.plan.request import plan_request
 from tfbuild.recipes import canary
-from tfbuild.recipes.recipe import Recipe, load_base_images, load_recipes, parse_recipe
+from tfbuild.recipes.images import load_base_images
+from tfbuild.recipes.recipe import Recipe, load_recipes, parse_recipe
 
 TREES = ROOT / "tests" / "fixtures" / "trees"
 BASE_IMAGES = load_base_images()
@@ -419,7 +415,7 @@ def test_several_mismatches_list_all_in_the_why(tmp_path: Path) -> None:
 
 def _canary_plan(**changes: object) -> tuple[BuildPlan, Recipe | None]:
     planned = plan_request(
-        PlanArgs(canary=True, base_image="debian-12", skip_disk_check=True, **changes),  # type: ignore[arg-type]
+        PlanOptions(canary=True, base_image="debian-12", skip_disk_check=True, **changes),  # type: ignore[arg-type]
         base_images=BASE_IMAGES,
     )
     return planned.plan, planned.recipe

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import cpuinfo_fixtures
 from tests.detect.test_cpuinfo_complete import multi_block
+from tfbuild.core import serial
 from tfbuild.core.errors import InputError
 from tfbuild.detect.cpuinfo import CpuInfo, parse_cpuinfo, read_cpuinfo
 
@@ -57,7 +58,7 @@ def test_any_text_is_read_or_refused_as_an_input_error(text: str) -> None:
         for count in (info.logical_cpus, info.physical_cores, info.sockets):
             assert count is None or count >= 1
         assert info.mhz is None or info.mhz >= 0
-        info.to_json()
+        serial.to_data(info)
 
 
 @settings(max_examples=200, deadline=None)

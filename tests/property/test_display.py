@@ -10,7 +10,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tfbuild.cli.display import _console, safe
+from tfbuild.cli.console import make_console as _console
+from tfbuild.cli.console import safe
 from tfbuild.core.errors import printable
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -32,7 +33,7 @@ _texts = st.one_of(
 
 
 def _shown(template: str, text: str, *, terminal: bool) -> str:
-    """Print ``template`` around ``text`` the way every printer in tfbuild.cli.display does."""
+    """Print ``template`` around ``text`` the way every printer in tfbuild.cli does."""
     buffer = io.StringIO()
     console = _console(
         file=buffer,

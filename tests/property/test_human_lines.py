@@ -14,7 +14,7 @@ from tests.conftest import cpuinfo_fixture, reprs_in, run_cli
 from tests.pick.conftest import WHEELS, make_wheels
 from tests.smoke.test_display import _report
 from tfbuild.build.rebuild import VerifyResult
-from tfbuild.cli.display import print_smoke, print_verify
+from tfbuild.cli.wheel_display import print_smoke, print_verify
 from tfbuild.wheel.wheeldiff import compare
 
 

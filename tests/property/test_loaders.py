@@ -19,15 +19,9 @@ from hypothesis import strategies as st
 from tests.conftest import ROOT
 from tests.property.test_validators import CONTROLS
 from tfbuild.core.errors import InputError
-from tfbuild.recipes.recipe import (
-    BASE_IMAGE_SCHEMA,
-    SCHEMA,
-    load_base_images,
-    parse_base_images,
-    parse_recipe,
-    parse_tools,
-    read_recipe,
-)
+from tfbuild.recipes.images import BASE_IMAGE_SCHEMA, load_base_images, parse_base_images
+from tfbuild.recipes.recipe import SCHEMA, parse_recipe, read_recipe
+from tfbuild.recipes.tools import parse_tools
 
 SETTINGS = settings(max_examples=100, deadline=None)
 

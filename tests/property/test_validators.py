@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.detect.compilers import parse_compiler
 from tfbuild.plan.make import _check_options
-from tfbuild.plan.model import PlanOptions
-from tfbuild.plan.request import PlanArgs
-from tfbuild.recipes.recipe import _CHECKS, load_recipes
+from tfbuild.plan.options import PlanOptions
+from tfbuild.recipes.recipe import load_recipes
+from tfbuild.recipes.strict_yaml import VALUE_CHECKS as _CHECKS
 from tfbuild.smoke.envs import WheelSpec
 from tfbuild.wheel.labels import parse_label
 
@@ -166,7 +166,7 @@ def test_a_wheel_spec_is_a_file_a_clean_requirement_or_refused(text: str) -> Non
 @given(data=st.data())
 def test_a_python_version_with_a_control_character_is_refused(data: st.DataObject) -> None:
     with pytest.raises(UsageError, match="is not a Python version"):
-        PlanArgs(python=data.draw(_with_control("3.12")))
+        PlanOptions(python=data.draw(_with_control("3.12")))
 
 
 @SETTINGS

@@ -17,14 +17,9 @@ import pytest
 from tests.conftest import NO_FILE_KINDS, ROOT, one_error_line, plant_no_file, run_cli
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.plan import PlanOptions
-from tfbuild.recipes.recipe import (
-    load_base_images,
-    load_recipes,
-    load_tools,
-    parse_base_images,
-    parse_recipe,
-    parse_tools,
-)
+from tfbuild.recipes.images import load_base_images, parse_base_images
+from tfbuild.recipes.recipe import load_recipes, parse_recipe
+from tfbuild.recipes.tools import load_tools, parse_tools
 
 MODEL = (ROOT / "recipes" / "tf-2.21.yaml").read_text()
 TOOLS = (ROOT / "recipes" / "tools.yaml").read_text()

@@ -19,7 +19,8 @@ from tests.conftest import ROOT, recorded_host, run_cli
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import PlanOptions, make_plan
 from tfbuild.plan.render import FILES, render_files, undefined_configs, write_context
-from tfbuild.recipes.recipe import load_base_images, load_recipes
+from tfbuild.recipes.images import load_base_images
+from tfbuild.recipes.recipe import load_recipes
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"

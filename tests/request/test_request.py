@@ -12,20 +12,21 @@ from tests.conftest import cpuinfo_fixture, recorded_host, run_cli
 from tfbuild.cli.plan_options import _plan_options
 from tfbuild.core.errors import UsageError
 from tfbuild.core.variants import MklThreading, Variant
-from tfbuild.plan.request import PlanArgs, choose_recipe, plan_request
-from tfbuild.recipes.recipe import load_base_images
+from tfbuild.plan.options import PlanOptions
+from tfbuild.plan.request import choose_recipe, plan_request
+from tfbuild.recipes.images import load_base_images
 
 
 def test_every_plan_option_is_a_field_of_the_request() -> None:
-    """The command line declares exactly the request's fields: none forgotten, none extra."""
+    """The command line declares exactly the request's fields (--mkl and --cuda: variant's)."""
     options = set(inspect.signature(_plan_options).parameters)
-    fields = {f.name for f in dataclasses.fields(PlanArgs)}
-    assert options == fields
+    fields = {f.name for f in dataclasses.fields(PlanOptions)}
+    assert options == fields - {"variant"} | {"mkl", "cuda"}
 
 
 def test_the_command_line_defaults_are_the_request_defaults() -> None:
     defaults = _plan_options()
-    assert defaults == PlanArgs()
+    assert defaults == PlanOptions()
     assert defaults.variant is Variant.cpu
     assert defaults.mkl_threading is MklThreading.threadpool
 
@@ -33,7 +34,6 @@ def test_the_command_line_defaults_are_the_request_defaults() -> None:
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"mkl": True, "cuda": True}, "--mkl and --cuda together"),
         ({"target": "x86_64_v3", "cpuinfo": Path("node.cpuinfo")}, "--target and --cpuinfo"),
         ({"python": "abc"}, "--python 'abc' is not a Python version"),
         ({"python": "3.11\n"}, "is not a Python version"),  # full match: no trailing newline
@@ -42,18 +42,23 @@ def test_the_command_line_defaults_are_the_request_defaults() -> None:
 )
 def test_a_bad_request_is_refused_when_made(changes: dict[str, object], message: str) -> None:
     with pytest.raises(UsageError, match=message) as caught:
-        PlanArgs(**changes)  # type: ignore[arg-type]
+        PlanOptions(**changes)  # type: ignore[arg-type]
     assert caught.value.exit_code == 2
 
 
 def test_the_variant_comes_from_the_flags() -> None:
-    assert PlanArgs(mkl=True).variant is Variant.mkl
-    assert PlanArgs(cuda=True).variant is Variant.cuda
-    assert PlanArgs(mkl_threading="openmp").mkl_threading is MklThreading.openmp  # type: ignore[arg-type]
+    assert _plan_options(mkl=True).variant is Variant.mkl
+    assert _plan_options(cuda=True).variant is Variant.cuda
+    with pytest.raises(UsageError, match="--mkl and --cuda together") as caught:
+        _plan_options(mkl=True, cuda=True)
+    assert caught.value.exit_code == 2
+    assert PlanOptions(mkl_threading="openmp").mkl_threading is MklThreading.openmp  # type: ignore[arg-type]
 
 
 def test_a_request_plans_without_the_cli() -> None:
-    args = PlanArgs(tf="2.20", mkl=True, target="x86_64_v3", python="3.12", skip_disk_check=True)
+    args = PlanOptions(
+        tf="2.20", variant=Variant.mkl, target="x86_64_v3", python="3.12", skip_disk_check=True
+    )
     host = recorded_host("zen4", memory_gib=32, disk_gib=200)
     planned = plan_request(args, base_images=load_base_images(), host=host)
     assert planned.recipe.short == "2.20"
@@ -65,13 +70,13 @@ def test_a_request_plans_without_the_cli() -> None:
 
 
 def test_the_canary_request_swaps_in_the_stand_in_recipe() -> None:
-    newest = choose_recipe(PlanArgs())
-    canary = choose_recipe(PlanArgs(canary=True))
+    newest = choose_recipe(PlanOptions())
+    canary = choose_recipe(PlanOptions(canary=True))
     assert canary.path.startswith("canary stand-in") and canary.compiler != newest.compiler
     assert canary.configs == newest.configs  # the newest release's flow, with the canary's compiler
     host = recorded_host("haswell", memory_gib=16, disk_gib=100)
     plan = plan_request(
-        PlanArgs(canary=True, base_image="debian-12"),
+        PlanOptions(canary=True, base_image="debian-12"),
         base_images=load_base_images(),
         recipe=canary,
         host=host,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfbuild.cli.display import print_smoke
+from tfbuild.cli.wheel_display import print_smoke
 from tfbuild.smoke.messages import parse_messages
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.report import SmokeReport

@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.wheels import make_wheel, record_hash
-from tfbuild.cli.display import print_loads
+from tfbuild.cli.wheel_display import print_loads
 from tfbuild.smoke import _loadprobe as probe
 from tfbuild.smoke.loads import PROBE, LoadReport
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tfbuild.core import serial
 from tfbuild.smoke.messages import FORMS, GuardReport, log_level_hides_info, parse_messages
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tf-logs"
@@ -337,7 +338,7 @@ def test_2_12_head_line_alone_names_the_form() -> None:
 def test_odd_input_does_not_raise(junk: Any) -> None:
     report = parse_messages(junk, junk)
     assert isinstance(report, GuardReport)
-    json.dumps(report.to_json())
+    json.dumps(serial.to_data(report))
 
 
 def test_random_bytes_neither_raise_nor_invent_findings() -> None:
@@ -361,12 +362,12 @@ def test_random_bytes_neither_raise_nor_invent_findings() -> None:
         between = parse_messages(stock[:at] + b"\n" + blob + b"\n" + stock[at:])
         assert findings(between) == findings(expected)
         cut = rng.randrange(len(stock))
-        json.dumps(parse_messages(stock[:cut] + blob + stock[cut:]).to_json())
+        json.dumps(serial.to_data(parse_messages(stock[:cut] + blob + stock[cut:])))
 
 
 def test_to_json_is_deterministic() -> None:
     report = parsed("tf2.21-stock-this-machine.txt")
-    data = report.to_json()
+    data = serial.to_data(report)
     assert list(data) == [
         "form",
         "silent",
@@ -379,7 +380,7 @@ def test_to_json_is_deterministic() -> None:
     ]
     assert data["unused"] == list(STOCK_2_21)
     assert data["silent"] is False
-    again = json.dumps(parsed("tf2.21-stock-this-machine.txt").to_json())
+    again = json.dumps(serial.to_data(parsed("tf2.21-stock-this-machine.txt")))
     assert json.dumps(data) == again
 
 

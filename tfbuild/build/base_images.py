@@ -19,13 +19,12 @@ distribution and release (:func:`debootstrap_for`, checked before debootstrap ru
 A debootstrap that fails is read back (its output and its ``debootstrap.log``): a mirror that cannot
 be reached, or has no such suite, is said in one line as the mirror's fault (exit 5).
 
-Planning with base images: :func:`plan_here` plans a request on this host, looking up a local base
-image (or the canary's default one) on the engine first, and connecting to it only when needed.
+The suites, their default tags and the label that names an image's suite are in
+:mod:`tfbuild.recipes.images`; :mod:`tfbuild.plan.here` reads such an image back for a plan.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -34,24 +33,21 @@ import tempfile
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tfbuild.core.engine import DockerEngine
-    from tfbuild.detect.host import HostFacts
 
 from tfbuild.core.errors import (
     BuildFailed,
     EnvironmentProblem,
     TfbuildError,
-    UnsupportedError,
     UsageError,
 )
 from tfbuild.core.resources import data_dir
-from tfbuild.plan.request import PlanArgs, Planned, choose_recipe, plan_request
-from tfbuild.recipes.recipe import BaseImage, load_base_images
+from tfbuild.recipes.images import BASE_LABEL, SUITES, default_tag
 
 #: Where each distribution's packages come from unless --mirror says otherwise.
 MIRRORS = {
@@ -60,16 +56,6 @@ MIRRORS = {
 }
 #: Debian's security archive (a plain Debian mirror does not carry it).
 DEBIAN_SECURITY = "http://deb.debian.org/debian-security"
-#: The suites tfbuild base makes. Each has its facts (Python, TCMalloc package, packaged compilers,
-#: glibc) in the base-images.yaml entry of that suite, which --base-image reads for an image made
-#: here (tests/build/test_base_suites.py holds every suite to that).
-SUITES = {
-    "bullseye": "debian",
-    "bookworm": "debian",
-    "trixie": "debian",
-    "jammy": "ubuntu",
-    "noble": "ubuntu",
-}
 #: The debootstrap script every suite of a distribution runs: its scripts/<suite> are links to it.
 FAMILY_SCRIPTS = {"debian": "sid", "ubuntu": "gutsy"}
 #: Each distribution's archive keyring: the host package that installs it, and where.
@@ -142,10 +128,6 @@ class Debootstrap:
             self.mirror,
             *([self.script] if self.script else []),
         ]
-
-
-def default_tag(suite: str) -> str:
-    return f"tfbuild/base:{suite}"
 
 
 def debootstrap_scripts(env: Mapping[str, str]) -> Path:
@@ -386,7 +368,7 @@ def make_base_image(
             changes=[
                 'CMD ["/bin/bash"]',
                 "ENV LANG=C.UTF-8",
-                f"LABEL org.tfbuild.base={suite} org.tfbuild.mirror={boot.mirror}",
+                f"LABEL {BASE_LABEL}={suite} org.tfbuild.mirror={boot.mirror}",
             ],
         )
     finally:
@@ -394,80 +376,3 @@ def make_base_image(
     return MadeImage(
         tag=name, image_id=image_id, created=True, seconds=time.perf_counter() - started
     )
-
-
-# --- base images on the engine, for planning -----------------------------------------------------
-
-
-def suite_facts(suite: str, known: Mapping[str, BaseImage]) -> BaseImage | None:
-    """The facts of ``suite`` (Python, TCMalloc package, packaged compilers, glibc): those of its
-    plain (non-CUDA) base-images.yaml entry, which pulls the same distribution from a registry."""
-    return next((b for b in known.values() if b.suite == suite and b.cuda is None), None)
-
-
-def local_base_image(engine: DockerEngine, tag: str, known: Mapping[str, BaseImage]) -> BaseImage:
-    """A base image made by ``tfbuild base``: its suite's facts from base-images.yaml, its own id."""
-    labels = engine.image_labels(tag)
-    if labels is None:
-        raise UnsupportedError(
-            f"unknown base image {tag!r}",
-            why=f"it is neither an entry of base-images.yaml ({', '.join(sorted(known))}) nor an "
-            "image on this engine",
-            fix="Make one with tfbuild base --suite SUITE --tag TAG, or name an entry.",
-        )
-    suite = labels.get("org.tfbuild.base")
-    facts = suite_facts(suite, known) if suite else None
-    if suite is None or facts is None:
-        raise UnsupportedError(
-            f"{tag} cannot be a base image here",
-            why=f"it has no org.tfbuild.base label naming a known suite (it has {suite!r})",
-            fix=f"Use an image made by tfbuild base ({', '.join(SUITES)}).",
-        )
-    return BaseImage(
-        name=tag,
-        reference=tag,
-        distro=facts.distro,
-        suite=facts.suite,
-        python=facts.python,
-        tcmalloc_package=facts.tcmalloc_package,
-        packaged_compilers=facts.packaged_compilers,
-        image_id=engine.image_id(tag),
-        glibc=facts.glibc,
-    )
-
-
-def canary_base_image(engine: DockerEngine) -> str:
-    """The canary's base image: the local one made by tfbuild base, else Debian 12 from the registry."""
-    from tfbuild.recipes import canary
-
-    local = default_tag(canary.SUITE)
-    return local if engine.image_exists(local) else "debian-12"
-
-
-def plan_here(
-    args: PlanArgs, engine: DockerEngine | None = None, *, host: HostFacts | None = None
-) -> Planned:
-    """Plan ``args`` on this host. A base image that is no base-images.yaml entry (a local image made
-    by ``tfbuild base``), and the canary's default one, are looked up on ``engine``; without one,
-    the engine is connected only when such a lookup is needed."""
-    recipe = choose_recipe(args)
-    images = load_base_images(args.recipes_dir)
-    wanted = args.base_image
-    local = [i for i in (args.sysroot_from,) if i is not None and i not in images]
-    if (wanted in images or (wanted is None and not args.canary)) and not local:
-        return plan_request(args, base_images=images, recipe=recipe, host=host)
-    with contextlib.ExitStack() as stack:
-        if engine is None:
-            from tfbuild.core.engine import (
-                DockerEngine,  # only now: plan and render run without docker
-            )
-
-            engine = DockerEngine.connect()
-            stack.callback(engine.close)
-        if wanted is None and args.canary:
-            wanted = canary_base_image(engine)
-            args = replace(args, base_image=wanted)
-        for tag in (wanted, *local):
-            if tag is not None and tag not in images:
-                images[tag] = local_base_image(engine, tag, images)
-    return plan_request(args, base_images=images, recipe=recipe, host=host)

@@ -21,13 +21,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from tfbuild.build.base_images import plan_here
-from tfbuild.build.run import BuildRun, ca_bundle_from, proxies_from, update_receipt
-from tfbuild.core.engine import DockerEngine, EngineInfo, ImageUnavailable, Mount
+from tfbuild.build.publish import update_receipt
+from tfbuild.build.run import BuildRun, ca_bundle_from, proxies_from
+from tfbuild.core.engine import DockerEngine, EngineInfo, Mount
 from tfbuild.core.errors import EnvironmentProblem, Interrupted, TfbuildError
+from tfbuild.core.image_failure import ImageUnavailable
 from tfbuild.detect.host import HostFacts, host_facts
 from tfbuild.plan import GIB, MIB, BuildPlan
-from tfbuild.plan.request import PlanArgs
+from tfbuild.plan.here import plan_here
+from tfbuild.plan.options import PlanOptions
 from tfbuild.plan.resources import DISK_NEEDED_GIB, JOB_MIB, few_cpus
 from tfbuild.recipes import canary
 
@@ -168,7 +170,8 @@ def network_check(env: dict[str, str]) -> Check:
 
 def canary_base(engine: DockerEngine, *, on_line: Callable[[str], None]) -> tuple[str, Check]:
     """The canary's base image: the local `tfbuild base` image, made now when possible."""
-    from tfbuild.build.base_images import default_tag, make_base_image
+    from tfbuild.build.base_images import make_base_image
+    from tfbuild.recipes.images import default_tag
 
     tag = default_tag(canary.SUITE)
     if engine.image_exists(tag):
@@ -238,7 +241,7 @@ def canary_failure(exc: TfbuildError, base_check: Check) -> Check:
 
 def expected_instructions(plan: BuildPlan) -> list[str]:
     """What the host build's machine code must contain: the widest vectors and FMA, when planned."""
-    enabled = {c["feature"] for c in plan.coverage if c.get("flag")}
+    enabled = {c.feature for c in plan.coverage if c.flag}
     expected = ["zmm"] if "AVX512F" in enabled else ["ymm"] if "AVX2" in enabled else []
     return [*expected, "fma"] if "FMA" in enabled else expected
 
@@ -257,7 +260,7 @@ def run_canary(
     plans: dict[str, BuildPlan] = {}
     for name, target in (("host", None), ("baseline", "x86_64")):
         say(f"canary: building the {name} wheel (STAND-IN source, real pipeline)")
-        args = PlanArgs(
+        args = PlanOptions(
             canary=True,
             target=target,
             base_image=base,
@@ -411,7 +414,7 @@ def run_doctor(
         return report
     try:
         facts = host_facts()
-        plan = plan_here(PlanArgs(skip_disk_check=True), engine, host=facts).plan
+        plan = plan_here(PlanOptions(skip_disk_check=True), engine, host=facts).plan
         for check in engine_checks(engine.info(), disk_needed_gib=DISK_NEEDED_GIB["cpu"]):
             add(check)
         add(resource_check(plan, cpus=facts.build_cpus, memory_bytes=facts.build_memory_bytes))

@@ -242,7 +242,7 @@ def _make_output(
     return _Output()
 
 
-class BuildDisplay:
+class BuildProgress:
     """What a build shows while it runs; use it as a context manager around the build."""
 
     def __init__(
@@ -270,7 +270,7 @@ class BuildDisplay:
             clock=clock,
         )
 
-    def __enter__(self) -> BuildDisplay:
+    def __enter__(self) -> BuildProgress:
         self._start = self._clock()
         self._output.start()
         return self

@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 from tfbuild.build.run import BuildRun, WheelResult, new_build_id
 from tfbuild.build.source_tree import local_source
-from tfbuild.core.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
+from tfbuild.core import serial
+from tfbuild.core.defaults import CACHE_VOLUME
+from tfbuild.core.errors import (
+    EnvironmentProblem,
+    InputError,
+    NotReproducible,
+    UnsupportedError,
+    UsageError,
+)
 from tfbuild.core.files import held_signals, sha256_file
 from tfbuild.core.stopping import stop_on_signals
 from tfbuild.detect.cpu import family_root
@@ -36,7 +44,7 @@ from tfbuild.plan import BuildPlan, PlanOptions, Reason, with_resources
 from tfbuild.plan.make import isolated, without_remote
 from tfbuild.plan.model import RefusedField, check_package_versions
 from tfbuild.plan.render import package_name, toolchain_packages
-from tfbuild.plan.request import DEFAULT_CACHE_VOLUME, PlanArgs, Planned
+from tfbuild.plan.request import Planned
 from tfbuild.plan.resources import choose_resources
 from tfbuild.wheel.receipt import Receipt, read_receipt, receipt_path
 from tfbuild.wheel.wheeldiff import WheelDiff, compare
@@ -117,7 +125,7 @@ def plan_from_receipt(receipt: Receipt, *, host: HostFacts | None = None) -> Pla
             why=str(exc),
             fix="Use the receipt the build wrote, unedited.",
         ) from None
-    plan = replace(plan, package_versions=pins)
+    plan = replace(plan, package_versions=dict(pins))
     if receipt.inputs_intact() is None:
         warning = UNCOVERED.format(version=receipt.inputs.tfbuild)
         plan = replace(plan, warnings=(*plan.warnings, warning))
@@ -200,6 +208,25 @@ class VerifyResult:
     inputs_covered: bool = True
     warnings: tuple[str, ...] = ()  # the rebuild's (its plan's: UNCOVERED, ...)
 
+    def error(self) -> NotReproducible | None:
+        """The error ``tfbuild verify`` ends with when the rebuild differs (what differs, counted),
+        else None."""
+        if self.reproducible:
+            return None
+        diff = self.diff
+        return NotReproducible(
+            f"{self.wheel.name} is not reproducible: the rebuild is {self.rebuilt_sha256}",
+            why="".join(f"{corrupt}; " for corrupt in diff.corrupt)
+            + f"{len(diff.changed)} member(s) differ"
+            + (
+                f", {len(diff.only_in_a) + len(diff.only_in_b)} are in one wheel only"
+                if diff.only_in_a or diff.only_in_b
+                else ""
+            )
+            + (", the zip entries differ" if diff.same_contents else ""),
+            fix="See the table above (or --json); build with the measures on (--reproducible).",
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": "tfbuild.verify/1",
@@ -209,7 +236,7 @@ class VerifyResult:
             "rebuilt_sha256": self.rebuilt_sha256,
             "reproducible": self.reproducible,
             "rebuild_seconds": round(self.seconds, 3),
-            "diff": self.diff.to_json(),
+            "diff": serial.to_data(self.diff),
             "inputs_covered": self.inputs_covered,
             "warnings": list(self.warnings),
         }
@@ -317,13 +344,13 @@ def with_cache_volume(plan: BuildPlan, volume: str) -> BuildPlan:
     return replace(plan, cache_volume=volume, reasons=(*plan.reasons, reason))
 
 
-def from_receipt(receipt_file: Path, args: PlanArgs, run: BuildRun) -> tuple[Planned, BuildRun]:
+def from_receipt(receipt_file: Path, args: PlanOptions, run: BuildRun) -> tuple[Planned, BuildRun]:
     """``tfbuild wheel --from-receipt``: the receipt's plan and the run that rebuilds it here, on
     this machine's cache volume (``--cache-volume``, the only plan option it takes), with no remote
     cache or executor (a receipt's would be its writer's choice, and shape the wheel). No engine:
     a hostile receipt is refused before Docker is connected to; the caller then checks the base
     images on the engine (:func:`check_base_image`)."""
-    if replace(args, cache_volume=DEFAULT_CACHE_VOLUME) != PlanArgs():
+    if replace(args, cache_volume=CACHE_VOLUME) != PlanOptions():
         raise UsageError(
             "--from-receipt with plan options",
             why="a rebuild takes its whole plan from the receipt",

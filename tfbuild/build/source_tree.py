@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from tfbuild import __version__
+from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, Unreachable
 from tfbuild.core.files import read_input, sha256_file, write_text
 from tfbuild.wheel.receipt import SourceRecord
@@ -127,7 +128,8 @@ class Source:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return self.record().to_json()
+        data: dict[str, Any] = serial.to_data(self.record())
+        return data
 
 
 def default_cache_dir(env: Mapping[str, str] = os.environ) -> Path:

@@ -45,6 +45,9 @@ class DecodeFailure(ValueError):
 def _encode_other(value: Any) -> Any:
     if isinstance(value, PurePath):
         return str(value)
+    written = getattr(type(value), "serial_data", None)  # a value type that says its own JSON form
+    if written is not None:
+        return written(value)
     msg = f"cannot write a {type(value).__name__} as JSON"
     raise NotImplementedError(msg)
 
@@ -58,6 +61,8 @@ def to_data(value: Any) -> Any:
 def _decode_other(kind: type, value: Any) -> Any:
     if isinstance(kind, type) and issubclass(kind, PurePath) and isinstance(value, str):
         return kind(value)
+    if hasattr(kind, "serial_from_data"):
+        return kind.serial_from_data(value)
     msg = f"Expected `{getattr(kind, '__name__', kind)}`, got `{type(value).__name__}`"
     raise NotImplementedError(msg)
 
@@ -66,11 +71,37 @@ def from_data(data: Any, kind: type[T]) -> T:
     """``data`` (parsed JSON) as a ``kind``, strictly; a :class:`DecodeFailure` when it does not fit."""
     _refuse_unknown_keys(data, kind, "$")
     try:
-        return msgspec.convert(data, type=kind, strict=True, dec_hook=_decode_other)
+        value = msgspec.convert(data, type=kind, strict=True, dec_hook=_decode_other)
     except msgspec.ValidationError as exc:
         text = str(exc)
         where = text.rsplit(" - at `", 1)[1].rstrip("`") if " - at `" in text else "$"
         raise DecodeFailure(text.rsplit(" - at `", 1)[0], where=where) from None
+    return _complete(value)  # type: ignore[no-any-return]
+
+
+def _complete(value: Any) -> Any:
+    """``value`` with every dataclass in it made again through its ``__init__``.
+
+    msgspec leaves a field that the data omits unset on the instance (reads then find the class's
+    default), and its encoder writes only the fields set: a value read from data without a
+    defaulted key would be written without it. Made again, it has every field, as one built in
+    code has, and its ``__post_init__`` has run on the whole value.
+    """
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return type(value)(
+            **{
+                field.name: _complete(getattr(value, field.name))
+                for field in dataclasses.fields(value)
+                if field.init
+            }
+        )
+    if type(value) is tuple:
+        return tuple(_complete(item) for item in value)
+    if type(value) is list:
+        return [_complete(item) for item in value]
+    if type(value) is dict:
+        return {key: _complete(item) for key, item in value.items()}
+    return value
 
 
 def schema(kind: Any) -> dict[str, Any]:
@@ -79,9 +110,15 @@ def schema(kind: Any) -> dict[str, Any]:
     def hook(other: type) -> dict[str, Any]:
         if isinstance(other, type) and issubclass(other, PurePath):
             return {"type": "string"}
+        if hasattr(other, "serial_schema"):
+            return dict(other.serial_schema())
         raise NotImplementedError
 
-    return msgspec.json.schema(kind, schema_hook=hook)
+    found = msgspec.json.schema(kind, schema_hook=hook)
+    for definition in found.get("$defs", {}).values():
+        if "properties" in definition:  # a dataclass: from_data refuses a key it does not declare
+            definition.setdefault("additionalProperties", False)
+    return found
 
 
 def _refuse_unknown_keys(data: Any, kind: Any, where: str) -> None:

@@ -20,12 +20,13 @@ import difflib
 import re
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import features
 from tfbuild.detect._run import Runner, run_command
+from tfbuild.detect.values import CommandLine
 
 if TYPE_CHECKING:
     from archspec.cpu import Microarchitecture
@@ -58,9 +59,6 @@ class Compiler:
     @property
     def version_tuple(self) -> tuple[int, ...]:
         return tuple(int(p) for p in self.version.split("."))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "spec": self.spec}
 
 
 def _first_release(name: str, major: int) -> str:
@@ -135,10 +133,7 @@ class Coverage:
 
     feature: str
     flag: str | None  # the flag that enables it ("-march=znver4", "-mavxvnni"); None if uncovered
-    note: str = ""  # why it is uncovered
-
-    def to_json(self) -> dict[str, Any]:
-        return {"feature": self.feature, "flag": self.flag, "note": self.note or None}
+    note: str | None = None  # why it is uncovered
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,28 +143,20 @@ class CompilerFlags:
     compiler: Compiler
     target: str  # the archspec target asked for
     march_target: str  # the archspec target whose -march spelling is used (an ancestor on fallback)
-    flags: tuple[str, ...]
+    flags: CommandLine
     coverage: tuple[Coverage, ...]
+    uncovered: tuple[str, ...] = field(init=False)  # the guard features no flag enables
     warnings: tuple[str, ...] = ()
 
-    @property
-    def uncovered(self) -> tuple[str, ...]:
-        return tuple(c.feature for c in self.coverage if c.flag is None)
+    def __post_init__(self) -> None:
+        if not isinstance(self.flags, CommandLine):  # a plain tuple from a caller
+            object.__setattr__(self, "flags", CommandLine(self.flags))
+        uncovered = tuple(c.feature for c in self.coverage if c.flag is None)
+        object.__setattr__(self, "uncovered", uncovered)
 
     @property
     def command_line(self) -> str:
         return " ".join(self.flags)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "compiler": self.compiler.to_json(),
-            "target": self.target,
-            "march_target": self.march_target,
-            "flags": " ".join(self.flags),
-            "coverage": [c.to_json() for c in self.coverage],
-            "uncovered": list(self.uncovered),
-            "warnings": list(self.warnings),
-        }
 
 
 def _archspec_flags(target: Microarchitecture, compiler: Compiler) -> tuple[str, list[str]]:
@@ -313,7 +300,7 @@ def flags_for(
         compiler=compiler,
         target=target.name,
         march_target=base.name,
-        flags=(*tokens, *extras),
+        flags=CommandLine((*tokens, *extras)),
         coverage=tuple(coverage),
         warnings=tuple(notes),
     )

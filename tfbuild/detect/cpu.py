@@ -14,11 +14,12 @@ import platform
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import features
 from tfbuild.detect.cpuinfo import CpuInfo, parse_cpuinfo, read_cpuinfo
+from tfbuild.detect.values import FlagSet
 
 if TYPE_CHECKING:
     from archspec.cpu import Microarchitecture
@@ -45,8 +46,8 @@ def _partial(info: CpuInfo) -> Microarchitecture:
         vendor=info.vendor,
         features=set(info.flags),
         compilers={},
-        generation=info.generation,
-        cpu_part=info.cpu_part,
+        generation=info.generation or 0,
+        cpu_part=info.cpu_part or "",
     )
 
 
@@ -58,7 +59,7 @@ def _compatible(info: Microarchitecture, target: Microarchitecture, root: str) -
     if not in_family:
         return False
     if root in ("ppc64", "ppc64le"):
-        return bool(target.generation <= info.generation)
+        return bool(target.generation <= (info.generation or 0))
     if root == "aarch64":
         if target.vendor == "generic" and target.name != "aarch64":
             return False
@@ -164,14 +165,6 @@ class Fit:
     runs: bool
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "machine": self.machine,
-            "runs": self.runs,
-            "reason": self.reason,
-        }
-
 
 #: Flags archspec lists among some x86-64 targets' features (archspec-json's
 #: cpu/microarchitectures.json, as shipped in archspec 0.2.7 and still at archspec-json commit
@@ -209,7 +202,7 @@ def why_not(target: Microarchitecture, info: CpuInfo) -> Fit:
     lacking = sorted((target.features & NOT_INSTRUCTION_SETS.keys()) - info.flags)
     if not lacking:
         return fit
-    lifted = _archspec_fit(target, replace(info, flags=info.flags | set(lacking)))
+    lifted = _archspec_fit(target, replace(info, flags=FlagSet(info.flags | set(lacking))))
     if not lifted.runs:
         return lifted  # names only the instruction sets the CPU lacks
     what = ", ".join(f"{flag} ({NOT_INSTRUCTION_SETS[flag]})" for flag in lacking)
@@ -260,7 +253,7 @@ def _archspec_fit(target: Microarchitecture, info: CpuInfo) -> Fit:
     if root in ("ppc64", "ppc64le"):
         reason = (
             f"{name} needs POWER generation {target.generation}, "
-            f"but the machine is generation {info.generation}"
+            f"but the machine is generation {info.generation or 0}"
         )
     elif target.vendor not in (info.vendor, "generic"):
         reason = f"{name} targets vendor {target.vendor}, but the CPU vendor is {info.vendor}"
@@ -282,7 +275,7 @@ def common_info(infos: Sequence[CpuInfo]) -> CpuInfo:
         )
     vendors = {i.vendor for i in infos}
     parts = {i.cpu_part for i in infos}
-    flags = frozenset.intersection(*(i.flags for i in infos))
+    flags = frozenset.intersection(*(frozenset(i.flags) for i in infos))
     return replace(
         first,
         source=" + ".join(i.source for i in infos),
@@ -291,9 +284,9 @@ def common_info(infos: Sequence[CpuInfo]) -> CpuInfo:
         family=None,
         model=None,
         stepping=None,
-        flags=flags,
-        cpu_part=first.cpu_part if len(parts) == 1 else "",
-        generation=min(i.generation for i in infos),
+        flags=FlagSet(flags),
+        cpu_part=first.cpu_part if len(parts) == 1 else None,
+        generation=min(i.generation or 0 for i in infos) or None,
         processors_listed=0,
         logical_cpus=None,
         physical_cores=None,
@@ -308,7 +301,7 @@ def host_cpuinfo(path: Path = Path("/proc/cpuinfo")) -> CpuInfo:
     info = read_cpuinfo(path) if path.exists() else parse_cpuinfo("", source=str(path))
     machine = platform.machine()
     if machine and family_root(machine) != info.architecture and machine.startswith("ppc64"):
-        info = replace(info, architecture=machine, byte_order_known=True)
+        info = replace(info, architecture=machine)
     return info
 
 

@@ -8,12 +8,13 @@ runs on, so that a login host can describe the cluster nodes it plans builds for
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tfbuild.core.errors import InputError
 from tfbuild.core.files import STDIN, read_input
+from tfbuild.detect.values import FlagSet
 
 #: Largest file accepted as a cpuinfo dump. A 512-thread server writes about 1.5 MB.
 MAX_BYTES = 16 * 1024 * 1024
@@ -23,7 +24,7 @@ _FIX = "Save one on the machine with 'cat /proc/cpuinfo > node.cpuinfo' and pass
 
 @dataclass(frozen=True, kw_only=True)
 class CpuInfo:
-    """What a /proc/cpuinfo dump says about a machine's processors."""
+    """What a /proc/cpuinfo dump says about a machine's processors, as ``tfbuild.detect/1`` says it."""
 
     source: str
     architecture: str  # x86_64, i686, aarch64, armv7l, ppc64, riscv64
@@ -32,36 +33,25 @@ class CpuInfo:
     family: int | None = None  # x86 "cpu family"
     model: int | None = None
     stepping: int | None = None
-    flags: frozenset[str] = frozenset()  # x86 "flags" or Arm "Features"
-    cpu_part: str = ""  # Arm "CPU part"
-    generation: int = 0  # POWER generation (9 for POWER9)
+    cpu_part: str | None = None  # Arm "CPU part"
+    generation: int | None = None  # POWER generation (9 for POWER9)
+    flags: FlagSet = field(default_factory=FlagSet)  # x86 "flags" or Arm "Features"
     processors_listed: int = 1  # how many "processor" blocks the dump holds
     logical_cpus: int | None = None  # the best estimate of hardware threads
     physical_cores: int | None = None
     sockets: int | None = None
     cache_size_kib: int | None = None  # x86 "cache size" (the last level the kernel reports)
     mhz: float | None = None
-    byte_order_known: bool = True  # False for POWER dumps: cpuinfo does not say ppc64 or ppc64le
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "architecture": self.architecture,
-            "vendor": self.vendor,
-            "brand": self.brand,
-            "family": self.family,
-            "model": self.model,
-            "stepping": self.stepping,
-            "cpu_part": self.cpu_part or None,
-            "generation": self.generation or None,
-            "flags": sorted(self.flags),
-            "processors_listed": self.processors_listed,
-            "logical_cpus": self.logical_cpus,
-            "physical_cores": self.physical_cores,
-            "sockets": self.sockets,
-            "cache_size_kib": self.cache_size_kib,
-            "mhz": self.mhz,
-        }
+    def __post_init__(self) -> None:
+        if not isinstance(self.flags, FlagSet):  # a plain set from a caller
+            object.__setattr__(self, "flags", FlagSet(self.flags))
+
+    @property
+    def byte_order_known(self) -> bool:
+        """False for plain ``ppc64``: a POWER dump does not say ppc64 or ppc64le (the live host's
+        kernel names ppc64le itself, see :func:`tfbuild.detect.cpu.host_cpuinfo`)."""
+        return self.architecture != "ppc64"
 
 
 def read_cpuinfo(path: Path) -> CpuInfo:
@@ -311,7 +301,7 @@ def parse_cpuinfo(text: str, *, source: str) -> CpuInfo:
             **common,
             vendor=_arm_vendor(first),
             brand=None,
-            cpu_part=first.get("CPU part", ""),
+            cpu_part=first.get("CPU part") or None,
         )
     if arch == "ppc64":
         generation = re.search(r"POWER(\d+)", first.get("cpu", ""))
@@ -319,7 +309,6 @@ def parse_cpuinfo(text: str, *, source: str) -> CpuInfo:
             **common,
             vendor="IBM",
             brand=first.get("cpu"),
-            generation=int(generation.group(1)) if generation else 0,
-            byte_order_known=False,
+            generation=int(generation.group(1)) if generation else None,
         )
     return CpuInfo(**common, vendor="generic", brand=first.get("uarch"))

@@ -19,6 +19,7 @@ from tfbuild.detect.cuda_search import (
     warn_disagreement,
 )
 from tfbuild.detect.cuda_versions import dotted, newest, parse_header_version, version_numbers
+from tfbuild.detect.values import Evidence
 
 
 @dataclass(frozen=True)
@@ -281,7 +282,7 @@ def _install(search: Search, spec: _Spec, item: _Found) -> LibraryInstall:
         version=best,
         header=item.header,
         libraries=tuple(item.libraries),
-        evidence=tuple(sorted(evidence.items())),
+        evidence=Evidence(sorted(evidence.items())),
         found_by=in_source_order(item.labels),
     )
 

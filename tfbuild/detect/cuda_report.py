@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any
+
+from tfbuild.detect.values import Evidence
 
 #: Every ``found_by`` label, in the order reports list them.
 SOURCES = (
@@ -35,26 +36,17 @@ class CudaToolkit:
 
     root: PurePosixPath  # resolved, as seen inside the searched root
     version: str | None  # "12.6": major.minor from the best evidence (cuda.h first)
-    evidence: tuple[
-        tuple[str, str], ...
-    ]  # (source, version) sorted by source, e.g. ("nvcc", "12.6.85")
+    evidence: Evidence  # (source, version) sorted by source, e.g. ("nvcc", "12.6.85")
     nvcc: PurePosixPath | None
     found_by: tuple[str, ...]  # labels from SOURCES
-    libraries: tuple[PurePosixPath, ...]  # libcudart files
+    libraries: tuple[PurePosixPath, ...]  # libcudart files, sorted by their text
+
+    def __post_init__(self) -> None:
+        _settle(self)
 
     def evidence_of(self, source: str) -> str | None:
         """What one source (``cuda.h``, ``nvcc``, ``version.json``, ...) says, if it was read."""
         return dict(self.evidence).get(source)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "root": str(self.root),
-            "version": self.version,
-            "evidence": dict(self.evidence),
-            "nvcc": str(self.nvcc) if self.nvcc else None,
-            "found_by": list(self.found_by),
-            "libraries": sorted(str(p) for p in self.libraries),
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,22 +56,20 @@ class LibraryInstall:
     name: str  # "cudnn", "nccl" or "tensorrt"
     version: str | None  # "9.3.0": from the header first, else dist-info, conda-meta, the soname
     header: PurePosixPath | None  # the version header, resolved
-    libraries: tuple[PurePosixPath, ...]
-    evidence: tuple[tuple[str, str], ...]  # ("header" | "library" | "dist-info" | "conda-meta", v)
+    libraries: tuple[PurePosixPath, ...]  # sorted by their text
+    evidence: Evidence  # ("header" | "library" | "dist-info" | "conda-meta", version)
     found_by: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _settle(self)
 
     def evidence_of(self, source: str) -> str | None:
         return dict(self.evidence).get(source)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "header": str(self.header) if self.header else None,
-            "libraries": sorted(str(p) for p in self.libraries),
-            "evidence": dict(self.evidence),
-            "found_by": list(self.found_by),
-        }
+
+def _settle(found: CudaToolkit | LibraryInstall) -> None:
+    """Libraries in text order, however the finder listed them."""
+    object.__setattr__(found, "libraries", tuple(sorted(found.libraries, key=str)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,12 +81,3 @@ class CudaReport:
     nccl: tuple[LibraryInstall, ...]
     tensorrt: tuple[LibraryInstall, ...]
     warnings: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "toolkits": [t.to_json() for t in self.toolkits],
-            "cudnn": [i.to_json() for i in self.cudnn],
-            "nccl": [i.to_json() for i in self.nccl],
-            "tensorrt": [i.to_json() for i in self.tensorrt],
-            "warnings": list(self.warnings),
-        }

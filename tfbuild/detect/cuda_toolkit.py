@@ -18,6 +18,7 @@ from tfbuild.detect.cuda_versions import (
     parse_nvcc_version,
     version_numbers,
 )
+from tfbuild.detect.values import Evidence
 
 _VERSION_TXT = re.compile(r"CUDA Version (\d+\.\d+(?:\.\d+)*)")
 
@@ -284,7 +285,7 @@ def _inspect_toolkit(search: Search, root: PurePosixPath, lead: _Lead) -> CudaTo
     return CudaToolkit(
         root=root,
         version=version,
-        evidence=tuple(sorted(evidence.items())),
+        evidence=Evidence(sorted(evidence.items())),
         nvcc=nvcc if has_nvcc else None,
         found_by=in_source_order(lead.labels),
         libraries=tuple(sorted(libraries)),

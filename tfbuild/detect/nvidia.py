@@ -23,7 +23,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tfbuild.detect._run import CommandResult, Runner, run_command
 
@@ -193,18 +192,9 @@ class Gpu:
 
     index: int
     name: str | None
+    uuid: str | None
     memory_mib: int | None
     compute_capability: str | None  # "8.9"
-    uuid: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "index": self.index,
-            "name": self.name,
-            "uuid": self.uuid,
-            "memory_mib": self.memory_mib,
-            "compute_capability": self.compute_capability,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -216,14 +206,6 @@ class DriverInfo:
     cuda_version: str | None  # "12.4"
     cuda_version_source: str | None  # "nvidia-smi", "driver-table" (a lower bound), None if unknown
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "version_source": self.version_source,
-            "cuda_version": self.cuda_version,
-            "cuda_version_source": self.cuda_version_source,
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
 class NvidiaReport:
@@ -232,13 +214,6 @@ class NvidiaReport:
     driver: DriverInfo | None
     gpus: tuple[Gpu, ...]
     warnings: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "driver": None if self.driver is None else self.driver.to_json(),
-            "gpus": [gpu.to_json() for gpu in self.gpus],
-            "warnings": list(self.warnings),
-        }
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,19 +7,20 @@ or bump the version.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from tfbuild.detect import cpu, features
 from tfbuild.detect.compilers import Compiler, CompilerFlags, flags_for
 from tfbuild.detect.cpuinfo import CpuInfo
+from tfbuild.detect.cuda_report import CudaReport
+from tfbuild.detect.nvidia import NvidiaReport
+from tfbuild.detect.system import SystemInfo
 
 if TYPE_CHECKING:
-    from tfbuild.detect.cuda import CudaReport
-    from tfbuild.detect.nvidia import NvidiaReport
-    from tfbuild.detect.system import SystemInfo
+    from tfbuild.recipes.recipe import Recipe
 
-SCHEMA = "tfbuild.detect/1"
+SCHEMA: Literal["tfbuild.detect/1"] = "tfbuild.detect/1"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,20 +29,14 @@ class GuardReport:
 
     applicable: bool
     present: tuple[str, ...]
-    note: str = ""
+    absent: tuple[str, ...] = field(init=False)
+    features: dict[str, bool] = field(init=False, compare=False)  # every guard feature: present?
+    note: str | None = None
 
-    @property
-    def absent(self) -> tuple[str, ...]:
-        return tuple(n for n in features.NAMES if n not in self.present) if self.applicable else ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "applicable": self.applicable,
-            "present": list(self.present),
-            "absent": list(self.absent),
-            "features": {n: n in self.present for n in features.NAMES} if self.applicable else {},
-            "note": self.note or None,
-        }
+    def __post_init__(self) -> None:
+        names = features.NAMES if self.applicable else ()
+        object.__setattr__(self, "absent", tuple(n for n in names if n not in self.present))
+        object.__setattr__(self, "features", {n: n in self.present for n in names})
 
 
 def guard_report(info: CpuInfo) -> GuardReport:
@@ -61,24 +56,12 @@ class MachineReport:
 
     cpu: CpuInfo
     microarchitecture: str
-    vendor: str  # the target's vendor ("generic" for x86_64_v4 and friends)
+    microarchitecture_vendor: str  # the target's vendor ("generic" for x86_64_v4 and friends)
     generic_level: str | None
     ancestors: tuple[str, ...]
-    guard: GuardReport
-    flags: CompilerFlags | None
+    tensorflow_features: GuardReport
+    compiler_flags: CompilerFlags | None
     warnings: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "cpu": self.cpu.to_json(),
-            "microarchitecture": self.microarchitecture,
-            "microarchitecture_vendor": self.vendor,
-            "generic_level": self.generic_level,
-            "ancestors": list(self.ancestors),
-            "tensorflow_features": self.guard.to_json(),
-            "compiler_flags": self.flags.to_json() if self.flags else None,
-            "warnings": list(self.warnings),
-        }
 
 
 def describe_machine(info: CpuInfo, compiler: Compiler) -> MachineReport:
@@ -107,11 +90,11 @@ def describe_machine(info: CpuInfo, compiler: Compiler) -> MachineReport:
     return MachineReport(
         cpu=info,
         microarchitecture=str(target.name),
-        vendor=str(target.vendor),
+        microarchitecture_vendor=str(target.vendor),
         generic_level=cpu.best_generic(info),
         ancestors=tuple(sorted(str(a.name) for a in target.ancestors)),
-        guard=guard,
-        flags=flags,
+        tensorflow_features=guard,
+        compiler_flags=flags,
         warnings=tuple(notes),
     )
 
@@ -121,17 +104,9 @@ class TargetReport:
     """A requested portable target: its flags and whether it runs on each described machine."""
 
     name: str
-    guard_features: tuple[str, ...]  # guard features the target itself guarantees
-    flags: CompilerFlags
-    fits: tuple[cpu.Fit, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "tensorflow_features": list(self.guard_features),
-            "compiler_flags": self.flags.to_json(),
-            "runs_on": [f.to_json() for f in self.fits],
-        }
+    tensorflow_features: tuple[str, ...]  # guard features the target itself guarantees
+    compiler_flags: CompilerFlags
+    runs_on: tuple[cpu.Fit, ...]  # one answer per described machine
 
 
 def describe_target(name: str, infos: Sequence[CpuInfo], compiler: Compiler) -> TargetReport:
@@ -139,9 +114,9 @@ def describe_target(name: str, infos: Sequence[CpuInfo], compiler: Compiler) -> 
     guaranteed = features.present(target.features) if target.family.name == "x86_64" else ()
     return TargetReport(
         name=name,
-        guard_features=guaranteed,
-        flags=flags_for(target, compiler, machine_features=guaranteed),
-        fits=tuple(cpu.why_not(target, info) for info in infos),
+        tensorflow_features=guaranteed,
+        compiler_flags=flags_for(target, compiler, machine_features=guaranteed),
+        runs_on=tuple(cpu.why_not(target, info) for info in infos),
     )
 
 
@@ -156,19 +131,9 @@ class TensorflowSupport:
     cuda_ok: bool | None  # the driver runs that CUDA (None: no driver or no CUDA row)
     note: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "python_ok": self.python_ok,
-            "cpu_ok": self.cpu_ok,
-            "cuda": self.cuda,
-            "cuda_ok": self.cuda_ok,
-            "note": self.note,
-        }
-
 
 def tensorflow_support(
-    recipes: Sequence[Any], *, python: str, architecture: str, driver_cuda: str | None
+    recipes: Sequence[Recipe], *, python: str, architecture: str, driver_cuda: str | None
 ) -> tuple[TensorflowSupport, ...]:
     """Which TensorFlow versions this host can build (for itself) and run, from the recipes."""
     result = []
@@ -202,8 +167,9 @@ def tensorflow_support(
 
 @dataclass(frozen=True, kw_only=True)
 class DetectReport:
-    """Everything ``tfbuild detect`` says."""
+    """Everything ``tfbuild detect`` says: its JSON form is ``tfbuild.detect/1``."""
 
+    schema: Literal["tfbuild.detect/1"] = SCHEMA
     live: bool  # True when describing this machine, False for --cpuinfo files
     machines: tuple[MachineReport, ...]
     common: MachineReport | None = None  # the shared target of several --cpuinfo machines
@@ -213,32 +179,34 @@ class DetectReport:
     cuda: CudaReport | None = None
     nvidia: NvidiaReport | None = None
     tensorflow: tuple[TensorflowSupport, ...] | None = None
+    warnings: tuple[str, ...] = field(init=False)  # every part's warnings, each once
 
-    @property
-    def warnings(self) -> tuple[str, ...]:
+    def __post_init__(self) -> None:
         found: list[str] = []
         for machine in self.machines:
             found.extend(machine.warnings)
-            if machine.flags:
-                found.extend(machine.flags.warnings)
+            if machine.compiler_flags:
+                found.extend(machine.compiler_flags.warnings)
         for part in (self.cuda, self.nvidia):
             if part is not None:
                 found.extend(part.warnings)
-        return tuple(dict.fromkeys(found))
+        object.__setattr__(self, "warnings", tuple(dict.fromkeys(found)))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "live": self.live,
-            "machines": [m.to_json() for m in self.machines],
-            "common": self.common.to_json() if self.common else None,
-            "target": self.target.to_json() if self.target else None,
-            "why_not": [f.to_json() for f in self.why_not],
-            "system": self.system.to_json() if self.system else None,
-            "cuda": self.cuda.to_json() if self.cuda else None,
-            "nvidia": self.nvidia.to_json() if self.nvidia else None,
-            "tensorflow": None
-            if self.tensorflow is None
-            else [t.to_json() for t in self.tensorflow],
-            "warnings": list(self.warnings),
-        }
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of ``tfbuild.detect/1`` (``schemas/detect.schema.json``), from the types.
+
+    ``detect --json`` writes every key of every object, defaults included, so every key is required;
+    keys the schema does not name may be added in a later version (its rule: add keys, or bump).
+    """
+    from tfbuild.core import serial
+
+    schema = serial.schema(DetectReport)
+    for definition in schema["$defs"].values():
+        if definition.get("type") == "object" and "properties" in definition:
+            definition["required"] = list(definition["properties"])
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": SCHEMA,
+        **schema,
+    }

@@ -10,9 +10,8 @@ import platform
 import re
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,34 +21,18 @@ class PythonInfo:
     executable: str
     abi_tag: str  # "cp311"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "implementation": self.implementation,
-            "executable": self.executable,
-            "abi_tag": self.abi_tag,
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
 class Memory:
     total_bytes: int | None
     available_bytes: int | None
     cgroup_limit_bytes: int | None  # a container's memory limit, when one is set
+    #: What a build can count on: the smaller of the machine's memory and the cgroup limit.
+    usable_bytes: int | None = field(init=False)
 
-    @property
-    def usable_bytes(self) -> int | None:
-        """What a build can count on: the smaller of the machine's memory and the cgroup limit."""
+    def __post_init__(self) -> None:
         values = [v for v in (self.total_bytes, self.cgroup_limit_bytes) if v]
-        return min(values) if values else None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "total_bytes": self.total_bytes,
-            "available_bytes": self.available_bytes,
-            "cgroup_limit_bytes": self.cgroup_limit_bytes,
-            "usable_bytes": self.usable_bytes,
-        }
+        object.__setattr__(self, "usable_bytes", min(values) if values else None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,24 +41,13 @@ class Disk:
     free_bytes: int
     total_bytes: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "free_bytes": self.free_bytes, "total_bytes": self.total_bytes}
-
 
 @dataclass(frozen=True, kw_only=True)
 class Cache:
     level: int
-    kind: str  # Data, Instruction, Unified
+    type: str  # Data, Instruction, Unified
     size_kib: int
     shared_by: int  # logical CPUs sharing one instance
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "level": self.level,
-            "type": self.kind,
-            "size_kib": self.size_kib,
-            "shared_by": self.shared_by,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,20 +62,6 @@ class SystemInfo:
     caches: tuple[Cache, ...]
     memory: Memory
     disk: Disk | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "os": self.os,
-            "kernel": self.kernel,
-            "machine": self.machine,
-            "glibc": self.glibc,
-            "python": self.python.to_json(),
-            "logical_cpus": self.logical_cpus,
-            "usable_cpus": self.usable_cpus,
-            "caches": [c.to_json() for c in self.caches],
-            "memory": self.memory.to_json(),
-            "disk": self.disk.to_json() if self.disk else None,
-        }
 
 
 def default_cache_dir() -> Path:
@@ -188,9 +146,9 @@ def caches(root: Path) -> tuple[Cache, ...]:
         shared = _read(index / "shared_cpu_list") or ""
         if level.isdigit() and kind and size is not None:
             result.append(
-                Cache(level=int(level), kind=kind, size_kib=size, shared_by=_cpulist_len(shared))
+                Cache(level=int(level), type=kind, size_kib=size, shared_by=_cpulist_len(shared))
             )
-    return tuple(sorted(result, key=lambda c: (c.level, c.kind)))
+    return tuple(sorted(result, key=lambda c: (c.level, c.type)))
 
 
 def disk_for(path: Path) -> Disk | None:

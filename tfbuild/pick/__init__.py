@@ -47,7 +47,9 @@ One module a job, each importing only those before it:
   giving an :class:`Assessment`;
 - :mod:`~tfbuild.pick.rank`: the ranking and the choice (:func:`pick`, pure);
 - :mod:`~tfbuild.pick.install`: pip installs the choice (:func:`install`), a linked wheel only
-  with the ``#sha256=`` pip checks (:func:`check_hash`).
+  with the ``#sha256=`` pip checks (:func:`check_hash`);
+- :mod:`~tfbuild.pick.session`: the command's steps in order, from a
+  :class:`~tfbuild.pick.session.PickRequest` to the choice, the install and the error it ends with.
 
 The human output is :func:`tfbuild.cli.display.print_pick`; this package never imports rich, so
 ``--json`` does not either.
@@ -56,14 +58,13 @@ The human output is :func:`tfbuild.cli.display.print_pick`; this package never i
 from __future__ import annotations
 
 from tfbuild.pick.compat import UNLABELLED_REASON, Assessment, evaluate
-from tfbuild.pick.fetch import DEFAULT_TIMEOUT, FetchLimits
+from tfbuild.pick.fetch import FetchLimits
 from tfbuild.pick.install import InstallResult, check_hash, check_install_here, install
 from tfbuild.pick.listing import WheelFile, WheelSource, load_wheels, parse_index
 from tfbuild.pick.machine import Host, describe_host, libstdcxx_here
 from tfbuild.pick.rank import SCHEMA, PickOptions, PickResult, pick
 
 __all__ = [
-    "DEFAULT_TIMEOUT",
     "SCHEMA",
     "UNLABELLED_REASON",
     "Assessment",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
@@ -87,26 +87,6 @@ class Assessment:
         if not self.runs:
             return "refused"
         return "filtered" if self.filtered else "runs"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.wheel.to_json(),
-            "name": self.name,
-            "version": self.version,
-            "tensorflow": self.tensorflow,
-            "tags": list(self.tags),
-            "label": self.label.to_json() if self.label.text else None,
-            "target": self.target,
-            "variant": self.variant,
-            "cuda": self.label.cuda,
-            "standin": self.standin,
-            "status": self.status,
-            "runs": self.runs,
-            "stage": self.stage,
-            "reason": self.reason,
-            "filtered": self.filtered,
-            "rank": self.rank,
-        }
 
 
 def _platform_arch_ok(arch: str, host: Host) -> bool:

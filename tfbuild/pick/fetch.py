@@ -2,7 +2,7 @@
 
 A page is input from someone else's server, so every fetch of one ``tfbuild pick`` is bounded:
 
-- **time**: one :class:`Deadline` for the whole pick (``--timeout``, :data:`DEFAULT_TIMEOUT`).
+- **time**: one :class:`Deadline` for the whole pick (``--timeout``, :data:`PICK_TIMEOUT_S`).
   Every fetch connects within the time left, and a watchdog shuts its socket down when the deadline
   comes, so a server that trickles one byte a second (in its headers or its body) or never answers
   is cut then, not after each read's own timeout;
@@ -31,13 +31,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from tfbuild.core.defaults import PICK_TIMEOUT_S
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 
 if TYPE_CHECKING:
     import http.client
 
-#: Seconds one ``tfbuild pick`` may spend reading its index page and receipts (``--timeout``).
-DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 24 * 3600.0
 
 T = TypeVar("T")
@@ -48,7 +47,7 @@ R = TypeVar("R")
 class FetchLimits:
     """What one pick may read: its deadline, sizes, counts and workers."""
 
-    timeout: float = DEFAULT_TIMEOUT
+    timeout: float = PICK_TIMEOUT_S
     # A tfbuild index page is about 0.5 kB a wheel; a PEP 503 page of one project's files, below
     # 1 kB a file.
     max_page_bytes: int = 4 * 2**20
@@ -63,7 +62,7 @@ class FetchLimits:
             raise UsageError(
                 f"--timeout {self.timeout:g}",
                 why=f"the deadline must be more than 0 and at most {MAX_TIMEOUT:g} seconds",
-                fix=f"Give e.g. --timeout {DEFAULT_TIMEOUT:g}.",
+                fix=f"Give e.g. --timeout {PICK_TIMEOUT_S:g}.",
             )
 
 

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.pick.compat import Assessment
@@ -65,15 +64,6 @@ class InstallResult:
             fix="Read pip's output above.",
             details=self.output,
         )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "wheel": self.wheel,
-            "python": self.python,
-            "command": list(self.command),
-            "returncode": self.returncode,
-            "output": list(self.output),
-        }
 
 
 def install(

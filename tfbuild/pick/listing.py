@@ -23,7 +23,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -84,29 +84,6 @@ class WheelFile:
         url = self.location if is_url(self.location) else Path(self.location).absolute().as_uri()
         return f"{url}#sha256={self.sha256}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "filename": self.filename,
-            "location": self.location,
-            "sha256": self.sha256,
-            "receipt": self.receipt_json(),
-        }
-
-    def receipt_json(self) -> dict[str, Any] | None:
-        """What ``pick --json`` shows of the receipt: where it was read, what it was built for."""
-        receipt = self.receipt
-        if receipt is None:
-            return None
-        return {
-            "source": self.receipt_source,
-            "target": receipt.target,
-            "variant": receipt.variant,
-            "architecture": receipt.architecture,
-            "cflags": list(receipt.cflags),
-            "covered": list(receipt.covered),
-            "floor": receipt.floor.to_json() if receipt.floor else None,
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
 class WheelSource:
@@ -116,9 +93,6 @@ class WheelSource:
     kind: Literal["directory", "file", "index"]
     wheels: tuple[WheelFile, ...]
     warnings: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"input": self.source, "kind": self.kind, "wheels": len(self.wheels)}
 
 
 # --- which links are followed -----------------------------------------------------------------------

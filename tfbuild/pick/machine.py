@@ -17,7 +17,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.detect import cpu
@@ -73,26 +72,6 @@ class Host:
         """``GLIBCXX_3.4.30``, and ``(--libstdcxx)`` when the user stated it."""
         stated = " (--libstdcxx)" if self.libstdcxx_source.startswith("--libstdcxx") else ""
         return f"GLIBCXX_{self.libstdcxx}{stated}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "live": self.live,
-            "architecture": self.cpu.architecture,
-            "target": self.target,
-            "tensorflow_features": list(self.guard),
-            "python": self.python,
-            "python_implementation": self.implementation,
-            "python_source": self.python_source,
-            "glibc": self.glibc,
-            "glibc_checked": self.glibc_checked,
-            "glibc_source": self.glibc_source,
-            "libstdcxx": self.libstdcxx,
-            "libstdcxx_checked": self.libstdcxx is not None,
-            "libstdcxx_source": self.libstdcxx_source,
-            "driver_cuda": self.driver_cuda,
-            "driver_cuda_source": self.driver_source,
-        }
 
 
 def _x_y(text: str, pattern: re.Pattern[str], *, option: str, noun: str, fix: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from packaging.version import InvalidVersion, Version
 
@@ -24,7 +24,7 @@ from tfbuild.wheel.labels import NATIVE
 if TYPE_CHECKING:
     from archspec.cpu import Microarchitecture
 
-SCHEMA = "tfbuild.pick/1"
+SCHEMA: Literal["tfbuild.pick/1"] = "tfbuild.pick/1"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,9 +53,6 @@ class PickOptions:
                     f"--tf {tf!r} is not a version", fix="Write it like 2.20 or 2.20.1."
                 ) from None
         return PickOptions(tf=tf, variant=chosen)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"tf": self.tf, "variant": self.variant}
 
 
 def _specificity(target: Microarchitecture) -> tuple[int, int]:
@@ -142,18 +139,6 @@ class PickResult:
             fix="Build one for this machine with tfbuild wheel; every wheel's reason is in the "
             "list (wheels[] in --json).",
         )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "source": self.source.to_json(),
-            "host": self.host.to_json(),
-            "options": self.options.to_json(),
-            "chosen": self.chosen.to_json() if self.chosen else None,
-            "why": list(self.why),
-            "wheels": [v.to_json() for v in self.wheels],
-            "warnings": list(self.warnings),
-        }
 
 
 def _why(chosen: Assessment, others: Sequence[Assessment]) -> tuple[str, ...]:

@@ -19,10 +19,10 @@ from tfbuild.plan.model import (
     SOURCE_DIR,
     BuildPlan,
     CudaPlan,
-    PlanOptions,
     Reason,
     Resources,
 )
+from tfbuild.plan.options import PlanOptions
 
 __all__ = [
     "CACHE_ROOT",

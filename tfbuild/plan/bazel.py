@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
 from tfbuild.core.errors import UnsupportedError
 from tfbuild.core.variants import MklThreading, Variant
 from tfbuild.detect.host import HostFacts
@@ -16,13 +17,13 @@ from tfbuild.plan.cuda import plan_cuda
 from tfbuild.plan.model import (
     CACHE_ROOT,
     CudaPlan,
-    PlanOptions,
     Reason,
     RefusedField,
     Resources,
     Route,
     Sysroot,
 )
+from tfbuild.plan.options import PlanOptions
 from tfbuild.recipes import tfversions
 from tfbuild.recipes.recipe import Recipe
 
@@ -189,8 +190,6 @@ SYSROOT_CROSSTOOL = "@local_config_cuda//crosstool:toolchain"
 HERMETIC_CC_FLAG = "--@rules_ml_toolchain//common:enable_hermetic_cc"
 
 
-#: Where --push-toolchain puts the toolchain image under its registry.
-EXEC_IMAGE_PATH = "tfbuild/toolchain"
 #: How TensorFlow's own remote builds run (.bazelrc ``build:rbe_base``, tensorflow/tensorflow
 #: commit 0071ad1d1f9e35ead7169c50dbe754ce5c27cae1): remote first, local where an action may not
 #: run remotely; an hour for a remote call; only the top-level outputs (the wheel) downloaded.
@@ -220,7 +219,7 @@ REMOTE_CACHE = (
 
 def exec_repository(options: PlanOptions) -> str | None:
     """The repository --push-toolchain pushes the toolchain image to, else None."""
-    return f"{options.push_toolchain}/{EXEC_IMAGE_PATH}" if options.push_toolchain else None
+    return f"{options.push_toolchain}/{TOOLCHAIN_REPOSITORY}" if options.push_toolchain else None
 
 
 def toolchain_rc(
@@ -292,7 +291,7 @@ def bazel_options(options: PlanOptions, resources: Resources) -> BazelOptions:
             )
     if options.remote_instance is not None:
         build_options.append(f"--remote_instance_name={options.remote_instance}")
-    if options.remote_read_only:
+    if options.remote_cache_read_only:
         build_options.append("--noremote_upload_local_results")
         reasons.append(
             Reason(

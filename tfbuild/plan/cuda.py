@@ -7,7 +7,8 @@ import re
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect.host import HostFacts
 from tfbuild.detect.nvidia import min_driver_for_cuda
-from tfbuild.plan.model import CudaPlan, PlanOptions, Reason
+from tfbuild.plan.model import CudaPlan, Reason
+from tfbuild.plan.options import PlanOptions
 from tfbuild.recipes import tfversions
 from tfbuild.recipes.recipe import Recipe
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
 from tfbuild.plan.bazel import (
     CONFIGS,
     SYSROOT_DIST,
@@ -28,7 +29,7 @@ from tfbuild.plan.bazel import (
 )
 from tfbuild.plan.model import BuildPlan, RefusedField
 from tfbuild.plan.reproducible import BUILD_ENV, SNAPSHOT_URLS, snapshot_for
-from tfbuild.recipes.recipe import BaseImage
+from tfbuild.recipes.images import BaseImage
 
 __all__ = ["CONFIGS", "check_plan"]
 
@@ -90,12 +91,12 @@ def _image(field: str, image: BaseImage) -> None:
 
 
 def _environment(plan: BuildPlan) -> None:
-    for name, value in plan.runtime_env:
+    for name, value in plan.runtime_env.items():
         if name not in RUNTIME_ENV:
             raise RefusedField("runtime_env", name, "tfbuild never sets that variable")
         _text(f"runtime_env.{name}", value, RUNTIME_ENV[name], "a value tfbuild writes there")
-    if dict(plan.build_env) not in ({}, dict(BUILD_ENV)):  # in any order (a JSON object's)
-        shown = " ".join(f"{k}={v}" for k, v in plan.build_env)
+    if plan.build_env not in ({}, dict(BUILD_ENV)):  # in any order (a JSON object's)
+        shown = " ".join(f"{k}={v}" for k, v in plan.build_env.items())
         raise RefusedField("build_env", shown, "not the reproducible measures tfbuild exports")
 
 
@@ -132,8 +133,8 @@ def check_plan(plan: BuildPlan) -> None:
     """Every value of ``plan`` that reaches a rendered file is one tfbuild's planner writes: a
     :class:`RefusedField` names the first that is not."""
     _text("tensorflow", plan.tensorflow, _VERSION3, "a TensorFlow version X.Y.Z")
-    _optional("source.tarball", plan.source.get("tarball"), _HTTPS_URL, "an https:// URL")
-    _optional("source.sha256", plan.source.get("sha256"), _SHA256, "a sha256")
+    _optional("source.tarball", plan.source.tarball, _HTTPS_URL, "an https:// URL")
+    _optional("source.sha256", plan.source.sha256, _SHA256, "a sha256")
     _text("architecture", plan.architecture, r"[a-z0-9_]+", "an architecture")
     _text("python", plan.python, _VERSION2, "a Python version")
     _text("compiler", plan.compiler, _COMPILER, "a compiler (clang-N.N.N, gcc-N)")
@@ -164,4 +165,9 @@ def check_plan(plan: BuildPlan) -> None:
     _snapshot(plan)
     _optional("floor_goal", plan.floor_goal, _VERSION2, "a glibc version")
     _sysroot(plan)
-    _optional("exec_image", plan.exec_image, rf"{_REGISTRY}/tfbuild/toolchain", "a repository")
+    _optional(
+        "exec_image",
+        plan.exec_image,
+        rf"{_REGISTRY}/{re.escape(TOOLCHAIN_REPOSITORY)}",
+        "a repository",
+    )

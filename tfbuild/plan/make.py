@@ -15,12 +15,14 @@ from tfbuild.plan.bazel import (
     configure_rc,
     exec_repository,
 )
-from tfbuild.plan.model import BuildPlan, CudaPlan, PlanOptions, Reason, Resources
+from tfbuild.plan.model import BuildPlan, CudaPlan, PlanSource, Reason, Resources
+from tfbuild.plan.options import PlanOptions
 from tfbuild.plan.reproducible import choose_measures, choose_snapshot
 from tfbuild.plan.resources import choose_resources, slow_build_warning
 from tfbuild.plan.target import check_architecture, choose_target
 from tfbuild.plan.toolchain import choose_python, choose_toolchain
-from tfbuild.recipes.recipe import BaseImage, Recipe
+from tfbuild.recipes.images import BaseImage
+from tfbuild.recipes.recipe import Recipe
 from tfbuild.wheel.labels import local_label
 
 #: A remote cache or executor: a plain URL, nothing a shell or bazel could read as more. Both
@@ -85,7 +87,7 @@ def _check_remote(options: PlanOptions) -> None:
             "where it is",
             fix="Add --remote-executor URL, or drop --push-toolchain.",
         )
-    if options.remote_read_only and not options.remote_cache:
+    if options.remote_cache_read_only and not options.remote_cache:
         raise UsageError(
             "--remote-cache-read-only without --remote-cache",
             fix="Add --remote-cache URL, or drop --remote-cache-read-only.",
@@ -340,13 +342,13 @@ def make_plan(
     return BuildPlan(
         tensorflow=recipe.tensorflow,
         recipe=recipe.path,
-        source={
-            "git": recipe.git,
-            "tag": recipe.tag,
-            "commit": recipe.commit,
-            "tarball": recipe.tarball,
-            "sha256": recipe.sha256,
-        },
+        source=PlanSource(
+            git=recipe.git,
+            tag=recipe.tag,
+            commit=recipe.commit,
+            tarball=recipe.tarball,
+            sha256=recipe.sha256,
+        ),
         architecture=host.machine.architecture,
         variant=options.variant,
         python=python,
@@ -372,18 +374,18 @@ def make_plan(
         wheel_flow=recipe.wheel_flow,
         wheel_name=rc.wheel_name,
         cache_volume=options.cache_volume,
-        runtime_env=(preload, *variant.runtime_env),
+        runtime_env=dict((preload, *variant.runtime_env)),
         resources=resources,
         cuda=variant.cuda,
         reasons=tuple(reasons),
         warnings=tuple(dict.fromkeys(warnings)),
-        standin=options.standin,
+        standin=options.canary,
         label=wheel_label,
         floor_goal=toolchain.floor_goal,
         route=toolchain.route,
         sysroot=toolchain.sysroot,
         reproducible=measures.reproducible,
-        build_env=measures.build_env,
+        build_env=dict(measures.build_env),
         snapshot=snapshot,
         exec_image=exec_repository(options),
     )

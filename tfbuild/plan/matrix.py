@@ -17,13 +17,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tfbuild.core import serial
 from tfbuild.core.errors import TfbuildError, UsageError
 from tfbuild.core.variants import VARIANTS, Variant
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import PlanOptions, make_plan
-from tfbuild.recipes.recipe import BaseImage, Recipe, RecipeSet
+from tfbuild.recipes.images import BaseImage
+from tfbuild.recipes.recipe import Recipe, RecipeSet
 from tfbuild.recipes.tfversions import parse_version
 
 DEFAULT_TARGETS = ("x86_64_v2", "x86_64_v3", "x86_64_v4")
@@ -57,19 +59,7 @@ class Job:
     variant: Variant
     label: str
     cuda: str  # "" for CPU variants
-    args: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "tf": self.tf,
-            "python": self.python,
-            "target": self.target,
-            "variant": self.variant,
-            "label": self.label,
-            "cuda": self.cuda,
-            "args": " ".join(self.args),
-        }
+    args: str  # tfbuild wheel's arguments, one line (the workflow passes them to the shell)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,9 +69,6 @@ class Skipped:
     name: str
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "reason": self.reason}
-
 
 @dataclass(frozen=True, kw_only=True)
 class Matrix:
@@ -90,7 +77,7 @@ class Matrix:
 
     def to_json(self) -> dict[str, Any]:
         """What GitHub Actions' ``fromJSON`` takes: only ``include`` (any other key is an axis)."""
-        return {"include": [job.to_json() for job in self.jobs]}
+        return {"include": serial.to_data(self.jobs)}
 
 
 def _split(values: Sequence[str] | None) -> list[str]:
@@ -137,11 +124,11 @@ def _variants(variants: list[str]) -> list[Variant]:
     return [Variant(v) for v in variants] or list(DEFAULT_VARIANTS)
 
 
-def _args(tf: str, python: str, target: str, variant: Variant) -> tuple[str, ...]:
+def _args(tf: str, python: str, target: str, variant: Variant) -> str:
     args = ["--tf", tf, "--python", python, "--target", target]
     if variant != Variant.cpu:
         args.append(f"--{variant}")
-    return tuple(args)
+    return " ".join(args)
 
 
 def build_matrix(

@@ -1,4 +1,4 @@
-"""The plan's data: what the user asked for (PlanOptions) and the resolved build (BuildPlan).
+"""The plan's data: the resolved build (BuildPlan); what was asked is in tfbuild.plan.options.
 
 Frozen values only; the decisions that fill them live in the other modules of this package.
 """
@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from tfbuild.core.variants import MklThreading, Variant
-from tfbuild.recipes.recipe import BaseImage
+from tfbuild.core import serial
+from tfbuild.core.variants import Variant
+from tfbuild.detect.compilers import Coverage
+from tfbuild.recipes.images import BaseImage
 from tfbuild.wheel.receipt import is_debian_package, is_debian_version
 
 MIB = 1024**2
@@ -29,7 +31,7 @@ TargetKind = Literal["machine", "portable", "native"]
 #: plan.json's schema: /2 moved facts about the moment (free disk) out to the receipt and added the
 #: reproducibility measures, the snapshot and package pins; /3 says which toolchain really compiles
 #: (the route: the image's compiler, TF's hermetic one, or the image's clang against a sysroot).
-PLAN_SCHEMA = "tfbuild.plan/3"
+PLAN_SCHEMA: Final = "tfbuild.plan/3"
 #: Older plans a receipt may carry, still read (a /2 plan compiled with the image's compiler).
 _READABLE_SCHEMAS = ("tfbuild.plan/2", PLAN_SCHEMA)
 
@@ -47,58 +49,10 @@ class RefusedField(ValueError):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PlanOptions:
-    """What the planner is asked: the choices of one build, typed (PlanArgs.options makes them)."""
-
-    variant: Variant = Variant.cpu
-    mkl_threading: MklThreading = MklThreading.threadpool
-    target: str | None = None  # a portable archspec target; None = the machine described
-    native: bool = False  # literal -march=native (only for a build on the machine itself)
-    python: str | None = None
-    jobs: int | None = None
-    local_ram_mb: int | None = None
-    jvm_heap_mb: int | None = None
-    cache_volume: str = "tfbuild-cache"
-    disk_cache: bool = True
-    remote_cache: str | None = None
-    remote_executor: str | None = None
-    remote_instance: str | None = None  # bazel's --remote_instance_name
-    remote_read_only: bool = False  # take hits from the remote cache, upload nothing
-    #: A registry (host[:port][/path]) the remote executor's workers pull the toolchain image from.
-    push_toolchain: str | None = None
-    cuda_capabilities: tuple[str, ...] = ()
-    cuda_version: str | None = None
-    cudnn_version: str | None = None
-    skip_disk_check: bool = False
-    base_image: str | None = None  # a key of base_images instead of the recipe's (--base-image)
-    standin: bool = False  # the canary: `bazel` is the stand-in script of the source tree
-    label: bool = True  # put the target in the wheel's PEP 440 local version label (+x86_64v4)
-    reproducible: bool = True  # the determinism measures (SOURCE_DATE_EPOCH, ..., normalised wheel)
-    #: Reach the recipe's floor by its route (TF's hermetic toolchain or old-glibc sysroot); False:
-    #: the image's compiler against the image's glibc (a wheel for systems as new as the image).
-    portable: bool = True
-    #: Link against this image's C library and libstdc++ instead (a key of base_images): a wheel
-    #: that loads on that distribution and newer (--sysroot-from).
-    sysroot_from: str | None = None
-
-    def __post_init__(self) -> None:
-        # Callers (tests, the matrix) may pass the plain text; the plan holds the enum members.
-        object.__setattr__(self, "variant", Variant(self.variant))
-        object.__setattr__(self, "mkl_threading", MklThreading(self.mkl_threading))
-
-
-@dataclass(frozen=True, kw_only=True)
 class Reason:
     what: str
     value: str
     why: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"what": self.what, "value": self.value, "why": self.why}
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> Reason:
-        return Reason(what=str(data["what"]), value=str(data["value"]), why=str(data["why"]))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,17 +63,6 @@ class AptSnapshot:
     url: str  # the snapshot archive at that time
     sources: tuple[str, ...]  # the lines of /etc/apt/sources.list that point at it
 
-    def to_json(self) -> dict[str, Any]:
-        return {"time": self.time, "url": self.url, "sources": list(self.sources)}
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> AptSnapshot:
-        return AptSnapshot(
-            time=str(data["time"]),
-            url=str(data["url"]),
-            sources=tuple(str(line) for line in data["sources"]),
-        )
-
 
 @dataclass(frozen=True, kw_only=True)
 class CudaPlan:
@@ -128,23 +71,6 @@ class CudaPlan:
     cudnn: str
     capabilities: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "hermetic": self.hermetic,
-            "cuda": self.cuda,
-            "cudnn": self.cudnn,
-            "capabilities": list(self.capabilities),
-        }
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> CudaPlan:
-        return CudaPlan(
-            hermetic=bool(data["hermetic"]),
-            cuda=str(data["cuda"]),
-            cudnn=str(data["cudnn"]),
-            capabilities=tuple(str(c) for c in data["capabilities"]),
-        )
-
 
 @dataclass(frozen=True, kw_only=True)
 class Resources:
@@ -152,23 +78,6 @@ class Resources:
     local_ram_mb: int
     jvm_heap_mb: int
     disk_needed_gib: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "jobs": self.jobs,
-            "local_ram_mb": self.local_ram_mb,
-            "jvm_heap_mb": self.jvm_heap_mb,
-            "disk_needed_gib": self.disk_needed_gib,
-        }
-
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> Resources:
-        return Resources(
-            jobs=int(data["jobs"]),
-            local_ram_mb=int(data["local_ram_mb"]),
-            jvm_heap_mb=int(data["jvm_heap_mb"]),
-            disk_needed_gib=int(data["disk_needed_gib"]),
-        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,32 +95,31 @@ class Sysroot:
     builder: str | None = None  # None: downloaded by bazel (hermetic)
     image: BaseImage | None = None  # where the builder stage runs
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "glibc": self.glibc,
-            "builder": self.builder,
-            "image": self.image.to_json() if self.image else None,
-        }
 
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> Sysroot:
-        image = data["image"]
-        return Sysroot(
-            name=str(data["name"]),
-            glibc=data["glibc"],
-            builder=data["builder"],
-            image=None if image is None else BaseImage.from_json(image),
-        )
+@dataclass(frozen=True, kw_only=True)
+class PlanSource:
+    """Where the recipe takes TensorFlow's source from: its git repository, tag and commit, and the
+    release tarball with its sha256 (the canary's derived recipe has none of them)."""
+
+    git: str | None = None
+    tag: str | None = None
+    commit: str | None = None
+    tarball: str | None = None
+    sha256: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
 class BuildPlan:
-    """A complete, exact, reviewable build: the renderer's only input."""
+    """A complete, exact, reviewable build: the renderer's only input.
 
+    Its JSON (``plan --json``, plan.json, a receipt's ``plan``) is its fields in this order, through
+    :mod:`tfbuild.core.serial`; :meth:`from_json` reads one back and checks it.
+    """
+
+    schema: Literal["tfbuild.plan/3"] = PLAN_SCHEMA
     tensorflow: str
     recipe: str
-    source: dict[str, str | None]
+    source: PlanSource
     architecture: str  # of the machine the wheel is for (x86_64, aarch64)
     variant: Variant
     python: str
@@ -223,7 +131,7 @@ class BuildPlan:
     target: str  # archspec name, "native", or the portable target
     target_kind: TargetKind
     cflags: tuple[str, ...]
-    coverage: tuple[dict[str, Any], ...]
+    coverage: tuple[Coverage, ...]
     base_image: BaseImage
     bazel: str
     bazel_configs: tuple[str, ...]  # --config=X on the command line
@@ -234,7 +142,7 @@ class BuildPlan:
     wheel_flow: str
     wheel_name: str
     cache_volume: str
-    runtime_env: tuple[tuple[str, str], ...]
+    runtime_env: dict[str, str]  # name -> value, in runtime.env's order
     resources: Resources
     cuda: CudaPlan | None
     reasons: tuple[Reason, ...]
@@ -244,23 +152,27 @@ class BuildPlan:
     #: The determinism measures: build.sh exports these (and SOURCE_DATE_EPOCH from the source),
     #: maps the output base out of compiled paths, and the finished wheel is normalised.
     reproducible: bool = True
-    build_env: tuple[tuple[str, str], ...] = ()
+    build_env: dict[str, str] = field(default_factory=dict)
     snapshot: AptSnapshot | None = None
-    #: Exact versions of the toolchain's packages (name, version): set for a rebuild from a receipt.
-    package_versions: tuple[tuple[str, str], ...] = ()
+    #: Exact versions of the toolchain's packages (name -> version): set for a rebuild from a receipt.
+    package_versions: dict[str, str] = field(default_factory=dict)
     #: The oldest glibc (X.Y) the wheel should load on (the recipe's floor); the build checks it.
     floor_goal: str | None = None
     #: Whose compiler compiles: the toolchain image's ("image"), TensorFlow's hermetic toolchain
     #: ("hermetic", downloaded by bazel), or the image's clang against ``sysroot`` ("sysroot").
     route: Route = "image"
     sysroot: Sysroot | None = None
+    #: What compiles the C++ and against what, in words (the plan, the log, the receipt): always
+    #: made from the fields above (a value given or read is replaced), written for people.
+    toolchain: str = ""
     #: The repository the toolchain image is pushed to for a remote executor's workers
     #: (--push-toolchain); the build passes it by digest as the actions' container-image.
     exec_image: str | None = None
 
-    @property
-    def toolchain(self) -> str:
-        """What compiles the C++ and against what, in words (the plan, the log, the receipt)."""
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "toolchain", self._toolchain())
+
+    def _toolchain(self) -> str:
         if self.route == "hermetic" and self.sysroot:
             return (
                 f"{self.compiler} of TensorFlow's hermetic toolchain (rules_ml_toolchain, "
@@ -274,107 +186,22 @@ class BuildPlan:
         return f"{where}, against the image's own glibc"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": PLAN_SCHEMA,
-            "tensorflow": self.tensorflow,
-            "recipe": self.recipe,
-            "source": dict(self.source),
-            "architecture": self.architecture,
-            "variant": self.variant,
-            "python": self.python,
-            "compiler": self.compiler,
-            "compiler_path": self.compiler_path,
-            "compiler_packages": list(self.compiler_packages),
-            "llvm_apt_suite": self.llvm_apt_suite,
-            "extra_packages": list(self.extra_packages),
-            "target": self.target,
-            "target_kind": self.target_kind,
-            "cflags": list(self.cflags),
-            "coverage": list(self.coverage),
-            "base_image": self.base_image.to_json(),
-            "bazel": self.bazel,
-            "bazel_configs": list(self.bazel_configs),
-            "rc_lines": list(self.rc_lines),
-            "build_options": list(self.build_options),
-            "startup_options": list(self.startup_options),
-            "build_target": self.build_target,
-            "wheel_flow": self.wheel_flow,
-            "wheel_name": self.wheel_name,
-            "cache_volume": self.cache_volume,
-            "runtime_env": dict(self.runtime_env),
-            "resources": self.resources.to_json(),
-            "cuda": self.cuda.to_json() if self.cuda else None,
-            "reasons": [r.to_json() for r in self.reasons],
-            "warnings": list(self.warnings),
-            "standin": self.standin,
-            "label": self.label,
-            "reproducible": self.reproducible,
-            "build_env": dict(self.build_env),
-            "snapshot": self.snapshot.to_json() if self.snapshot else None,
-            "package_versions": dict(self.package_versions),
-            "floor_goal": self.floor_goal,
-            "route": self.route,
-            "sysroot": self.sysroot.to_json() if self.sysroot else None,
-            "toolchain": self.toolchain,
-            "exec_image": self.exec_image,
-        }
+        """The plan as JSON data (kept as a method: the one name every writer of a plan calls)."""
+        data: dict[str, Any] = serial.to_data(self)
+        return data
 
     @staticmethod
     def from_json(data: dict[str, Any]) -> BuildPlan:
-        """The plan a receipt carries, back as a value (a KeyError or ValueError if it is not one;
-        a :class:`RefusedField` if it holds a value tfbuild's planner never writes)."""
-        if data.get("schema") not in _READABLE_SCHEMAS:
-            raise ValueError(f"plan schema {data.get('schema')!r}, not {PLAN_SCHEMA}")
+        """The plan a receipt carries, back as a value (a ValueError if it is not one; a
+        :class:`RefusedField` if it holds a value tfbuild's planner never writes). Kept by hand
+        for the checks around the decoding: the readable schemas and the planner's grammar."""
+        if not isinstance(data, dict) or data.get("schema") not in _READABLE_SCHEMAS:
+            shown = data.get("schema") if isinstance(data, dict) else None
+            raise ValueError(f"plan schema {shown!r}, not {PLAN_SCHEMA}")
         _single_lines(data)
-        kind = data["target_kind"]
-        if kind not in ("machine", "portable", "native"):
-            raise ValueError(f"target kind {kind!r}")
-        route = data.get("route", "image")
-        if route not in ("image", "hermetic", "sysroot"):
-            raise ValueError(f"route {route!r}")
-        sysroot = data.get("sysroot")
-        plan = BuildPlan(
-            tensorflow=str(data["tensorflow"]),
-            recipe=str(data["recipe"]),
-            source={str(k): None if v is None else str(v) for k, v in data["source"].items()},
-            architecture=str(data["architecture"]),
-            variant=Variant(data["variant"]),
-            python=str(data["python"]),
-            compiler=str(data["compiler"]),
-            compiler_path=None if data["compiler_path"] is None else str(data["compiler_path"]),
-            compiler_packages=tuple(data["compiler_packages"]),
-            llvm_apt_suite=data["llvm_apt_suite"],
-            extra_packages=tuple(data["extra_packages"]),
-            target=str(data["target"]),
-            target_kind=kind,
-            cflags=tuple(data["cflags"]),
-            coverage=tuple(data["coverage"]),
-            base_image=BaseImage.from_json(data["base_image"]),
-            bazel=str(data["bazel"]),
-            bazel_configs=tuple(data["bazel_configs"]),
-            rc_lines=tuple(data["rc_lines"]),
-            build_options=tuple(data["build_options"]),
-            startup_options=tuple(data["startup_options"]),
-            build_target=str(data["build_target"]),
-            wheel_flow=str(data["wheel_flow"]),
-            wheel_name=str(data["wheel_name"]),
-            cache_volume=str(data["cache_volume"]),
-            runtime_env=tuple((str(k), str(v)) for k, v in data["runtime_env"].items()),
-            resources=Resources.from_json(data["resources"]),
-            cuda=CudaPlan.from_json(data["cuda"]) if data["cuda"] else None,
-            reasons=tuple(Reason.from_json(r) for r in data["reasons"]),
-            warnings=tuple(data["warnings"]),
-            standin=bool(data["standin"]),
-            label=data["label"],
-            reproducible=bool(data["reproducible"]),
-            build_env=tuple((str(k), str(v)) for k, v in data["build_env"].items()),
-            snapshot=AptSnapshot.from_json(data["snapshot"]) if data["snapshot"] else None,
-            package_versions=check_package_versions(tuple(data["package_versions"].items())),
-            floor_goal=data.get("floor_goal"),
-            route=route,
-            sysroot=None if sysroot is None else Sysroot.from_json(sysroot),
-            exec_image=data.get("exec_image"),
-        )
+        # An older schema reads as this one (it is written as this one again).
+        plan = serial.from_data({**data, "schema": PLAN_SCHEMA}, BuildPlan)
+        check_package_versions(tuple(plan.package_versions.items()))
         # What the planner could have written, and nothing else (a RefusedField names the first
         # other value). Imported here: the check knows the planner's modules, which import this.
         from tfbuild.plan.decode import check_plan

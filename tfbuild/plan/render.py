@@ -22,7 +22,8 @@ from tfbuild.core.files import TEMP_PREFIX, sha256_file, shown, write_files
 from tfbuild.core.resources import data_dir
 from tfbuild.plan import CACHE_ROOT, OUTPUT_BASE, OUTPUT_DIR, SOURCE_DIR, BuildPlan
 from tfbuild.plan.model import check_package_versions
-from tfbuild.recipes.recipe import Recipe, load_tools
+from tfbuild.recipes.recipe import Recipe
+from tfbuild.recipes.tools import load_tools
 
 #: apt.llvm.org's signing key ("Sylvestre Ledru - Debian LLVM packages"), as many public build
 #: scripts pin it; a key that does not match stops the image build.
@@ -157,7 +158,7 @@ def render_files(plan: BuildPlan) -> dict[str, str]:
     arch = "arm64" if plan.architecture == "aarch64" else "amd64"
     bazelisk = load_tools()["bazelisk"]
     try:  # the plan checked them when made; checked again where they become shell words
-        check_package_versions(plan.package_versions)
+        check_package_versions(tuple(plan.package_versions.items()))
         for spec in packages:
             _apt_spec(spec)
     except ValueError as exc:

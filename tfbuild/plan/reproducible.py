@@ -20,8 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tfbuild.plan.model import OUTPUT_BASE, AptSnapshot, PlanOptions, Reason
-from tfbuild.recipes.recipe import BaseImage, Recipe
+from tfbuild.plan.model import OUTPUT_BASE, AptSnapshot, Reason
+from tfbuild.plan.options import PlanOptions
+from tfbuild.recipes.images import BaseImage
+from tfbuild.recipes.recipe import Recipe
 
 #: Exported by build.sh before bazel runs (SOURCE_DATE_EPOCH comes from the source at build time).
 BUILD_ENV = (("TZ", "UTC"), ("LC_ALL", "C"), ("PYTHONHASHSEED", "0"))

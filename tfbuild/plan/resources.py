@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tfbuild.core.errors import EnvironmentProblem, UnsupportedError, UsageError
 from tfbuild.detect.host import HostFacts
-from tfbuild.plan.model import GIB, MIB, PlanOptions, Reason, Resources
+from tfbuild.plan.model import GIB, MIB, Reason, Resources
+from tfbuild.plan.options import PlanOptions
 
 #: Memory a compile job may take: clang on TensorFlow's largest translation units peaks near 2.5 GB;
 #: CUDA units (clang in CUDA mode, or nvcc) need more.
@@ -41,7 +42,7 @@ def slow_build_warning(options: PlanOptions, host: HostFacts) -> str | None:
     """The plan's warning for few cores (a TensorFlow build only: the canary is a minute; and none
     once a remote cache or executor is given, the advice it would give)."""
     slow = few_cpus(host.build_cpus)
-    if slow is None or options.standin or options.remote_cache or options.remote_executor:
+    if slow is None or options.canary or options.remote_cache or options.remote_executor:
         return None
     what, advice = slow
     return f"{what}. {advice}"
@@ -52,7 +53,7 @@ def _check_memory(options: PlanOptions, memory_mib: int, jvm: int, per_job: int)
     a heap that leaves bazel's compile actions less than one job's worth."""
     max_heap = memory_mib - SYSTEM_MIB - per_job
     usable = f"this build host has {memory_mib} MiB of usable memory"
-    if options.jvm_heap_mb and jvm > max_heap:
+    if options.jvm_heap and jvm > max_heap:
         instead = (
             f"Pass at most --jvm-heap {max_heap}, or" if max_heap >= 256 else "Use more memory, or"
         )
@@ -64,7 +65,7 @@ def _check_memory(options: PlanOptions, memory_mib: int, jvm: int, per_job: int)
             f"({per_job} MiB) must fit in it",
             fix=f"{instead} leave it out (the default is a tenth of memory).",
         )
-    local_ram = options.local_ram_mb
+    local_ram = options.local_ram_resources
     if local_ram and local_ram > memory_mib - jvm:
         raise UnsupportedError(
             f"--local-ram-resources {local_ram} is more than this machine's memory"
@@ -91,11 +92,11 @@ def choose_resources(options: PlanOptions, host: HostFacts) -> tuple[Resources, 
     memory_mib = (host.build_memory_bytes or 8 * GIB) // MIB
     memory_note = "" if host.build_memory_bytes else " (memory unknown: assumed 8 GiB)"
     heap_cap = 6144 if variant == "cuda" else 4096
-    jvm = options.jvm_heap_mb or max(1024, min(heap_cap, memory_mib // 10))
+    jvm = options.jvm_heap or max(1024, min(heap_cap, memory_mib // 10))
     per_job = JOB_MIB[variant]
     if host.build_memory_bytes:  # an unknown size cannot be checked: 8 GiB is only assumed
         _check_memory(options, memory_mib, jvm, per_job)
-    local_ram = options.local_ram_mb or max(1024, memory_mib - jvm - SYSTEM_MIB)
+    local_ram = options.local_ram_resources or max(1024, memory_mib - jvm - SYSTEM_MIB)
     by_memory = max(1, local_ram // per_job)
     if options.jobs:
         jobs, jobs_why = options.jobs, "asked for with --jobs"
@@ -116,14 +117,14 @@ def choose_resources(options: PlanOptions, host: HostFacts) -> tuple[Resources, 
             what="local_ram_resources",
             value=f"{local_ram} MiB",
             why="asked for"
-            if options.local_ram_mb
+            if options.local_ram_resources
             else f"{memory_mib} MiB memory less the bazel server heap and 1 GiB for the system",
         ),
         Reason(
             what="bazel server heap",
             value=f"{jvm} MiB",
             why="asked for"
-            if options.jvm_heap_mb
+            if options.jvm_heap
             else f"a tenth of memory, between 1 GiB and {heap_cap // 1024} GiB",
         ),
     ]

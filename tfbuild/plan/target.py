@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import cpu, features
 from tfbuild.detect.compilers import CompilerFlags, Coverage, flags_for, parse_compiler
 from tfbuild.detect.host import HostFacts
-from tfbuild.plan.model import PlanOptions, Reason, TargetKind
+from tfbuild.plan.model import Reason, TargetKind
+from tfbuild.plan.options import PlanOptions
 from tfbuild.recipes.recipe import Recipe
 
 
@@ -21,7 +21,7 @@ class Target:
     kind: TargetKind
     flags: CompilerFlags | None  # None for -march=native
     cflags: tuple[str, ...]
-    coverage: tuple[dict[str, Any], ...]
+    coverage: tuple[Coverage, ...]
     reasons: tuple[Reason, ...]
 
 
@@ -95,8 +95,8 @@ def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Targ
             name=str(target.name),
             kind="portable",
             flags=flags,
-            cflags=flags.flags,
-            coverage=tuple(c.to_json() for c in flags.coverage),
+            cflags=tuple(flags.flags),
+            coverage=flags.coverage,
             reasons=(Reason(what="target", value=str(target.name), why=reason),),
         )
     target = cpu.identify(host.machine)
@@ -107,8 +107,8 @@ def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Targ
         name=str(target.name),
         kind="machine",
         flags=flags,
-        cflags=flags.flags,
-        coverage=tuple(c.to_json() for c in flags.coverage),
+        cflags=tuple(flags.flags),
+        coverage=flags.coverage,
         reasons=(
             Reason(
                 what="target",
@@ -120,10 +120,9 @@ def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Targ
     )
 
 
-def _native_coverage(host: HostFacts) -> tuple[dict[str, Any], ...]:
+def _native_coverage(host: HostFacts) -> tuple[Coverage, ...]:
     """-march=native turns on what the build host has: recorded, so that tfbuild pick can tell
     which machines the wheel runs on."""
     return tuple(
-        Coverage(feature=f, flag="-march=native").to_json()
-        for f in cpu.guard_features(host.machine)
+        Coverage(feature=f, flag="-march=native") for f in cpu.guard_features(host.machine)
     )

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 from tfbuild.core.errors import UnsupportedError
 from tfbuild.core.variants import Variant
 from tfbuild.detect.host import HostFacts
-from tfbuild.plan.model import PlanOptions, Reason, Route, Sysroot
+from tfbuild.plan.model import Reason, Route, Sysroot
+from tfbuild.plan.options import PlanOptions
 from tfbuild.recipes import tfversions
-from tfbuild.recipes.recipe import BaseImage, Recipe
+from tfbuild.recipes.images import BaseImage
+from tfbuild.recipes.recipe import Recipe
 
 #: Where a sysroot made from another distribution's image lives in the toolchain image.
 IMAGE_SYSROOT = "/sysroot"

@@ -11,97 +11,21 @@ a recipe there for the same TensorFlow version replaces the shipped one.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tfbuild.core.errors import InputError, UsageError
-from tfbuild.core.files import read_input
 from tfbuild.core.resources import data_dir
 from tfbuild.recipes import tfversions
+from tfbuild.recipes.strict_yaml import DataFile, Field, compose, read_text, validate
 
 RECIPES_ENV = "TFBUILD_RECIPES_DIR"
-
-# --- value checks: each returns None when fine, or a description of what is allowed ----------------
-
-# Every pattern is matched whole (re.fullmatch): with re.match, '$' also matches before a final
-# newline, so "2.21.0\n" passed as a version and "clang-18\n" reached the Dockerfile.
-_SAFE_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-_HTTPS_URL = re.compile(r"https://[A-Za-z0-9.-]+(:\d+)?(/[A-Za-z0-9._~%/+=-]*)?")
-_FLAG = re.compile(r"-[A-Za-z0-9][A-Za-z0-9_=.,+:-]*")
-_DEFINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.-]+")
-_CAPABILITY = re.compile(r"(sm|compute)_\d{2,3}[a-z]?")
-#: A registry/repository reference (docker.io/nvidia/cuda): the one kind of field with a '/'.
-_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*(:\d+)?(/[A-Za-z0-9][A-Za-z0-9._-]*)*")
-#: A Docker tag (the grammar of docker/distribution's reference package).
-_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-
-
-def _pattern(regex: re.Pattern[str], allowed: str) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        if isinstance(value, str) and regex.fullmatch(value):
-            return None
-        return allowed
-
-    return check
-
-
-_CHECKS: dict[str, Callable[[Any], str | None]] = {
-    "version3": _pattern(re.compile(r"\d+\.\d+\.\d+"), "a version X.Y.Z, e.g. 2.21.0"),
-    "version2": _pattern(re.compile(r"\d+\.\d+"), "a version X.Y, e.g. 3.11"),
-    "version": _pattern(re.compile(r"\d+(\.\d+){1,3}"), "a dotted version, e.g. 12.5.1"),
-    "token": _pattern(_SAFE_TOKEN, "letters, digits and . _ + - only"),
-    "url": _pattern(_HTTPS_URL, "an https:// URL without spaces, quotes or shell characters"),
-    "hex40": _pattern(re.compile(r"[0-9a-f]{40}"), "a full 40-digit git commit hash"),
-    "hex64": _pattern(re.compile(r"[0-9a-f]{64}"), "a 64-digit sha256 in lower-case hex"),
-    "snapshot": _pattern(
-        re.compile(r"[0-9]{8}T[0-9]{6}Z"), "a UTC snapshot time like 20261115T000000Z"
-    ),
-    "compiler": _pattern(
-        re.compile(r"(gcc|clang)-\d+(\.\d+){0,2}"), "gcc-N[.N[.N]] or clang-N[.N[.N]]"
-    ),
-    "flag": _pattern(_FLAG, "a compiler flag like -Wno-sign-compare (no spaces or quotes)"),
-    "define": _pattern(_DEFINE, "a bazel define NAME=value"),
-    "capability": _pattern(_CAPABILITY, "sm_XY or compute_XY, e.g. sm_89"),
-    "sysroot": _pattern(
-        re.compile(r"(/[A-Za-z0-9._-]+)+|[A-Za-z0-9][A-Za-z0-9._-]*"),
-        "a SYSROOT_DIST name (linux_glibc_2_27) or an absolute path (/dt9)",
-    ),
-    "text": lambda v: None if isinstance(v, str) else "text",
-    "release": _pattern(re.compile(r"\d+(\.\d+){0,3}"), "a version, e.g. 12.5.1 or 9"),
-    "image": _pattern(_IMAGE, "a registry/repository like docker.io/library/debian"),
-    "tag": _pattern(_TAG, "a Docker tag: letters, digits and _ . - (up to 128)"),
-    "digest": _pattern(_DIGEST, "sha256: and 64 lower-case hex digits"),
-    "bool": lambda v: (
-        None
-        if isinstance(v, bool)
-        else "true or false (write true or false: yes, no, on and off are not booleans here)"
-    ),
-    "date": _pattern(re.compile(r"\d{4}-\d{2}-\d{2}"), "a date YYYY-MM-DD"),
-    "verified": _pattern(
-        re.compile(r"(read|cited|not verified): \S.*", re.DOTALL),
-        "a statement starting 'read: ', 'cited: ' or 'not verified: ' (see recipes/README.md)",
-    ),
-}
-
-
-@dataclass(frozen=True)
-class Field:
-    kind: str  # a key of _CHECKS, "list:<kind>", or "map"
-    required: bool = True
-    nullable: bool = False
-    children: dict[str, Field] | None = None
-    choices: tuple[str, ...] = ()
-
 
 #: How a release's wheel reaches its floor: TensorFlow's hermetic toolchain (rules_ml_toolchain, its
 #: own clang and sysroot, 2.21+), or the image's clang against an old-glibc sysroot (TF_SYSROOT).
@@ -351,175 +275,6 @@ class Recipe:
         }
 
 
-# --- validation over the YAML node tree (it keeps line numbers) -----------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Doc:
-    """The data file being validated, as its messages name it."""
-
-    path: str
-    noun: str = "recipe"  # "invalid recipe PATH:LINE", "invalid base image file PATH:LINE"
-    fix: str = "Fix the recipe (see recipes/README.md for the schema)."
-
-
-def _fail(doc: _Doc, node: yaml.Node | yaml.Mark | None, message: str) -> InputError:
-    mark = node.start_mark if isinstance(node, yaml.Node) else node
-    line = mark.line + 1 if mark is not None else 1
-    return InputError(f"invalid {doc.noun} {doc.path}:{line}", why=message, fix=doc.fix)
-
-
-class _Refused(yaml.YAMLError):
-    """What :class:`_DataLoader` refuses to compose, and where."""
-
-    def __init__(self, mark: yaml.Mark, why: str) -> None:
-        super().__init__(why)
-        self.mark = mark
-        self.why = why
-
-
-#: How deep a data file may nest (the recipe schema needs 3 levels). PyYAML composes recursively,
-#: so a few kilobytes of '[' would otherwise end in a RecursionError.
-MAX_DEPTH = 32
-
-
-class _DataLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that refuses anchors (``&a``), aliases (``*a``) and deep nesting while
-    composing.
-
-    The data files have no use for anchors, and a few hundred bytes of nested aliases (a "billion
-    laughs") expand to gigabytes when a tree is walked or constructed. The node tree is composed,
-    never constructed: values are typed by :func:`_scalar`."""
-
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
-        self.depth = 0
-
-    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
-        event = self.peek_event()  # type: ignore[no-untyped-call]
-        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise _Refused(
-                event.start_mark,
-                "it uses a YAML anchor or alias (& or *), which tfbuild's data files refuse "
-                "(a few of them can expand to gigabytes); write each value out",
-            )
-        if self.depth >= MAX_DEPTH:
-            raise _Refused(event.start_mark, f"it nests lists or mappings over {MAX_DEPTH} deep")
-        self.depth += 1
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self.depth -= 1
-
-
-def _compose(text: str, doc: _Doc) -> yaml.Node:
-    """The YAML node tree of a data file (one document, no anchors or aliases), or an InputError."""
-    try:
-        node = yaml.compose(text, Loader=_DataLoader)
-    except _Refused as exc:
-        raise _fail(doc, exc.mark, exc.why) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(
-            f"invalid {doc.noun} {doc.path}:{mark.line + 1 if mark is not None else 1}",
-            why=f"it is not valid YAML ({getattr(exc, 'problem', None) or exc})",
-            fix="Fix the YAML syntax.",
-        ) from None
-    if node is None:
-        raise _fail(doc, None, "the file is empty")
-    return node
-
-
-#: YAML 1.2's booleans; PyYAML (YAML 1.1) also reads yes/no/on/off/y/n as booleans.
-_BOOLEANS = {"true": True, "false": False}
-
-
-def _scalar(node: yaml.Node) -> Any:
-    """A scalar node's value with YAML 1.2-like typing: true/false, null, everything else text.
-
-    Versions stay text (``3.10`` must not become the float 3.1), and YAML 1.1's ``yes``/``on``
-    stay text too, so a boolean field refuses them with "write true or false"."""
-    value = node.value
-    if node.tag.endswith(":bool") and value.lower() in _BOOLEANS:
-        return _BOOLEANS[value.lower()]
-    if node.tag.endswith(":null"):
-        return None
-    return value
-
-
-def _key(doc: _Doc, key_node: yaml.Node, prefix: str) -> str:
-    if not isinstance(key_node, yaml.ScalarNode) or not isinstance(_scalar(key_node), str):
-        raise _fail(
-            doc,
-            key_node,
-            f"a key under {prefix.rstrip('.') or 'the top level'} is a list or mapping (? [a, b]), "
-            "not a plain name",
-        )
-    return str(key_node.value)
-
-
-def _validate(
-    doc: _Doc,
-    node: yaml.Node,
-    schema: dict[str, Field],
-    prefix: str,
-    lines: dict[str, int],
-) -> dict[str, Any]:
-    if not isinstance(node, yaml.MappingNode):
-        raise _fail(
-            doc,
-            node,
-            f"{prefix.rstrip('.') or 'the ' + doc.noun} must be a mapping of keys to values",
-        )
-    result: dict[str, Any] = {}
-    for key_node, value_node in node.value:
-        key = _key(doc, key_node, prefix)
-        dotted = f"{prefix}{key}"
-        if key not in schema:
-            close = difflib.get_close_matches(key, list(schema), n=1)
-            hint = f", did you mean '{prefix}{close[0]}'?" if close else ""
-            line = key_node.start_mark.line + 1
-            raise InputError(
-                f"unknown key {dotted!r} at {doc.path}:{line}{hint}",
-                fix=f"Allowed keys here: {', '.join(prefix + k for k in sorted(schema))}.",
-            )
-        if key in result:
-            raise _fail(doc, key_node, f"key '{dotted}' appears twice")
-        lines[dotted] = key_node.start_mark.line + 1
-        result[key] = _value(doc, value_node, schema[key], dotted, lines)
-    for key, field in schema.items():
-        if field.required and key not in result:
-            raise _fail(doc, node, f"missing key '{prefix}{key}'")
-    return result
-
-
-def _value(doc: _Doc, node: yaml.Node, field: Field, dotted: str, lines: dict[str, int]) -> Any:
-    if isinstance(node, yaml.ScalarNode) and _scalar(node) is None:
-        if field.nullable:
-            return None
-        raise _fail(doc, node, f"'{dotted}' must not be empty")
-    if field.kind == "map":
-        assert field.children is not None
-        return _validate(doc, node, field.children, f"{dotted}.", lines)
-    if field.kind.startswith("list:"):
-        if not isinstance(node, yaml.SequenceNode):
-            raise _fail(doc, node, f"'{dotted}' must be a list")
-        item = Field(field.kind.removeprefix("list:"))
-        return [
-            _value(doc, child, item, f"{dotted}[{i}]", lines) for i, child in enumerate(node.value)
-        ]
-    if not isinstance(node, yaml.ScalarNode):
-        raise _fail(doc, node, f"'{dotted}' must be a single value, not a list or mapping")
-    value = _scalar(node)
-    problem = _CHECKS[field.kind](value)
-    if problem is None and field.choices and value not in field.choices:
-        problem = " or ".join(field.choices)
-    if problem is not None:
-        shown = value if isinstance(value, bool) else repr(value)
-        raise _fail(doc, node, f"'{dotted}' is {shown}; expected {problem}")
-    return value
-
-
 def _gate(recipe: Recipe) -> None:
     """Refuse what the version gates rule out for this release."""
     v = recipe.version
@@ -638,10 +393,10 @@ def _gate(recipe: Recipe) -> None:
 
 
 def parse_recipe(text: str, *, path: str) -> Recipe:
-    doc = _Doc(path=path)
-    node = _compose(text, doc)
+    doc = DataFile(path=path)
+    node = compose(text, doc)
     lines: dict[str, int] = {}
-    data = _validate(doc, node, SCHEMA, "", lines)
+    data = validate(doc, node, SCHEMA, "", lines)
     source, wheel, cuda = data["source"], data["wheel"], data.get("cuda")
     route = data.get("toolchain")
     verified = data.get("verified")
@@ -691,34 +446,8 @@ def parse_recipe(text: str, *, path: str) -> Recipe:
     return recipe
 
 
-#: The most of one recipe, base image or tools file read: each is a few kB.
-MAX_DATA_FILE_BYTES = 1 << 20
-
-
-def _read_text(path: Path, noun: str) -> str:
-    """A data file's text, or an InputError (a dangling link, a directory, a FIFO or a device, too
-    large, not UTF-8, ...); read by :func:`read_input`, so a FIFO is refused, never waited on."""
-    try:
-        return read_input(path, limit=MAX_DATA_FILE_BYTES, what=f"{noun} {path}").decode("utf-8")
-    except UnicodeDecodeError as exc:
-        why = f"it is not UTF-8 text ({exc.reason} at byte {exc.start})"
-    except InputError as exc:
-        why = "it is a directory" if path.is_dir() else exc.why
-    except FileNotFoundError:
-        why = (
-            "it does not exist (a dangling symbolic link?)"
-            if path.is_symlink()
-            else "it does not exist"
-        )
-    except OSError as exc:
-        why = exc.strerror or str(exc)
-    raise InputError(
-        f"cannot read {noun} {path}", why=why, fix="Make it a readable file, or remove it."
-    )
-
-
 def read_recipe(path: Path, *, shown_as: str | None = None) -> Recipe:
-    text = _read_text(path, "recipe")
+    text = read_text(path, "recipe")
     return parse_recipe(text, path=shown_as or str(path))
 
 
@@ -755,7 +484,7 @@ class RecipeSet:
         return max(matches, key=lambda r: r.version)
 
 
-def _user_dirs(extra_dirs: Sequence[Path]) -> list[Path]:
+def user_dirs(extra_dirs: Sequence[Path]) -> list[Path]:
     """``$TFBUILD_RECIPES_DIR`` (os.pathsep-separated), then ``--recipes-dir``: later ones win.
 
     Each must be a directory this process can list (an InputError otherwise, never a silent skip)."""
@@ -795,7 +524,7 @@ def _recipe_files(directory: Path) -> Iterable[Path]:
 
 def load_recipes(extra_dirs: Sequence[Path] = ()) -> RecipeSet:
     """The shipped recipes, extended or overridden by ``extra_dirs`` (and ``$TFBUILD_RECIPES_DIR``)."""
-    dirs = [data_dir("recipes"), *_user_dirs(extra_dirs)]
+    dirs = [data_dir("recipes"), *user_dirs(extra_dirs)]
     by_version: dict[str, Recipe] = {}
     for index, directory in enumerate(dirs):
         seen: dict[str, str] = {}
@@ -812,174 +541,3 @@ def load_recipes(extra_dirs: Sequence[Path] = ()) -> RecipeSet:
             by_version[recipe.tensorflow] = recipe  # later directories override
     recipes = tuple(sorted(by_version.values(), key=lambda r: r.version))
     return RecipeSet(recipes=recipes, dirs=tuple(str(d) for d in dirs))
-
-
-# --- base images ----------------------------------------------------------------------------------
-
-BASE_IMAGES_FILE = "base-images.yaml"
-
-
-@dataclass(frozen=True, kw_only=True)
-class BaseImage:
-    """An image a toolchain image is built on: pinned by digest in base-images.yaml, or a local
-    image made by ``tfbuild base`` (then ``image_id`` pins it, as its reference is a tag)."""
-
-    name: str
-    reference: str  # image@sha256:digest
-    distro: str
-    suite: str
-    python: str  # the distribution's python3 (X.Y)
-    tcmalloc_package: str
-    packaged_compilers: tuple[str, ...] = ()  # "clang-16", "gcc-12": what apt installs as is
-    cuda: str | None = None  # NVIDIA images: the CUDA toolkit inside
-    cudnn: str | None = None  # NVIDIA images: the cuDNN major inside (None: none)
-    image_id: str | None = None  # a local image (tfbuild base): its id, as the reference is a tag
-    glibc: str | None = None  # the distribution's glibc (X.Y)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "reference": self.reference,
-            "image_id": self.image_id,
-            "distro": self.distro,
-            "suite": self.suite,
-            "python": self.python,
-            "tcmalloc_package": self.tcmalloc_package,
-            "packaged_compilers": list(self.packaged_compilers),
-            "cuda": self.cuda,
-            "cudnn": self.cudnn,
-            "glibc": self.glibc,
-        }
-
-    @staticmethod
-    def from_json(image: dict[str, Any]) -> BaseImage:
-        """The image a plan or receipt names, back as a value (KeyError if it is not one)."""
-        return BaseImage(
-            name=str(image["name"]),
-            reference=str(image["reference"]),
-            distro=str(image["distro"]),
-            suite=str(image["suite"]),
-            python=str(image["python"]),
-            tcmalloc_package=str(image["tcmalloc_package"]),
-            packaged_compilers=tuple(image["packaged_compilers"]),
-            cuda=image["cuda"],
-            cudnn=image["cudnn"],
-            image_id=image["image_id"],
-            glibc=image.get("glibc"),
-        )
-
-
-#: One entry of base-images.yaml (its header comment documents each field).
-BASE_IMAGE_SCHEMA: dict[str, Field] = {
-    "image": Field("image"),
-    "tag": Field("tag"),
-    "digest": Field("digest"),
-    "read": Field("date", required=False),
-    "source": Field("text", required=False),
-    "distro": Field("token"),
-    "suite": Field("token"),
-    "glibc": Field("version2", required=False, nullable=True),
-    "python": Field("version2"),
-    "tcmalloc_package": Field("token"),
-    "packaged_compilers": Field("list:compiler", required=False, nullable=True),
-    "cuda": Field("release", required=False, nullable=True),
-    "cudnn": Field("release", required=False, nullable=True),
-}
-
-
-def _entries_of(doc: _Doc, node: yaml.Node, what: str) -> Iterable[tuple[str, yaml.Node]]:
-    """The (name, value node) pairs of a top-level mapping of free names (each a token, once)."""
-    if not isinstance(node, yaml.MappingNode):
-        raise _fail(doc, node, f"it must map {what}")
-    seen: set[str] = set()
-    for key_node, value_node in node.value:
-        name = _key(doc, key_node, "")
-        if _SAFE_TOKEN.fullmatch(name) is None:
-            raise _fail(doc, key_node, f"the name {name!r} is not letters, digits and . _ + -")
-        if name in seen:
-            raise _fail(doc, key_node, f"'{name}' appears twice")
-        seen.add(name)
-        yield name, value_node
-
-
-def parse_base_images(text: str, *, path: str) -> dict[str, BaseImage]:
-    """The text of a ``base-images.yaml``: name -> BaseImage, validated like a recipe."""
-    doc = _Doc(
-        path=path,
-        noun="base image file",
-        fix="Fix the file (its header comment documents each field).",
-    )
-    images: dict[str, BaseImage] = {}
-    for name, value_node in _entries_of(doc, _compose(text, doc), "image names to their pins"):
-        entry = _validate(doc, value_node, BASE_IMAGE_SCHEMA, f"{name}.", {})
-        images[name] = BaseImage(
-            name=name,
-            reference=f"{entry['image']}:{entry['tag']}@{entry['digest']}",
-            distro=entry["distro"],
-            suite=entry["suite"],
-            python=entry["python"],
-            tcmalloc_package=entry["tcmalloc_package"],
-            packaged_compilers=tuple(entry.get("packaged_compilers") or ()),
-            cuda=entry.get("cuda"),
-            cudnn=entry.get("cudnn"),
-            glibc=entry.get("glibc"),
-        )
-    return images
-
-
-def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, BaseImage]:
-    """``base-images.yaml``: name -> BaseImage (pinned by digest). A user recipes directory may
-    carry its own file, whose entries add to or replace the shipped ones."""
-    dirs = [data_dir("recipes"), *_user_dirs(extra_dirs)]
-    images: dict[str, BaseImage] = {}
-    for index, directory in enumerate(dirs):
-        path = directory / BASE_IMAGES_FILE
-        if not os.path.lexists(path):
-            continue  # a link that leads nowhere is not absent: reading it says so
-        shown = f"recipes/{BASE_IMAGES_FILE}" if index == 0 else str(path)
-        images.update(parse_base_images(_read_text(path, "base image file"), path=shown))
-    return images
-
-
-# --- pinned tools ---------------------------------------------------------------------------------
-
-TOOLS_FILE = "tools.yaml"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolPin:
-    """A tool the toolchain image downloads: its version and the sha256 of each architecture's file."""
-
-    name: str
-    version: str
-    sha256: dict[str, str]  # Debian architecture name (amd64, arm64) -> sha256
-
-
-#: Debian's architecture names (dpkg-architecture -L, the release architectures).
-DEBIAN_ARCHITECTURES = ("amd64", "arm64", "armel", "armhf", "i386", "ppc64el", "riscv64", "s390x")
-
-TOOL_SCHEMA: dict[str, Field] = {
-    "version": Field("token"),
-    "sha256": Field(
-        "map",
-        children={arch: Field("hex64", required=False) for arch in DEBIAN_ARCHITECTURES},
-    ),
-}
-
-
-def parse_tools(text: str, *, path: str) -> dict[str, ToolPin]:
-    """The text of a ``tools.yaml``: name -> ToolPin, validated like a recipe."""
-    doc = _Doc(path=path, noun="tools file", fix="Fix the file (its header comment documents it).")
-    tools: dict[str, ToolPin] = {}
-    for name, value_node in _entries_of(doc, _compose(text, doc), "tool names to their pins"):
-        entry = _validate(doc, value_node, TOOL_SCHEMA, f"{name}.", {})
-        if not entry["sha256"]:
-            raise _fail(doc, value_node, f"'{name}.sha256' names no architecture")
-        tools[name] = ToolPin(name=name, version=entry["version"], sha256=entry["sha256"])
-    return tools
-
-
-def load_tools() -> dict[str, ToolPin]:
-    """``tools.yaml`` (shipped only: pins are reviewed with tfbuild, not overridden per site)."""
-    path = data_dir("recipes") / TOOLS_FILE
-    return parse_tools(_read_text(path, "tools file"), path=f"recipes/{TOOLS_FILE}")

@@ -21,12 +21,14 @@ succeed (``LoadReport.passed``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tfbuild.core.errors import EnvironmentProblem, InputError
+from tfbuild.core import serial
+from tfbuild.core.errors import EnvironmentProblem, InputError, SmokeFailed, UsageError
 
 if TYPE_CHECKING:
     from tfbuild.core.engine import DockerEngine
@@ -42,28 +44,17 @@ class LibraryLoad:
     loads: bool
     error: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "loads": self.loads, "error": self.error}
-
 
 @dataclass(frozen=True, kw_only=True)
 class Requirement:
     """One Requires-Dist of the wheel (those for an extra are left out), as the image has it."""
 
-    text: str  # the Requires-Dist line
+    requirement: str  # the Requires-Dist line
     name: str  # the distribution it names
     # installed; missing; unknown (the image's Python has no importlib.metadata); not evaluated
     # (it has an environment marker, which the probe does not evaluate)
     state: RequirementState
     version: str | None  # the version the image has (not checked against the specifier)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "requirement": self.text,
-            "name": self.name,
-            "state": self.state,
-            "version": self.version,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,15 +66,6 @@ class ModuleImport:
     file: str | None  # the file the import ran, relative to the installed wheel: its own code
     error: str | None  # the exception's last line (or the signal that killed the interpreter)
     cause: str | None  # the missing dependency the error most likely comes from
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "ok": self.ok,
-            "file": self.file,
-            "error": self.error,
-            "cause": self.cause,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -161,7 +143,7 @@ class LoadReport:
             install_error=install.get("error"),
             requirements=tuple(
                 Requirement(
-                    text=str(r["requirement"]),
+                    requirement=str(r["requirement"]),
                     name=str(r["name"]),
                     state=r["state"],
                     version=r.get("version"),
@@ -185,7 +167,7 @@ class LoadReport:
             "image": self.image,
             "glibc": self.glibc,
             "loads": self.loads,
-            "libraries": [library.to_json() for library in self.libraries],
+            "libraries": serial.to_data(self.libraries),
             "python": self.python,
             "distribution": self.distribution,
             "tags": list(self.tags),
@@ -197,10 +179,10 @@ class LoadReport:
                 "pip": self.pip,
                 "error": self.install_error,
             },
-            "requirements": [r.to_json() for r in self.requirements],
+            "requirements": serial.to_data(self.requirements),
             "missing": list(self.missing),
             "imports": self.imports,
-            "modules": [m.to_json() for m in self.modules],
+            "modules": serial.to_data(self.modules),
             "passed": self.passed,
         }
 
@@ -245,3 +227,68 @@ def loads_in(
             fix="The image needs python3 (tfbuild base images have it).",
         )
     return LoadReport.from_probe(image, json.loads(found))
+
+
+def check_in_image_request(wheel: str | None, images: list[str], wheelhouse: Path | None) -> None:
+    """``smoke``'s options for ``--in-image``, checked before any work: ``--wheelhouse`` only with
+    ``--in-image``, and ``--in-image`` with a .whl file."""
+    if wheelhouse is not None and not images:
+        raise UsageError(
+            "--wheelhouse works only with --in-image",
+            why="it is the dependencies' wheels to install in that image",
+            fix="Add --in-image IMAGE, or drop --wheelhouse.",
+        )
+    if images and (wheel is None or not wheel.endswith(".whl")):
+        raise UsageError("--in-image needs a .whl file", fix="Name the wheel file to check.")
+
+
+def loads_in_images(
+    wheel: Path, images: list[str], *, wheelhouse: Path | None = None
+) -> list[LoadReport]:
+    """:func:`loads_in` for each image, on this machine's Docker engine."""
+    from tfbuild.core.engine import DockerEngine
+
+    with contextlib.closing(DockerEngine.connect()) as engine:
+        return [loads_in(engine, wheel, image, wheelhouse=wheelhouse) for image in images]
+
+
+def loads_failure(wheel: Path, reports: list[LoadReport]) -> SmokeFailed | None:
+    """The error of ``smoke --in-image`` when the wheel fails in an image: one verb per image that
+    failed, and the fix of the first failure; None when it passes in every image."""
+    failed = [r for r in reports if not r.passed]
+    if not failed:
+        return None
+    # One verb per image, in the order of the checks: load, then install, then import.
+    verbs = [
+        "does not load"
+        if not r.loads
+        else "does not install"
+        if not r.installable
+        else "does not import"
+        for r in failed
+    ]
+    said = ", ".join(f"{verb} on {r.image}" for verb, r in zip(verbs, failed, strict=True))
+    first = failed[0]
+    if not first.loads:
+        fix = (
+            "Build it for that system: tfbuild wheel --sysroot-from IMAGE (or the recipe's "
+            "portable route, the default); tfbuild pick refuses this wheel there."
+        )
+    elif not first.installable:
+        fix = (
+            "Build the wheel for that system's Python (tfbuild wheel --python X.Y), or check it "
+            "in an image with the Python it was built for."
+        )
+    elif first.install_error:
+        fix = (
+            "Put the wheels pip could not find into the wheelhouse (pip download -d DIR "
+            "REQUIREMENT) and rerun."
+        )
+    elif first.missing and (first.no_pip or not first.wheelhouse):
+        fix = (
+            "Give its dependencies with --wheelhouse DIR (pip download -d DIR ...), in an image "
+            "with pip."
+        )
+    else:
+        fix = "Read the import error above (--json has every module's)."
+    return SmokeFailed(f"{wheel.name} {said}", why=first.problem() or "it failed there", fix=fix)

@@ -33,8 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
 
 __all__ = [
     "FORMS",
@@ -137,33 +136,19 @@ class GuardReport:
     """
 
     form: str | None  # one of FORMS; None when no guard message was printed
+    #: No unused instructions were reported (check ``missing`` and ``errors`` separately).
+    silent: bool = field(init=False)
     unused: tuple[str, ...]  # instructions the CPU has and the binary leaves unused, as printed
     missing: tuple[str, ...]  # instructions the binary needs and the CPU lacks (TF aborts)
     onednn_custom_ops: bool  # "oneDNN custom operations are on" (printed even at log level 3)
+    #: The binary cannot run here, or TensorFlow logged an error not known to be harmless.
+    failed: bool = field(init=False)
     benign: tuple[str, ...]  # recognised harmless lines, ERROR-level DT_HALF one included
     errors: tuple[str, ...]  # every other ERROR/FATAL line
 
-    @property
-    def silent(self) -> bool:
-        """No unused instructions were reported (check ``missing`` and ``errors`` separately)."""
-        return not self.unused
-
-    @property
-    def failed(self) -> bool:
-        """The binary cannot run here, or TensorFlow logged an error not known to be harmless."""
-        return bool(self.missing or self.errors)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "form": self.form,
-            "silent": self.silent,
-            "unused": list(self.unused),
-            "missing": list(self.missing),
-            "onednn_custom_ops": self.onednn_custom_ops,
-            "failed": self.failed,
-            "benign": list(self.benign),
-            "errors": list(self.errors),
-        }
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "silent", not self.unused)
+        object.__setattr__(self, "failed", bool(self.missing or self.errors))
 
 
 class _Ordered:

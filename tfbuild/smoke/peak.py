@@ -330,7 +330,7 @@ def _datapath(info: CpuInfo, name: str, isa: str, lanes: int) -> tuple[int, str]
             f"The table of known cores has no {name}, so two 128-bit FMA pipes are assumed.",
         )
     if info.architecture.startswith("ppc64"):
-        if info.generation >= 10:
+        if (info.generation or 0) >= 10:
             return 512, "POWER10 is assumed to have four 128-bit VSX FMA pipes per core."
         return (
             256,

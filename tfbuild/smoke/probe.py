@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfbuild.core import serial
 from tfbuild.smoke.messages import GuardReport, parse_messages
 
 #: Runs inside the wheel's interpreter: stdlib and tensorflow only. The JSON result is the last
@@ -47,6 +48,10 @@ print(json.dumps({
 """
 
 
+#: What tf.sysconfig.get_build_info() values become in the probe's JSON (others as their str).
+BuildInfoValue = str | int | float | bool | None
+
+
 @dataclass(frozen=True, kw_only=True)
 class ProbeResult:
     """What importing the wheel said and did."""
@@ -57,7 +62,7 @@ class ProbeResult:
     failure: str | None  # one line: why the import or the op failed
     version: str | None
     git_version: str | None
-    build_info: dict[str, Any] = field(default_factory=dict)
+    build_info: dict[str, BuildInfoValue] = field(default_factory=dict)
     guard: GuardReport
     tcmalloc_maps: tuple[str, ...] = ()
     stderr_tail: tuple[str, ...] = ()
@@ -75,7 +80,7 @@ class ProbeResult:
             "version": self.version,
             "git_version": self.git_version,
             "build_info": dict(sorted(self.build_info.items())),
-            "guard": self.guard.to_json(),
+            "guard": serial.to_data(self.guard),
             "tcmalloc_loaded": self.tcmalloc_loaded,
             "tcmalloc_maps": list(self.tcmalloc_maps),
         }

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem
 from tfbuild.core.files import replacing, write_text
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.run import Method, OpResult, SettingTrial
+
+if TYPE_CHECKING:
+    from tfbuild.smoke.peak import MeasuredPeak, Peak
 
 SCHEMA = "tfbuild.smoke/1"
 
@@ -25,12 +29,13 @@ class Rules:
     allow_slower: tuple[str, ...] = ()  # op names whose "slower" does not fail the smoke
     min_margin: float = 0.05
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "allow_unused": self.allow_unused,
-            "allow_slower": list(self.allow_slower),
-            "min_margin": self.min_margin,
-        }
+
+@dataclass(frozen=True, kw_only=True)
+class PeakFigures:
+    """The CPU's FP32 peak: what its specification allows, and what a short FMA loop measured."""
+
+    theoretical: Peak
+    measured: MeasuredPeak | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,12 +47,15 @@ class SmokeReport:
     method: Method | None
     results: tuple[OpResult, ...] = ()
     settings: tuple[SettingTrial, ...] = ()
-    peak: dict[str, Any] | None = None
+    peak: PeakFigures | None = None
     rules: Rules = field(default_factory=Rules)
     env_file: str | None = None
     seconds: float = 0.0
     tcmalloc_expected: bool = False  # the wheel's runtime env preloads TCMalloc
     built_for: str | None = None  # the target the wheel's receipt names
+    #: The forecast kept for this wheel's version and target, beside what was measured (per op
+    #: class; tfbuild.smoke.forecast_report.Beside); None: no forecast was made for it.
+    forecast: dict[str, Any] | None = None
 
     @property
     def failures(self) -> tuple[str, ...]:
@@ -84,18 +92,23 @@ class SmokeReport:
             "baseline": None
             if self.baseline is None
             else {"spec": self.baseline_label, **self.baseline.to_json()},
-            "method": self.method.to_json() if self.method else None,
+            "method": serial.to_data(self.method) if self.method else None,
             "results": [r.to_json() for r in self.results],
             "settings": [s.to_json() for s in self.settings],
-            "peak": self.peak,
-            "rules": self.rules.to_json(),
+            "peak": None
+            if self.peak is None
+            else {
+                "theoretical": self.peak.theoretical.to_json(),
+                "measured": self.peak.measured.to_json() if self.peak.measured else None,
+            },
+            "rules": serial.to_data(self.rules),
             "env_file": self.env_file,
             "seconds": round(self.seconds, 1),
             "tcmalloc_expected": self.tcmalloc_expected,
             "built_for": self.built_for,
             "passed": self.passed,
             "failures": list(self.failures),
-        }
+        } | ({"forecast": self.forecast} if self.forecast is not None else {})
 
 
 def write_env_file(path: Path, settings: tuple[SettingTrial, ...], header: str) -> None:

@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -144,18 +144,13 @@ class Method:
     ops: tuple[str, ...] | None = None  # None = every op both builds run
     min_margin: float = 0.05  # the smallest difference ever called faster or slower
 
+    def __post_init__(self) -> None:
+        if not self.ops:  # no ops named: every op, as None says
+            object.__setattr__(self, "ops", None)
+
     @staticmethod
     def quick(min_margin: float = 0.05) -> Method:
         return Method(reps=15, blocks=3, min_rep_seconds=0.01, min_margin=min_margin)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "reps": self.reps,
-            "blocks": self.blocks,
-            "min_rep_seconds": self.min_rep_seconds,
-            "ops": list(self.ops) if self.ops else None,
-            "min_margin": self.min_margin,
-        }
 
 
 THREAD_SETTINGS = (("1", 1, 1), ("default", 0, 0))
@@ -188,7 +183,7 @@ def alternate(
     method: Method,
     threads: str,
     peak_gflops: float | None = None,
-    progress: Any = None,
+    progress: Callable[[str], object] | None = None,
 ) -> list[OpResult]:
     """Time every op both workers offer, block by block: candidate, then baseline.
 
@@ -251,7 +246,7 @@ def compare(
     bf16: bool = False,
     thread_settings: Sequence[tuple[str, int, int]] = THREAD_SETTINGS,
     peak_gflops: float | None = None,
-    progress: Any = None,
+    progress: Callable[[str], object] | None = None,
 ) -> list[OpResult]:
     """Time every op for the candidate (and the baseline, in alternation) at each thread setting."""
     results: list[OpResult] = []

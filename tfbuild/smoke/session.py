@@ -19,7 +19,7 @@ from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.probe import ProbeResult, run_probe
-from tfbuild.smoke.report import Rules, SmokeReport, write_env_file
+from tfbuild.smoke.report import PeakFigures, Rules, SmokeReport, write_env_file
 from tfbuild.smoke.run import Method, OpResult, SettingTrial, compare, try_setting
 from tfbuild.wheel.receipt import read_receipt, receipt_path
 
@@ -191,7 +191,7 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
     method: Method | None = None
     results: tuple[OpResult, ...] = ()
     settings: tuple[SettingTrial, ...] = ()
-    peak: dict[str, object] | None = None
+    peak: PeakFigures | None = None
     if candidate.ok and options.bench:
         from tfbuild.smoke.peak import measure_fma_peak, theoretical_peak
 
@@ -200,10 +200,7 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
         theory = theoretical_peak(info)
         # The nominal clock of /proc/cpuinfo understates a boosting CPU; a short FMA loop tells.
         measured = measure_fma_peak(seconds=0.3 if options.quick else 1.0)
-        peak = {
-            "theoretical": theory.to_json(),
-            "measured": measured.to_json() if measured else None,
-        }
+        peak = PeakFigures(theoretical=theory, measured=measured)
         ceiling = measured.gflops_total if measured else theory.gflops
         have_bf16 = bool(info.flags & {"avx512_bf16", "amx_bf16"})
         say("benchmarking (candidate and baseline in alternation)")
@@ -236,6 +233,7 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
         seconds=time.perf_counter() - started,
         tcmalloc_expected=tcmalloc_expected,
         built_for=options.built_for,
+        forecast=forecast_beside(candidate.version, options.built_for, results),
     )
     if options.env_file and settings:
         write_env_file(
@@ -244,6 +242,26 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
             header=f"runtime settings measured by tfbuild smoke for {spec.label}",
         )
     return report
+
+
+def forecast_beside(
+    version: str | None, built_for: str | None, results: tuple[OpResult, ...]
+) -> dict[str, object] | None:
+    """The forecast kept for this version and target, per op class beside the one-thread ratios
+    measured (``tfbuild forecast`` keeps one each run); None without one."""
+    from tfbuild.smoke.forecast import saved_forecast
+    from tfbuild.smoke.forecast_report import beside
+
+    saved = saved_forecast(version, built_for)
+    if saved is None or not results:
+        return None
+    measured = {r.op: r.verdict.ratio for r in results if r.threads == "1" and r.verdict}
+    return {
+        "file": saved["saved"],
+        "target": saved.get("target"),
+        "summary": saved.get("summary"),
+        "classes": [row.to_json() for row in beside(saved, measured)],
+    }
 
 
 def _try_settings(

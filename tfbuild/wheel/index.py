@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, shown, write_files
 from tfbuild.wheel.labels import parse_label, spelt_label, spelt_version
@@ -73,26 +74,6 @@ class IndexEntry:
     described_by: Literal["receipt", "label"]
     floor: WheelFloor | None = None  # from the receipt: the glibc/libstdc++ it needs, its policy
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "distribution": self.distribution,
-            "version": self.version,
-            "tensorflow": self.tensorflow,
-            "python": list(self.python),
-            "tags": list(self.tags),
-            "label": self.label,
-            "target": self.target,
-            "variant": self.variant,
-            "cuda": self.cuda,
-            "standin": self.standin,
-            "size": self.size,
-            "sha256": self.sha256,
-            "receipt": self.receipt,
-            "described_by": self.described_by,
-            "floor": self.floor.to_json() if self.floor else None,
-        }
-
     @property
     def runs_on(self) -> str:
         """The oldest system it loads on, for people: "glibc 2.27, libstdc++ 3.4.22"."""
@@ -112,13 +93,14 @@ class IndexResult:
     entries: tuple[IndexEntry, ...]
 
     def to_json(self) -> dict[str, Any]:
+        # Hand-written: the JSON's names (sha256sums, wheels) are not the fields' (sums, entries).
         return {
             "schema": SCHEMA,
             "directory": str(self.directory),
             "index": str(self.index),
             "sha256sums": str(self.sums),
             "title": self.title,
-            "wheels": [e.to_json() for e in self.entries],
+            "wheels": serial.to_data(self.entries),
         }
 
 

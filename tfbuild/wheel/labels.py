@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from tfbuild.core.variants import Variant
 
@@ -88,15 +87,6 @@ class WheelLabel:
     variant: Variant
     cuda: str | None  # "12.5" for cu125
     other: tuple[str, ...] = ()  # segments that are none of those (e.g. "selfbuilt")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "target": self.target,
-            "variant": self.variant,
-            "cuda": self.cuda,
-            "other": list(self.other),
-        }
 
 
 def parse_label(local: str | None) -> WheelLabel:

@@ -30,13 +30,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
+from tfbuild.core import serial
 from tfbuild.core.errors import InputError
 from tfbuild.core.files import read_input
 from tfbuild.core.variants import Variant
 
-SCHEMA = "tfbuild.receipt/2"
+SCHEMA: Final = "tfbuild.receipt/2"
 #: Schemas this tfbuild can read. /1 receipts (tfbuild 0.1 before reproducible builds) lack the
 #: inputs a rebuild needs.
 READABLE = (SCHEMA,)
@@ -110,9 +111,6 @@ class WheelRecord:
     sha256: str
     size: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "sha256": self.sha256, "size": self.size}
-
 
 @dataclass(frozen=True, kw_only=True)
 class SourceRecord:
@@ -129,18 +127,6 @@ class SourceRecord:
     dirty: bool | None = None  # a git checkout with uncommitted changes
     epoch: int | None = None  # SOURCE_DATE_EPOCH taken from the source
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "url": self.url,
-            "sha256": self.sha256,
-            "pinned": self.pinned,
-            "path": self.path,
-            "commit": self.commit,
-            "dirty": self.dirty,
-            "epoch": self.epoch,
-        }
-
     @property
     def identity(self) -> str:
         """What names the content: ``sha256:<hex>``, ``git:<commit>``, or the path (no identity)."""
@@ -149,20 +135,6 @@ class SourceRecord:
         if self.commit and not self.dirty:
             return f"git:{self.commit}"
         return f"path:{self.path}"
-
-    @staticmethod
-    def from_json(data: Any) -> SourceRecord:
-        found = _fields(data, "inputs.source", SourceRecord)
-        return SourceRecord(
-            kind=_kind(found.get("kind")),
-            url=_optional(found.get("url"), "inputs.source.url", _url),
-            sha256=_optional(found.get("sha256"), "inputs.source.sha256", _sha256),
-            pinned=_bool(found.get("pinned", False), "inputs.source.pinned"),
-            path=_optional(found.get("path"), "inputs.source.path", _text),
-            commit=_optional(found.get("commit"), "inputs.source.commit", _commit),
-            dirty=_optional(found.get("dirty"), "inputs.source.dirty", _bool),
-            epoch=_optional(found.get("epoch"), "inputs.source.epoch", _count),
-        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,46 +155,15 @@ class Inputs:
     #: Where a remote executor ran the actions: the pushed toolchain image, registry/repo@sha256.
     exec_image: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tfbuild": self.tfbuild,
-            "recipe": self.recipe,
-            "recipe_sha256": self.recipe_sha256,
-            "source": self.source.to_json(),
-            "base_image": self.base_image,
-            "base_image_id": self.base_image_id,
-            "toolchain_image": self.toolchain_image,
-            "toolchain_image_id": self.toolchain_image_id,
-            "packages": dict(sorted(self.packages.items())),
-            "tools": dict(sorted(self.tools.items())),
-            "snapshot": self.snapshot,
-            "exec_image": self.exec_image,
-        }
+    def __post_init__(self) -> None:
+        # Written in name order, as a reader compares them.
+        object.__setattr__(self, "packages", dict(sorted(self.packages.items())))
+        object.__setattr__(self, "tools", dict(sorted(self.tools.items())))
 
     @property
     def sha256(self) -> str:
         """What the writer records as ``inputs_sha256``: the canonical hash of these inputs."""
-        return canonical_sha256(self.to_json())
-
-    @staticmethod
-    def from_json(data: Any) -> Inputs:
-        found = _fields(data, "inputs", Inputs)
-        return Inputs(
-            tfbuild=_word(found.get("tfbuild"), "inputs.tfbuild"),
-            recipe=_text(found.get("recipe"), "inputs.recipe"),
-            recipe_sha256=_optional(found.get("recipe_sha256"), "inputs.recipe_sha256", _sha256),
-            source=SourceRecord.from_json(found.get("source")),
-            base_image=_image(found.get("base_image"), "inputs.base_image"),
-            base_image_id=_optional(found.get("base_image_id"), "inputs.base_image_id", _image_id),
-            toolchain_image=_image(found.get("toolchain_image"), "inputs.toolchain_image"),
-            toolchain_image_id=_optional(
-                found.get("toolchain_image_id"), "inputs.toolchain_image_id", _image_id
-            ),
-            packages=_mapping(found.get("packages", {}), "inputs.packages", _package, _version),
-            tools=_mapping(found.get("tools", {}), "inputs.tools", _word, _text),
-            snapshot=_optional(found.get("snapshot"), "inputs.snapshot", _word),
-            exec_image=_optional(found.get("exec_image"), "inputs.exec_image", _image),
-        )
+        return canonical_sha256(serial.to_data(self))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -247,29 +188,27 @@ class WheelFloor:
             parts.append(f"libstdc++ {self.libstdcxx}")
         return ", ".join(parts)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "glibc": self.glibc,
-            "libstdcxx": self.libstdcxx,
-            "libgcc": self.libgcc,
-            "policy": self.policy,
-            "too_new": list(self.too_new),
-            "tool": self.tool,
-        }
 
-    @staticmethod
-    def from_json(data: Any) -> WheelFloor:
-        found = _fields(data, "floor", WheelFloor)
-        return WheelFloor(
-            glibc=_optional(found.get("glibc"), "floor.glibc", _dotted),
-            libstdcxx=_optional(found.get("libstdcxx"), "floor.libstdcxx", _dotted),
-            libgcc=_optional(found.get("libgcc"), "floor.libgcc", _dotted),
-            policy=_optional(found.get("policy"), "floor.policy", _word),
-            too_new=tuple(
-                _text(t, "floor.too_new") for t in _list(found.get("too_new", []), "floor.too_new")
-            ),
-            tool=_text(found["tool"], "floor.tool") if found.get("tool") else "",
-        )
+@dataclass(frozen=True, kw_only=True)
+class BuildHost:
+    """Facts about the machine at the moment of the build (none of them an input of the wheel).
+    Each is None in a receipt that does not record it."""
+
+    engine: str | None = None  # the container engine's endpoint
+    toolchain_image_built: bool | None = None  # built by this build (False: reused)
+    disk_free_gib: float | None = None  # free disk in dist/ after the build
+    cpus: int | None = None
+    user: str | None = None  # uid:gid the build ran as
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildAttempt:
+    """One run of the build script: the build halves its jobs and runs again after an OOM kill."""
+
+    jobs: int
+    exit_code: int
+    oom_killed: bool
+    seconds: float
 
 
 #: Sections other commands add to a published receipt (``update_receipt``): doctor's canary check.
@@ -278,8 +217,9 @@ SECTIONS = ("canary",)
 
 @dataclass(frozen=True, kw_only=True)
 class Receipt:
-    """A wheel's receipt. ``sections`` holds what other commands add later (doctor's ``canary``)."""
+    """A wheel's receipt. ``canary`` is what another command adds later (doctor's check)."""
 
+    schema: Literal["tfbuild.receipt/2"] = SCHEMA
     build_id: str
     created: str
     standin: bool
@@ -288,15 +228,13 @@ class Receipt:
     variant: str
     label: str | None
     cflags: tuple[str, ...]
-    plan: dict[str, Any]
-    plan_sha256: str
     inputs: Inputs
     #: The canonical sha256 of ``inputs`` as the build wrote them (``Inputs.sha256``); None in a
     #: receipt written before tfbuild recorded it, whose inputs no hash covers.
     inputs_sha256: str | None = None
-    host: dict[str, Any] = field(default_factory=dict)  # facts about the moment: disk, engine
+    host: BuildHost = field(default_factory=BuildHost)  # facts about the moment: disk, engine
     timings: dict[str, float] = field(default_factory=dict)
-    attempts: tuple[dict[str, Any], ...] = ()
+    attempts: tuple[BuildAttempt, ...] = ()
     runtime_env_file: str | None = None
     log: str | None = None
     #: The glibc/libstdc++/libgcc floor and manylinux policy (None: not inspected, e.g. the canary
@@ -307,7 +245,18 @@ class Receipt:
     processes: dict[str, int] = field(default_factory=dict)
     #: bazel's count of actions taken from the remote cache (``--remote-cache``); None without one.
     remote_cache_hits: int | None = None
-    sections: dict[str, Any] = field(default_factory=dict)
+    plan_sha256: str
+    #: The plan as the build wrote it (its JSON: this module sits below the planner, and the plan's
+    #: hash is of this data); ``BuildPlan.from_json`` reads it as a plan.
+    plan: dict[str, Any]
+    #: doctor's canary check (instruction sets found, speedup), added to the published receipt by
+    #: ``update_receipt``; written only once added.
+    canary: dict[str, Any] | None = None
+
+    @property
+    def sections(self) -> dict[str, dict[str, Any]]:
+        """The sections other commands added, by name."""
+        return {"canary": self.canary} if self.canary is not None else {}
 
     # --- what readers ask ---------------------------------------------------------------------
 
@@ -352,30 +301,12 @@ class Receipt:
     # --- JSON ---------------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "build_id": self.build_id,
-            "created": self.created,
-            "standin": self.standin,
-            "wheel": self.wheel.to_json(),
-            "target": self.target,
-            "variant": self.variant,
-            "label": self.label,
-            "cflags": list(self.cflags),
-            "inputs": self.inputs.to_json(),
-            "inputs_sha256": self.inputs_sha256,
-            "host": self.host,
-            "timings": self.timings,
-            "attempts": list(self.attempts),
-            "runtime_env_file": self.runtime_env_file,
-            "log": self.log,
-            "floor": self.floor.to_json() if self.floor else None,
-            "processes": self.processes,
-            "remote_cache_hits": self.remote_cache_hits,
-            "plan_sha256": self.plan_sha256,
-            "plan": self.plan,
-            **self.sections,
-        }
+        """The receipt as JSON data: its fields in order, the sections at the top level last."""
+        data: dict[str, Any] = serial.to_data(self)
+        for name in SECTIONS:
+            if data[name] is None:  # not added: no key
+                del data[name]
+        return data
 
     @staticmethod
     def from_json(data: Any) -> Receipt:
@@ -389,7 +320,7 @@ class Receipt:
             raise InvalidReceipt(
                 f"its schema is {_short(shown)!r}; this tfbuild reads {', '.join(READABLE)}"
             )
-        found = _known(data, "the receipt", (*_RECEIPT_KEYS, *SECTIONS))
+        found = _known(data, "the receipt", tuple(f.name for f in dataclasses.fields(Receipt)))
         for key in ("wheel", "inputs", "build_id", "created", "target", "variant", "plan"):
             if key not in found:
                 raise InvalidReceipt(f"it is malformed: it has no {key!r}")
@@ -397,45 +328,13 @@ class Receipt:
         for key in ("name", "sha256", "size"):
             if key not in wheel:
                 raise InvalidReceipt(f"it is malformed: its wheel has no {key!r}")
-        return Receipt(
-            build_id=_word(found["build_id"], "build_id"),
-            created=_timestamp(found["created"], "created"),
-            standin=_bool(found.get("standin", False), "standin"),
-            wheel=WheelRecord(
-                name=_wheel_name(wheel["name"], "wheel.name"),
-                sha256=_sha256(wheel["sha256"], "wheel.sha256"),
-                size=_count(wheel["size"], "wheel.size"),
-            ),
-            target=_word(found["target"], "target"),
-            variant=_variant(found["variant"], "variant"),
-            label=_optional(found.get("label"), "label", _label),
-            cflags=tuple(_cflag(f, "cflags") for f in _list(found.get("cflags", []), "cflags")),
-            plan=_object(found["plan"], "plan"),
-            plan_sha256=_sha256(found.get("plan_sha256"), "plan_sha256"),
-            inputs=Inputs.from_json(found["inputs"]),
-            inputs_sha256=_optional(found.get("inputs_sha256"), "inputs_sha256", _sha256),
-            host=_host(found.get("host", {})),
-            timings=_mapping(found.get("timings", {}), "timings", _word, _seconds),
-            attempts=tuple(_attempt(a) for a in _list(found.get("attempts", []), "attempts")),
-            runtime_env_file=_optional(
-                found.get("runtime_env_file"), "runtime_env_file", _file_name
-            ),
-            log=_optional(found.get("log"), "log", _text),
-            floor=_optional(found.get("floor"), "floor", lambda v, _: WheelFloor.from_json(v)),
-            processes=_mapping(found.get("processes", {}), "processes", _text, _count),
-            remote_cache_hits=_optional(
-                found.get("remote_cache_hits"), "remote_cache_hits", _count
-            ),
-            sections={k: _object(found[k], k) for k in SECTIONS if k in found},
-        )
+        checked = _RECEIPT(found, "the receipt")
+        try:
+            return serial.from_data({**checked, "schema": SCHEMA}, Receipt)
+        except serial.DecodeFailure as exc:  # not reached: every value was checked to its type
+            raise InvalidReceipt(f"it is malformed: {exc}") from None
 
 
-#: The receipt's own keys (besides the sections other commands add).
-_RECEIPT_KEYS = (
-    "schema", "build_id", "created", "standin", "wheel", "target", "variant", "label",
-    "cflags", "inputs", "inputs_sha256", "host", "timings", "attempts", "runtime_env_file",
-    "log", "floor", "plan_sha256", "plan", "processes", "remote_cache_hits",
-)  # fmt: skip
 # --- decoding: bounded, typed ----------------------------------------------------------------------
 
 #: Bounds on what a reader parses: a receipt is a few tens of KiB, nested about ten levels deep.
@@ -723,35 +622,121 @@ def _kind(value: Any) -> Literal["tarball", "directory"]:
     raise InvalidReceipt(f"the source kind is {_short(value)!r}, not tarball or directory")
 
 
-def _optional_count(value: Any, name: str) -> int | None:
-    return _optional(value, name, _count)  # type: ignore[no-any-return]
+Check = Callable[[Any, str], Any]
 
 
-def _optional_text(value: Any, name: str) -> str | None:
-    return _optional(value, name, _text)  # type: ignore[no-any-return]
+def _maybe(check: Check) -> Check:
+    return lambda value, name: _optional(value, name, check)
 
 
+def _each(check: Check) -> Check:
+    """A list, each item checked (under the list's name)."""
+    return lambda value, name: [check(item, name) for item in _list(value, name)]
+
+
+def _pairs(key: Check, item: Check) -> Check:
+    return lambda value, name: _mapping(value, name, key, item)
+
+
+def _record(keys: dict[str, Check], *, required: tuple[str, ...] = (), top: bool = False) -> Check:
+    """An object with ``keys`` only, each present one checked (a ``required`` one as None when it
+    is absent, so that its check says what it should hold): the checked values, which
+    :func:`tfbuild.core.serial.from_data` then builds into their type (absent: the default)."""
+
+    def record(value: Any, name: str) -> dict[str, Any]:
+        found = _known(value, name, tuple(keys))
+        return {
+            key: check(found.get(key), key if top else f"{name}.{key}")
+            for key, check in keys.items()
+            if key in found or key in required
+        }
+
+    return record
+
+
+_SOURCE = _record(
+    {
+        "kind": lambda value, _: _kind(value),
+        "url": _maybe(_url),
+        "sha256": _maybe(_sha256),
+        "pinned": _bool,
+        "path": _maybe(_text),
+        "commit": _maybe(_commit),
+        "dirty": _maybe(_bool),
+        "epoch": _maybe(_count),
+    },
+    required=("kind",),
+)
+_INPUTS = _record(
+    {
+        "tfbuild": _word,
+        "recipe": _text,
+        "recipe_sha256": _maybe(_sha256),
+        "source": _SOURCE,
+        "base_image": _image,
+        "base_image_id": _maybe(_image_id),
+        "toolchain_image": _image,
+        "toolchain_image_id": _maybe(_image_id),
+        "packages": _pairs(_package, _version),
+        "tools": _pairs(_word, _text),
+        "snapshot": _maybe(_word),
+        "exec_image": _maybe(_image),
+    },
+    required=("tfbuild", "recipe", "source", "base_image", "toolchain_image"),
+)
+_FLOOR = _record(
+    {
+        "glibc": _maybe(_dotted),
+        "libstdcxx": _maybe(_dotted),
+        "libgcc": _maybe(_dotted),
+        "policy": _maybe(_word),
+        "too_new": _each(_text),
+        "tool": lambda value, name: _text(value, name) if value else "",
+    }
+)
 #: What ``host`` holds: facts about the moment of the build, each with its type.
-_HOST: dict[str, Callable[[Any, str], Any]] = {
-    "engine": _text,
-    "toolchain_image_built": _bool,
-    "disk_free_gib": _seconds,  # a non-negative finite number
-    "cpus": _optional_count,
-    "user": _optional_text,
-}
-_ATTEMPT: dict[str, Callable[[Any, str], Any]] = {
+_HOST = _record(
+    {
+        "engine": _maybe(_text),
+        "toolchain_image_built": _maybe(_bool),
+        "disk_free_gib": _maybe(_seconds),  # a non-negative finite number
+        "cpus": _maybe(_count),
+        "user": _maybe(_text),
+    }
+)
+_ATTEMPT_KEYS: dict[str, Check] = {
     "jobs": _count,
     "exit_code": _integer,
     "oom_killed": _bool,
     "seconds": _seconds,
 }
-
-
-def _host(value: Any) -> dict[str, Any]:
-    found = _known(value, "host", tuple(_HOST))
-    return {k: _HOST[k](v, f"host.{k}") for k, v in found.items()}
-
-
-def _attempt(value: Any) -> dict[str, Any]:
-    found = _known(value, "attempts", tuple(_ATTEMPT))
-    return {k: _ATTEMPT[k](v, f"attempts.{k}") for k, v in found.items()}
+_ATTEMPT = _record(_ATTEMPT_KEYS, required=tuple(_ATTEMPT_KEYS))
+#: The receipt's keys, each with its check, in the order they are checked.
+_RECEIPT = _record(
+    {
+        "schema": lambda value, _: value,  # checked first, by Receipt.from_json
+        "build_id": _word,
+        "created": _timestamp,
+        "standin": _bool,
+        "wheel": _record({"name": _wheel_name, "sha256": _sha256, "size": _count}),
+        "target": _word,
+        "variant": _variant,
+        "label": _maybe(_label),
+        "cflags": _each(_cflag),
+        "plan": _object,
+        "plan_sha256": _sha256,
+        "inputs": _INPUTS,
+        "inputs_sha256": _maybe(_sha256),
+        "host": _HOST,
+        "timings": _pairs(_word, _seconds),
+        "attempts": _each(_ATTEMPT),
+        "runtime_env_file": _maybe(_file_name),
+        "log": _maybe(_text),
+        "floor": _maybe(_FLOOR),
+        "processes": _pairs(_text, _count),
+        "remote_cache_hits": _maybe(_count),
+        "canary": _object,
+    },
+    required=("plan_sha256",),
+    top=True,
+)

@@ -21,9 +21,9 @@ import hashlib
 import shutil
 import tempfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
@@ -32,7 +32,7 @@ from elftools.elf.sections import Section
 from tfbuild.core.errors import InputError
 from tfbuild.core.files import ZIP_MEMBER_ERRORS, sha256_file
 
-SCHEMA = "tfbuild.wheeldiff/1"
+SCHEMA: Literal["tfbuild.wheeldiff/1"] = "tfbuild.wheeldiff/1"
 _ELF_MAGIC = b"\x7fELF"
 _CHUNK = 1 << 20
 
@@ -45,14 +45,6 @@ class ElfDiff:
     only_in_a: tuple[str, ...]
     only_in_b: tuple[str, ...]
     outside_sections: bool  # every section agrees: the ELF or program headers, or padding differ
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "sections": list(self.sections),
-            "only_in_a": list(self.only_in_a),
-            "only_in_b": list(self.only_in_b),
-            "outside_sections": self.outside_sections,
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -68,18 +60,6 @@ class MemberDiff:
     corrupt_a: str | None = None  # why the member cannot be read from a (zipfile's words)
     corrupt_b: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "size_a": self.size_a,
-            "size_b": self.size_b,
-            "sha256_a": self.sha256_a,
-            "sha256_b": self.sha256_b,
-            "elf": None if self.elf is None else self.elf.to_json(),
-            "corrupt_a": self.corrupt_a,
-            "corrupt_b": self.corrupt_b,
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
 class EntryDiff:
@@ -88,33 +68,29 @@ class EntryDiff:
     path: str
     fields: tuple[str, ...]  # of: mtime, mode, compression, flags, made by, extra, comment
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "fields": list(self.fields)}
-
 
 @dataclass(frozen=True, kw_only=True)
 class WheelDiff:
-    """What differs between wheel ``a`` and wheel ``b``."""
+    """What differs between wheel ``a`` and wheel ``b``: its JSON form is ``tfbuild.wheeldiff/1``."""
 
+    schema: Literal["tfbuild.wheeldiff/1"] = SCHEMA
     a: str
     b: str
     sha256_a: str
     sha256_b: str
+    equal: bool = field(init=False)  # the two files are byte-identical
+    #: The same members with the same contents (the zip layout may still differ).
+    same_contents: bool = field(init=False)
     only_in_a: tuple[str, ...]  # members (files), sorted
     only_in_b: tuple[str, ...]
     changed: tuple[MemberDiff, ...]  # in both, contents differ; sorted by path
     entries: tuple[EntryDiff, ...]  # in both, same contents, the zip entry differs
     layout: tuple[str, ...]  # archive-wide: member order, directory entries, archive comment, ...
 
-    @property
-    def equal(self) -> bool:
-        """The two files are byte-identical."""
-        return self.sha256_a == self.sha256_b
-
-    @property
-    def same_contents(self) -> bool:
-        """The same members with the same contents (the zip layout may still differ)."""
-        return not (self.only_in_a or self.only_in_b or self.changed)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "equal", self.sha256_a == self.sha256_b)
+        same = not (self.only_in_a or self.only_in_b or self.changed)
+        object.__setattr__(self, "same_contents", same)
 
     @property
     def corrupt(self) -> tuple[str, ...]:
@@ -125,22 +101,6 @@ class WheelDiff:
                 if why is not None:
                     found.append(f"member {member.path} is corrupt in {Path(wheel).name}: {why}")
         return tuple(found)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "a": self.a,
-            "b": self.b,
-            "sha256_a": self.sha256_a,
-            "sha256_b": self.sha256_b,
-            "equal": self.equal,
-            "same_contents": self.same_contents,
-            "only_in_a": list(self.only_in_a),
-            "only_in_b": list(self.only_in_b),
-            "changed": [m.to_json() for m in self.changed],
-            "entries": [e.to_json() for e in self.entries],
-            "layout": list(self.layout),
-        }
 
 
 def compare(a: Path, b: Path) -> WheelDiff:

@@ -44,6 +44,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
+from tfbuild.core.defaults import ZIP_EPOCH
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.core.files import ZIP_MEMBER_ERRORS, replacing
 from tfbuild.wheel.labels import labelled_version, normalised
@@ -57,8 +58,7 @@ _UTF8_FLAG = 0x800
 _COPY_CHUNK = 1 << 20
 _UNIX = 3  # create_system of every normalised member
 _ZIP_VERSION = 20  # "made by" and "needed to extract": 2.0, deflate
-# The range an MS-DOS date and time can hold, in seconds since 1970 (UTC).
-_ZIP_FIRST = 315532800  # 1980-01-01 00:00:00
+# The last time an MS-DOS date and time can hold, in seconds since 1970 (UTC); the first: ZIP_EPOCH.
 _ZIP_LAST = 4354819198  # 2107-12-31 23:59:58
 
 DateTime = tuple[int, int, int, int, int, int]
@@ -66,7 +66,7 @@ DateTime = tuple[int, int, int, int, int, int]
 
 def zip_time(epoch: int) -> DateTime:
     """SOURCE_DATE_EPOCH as a zip member's (UTC) date and time, clamped to what a zip can hold."""
-    moment = time.gmtime(min(max(epoch, _ZIP_FIRST), _ZIP_LAST))
+    moment = time.gmtime(min(max(epoch, ZIP_EPOCH), _ZIP_LAST))
     return (
         moment.tm_year,
         moment.tm_mon,

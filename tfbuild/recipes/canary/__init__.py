@@ -50,7 +50,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from tfbuild.core.errors import UnsupportedError
-from tfbuild.recipes.recipe import BaseImage, Recipe
+from tfbuild.recipes.images import BaseImage
+from tfbuild.recipes.recipe import Recipe
 
 #: The stand-in source tree, to copy (or mount) where a TensorFlow checkout would go.
 TREE = Path(__file__).resolve().parent / "tree"

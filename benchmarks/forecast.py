@@ -1,0 +1,128 @@
+"""How long `tfbuild forecast` takes, and whether its stock (-mavx) side matches the stock wheel itself.
+
+Runs ``tfbuild forecast --json`` for this host and times it. Then times the same ops in the stock
+wheel's TensorFlow (eager, one thread: intra = inter = 1, 2^18 f32 elements so that per-call
+overhead stays small), and prints each op's rate beside the forecast's: the forecast's -mavx build
+should land near stock TensorFlow (the baseline measured exp 2.2 Gelem/s against 1.8-2.0), and its
+plan build shows what a build for this host would reach.
+
+    python benchmarks/forecast.py [--spec tensorflow-cpu==2.21.0] [--reps 11]
+
+About 2-3 minutes on a 2-core machine once the stock wheel's environment exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
+
+#: Run in the stock environment: the ops of forecast_kernels.cc, as TensorFlow runs them.
+_TF_RATES = r"""
+import json, statistics, sys, time
+import tensorflow as tf
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(1)
+n, row, reps = 1 << 18, 256, int(sys.argv[1])
+x = tf.random.uniform([n], -8.0, 8.0)
+y = tf.random.uniform([n], 0.001, 4.0)
+bf = tf.cast(x, tf.bfloat16)
+rows = tf.reshape(x, [n // row, row])
+def layer_norm():
+    centred = rows - tf.reduce_mean(rows, axis=-1, keepdims=True)
+    var = tf.reduce_mean(centred * centred, axis=-1, keepdims=True)
+    return centred * tf.math.rsqrt(var + 1e-5)
+ops = {
+    "exp": lambda: tf.exp(x),
+    "tanh": lambda: tf.tanh(x),
+    "sigmoid": lambda: tf.sigmoid(x),
+    "erf": lambda: tf.math.erf(x),
+    "log1p": lambda: tf.math.log1p(y),
+    "cast_f32_bf16": lambda: tf.cast(x, tf.bfloat16),
+    "cast_f32_f16": lambda: tf.cast(x, tf.float16),
+    "cast_bf16_f32": lambda: tf.cast(bf, tf.float32),
+    "log_softmax": lambda: tf.nn.log_softmax(rows),
+    "layer_norm": layer_norm,
+    "add": lambda: x + y,
+    "relu": lambda: tf.nn.relu(x),
+    "sum": lambda: tf.reduce_sum(x),
+}
+rates = {}
+for name, op in ops.items():
+    op().numpy()
+    calls = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(calls):
+            out = op()
+        out.numpy()
+        if time.perf_counter() - start > 0.02:
+            break
+        calls *= 2
+    seconds = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        for _ in range(calls):
+            out = op()
+        out.numpy()
+        seconds.append((time.perf_counter() - start) / calls)
+    rates[name] = [n / s / 1e9 for s in seconds]
+print(json.dumps(rates))
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", default="tensorflow-cpu==2.21.0")
+    parser.add_argument("--reps", type=int, default=11)
+    args = parser.parse_args()
+    python = ensure_env(WheelSpec.parse(args.spec)).python
+    start = time.perf_counter()
+    run = subprocess.run(
+        [sys.executable, "-m", "tfbuild", "forecast", "--json", "--stock", args.spec],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    took = time.perf_counter() - start
+    if run.returncode != 0:
+        sys.stderr.write(run.stderr)
+        return run.returncode
+    forecast = json.loads(run.stdout)
+    print(f"tfbuild forecast: {took:.0f} s (goal: under 120 s)")
+    print(forecast["summary"])
+    tf_run = subprocess.run(
+        [python, "-c", _TF_RATES, str(args.reps)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=clean_env() | {"TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    tf_rates = json.loads(tf_run.stdout.strip().splitlines()[-1])
+    print()
+    print(
+        f"{'op':<15}{'stock TF':>10}{'TF range':>14}{'fc -mavx':>10}{'-mavx range':>14}"
+        f"{'-mavx/TF':>10}{'fc plan':>10}{'plan/-mavx':>12}"
+    )
+    print(f"{'':<15}{'Gelem/s, median; range: slowest-fastest repetition':>60}")
+    for op in forecast["ops"]:
+        tf_side = sorted(tf_rates[op["op"]])
+        tf_median = tf_side[len(tf_side) // 2]
+        stock, plan = op["stock"]["throughput"], op["plan"]["throughput"]
+        tf_range = f"{tf_side[0]:.2f}-{tf_side[-1]:.2f}"
+        stock_range = f"{stock['min']:.2f}-{stock['max']:.2f}"
+        print(
+            f"{op['op']:<15}{tf_median:>10.2f}{tf_range:>14}"
+            f"{stock['median']:>10.2f}{stock_range:>14}"
+            f"{stock['median'] / tf_median:>10.2f}{plan['median']:>10.2f}{op['ratio']:>11.2f}x"
+        )
+    print(f"\nmatmul, conv: {forecast['onednn']['isa']}; kernels {forecast['onednn']['kernels']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""``schemas/detect.schema.json`` is what the detect report's types say, and the reports fit it.
+
+Regenerate after an intended change with TFBUILD_UPDATE_GOLDEN=1 (then read the diff).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tfbuild.detect.report import SCHEMA, json_schema
+
+UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
+ROOT = Path(__file__).resolve().parent.parent.parent
+SCHEMA_FILE = ROOT / "schemas" / "detect.schema.json"
+GOLDEN = ROOT / "tests" / "golden" / "detect"
+
+
+def written() -> str:
+    return json.dumps(json_schema(), indent=2) + "\n"
+
+
+def test_the_schema_file_is_generated_from_the_types() -> None:
+    if UPDATE:
+        SCHEMA_FILE.write_text(written(), encoding="utf-8")
+    assert SCHEMA_FILE.is_file(), f"no {SCHEMA_FILE}; run with TFBUILD_UPDATE_GOLDEN=1"
+    assert SCHEMA_FILE.read_text(encoding="utf-8") == written(), (
+        "schemas/detect.schema.json is out of date: run the tests with TFBUILD_UPDATE_GOLDEN=1"
+    )
+
+
+def test_the_schema_names_its_version() -> None:
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    assert schema["title"] == SCHEMA
+    report = schema["$defs"]["DetectReport"]
+    assert report["properties"]["schema"]["enum"] == [SCHEMA]
+    assert sorted(report["required"]) == sorted(report["properties"])
+
+
+@pytest.mark.parametrize("report", sorted(p.name for p in GOLDEN.glob("*.json")))
+def test_every_recorded_report_has_exactly_the_keys_the_schema_names(report: str) -> None:
+    """A small structural check (no validator dependency): every object in the recorded reports has
+    exactly the properties its schema definition names, recursively through refs and arrays."""
+    schema = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    defs = schema["$defs"]
+
+    def walk(data: object, node: dict[str, object], where: str) -> None:
+        if "$ref" in node:
+            walk(data, defs[str(node["$ref"]).rsplit("/", 1)[1]], where)
+            return
+        if "anyOf" in node:
+            options = [o for o in node["anyOf"] if isinstance(o, dict)]  # type: ignore[attr-defined]
+            if data is None:
+                assert {"type": "null"} in options, where
+                return
+            walk(data, next(o for o in options if o != {"type": "null"}), where)
+            return
+        if node.get("type") == "object" and isinstance(node.get("properties"), dict):
+            assert isinstance(data, dict), where
+            properties = node["properties"]
+            assert sorted(data) == sorted(properties), where  # type: ignore[arg-type]
+            for key, value in data.items():
+                walk(value, properties[key], f"{where}.{key}")  # type: ignore[index]
+            return
+        if node.get("type") == "array" and isinstance(data, list):
+            for index, item in enumerate(data):
+                walk(item, node.get("items", {}), f"{where}[{index}]")  # type: ignore[arg-type]
+
+    walk(json.loads((GOLDEN / report).read_text(encoding="utf-8")), schema, "$")

@@ -1,0 +1,62 @@
+"""``tfbuild pick --json`` byte for byte: the stand-in wheels judged on recorded machines.
+
+Regenerate after an intended change with TFBUILD_UPDATE_GOLDEN=1 (then read the diff).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CPUINFO_DIR, cpuinfo_fixture
+from tfbuild.core import serial
+from tfbuild.pick.install import InstallResult
+from tfbuild.pick.listing import load_wheels
+from tfbuild.pick.machine import describe_host
+from tfbuild.pick.rank import PickOptions, pick
+from tfbuild.pick.report import pick_report
+
+UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
+GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "pick"
+
+CASES = {
+    "zen4": ("zen4", {}, None),
+    "haswell-cuda": ("haswell", {}, "12.6"),
+    "sapphirerapids-py312": ("sapphirerapids", {"tf": "2.21"}, None),
+    "zen5-mkl": ("zen5-vm", {"variant": "mkl"}, None),
+    "zen3-old": ("zen3", {"tf": "2.20"}, None),
+    "neoverse_n1": ("neoverse_n1", {}, None),
+}
+
+
+def check(name: str, text: str) -> None:
+    path = GOLDEN / f"{name}.json"
+    if UPDATE:
+        path.write_text(text, encoding="utf-8")
+    assert path.is_file(), f"no golden file {path}; run with TFBUILD_UPDATE_GOLDEN=1"
+    assert text == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_pick_json(case: str, standin_dir: Path) -> None:
+    machine, asked, driver_cuda = CASES[case]
+    python = "3.12" if case.endswith("py312") else "3.11"
+    host = describe_host(cpuinfo=cpuinfo_fixture(machine), python=python, driver_cuda=driver_cuda)
+    options = PickOptions.parse(tf=asked.get("tf"), variant=asked.get("variant"))
+    result = pick(load_wheels(str(standin_dir)), host, options)
+    installed = None
+    if result.chosen is not None:
+        installed = InstallResult(
+            wheel=result.chosen.wheel.filename,
+            python="/usr/bin/python3",
+            command=("/usr/bin/python3", "-m", "pip", "install", result.chosen.wheel.location),
+            returncode=0,
+            output=("Processing ...", "Successfully installed tfbuild_standin-2.21.0"),
+        )
+    data = serial.to_data(pick_report(result, installed))  # as the CLI prints it (pick --json)
+    text = json.dumps(data, indent=2, sort_keys=False) + "\n"
+    text = text.replace(str(standin_dir), "<wheels>").replace(str(CPUINFO_DIR), "<cpuinfo>")
+    check(case, text)

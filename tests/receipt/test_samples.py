@@ -1,0 +1,30 @@
+"""Receipts written by earlier tfbuilds still read, and write back byte for byte.
+
+``samples/<name>.<commit>.json`` is a receipt as tfbuild at that commit writes it (a real plan,
+host facts, two attempts after an OOM kill, a floor, bazel's process counts and doctor's canary
+section), made with that commit's own ``Receipt`` type.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tfbuild.plan.model import BuildPlan
+from tfbuild.wheel.receipt import decode_receipt
+
+SAMPLES = sorted((Path(__file__).parent / "samples").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
+def test_an_older_receipt_reads_and_writes_back_the_same(path: Path) -> None:
+    raw = path.read_bytes()
+    receipt = decode_receipt(raw, source=str(path))
+    assert (
+        json.dumps(receipt.to_json(), indent=2) + "\n" == raw.decode()
+    )  # as update_receipt writes
+    assert receipt.plan_intact() and receipt.inputs_intact()
+    assert BuildPlan.from_json(receipt.plan).to_json() == receipt.plan
+    assert receipt.covered and receipt.architecture == "x86_64"

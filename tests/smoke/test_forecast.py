@@ -1,0 +1,231 @@
+"""tfbuild forecast, run for real on the stock wheel's Eigen headers, and its refusals."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import cpuinfo_fixture, run_cli
+from tfbuild.core.errors import InputError
+from tfbuild.smoke.forecast import copy_eigen, save_forecast, saved_forecast, tensorflow_dir
+from tfbuild.smoke.forecast_report import Forecast, OneDnn, OpResult, compare
+from tfbuild.smoke.run import OpResult as SmokeOp
+from tfbuild.smoke.session import forecast_beside
+from tfbuild.smoke.stats import Summary, verdict
+
+OPS = {
+    "exp", "tanh", "sigmoid", "erf", "log1p",
+    "cast_f32_bf16", "cast_f32_f16", "cast_bf16_f32",
+    "log_softmax", "layer_norm",
+    "add", "relu", "sum",
+}  # fmt: skip
+HAS_CXX = any(shutil.which(c) for c in ("clang++", "g++", "c++"))
+needs_cxx = pytest.mark.skipif(not HAS_CXX, reason="no C++ compiler on this machine")
+
+
+@pytest.mark.slow
+@needs_cxx
+def test_the_forecast_for_this_host_measures_every_op_class(stock_python: str) -> None:
+    result = run_cli("forecast", "--json", timeout=600)
+    assert result.returncode == 0, result.stderr
+    data = result.json()
+    assert data["schema"] == "tfbuild.forecast/1"
+    assert data["summary"].startswith(f"a build for {data['target']} would run")
+    assert {o["op"] for o in data["ops"]} == OPS
+    assert [c["class"] for c in data["classes"]] == [
+        "transcendental",
+        "cast",
+        "composite",
+        "control",
+    ]
+    for op in data["ops"]:
+        low, high = op["interval"]
+        assert low <= op["ratio"] <= high or op["verdict"] == "same", op
+        assert op["stock"]["n"] == op["plan"]["n"] == 20
+    assert data["stock_flags"]["flags"] == ["-mavx"]
+    assert "avx_linux" in data["stock_flags"]["source"]
+    # oneDNN's dispatch is read from the stock wheel on this machine, not assumed.
+    onednn = data["onednn"]
+    assert onednn["isa"], onednn
+    assert set(onednn["kernels"]) == {"matmul", "conv"}, onednn
+    assert onednn["forecast"] == "no change"
+    assert data["summary"].endswith("matmul and conv would not change")
+    # Kept for tfbuild smoke of a wheel built for that target.
+    kept = saved_forecast(data["tensorflow"], f"{data['target']} ({' '.join(data['plan_flags'])})")
+    assert kept is not None and kept["summary"] == data["summary"]
+
+
+@pytest.mark.slow
+@needs_cxx
+def test_a_target_below_stock_forecasts_a_loss_or_nothing(stock_python: str) -> None:
+    result = run_cli("forecast", "--target", "x86_64", timeout=600)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    summary = lines[0]
+    assert summary.startswith("a build for x86_64 would run TensorFlow's element-wise ops")
+    assert "faster" not in summary, summary
+    assert lines[1] == ""
+    assert lines[2].split()[:2] == ["op", "stock"]
+    rows = {line.split()[0]: line.split() for line in lines if line.startswith("  ")}
+    assert set(rows) >= OPS
+    # SSE2 against AVX on the same Eigen code: never a gain beyond the noise.
+    assert all(rows[op][-1] != "faster" for op in ("exp", "tanh", "sigmoid", "erf")), rows
+    assert "[forecast] timing round 1 of 4" in result.stderr
+
+
+def test_a_plan_for_another_machine_is_refused_without_emit() -> None:
+    result = run_cli("forecast", "--cpuinfo", str(cpuinfo_fixture("haswell")))
+    assert result.returncode == 4, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("tfbuild: error:")]
+    assert len(errors) == 1
+    assert "not this one" in errors[0] and "--emit DIR" in errors[0]
+    assert result.stdout == ""
+
+
+def test_emit_without_a_plan_for_another_machine_is_refused() -> None:
+    result = run_cli("forecast", "--emit", "/nonexistent/forecast")
+    assert result.returncode == 2, result.stderr
+    assert "--emit is for a plan for another machine" in result.stderr
+
+
+@pytest.mark.slow
+@needs_cxx
+def test_emit_writes_a_benchmark_that_runs_with_a_compiler_alone(
+    stock_python: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "haswell"
+    result = run_cli(
+        "forecast", "--cpuinfo", str(cpuinfo_fixture("haswell")), "--emit", str(out),
+        timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "runs only there" in result.stdout and f"sh {out}/run.sh" in result.stdout
+    script = (out / "run.sh").read_text().splitlines()
+    assert script[0] == "#!/bin/sh" and len(script) == 2
+    assert "-march=haswell" in script[1] and "-mavx " in script[1]
+    assert (out / "include/unsupported/Eigen/CXX11/Tensor").is_file()
+    # This host runs haswell code: the emitted line, as that machine would run it.
+    ran = subprocess.run(
+        ["sh", str(out / "run.sh")], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert ran.returncode == 0, ran.stderr
+    sides = [line.split("\t")[:2] for line in ran.stdout.splitlines()]
+    assert sides.count(["stock", "exp"]) == sides.count(["plan", "exp"]) == 4
+
+
+def test_no_cpp_compiler_is_refused(tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    result = run_cli("forecast", env={"PATH": str(empty)})
+    assert result.returncode == 5, result.stderr
+    assert "tfbuild: error: no C++ compiler on this host" in result.stderr
+
+
+def _wheel_without_headers(where: Path) -> Path:
+    """A real, installable tensorflow wheel that ships no include directory."""
+    wheel = where / "tensorflow-0.0.1-py3-none-any.whl"
+    info = "tensorflow-0.0.1.dist-info"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("tensorflow/__init__.py", "")
+        z.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: tensorflow\nVersion: 0.0.1\n")
+        z.writestr(
+            f"{info}/WHEEL",
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        )
+        z.writestr(f"{info}/RECORD", "")
+    return wheel
+
+
+@needs_cxx
+def test_a_wheel_without_eigen_headers_is_refused(tmp_path: Path) -> None:
+    wheel = _wheel_without_headers(tmp_path)
+    result = run_cli(
+        "forecast", "--stock", str(wheel), env={"TFBUILD_CACHE_DIR": str(tmp_path / "cache")},
+        timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    assert "tensorflow-0.0.1-py3-none-any.whl has no Eigen headers" in result.stderr
+
+
+def test_a_header_that_is_a_link_is_refused(stock_python: str, tmp_path: Path) -> None:
+    tf_dir = tensorflow_dir(stock_python)
+    assert tf_dir is not None
+    include = tmp_path / "include"
+    shutil.copytree(tf_dir / "include" / "Eigen", include / "Eigen")
+    shutil.copytree(tf_dir / "include" / "unsupported", include / "unsupported")
+    (include / "Eigen" / "Core").unlink()
+    (include / "Eigen" / "Core").symlink_to("/etc/passwd")
+    with pytest.raises(InputError, match="not a plain file: Eigen/Core"):
+        copy_eigen(include, tmp_path / "copy", label="the wheel")
+
+
+def test_the_class_verdict_is_mixed_only_when_its_ops_disagree() -> None:
+    fast = [1.0, 1.01, 0.99, 1.02, 0.98] * 2
+    slow = [3.0, 3.03, 2.97, 3.06, 2.94] * 2
+    ops = [
+        OpResult.of("exp", "transcendental", 1000, stock=slow, plan=fast),
+        OpResult.of("tanh", "transcendental", 1000, stock=slow, plan=fast),
+        OpResult.of("add", "control", 1000, stock=fast, plan=fast),
+        OpResult.of("relu", "control", 1000, stock=slow, plan=fast),
+    ]
+    transcendental, control = compare(ops)
+    assert transcendental.label == "faster"
+    assert 2.9 < transcendental.low <= transcendental.high < 3.1
+    assert transcendental.interval[0] <= transcendental.low
+    assert control.label == "mixed"
+
+
+def _forecast(target: str) -> Forecast:
+    fast = [1.0, 1.01, 0.99, 1.02, 0.98] * 2
+    slow = [3.0, 3.03, 2.97, 3.06, 2.94] * 2
+    ops = (
+        OpResult.of("exp", "transcendental", 1000, stock=slow, plan=fast),
+        OpResult.of("sum", "control", 1000, stock=fast, plan=fast),
+        OpResult.of("relu", "control", 1000, stock=fast, plan=fast),
+    )
+    return Forecast(
+        tensorflow="2.21.0",
+        target=target,
+        stock_wheel="tensorflow-cpu==2.21.0",
+        compiler="g++",
+        compiler_why="test",
+        stock_flags=("-mavx",),
+        stock_flags_source="test",
+        plan_flags=("-march=haswell",),
+        ops=ops,
+        classes=compare(ops),
+        onednn=OneDnn(isa="AVX-512", kernels={"conv": ("brg_conv_fwd:avx512_core",)}),
+    )
+
+
+def test_smoke_shows_the_kept_forecast_beside_what_it_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TFBUILD_CACHE_DIR", str(tmp_path))
+    kept = save_forecast(_forecast("haswell"))
+    assert kept == tmp_path / "forecasts/tf-2.21.0-haswell.json"
+    one = [0.01] * 10
+
+    def result(op: str, ratio: float, threads: str = "1") -> SmokeOp:
+        base = [s * ratio for s in one]
+        return SmokeOp(
+            op=op,
+            threads=threads,
+            candidate=Summary.of(one, 1, "Gelem/s"),
+            baseline=Summary.of(base, 1, "Gelem/s"),
+            verdict=verdict(one, base),
+        )
+
+    results = (result("exp", 2.5), result("exp", 9.0, "default"), result("reduce_sum", 1.1))
+    beside = forecast_beside("2.21.0+haswell", "haswell (-march=haswell)", results)
+    assert beside is not None and beside["file"] == str(kept)
+    rows = {row["class"]: row for row in beside["classes"]}
+    assert rows["transcendental"]["forecast"] == [3.0, 3.0]
+    assert rows["transcendental"]["measured"] == [2.5, 2.5]  # the one-thread ratio only
+    assert rows["control"]["ops"] == ["sum"] and rows["control"]["measured"] == [1.1, 1.1]
+    assert forecast_beside("2.21.0", "zen4 (-march=znver4)", results) is None
+    assert forecast_beside("2.20.0", "haswell (-march=haswell)", results) is None

@@ -1,0 +1,604 @@
+"""The preflight's checks, each of one thing a build needs of the tree, and :func:`preflight`.
+
+``bazelversion``  the first line of the tree's ``.bazelversion`` (what bazelisk reads) is the plan's
+                  bazel, exactly. A tree without one is a *note*, not a failure: the toolchain image
+                  pins the plan's bazel (``USE_BAZEL_VERSION``) and nothing in the tree asks for
+                  another.
+``bazelrc``       the tree's ``.bazelrc`` imports ``%workspace%/.tf_configure.bazelrc`` (directly, or
+                  through the files it imports inside the tree), where build.sh installs the rendered
+                  rc file; without it the plan's flags would silently not apply.
+``configs``       every ``--config`` the build uses is defined by a ``build:NAME`` or ``common:NAME``
+                  line of the tree's rc files (``.bazelrc`` and what it imports inside the tree) or of
+                  the rendered rc file. "Used" is the plan's configs, the ``--config=`` of the
+                  rendered rc lines, the tree's own unconditional ``build --config=`` lines, and every
+                  config a used one names in turn; bazel stops on the first that is undefined.
+``wheel_target``  ``tensorflow/tools/pip_package/BUILD`` declares the target the plan builds
+                  (``wheel`` for the :wheel flow, ``build_pip_package`` before 2.17).
+``python_lock``   hermetic Python (2.14+): the requirements lock that the tree's WORKSPACE maps the
+                  plan's Python to exists; without such a map, ``requirements_lock_3_X.txt`` at the
+                  top of the tree (where TensorFlow keeps them).
+``cuda_versions`` hermetic CUDA (2.18+): the plan's CUDA and cuDNN versions are keys of the tree's
+                  ``CUDA_REDIST_JSON_DICT`` and ``CUDNN_REDIST_JSON_DICT``: the table the WORKSPACE
+                  loads, else the first of ``workspace.CUDA_TABLES`` the tree has. A table outside
+                  the tree (``@rules_ml_toolchain``, which bazel downloads) or none of the known
+                  files is a "not checked" note.
+``toolchain``     the route. Hermetic (or any rc line naming ``@rules_ml_toolchain``): the tree pins
+                  rules_ml_toolchain. The devtoolset-9 sysroot: TF's ``build_devtoolset.sh`` with a
+                  ``devtoolset-9)`` case in one of ``render.DEVTOOLSET_DIRS``. The sysroot route: a
+                  crosstool that reads ``TF_SYSROOT`` (:data:`CROSSTOOLS`; "not checked" when the
+                  tree has none of them).
+
+The canary's STAND-IN tree is a real bazel workspace (Debian's bazel-bootstrap 4.2.3 builds it: a
+``.bazelrc`` that imports the rendered rc file, the ``wheel`` target, no ``.bazelversion``: a note),
+and is checked like any tree. The checks of what a TensorFlow tree has and the canary's does not
+(hermetic Python, CUDA, the toolchain route, which its own rules apply) are ``skipped`` for a
+stand-in plan, each finding saying so.
+
+``_TF_SYSROOT = "TF_SYSROOT"``: ``third_party/xla/third_party/gpus/cuda/hermetic/cuda_configure.bzl``
+@0866b7a7 and the ``cuda_configure.bzl`` versions docs/toolchain-facts.md E13 cites (the CUDA
+tables' paths: :mod:`tfbuild.build.preflight.workspace`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from tfbuild.build.preflight.bazelrc import (
+    RENDERED_RC,
+    RcFiles,
+    RcLine,
+    config_uses,
+    rc_lines,
+    read_rc,
+)
+from tfbuild.build.preflight.report import Finding, PreflightReport
+from tfbuild.build.preflight.tree_files import TreeFiles, line_of
+from tfbuild.build.preflight.workspace import (
+    CUDA_LOADS,
+    build_rules,
+    cuda_tables,
+    label_path,
+    loaded_from,
+    python_locks,
+    table_keys,
+    workspace_files,
+)
+from tfbuild.plan import BuildPlan
+from tfbuild.plan.render import DEVTOOLSET_DIRS
+from tfbuild.recipes import tfversions
+from tfbuild.recipes.recipe import Recipe
+
+PIP_PACKAGE_BUILD = (
+    "tensorflow/tools/pip_package/BUILD",
+    "tensorflow/tools/pip_package/BUILD.bazel",
+)
+#: newest layout first: each version that reads TF_SYSROOT has ``_TF_SYSROOT = "TF_SYSROOT"``.
+CROSSTOOLS = (
+    "third_party/xla/third_party/gpus/cuda/hermetic/cuda_configure.bzl",
+    "third_party/xla/third_party/tsl/third_party/gpus/cuda/hermetic/cuda_configure.bzl",
+    "third_party/gpus/cuda/hermetic/cuda_configure.bzl",
+    "third_party/xla/third_party/gpus/cuda_configure.bzl",
+    "third_party/xla/third_party/tsl/third_party/gpus/cuda_configure.bzl",
+    "third_party/gpus/cuda_configure.bzl",
+)
+
+
+def _check_bazelrc(rc: RcFiles | None) -> list[Finding]:
+    if rc is None:
+        return [
+            Finding(
+                check="bazelrc",
+                status="fail",
+                what="the tree has no .bazelrc",
+                file=".bazelrc",
+                why=f"TensorFlow's .bazelrc is what imports the rendered {RENDERED_RC}: without it "
+                "the plan's flags (target, toolchain, Python) would not apply",
+                fix="Pass the top of a TensorFlow checkout (or the release tarball's tree)",
+            )
+        ]
+    found = [
+        Finding(
+            check="bazelrc",
+            status="fail",
+            what=f"'{m.command} {m.args[0]}' names a file the tree lacks",
+            file=m.file,
+            line=m.line,
+            why="bazel stops on a missing import (try-import would not)",
+            fix="Restore the file, or build from a complete checkout",
+        )
+        for m in rc.missing_imports
+    ]
+    if rc.rendered_import is None:
+        found.append(
+            Finding(
+                check="bazelrc",
+                status="fail",
+                what=f"no rc file of the tree imports %workspace%/{RENDERED_RC}",
+                file=".bazelrc",
+                why="build.sh installs the rendered rc file there; unread, the plan's flags "
+                "(target, toolchain, Python) would silently not apply",
+                fix=f"Add 'try-import %workspace%/{RENDERED_RC}' to the tree's .bazelrc, as "
+                "TensorFlow's has",
+            )
+        )
+    else:
+        found.append(
+            Finding(
+                check="bazelrc",
+                status="ok",
+                what=f"the rendered rc file is imported ({rc.rendered_import.command} "
+                f"{rc.rendered_import.args[0]})",
+                file=rc.rendered_import.file,
+                line=rc.rendered_import.line,
+            )
+        )
+    return found
+
+
+def _check_configs(plan: BuildPlan, recipe: Recipe | None, rc: RcFiles | None) -> list[Finding]:
+    rendered_name = f"(rendered) {RENDERED_RC}"
+    lines = list(rc.lines) if rc is not None else []
+    if rc is None or rc.rendered_import is None:  # reported by the bazelrc check: no cascade here
+        lines += rc_lines("\n".join(plan.rc_lines), rendered_name)
+    definitions: dict[str, list[RcLine]] = {}
+    for rc_line in lines:
+        if rc_line.command in ("build", "common") and rc_line.config:
+            definitions.setdefault(rc_line.config, []).append(rc_line)
+    # (config, where it is used: None for the plan's own command line)
+    wanted: list[tuple[str, RcLine | None]] = [(c, None) for c in plan.bazel_configs]
+    for rc_line in lines:
+        if rc_line.command in ("build", "common") and rc_line.config is None:
+            wanted += [(c, rc_line) for c in config_uses(rc_line.args)]
+    found: list[Finding] = []
+    checked: dict[str, RcLine] = {}
+    while wanted:
+        name, used_at = wanted.pop(0)
+        if name in checked:
+            continue
+        defs = definitions.get(name)
+        if not defs:
+            found.append(_undefined(name, used_at, recipe, definitions))
+            checked[name] = RcLine(file="", line=0, command="", config=None, args=())
+            continue
+        checked[name] = defs[0]
+        for definition in defs:
+            wanted += [(c, definition) for c in config_uses(definition.args)]
+    if not found:
+        where = ", ".join(
+            f"{name} ({d.file}:{d.line})"
+            for name, d in checked.items()
+            if name in plan.bazel_configs
+        )
+        found.append(
+            Finding(
+                check="configs",
+                status="ok",
+                what=f"every --config the build uses is defined: {where}",
+                file=".bazelrc",
+            )
+        )
+    return found
+
+
+def _undefined(
+    name: str,
+    used_at: RcLine | None,
+    recipe: Recipe | None,
+    definitions: Mapping[str, list[RcLine]],
+) -> Finding:
+    close = difflib.get_close_matches(name, list(definitions), n=1)
+    hint = ""
+    if close:
+        first = definitions[close[0]][0]
+        hint = f"; did you mean {close[0]} ({first.file}:{first.line})?"
+    listed = recipe is not None and name in recipe.configs
+    why = f"bazel stops with \"Config value '{name}' is not defined in any .rc file\"{hint}"
+    if used_at is not None:
+        why = f"{used_at.file}:{used_at.line} names it; {why}"
+    elif listed:
+        assert recipe is not None
+        why = f"{recipe.where('configs')} says this release defines it; {why}"
+    if used_at is None:
+        fix = (
+            "This tree is not the release the recipe describes: build the recipe's own source, or "
+            "give a recipe for this tree with --recipes-dir whose configs list only what its "
+            ".bazelrc defines (the planner then refuses that variant)"
+        )
+    else:
+        fix = "Fix the tree's rc files, or build from a complete checkout of the release"
+    return Finding(
+        check="configs",
+        status="fail",
+        what=f"--config={name} is not defined",
+        file=used_at.file if used_at is not None else ".bazelrc",
+        line=used_at.line if used_at is not None else None,
+        why=why,
+        fix=fix,
+    )
+
+
+# --- the other checks --------------------------------------------------------------------------------
+
+
+def _check_bazelversion(plan: BuildPlan, tree: TreeFiles) -> Finding:
+    text = tree.read(".bazelversion")
+    first = (text or "").splitlines()[0].strip() if (text or "").strip() else ""
+    if text is None or not first:
+        runs = "its STAND-IN bazel" if plan.standin else f"the plan's bazel {plan.bazel}"
+        return Finding(
+            check="bazelversion",
+            status="note",
+            what=f"the tree pins no bazel version: the build runs {runs}",
+            file=".bazelversion",
+            why="the STAND-IN canary runs Debian's bazel-bootstrap (4.2.3), whatever a tree pins"
+            if plan.standin
+            else "the toolchain image pins it (USE_BAZEL_VERSION) and nothing here asks for another",
+        )
+    if first != plan.bazel:
+        return Finding(
+            check="bazelversion",
+            status="fail",
+            what=f"the tree wants bazel {first}, the plan runs bazel {plan.bazel}",
+            file=".bazelversion",
+            line=1,
+            why="the toolchain image runs the plan's bazel (USE_BAZEL_VERSION wins over "
+            ".bazelversion), and a release builds with the bazel it names: another stops on "
+            "flags and rules it does not know",
+            fix=f"Use a recipe whose bazel is {first} for this tree (--recipes-dir), or build the "
+            "release the recipe is for",
+        )
+    return Finding(
+        check="bazelversion",
+        status="ok",
+        what=f"bazel {first}, as planned",
+        file=".bazelversion",
+        line=1,
+    )
+
+
+def _check_wheel_target(plan: BuildPlan, tree: TreeFiles) -> Finding:
+    target = plan.build_target.rpartition(":")[2]
+    build = next((p for p in PIP_PACKAGE_BUILD if tree.exists(p)), None)
+    if build is None:
+        return Finding(
+            check="wheel_target",
+            status="fail",
+            what=f"the tree has no {PIP_PACKAGE_BUILD[0]}",
+            file=PIP_PACKAGE_BUILD[0],
+            why=f"bazel build {plan.build_target} needs the package that declares it",
+            fix="Pass the top of a TensorFlow checkout",
+        )
+    rules = build_rules(tree.read(build) or "")
+    if target in rules:
+        kind, line = rules[target]
+        return Finding(
+            check="wheel_target",
+            status="ok",
+            what=f'{kind}(name = "{target}") builds {plan.build_target}',
+            file=build,
+            line=line,
+        )
+    other = "build_pip_package" if target == "wheel" else "wheel"
+    why = f'bazel build {plan.build_target} stops with "no such target"'
+    if other in rules:
+        why += f"; this tree has :{other} ({build}:{rules[other][1]}), the other wheel flow"
+    return Finding(
+        check="wheel_target",
+        status="fail",
+        what=f"no {target} target",
+        file=build,
+        why=why,
+        fix="Use the recipe of this tree's release (the :wheel target arrived in 2.17), or build "
+        "the release the recipe is for",
+    )
+
+
+def _check_python_lock(plan: BuildPlan, tree: TreeFiles) -> Finding:
+    python = plan.python
+    workspace = tree.read("WORKSPACE") or ""
+    mapped = python_locks(workspace)
+    if mapped:
+        if python not in mapped:
+            first_line = min(line for _, line in mapped.values())
+            return Finding(
+                check="python_lock",
+                status="fail",
+                what=f"no requirements lock for Python {python}",
+                file="WORKSPACE",
+                line=first_line,
+                why=f"python_init_repositories maps only {', '.join(mapped)}: bazel cannot set up a "
+                f"hermetic Python {python}",
+                fix=f"Build for one of those (--python X.Y), or a tree that supports {python}",
+            )
+        label, line = mapped[python]
+        rel = label_path(label)
+        if rel is None or tree.exists(rel):
+            return Finding(
+                check="python_lock",
+                status="ok",
+                what=f"Python {python}: {label}" + ("" if rel else " (in another repository)"),
+                file="WORKSPACE",
+                line=line,
+            )
+        return Finding(
+            check="python_lock",
+            status="fail",
+            what=f"WORKSPACE maps Python {python} to {label}, which the tree lacks",
+            file="WORKSPACE",
+            line=line,
+            why="bazel stops when rules_python reads the lock file",
+            fix="Build from a complete checkout of the release",
+        )
+    rel = f"requirements_lock_{python.replace('.', '_')}.txt"
+    if tree.exists(rel):
+        return Finding(check="python_lock", status="ok", what=f"Python {python}: {rel}", file=rel)
+    have = sorted(
+        (p.name for p in tree.root.glob("requirements_lock_*.txt")),
+        key=lambda n: [int(x) for x in re.findall(r"\d+", n)],
+    )
+    return Finding(
+        check="python_lock",
+        status="fail",
+        what=f"no {rel} for Python {python}",
+        file=rel,
+        why="hermetic Python installs the build's packages from that lock"
+        + (f"; the tree has {', '.join(have)}" if have else "; the tree has none"),
+        fix="Build for a Python the tree has a lock for (--python X.Y)",
+    )
+
+
+def _check_cuda_versions(plan: BuildPlan, tree: TreeFiles) -> list[Finding]:
+    assert plan.cuda is not None
+    loaded = loaded_from(tree, CUDA_LOADS)
+    if loaded is not None and loaded.path is None:
+        return [
+            Finding(
+                check="cuda_versions",
+                status="note",
+                what=f"not checked: the CUDA tables come from {loaded.label}",
+                file=loaded.file,
+                line=loaded.line,
+                why="a repository bazel downloads, not a file of this tree",
+            )
+        ]
+    candidates = cuda_tables(loaded)
+    table = next((c for c in candidates if tree.exists(c)), None)
+    if table is None:
+        return [
+            Finding(
+                check="cuda_versions",
+                status="note",
+                what="not checked: the tree has none of the known CUDA version tables",
+                file=candidates[0],
+                why=f"looked for {', '.join(candidates)}",
+            )
+        ]
+    keys = table_keys(tree.read(table) or "")
+    if not keys:
+        return [
+            Finding(
+                check="cuda_versions",
+                status="note",
+                what="not checked: no CUDA_REDIST_JSON_DICT in the table (another layout)",
+                file=table,
+            )
+        ]
+    found = []
+    for kind, version, option in (
+        ("cuda", plan.cuda.cuda, "--cuda-version"),
+        ("cudnn", plan.cuda.cudnn, "--cudnn-version"),
+    ):
+        known = keys.get(kind, {})
+        name = "CUDA" if kind == "cuda" else "cuDNN"
+        if version in known:
+            found.append(
+                Finding(
+                    check="cuda_versions",
+                    status="ok",
+                    what=f"hermetic {name} {version} is in the tree's table",
+                    file=table,
+                    line=known[version],
+                )
+            )
+        else:
+            found.append(
+                Finding(
+                    check="cuda_versions",
+                    status="fail",
+                    what=f"hermetic {name} {version} is not a key of {kind.upper()}_REDIST_JSON_DICT",
+                    file=table,
+                    why=f"the table knows {', '.join(known) or 'nothing'}; bazel cannot fetch "
+                    "another",
+                    fix=f"Pass {option} with one of those, or fix the recipe's cuda row for this "
+                    "tree (--recipes-dir)",
+                )
+            )
+    return found
+
+
+_TF_SYSROOT = re.compile(r"\bTF_SYSROOT\b")
+_DEVTOOLSET_CASE = re.compile(r"^\s*devtoolset-9\)")
+
+
+def _check_toolchain(plan: BuildPlan, tree: TreeFiles) -> list[Finding]:
+    found: list[Finding] = []
+    wants_rules_ml = plan.route == "hermetic" or any(
+        "@rules_ml_toolchain" in line for line in plan.rc_lines
+    )
+    if wants_rules_ml:
+        found.append(_rules_ml_toolchain(plan, tree))
+    if plan.route == "sysroot" and plan.sysroot is not None:
+        if plan.sysroot.builder == "devtoolset-9":
+            found.append(_devtoolset(tree))
+        found.append(_crosstool(plan, tree))
+    if not found:
+        found.append(
+            Finding(
+                check="toolchain",
+                status="ok",
+                what="the image's own compiler and glibc: nothing of the tree to check",
+            )
+        )
+    return found
+
+
+def _rules_ml_toolchain(plan: BuildPlan, tree: TreeFiles) -> Finding:
+    pattern = re.compile(r"rules_ml_toolchain")
+    for rel in workspace_files(tree):
+        text = tree.read(rel)
+        line = line_of(text, pattern) if text else None
+        if line is not None:
+            return Finding(
+                check="toolchain",
+                status="ok",
+                what="the tree pins rules_ml_toolchain",
+                file=rel,
+                line=line,
+            )
+    why = (
+        "the plan compiles with TensorFlow's hermetic toolchain (rules_ml_toolchain, 2.21+)"
+        if plan.route == "hermetic"
+        else "the rendered rc file sets @rules_ml_toolchain flags (its opt-out)"
+    )
+    return Finding(
+        check="toolchain",
+        status="fail",
+        what="the tree does not pin rules_ml_toolchain",
+        file="WORKSPACE",
+        why=f"{why}, and bazel cannot find a repository the tree never declares",
+        fix="Use the recipe of this tree's release, or build with --no-portable",
+    )
+
+
+def _devtoolset(tree: TreeFiles) -> Finding:
+    for directory in DEVTOOLSET_DIRS:
+        rel = f"{directory}/build_devtoolset.sh"
+        text = tree.read(rel)
+        if text is None:
+            continue
+        line = line_of(text, _DEVTOOLSET_CASE)
+        if line is not None:
+            return Finding(
+                check="toolchain",
+                status="ok",
+                what="build_devtoolset.sh builds devtoolset-9 (the /dt9 sysroot)",
+                file=rel,
+                line=line,
+            )
+        return Finding(
+            check="toolchain",
+            status="fail",
+            what="build_devtoolset.sh has no devtoolset-9 case",
+            file=rel,
+            why="the toolchain image's sysroot stage runs 'build_devtoolset.sh devtoolset-9 /dt9'",
+            fix="Build with --no-portable (the image's glibc), or --sysroot-from IMAGE",
+        )
+    return Finding(
+        check="toolchain",
+        status="fail",
+        what="the tree has no builder.devtoolset/build_devtoolset.sh",
+        file=f"{DEVTOOLSET_DIRS[0]}/build_devtoolset.sh",
+        why=f"the toolchain image's sysroot stage looks in {' and '.join(DEVTOOLSET_DIRS)} "
+        "for the script that makes /dt9, and would fail",
+        fix="Build with --no-portable (the image's glibc), or --sysroot-from IMAGE",
+    )
+
+
+def _crosstool(plan: BuildPlan, tree: TreeFiles) -> Finding:
+    assert plan.sysroot is not None
+    loaded = loaded_from(tree, ("cuda_configure.bzl",))
+    if loaded is not None and loaded.path is None:
+        return Finding(
+            check="toolchain",
+            status="note",
+            what=f"not checked: the crosstool comes from {loaded.label}",
+            file=loaded.file,
+            line=loaded.line,
+            why="a repository bazel downloads, not a file of this tree",
+        )
+    candidates = (f"{loaded.path}/cuda_configure.bzl",) if loaded is not None else CROSSTOOLS
+    present = [c for c in candidates if tree.exists(c)]
+    for rel in present:
+        line = line_of(tree.read(rel) or "", _TF_SYSROOT)
+        if line is not None:
+            return Finding(
+                check="toolchain",
+                status="ok",
+                what=f"the crosstool reads TF_SYSROOT ({plan.sysroot.name})",
+                file=rel,
+                line=line,
+            )
+    if not present:
+        return Finding(
+            check="toolchain",
+            status="note",
+            what="not checked: the tree has none of the known cuda_configure.bzl files",
+            file=candidates[0],
+            why="the receipt's floor (auditwheel) shows after the build whether the sysroot was used",
+        )
+    return Finding(
+        check="toolchain",
+        status="fail",
+        what="the crosstool never reads TF_SYSROOT",
+        file=present[0],
+        why=f"the wheel would link against the image's glibc, not the sysroot {plan.sysroot.name}, "
+        "and miss the recipe's floor",
+        fix="Build with --no-portable (a wheel for systems as new as the image), or use the "
+        "recipe of this tree's release",
+    )
+
+
+def _skipped(check: str, what: str, why: str) -> Finding:
+    return Finding(check=check, status="skipped", what=f"not checked: {what}", why=why)
+
+
+# --- the report ----------------------------------------------------------------------------------------
+
+
+def describe(plan: BuildPlan) -> str:
+    """The plan in a few words, for the report."""
+    standin = " (STAND-IN canary)" if plan.standin else ""
+    cuda = f" CUDA {plan.cuda.cuda}" if plan.cuda else ""
+    return f"TensorFlow {plan.tensorflow}{standin} {plan.variant}{cuda}, Python {plan.python}"
+
+
+def preflight(plan: BuildPlan, recipe: Recipe | None, tree: Path) -> PreflightReport:
+    """Check ``tree`` (the top of a source tree) against ``plan`` (and the recipe it came from;
+    None for a rebuild from a receipt). Only reads files of ``tree``."""
+    files = TreeFiles(tree)
+    rc = read_rc(files, plan.rc_lines)
+    findings: list[Finding] = [
+        _check_bazelversion(plan, files),
+        *_check_bazelrc(rc),
+        *_check_configs(plan, recipe, rc),
+        _check_wheel_target(plan, files),
+    ]
+    version = tfversions.parse_version(plan.tensorflow)
+    hermetic_python = recipe.hermetic_python if recipe else tfversions.hermetic_python(version)
+    if plan.standin:
+        findings.append(
+            _skipped(
+                "python_lock",
+                "hermetic Python's requirements lock",
+                "the STAND-IN canary's bazel resolves no Python packages",
+            )
+        )
+    elif hermetic_python:
+        findings.append(_check_python_lock(plan, files))
+    if plan.cuda is not None and plan.cuda.hermetic:
+        findings += _check_cuda_versions(plan, files)
+    if plan.standin:
+        findings.append(
+            _skipped(
+                "toolchain",
+                "the toolchain route",
+                "the STAND-IN canary's bazel compiles with the planned compiler itself, "
+                "TF_SYSROOT included",
+            )
+        )
+    else:
+        findings += _check_toolchain(plan, files)
+    return PreflightReport(tree=str(tree), plan=describe(plan), findings=tuple(findings))

@@ -1,0 +1,117 @@
+"""The preflight's report: each check's :class:`Finding`, and a report's failures as one error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from tfbuild.core.errors import UnsupportedError
+
+PREFLIGHT_SCHEMA = "tfbuild.preflight/1"
+Status = Literal["ok", "fail", "note", "skipped"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    """One check of the tree: what was found, where (the tree's file and line), why, what to do."""
+
+    check: str
+    status: Status
+    what: str
+    file: str | None = None  # relative to the tree
+    line: int | None = None
+    why: str = ""
+    fix: str = ""
+
+    @property
+    def where(self) -> str:
+        """``file:line``, ``file`` when no line is meant, empty when no file is."""
+        if self.file is None:
+            return ""
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    @property
+    def located(self) -> str:
+        """``where: what``."""
+        return f"{self.where}: {self.what}" if self.where else self.what
+
+    def text(self) -> str:
+        """One line: ``where: what (why). fix``."""
+        out = self.located
+        if self.why:
+            out += f" ({self.why})"
+        if self.fix:
+            out += f". {self.fix}"
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "status": self.status,
+            "what": self.what,
+            "file": self.file,
+            "line": self.line,
+            "why": self.why,
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreflightReport:
+    """Every finding for one plan and one tree."""
+
+    tree: str
+    plan: str  # what was checked, in words: "TensorFlow 2.21.0 cpu, Python 3.11"
+    findings: tuple[Finding, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def failures(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.status == "fail")
+
+    def error(self, *, shown: bool = False) -> UnsupportedError | None:
+        """The failures as one error (exit 4): the first in its line, all of them in its why.
+        ``shown``: every finding was printed above (``plan --source``)."""
+        return failures_error(
+            f"the source tree {self.tree} does not fit the plan",
+            self.failures,
+            more="Each one's fix is above"
+            if shown
+            else "tfbuild plan --source DIR lists every check with its fix",
+            done="Nothing was built: no image, no container.",
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": PREFLIGHT_SCHEMA,
+            "tree": self.tree,
+            "plan": self.plan,
+            "passed": self.passed,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def failures_error(
+    what: str, failures: tuple[Finding, ...], *, more: str, done: str = ""
+) -> UnsupportedError | None:
+    """One error for ``failures``: the first mismatch in its line; with several, all of them
+    (numbered) in its why, and where to read each one's fix."""
+    if not failures:
+        return None
+    first = failures[0]
+    fixes = [first.fix] if first.fix else []
+    if len(failures) == 1:
+        return UnsupportedError(
+            f"{what}: {first.located}",
+            why=first.why,
+            fix=" ".join(f"{s.rstrip('.')}." for s in [*fixes, done] if s),
+        )
+    listed = "; ".join(f"({n}) {f.located}" for n, f in enumerate(failures, 1))
+    return UnsupportedError(
+        f"{what} ({len(failures)} mismatches): {first.located}",
+        why=listed,
+        fix=" ".join(f"{s.rstrip('.')}." for s in [*fixes, more, done] if s),
+    )

@@ -1,0 +1,153 @@
+"""The ``tfbuild forecast`` command: plan, hand the plan's facts to the forecast, print it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tfbuild.cli.plan_options import plan_args
+from tfbuild.core.errors import printable
+
+
+def _print_json(data: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def forecast_command(
+    ctx: typer.Context,
+    stock: Annotated[
+        str | None,
+        typer.Option(
+            "--stock",
+            metavar="SPEC",
+            help="The stock wheel whose Eigen headers are compiled: a .whl or a requirement "
+            "(default: the package index's tensorflow-cpu of the plan's version).",
+            show_default=False,
+        ),
+    ] = None,
+    emit: Annotated[
+        Path | None,
+        typer.Option(
+            "--emit",
+            metavar="DIR",
+            help="For a --cpuinfo plan: write the benchmark and a one-line script (run.sh) that "
+            "runs it on that machine (a C++ compiler is all it needs).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the forecast as JSON.")] = False,
+) -> None:
+    """What a build would gain over the stock wheel on this machine, before anything is built."""
+    from tfbuild.core.errors import UsageError
+    from tfbuild.plan.here import plan_here
+    from tfbuild.smoke.forecast import (
+        ForecastRequest,
+        emit_forecast,
+        run_forecast,
+        save_forecast,
+    )
+
+    args = plan_args(ctx)
+    if emit is not None and args.cpuinfo is None:
+        raise UsageError(
+            "--emit is for a plan for another machine",
+            fix="Add --cpuinfo FILE (that machine's /proc/cpuinfo), or drop --emit to forecast "
+            "this one.",
+        )
+    planned = plan_here(args)
+    plan, recipe = planned.plan, planned.recipe
+    assert recipe is not None  # a plan made from options has its recipe
+    request = ForecastRequest(
+        tensorflow=plan.tensorflow,
+        architecture=plan.architecture,
+        target=plan.target,
+        cflags=plan.cflags,
+        compiler=plan.compiler,
+        elsewhere=str(args.cpuinfo) if args.cpuinfo is not None else None,
+        stock=stock,
+    )
+
+    def progress(message: str) -> None:
+        if not as_json:
+            sys.stderr.write(f"[forecast] {printable(message)}\n")
+
+    if emit is not None:
+        emitted = emit_forecast(request, recipe, emit, progress=progress)
+        if as_json:
+            _print_json(emitted.to_json())
+            return
+        typer.echo(
+            printable(
+                f"the plan is for the machine of {args.cpuinfo}: the benchmark compiles here but "
+                f"runs only there. Copy {emitted.directory} to it and run: sh {emitted.script}"
+            )
+        )
+        for note in emitted.notes:
+            typer.echo(printable(f"note: {note}"))
+        return
+    forecast = run_forecast(request, recipe, progress=progress)
+    progress(
+        f"kept for tfbuild smoke of a wheel built for {plan.target}: {save_forecast(forecast)}"
+    )
+    if as_json:
+        _print_json(forecast.to_json())
+        return
+    print_forecast(forecast)
+
+
+def print_forecast(forecast: Any) -> None:
+    """The summary line, then one row per op class and per op, then what was compiled how."""
+    from tfbuild.smoke.forecast_report import CLASSES
+
+    lines = [forecast.summary(), ""]
+    lines.append(
+        f"{'op':<16}{'stock Gelem/s':>14}{'plan Gelem/s':>14}{'ratio':>8}  {'95% interval':<14}"
+        "verdict"
+    )
+    for klass in forecast.classes:
+        lines.append(
+            f"{CLASSES[klass.klass]}: {klass.low:.2f}-{klass.high:.2f}x "
+            f"(interval {klass.interval[0]:.2f}-{klass.interval[1]:.2f}), {klass.label}"
+        )
+        for op in forecast.ops:
+            if op.klass != klass.klass:
+                continue
+            lines.append(
+                f"  {op.name:<14}{op.stock.throughput_median:>14.2f}"
+                f"{op.plan.throughput_median:>14.2f}{op.ratio:>7.2f}x  "
+                f"{f'{op.low:.2f}-{op.high:.2f}':<14}{op.label}"
+            )
+    lines.append(f"matmul, conv: {forecast.onednn.describe()}")
+    lines.append("")
+    lines.append(f"compiled with {forecast.compiler} ({forecast.compiler_why})")
+    lines.append(f"  stock: {' '.join(forecast.stock_flags)} ({forecast.stock_flags_source})")
+    lines.append(f"  plan:  {' '.join(forecast.plan_flags)}")
+    lines.append(f"  against the Eigen headers of {forecast.stock_wheel}, one thread")
+    lines.extend(f"note: {note}" for note in forecast.notes)
+    typer.echo(printable("\n".join(lines)))
+
+
+def print_forecast_beside(forecast: dict[str, Any] | None) -> None:
+    """After tfbuild smoke: the forecast kept for the wheel's target beside what smoke measured,
+    per op class (one thread), so that a wrong forecast shows."""
+    if not forecast:
+        return
+    from tfbuild.smoke.forecast_report import CLASSES
+
+    lines = ["", f"forecast ({forecast['file']}) beside this smoke, one thread, per op class:"]
+    for row in forecast["classes"]:
+        low, high = row["forecast"]
+        measured = row["measured"]
+        seen = (
+            f"measured {measured[0]:.2f}-{measured[1]:.2f}x ({', '.join(row['ops'])})"
+            if measured
+            else "not measured by smoke"
+        )
+        lines.append(
+            f"  {CLASSES.get(row['class'], row['class'])}: forecast {low:.2f}-{high:.2f}x, {seen}"
+        )
+    typer.echo(printable("\n".join(lines)))

@@ -1,0 +1,94 @@
+"""The ``tfbuild tune`` command: measure a wheel's runtime settings, keep what wins, print it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tfbuild.core.errors import printable
+
+
+def tune_command(
+    wheel: Annotated[
+        str | None,
+        typer.Argument(
+            help="A .whl file, or a requirement such as tensorflow-cpu==2.21.0.", show_default=False
+        ),
+    ] = None,
+    installed: Annotated[
+        bool, typer.Option("--installed", help="Tune the TensorFlow of the --python interpreter.")
+    ] = False,
+    python: Annotated[
+        str | None,
+        typer.Option("--python", metavar="PATH", help="Interpreter for the test environments."),
+    ] = None,
+    budget: Annotated[
+        float,
+        typer.Option("--budget", metavar="SECONDS", min=1.0, help="Time for the search."),
+    ] = 300.0,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            metavar="FILE",
+            help="Where to write the profile (default: the wheel's env file, <wheel>.env).",
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Measure the runtime settings that matter for a wheel here; keep those that win."""
+    from tfbuild.core.errors import UsageError
+    from tfbuild.smoke.envs import WheelSpec
+    from tfbuild.smoke.session import check_python
+    from tfbuild.smoke.tune import TuneOptions, gain, run_tune, write_profile
+
+    interpreter = python or sys.executable
+    if installed == (wheel is not None):
+        raise UsageError(
+            "tune needs one wheel: a WHEEL argument or --installed",
+            fix="Name a .whl or a requirement, or pass --installed (with --python PATH).",
+        )
+    check_python(interpreter, installed=installed)
+    spec = (
+        WheelSpec(kind="installed", value=interpreter)
+        if installed
+        else WheelSpec.parse(wheel or "")
+    )
+    target = output or (Path(spec.value).with_suffix(".env") if spec.kind == "file" else None)
+
+    def progress(message: str) -> None:
+        if not as_json:
+            sys.stderr.write(f"[tune] {printable(message)}\n")
+
+    report = run_tune(TuneOptions(spec=spec, python=interpreter, budget=budget), progress=progress)
+    if target is not None:
+        write_profile(target, report)
+    if as_json:
+        data = report.to_json() | {"written": str(target) if target else None}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    kept = ", ".join(t.name for t in report.kept) or "nothing (TensorFlow's defaults stay)"
+    lines = [f"kept for {report.wheel}: {kept} ({report.seconds:.0f} s)"]
+    if report.confirmation is not None:
+        median, low, high = gain(report.confirmation)
+        verdict = "confirmed" if report.confirmation.wins else "not confirmed"
+        lines.append(
+            f"  together against the defaults: {median:.2f}x ({low:.2f}-{high:.2f}x), {verdict}"
+        )
+    for trial in report.tried:
+        median, low, high = gain(trial)
+        word = "kept" if trial in report.kept else "rejected"
+        ops = ", ".join(f"{r.op} {r.verdict.label}" for r in trial.results if r.verdict)
+        lines.append(f"  {word:<9}{trial.name}: {median:.2f}x ({low:.2f}-{high:.2f}x; {ops})")
+    lines.extend(f"  not tried {name} (the --budget ran out)" for name in report.not_tried)
+    lines.append(
+        f"profile written to {target}"
+        if target is not None
+        else "profile not written: pass --output FILE (a requirement has no env file)"
+    )
+    typer.echo(printable("\n".join(lines)))

@@ -1,0 +1,262 @@
+"""Human-readable output of finished wheels: smoke, pick, verify and smoke --in-image. Only the text
+modes import this; ``--json`` never does."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.table import Table
+
+from tfbuild.cli.console import make_console, print_hanging, safe
+
+if TYPE_CHECKING:  # types of other commands' results: importing them would load docker and more
+    from tfbuild.build.rebuild import VerifyResult
+    from tfbuild.pick import PickResult
+    from tfbuild.smoke.loads import LoadReport
+    from tfbuild.smoke.report import SmokeReport
+
+
+def print_smoke(report: SmokeReport) -> None:
+    console = make_console()
+    cand = report.candidate
+    console.print(
+        f"[bold]{safe(report.candidate_label)}[/bold]: TensorFlow {safe(cand.version or '?')} "
+        f"({safe(cand.git_version or 'no git version')})",
+        highlight=False,
+    )
+    if not cand.ok:
+        console.print(f"[red]import failed[/red]: {safe(cand.failure)}", highlight=False)
+    guard = cand.guard
+    if guard.unused:
+        print_hanging(
+            console,
+            "[red]unused instructions[/red] (TensorFlow's own message): ",
+            2,
+            " ".join(guard.unused),
+            head_width=len("unused instructions (TensorFlow's own message): "),
+        )
+    elif cand.ok:
+        console.print("[green]no unused-instruction message at import[/green]", highlight=False)
+    console.print(f"TCMalloc loaded: {'yes' if cand.tcmalloc_loaded else 'no'}", highlight=False)
+    if report.results:
+        table = Table(
+            title=f"vs {safe(report.baseline_label or 'no baseline')} (median, in alternation)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
+        )
+        for column in ("op", "threads", "candidate", "baseline"):
+            table.add_column(column, no_wrap=True)
+        table.add_column("verdict", ratio=1)  # the one that wraps in a narrow terminal
+        short = {"GFLOP/s": "GF/s", "Gelem/s": "Gel/s"}
+        for r in report.results:
+            unit = short.get(r.candidate.unit, r.candidate.unit)
+            base = f"{r.baseline.throughput_median:.2f} {unit}" if r.baseline else "-"
+            peak = f" {r.peak_fraction:.0%} pk" if r.peak_fraction else ""
+            if r.verdict:
+                label = r.verdict.label
+                color = {"faster": "green", "slower": "red"}.get(label, "white")
+                confirmed = r.verdict.confirmed
+                again = (
+                    ""
+                    if confirmed is None
+                    else ", held on a recheck"
+                    if confirmed
+                    else ", gone on a recheck"
+                )
+                # "same 1.01x ±5%": short enough to keep each op on one line at 80 columns.
+                verdict = (
+                    f"[{color}]{label}[/{color}] {r.verdict.ratio:.2f}x "
+                    f"±{r.verdict.margin * 100:.0f}%" + (f" ({again[2:]})" if again else "")
+                )
+            else:
+                verdict = "-"
+            table.add_row(
+                safe(r.op),
+                safe(r.threads),
+                f"{r.candidate.throughput_median:.2f} {unit}{peak}",
+                base,
+                verdict,
+            )
+        console.print(table)
+    for trial in report.settings:
+        mark = "[green]wins[/green]" if trial.wins else "no gain"
+        console.print(f"setting {safe(trial.name)}: {mark}", highlight=False)
+    if report.env_file:
+        console.print(f"runtime env file: {safe(report.env_file)}", highlight=False)
+    if report.passed:
+        console.print(f"[green]PASSED[/green] in {report.seconds:.0f} s", highlight=False)
+    else:
+        for failure in report.failures:
+            print_hanging(console, "[red]FAILED[/red]: ", 8, failure)
+
+
+def print_pick(result: PickResult) -> None:
+    """``tfbuild pick``: the host, the chosen wheel and why, then every wheel with its status.
+
+    One block per wheel, never a table: a wheel's file name is shown whole (to copy), its reason
+    wrapped under it."""
+    console = make_console(highlight=False, soft_wrap=True)
+    host = result.host
+    glibc = f"glibc {host.glibc}" if host.glibc else "glibc unknown"
+    libstdcxx = f"libstdc++ GLIBCXX_{host.libstdcxx}" if host.libstdcxx else "libstdc++ unknown"
+    print_hanging(
+        console,
+        "[bold]host[/bold]: ",
+        6,
+        f"{host.target} ({host.source}), {host.python_text} ({host.python_source}), "
+        f"CUDA driver: {host.driver_cuda or 'none'} ({host.driver_source})",
+    )
+    print_hanging(
+        console,
+        " " * 6,
+        6,
+        f"{glibc} ({host.glibc_source}), {libstdcxx} ({host.libstdcxx_source})",
+    )
+    if result.chosen is not None:
+        standin = "  (STAND-IN canary, not TensorFlow)" if result.chosen.standin else ""
+        print_hanging(
+            console,
+            "[bold green]chosen[/bold green]: ",
+            8,
+            f"{result.chosen.wheel.filename}{standin}",
+        )
+        for line in result.why:
+            print_hanging(console, "  - ", 4, line)
+    else:
+        console.print("[bold red]no wheel runs here[/bold red]")
+    console.print(f"[bold]wheels in {safe(result.source.source)}[/bold]")
+    colors = {"runs": "green", "refused": "red", "filtered": "yellow"}
+    for assessment in result.wheels:
+        status = assessment.status
+        reason = (
+            assessment.reason
+            if status != "filtered"
+            else f"{assessment.filtered} ({assessment.reason})"
+        )
+        color = colors[status]
+        rank = f"{assessment.rank or '':>3} [{color}]{status:8}[/{color}] "
+        name = assessment.wheel.filename
+        if assessment.standin:  # beside the name where it fits, else first in the reason
+            if len(name) + 10 <= console.width - 13:
+                name += "  STAND-IN"
+            else:
+                reason = f"STAND-IN, not TensorFlow: {reason}"
+        print_hanging(console, rank, 13, name)
+        print_hanging(console, " " * 13, 13, reason)
+    for warning in result.warnings:
+        print_hanging(console, "[yellow]warning:[/yellow] ", 9, warning)
+
+
+# --- verify --------------------------------------------------------------------------------------
+
+
+def print_verify(result: VerifyResult) -> None:
+    """``reproducible`` with the hash, or the members that differ (ELF: which sections). A sha256
+    has a line of its own under a short name, so that it fits 80 columns whole."""
+    console = make_console(highlight=False, soft_wrap=True)
+    diff = result.diff
+    for warning in result.warnings:  # e.g. a receipt whose inputs no hash covers
+        print_hanging(console, "[yellow]warning:[/yellow] ", 9, warning)
+    if result.reproducible:
+        console.print(f"[green]reproducible[/green] {safe(result.wheel.name)}")
+        console.print(f"  sha256 {result.sha256}")
+        return
+    print_hanging(
+        console, "[red]not reproducible[/red] ", 17, f"{result.wheel.name} (sha256 of each below)"
+    )
+    console.print(f"  wheel    {result.sha256}")
+    console.print(f"  rebuild  {result.rebuilt_sha256}")
+    if result.sha256 != result.receipt_sha256:
+        console.print(f"  receipt  {result.receipt_sha256}")
+        console.print(f"{'':11}the wheel is not the one its receipt describes")
+    for member in diff.changed:
+        # One block per member, never a table: member paths are long and must not be cut.
+        size = (
+            f"{member.size_a} bytes"
+            if member.size_a == member.size_b
+            else f"{member.size_a} / {member.size_b} bytes"
+        )
+        print_hanging(console, "  ", 4, f"{member.path} differs: {size}")
+        for sha256, corrupt, side in (
+            (member.sha256_a, member.corrupt_a, "wheel"),
+            (member.sha256_b, member.corrupt_b, "rebuild"),
+        ):
+            shown = f"corrupt: {corrupt}" if corrupt is not None else f"{sha256}"
+            print_hanging(console, f"    {side:8} ", 13, shown)
+        if member.elf is not None:
+            sections = ", ".join(member.elf.sections) or "none: the headers or padding differ"
+            print_hanging(console, "    ", 6, f"ELF sections that differ: {sections}")
+    for path in diff.only_in_a:
+        print_hanging(console, "  ", 4, f"only in the wheel: {path}")
+    for path in diff.only_in_b:
+        print_hanging(console, "  ", 4, f"only in the rebuild: {path}")
+    for entry in diff.entries:
+        print_hanging(
+            console,
+            "  ",
+            4,
+            f"same contents, the zip entry differs: {entry.path} ({', '.join(entry.fields)})",
+        )
+    for note in diff.layout:
+        print_hanging(console, "  ", 4, f"archive: {note}")
+
+
+# --- smoke --in-image ----------------------------------------------------------------------------
+
+
+def print_loads(wheel: Path, reports: Sequence[LoadReport]) -> None:
+    """Per image, one line: do the wheel's native libraries load there, does it suit that Python,
+    does it import (and which dependencies are missing); then the loader's, Python's and pip's words
+    for what did not."""
+    console = make_console(highlight=False, soft_wrap=True)
+    console.print(safe(wheel.name))
+    for report in reports:
+        states = ["[green]loads[/green]" if report.loads else "[red]does NOT load[/red]"]
+        if not report.installable:
+            states.append("[red]does NOT install[/red]")
+        ok = [m.name for m in report.modules if m.ok]
+        failed = [m.name for m in report.modules if not m.ok]
+        if ok:
+            states.append(f"[green]imports {safe(', '.join(ok))}[/green]")
+        if failed:
+            states.append(f"[red]does NOT import {safe(', '.join(failed))}[/red]")
+        if report.installable and not report.modules:
+            states.append("nothing to import")
+        if report.missing:
+            states.append(f"[yellow]missing {safe(', '.join(report.missing))}[/yellow]")
+        if report.installed_by == "pip":
+            states.append(f"installed by pip {safe(report.pip or '')} from the wheelhouse")
+        console.print(
+            f"  {safe(report.image)} (glibc {safe(report.glibc or 'unknown')}, "
+            f"Python {safe(report.python or 'unknown')}): {', '.join(states)}"
+        )
+        notes = [f"{lib.path}: {lib.error}" for lib in report.libraries if not lib.loads]
+        if report.not_installable:
+            notes.append(report.not_installable)
+        notes += [
+            f"import {m.name}: {m.error}"
+            + (f" (likely cause: the missing dependency {m.cause})" if m.cause else "")
+            for m in report.modules
+            if not m.ok
+        ]
+        if report.no_pip:
+            notes.append(f"{report.image} has no pip; dependencies cannot be installed offline")
+        if report.install_error:
+            notes.append(f"pip could not install it from the wheelhouse: {report.install_error}")
+        notes += [
+            f"{r.state} (no packaging here to evaluate markers): {r.requirement}"
+            for r in report.requirements
+            if r.state == "not evaluated"
+        ]
+        unknown = [r.name for r in report.requirements if r.state == "unknown"]
+        if unknown:
+            notes.append(
+                f"not checked (this Python has no importlib.metadata): {', '.join(unknown)}"
+            )
+        for note in notes:
+            console.print(f"    {safe(note)}")

@@ -1,0 +1,93 @@
+"""``tfbuild pick`` end to end: the request's steps in order, the choice, the install, the outcome.
+
+Checked first (``--install`` with ``--cpuinfo``), then the machine described, the wheels loaded, the
+choice made (:func:`choose`); a chosen wheel linked without ``#sha256=`` is refused for
+``--install`` before anything is printed. :func:`install_choice` runs pip, and
+:meth:`Picked.failure` is the error the command ends with, if any. The command line prints between
+the steps; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfbuild.core.defaults import PICK_TIMEOUT_S
+from tfbuild.core.errors import TfbuildError
+from tfbuild.core.variants import Variant
+from tfbuild.pick.fetch import FetchLimits
+from tfbuild.pick.install import InstallResult, check_hash, check_install_here, install
+from tfbuild.pick.listing import load_wheels
+from tfbuild.pick.machine import describe_host
+from tfbuild.pick.rank import PickOptions, PickResult, pick
+
+
+@dataclass(frozen=True, kw_only=True)
+class PickRequest:
+    """What ``tfbuild pick`` was asked (one field per option)."""
+
+    source: str
+    cpuinfo: Path | None = None
+    python: str | None = None
+    driver_cuda: str | None = None
+    glibc: str | None = None
+    libstdcxx: str | None = None
+    tf: str | None = None
+    variant: Variant | None = None
+    install: bool = False
+    pip_python: str | None = None
+    pip_args: tuple[str, ...] = ()
+    timeout: float = PICK_TIMEOUT_S
+    allow_origins: tuple[str, ...] = ()
+    allow_unhashed: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Picked:
+    """The choice, and for ``--install`` of a wheel linked without a hash, the warning to print."""
+
+    result: PickResult
+    unhashed: str | None = None
+
+    def failure(self, installed: InstallResult | None) -> TfbuildError | None:
+        """The error the command ends with: nothing runs here, or pip failed; else None."""
+        if self.result.chosen is None:
+            return self.result.no_choice()
+        return installed.error() if installed is not None else None
+
+
+def choose(request: PickRequest) -> Picked:
+    """The wheel of ``request.source`` that runs best on the machine, and why."""
+    check_install_here(install=request.install, cpuinfo=request.cpuinfo)
+    limits = FetchLimits(timeout=request.timeout)
+    options = PickOptions.parse(tf=request.tf, variant=request.variant)
+    host = describe_host(
+        cpuinfo=request.cpuinfo,
+        python=request.python,
+        pip_python=request.pip_python,
+        driver_cuda=request.driver_cuda,
+        glibc=request.glibc,
+        libstdcxx=request.libstdcxx,
+    )
+    wheels = load_wheels(request.source, limits=limits, allow_origins=request.allow_origins)
+    result = pick(wheels, host, options)
+    unhashed = None
+    if request.install and result.chosen is not None:
+        unhashed = check_hash(
+            result.chosen, source=request.source, allow_unhashed=request.allow_unhashed
+        )
+    return Picked(result=result, unhashed=unhashed)
+
+
+def install_choice(request: PickRequest, picked: Picked, *, capture: bool) -> InstallResult | None:
+    """pip installs the chosen wheel with ``--install`` (``capture``: pip's output kept for
+    --json); None when there is nothing to install."""
+    if not request.install or picked.result.chosen is None:
+        return None
+    return install(
+        picked.result.chosen,
+        python=request.pip_python or sys.executable,
+        pip_args=request.pip_args,
+        capture=capture,
+    )

@@ -1,0 +1,328 @@
+"""One build request, declared once: each plan option is a field here, with its command-line form.
+
+:class:`PlanOptions` is what ``tfbuild plan``, ``render`` and ``wheel`` were asked to build, from
+the command line to the planner, as one frozen value checked when it is made. Each field carries
+its option's declaration (:class:`Cli`: flags, metavar, help) in its metadata; the command line
+(:mod:`tfbuild.cli.plan_options`) makes its typer options from them, so adding an option takes the
+field with its declaration here, and its use. The field is named after its option (``--canary`` is
+``canary``); ``--mkl``/``--cuda`` are the two flags of one field, ``variant``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tfbuild.core.defaults import CACHE_VOLUME
+from tfbuild.core.errors import UsageError
+from tfbuild.core.variants import MklThreading, Variant
+
+_PYTHON = re.compile(r"[23]\.[0-9]{1,2}")
+_CLI = "tfbuild.cli"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cli:
+    """A field's command-line declaration (typer.Option's arguments, without importing typer).
+
+    ``flags``: the option names (``--x/--no-x`` for a switch). ``choices``: instead of one option,
+    one flag per value of the field (``--mkl`` -> Variant.mkl), at most one of them given.
+    ``cli_type``/``convert``: where the command line reads another type than the field holds
+    (``--cuda-capabilities 8.9,9.0`` -> ``("8.9", "9.0")``).
+    """
+
+    flags: tuple[str, ...]
+    help: str
+    metavar: str | None = None
+    min: int | None = None
+    show_default: bool = True
+    choices: tuple[tuple[str, Any, str], ...] = ()  # (flag, field value, help)
+    cli_type: Any = None
+    convert: Callable[[Any], Any] | None = None
+
+
+def cli(*flags: str, help: str = "", **declaration: Any) -> dict[str, Cli]:
+    """A field's metadata: its command-line declaration."""
+    return {_CLI: Cli(flags=flags, help=help, **declaration)}
+
+
+def cli_declaration(option: dataclasses.Field[Any]) -> Cli:
+    """The command-line declaration of one of PlanOptions' fields."""
+    declaration = option.metadata[_CLI]
+    assert isinstance(declaration, Cli)
+    return declaration
+
+
+def _capabilities(text: str | None) -> tuple[str, ...]:
+    return tuple(c.strip() for c in (text or "").split(",") if c.strip())
+
+
+def _paths(paths: list[Path] | None) -> tuple[Path, ...]:
+    return tuple(paths or ())
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanOptions:
+    """The plan options of one build (one field per option, in ``--help`` order), checked when made."""
+
+    tf: str | None = field(
+        default=None,
+        metadata=cli(
+            "--tf",
+            metavar="VERSION",
+            help="TensorFlow version: 2.21 or 2.21.0 (default: the newest recipe).",
+            show_default=False,
+        ),
+    )
+    variant: Variant = field(
+        default=Variant.cpu,
+        metadata=cli(
+            choices=(
+                ("--mkl", Variant.mkl, "The oneDNN CPU build (see the README for its threading)."),
+                ("--cuda", Variant.cuda, "The CUDA build."),
+            ),
+        ),
+    )
+    mkl_threading: MklThreading = field(
+        default=MklThreading.threadpool,
+        metadata=cli(
+            "--mkl-threading",
+            help="oneDNN threading: TensorFlow's thread pool (mkl_threadpool) or OpenMP (mkl).",
+        ),
+    )
+    #: A portable archspec target; None: the machine described (this host or --cpuinfo).
+    target: str | None = field(
+        default=None,
+        metadata=cli("--target", metavar="NAME", help="A portable target, e.g. x86_64_v3."),
+    )
+    cpuinfo: Path | None = field(
+        default=None,
+        metadata=cli(
+            "--cpuinfo", metavar="FILE", help="Build for the machine of a saved /proc/cpuinfo."
+        ),
+    )
+    native: bool = field(
+        default=False,
+        metadata=cli("--native", help="Literal -march=native (a build on the machine itself)."),
+    )
+    python: str | None = field(
+        default=None, metadata=cli("--python", metavar="X.Y", help="Python the wheel is for.")
+    )
+    jobs: int | None = field(default=None, metadata=cli("--jobs", min=1, help="bazel --jobs."))
+    local_ram_resources: int | None = field(  # MB
+        default=None,
+        metadata=cli("--local-ram-resources", metavar="MB", min=512, help="bazel's memory budget."),
+    )
+    jvm_heap: int | None = field(  # MB
+        default=None, metadata=cli("--jvm-heap", metavar="MB", min=256, help="bazel server heap.")
+    )
+    cache_volume: str = field(
+        default=CACHE_VOLUME,
+        metadata=cli(
+            "--cache-volume",
+            metavar="NAME",
+            help="Docker volume for bazel caches.",
+        ),
+    )
+    disk_cache: bool = field(
+        default=True, metadata=cli("--disk-cache/--no-disk-cache", help="bazel's local disk cache.")
+    )
+    remote_cache: str | None = field(
+        default=None, metadata=cli("--remote-cache", metavar="URL", help="A shared bazel cache.")
+    )
+    remote_executor: str | None = field(
+        default=None,
+        metadata=cli(
+            "--remote-executor",
+            metavar="URL",
+            help="A bazel remote executor (Remote Execution API); needs --push-toolchain, so that "
+            "its workers run every action in the toolchain image.",
+        ),
+    )
+    remote_instance: str | None = field(
+        default=None,
+        metadata=cli(
+            "--remote-instance",
+            metavar="NAME",
+            help="The remote cache's or executor's instance name (bazel --remote_instance_name).",
+            show_default=False,
+        ),
+    )
+    remote_cache_read_only: bool = field(
+        default=False,
+        metadata=cli(
+            "--remote-cache-read-only",
+            help="Take hits from --remote-cache, upload nothing (e.g. for pull requests).",
+        ),
+    )
+    #: A registry (host[:port][/path]) the remote executor's workers pull the toolchain image from.
+    push_toolchain: str | None = field(
+        default=None,
+        metadata=cli(
+            "--push-toolchain",
+            metavar="REGISTRY",
+            help="Push the toolchain image to REGISTRY (host[:port][/path]) and have the remote "
+            "executor run every action in it, by digest.",
+            show_default=False,
+        ),
+    )
+    cuda_capabilities: tuple[str, ...] = field(
+        default=(),
+        metadata=cli(
+            "--cuda-capabilities",
+            metavar="LIST",
+            help="e.g. 8.9,9.0 (default: this host's GPUs).",
+            cli_type=str | None,
+            convert=_capabilities,
+        ),
+    )
+    cuda_version: str | None = field(
+        default=None, metadata=cli("--cuda-version", metavar="X.Y.Z", help="Hermetic CUDA version.")
+    )
+    cudnn_version: str | None = field(
+        default=None, metadata=cli("--cudnn-version", metavar="X.Y.Z", help="cuDNN version.")
+    )
+    skip_disk_check: bool = field(
+        default=False,
+        metadata=cli("--skip-disk-check", help="Plan even when free disk looks too small."),
+    )
+    #: Put the target in the wheel's PEP 440 local version label (+x86_64v4).
+    label: bool = field(
+        default=True,
+        metadata=cli(
+            "--label/--no-label",
+            help="Put the target in the wheel's version: 2.21.0+x86_64v4 (read by tfbuild pick).",
+        ),
+    )
+    #: A key of base_images instead of the recipe's, or a local image made by tfbuild base.
+    base_image: str | None = field(
+        default=None,
+        metadata=cli(
+            "--base-image",
+            metavar="NAME",
+            help="A base-images.yaml entry, or a local image made by tfbuild base "
+            "(e.g. tfbuild/base:jammy) where no registry can be reached.",
+            show_default=False,
+        ),
+    )
+    #: Reach the recipe's floor by its route (TF's hermetic toolchain or old-glibc sysroot); False:
+    #: the image's compiler against the image's glibc (a wheel for systems as new as the image).
+    portable: bool = field(
+        default=True,
+        metadata=cli(
+            "--portable/--no-portable",
+            help="Reach the recipe's glibc floor (the stock wheel's) by TensorFlow's own route: "
+            "its hermetic toolchain (2.21) or its old-glibc sysroot. --no-portable: the image's "
+            "compiler and glibc, for systems as new as the image.",
+        ),
+    )
+    #: Link against this image's C library and libstdc++ instead (a key of base_images): a wheel
+    #: that loads on that distribution and newer.
+    sysroot_from: str | None = field(
+        default=None,
+        metadata=cli(
+            "--sysroot-from",
+            metavar="IMAGE",
+            help="Link against this image's C library and libstdc++ (a base-images.yaml entry or "
+            "a tfbuild base image): the wheel loads on that system and newer.",
+            show_default=False,
+        ),
+    )
+    #: The STAND-IN canary source and recipe instead of TensorFlow (the plan's ``standin``).
+    canary: bool = field(
+        default=False,
+        metadata=cli(
+            "--canary",
+            help="tfbuild's STAND-IN source (a miniature, not TensorFlow) through the same "
+            "pipeline, in a minute: what tfbuild doctor builds.",
+        ),
+    )
+    #: The determinism measures (SOURCE_DATE_EPOCH, ..., normalised wheel; tfbuild.plan.reproducible).
+    reproducible: bool = field(
+        default=True,
+        metadata=cli(
+            "--reproducible/--no-reproducible",
+            help="The determinism measures: SOURCE_DATE_EPOCH, TZ, locale, path maps and a "
+            "normalised wheel, so that a rebuild gives the same bytes.",
+        ),
+    )
+    recipes_dir: tuple[Path, ...] = field(
+        default=(),
+        metadata=cli(
+            "--recipes-dir",
+            metavar="DIR",
+            help="Extra recipes that add to or override the shipped ones (also $TFBUILD_RECIPES_DIR).",
+            show_default=False,
+            cli_type=list[Path] | None,
+            convert=_paths,
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        # Callers (tests, the matrix) may pass the plain text; the request holds the enum members.
+        object.__setattr__(self, "variant", Variant(self.variant))
+        try:
+            object.__setattr__(self, "mkl_threading", MklThreading(self.mkl_threading))
+        except ValueError:
+            raise UsageError(
+                f"--mkl-threading {self.mkl_threading!r}", fix="Use threadpool or openmp."
+            ) from None
+        object.__setattr__(self, "recipes_dir", tuple(self.recipes_dir))
+        object.__setattr__(self, "cuda_capabilities", tuple(self.cuda_capabilities))
+        if self.python is not None and not _PYTHON.fullmatch(self.python):
+            raise UsageError(
+                f"--python {self.python!r} is not a Python version",
+                fix="Write it as X.Y, e.g. --python 3.12.",
+            )
+        for option, value in (
+            ("--jobs", self.jobs),
+            ("--local-ram-resources", self.local_ram_resources),
+            ("--jvm-heap", self.jvm_heap),
+        ):
+            if value is not None and value < 1:
+                raise UsageError(
+                    f"{option} {value} is not a count",
+                    why="it must be a positive whole number",
+                    fix=f"Pass a positive {option}, or leave it out for the default.",
+                )
+        if self.target and self.cpuinfo:
+            raise UsageError(
+                "--target and --cpuinfo together",
+                why="a build is for a named portable target or for one machine, not both",
+                fix="Drop one of them.",
+            )
+
+    @staticmethod
+    def from_command_line(values: Mapping[str, Any]) -> PlanOptions:
+        """The request of the command line's values: one per flag, by the names
+        that :func:`command_line_name` gives (a ``choices`` field's flags each give a bool)."""
+        fields: dict[str, Any] = {}
+        for option in dataclasses.fields(PlanOptions):
+            declaration = cli_declaration(option)
+            if declaration.choices:
+                given = [
+                    (flag, value)
+                    for flag, value, _ in declaration.choices
+                    if values[command_line_name(option.name, flag)]
+                ]
+                if len(given) > 1:
+                    raise UsageError(
+                        " and ".join(flag for flag, _ in given) + " together",
+                        fix="Choose one variant.",
+                    )
+                if given:
+                    fields[option.name] = given[0][1]
+                continue
+            value = values[option.name]
+            fields[option.name] = declaration.convert(value) if declaration.convert else value
+        return PlanOptions(**fields)
+
+
+def command_line_name(field: str, flag: str | None = None) -> str:
+    """The name of a command-line parameter of PlanOptions: the field's, or for one flag of a
+    ``choices`` field, the flag's (``--mkl`` -> ``mkl``)."""
+    return field if flag is None else flag.lstrip("-").replace("-", "_")

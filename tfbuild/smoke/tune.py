@@ -1,0 +1,216 @@
+"""The runtime profile of a wheel, measured on this machine: which settings win beyond the noise.
+
+``tfbuild tune`` starts from TensorFlow's own defaults (no setting at all), tries one knob at a time
+against them (intra- and inter-op threads, ``TF_ENABLE_ONEDNN_OPTS``, the allocator, and for an
+OpenMP oneDNN build ``OMP_NUM_THREADS``/``KMP_BLOCKTIME``/``KMP_AFFINITY``), each timed in
+alternation with the defaults on the smoke's op set and judged by the smoke's rule (a setting wins
+when it is faster beyond the noise on most ops and slower on none, rechecked when one round does
+not settle it). The winners together are then confirmed against the defaults, once more in
+alternation; only a confirmed profile is kept. A time budget bounds the search: knobs left when it
+runs out are reported as not tried.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tfbuild.core.files import write_text
+from tfbuild.detect import cpu
+from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
+from tfbuild.smoke.run import Method, SettingTrial, try_setting
+
+Progress = Callable[[str], None]
+SCHEMA = "tfbuild.tune/1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Knob:
+    """One setting to try: its name and the environment (and thread counts) it sets."""
+
+    name: str
+    env: dict[str, str]
+    intra: int = 0
+    inter: int = 0
+
+
+@dataclass(frozen=True, kw_only=True)
+class TuneOptions:
+    spec: WheelSpec
+    python: str
+    budget: float = 300.0  # seconds for the whole search
+    method: Method = field(default_factory=Method.quick)
+
+
+def _multiarch(architecture: str) -> str:
+    return "aarch64-linux-gnu" if architecture == "aarch64" else "x86_64-linux-gnu"
+
+
+def _openmp_build(python: str) -> bool:
+    """Does this TensorFlow ship an OpenMP runtime (an OpenMP oneDNN build, --config=mkl)?"""
+    from tfbuild.smoke.forecast import tensorflow_dir
+
+    where = tensorflow_dir(python)
+    if where is None:
+        return False
+    return any(where.rglob("libiomp5*.so*")) or any(where.rglob("libgomp*.so*"))
+
+
+def knobs(python: str) -> tuple[Knob, ...]:
+    """The settings that matter for this wheel on this machine, in the order they are tried."""
+    info = cpu.host_cpuinfo()
+    cores = info.physical_cores or info.logical_cpus or 1
+    found: list[Knob] = [
+        # TensorFlow reads these two when it creates its thread pools (process_util.cc).
+        Knob(
+            name=f"threads intra={cores} inter=1",
+            env={"TF_NUM_INTRAOP_THREADS": str(cores), "TF_NUM_INTEROP_THREADS": "1"},
+        ),
+        Knob(name="oneDNN off", env={"TF_ENABLE_ONEDNN_OPTS": "0"}),
+    ]
+    libs = Path("/usr/lib") / _multiarch(info.architecture)
+    for name, lib in (("tcmalloc", "libtcmalloc.so.4"), ("jemalloc", "libjemalloc.so.2")):
+        if (libs / lib).exists():
+            found.append(Knob(name=f"{name} preloaded", env={"LD_PRELOAD": str(libs / lib)}))
+    if _openmp_build(python):
+        found.append(
+            Knob(
+                name="openmp",
+                env={
+                    "OMP_NUM_THREADS": str(cores),
+                    "KMP_BLOCKTIME": "1",
+                    "KMP_AFFINITY": "granularity=fine,compact,1,0",
+                },
+            )
+        )
+    return tuple(found)
+
+
+def gain(trial: SettingTrial) -> tuple[float, float, float]:
+    """The setting's median speed-up over its ops (baseline / candidate time), and an interval:
+    the ops' middle halves (from q1/q3 to q3/q1 of the seconds), lowest to highest."""
+    ratios, lows, highs = [], [], []
+    for r in trial.results:
+        if r.verdict is None or r.baseline is None:
+            continue
+        ratios.append(r.verdict.ratio)
+        lows.append(r.baseline.q1_s / r.candidate.q3_s)
+        highs.append(r.baseline.q3_s / r.candidate.q1_s)
+    if not ratios:
+        return 1.0, 1.0, 1.0
+    ratios.sort()
+    return ratios[len(ratios) // 2], min(lows), max(highs)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TuneReport:
+    wheel: str
+    tried: tuple[SettingTrial, ...]
+    not_tried: tuple[str, ...]  # knobs left when the budget ran out
+    confirmation: SettingTrial | None  # the winners together against the defaults
+    seconds: float
+
+    @property
+    def kept(self) -> tuple[SettingTrial, ...]:
+        """The winners the confirmation combined, if it confirmed them."""
+        if self.confirmation is None or not self.confirmation.wins:
+            return ()
+        together = set(self.confirmation.name.split(" + "))
+        return tuple(t for t in self.tried if t.wins and t.name in together)
+
+    @property
+    def rejected(self) -> tuple[SettingTrial, ...]:
+        kept = {t.name for t in self.kept}
+        return tuple(t for t in self.tried if t.name not in kept)
+
+    def env(self) -> dict[str, str]:
+        return {k: v for t in self.kept for k, v in t.env}
+
+    def to_json(self) -> dict[str, Any]:
+        def trial(t: SettingTrial) -> dict[str, Any]:
+            median, low, high = gain(t)
+            return t.to_json() | {
+                "gain": round(median, 3),
+                "interval": [round(low, 3), round(high, 3)],
+            }
+
+        return {
+            "schema": SCHEMA,
+            "wheel": self.wheel,
+            "kept": [trial(t) for t in self.kept],
+            "rejected": [trial(t) for t in self.rejected],
+            "not_tried": list(self.not_tried),
+            "confirmation": trial(self.confirmation) if self.confirmation else None,
+            "env": self.env(),
+            "seconds": round(self.seconds, 1),
+        }
+
+
+def run_tune(options: TuneOptions, *, progress: Progress) -> TuneReport:
+    started = time.perf_counter()
+    env = ensure_env(options.spec, python=options.python)
+    base = clean_env()
+    tried: list[SettingTrial] = []
+    not_tried: list[str] = []
+    # The first knob is always tried; another only if one more trial as long as the longest so far
+    # still fits the budget.
+    longest = 0.0
+    for knob in knobs(env.python):
+        if tried and time.perf_counter() - started + longest > options.budget:
+            not_tried.append(knob.name)
+            continue
+        progress(f"trying {knob.name} against TensorFlow's defaults, in alternation")
+        began = time.perf_counter()
+        tried.append(
+            try_setting(
+                env.python,
+                base_env=base,
+                name=knob.name,
+                env=knob.env,
+                intra=knob.intra,
+                inter=knob.inter,
+                method=options.method,
+            )
+        )
+        longest = max(longest, time.perf_counter() - began)
+    # Best first; a knob that sets what a better one set (two allocators) is left out.
+    winners: list[SettingTrial] = []
+    for t in sorted((t for t in tried if t.wins), key=lambda t: -gain(t)[0]):
+        if not {k for k, _ in t.env} & {k for w in winners for k, _ in w.env}:
+            winners.append(t)
+    confirmation = None
+    if winners:
+        merged = {k: v for t in winners for k, v in t.env}
+        names = " + ".join(t.name for t in winners)
+        progress(f"confirming {names} against the defaults, in alternation")
+        confirmation = try_setting(
+            env.python, base_env=base, name=names, env=merged, method=options.method
+        )
+    return TuneReport(
+        wheel=options.spec.label,
+        tried=tuple(tried),
+        not_tried=tuple(not_tried),
+        confirmation=confirmation,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def write_profile(path: Path, report: TuneReport) -> None:
+    """The kept settings as the wheel's env file: each line under a comment with its gain."""
+    lines = [
+        f"# runtime profile measured by tfbuild tune for {report.wheel}",
+        "# Use: set -a; . THIS_FILE; set +a",
+    ]
+    for t in report.kept:
+        median, low, high = gain(t)
+        lines.append(
+            f"# {t.name}: {median:.2f}x faster than TensorFlow's defaults "
+            f"(ops' middle halves {low:.2f}-{high:.2f}x)"
+        )
+        lines.extend(f"{name}={value}" for name, value in t.env)
+    if not report.kept:
+        lines.append("# nothing won beyond the noise: TensorFlow's defaults are the profile")
+    write_text(path, "\n".join(lines) + "\n")
