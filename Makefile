@@ -1,12 +1,13 @@
-# `make test` is the one command that checks everything: lint, types and the whole test suite.
-# It creates its own virtual environment (.venv) and installs tfbuild with its test tools.
+# `make test` is the one command that checks everything: lint, types and the whole test suite (CI).
+# `make quick` is the edit-test loop: lint, types and every test but the Docker and slow ones.
+# Both create their own virtual environment (.venv) and install tfbuild with its test tools.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.tfbuild-installed
 
-.PHONY: test lint typecheck pytest detect bench golden base-image clean
+.PHONY: test quick lint typecheck pytest detect bench golden base-image clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +27,11 @@ pytest: $(STAMP)
 	$(BIN)/pytest
 
 test: lint typecheck pytest
+
+# The tests marked docker (a real engine, see tests/docker) or slow (more than a few seconds each:
+# real TensorFlow runs, real bazel builds, big wheels, timings) are left out; `make test` runs them.
+quick: $(STAMP) lint typecheck
+	$(BIN)/pytest -q -m "not docker and not slow"
 
 detect: $(STAMP)
 	$(BIN)/tfbuild detect

@@ -19,7 +19,7 @@ from pathlib import Path
 
 TARGET_SECONDS = 0.5
 ROOT = Path(__file__).resolve().parent.parent
-DUMP = ROOT.parent / "shared" / "fixtures" / "cpuinfo" / "linux-rocky8.5-zen4"
+DUMP = ROOT / "tests" / "fixtures" / "cpuinfo" / "linux-rocky8.5-zen4"
 
 MODES: dict[str, list[str]] = {
     "python -c pass (interpreter floor)": [sys.executable, "-c", "pass"],

@@ -22,7 +22,7 @@ from tfbuild.recipes.images import load_base_images
 from tfbuild.recipes.recipe import load_recipes
 
 TARGET_SECONDS = 1.0
-DUMP = Path(__file__).resolve().parents[2] / "shared/fixtures/cpuinfo/linux-debian12-epyc-zen5-vm"
+DUMP = Path(__file__).resolve().parents[1] / "tests/fixtures/cpuinfo/linux-debian12-epyc-zen5-vm"
 
 
 def _render_all() -> int:

@@ -1,4 +1,5 @@
-"""Shared test helpers: the recorded cpuinfo dumps and running the real CLI in a subprocess."""
+"""Shared test helpers: the recorded cpuinfo dumps, running the real CLI in a subprocess and reading
+its one error line."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -22,20 +23,17 @@ from tfbuild.detect.host import HostFacts
 from tfbuild.plan import GIB
 
 ROOT = Path(__file__).resolve().parent.parent
-#: Real /proc/cpuinfo dumps, kept beside the project (see ../shared/fixtures/cpuinfo/README.md).
-CPUINFO_DIR = ROOT.parent / "shared" / "fixtures" / "cpuinfo"
+#: Real /proc/cpuinfo dumps, kept with the tests (see fixtures/cpuinfo/README.md).
+CPUINFO_DIR = ROOT / "tests" / "fixtures" / "cpuinfo"
 
 
 def cpuinfo_fixtures() -> list[Path]:
-    if not CPUINFO_DIR.is_dir():
-        return []
+    """Every recorded machine's dump (the ``linux-*`` files), in name order."""
     return sorted(p for p in CPUINFO_DIR.iterdir() if p.name.startswith("linux-"))
 
 
 def cpuinfo_fixture(suffix: str) -> Path:
-    """The dump whose name ends with ``suffix`` (e.g. ``haswell``); skips when the folder is absent."""
-    if not CPUINFO_DIR.is_dir():
-        pytest.skip(f"recorded cpuinfo dumps not found at {CPUINFO_DIR} (a clone outside the team)")
+    """The dump whose name ends with ``suffix`` (e.g. ``haswell``)."""
     matches = [p for p in cpuinfo_fixtures() if p.name.endswith(suffix)]
     assert len(matches) == 1, f"expected one dump ending in {suffix!r}, found {matches}"
     return matches[0]
@@ -74,6 +72,49 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120)
         check=False,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+ERROR_PREFIX = "tfbuild: error: "
+
+
+class Ran(Protocol):
+    """A finished command: a CliResult or a subprocess.CompletedProcess[str]."""
+
+    @property
+    def returncode(self) -> int: ...
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def stderr(self) -> str: ...
+
+
+def one_error_line(
+    result: Ran,
+    code: int | None = None,
+    *fragments: str,
+    report: bool = False,
+    among_others: bool = False,
+) -> str:
+    """The one ``tfbuild: error: ...`` line of a refused command, checked: no traceback, exactly one
+    error line, the exit ``code`` and each of ``fragments`` in the line when given. By default the
+    line is all there is: stderr is that line and its newline, stdout is empty. ``report``: stdout
+    holds a report (``--json``) beside the refusal and is not looked at. ``among_others``: other
+    stderr lines (a build's progress, a report's) surround the error line, and stdout is not looked
+    at either."""
+    stderr = result.stderr
+    if code is not None:
+        assert result.returncode == code, (result.returncode, stderr)
+    assert "Traceback" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.startswith(ERROR_PREFIX)]
+    assert len(lines) == 1, stderr
+    (line,) = lines
+    if not among_others:
+        assert stderr == line + "\n", stderr
+        if not report:
+            assert result.stdout == "", result.stdout
+    for fragment in fragments:
+        assert fragment in line, (fragment, line)
+    return line
 
 
 def recorded_host(machine: str, *, memory_gib: int, disk_gib: int, **changes: object) -> HostFacts:

@@ -177,6 +177,7 @@ def start_publisher(dist: Path, *args: str, out: Path | None = None) -> subproce
         signal.signal(signal.SIGINT, ignored)
 
 
+@pytest.mark.slow  # publishes and indexes side by side for seconds on end
 def test_index_never_reads_a_set_half_published(tmp_path: Path) -> None:
     """Items 9 and 12: `tfbuild index` again and again while another process publishes the same
     wheel name over and over (at least 40 times meanwhile). Before, index took no lock and

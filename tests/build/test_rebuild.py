@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests import wheels
-from tests.conftest import ROOT, CliResult, recorded_host, run_cli
+from tests.conftest import ROOT, CliResult, one_error_line, recorded_host, run_cli
 from tests.receipts import make_receipt, write_receipt
 from tfbuild.build.rebuild import (
     UNCOVERED,
@@ -388,12 +388,6 @@ def _rebuild_cli(command: str, wheel: Path, receipt: Path, tmp_path: Path) -> Cl
     return run_cli("wheel", "--from-receipt", str(receipt), "--dist", dist, env=NO_ENGINE)
 
 
-def _error_line(result: CliResult) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.startswith("tfbuild: error:")]
-    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
-    return lines[0]
-
-
 @pytest.mark.parametrize("command", ["verify", "from-receipt"])
 @pytest.mark.parametrize(
     ("field", "option", "named"),
@@ -417,7 +411,7 @@ def test_a_receipt_whose_plan_runs_commands_is_refused_without_an_engine(
     path = write_receipt(wheel, resealed.to_json())
     result = _rebuild_cli(command, wheel, path, tmp_path)
     assert result.returncode == 3, result.stderr
-    line = _error_line(result)
+    line = one_error_line(result)
     assert f"is refused: its {field}[{len(plan[field]) - 1}] holds {named!r}" in line, line
     assert "could run commands" in line
     assert not (tmp_path / "out").exists()
@@ -432,6 +426,6 @@ def test_a_whole_receipt_gets_as_far_as_the_engine(
     path = write_receipt(wheel, real_receipt(wheel).to_json())
     result = _rebuild_cli(command, wheel, path, tmp_path)
     assert result.returncode == 5, result.stderr
-    assert "cannot reach the Docker engine at unix:///nonexistent/docker.sock" in _error_line(
+    assert "cannot reach the Docker engine at unix:///nonexistent/docker.sock" in one_error_line(
         result
     )

@@ -35,6 +35,8 @@ WHEEL_HOUSE = "bazel-bin/tensorflow/tools/pip_package/wheel_house"
 TARGET = "//tensorflow/tools/pip_package:wheel"
 FLAGS = ("-march=x86-64",)
 IN_CI = bool(os.environ.get("CI") or os.environ.get("GITHUB_ACTIONS"))
+#: A test that runs bazel: a server start and a build take tens of seconds (make quick skips them).
+BAZEL = pytest.mark.slow
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -151,6 +153,7 @@ def host_and_base(shared: Path) -> tuple[Path, str, str]:
     return shared, host.stderr, base.stderr
 
 
+@BAZEL
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="binutils' objdump is not installed")
 def test_host_build_uses_the_planned_instructions_and_baseline_does_not(
     host_and_base: tuple[Path, str, str],
@@ -166,6 +169,7 @@ def test_host_build_uses_the_planned_instructions_and_baseline_does_not(
     assert_planned_isa(host_asm, base_asm)
 
 
+@BAZEL
 def test_both_builds_compute_the_same_result(host_and_base: tuple[Path, str, str]) -> None:
     tmp_path, _, _ = host_and_base
     results = []
@@ -183,6 +187,7 @@ def compile_lines(log: str) -> list[str]:
     return [line for line in log.splitlines() if "/_objs/canary/" in line and " src/" in line]
 
 
+@BAZEL
 def test_without_config_opt_no_target_flags_are_used(shared: Path) -> None:
     result = build(shared, "plain", ("-march=x86-64-v4",), TARGET)
     assert result.returncode == 0, result.stderr
@@ -190,6 +195,7 @@ def test_without_config_opt_no_target_flags_are_used(shared: Path) -> None:
     assert "-march=x86-64-v4" not in result.stderr
 
 
+@BAZEL
 def test_an_undefined_config_and_an_unknown_target_are_errors(shared: Path) -> None:
     """Real bazel: a --config no rc file defines stops the build, and so does a target the canary
     does not have (TensorFlow's other targets)."""
@@ -201,6 +207,7 @@ def test_an_undefined_config_and_an_unknown_target_are_errors(shared: Path) -> N
     assert "no such package 'tensorflow'" in other.stderr
 
 
+@BAZEL
 def test_a_compile_failure_is_reported(shared: Path) -> None:
     result = build(shared, "broken", ("-mno-such-flag",), "--config=opt", TARGET)
     assert result.returncode == 1
@@ -211,6 +218,7 @@ def test_a_compile_failure_is_reported(shared: Path) -> None:
     assert not (shared.parent / "broken.so").exists()
 
 
+@BAZEL
 def test_the_hermetic_toolchain_switch_is_refused(shared: Path) -> None:
     """The build setting tfbuild's rc lines name for TensorFlow 2.21 exists; its True is refused."""
     flag = "--@rules_ml_toolchain//common:enable_hermetic_cc"
@@ -297,6 +305,7 @@ def checkouts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path,
     return made
 
 
+@BAZEL
 def test_two_builds_without_the_measures_differ(
     checkouts: dict[str, tuple[Path, Path]], tmp_path: Path
 ) -> None:
@@ -329,6 +338,7 @@ def test_two_builds_without_the_measures_differ(
     assert first.read(so) != second.read(so)
 
 
+@BAZEL
 def test_the_measures_remove_the_dates_and_paths_but_not_the_order(
     checkouts: dict[str, tuple[Path, Path]], tmp_path: Path
 ) -> None:
@@ -377,6 +387,7 @@ def test_the_measures_remove_the_dates_and_paths_but_not_the_order(
     }
 
 
+@BAZEL
 def test_tf_sysroot_reaches_the_compiler_only_through_tensorflows_crosstool(shared: Path) -> None:
     """As in TensorFlow's build, TF_SYSROOT is read by the @local_config_cuda crosstool: with that
     crosstool every compile and the link get --sysroot; without it the variable changes nothing."""

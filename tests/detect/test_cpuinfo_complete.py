@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, cpuinfo_fixture, cpuinfo_fixtures, run_cli
+from tests.conftest import cpuinfo_fixture, cpuinfo_fixtures, one_error_line, run_cli
 from tfbuild.core.errors import InputError
 from tfbuild.detect.cpuinfo import parse_cpuinfo
 
@@ -20,16 +20,6 @@ def multi_block(text: str, count: int) -> str:
     first, rest = blocks[0], [b for b in blocks[1:] if b.strip()]
     cpus = [re.sub(r"(?m)^(processor\s*:\s*)\d+", rf"\g<1>{n}", first) for n in range(count)]
     return "\n\n".join([*cpus, *rest]) + "\n\n"
-
-
-def _one_line(result: CliResult, code: int, *fragments: str) -> str:
-    assert result.returncode == code, (result.returncode, result.stderr)
-    assert "Traceback" not in result.stderr
-    (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("tfbuild: error: ")
-    for fragment in fragments:
-        assert fragment in line
-    return line
 
 
 @pytest.mark.parametrize("dump", cpuinfo_fixtures(), ids=lambda p: p.name)
@@ -70,14 +60,14 @@ def test_a_last_flags_line_cut_short_of_the_first_is_refused(cut: int, tmp_path:
     assert cut_text.splitlines()[-1].startswith("flags")
     dump = tmp_path / "cut.cpuinfo"
     dump.write_text(cut_text)
-    _one_line(run_cli("detect", "--cpuinfo", str(dump)), 3, "truncated", "'flags'")
+    one_error_line(run_cli("detect", "--cpuinfo", str(dump)), 3, "truncated", "'flags'")
 
 
 def test_a_missing_end_of_the_last_block_is_refused(tmp_path: Path) -> None:
     text = multi_block(cpuinfo_fixture("haswell").read_text(), 3)
     dump = tmp_path / "cut.cpuinfo"
     dump.write_text(text[: text.rindex("\ncpu cores") + 1])  # with its newline: a clean line cut
-    _one_line(
+    one_error_line(
         run_cli("detect", "--cpuinfo", str(dump)),
         3,
         "truncated",
@@ -101,7 +91,7 @@ def test_a_single_block_cut_inside_its_features_is_refused(
     dump = tmp_path / "cut.cpuinfo"
     for cut in (line_end - 3, line_end):  # mid-word, and at the end of the line but its newline
         dump.write_text(text[:cut])
-        _one_line(run_cli("detect", "--cpuinfo", str(dump)), 3, "truncated", why)
+        one_error_line(run_cli("detect", "--cpuinfo", str(dump)), 3, "truncated", why)
     if machine == "haswell":  # x86 reads nothing after the flags: with its newline, it is whole
         dump.write_text(text[: line_end + 1])
         assert run_cli("detect", "--cpuinfo", str(dump), "--json").returncode == 0
@@ -125,7 +115,7 @@ def test_a_corrupt_field_is_one_line_and_exit_3(
     dump = tmp_path / "bad.cpuinfo"
     dump.write_text(text)
     for command in (("detect",), ("plan", "--skip-disk-check", "--canary")):
-        _one_line(run_cli(*command, "--cpuinfo", str(dump)), 3, fragment)
+        one_error_line(run_cli(*command, "--cpuinfo", str(dump)), 3, fragment)
 
 
 def test_counts_become_the_plan_only_when_they_are_counts() -> None:

@@ -5,7 +5,8 @@ docker import, no registry) and reused by tag."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -62,3 +63,31 @@ def new_base_image(engine: Any) -> str:
     """The newest system tfbuild base makes here (Debian 13, glibc 2.41): a plain build there needs
     more than Debian 12 has; .ci/run makes it (make base-image)."""
     return _made_image(engine, NEW_BASE_TAG)
+
+
+def _volume_name(request: pytest.FixtureRequest) -> str:
+    """A fresh cache volume's name that says which test module made it: tfbuild-test-wheel-1a2b..."""
+    module = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+    return f"tfbuild-test-{module}-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def volume(engine: Any, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh cache volume for one test, removed afterwards (the build makes it on first use)."""
+    name = _volume_name(request)
+    yield name
+    engine.remove_volume(name)
+
+
+@pytest.fixture
+def volumes(engine: Any, request: pytest.FixtureRequest) -> Iterator[Callable[[], str]]:
+    """Fresh cache volumes on demand (call it for each), all removed afterwards."""
+    made: list[str] = []
+
+    def new() -> str:
+        made.append(_volume_name(request))
+        return made[-1]
+
+    yield new
+    for name in made:
+        engine.remove_volume(name)

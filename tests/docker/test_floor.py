@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +16,6 @@ from tests.docker.test_wheel import wheel_cli
 from tfbuild.recipes import canary
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture
-def volume(engine: Any) -> Iterator[str]:
-    name = f"tfbuild-test-floor-{uuid.uuid4().hex[:10]}"
-    yield name
-    engine.remove_volume(name)
 
 
 def smoke_in(wheel: Path, *images: str) -> subprocess.CompletedProcess[str]:

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 import platform
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -17,13 +14,6 @@ from tests.docker.test_wheel import wheel_cli
 pytestmark = pytest.mark.docker
 
 FOREIGN_TARGET = "neoverse_v2" if platform.machine() == "x86_64" else "x86_64_v3"
-
-
-@pytest.fixture
-def volume(engine: Any) -> Iterator[str]:
-    name = f"tfbuild-test-cache-{uuid.uuid4().hex[:10]}"
-    yield name
-    engine.remove_volume(name)
 
 
 def test_wheel_refuses_another_architecture_before_any_work(

@@ -5,37 +5,23 @@ no more than Debian 12 has, and Debian 12 loads it."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
-import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import run_cli
 from tests.docker.test_wheel import wheel_argv
 from tfbuild.recipes import canary
 
 pytestmark = pytest.mark.docker
 
 
-@pytest.fixture
-def volume(engine: Any) -> Iterator[str]:
-    name = f"tfbuild-test-portable-{uuid.uuid4().hex[:10]}"
-    yield name
-    engine.remove_volume(name)
-
-
-def tfbuild(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tfbuild", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+#: The real CLI in a subprocess, with a build's time to finish.
+tfbuild = functools.partial(run_cli, timeout=600)
 
 
 def build(dist: Path, volume: str, base: str, *args: str) -> tuple[Path, dict[str, Any]]:

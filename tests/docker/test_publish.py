@@ -6,10 +6,8 @@ previous wheel, receipt and env file as they were. Real Docker, real tmpfs (we m
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,13 +20,6 @@ pytestmark = [
     pytest.mark.docker,
     pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: root only"),
 ]
-
-
-@pytest.fixture
-def volume(engine: Any) -> Iterator[str]:
-    name = f"tfbuild-test-cache-{uuid.uuid4().hex[:10]}"
-    yield name
-    engine.remove_volume(name)
 
 
 @pytest.fixture

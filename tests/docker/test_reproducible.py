@@ -8,14 +8,13 @@ builds differ, and that `tfbuild verify` names what differs.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
 import subprocess
-import sys
-import uuid
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from tests import wheels
+from tests.conftest import Ran, one_error_line, run_cli
 from tests.docker.test_wheel import standin_source, wheel_cli
 from tfbuild.core import serial
 from tfbuild.core.files import sha256_file
@@ -33,51 +33,24 @@ from tfbuild.wheel.wheeldiff import compare
 pytestmark = pytest.mark.docker
 
 
-@pytest.fixture
-def volumes(engine: Any) -> Iterator[list[str]]:
-    """Fresh cache volumes on demand, all removed afterwards."""
-    made: list[str] = []
-    yield made
-    for name in made:
-        engine.remove_volume(name)
+#: The real CLI in a subprocess, with a build's time to finish.
+tfbuild = functools.partial(run_cli, timeout=900)
 
 
-def new_volume(volumes: list[str]) -> str:
-    volumes.append(f"tfbuild-test-repro-{uuid.uuid4().hex[:10]}")
-    return volumes[-1]
-
-
-def tfbuild(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tfbuild", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-
-
-def built(result: subprocess.CompletedProcess[str]) -> Path:
+def built(result: Ran) -> Path:
     assert result.returncode == 0, result.stderr
     return Path(json.loads(result.stdout)["wheel"])
 
 
-def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.startswith("tfbuild: error:")]
-    assert len(lines) == 1, result.stderr
-    assert "Traceback" not in result.stderr
-    return lines[0]
-
-
 def test_two_builds_agree_to_the_byte_and_verify_says_so(
-    engine: Any, base_image: str, volumes: list[str], tmp_path: Path
+    engine: Any, base_image: str, volumes: Callable[[], str], tmp_path: Path
 ) -> None:
     """Different time, source directory (so output base), dist/, cache volume and uid: same wheel."""
     from tfbuild.build.run import BuildRun
     from tfbuild.plan.here import plan_here
     from tfbuild.plan.options import PlanOptions
 
-    first = built(wheel_cli(tmp_path / "a" / "dist", new_volume(volumes), "--json"))
+    first = built(wheel_cli(tmp_path / "a" / "dist", volumes(), "--json"))
     # The second as another user, from another copy of the source, into another dist/.
     source = standin_source(tmp_path / "b")
     dist = tmp_path / "b" / "dist"
@@ -86,7 +59,7 @@ def test_two_builds_agree_to_the_byte_and_verify_says_so(
     dist.mkdir()
     os.chown(dist, 4321, 4321)
     args = PlanOptions(
-        canary=True, base_image=base_image, cache_volume=new_volume(volumes), skip_disk_check=True
+        canary=True, base_image=base_image, cache_volume=volumes(), skip_disk_check=True
     )
     second = BuildRun(dist=dist, source=source, quiet=True, user="4321:4321").execute(
         plan_here(args, engine), engine=engine
@@ -113,14 +86,14 @@ def test_two_builds_agree_to_the_byte_and_verify_says_so(
 
 
 def test_without_the_measures_builds_differ_and_verify_names_the_members(
-    base_image: str, volumes: list[str], tmp_path: Path
+    base_image: str, volumes: Callable[[], str], tmp_path: Path
 ) -> None:
-    wheel = built(wheel_cli(tmp_path / "dist", new_volume(volumes), "--no-reproducible", "--json"))
+    wheel = built(wheel_cli(tmp_path / "dist", volumes(), "--no-reproducible", "--json"))
     receipt = json.loads(wheel.with_suffix(".json").read_text())
     assert receipt["plan"]["reproducible"] is False
     result = tfbuild("verify", str(wheel), "--json")
     assert result.returncode == 8, result.stderr
-    assert "is not reproducible" in one_error_line(result)
+    assert "is not reproducible" in one_error_line(result, among_others=True)
     diff = json.loads(result.stdout)["diff"]
     changed = {member["path"]: member for member in diff["changed"]}
     library = changed[canary.LIBRARY]
@@ -140,9 +113,9 @@ def flip_a_text_byte(library: bytes) -> bytes:
 
 
 def test_a_changed_byte_in_the_library_fails_verify_naming_member_and_section(
-    base_image: str, volumes: list[str], tmp_path: Path
+    base_image: str, volumes: Callable[[], str], tmp_path: Path
 ) -> None:
-    wheel = built(wheel_cli(tmp_path / "dist", new_volume(volumes), "--json"))
+    wheel = built(wheel_cli(tmp_path / "dist", volumes(), "--json"))
     original = sha256_file(wheel)
     with zipfile.ZipFile(wheel) as archive:
         members = [(info, archive.read(info)) for info in archive.infolist()]
@@ -160,7 +133,7 @@ def test_a_changed_byte_in_the_library_fails_verify_naming_member_and_section(
     # With the build's receipt, the wheel is refused before any build: not the file it describes.
     refused = tfbuild("verify", str(tampered))
     assert refused.returncode == 3, refused.stderr
-    line = one_error_line(refused)
+    line = one_error_line(refused, among_others=True)
     assert "is not the wheel its receipt describes" in line
     assert sha256_file(tampered) in line and original in line
     # With the receipt made to describe it, the rebuild runs and names both members.
@@ -169,14 +142,14 @@ def test_a_changed_byte_in_the_library_fails_verify_naming_member_and_section(
     result = tfbuild("verify", str(tampered), "--json")
     assert result.returncode == 8, result.stderr
     corrupt = f"member {metadata} is corrupt in {tampered.name}: "
-    assert corrupt in one_error_line(result)
+    assert corrupt in one_error_line(result, among_others=True)
     report = json.loads(result.stdout)
     assert report["receipt_sha256"] == report["sha256"] != original
     assert report["rebuilt_sha256"] == original  # the rebuild is the wheel that was built
     changed = {m["path"]: m for m in report["diff"]["changed"]}
     assert changed[canary.LIBRARY]["elf"]["sections"] == [".text"]
     why = changed[metadata]["corrupt_a"]  # zipfile's or zlib's words: a bad CRC, a bad stream
-    assert why and f"{corrupt}{why}" in one_error_line(result)
+    assert why and f"{corrupt}{why}" in one_error_line(result, among_others=True)
     assert changed[metadata]["sha256_a"] is None and changed[metadata]["corrupt_b"] is None
     human = tfbuild("verify", str(tampered))
     assert human.returncode == 8
@@ -186,9 +159,9 @@ def test_a_changed_byte_in_the_library_fails_verify_naming_member_and_section(
 
 
 def test_another_target_differs_in_the_library_and_what_names_its_flags(
-    base_image: str, volumes: list[str], tmp_path: Path
+    base_image: str, volumes: Callable[[], str], tmp_path: Path
 ) -> None:
-    volume = new_volume(volumes)
+    volume = volumes()
     host = built(wheel_cli(tmp_path / "host", volume, "--no-label", "--json"))
     baseline = built(
         wheel_cli(tmp_path / "base", volume, "--no-label", "--target", "x86_64", "--json")
@@ -207,9 +180,9 @@ def test_another_target_differs_in_the_library_and_what_names_its_flags(
 
 
 def test_wheel_from_receipt_builds_the_same_wheel(
-    base_image: str, volumes: list[str], tmp_path: Path
+    base_image: str, volumes: Callable[[], str], tmp_path: Path
 ) -> None:
-    wheel = built(wheel_cli(tmp_path / "dist", new_volume(volumes), "--json"))
+    wheel = built(wheel_cli(tmp_path / "dist", volumes(), "--json"))
     receipt = wheel.with_suffix(".json")
     again = tfbuild(
         "wheel", "--from-receipt", str(receipt), "--dist", str(tmp_path / "again"), "--json"
@@ -230,13 +203,13 @@ def test_wheel_from_receipt_builds_the_same_wheel(
 # --- bad input: one line, its exit code, nothing in dist/ ---------------------------------------
 
 
-def _receipt_of_a_build(tmp_path: Path, volumes: list[str]) -> tuple[Path, dict[str, Any]]:
-    wheel = built(wheel_cli(tmp_path / "dist", new_volume(volumes), "--json"))
+def _receipt_of_a_build(tmp_path: Path, volumes: Callable[[], str]) -> tuple[Path, dict[str, Any]]:
+    wheel = built(wheel_cli(tmp_path / "dist", volumes(), "--json"))
     return wheel, json.loads(wheel.with_suffix(".json").read_text())
 
 
 def test_bad_receipts_are_refused_in_one_line(
-    base_image: str, volumes: list[str], tmp_path: Path
+    base_image: str, volumes: Callable[[], str], tmp_path: Path
 ) -> None:
     wheel, data = _receipt_of_a_build(tmp_path, volumes)
     receipt = wheel.with_suffix(".json")
@@ -246,29 +219,29 @@ def test_bad_receipts_are_refused_in_one_line(
     receipt.write_text(json.dumps(old))
     result = tfbuild("verify", str(wheel))
     assert result.returncode == 3
-    assert "tfbuild.receipt/1" in one_error_line(result)
+    assert "tfbuild.receipt/1" in one_error_line(result, among_others=True)
 
     edited = json.loads(json.dumps(data))
     edited["plan"]["cflags"] = ["-march=native"]
     receipt.write_text(json.dumps(edited))
     result = tfbuild("wheel", "--from-receipt", str(receipt), "--dist", str(out))
     assert result.returncode == 3
-    assert "was changed after the build" in one_error_line(result)
+    assert "was changed after the build" in one_error_line(result, among_others=True)
 
     receipt.unlink()
     result = tfbuild("verify", str(wheel))
     assert result.returncode == 3
-    assert f"{wheel.name} has no receipt" in one_error_line(result)
+    assert f"{wheel.name} has no receipt" in one_error_line(result, among_others=True)
 
     receipt.write_text(json.dumps(data))
     result = tfbuild("wheel", "--from-receipt", str(receipt), "--mkl", "--dist", str(out))
     assert result.returncode == 2
-    assert "--from-receipt with plan options" in one_error_line(result)
+    assert "--from-receipt with plan options" in one_error_line(result, among_others=True)
     assert not out.exists() or not list(out.glob("*.whl"))
 
 
 def test_a_package_that_can_no_longer_be_had_is_named(
-    base_image: str, volumes: list[str], tmp_path: Path
+    base_image: str, volumes: Callable[[], str], tmp_path: Path
 ) -> None:
     _, data = _receipt_of_a_build(tmp_path, volumes)
     gone = json.loads(json.dumps(data))
@@ -281,6 +254,6 @@ def test_a_package_that_can_no_longer_be_had_is_named(
     out = tmp_path / "out"
     result = tfbuild("wheel", "--from-receipt", str(receipt), "--dist", str(out))
     assert result.returncode == 5, result.stderr
-    line = one_error_line(result)
+    line = one_error_line(result, among_others=True)
     assert "zip 0.0-tfbuild-test-nonexistent can no longer be had" in line
     assert not list(out.glob("*.whl")) and not list(out.glob("*.json"))

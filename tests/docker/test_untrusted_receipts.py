@@ -14,20 +14,20 @@ import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.docker.test_reproducible import built, new_volume, one_error_line, tfbuild, volumes
+from tests.conftest import Ran, one_error_line
+from tests.docker.test_reproducible import built, tfbuild
 from tests.docker.test_wheel import wheel_cli
 from tests.receipt.test_untrusted import FIXTURES, HOSTILE, RECEIPT, WHEEL
 from tfbuild.core.files import sha256_file
 from tfbuild.wheel.receipt import canonical_sha256
 
 pytestmark = pytest.mark.docker
-
-__all__ = ["volumes"]  # the fixture, shared with test_reproducible
 
 
 def _docker(*args: str) -> str:
@@ -59,9 +59,7 @@ def copy_fixture(into: Path) -> tuple[Path, Path, dict[str, Any]]:
     return into / WHEEL, into / RECEIPT, data
 
 
-def rebuild(
-    command: str, wheel: Path, receipt: Path, out: Path
-) -> subprocess.CompletedProcess[str]:
+def rebuild(command: str, wheel: Path, receipt: Path, out: Path) -> Ran:
     """``verify`` or ``wheel --from-receipt`` of ``receipt``, as a user runs them."""
     if command == "verify":
         return tfbuild("verify", str(wheel), "--receipt", str(receipt), "-v")
@@ -85,7 +83,7 @@ def test_an_injected_package_pin_is_refused_before_any_image_is_built(
     since = time.time()
     result = rebuild(command, wheel, receipt, tmp_path / "out")
     assert result.returncode == 3, result.stderr
-    line = one_error_line(result)
+    line = one_error_line(result, among_others=True)
     shown = pin[:60] + "..."  # a long value is cut in the message
     assert f"its inputs.packages['zip'] holds {shown!r}, not a Debian version" in line
     output = result.stdout + result.stderr
@@ -107,7 +105,7 @@ def test_a_hostile_receipt_is_one_line_for_verify_and_from_receipt(
     receipt.write_bytes(make())
     result = rebuild(command, wheel, receipt, tmp_path / "out")
     assert result.returncode == 3, result.stderr
-    line = one_error_line(result)
+    line = one_error_line(result, among_others=True)
     assert line.startswith(f"tfbuild: error: {receipt} is not a ") and said in line
 
 
@@ -120,18 +118,18 @@ def _named(data: dict[str, Any], volume: str) -> dict[str, Any]:
 
 
 def test_a_rebuild_mounts_its_own_cache_volume_never_the_receipts(
-    engine: Any, base_image: str, volumes: list[str], tmp_path: Path
+    engine: Any, base_image: str, volumes: Callable[[], str], tmp_path: Path
 ) -> None:
-    wheel = built(wheel_cli(tmp_path / "dist", new_volume(volumes), "--json"))
+    wheel = built(wheel_cli(tmp_path / "dist", volumes(), "--json"))
     data = json.loads(wheel.with_suffix(".json").read_text(encoding="utf-8"))
     # A volume of this engine that holds something, named by the receipt.
-    theirs = new_volume(volumes)
+    theirs = volumes()
     _docker(
         "run", "--rm", "-v", f"{theirs}:/v", base_image, "sh", "-c", "echo keep > /v/sentinel"
     )  # fmt: skip
     receipt = tmp_path / "theirs.json"
     receipt.write_text(json.dumps(_named(data, theirs)), encoding="utf-8")
-    mine = new_volume(volumes)
+    mine = volumes()
     again = tfbuild(
         "wheel", "--from-receipt", str(receipt), "--cache-volume", mine,
         "--dist", str(tmp_path / "again"), "--json",

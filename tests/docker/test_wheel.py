@@ -18,7 +18,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,13 +33,6 @@ from tfbuild.wheel.labels import cpu_label
 from tfbuild.wheel.receipt import Receipt
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture
-def volume(engine: Any) -> Iterator[str]:
-    name = f"tfbuild-test-cache-{uuid.uuid4().hex[:10]}"
-    yield name
-    engine.remove_volume(name)
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests import wheels
-from tests.conftest import NO_FILE_KINDS, ROOT, CliResult, plant_no_file, run_cli
+from tests.conftest import NO_FILE_KINDS, ROOT, CliResult, one_error_line, plant_no_file, run_cli
 from tests.receipts import write_receipt
 from tfbuild.wheel.index import INDEX_NAME, SUMS_NAME
 
@@ -26,14 +26,10 @@ SUMS_LINE = re.compile(r"[0-9a-f]{64}  [A-Za-z0-9_.+-]+\.whl")
 
 
 def one_line(result: CliResult, code: int) -> str:
-    assert result.returncode == code, result.stdout + result.stderr
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("tfbuild: error: ")
-    assert result.stdout == ""
+    line = one_error_line(result, code)
     # Nothing but printable ASCII reaches the terminal: no control character, no raw byte.
-    assert all(0x20 <= ord(c) < 0x7F for c in lines[0]), repr(lines[0])
-    return lines[0]
+    assert all(0x20 <= ord(c) < 0x7F for c in line), repr(line)
+    return line
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import zipfile
@@ -73,6 +74,7 @@ def test_wheel_ships_data_and_a_clean_install_finds_it(tmp_path: Path) -> None:
         text=True,
         check=True,
         cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},  # the clean venv's alone
     ).stdout.split()
     assert out == [
         str(p) for p in sorted(venv.glob("lib/python*/site-packages/tfbuild/_data/*"), reverse=True)

@@ -23,9 +23,8 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.conftest import cpuinfo_fixture, run_cli
+from tests.conftest import cpuinfo_fixture, one_error_line, run_cli
 from tests.pick.conftest import DIST, WHEELS, make_wheel, make_wheels, write_receipt
-from tests.pick.test_cli import one_error_line
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.pick.fetch import Deadline, FetchLimits
 from tfbuild.pick.listing import LinkPolicy, Origin, load_wheels, parse_index

@@ -19,9 +19,8 @@ from urllib.parse import quote
 import pytest
 
 from tests import wheels
-from tests.conftest import NO_FILE_KINDS, plant_no_file, run_cli
+from tests.conftest import NO_FILE_KINDS, one_error_line, plant_no_file, run_cli
 from tests.pick.conftest import WHEELS, make_wheel, make_wheels, write_receipt
-from tests.pick.test_cli import one_error_line
 from tests.pick.test_http_hostile import ZEN4, Server, page, serve, sha
 from tfbuild.wheel.index import write_index
 

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import cpuinfo_fixture, run_cli
+from tests.conftest import cpuinfo_fixture, one_error_line, run_cli
 from tests.pick.conftest import WHEELS, make_wheels
-from tests.pick.test_cli import one_error_line
 from tfbuild.core.errors import InputError
 from tfbuild.pick.listing import load_wheels
 from tfbuild.wheel.index import write_index

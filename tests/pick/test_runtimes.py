@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests import receipts
-from tests.conftest import cpuinfo_fixture, run_cli
+from tests.conftest import cpuinfo_fixture, one_error_line, run_cli
 from tests.pick.conftest import DIST, WHEELS, make_wheel
-from tests.pick.test_cli import one_error_line
 from tfbuild.core import serial
 from tfbuild.core.errors import UsageError
 from tfbuild.detect.system import glibc_version
@@ -252,7 +251,7 @@ def test_cli_glibc_refuses_and_chooses(tmp_path: Path) -> None:
     assert (wheel["status"], wheel["stage"]) == ("refused", "glibc")
     assert "needs glibc 2.39 or newer" in wheel["reason"]
     assert wheel["receipt"]["floor"]["glibc"] == "2.39"
-    assert "needs glibc 2.39 or newer" in one_error_line(old)
+    assert "needs glibc 2.39 or newer" in one_error_line(old, report=True)
     new = run_cli(
         "pick", str(directory), "--cpuinfo", cpuinfo, "--python", "3.11", "--glibc", "2.39",
     )  # fmt: skip

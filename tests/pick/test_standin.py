@@ -8,9 +8,10 @@ import re
 from pathlib import Path
 
 from tests import receipts
-from tests.conftest import ROOT, cpuinfo_fixture, run_cli
+from tests.conftest import cpuinfo_fixture, run_cli
 from tests.pick.conftest import DIST, V3_FEATURES, make_wheel, write_receipt
 from tfbuild.pick.compat import STANDIN_LABEL
+from tfbuild.recipes.canary import TREE
 from tfbuild.wheel.labels import parse_label
 
 CANARY = "tensorflow_cpu-0.0.0+tfbuild.canary.x86_64v4-py3-none-linux_x86_64.whl"
@@ -62,9 +63,7 @@ def test_the_table_marks_them(tmp_path: Path) -> None:
 
 def test_the_label_marker_is_the_canarys_own_version() -> None:
     """The canary's wheel packer writes the version the marker is read from."""
-    packer = (
-        ROOT / "tfbuild" / "recipes" / "canary" / "tree" / "tensorflow" / "tools" / "pip_package"
-    )
+    packer = TREE / "tensorflow" / "tools" / "pip_package"
     script = (packer / "pack_wheel.py").read_text()
     found = re.search(r'^VERSION = "([^"]+)"$', script, re.MULTILINE)
     assert found is not None

@@ -110,6 +110,7 @@ def own_plans() -> tuple[BuildPlan, ...]:
     return (*plans.values(), *derived)
 
 
+@pytest.mark.slow  # every plan of every recipe, each decoded: many seconds
 def test_the_allowlist_admits_every_plan_tfbuild_makes() -> None:
     plans = own_plans()
     seen = {(p.tensorflow, p.variant, p.route, p.architecture, p.standin) for p in plans}

@@ -4,26 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
+from tests.conftest import one_error_line, run_cli
 from tfbuild.core.errors import UsageError
 from tfbuild.plan.options import PlanOptions
 from tfbuild.plan.resources import MAX_JOBS
 
 
-def _usage_line(result: CliResult, *fragments: str) -> str:
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
-    (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("tfbuild: error: ")
-    for fragment in fragments:
-        assert fragment in line
-    return line
-
-
 @pytest.mark.parametrize("value", ["5", "sm_8", "1.", "0.0", "sm_00", "8.10", "compute_", "x"])
 def test_a_malformed_cuda_capability_is_a_usage_error(value: str) -> None:
     result = run_cli("plan", "--skip-disk-check", "--cuda", "--cuda-capabilities", value)
-    _usage_line(result, f"--cuda-capabilities value {value!r} is not a compute capability", "8.9")
+    one_error_line(
+        result, 2, f"--cuda-capabilities value {value!r} is not a compute capability", "8.9"
+    )
 
 
 @pytest.mark.parametrize(
@@ -48,7 +40,7 @@ def test_a_three_digit_capability_is_read_and_judged_by_the_toolkit() -> None:
 @pytest.mark.parametrize("jobs", [MAX_JOBS + 1, 10**20])
 def test_jobs_beyond_what_bazel_takes_are_a_usage_error(jobs: int) -> None:
     result = run_cli("plan", "--skip-disk-check", "--canary", "--jobs", str(jobs))
-    _usage_line(result, f"--jobs {jobs}", f"bazel's --jobs takes 1 to {MAX_JOBS}")
+    one_error_line(result, 2, f"--jobs {jobs}", f"bazel's --jobs takes 1 to {MAX_JOBS}")
 
 
 def test_jobs_up_to_bazels_limit_are_planned() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, CliResult, cpuinfo_fixture, recorded_host, run_cli
+from tests.conftest import ROOT, cpuinfo_fixture, one_error_line, recorded_host, run_cli
 from tests.plan.test_plan import IMAGES, host, plan, recipe_221
 from tfbuild.core.errors import UnsupportedError
 from tfbuild.detect.cpuinfo import read_cpuinfo
@@ -218,17 +218,10 @@ FOREIGN_TARGET, FOREIGN_DUMP = (
 )
 
 
-def one_line(result: CliResult, code: int) -> str:
-    assert result.returncode == code, result.stderr
-    assert result.stderr.count("\n") == 1, result.stderr
-    assert result.stdout == ""
-    return result.stderr
-
-
 @pytest.mark.parametrize("command", ["plan", "render"])
 def test_cli_refuses_a_target_of_another_architecture(command: str, tmp_path: Path) -> None:
     out = ("-o", str(tmp_path / "ctx")) if command == "render" else ()
-    line = one_line(run_cli(command, "--target", FOREIGN_TARGET, *out), 4)
+    line = one_error_line(run_cli(command, "--target", FOREIGN_TARGET, *out), 4)
     assert f"--target {FOREIGN_TARGET} is an" in line
     assert "until cross-compilation is real" in line
     assert not (tmp_path / "ctx").exists()
@@ -237,7 +230,7 @@ def test_cli_refuses_a_target_of_another_architecture(command: str, tmp_path: Pa
 @pytest.mark.parametrize("dump", ["foreign", "armv7"])
 def test_cli_refuses_a_cpuinfo_machine_of_another_architecture(dump: str) -> None:
     path = ARMV7 if dump == "armv7" else cpuinfo_fixture(FOREIGN_DUMP)
-    line = one_line(run_cli("plan", "--cpuinfo", str(path)), 4)
+    line = one_error_line(run_cli("plan", "--cpuinfo", str(path)), 4)
     assert f"the machine of {path} is" in line and "until cross-compilation is real" in line
 
 
@@ -246,15 +239,17 @@ def test_cli_refuses_a_heap_beyond_this_machines_memory() -> None:
 
     usable = system_info().memory.usable_bytes or 0
     heap = max(100000, 2 * usable // (1 << 20))
-    line = one_line(run_cli("plan", "--jvm-heap", str(heap)), 4)
+    line = one_error_line(run_cli("plan", "--jvm-heap", str(heap)), 4)
     assert f"--jvm-heap {heap} is more than this machine's memory" in line
 
 
 def test_cli_a_malformed_python_is_a_usage_error() -> None:
-    line = one_line(run_cli("plan", "--python", "abc"), 2)
+    line = one_error_line(run_cli("plan", "--python", "abc"), 2)
     assert (
         line
-        == "tfbuild: error: --python 'abc' is not a Python version. Write it as X.Y, e.g. --python 3.12.\n"
+        == "tfbuild: error: --python 'abc' is not a Python version. Write it as X.Y, e.g. --python 3.12."
     )
     # Well formed, but no recipe allows it: a request that cannot be met.
-    assert "cannot be built for Python 3.99" in one_line(run_cli("plan", "--python", "3.99"), 4)
+    assert "cannot be built for Python 3.99" in one_error_line(
+        run_cli("plan", "--python", "3.99"), 4
+    )

@@ -221,7 +221,11 @@ def test_a_sysroot_route_with_gcc_or_without_a_checksum_is_refused() -> None:
   why: TensorFlow's release route
 """
     sysroot = re.sub(r"^toolchain:\n(?:  .*\n)+", route, MODEL, flags=re.M)
-    assert parse_recipe(sysroot, path="r.yaml").toolchain is not None
+    toolchain = parse_recipe(sysroot, path="r.yaml").toolchain
+    assert toolchain is not None
+    assert (toolchain.route, toolchain.sysroot, toolchain.llvm) == ("sysroot", "/dt9", None)
+    assert (toolchain.builder, toolchain.builder_image) == ("devtoolset-9", "ubuntu-22.04")
+    assert toolchain.why == "TensorFlow's release route"
     with pytest.raises(InputError, match="compiles with clang through TF's crosstool"):
         parse_recipe(sysroot.replace("compiler: clang-18.1.8", "compiler: gcc-13"), path="r.yaml")
     unverified = re.sub(r"  sha256: [0-9a-f]{64}", "  sha256: null", sysroot)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import NO_FILE_KINDS, ROOT, plant_no_file, run_cli
+from tests.conftest import NO_FILE_KINDS, ROOT, one_error_line, plant_no_file, run_cli
 
 TREES = ROOT / "tests" / "fixtures" / "trees"
 PLAN_2_21 = (
@@ -25,11 +25,6 @@ PLAN_2_21 = (
 
 def copy(name: str, tmp_path: Path) -> Path:
     return Path(shutil.copytree(TREES / name, tmp_path / name))
-
-
-def error_line(stderr: str) -> str:
-    (line,) = [line for line in stderr.splitlines() if line.startswith("tfbuild: error: ")]
-    return line
 
 
 def test_plan_source_prints_the_findings_and_passes_on_a_tree_that_fits(tmp_path: Path) -> None:
@@ -56,7 +51,7 @@ def test_plan_source_on_a_tree_that_does_not_fit_exits_4_with_one_line(tmp_path:
     assert "fail    .bazelversion:1: the tree wants bazel 6.5.0, the plan runs bazel 7.4.1" in (
         result.stdout
     )
-    assert error_line(result.stderr) == (
+    assert one_error_line(result, among_others=True) == (
         f"tfbuild: error: the source tree {root} does not fit the plan: .bazelversion:1: the tree "
         "wants bazel 6.5.0, the plan runs bazel 7.4.1: the toolchain image runs the plan's bazel "
         "(USE_BAZEL_VERSION wins over .bazelversion), and a release builds with the bazel it "
@@ -73,7 +68,9 @@ def test_plan_source_on_a_tree_that_does_not_fit_exits_4_with_one_line(tmp_path:
 def test_plan_source_that_is_no_tensorflow_tree_exits_3(tmp_path: Path) -> None:
     result = run_cli(*PLAN_2_21, "--source", str(tmp_path))
     assert result.returncode == 3
-    assert "does not look like a TensorFlow source tree" in error_line(result.stderr)
+    assert "does not look like a TensorFlow source tree" in one_error_line(
+        result, among_others=True
+    )
 
 
 def test_render_and_wheel_have_no_plan_source_of_their_own() -> None:
@@ -102,7 +99,7 @@ def test_recipes_verify_against_a_local_tree(tmp_path: Path) -> None:
 def test_recipes_verify_reports_drift_with_exit_4(tmp_path: Path) -> None:
     result = run_cli("recipes", "verify", "2.13", "--source", str(copy("old-pieces", tmp_path)))
     assert result.returncode == 4
-    line = error_line(result.stderr)
+    line = one_error_line(result, among_others=True)
     assert line.startswith(
         "tfbuild: error: recipe recipes/tf-2.13.yaml does not match the release's files "
         "(4 mismatches): .bazelrc: the recipe lists configs the tree's rc files do not define: "
@@ -137,7 +134,9 @@ def test_recipes_verify_downloads_the_tarball_and_a_dead_host_is_one_line_with_e
         env={"TFBUILD_CACHE_DIR": str(tmp_path / "cache")},
     )
     assert result.returncode == 5
-    assert error_line(result.stderr).startswith(f"tfbuild: error: cannot download {dead}: ")
+    assert one_error_line(result, among_others=True).startswith(
+        f"tfbuild: error: cannot download {dead}: "
+    )
     assert result.stdout == ""
 
 

@@ -4,17 +4,16 @@ image was built and no build container was started (and nothing was written to d
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_cli
 from tfbuild.core.engine import input_hash
 from tfbuild.plan import BuildPlan
 from tfbuild.plan.render import render_files
@@ -25,16 +24,8 @@ pytestmark = pytest.mark.docker
 TREES = ROOT / "tests" / "fixtures" / "trees"
 
 
-def tfbuild(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "TFBUILD_DEBUG"}
-    return subprocess.run(
-        [sys.executable, "-m", "tfbuild", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-        env=env,
-    )
+#: The real CLI in a subprocess, with a build's time to finish.
+tfbuild = functools.partial(run_cli, timeout=300)
 
 
 def build_containers(engine: Any) -> set[str]:

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import wheels
-from tests.conftest import ROOT, cpuinfo_fixture, run_cli
+from tests.conftest import ROOT, cpuinfo_fixture, one_error_line, run_cli
 from tfbuild.core.errors import InputError
 from tfbuild.wheel.receipt import (
     MAX_RECEIPT_DEPTH,
@@ -53,13 +53,6 @@ def dist(tmp_path: Path) -> Path:
     for name in (WHEEL, RECEIPT):
         shutil.copyfile(FIXTURES / name, directory / name)
     return directory
-
-
-def one_error_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.startswith("tfbuild: error:")]
-    assert len(lines) == 1, stderr
-    assert "Traceback" not in stderr
-    return lines[0]
 
 
 # --- receipts written before this change still read ---------------------------------------------------
@@ -236,7 +229,7 @@ def test_index_refuses_a_hostile_receipt_in_one_line(case: str, dist: Path) -> N
     (dist / RECEIPT).write_bytes(make())
     result = run_cli("index", str(dist))
     assert result.returncode == 3, result.stderr
-    line = one_error_line(result.stderr)
+    line = one_error_line(result)
     assert line.startswith(f"tfbuild: error: {dist / RECEIPT} is not a ")
     assert said in line
     assert not (dist / "index.html").exists()
@@ -315,6 +308,7 @@ def _check(raw: bytes) -> None:
     assert isinstance(receipt.built_for, str)
 
 
+@pytest.mark.slow  # 1,000 examples, each a receipt read twice
 @settings(
     max_examples=1000,
     deadline=None,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import NO_FILE_KINDS, ROOT, plant_no_file, run_cli
+from tests.conftest import NO_FILE_KINDS, ROOT, one_error_line, plant_no_file, run_cli
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.plan import PlanOptions
 from tfbuild.recipes.images import load_base_images, parse_base_images
@@ -48,12 +48,6 @@ def _line_of(text: str, fragment: str) -> int:
     return text[: text.index(fragment)].count("\n") + 1
 
 
-def _one_line(result_stderr: str) -> str:
-    assert result_stderr.count("\n") == 1, result_stderr
-    assert "Traceback" not in result_stderr
-    return result_stderr
-
-
 # --- 1. a trailing newline passes no validator ---------------------------------------------------------
 
 
@@ -85,7 +79,7 @@ def test_a_second_2_21_0_recipe_spelt_with_a_newline_is_refused(tmp_path: Path) 
     )
     result = run_cli("recipes", "--recipes-dir", str(tmp_path))
     assert result.returncode == 3
-    assert "'tensorflow' is '2.21.0\\n'; expected a version X.Y.Z" in _one_line(result.stderr)
+    assert "'tensorflow' is '2.21.0\\n'; expected a version X.Y.Z" in one_error_line(result)
 
 
 @pytest.mark.parametrize(
@@ -102,7 +96,7 @@ def test_a_trailing_newline_in_remote_cache_or_volume_is_refused(options: PlanOp
 def test_the_cli_refuses_a_remote_cache_with_a_trailing_newline() -> None:
     result = run_cli("plan", "--tf", "2.21", "--remote-cache", "http://h\n")
     assert result.returncode == 2
-    assert "--remote-cache 'http://h\\n' is not a plain URL" in _one_line(result.stderr)
+    assert "--remote-cache 'http://h\\n' is not a plain URL" in one_error_line(result)
 
 
 def test_the_compiler_and_requirement_validators_match_whole() -> None:
@@ -144,7 +138,7 @@ def test_an_alias_bomb_is_refused_at_once_with_one_line(tmp_path: Path, size: in
     assert result.returncode == 3
     assert (
         f"invalid base image file {tmp_path}/base-images.yaml:2: it uses a YAML anchor or alias"
-        in _one_line(result.stderr)
+        in one_error_line(result)
     )
 
 
@@ -229,7 +223,7 @@ def test_a_complex_key_is_one_line_with_exit_3(tmp_path: Path, key: str) -> None
     )
     result = run_cli("recipes", "--recipes-dir", str(tmp_path))
     assert result.returncode == 3
-    assert "a key under the top level is a list or mapping" in _one_line(result.stderr)
+    assert "a key under the top level is a list or mapping" in one_error_line(result)
 
 
 @pytest.mark.parametrize("word", ["yes", "on", "no", "off", "y"])
@@ -253,7 +247,7 @@ def test_a_dangling_link_named_like_a_recipe_is_not_dropped(tmp_path: Path) -> N
     assert result.returncode == 3
     assert (
         f"cannot read recipe {tmp_path}/tf-2.21.yaml: it does not exist (a dangling symbolic link?)"
-        in _one_line(result.stderr)
+        in one_error_line(result)
     )
 
 
@@ -275,9 +269,9 @@ def test_a_recipe_that_is_a_fifo_or_dev_zero_is_one_line_not_a_hang(
     result = run_cli(*plan, "--recipes-dir", str(tmp_path), timeout=60)
     assert result.returncode == 3, result.stderr
     noun = "recipe" if name.startswith("tf-") else "base image file"
-    assert _one_line(result.stderr) == (
+    assert one_error_line(result) == (
         f"tfbuild: error: cannot read {noun} {path}: {path} is {said}; tfbuild reads regular "
-        "files only. Make it a readable file, or remove it.\n"
+        "files only. Make it a readable file, or remove it."
     )
 
 
@@ -292,7 +286,7 @@ def test_recipes_dir_that_is_a_file_or_absent(tmp_path: Path) -> None:
     for path in (tmp_path / "file", tmp_path / "absent"):
         result = run_cli("recipes", env={"TFBUILD_RECIPES_DIR": str(path)})
         assert result.returncode == 3
-        assert f"cannot read recipes from {path}: it is not a directory" in _one_line(result.stderr)
+        assert f"cannot read recipes from {path}: it is not a directory" in one_error_line(result)
 
 
 def test_an_unreadable_recipes_dir_is_one_line() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, one_error_line, run_cli
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.recipes.recipe import load_recipes, parse_recipe
 
@@ -163,10 +163,7 @@ def test_environment_variable_names_a_recipes_dir(tmp_path: Path) -> None:
 def test_a_broken_user_recipe_is_one_line_with_exit_3(tmp_path: Path) -> None:
     (tmp_path / "tf-2.99.yaml").write_text(_variant(MODEL, "python:", "pyton:"))
     result = run_cli("recipes", "--recipes-dir", str(tmp_path))
-    assert result.returncode == 3
-    assert result.stderr.count("\n") == 1
-    assert "unknown key 'pyton' at " in result.stderr
-    assert "did you mean 'python'?" in result.stderr
+    one_error_line(result, 3, "unknown key 'pyton' at ", "did you mean 'python'?")
 
 
 def test_version_lookup() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, CliResult, run_cli
+from tests.conftest import ROOT, one_error_line, run_cli
 from tfbuild.core.files import write_files
 from tfbuild.plan.render import FILES, MANIFEST
 
@@ -28,14 +28,6 @@ FORCE_FIX = (
     "Render into an empty or new directory, or pass --force to overwrite tfbuild's files there "
     "anyway."
 )
-
-
-def one_line(result: CliResult, code: int = 3) -> str:
-    assert result.returncode == code, result.stdout + result.stderr
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("tfbuild: error: ")
-    return lines[0]
 
 
 def contents(directory: Path) -> dict[str, bytes | None]:
@@ -84,14 +76,14 @@ def test_an_output_path_that_is_a_directory_leaves_no_mixed_context(rendered: Pa
     (rendered / "plan.json").unlink()
     (rendered / "plan.json").mkdir()
     before = contents(rendered)
-    line = one_line(run_cli("render", *NEW, "-o", str(rendered), "--force"))
+    line = one_error_line(run_cli("render", *NEW, "-o", str(rendered), "--force"), 3)
     assert line == (
         f"tfbuild: error: cannot write {rendered}/plan.json: it is a directory, not a file; "
         f"nothing was written. Remove or rename {rendered}/plan.json, or name another directory "
         "with -o DIR."
     )
     assert contents(rendered) == before  # the old Dockerfile, no temp file
-    line = one_line(run_cli("render", *NEW, "-o", str(rendered)))
+    line = one_error_line(run_cli("render", *NEW, "-o", str(rendered)), 3)
     assert line == (
         f"tfbuild: error: refusing to write into -o {rendered}: it holds the directory plan.json, "
         f"and tfbuild writes only plain files there. {FORCE_FIX}"
@@ -104,7 +96,7 @@ def test_a_file_tfbuild_did_not_write_is_never_overwritten(tmp_path: Path) -> No
     (out / "Dockerfile").write_text("FROM my-own-image\n")
     (out / "notes.txt").write_text("mine\n")
     before = contents(out)
-    line = one_line(run_cli("render", *NEW, "-o", str(out)))
+    line = one_error_line(run_cli("render", *NEW, "-o", str(out)), 3)
     assert line == (
         f"tfbuild: error: refusing to write into -o {out}: it holds Dockerfile, which tfbuild did "
         f"not write there (not in its {MANIFEST}). {FORCE_FIX}"
@@ -115,7 +107,7 @@ def test_a_file_tfbuild_did_not_write_is_never_overwritten(tmp_path: Path) -> No
     assert (out / "notes.txt").read_text() == "mine\n"  # --force writes tfbuild's files only
     assert (out / "Dockerfile").read_text() != "FROM my-own-image\n"
     # The manifest records only tfbuild's files: notes.txt still stops a render without --force.
-    line = one_line(run_cli("render", *NEW, "-o", str(out)))
+    line = one_error_line(run_cli("render", *NEW, "-o", str(out)), 3)
     assert "it holds notes.txt, which tfbuild did not write there" in line
 
 
@@ -123,7 +115,7 @@ def test_a_file_changed_since_tfbuild_wrote_it_is_not_overwritten(rendered: Path
     with (rendered / "build.sh").open("a") as handle:
         handle.write("echo my local change\n")
     before = contents(rendered)
-    line = one_line(run_cli("render", *NEW, "-o", str(rendered)))
+    line = one_error_line(run_cli("render", *NEW, "-o", str(rendered)), 3)
     assert line == (
         f"tfbuild: error: refusing to write into -o {rendered}: build.sh was changed since tfbuild "
         f"wrote it (its sha256 is not the one in {MANIFEST}). {FORCE_FIX}"
@@ -133,7 +125,7 @@ def test_a_file_changed_since_tfbuild_wrote_it_is_not_overwritten(rendered: Path
 
 def test_a_forged_or_garbled_manifest_vouches_for_nothing(rendered: Path) -> None:
     (rendered / MANIFEST).write_text("not a manifest\n")
-    line = one_line(run_cli("render", *NEW, "-o", str(rendered)))
+    line = one_error_line(run_cli("render", *NEW, "-o", str(rendered)), 3)
     assert "it holds Dockerfile, which tfbuild did not write there" in line
 
 
@@ -157,7 +149,7 @@ def test_an_empty_or_missing_directory_is_fine(tmp_path: Path) -> None:
 
 
 def test_proc_self_is_one_line() -> None:
-    line = one_line(run_cli("render", *NEW, "-o", "/proc/self"))
+    line = one_error_line(run_cli("render", *NEW, "-o", "/proc/self"), 3)
     assert line.startswith(
         "tfbuild: error: cannot write into -o /proc/self: no file can be created"
     )
@@ -181,7 +173,7 @@ def test_a_read_only_directory_is_one_line_and_keeps_its_context(rendered: Path)
         result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
     finally:
         rendered.chmod(0o755)
-    line = one_line(CliResult(result.returncode, result.stdout, result.stderr))
+    line = one_error_line(result, 3)
     assert line.startswith(
         f"tfbuild: error: cannot write into -o {rendered}: no file can be created"
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
+from tests.conftest import one_error_line, run_cli
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.plan.render import output_dir, write_context
 
@@ -20,13 +20,6 @@ NO_ENGINE = {"DOCKER_HOST": "unix:///nonexistent/tfbuild-test.sock"}
 FIX = "Name a directory tfbuild may write into with {option} DIR (it is made when missing)."
 #: A plan each command accepts here without an engine (render) or before needing one (wheel).
 PLAN = {"render": ("--tf", "2.21", "--mkl", "--skip-disk-check"), "wheel": ("--canary",)}
-
-
-def one_error_line(result: CliResult) -> str:
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("tfbuild: error: ")
-    return lines[0]
 
 
 @pytest.fixture

@@ -11,16 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, run_cli
-
-
-def one_error_line(result: CliResult) -> str:
-    """Exactly one line on stderr (no progress lines, no report) and nothing on stdout."""
-    assert result.stdout == "", result.stdout
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("tfbuild: error: ")
-    return lines[0]
+from tests.conftest import CliResult, one_error_line, run_cli
 
 
 @pytest.fixture(scope="module")

@@ -341,14 +341,28 @@ def test_odd_input_does_not_raise(junk: Any) -> None:
     json.dumps(serial.to_data(report))
 
 
-def test_random_bytes_do_not_raise() -> None:
+def test_random_bytes_neither_raise_nor_invent_findings() -> None:
+    """Noise is no guard message: random bytes alone give no finding, and between two lines of a
+    real log they leave its findings as they were. Cut into the middle of a line, they still give
+    a report (parse_messages never raises)."""
     rng = random.Random(1729)
     stock = fx("tf2.21-stock-this-machine.txt").encode()
+    expected = parse_messages(stock)
+    assert expected.form is not None and expected.unused  # the log has findings to keep
+    line_starts = [0, *(i + 1 for i, c in enumerate(stock) if c == ord("\n"))]
+
+    def findings(report: GuardReport) -> tuple[object, ...]:
+        return report.form, report.unused, report.missing
+
     for _ in range(200):
         blob = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 4000)))
-        parse_messages(blob)
+        alone = parse_messages(blob)
+        assert findings(alone) == (None, (), ())
+        at = rng.choice(line_starts)
+        between = parse_messages(stock[:at] + b"\n" + blob + b"\n" + stock[at:])
+        assert findings(between) == findings(expected)
         cut = rng.randrange(len(stock))
-        parse_messages(stock[:cut] + blob + stock[cut:])
+        json.dumps(serial.to_data(parse_messages(stock[:cut] + blob + stock[cut:])))
 
 
 def test_to_json_is_deterministic() -> None:

@@ -145,6 +145,7 @@ def _compiler() -> str:
     pytest.skip("no C compiler on this machine")
 
 
+@pytest.mark.slow  # compiles and times a real FMA loop on every core: it needs the machine to itself
 def test_measured_fma_peak_is_plausible_against_the_theoretical_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -166,6 +166,7 @@ def test_built_for_comes_from_a_usable_receipt_or_not_at_all(tmp_path: Path) -> 
     assert built_for(wheel) is None
 
 
+@pytest.mark.slow  # tfbuild smoke makes a Python environment for the wheel
 def test_a_wheel_with_a_missing_symbol_is_reported_in_one_line(tmp_path: Path) -> None:
     wheel = _wheel(tmp_path, MISSING, ["-Wl,--unresolved-symbols=ignore-all"])
     result = run_cli("smoke", str(wheel))
