@@ -386,36 +386,37 @@ def locked(path: Path, *, blocking: bool = True, busy: str = "", fix: str = "") 
                 fd = -1
         yield
     finally:
-        if fd >= 0:
-            _settle(path, fd)
+        # Given back whole whatever signals come. Python acts on a signal only at a call or a
+        # loop's jump back, never between the plain statements here, so every call is inside the
+        # try: one that lands before the signals are held (at the entry of a function called here)
+        # is kept, the step done, and then it is raised. The step itself runs with them held.
+        pending: KeyboardInterrupt | None = None
+        while fd >= 0:
+            try:
+                with held_signals():
+                    if fd >= 0:
+                        _give_back(path, fd)
+                        fd = -1
+            except KeyboardInterrupt as exc:  # a signal's (stopping.Stopped), before or after it
+                pending = pending or exc
+        if pending is not None:
+            raise pending
 
 
-def _settle(path: Path, fd: int) -> None:
+def _give_back(path: Path, fd: int) -> None:
     """Give the lock file ``fd`` back: removed if this process holds its lock (flock taken again
-    without waiting: the holder alone removes it), then closed. Done whole whatever signals come:
-    one that lands before the signals are held is kept, the step done, and then it is raised."""
-    pending: KeyboardInterrupt | None = None
-    done = False
-    while not done:
-        try:
-            with held_signals():
-                if not done:
-                    done = True  # tried once: an error in the step is raised, never retried
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except OSError:
-                        pass  # another process holds it (this one was still waiting): its file
-                    else:
-                        if _names(path, fd):
-                            # Left where the directory became read-only, or is not ours (sticky).
-                            with suppress(OSError):
-                                path.unlink()
-                    finally:
-                        os.close(fd)
-        except KeyboardInterrupt as exc:  # a signal's (stopping.Stopped), before or after the step
-            pending = pending or exc
-    if pending is not None:
-        raise pending
+    without waiting: the holder alone removes it), then closed; tried once, never retried."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        pass  # another process holds it (this one was still waiting): its file
+    else:
+        if _names(path, fd):
+            # Left where the directory became read-only, or is not ours (sticky).
+            with suppress(OSError):
+                path.unlink()
+    finally:
+        os.close(fd)
 
 
 def _open_lock(path: Path) -> int:
