@@ -109,9 +109,7 @@ def values() -> dict[str, Any]:
             recipe_findings=FINDINGS[:1],
             refused=FINDINGS[2:],
         ),
-        "attempt": Attempt(
-            jobs=8, exit_code=0, oom_killed=False, seconds=3.14159265, container_id="x"
-        ),
+        "attempt": Attempt(jobs=8, exit_code=0, oom_killed=False, seconds=3.14159265),
         "made_image": MadeImage(
             tag="tfbuild/base:bookworm", image_id="sha256:1", created=True, seconds=9.87654
         ),
@@ -125,8 +123,8 @@ def values() -> dict[str, Any]:
             seconds=100.123456,
             image_built=True,
             attempts=(
-                Attempt(jobs=8, exit_code=137, oom_killed=True, seconds=1.23456, container_id="a"),
-                Attempt(jobs=4, exit_code=0, oom_killed=False, seconds=2.5, container_id="b"),
+                Attempt(jobs=8, exit_code=137, oom_killed=True, seconds=1.23456),
+                Attempt(jobs=4, exit_code=0, oom_killed=False, seconds=2.5),
             ),
             replaced=False,
             data=None,  # type: ignore[arg-type]

@@ -262,6 +262,8 @@ def base_command(
     finally:
         engine.close()
     if as_json:
-        print_json(result.to_json())
+        from tfbuild.core import serial
+
+        print_json(serial.to_data(result))
     else:
         print_base_image(result)
