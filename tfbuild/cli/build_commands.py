@@ -162,7 +162,9 @@ def doctor_command(
         verbose=verbose and not as_json,
     )
     if as_json:
-        print_json(report.to_json())
+        from tfbuild.core import serial
+
+        print_json(serial.to_data(report))
     failure = report.failure()
     if failure is not None:
         raise failure
