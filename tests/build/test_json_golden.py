@@ -147,7 +147,7 @@ def values() -> dict[str, Any]:
                 entries=(),
                 layout=("member order",),
             ),
-            seconds=55.55555,
+            rebuild_seconds=55.55555,
             inputs_covered=False,
             warnings=("UNCOVERED",),
         ),

@@ -213,7 +213,9 @@ def verify_command(
             verbose=verbose,
         )
     if as_json:
-        print_json(result.to_json())
+        from tfbuild.core import serial
+
+        print_json(serial.to_data(result))
     else:
         from tfbuild.cli.wheel_display import print_verify
 
