@@ -28,6 +28,7 @@ import pytest
 from tests.conftest import NO_FILE_KINDS, plant_no_file
 from tfbuild.build import source_tree as sources
 from tfbuild.build.source_tree import Source, default_cache_dir, fetch_source, local_source
+from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError
 from tfbuild.wheel.receipt import SourceRecord
 
@@ -202,7 +203,7 @@ def test_pinned_tarball_is_downloaded_verified_and_extracted(
     assert source.record() == SourceRecord(
         kind="tarball", url=server.url(), sha256=sha256(data), pinned=True, epoch=MTIME
     )
-    assert source.to_json() == {
+    assert serial.to_data(source.record()) == {
         "kind": "tarball",
         "url": server.url(),
         "sha256": sha256(data),
@@ -787,7 +788,7 @@ def test_a_plain_directory(tmp_path: Path) -> None:
         git_dirty=None,
         epoch=TREE_MTIME,
     )
-    assert source.to_json() == {
+    assert serial.to_data(source.record()) == {
         "kind": "directory",
         "url": None,
         "sha256": None,
@@ -843,7 +844,7 @@ def test_a_git_checkout_records_its_commit_and_cleanliness(tmp_path: Path) -> No
         dirty=False,
         epoch=source.epoch,
     )
-    assert source.to_json()["commit"] == head
+    assert serial.to_data(source.record())["commit"] == head
     assert source.record().identity == f"git:{head}"
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tfbuild.core import serial
 from tfbuild.core.engine import (
     DEFAULT_SOCKET,
     ContainerGone,
@@ -83,7 +84,7 @@ def test_connect_and_info(engine: Any) -> None:
     if engine.endpoint.startswith("unix://"):
         assert info.free_disk_bytes is not None
         assert info.free_disk_bytes > 0
-    assert info.to_json()["storage_driver"] == info.storage_driver
+    assert serial.to_data(info)["storage_driver"] == info.storage_driver
 
 
 def test_unreachable_engine_names_the_socket_quickly(engine: Any) -> None:

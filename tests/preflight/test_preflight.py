@@ -456,7 +456,7 @@ def test_every_shipped_recipe_says_how_far_it_is_verified() -> None:
     for recipe in RECIPES.recipes:
         record = recipe.verified
         assert record is not None, recipe.path
-        parts = dict(record.parts)
+        parts = {p.part: p.statement for p in record.parts}
         assert {"source", "bazel", "configs", "toolchain"} <= set(parts), recipe.path
         # Nothing was read in a release's own files when the recipes were written (the headers
         # say so): no recipe may claim it until `tfbuild recipes verify` has checked it.
@@ -495,4 +495,4 @@ def test_a_verified_record_reads_back() -> None:
     record = parse_recipe(text, path="r.yaml").verified
     assert record is not None
     assert record.counts() == {"read": 1, "cited": 0, "not verified": 1}
-    assert record.summary() == "2027-01-05: read 1, cited 0, not verified 1"
+    assert record.summary == "2027-01-05: read 1, cited 0, not verified 1"

@@ -57,7 +57,7 @@ def test_verify_says_what_differs_in_words(
         rebuilt_sha256="b" * 64,
         reproducible=False,
         diff=diff,
-        seconds=12.5,
+        rebuild_seconds=12.5,
         warnings=("the receipt has no inputs_sha256: its inputs were checked to their grammar",),
     )
     print_verify(result)

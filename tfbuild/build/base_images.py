@@ -35,7 +35,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tfbuild.core.engine import DockerEngine
@@ -47,6 +47,7 @@ from tfbuild.core.errors import (
     UsageError,
 )
 from tfbuild.core.resources import data_dir
+from tfbuild.core.rounded import Tenths, round_fields
 from tfbuild.recipes.images import BASE_LABEL, SUITES, default_tag
 
 #: Where each distribution's packages come from unless --mirror says otherwise.
@@ -76,15 +77,10 @@ class MadeImage:
     tag: str
     image_id: str
     created: bool  # False when the tag already existed and was reused
-    seconds: float
+    seconds: float  # written to a tenth of a second
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tag": self.tag,
-            "image_id": self.image_id,
-            "created": self.created,
-            "seconds": round(self.seconds, 1),
-        }
+    def __post_init__(self) -> None:
+        round_fields(self, "seconds", kind=Tenths)
 
 
 @dataclass(frozen=True, kw_only=True)

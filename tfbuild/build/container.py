@@ -7,7 +7,6 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tfbuild.build.credentials import REMOTE_DIR, RemoteCredentials
 from tfbuild.build.log import TAIL_LINES, BuildLog
@@ -21,6 +20,7 @@ from tfbuild.core.engine import (
     RunResult,
 )
 from tfbuild.core.errors import BuildFailed
+from tfbuild.core.rounded import round_fields
 from tfbuild.plan import CACHE_ROOT, OUTPUT_BASE, OUTPUT_DIR, SOURCE_DIR, BuildPlan, with_jobs
 from tfbuild.plan.render import CONTEXT_DIR, render_files, write_context
 
@@ -65,16 +65,10 @@ class Attempt:
     jobs: int
     exit_code: int
     oom_killed: bool
-    seconds: float
-    container_id: str
+    seconds: float  # written to the millisecond
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "jobs": self.jobs,
-            "exit_code": self.exit_code,
-            "oom_killed": self.oom_killed,
-            "seconds": round(self.seconds, 3),
-        }
+    def __post_init__(self) -> None:
+        round_fields(self, "seconds")
 
 
 def is_oom(result: RunResult, tail: list[str]) -> bool:
@@ -218,7 +212,6 @@ def run_build(
                 exit_code=result.exit_code,
                 oom_killed=result.oom_killed,
                 seconds=result.duration_s,
-                container_id=result.container_id,
             )
         )
         if request.keep_container:

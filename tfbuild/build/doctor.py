@@ -49,18 +49,18 @@ class Check:
     detail: str
     fix: str = ""
 
-    def to_json(self) -> dict[str, str]:
-        return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix}
 
-
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class DoctorReport:
-    checks: list[Check] = field(default_factory=list)
+    """Every check, in the order run, and the canary's report (None when it did not run)."""
+
+    schema: Literal["tfbuild.doctor/1"] = "tfbuild.doctor/1"
+    ok: bool = field(init=False)  # no check failed
+    checks: tuple[Check, ...] = ()
     canary: dict[str, Any] | None = None
 
-    @property
-    def ok(self) -> bool:
-        return all(c.status != "fail" for c in self.checks)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ok", all(c.status != "fail" for c in self.checks))
 
     def failure(self) -> EnvironmentProblem | None:
         """The error ``tfbuild doctor`` exits with: the failed checks, the first one's fix."""
@@ -74,14 +74,6 @@ class DoctorReport:
             why=failed[0].detail,
             fix=next(fixes, ""),
         )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": "tfbuild.doctor/1",
-            "ok": self.ok,
-            "checks": [c.to_json() for c in self.checks],
-            "canary": self.canary,
-        }
 
 
 Say = Callable[[Check], None]
@@ -401,17 +393,31 @@ def run_doctor(
     show: Say = lambda _check: None,
     verbose: bool = False,
 ) -> DoctorReport:
-    report = DoctorReport()
+    checks: list[Check] = []
 
     def add(check: Check) -> None:
-        report.checks.append(check)
+        checks.append(check)
         show(check)
 
+    canary_report = _diagnose(add, with_canary=with_canary, dist=dist, say=say, verbose=verbose)
+    return DoctorReport(checks=tuple(checks), canary=canary_report)
+
+
+def _diagnose(
+    add: Callable[[Check], None],
+    *,
+    with_canary: bool,
+    dist: Path | None,
+    say: Callable[[str], None],
+    verbose: bool,
+) -> dict[str, Any] | None:
+    """Run the checks, each said through ``add``; the canary's report, None when it did not run."""
+    canary_report: dict[str, Any] | None = None
     try:
         engine = DockerEngine.connect()
     except TfbuildError as exc:
         add(Check(name="engine", status="fail", detail=exc.what + f": {exc.why}", fix=exc.fix))
-        return report
+        return None
     try:
         facts = host_facts()
         plan = plan_here(PlanOptions(skip_disk_check=True), engine, host=facts).plan
@@ -420,24 +426,23 @@ def run_doctor(
         add(resource_check(plan, cpus=facts.build_cpus, memory_bytes=facts.build_memory_bytes))
         add(network_check(dict(os.environ)))
         if not with_canary:
-            return report
+            return None
         base, base_check = canary_base(engine, on_line=lambda line: say(f"base: {line}"))
         add(base_check)
         holder = dist or Path(tempfile.mkdtemp(prefix="tfbuild-doctor-"))
         started = time.monotonic()
         try:
-            report.canary = run_canary(
+            canary_report = run_canary(
                 engine, base=base, dist=holder, facts=facts, say=say, verbose=verbose
             )
         except Interrupted:
             raise  # SIGINT or SIGTERM stopped the canary: no failed check, the run ends (130)
         except TfbuildError as exc:
             add(canary_failure(exc, base_check))
-            return report
+            return None
         finally:
             if dist is None:
                 shutil.rmtree(holder, ignore_errors=True)
-        canary_report = report.canary
         host = canary_report["builds"]["host"]
         add(
             Check(
@@ -477,4 +482,4 @@ def run_doctor(
         )
     finally:
         engine.close()
-    return report
+    return canary_report

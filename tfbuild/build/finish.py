@@ -9,6 +9,7 @@ from tfbuild import __version__
 from tfbuild.build.container import Attempt, BuildJob, source_epoch
 from tfbuild.build.log import BuildLog
 from tfbuild.build.source_tree import Source
+from tfbuild.core import serial
 from tfbuild.core.errors import TfbuildError
 from tfbuild.core.variants import Variant
 from tfbuild.plan import BuildPlan
@@ -169,7 +170,7 @@ def make_receipt(
         host=host,
         floor=floor,
         timings={k: round(v, 3) for k, v in timings.items()},
-        attempts=tuple(BuildAttempt(**a.to_json()) for a in attempts),
+        attempts=tuple(BuildAttempt(**serial.to_data(a)) for a in attempts),
         runtime_env_file=env_file.name,
         log=str(log),
         processes=processes,

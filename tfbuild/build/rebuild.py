@@ -24,11 +24,10 @@ import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal
 
 from tfbuild.build.run import BuildRun, WheelResult, new_build_id
 from tfbuild.build.source_tree import local_source
-from tfbuild.core import serial
 from tfbuild.core.defaults import CACHE_VOLUME
 from tfbuild.core.errors import (
     EnvironmentProblem,
@@ -38,6 +37,7 @@ from tfbuild.core.errors import (
     UsageError,
 )
 from tfbuild.core.files import held_signals, sha256_file
+from tfbuild.core.rounded import round_fields
 from tfbuild.core.stopping import stop_on_signals
 from tfbuild.detect.cpu import family_root
 from tfbuild.plan import BuildPlan, PlanOptions, Reason, with_resources
@@ -197,16 +197,22 @@ def rebuild_run(receipt: Receipt, run: BuildRun) -> BuildRun:
 
 @dataclass(frozen=True, kw_only=True)
 class VerifyResult:
+    """``tfbuild verify``'s verdict; its JSON form is ``tfbuild.verify/1``."""
+
+    schema: Literal["tfbuild.verify/1"] = "tfbuild.verify/1"
     wheel: Path
     sha256: str  # of the wheel checked
     receipt_sha256: str  # what the receipt says the wheel's sha256 is
     rebuilt_sha256: str
     reproducible: bool
+    rebuild_seconds: float  # written to the millisecond
     diff: WheelDiff
-    seconds: float  # the rebuild
     #: No inputs_sha256 in the receipt: its inputs were checked to their grammar, not by a hash.
     inputs_covered: bool = True
     warnings: tuple[str, ...] = ()  # the rebuild's (its plan's: UNCOVERED, ...)
+
+    def __post_init__(self) -> None:
+        round_fields(self, "rebuild_seconds")
 
     def error(self) -> NotReproducible | None:
         """The error ``tfbuild verify`` ends with when the rebuild differs (what differs, counted),
@@ -226,20 +232,6 @@ class VerifyResult:
             + (", the zip entries differ" if diff.same_contents else ""),
             fix="See the table above (or --json); build with the measures on (--reproducible).",
         )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": "tfbuild.verify/1",
-            "wheel": str(self.wheel),
-            "sha256": self.sha256,
-            "receipt_sha256": self.receipt_sha256,
-            "rebuilt_sha256": self.rebuilt_sha256,
-            "reproducible": self.reproducible,
-            "rebuild_seconds": round(self.seconds, 3),
-            "diff": serial.to_data(self.diff),
-            "inputs_covered": self.inputs_covered,
-            "warnings": list(self.warnings),
-        }
 
 
 def check_against_receipt(wheel: Path, receipt: Receipt, path: Path) -> str:
@@ -315,7 +307,7 @@ def verify(
             rebuilt_sha256=rebuilt.sha256,
             reproducible=diff.equal,
             diff=diff,
-            seconds=rebuilt.seconds,
+            rebuild_seconds=rebuilt.seconds,
             inputs_covered=found.inputs_intact() is True,
             warnings=rebuilt.warnings,
         )

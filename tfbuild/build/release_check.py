@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 from tfbuild.build.preflight import preflight
 from tfbuild.build.preflight.bazelrc import read_rc
@@ -22,19 +22,25 @@ from tfbuild.core.variants import Variant
 from tfbuild.plan import BuildPlan
 from tfbuild.recipes.images import BaseImage
 from tfbuild.recipes.recipe import Recipe
+from tfbuild.wheel.receipt import SourceRecord
 
 
 @dataclass(frozen=True, kw_only=True)
 class ReleaseCheck:
     """A recipe checked against its release's files: every plan's report and the recipe's lists."""
 
+    schema: Literal["tfbuild.release-check/1"] = "tfbuild.release-check/1"
     recipe: str  # the recipe's path
     tensorflow: str
     tree: str
-    source: dict[str, Any]  # the source record (tarball URL and sha256, or the directory)
-    reports: tuple[PreflightReport, ...]
+    source: SourceRecord  # the tarball's URL and sha256, or the directory
+    passed: bool = field(init=False)  # no check failed
     recipe_findings: tuple[Finding, ...]  # the recipe's own lists against the tree
-    refused: tuple[Finding, ...] = field(default=())  # plans the planner refused
+    refused: tuple[Finding, ...] = ()  # plans the planner refused
+    plans: tuple[PreflightReport, ...]  # every plan's report
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "passed", not self.failures)
 
     @property
     def failures(self) -> tuple[Finding, ...]:
@@ -43,15 +49,11 @@ class ReleaseCheck:
         for finding in (
             *self.refused,
             *self.recipe_findings,
-            *(f for r in self.reports for f in r.findings),
+            *(f for r in self.plans for f in r.findings),
         ):
             if finding.status == "fail":
                 seen.setdefault(finding.text(), finding)
         return tuple(seen.values())
-
-    @property
-    def passed(self) -> bool:
-        return not self.failures
 
     def error(self) -> UnsupportedError | None:
         return failures_error(
@@ -59,19 +61,6 @@ class ReleaseCheck:
             self.failures,
             more="tfbuild recipes verify --json has every check",
         )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": "tfbuild.release-check/1",
-            "recipe": self.recipe,
-            "tensorflow": self.tensorflow,
-            "tree": self.tree,
-            "source": self.source,
-            "passed": self.passed,
-            "recipe_findings": [f.to_json() for f in self.recipe_findings],
-            "refused": [f.to_json() for f in self.refused],
-            "plans": [r.to_json() for r in self.reports],
-        }
 
 
 def recipe_findings(recipe: Recipe, tree: Path) -> tuple[Finding, ...]:
@@ -190,8 +179,8 @@ def check_release(
         recipe=recipe.path,
         tensorflow=recipe.tensorflow,
         tree=str(tree.path),
-        source=tree.to_json(),
-        reports=tuple(preflight(plan, recipe, tree.path) for plan in plans),
+        source=tree.record(),
+        plans=tuple(preflight(plan, recipe, tree.path) for plan in plans),
         recipe_findings=recipe_findings(recipe, tree.path),
         refused=refused,
     )

@@ -58,6 +58,7 @@ from tfbuild.build.publish import PUBLISH_MARGIN, check_space, full_disk_is_inpu
 from tfbuild.build.remotes import check_remote_reachable
 from tfbuild.build.source_tree import Source, default_cache_dir, fetch_source, local_source
 from tfbuild.build.toolchain_image import ensure_toolchain_image, toolchain_packages
+from tfbuild.core import serial
 from tfbuild.core.engine import DockerEngine
 from tfbuild.core.errors import (
     BuildFailed,
@@ -102,6 +103,7 @@ class WheelResult:
     data: Receipt  # what the receipt file holds
     warnings: tuple[str, ...] = ()  # said loudly at the end: e.g. the wheel misses its glibc floor
 
+    # hand-written: the CLI adds the receipt's own (checked) JSON; ``data`` is not written here
     def to_json(self) -> dict[str, Any]:
         return {
             "wheel": str(self.wheel),
@@ -112,7 +114,7 @@ class WheelResult:
             "size": self.size,
             "seconds": round(self.seconds, 3),
             "image_built": self.image_built,
-            "attempts": [a.to_json() for a in self.attempts],
+            "attempts": serial.to_data(self.attempts),
             "replaced": self.replaced,
             "warnings": list(self.warnings),
         }

@@ -55,10 +55,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from http.client import HTTPException
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import BinaryIO, Literal
 
 from tfbuild import __version__
-from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, Unreachable
 from tfbuild.core.files import read_input, sha256_file, write_text
 from tfbuild.wheel.receipt import SourceRecord
@@ -126,10 +125,6 @@ class Source:
             dirty=self.git_dirty,
             epoch=self.epoch,
         )
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = serial.to_data(self.record())
-        return data
 
 
 def default_cache_dir(env: Mapping[str, str] = os.environ) -> Path:

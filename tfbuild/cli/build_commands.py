@@ -162,7 +162,9 @@ def doctor_command(
         verbose=verbose and not as_json,
     )
     if as_json:
-        print_json(report.to_json())
+        from tfbuild.core import serial
+
+        print_json(serial.to_data(report))
     failure = report.failure()
     if failure is not None:
         raise failure
@@ -211,7 +213,9 @@ def verify_command(
             verbose=verbose,
         )
     if as_json:
-        print_json(result.to_json())
+        from tfbuild.core import serial
+
+        print_json(serial.to_data(result))
     else:
         from tfbuild.cli.wheel_display import print_verify
 
@@ -262,6 +266,8 @@ def base_command(
     finally:
         engine.close()
     if as_json:
-        print_json(result.to_json())
+        from tfbuild.core import serial
+
+        print_json(serial.to_data(result))
     else:
         print_base_image(result)

@@ -443,7 +443,7 @@ def print_release_check(result: ReleaseCheck) -> None:
     for finding in (*result.refused, *result.recipe_findings):
         style = _FINDING_STYLE[finding.status]
         console.print(f"  [{style}]{finding.status:7}[/{style}] {safe(finding.text())}")
-    for report in result.reports:
+    for report in result.plans:
         print_preflight(report, title="plan")
 
 

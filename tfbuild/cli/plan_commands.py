@@ -166,7 +166,9 @@ def recipes_verify(
         on_line=progress("verify", quiet=as_json),
     )
     if as_json:
-        print_json(result.to_json())
+        from tfbuild.core import serial
+
+        print_json(serial.to_data(result))
     else:
         from tfbuild.cli.display import print_release_check
 
@@ -283,7 +285,9 @@ def plan_command(
 
         report = preflight(plan, planned.recipe, local_source(source).path)
     if as_json:
-        print_json(plan.to_json() | ({"preflight": report.to_json()} if report else {}))
+        from tfbuild.core import serial
+
+        print_json(plan.to_json() | ({"preflight": serial.to_data(report)} if report else {}))
     else:
         from tfbuild.cli.display import print_plan, print_preflight
 

@@ -44,6 +44,7 @@ from tfbuild.core.errors import (
 )
 from tfbuild.core.files import held_signals, sha256_file
 from tfbuild.core.image_failure import StepOutput, one_reason, plain
+from tfbuild.core.rounded import round_fields
 
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 LABEL = "org.tfbuild"  # every container, image and volume tfbuild makes: org.tfbuild=1
@@ -82,19 +83,6 @@ class EngineInfo:
     free_disk_bytes: int | None  # None when the engine is not on this machine
     warnings: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "endpoint": self.endpoint,
-            "server_version": self.server_version,
-            "api_version": self.api_version,
-            "storage_driver": self.storage_driver,
-            "cgroup_version": self.cgroup_version,
-            "cgroup_driver": self.cgroup_driver,
-            "docker_root_dir": self.docker_root_dir,
-            "free_disk_bytes": self.free_disk_bytes,
-            "warnings": list(self.warnings),
-        }
-
 
 @dataclass(frozen=True)
 class Mount:
@@ -115,13 +103,8 @@ class RunResult:
     container_id: str
     duration_s: float
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "exit_code": self.exit_code,
-            "oom_killed": self.oom_killed,
-            "container_id": self.container_id,
-            "duration_s": round(self.duration_s, 3),
-        }
+    def __post_init__(self) -> None:
+        round_fields(self, "duration_s")  # written to the millisecond
 
 
 class _Lines:

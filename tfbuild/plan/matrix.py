@@ -75,6 +75,7 @@ class Matrix:
     jobs: tuple[Job, ...]
     skipped: tuple[Skipped, ...]
 
+    # hand-written: GitHub Actions' matrix shape (only include), not the type's
     def to_json(self) -> dict[str, Any]:
         """What GitHub Actions' ``fromJSON`` takes: only ``include`` (any other key is an axis)."""
         return {"include": serial.to_data(self.jobs)}

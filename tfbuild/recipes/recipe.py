@@ -16,10 +16,11 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.core.resources import data_dir
 from tfbuild.recipes import tfversions
@@ -133,20 +134,10 @@ class ToolchainRoute:
 
     route: str
     sysroot: str
-    why: str
     llvm: str | None = None
     builder: str | None = None
     builder_image: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "route": self.route,
-            "sysroot": self.sysroot,
-            "llvm": self.llvm,
-            "builder": self.builder,
-            "builder_image": self.builder_image,
-            "why": self.why,
-        }
+    why: str
 
 
 #: How a part of a recipe is known, strongest first: ``read`` in the release's own files (its tarball
@@ -156,37 +147,42 @@ VERIFIED_LEVELS = ("read", "cited", "not verified")
 
 
 @dataclass(frozen=True, kw_only=True)
+class VerifiedPart:
+    """How one part of a recipe was checked: its ``level`` (of :data:`VERIFIED_LEVELS`), and how."""
+
+    part: str
+    level: str
+    how: str
+
+    @staticmethod
+    def read(part: str, statement: str) -> VerifiedPart:
+        """The part from the recipe file's ``level: how`` statement."""
+        level = next(level for level in VERIFIED_LEVELS if statement.startswith(f"{level}: "))
+        return VerifiedPart(part=part, level=level, how=statement.split(": ", 1)[1])
+
+    @property
+    def statement(self) -> str:
+        """As the recipe file says it: ``level: how``."""
+        return f"{self.level}: {self.how}"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Verified:
     """A recipe's ``verified:`` record: when, and per part of the recipe how, it was checked."""
 
     date: str  # YYYY-MM-DD
-    parts: tuple[tuple[str, str], ...]  # (part, statement), in the file's order
+    #: ``2026-11-22: read 0, cited 5, not verified 3`` (parts of the recipe).
+    summary: str = field(init=False)
+    parts: tuple[VerifiedPart, ...]  # in the file's order
 
-    def level(self, statement: str) -> str:
-        return next(level for level in VERIFIED_LEVELS if statement.startswith(f"{level}: "))
+    def __post_init__(self) -> None:
+        counts = self.counts()
+        summary = f"{self.date}: " + ", ".join(f"{lv} {counts[lv]}" for lv in VERIFIED_LEVELS)
+        object.__setattr__(self, "summary", summary)
 
     def counts(self) -> dict[str, int]:
-        levels = [self.level(statement) for _, statement in self.parts]
+        levels = [part.level for part in self.parts]
         return {level: levels.count(level) for level in VERIFIED_LEVELS}
-
-    def summary(self) -> str:
-        """``2026-11-22: read 0, cited 5, not verified 3`` (parts of the recipe)."""
-        counts = self.counts()
-        return f"{self.date}: " + ", ".join(f"{level} {counts[level]}" for level in VERIFIED_LEVELS)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "date": self.date,
-            "summary": self.summary(),
-            "parts": [
-                {
-                    "part": part,
-                    "level": self.level(statement),
-                    "how": statement.split(": ", 1)[1],
-                }
-                for part, statement in self.parts
-            ],
-        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,6 +229,7 @@ class Recipe:
     def where(self, key: str) -> str:
         return f"{self.path}:{self.lines.get(key, 1)}"
 
+    # hand-written: the JSON groups the flat source and wheel fields, and leaves out lines
     def to_json(self) -> dict[str, Any]:
         return {
             "tensorflow": self.tensorflow,
@@ -255,7 +252,7 @@ class Recipe:
             },
             "snapshot": self.snapshot,
             "floor": self.floor,
-            "toolchain": self.toolchain.to_json() if self.toolchain else None,
+            "toolchain": serial.to_data(self.toolchain),
             "configs": list(self.configs),
             "copts": list(self.copts),
             "defines": list(self.defines),
@@ -271,7 +268,7 @@ class Recipe:
                 "base_image": self.cuda.base_image,
             },
             "notes": self.notes or None,
-            "verified": self.verified.to_json() if self.verified else None,
+            "verified": serial.to_data(self.verified),
         }
 
 
@@ -438,7 +435,7 @@ def parse_recipe(text: str, *, path: str) -> Recipe:
         if verified is None
         else Verified(
             date=verified["date"],
-            parts=tuple((k, v) for k, v in verified.items() if k != "date"),
+            parts=tuple(VerifiedPart.read(k, v) for k, v in verified.items() if k != "date"),
         ),
         file_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )

@@ -92,8 +92,8 @@ class IndexResult:
     title: str
     entries: tuple[IndexEntry, ...]
 
+    # hand-written: the JSON's names (sha256sums, wheels) are not the fields' (sums, entries)
     def to_json(self) -> dict[str, Any]:
-        # Hand-written: the JSON's names (sha256sums, wheels) are not the fields' (sums, entries).
         return {
             "schema": SCHEMA,
             "directory": str(self.directory),

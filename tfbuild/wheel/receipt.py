@@ -300,6 +300,7 @@ class Receipt:
 
     # --- JSON ---------------------------------------------------------------------------------
 
+    # hand-written: a section not added (None) is written as no key, not as null
     def to_json(self) -> dict[str, Any]:
         """The receipt as JSON data: its fields in order, the sections at the top level last."""
         data: dict[str, Any] = serial.to_data(self)
@@ -308,6 +309,7 @@ class Receipt:
                 del data[name]
         return data
 
+    # hand-written: untrusted input, every field checked to its grammar before it is a value
     @staticmethod
     def from_json(data: Any) -> Receipt:
         """A receipt from its JSON, every field checked to its type and grammar and no key

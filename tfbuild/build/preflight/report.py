@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Final, Literal
 
 from tfbuild.core.errors import UnsupportedError
 
-PREFLIGHT_SCHEMA = "tfbuild.preflight/1"
+PREFLIGHT_SCHEMA: Final = "tfbuild.preflight/1"
 Status = Literal["ok", "fail", "note", "skipped"]
 
 
@@ -44,29 +44,19 @@ class Finding:
             out += f". {self.fix}"
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "status": self.status,
-            "what": self.what,
-            "file": self.file,
-            "line": self.line,
-            "why": self.why,
-            "fix": self.fix,
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
 class PreflightReport:
     """Every finding for one plan and one tree."""
 
+    schema: Literal["tfbuild.preflight/1"] = PREFLIGHT_SCHEMA
     tree: str
     plan: str  # what was checked, in words: "TensorFlow 2.21.0 cpu, Python 3.11"
+    passed: bool = field(init=False)  # no finding failed
     findings: tuple[Finding, ...]
 
-    @property
-    def passed(self) -> bool:
-        return not self.failures
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "passed", not self.failures)
 
     @property
     def failures(self) -> tuple[Finding, ...]:
@@ -83,15 +73,6 @@ class PreflightReport:
             else "tfbuild plan --source DIR lists every check with its fix",
             done="Nothing was built: no image, no container.",
         )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": PREFLIGHT_SCHEMA,
-            "tree": self.tree,
-            "plan": self.plan,
-            "passed": self.passed,
-            "findings": [f.to_json() for f in self.findings],
-        }
 
 
 def failures_error(
