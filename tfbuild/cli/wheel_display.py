@@ -129,7 +129,12 @@ def print_pick(result: PickResult) -> None:
             print_hanging(console, "  - ", 4, line)
     else:
         console.print("[bold red]no wheel runs here[/bold red]")
-    console.print(f"[bold]wheels in {safe(result.source.source)}[/bold]")
+    source = result.source.source
+    if len("wheels in ") + len(source) <= console.width:
+        console.print(f"[bold]wheels in {safe(source)}[/bold]", soft_wrap=True)
+    else:  # a long path on a line of its own, whole, to copy
+        console.print("[bold]wheels in[/bold]")
+        console.print(f"  [bold]{safe(source)}[/bold]", soft_wrap=True)
     colors = {"runs": "green", "refused": "red", "filtered": "yellow"}
     for assessment in result.wheels:
         status = assessment.status
