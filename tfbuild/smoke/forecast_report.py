@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfbuild.core import serial
 from tfbuild.smoke.stats import FASTER, SAME, SLOWER, Summary, verdict
 
 SCHEMA = "tfbuild.forecast/1"
@@ -75,8 +76,8 @@ class OpResult:
         return {
             "op": self.name,
             "class": self.klass,
-            "stock": self.stock.to_json(),
-            "plan": self.plan.to_json(),
+            "stock": serial.to_data(self.stock),
+            "plan": serial.to_data(self.plan),
             "ratio": round(self.ratio, 3),
             "interval": [round(self.low, 3), round(self.high, 3)],
             "verdict": self.label,
@@ -260,7 +261,7 @@ class Beside:
         }
 
 
-def beside(saved: dict[str, Any], measured: dict[str, float]) -> tuple[Beside, ...]:
+def beside(saved: dict[str, Any], measured: Mapping[str, float]) -> tuple[Beside, ...]:
     """Per op class of a saved forecast (its JSON), the forecast's ratios and ``measured``: smoke's
     candidate-over-baseline ratio per op, one thread."""
     rows = []

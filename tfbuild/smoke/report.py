@@ -93,7 +93,7 @@ class SmokeReport:
             if self.baseline is None
             else {"spec": self.baseline_label, **self.baseline.to_json()},
             "method": serial.to_data(self.method) if self.method else None,
-            "results": [r.to_json() for r in self.results],
+            "results": serial.to_data(self.results),
             "settings": [s.to_json() for s in self.settings],
             "peak": None
             if self.peak is None

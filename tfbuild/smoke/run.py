@@ -123,16 +123,6 @@ class OpResult:
     verdict: Verdict | None
     peak_fraction: float | None = None  # matmul: candidate GFLOP/s over the machine's peak
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "threads": self.threads,
-            "candidate": self.candidate.to_json(),
-            "baseline": self.baseline.to_json() if self.baseline else None,
-            "verdict": self.verdict.to_json() if self.verdict else None,
-            "peak_fraction": self.peak_fraction,
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
 class Method:
