@@ -6,6 +6,7 @@ Regenerate after an intended change with TFBUILD_UPDATE_GOLDEN=1 (then read the 
 from __future__ import annotations
 
 from tests.smoke.test_golden import check
+from tfbuild.core import serial
 from tfbuild.smoke.forecast import Emitted
 from tfbuild.smoke.forecast_report import Forecast, OneDnn, OpResult, compare
 from tfbuild.smoke.run import OpResult as SmokeOp
@@ -58,12 +59,12 @@ def test_an_emitted_forecast() -> None:
         directory="/tmp/bench",
         script="/tmp/bench/run.sh",
         line="cd x && ./stock 5",
-        compiler="g++ 12.2.0",
+        compiled_here_with="g++ 12.2.0",
         stock_flags=("-mavx",),
         plan_flags=("-march=icelake-server",),
         notes=(),
     )
-    check("forecast-emit", emitted.to_json())
+    check("forecast-emit", serial.to_data(emitted))
 
 
 def _op(op: str, candidate: list[float], baseline: list[float]) -> SmokeOp:

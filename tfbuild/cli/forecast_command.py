@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from tfbuild.cli.plan_options import plan_args
+from tfbuild.core import serial
 from tfbuild.core.errors import printable
 
 
@@ -78,7 +79,7 @@ def forecast_command(
     if emit is not None:
         emitted = emit_forecast(request, recipe, emit, progress=progress)
         if as_json:
-            _print_json(emitted.to_json())
+            _print_json(serial.to_data(emitted))
             return
         typer.echo(
             printable(

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tfbuild.core.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
 from tfbuild.detect.system import default_cache_dir
@@ -463,32 +463,23 @@ def _stock_requirement(request: ForecastRequest) -> str:
     return stock_spec(request.tensorflow, request.architecture)
 
 
+EMIT_SCHEMA: Literal["tfbuild.forecast-emit/1"] = "tfbuild.forecast-emit/1"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Emitted:
     """The benchmark written for another machine: where, and the line that runs it there."""
 
+    schema: Literal["tfbuild.forecast-emit/1"] = EMIT_SCHEMA
     directory: str
     script: str
     line: str
-    compiler: str
+    compiled_here_with: str  # the compiler's version
     stock_flags: tuple[str, ...]
     plan_flags: tuple[str, ...]
     notes: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": EMIT_SCHEMA,
-            "directory": self.directory,
-            "script": self.script,
-            "line": self.line,
-            "compiled_here_with": self.compiler,
-            "stock_flags": list(self.stock_flags),
-            "plan_flags": list(self.plan_flags),
-            "notes": list(self.notes),
-        }
 
-
-EMIT_SCHEMA = "tfbuild.forecast-emit/1"
 RUN_SCRIPT = "run.sh"
 
 
@@ -549,7 +540,7 @@ def emit_forecast(
         directory=str(out),
         script=str(script),
         line=line,
-        compiler=compiler.version,
+        compiled_here_with=compiler.version,
         stock_flags=flags["stock"],
         plan_flags=flags["plan"],
         notes=notes,

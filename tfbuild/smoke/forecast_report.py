@@ -132,6 +132,10 @@ class OneDnn:
     isa: str | None  # the ISA oneDNN detected ("Intel AVX-512 with ...")
     kernels: dict[str, tuple[str, ...]]  # "matmul"/"conv" -> implementations it ran
     error: str | None = None
+    forecast: str | None = field(init=False)  # "no change" when measured
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "forecast", "no change" if self.measured else None)
 
     @property
     def measured(self) -> bool:
@@ -142,14 +146,6 @@ class OneDnn:
             return f"not measured ({self.error or 'oneDNN ran no kernel'})"
         ran = "; ".join(f"{kind}: {', '.join(impls)}" for kind, impls in self.kernels.items())
         return f"oneDNN picks its kernels at run time for this CPU ({self.isa}): {ran}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "isa": self.isa,
-            "kernels": {k: list(v) for k, v in self.kernels.items()},
-            "error": self.error,
-            "forecast": "no change" if self.measured else None,
-        }
 
 
 def _times(low: float, high: float) -> str:
@@ -233,7 +229,7 @@ class Forecast:
             "notes": list(self.notes),
             "classes": [c.to_json() for c in self.classes],
             "ops": [o.to_json() for o in self.ops],
-            "onednn": self.onednn.to_json(),
+            "onednn": serial.to_data(self.onednn),
         }
 
 
