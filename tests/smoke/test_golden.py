@@ -68,7 +68,7 @@ def test_a_smoke_report_with_a_baseline_and_rules() -> None:
     baseline = ProbeResult(
         ok=False,
         returncode=-4,
-        signal_name="SIGILL",
+        signal="SIGILL",
         failure="the import died on SIGILL",
         version=None,
         git_version=None,

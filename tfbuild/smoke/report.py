@@ -88,10 +88,10 @@ class SmokeReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
-            "candidate": {"spec": self.candidate_label, **self.candidate.to_json()},
+            "candidate": {"spec": self.candidate_label, **serial.to_data(self.candidate)},
             "baseline": None
             if self.baseline is None
-            else {"spec": self.baseline_label, **self.baseline.to_json()},
+            else {"spec": self.baseline_label, **serial.to_data(self.baseline)},
             "method": serial.to_data(self.method) if self.method else None,
             "results": serial.to_data(self.results),
             "settings": [s.to_json() for s in self.settings],
