@@ -98,8 +98,8 @@ class SmokeReport:
             "peak": None
             if self.peak is None
             else {
-                "theoretical": self.peak.theoretical.to_json(),
-                "measured": self.peak.measured.to_json() if self.peak.measured else None,
+                "theoretical": serial.to_data(self.peak.theoretical),
+                "measured": serial.to_data(self.peak.measured),
             },
             "rules": serial.to_data(self.rules),
             "env_file": self.env_file,
