@@ -8,7 +8,14 @@ from __future__ import annotations
 from tests.smoke.test_golden import check
 from tfbuild.core import serial
 from tfbuild.smoke.forecast import Emitted
-from tfbuild.smoke.forecast_report import Forecast, OneDnn, OpResult, compare
+from tfbuild.smoke.forecast_report import (
+    CompilerUsed,
+    Forecast,
+    OneDnn,
+    OpResult,
+    StockFlags,
+    compare,
+)
 from tfbuild.smoke.run import OpResult as SmokeOp
 from tfbuild.smoke.run import SettingTrial
 from tfbuild.smoke.stats import Summary, verdict
@@ -31,10 +38,8 @@ def _forecast(onednn: OneDnn) -> Forecast:
         tensorflow="2.21.0",
         target="haswell",
         stock_wheel="tensorflow-cpu==2.21.0",
-        compiler="g++ 12.2.0",
-        compiler_why="the newest g++ on PATH",
-        stock_flags=("-mavx",),
-        stock_flags_source="TensorFlow 2.21's .bazelrc",
+        compiler=CompilerUsed(version="g++ 12.2.0", why="the newest g++ on PATH"),
+        stock_flags=StockFlags(flags=("-mavx",), source="TensorFlow 2.21's .bazelrc"),
         plan_flags=("-march=haswell", "-O2"),
         ops=ops,
         classes=compare(ops),
@@ -48,9 +53,10 @@ def test_a_forecast() -> None:
         isa="Intel AVX2",
         kernels={"conv": ("brg_conv_fwd:avx2",), "matmul": ("brg:avx2", "gemm:jit")},
     )
-    check("forecast", _forecast(measured).to_json())
+    check("forecast", serial.to_data(_forecast(measured)))
     check(
-        "forecast-unmeasured", _forecast(OneDnn(isa=None, kernels={}, error="no oneDNN")).to_json()
+        "forecast-unmeasured",
+        serial.to_data(_forecast(OneDnn(isa=None, kernels={}, error="no oneDNN"))),
     )
 
 

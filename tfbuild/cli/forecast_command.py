@@ -95,7 +95,7 @@ def forecast_command(
         f"kept for tfbuild smoke of a wheel built for {plan.target}: {save_forecast(forecast)}"
     )
     if as_json:
-        _print_json(forecast.to_json())
+        _print_json(serial.to_data(forecast))
         return
     print_forecast(forecast)
 
@@ -104,7 +104,7 @@ def print_forecast(forecast: Any) -> None:
     """The summary line, then one row per op class and per op, then what was compiled how."""
     from tfbuild.smoke.forecast_report import CLASSES
 
-    lines = [forecast.summary(), ""]
+    lines = [forecast.summary, ""]
     lines.append(
         f"{'op':<16}{'stock Gelem/s':>14}{'plan Gelem/s':>14}{'ratio':>8}  {'95% interval':<14}"
         "verdict"
@@ -124,8 +124,8 @@ def print_forecast(forecast: Any) -> None:
             )
     lines.append(f"matmul, conv: {forecast.onednn.describe()}")
     lines.append("")
-    lines.append(f"compiled with {forecast.compiler} ({forecast.compiler_why})")
-    lines.append(f"  stock: {' '.join(forecast.stock_flags)} ({forecast.stock_flags_source})")
+    lines.append(f"compiled with {forecast.compiler.version} ({forecast.compiler.why})")
+    lines.append(f"  stock: {' '.join(forecast.stock_flags.flags)} ({forecast.stock_flags.source})")
     lines.append(f"  plan:  {' '.join(forecast.plan_flags)}")
     lines.append(f"  against the Eigen headers of {forecast.stock_wheel}, one thread")
     lines.extend(f"note: {note}" for note in forecast.notes)
