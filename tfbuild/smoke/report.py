@@ -85,6 +85,7 @@ class SmokeReport:
     def passed(self) -> bool:
         return not self.failures
 
+    # hand-written: "forecast" is written only when there is one (a dataclass writes every key)
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,

@@ -293,6 +293,7 @@ class SettingTrial:
         labels = [r.verdict.label for r in self.results if r.verdict]
         return bool(labels) and "slower" not in labels and labels.count("faster") * 2 > len(labels)
 
+    # hand-written: the JSON is a view (env as an object, each op's verdict), not the op results
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
