@@ -15,6 +15,7 @@ import argparse
 import time
 from collections import Counter
 
+from tfbuild.core import serial
 from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.run import THREAD_SETTINGS, Method, Worker, alternate
 
@@ -51,7 +52,7 @@ def main() -> int:
                     if found.first_round is not None:
                         rechecked += 1
                         if found.label != "same":
-                            print(f"  settled alarm: {result.op} {found.to_json()}")
+                            print(f"  settled alarm: {result.op} {serial.to_data(found)}")
         total = sum(settled.values())
         alarms = total - settled["same"]
         print(

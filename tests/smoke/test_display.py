@@ -35,7 +35,7 @@ def _report() -> SmokeReport:
         candidate=ProbeResult(
             ok=True,
             returncode=0,
-            signal_name=None,
+            signal=None,
             failure=None,
             version="2.21.0",
             git_version="v2.21.0",

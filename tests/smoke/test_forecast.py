@@ -12,7 +12,14 @@ import pytest
 from tests.conftest import cpuinfo_fixture, run_cli
 from tfbuild.core.errors import InputError
 from tfbuild.smoke.forecast import copy_eigen, save_forecast, saved_forecast, tensorflow_dir
-from tfbuild.smoke.forecast_report import Forecast, OneDnn, OpResult, compare
+from tfbuild.smoke.forecast_report import (
+    CompilerUsed,
+    Forecast,
+    OneDnn,
+    OpResult,
+    StockFlags,
+    compare,
+)
 from tfbuild.smoke.run import OpResult as SmokeOp
 from tfbuild.smoke.session import forecast_beside
 from tfbuild.smoke.stats import Summary, verdict
@@ -191,10 +198,8 @@ def _forecast(target: str) -> Forecast:
         tensorflow="2.21.0",
         target=target,
         stock_wheel="tensorflow-cpu==2.21.0",
-        compiler="g++",
-        compiler_why="test",
-        stock_flags=("-mavx",),
-        stock_flags_source="test",
+        compiler=CompilerUsed(version="g++", why="test"),
+        stock_flags=StockFlags(flags=("-mavx",), source="test"),
         plan_flags=("-march=haswell",),
         ops=ops,
         classes=compare(ops),

@@ -68,7 +68,7 @@ def test_a_smoke_report_with_a_baseline_and_rules() -> None:
     baseline = ProbeResult(
         ok=False,
         returncode=-4,
-        signal_name="SIGILL",
+        signal="SIGILL",
         failure="the import died on SIGILL",
         version=None,
         git_version=None,
@@ -135,6 +135,6 @@ PROBE = {
 
 
 def test_a_load_report() -> None:
-    check("loads", LoadReport.from_probe("tfbuild/base:bullseye", PROBE).to_json())
+    check("loads", serial.to_data(LoadReport.from_probe("tfbuild/base:bullseye", PROBE)))
     bare = {"libraries": []}
-    check("loads-bare", LoadReport.from_probe("tfbuild/base:bookworm", bare).to_json())
+    check("loads-bare", serial.to_data(LoadReport.from_probe("tfbuild/base:bookworm", bare)))

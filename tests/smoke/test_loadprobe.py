@@ -19,6 +19,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.wheels import make_wheel, record_hash
 from tfbuild.cli.wheel_display import print_loads
+from tfbuild.core import serial
 from tfbuild.smoke import _loadprobe as probe
 from tfbuild.smoke.loads import PROBE, LoadReport
 
@@ -277,7 +278,7 @@ def test_the_probe_on_this_host(tmp_path: Path) -> None:
         "import tfbuild_probe_demo: ModuleNotFoundError: No module named 'tfbuild_absent_dep' "
         "(missing dependency: tfbuild-absent-dep)"
     )
-    as_json = report.to_json()
+    as_json = serial.to_data(report)
     assert {"image", "glibc", "loads", "libraries"} <= as_json.keys()  # the keys of before
     assert as_json["imports"] is False and as_json["missing"] == ["tfbuild-absent-dep"]
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cpuinfo_fixture, cpuinfo_fixtures
+from tfbuild.core import serial
 from tfbuild.core.errors import UsageError
 from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.smoke.peak import Peak, measure_fma_peak, theoretical_peak
@@ -105,7 +106,7 @@ def test_aarch64_dump_without_clock_or_cores_does_not_crash_and_says_what_is_unk
     assert "vector length" in text  # SVE width is not in cpuinfo
     assert "gives no physical core count" in text
     assert "gives none" in text  # no clock
-    json.dumps(peak.to_json())
+    json.dumps(serial.to_data(peak))
     given = _peak("neoverse_v2", ghz=3.1, cores=72)
     assert given.gflops == pytest.approx(72 * 4 * 2 * 4 * 3.1)
     assert _peak("neoverse_n1", ghz=2.5).fma_pipes == 2
@@ -132,7 +133,7 @@ def test_every_recorded_machine_gives_a_peak_with_plain_sentences(dump: Path) ->
     for sentence in peak.assumptions:
         assert sentence[0].isupper(), sentence
         assert sentence.endswith("."), sentence
-    assert json.loads(json.dumps(peak.to_json()))["fma_pipes"] == peak.fma_pipes
+    assert json.loads(json.dumps(serial.to_data(peak)))["fma_pipes"] == peak.fma_pipes
 
 
 # --- measured peak, on this machine -----------------------------------------------------------------
@@ -177,7 +178,7 @@ def test_measured_fma_peak_is_plausible_against_the_theoretical_one(
         assert again is not None
         best = max(best, again.gflops_single)
     assert best >= 0.3 * per_core, (measured, theory)
-    json.dumps(measured.to_json())
+    json.dumps(serial.to_data(measured))
 
 
 def test_one_process_per_requested_process() -> None:

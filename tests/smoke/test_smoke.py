@@ -14,6 +14,7 @@ import pytest
 from tests import wheels
 from tests.conftest import NO_FILE_KINDS, plant_no_file, run_cli
 from tests.receipts import make_receipt, write_receipt
+from tfbuild.core import serial
 from tfbuild.detect import cpu, features
 from tfbuild.smoke.envs import clean_env
 from tfbuild.smoke.probe import run_probe
@@ -207,7 +208,7 @@ def test_a_handicapped_stock_is_detected_as_slower(stock_python: str) -> None:
     )
     (conv,) = results
     assert conv.verdict is not None
-    assert conv.verdict.label == "slower", conv.verdict.to_json()
+    assert conv.verdict.label == "slower", serial.to_data(conv.verdict)
 
 
 def test_quick_smoke_end_to_end_with_a_plot(stock_python: str, tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tfbuild.core import serial
 from tfbuild.smoke.envs import clean_env
 from tfbuild.smoke.run import Method, Worker, alternate
 from tfbuild.smoke.stats import Summary, Verdict, needs_recheck, quantile, settle, verdict
@@ -66,7 +67,7 @@ def test_summary_of_known_values() -> None:
     assert s.throughput_median == pytest.approx(10 / 3)
     assert s.throughput_min == pytest.approx(2.0)  # the slowest repetition
     assert s.throughput_max == pytest.approx(10.0)
-    data = json.loads(json.dumps(s.to_json()))
+    data = json.loads(json.dumps(serial.to_data(s)))
     assert data["unit"] == "GFLOP/s"
     assert data["seconds"]["median"] == 3.0
     assert data["throughput"]["median"] == pytest.approx(10 / 3, abs=1e-3)
@@ -102,7 +103,7 @@ def test_clear_difference_is_faster_one_way_and_slower_the_other() -> None:
     back = verdict(slow, fast)
     assert (back.label, back.ratio) == ("slower", 0.5)
     assert back.margin == v.margin
-    data = json.loads(json.dumps(v.to_json()))
+    data = json.loads(json.dumps(serial.to_data(v)))
     assert data["label"] == "faster"
     assert {"ratio", "margin", "separated", "cv_candidate", "cv_baseline"} <= set(data)
 
@@ -239,7 +240,7 @@ def test_settle_keeps_a_difference_both_rounds_show_and_drops_one_they_do_not() 
     assert held.first_round == first and not needs_recheck(held)
     gone = settle(first, verdict(first_c + [1.5] * 15, first_b + [1.0] * 15))
     assert (gone.label, gone.confirmed) == ("same", False)
-    data = json.loads(json.dumps(gone.to_json()))
+    data = json.loads(json.dumps(serial.to_data(gone)))
     assert data["confirmed"] is False
     assert data["first_round"]["label"] == "faster"
     assert data["first_round"]["first_round"] is None
@@ -305,7 +306,7 @@ def test_real_workers_same_wheel_is_same_and_one_thread_is_slower_than_two(
         assert sorted(r.op for r in results) == sorted(ops)
         for r in results:
             assert r.verdict is not None and r.baseline is not None
-            assert r.verdict.label == "same", (r.op, r.verdict.to_json())
+            assert r.verdict.label == "same", (r.op, serial.to_data(r.verdict))
             assert r.candidate.n == r.baseline.n == (15 if r.verdict.first_round is None else 30)
 
         # One more try when the second vCPU was taken by something else on this shared machine:
@@ -318,5 +319,5 @@ def test_real_workers_same_wheel_is_same_and_one_thread_is_slower_than_two(
             if found.label == "slower":
                 break
         assert found is not None
-        assert found.label == "slower", found.to_json()
-        assert found.ratio < 0.8, found.to_json()
+        assert found.label == "slower", serial.to_data(found)
+        assert found.ratio < 0.8, serial.to_data(found)

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from tfbuild.cli.plan_options import plan_args
+from tfbuild.core import serial
 from tfbuild.core.errors import printable
 
 
@@ -78,7 +79,7 @@ def forecast_command(
     if emit is not None:
         emitted = emit_forecast(request, recipe, emit, progress=progress)
         if as_json:
-            _print_json(emitted.to_json())
+            _print_json(serial.to_data(emitted))
             return
         typer.echo(
             printable(
@@ -94,7 +95,7 @@ def forecast_command(
         f"kept for tfbuild smoke of a wheel built for {plan.target}: {save_forecast(forecast)}"
     )
     if as_json:
-        _print_json(forecast.to_json())
+        _print_json(serial.to_data(forecast))
         return
     print_forecast(forecast)
 
@@ -103,7 +104,7 @@ def print_forecast(forecast: Any) -> None:
     """The summary line, then one row per op class and per op, then what was compiled how."""
     from tfbuild.smoke.forecast_report import CLASSES
 
-    lines = [forecast.summary(), ""]
+    lines = [forecast.summary, ""]
     lines.append(
         f"{'op':<16}{'stock Gelem/s':>14}{'plan Gelem/s':>14}{'ratio':>8}  {'95% interval':<14}"
         "verdict"
@@ -123,8 +124,8 @@ def print_forecast(forecast: Any) -> None:
             )
     lines.append(f"matmul, conv: {forecast.onednn.describe()}")
     lines.append("")
-    lines.append(f"compiled with {forecast.compiler} ({forecast.compiler_why})")
-    lines.append(f"  stock: {' '.join(forecast.stock_flags)} ({forecast.stock_flags_source})")
+    lines.append(f"compiled with {forecast.compiler.version} ({forecast.compiler.why})")
+    lines.append(f"  stock: {' '.join(forecast.stock_flags.flags)} ({forecast.stock_flags.source})")
     lines.append(f"  plan:  {' '.join(forecast.plan_flags)}")
     lines.append(f"  against the Eigen headers of {forecast.stock_wheel}, one thread")
     lines.extend(f"note: {note}" for note in forecast.notes)

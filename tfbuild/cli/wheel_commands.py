@@ -10,6 +10,7 @@ import typer
 
 from tfbuild.cli.forecast_command import print_forecast_beside
 from tfbuild.cli.output import print_index, print_json, progress
+from tfbuild.core import serial
 from tfbuild.core.defaults import PICK_TIMEOUT_S
 from tfbuild.core.errors import printable
 from tfbuild.core.variants import Variant
@@ -154,9 +155,7 @@ def _smoke_in_images(
 
     reports = loads_in_images(Path(wheel), images, wheelhouse=wheelhouse)
     if as_json:
-        print_json(
-            {"schema": "tfbuild.loads/1", "wheel": wheel, "images": [r.to_json() for r in reports]}
-        )
+        print_json({"schema": "tfbuild.loads/1", "wheel": wheel, "images": serial.to_data(reports)})
     else:
         from tfbuild.cli.wheel_display import print_loads
 

@@ -27,13 +27,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
 from tfbuild.detect.system import default_cache_dir
 from tfbuild.recipes.recipe import Recipe
 from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
-from tfbuild.smoke.forecast_report import SCHEMA, Forecast, OneDnn, OpResult, compare
+from tfbuild.smoke.forecast_report import (
+    SCHEMA,
+    CompilerUsed,
+    Forecast,
+    OneDnn,
+    OpResult,
+    StockFlags,
+    compare,
+)
 from tfbuild.smoke.session import stock_spec
 
 Progress = Callable[[str], None]
@@ -59,14 +68,6 @@ class ForecastRequest:
     python: str = sys.executable
     rounds: int = 4  # alternations of the two builds
     reps: int = 5  # timed repetitions of each op per run
-
-
-@dataclass(frozen=True, kw_only=True)
-class StockFlags:
-    """The flags the stock release compiles TensorFlow's C++ with, and where that is written."""
-
-    flags: tuple[str, ...]
-    source: str
 
 
 def stock_flags(recipe: Recipe) -> StockFlags:
@@ -447,10 +448,8 @@ def run_forecast(request: ForecastRequest, recipe: Recipe, *, progress: Progress
         tensorflow=request.tensorflow,
         target=request.target,
         stock_wheel=spec.label,
-        compiler=compiler.version,
-        compiler_why=compiler.why,
-        stock_flags=flags["stock"],
-        stock_flags_source=stock.source,
+        compiler=CompilerUsed(version=compiler.version, why=compiler.why),
+        stock_flags=StockFlags(flags=flags["stock"], source=stock.source),
         plan_flags=flags["plan"],
         notes=notes,
         ops=ops,
@@ -463,32 +462,23 @@ def _stock_requirement(request: ForecastRequest) -> str:
     return stock_spec(request.tensorflow, request.architecture)
 
 
+EMIT_SCHEMA: Literal["tfbuild.forecast-emit/1"] = "tfbuild.forecast-emit/1"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Emitted:
     """The benchmark written for another machine: where, and the line that runs it there."""
 
+    schema: Literal["tfbuild.forecast-emit/1"] = EMIT_SCHEMA
     directory: str
     script: str
     line: str
-    compiler: str
+    compiled_here_with: str  # the compiler's version
     stock_flags: tuple[str, ...]
     plan_flags: tuple[str, ...]
     notes: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": EMIT_SCHEMA,
-            "directory": self.directory,
-            "script": self.script,
-            "line": self.line,
-            "compiled_here_with": self.compiler,
-            "stock_flags": list(self.stock_flags),
-            "plan_flags": list(self.plan_flags),
-            "notes": list(self.notes),
-        }
 
-
-EMIT_SCHEMA = "tfbuild.forecast-emit/1"
 RUN_SCRIPT = "run.sh"
 
 
@@ -549,7 +539,7 @@ def emit_forecast(
         directory=str(out),
         script=str(script),
         line=line,
-        compiler=compiler.version,
+        compiled_here_with=compiler.version,
         stock_flags=flags["stock"],
         plan_flags=flags["plan"],
         notes=notes,
@@ -575,7 +565,7 @@ def save_forecast(forecast: Forecast) -> Path:
     path = _forecast_file(forecast.tensorflow, forecast.target)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = path.with_suffix(".tmp")
-    staging.write_text(json.dumps(forecast.to_json(), indent=2) + "\n", encoding="utf-8")
+    staging.write_text(json.dumps(serial.to_data(forecast), indent=2) + "\n", encoding="utf-8")
     staging.replace(path)
     return path
 

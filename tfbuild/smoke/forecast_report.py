@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+import msgspec
+
+from tfbuild.smoke.rounded import Round3
 from tfbuild.smoke.stats import FASTER, SAME, SLOWER, Summary, verdict
 
-SCHEMA = "tfbuild.forecast/1"
+SCHEMA: Literal["tfbuild.forecast/1"] = "tfbuild.forecast/1"
 
 #: The op classes in the order they are shown, with what they are in words.
 CLASSES = {
@@ -41,18 +44,34 @@ def ratio_interval(stock: Sequence[float], plan: Sequence[float]) -> tuple[float
     return ratios[int(0.025 * _RESAMPLES)], ratios[int(0.975 * _RESAMPLES) - 1]
 
 
-@dataclass(frozen=True, kw_only=True)
-class OpResult:
-    """One op: each side's rate and the plan build's speed-up over the stock flags."""
+class OpResult(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    rename={"name": "op", "klass": "class", "label": "verdict"},
+):
+    """One op: each side's rate and the plan build's speed-up over the stock flags.
+
+    A msgspec Struct, not a dataclass, only for its JSON key "class" (a Python keyword: a
+    dataclass field cannot be named so, and msgspec renames only a Struct's fields).
+    """
 
     name: str
     klass: str
     stock: Summary
     plan: Summary
-    ratio: float
-    low: float
-    high: float
+    ratio: Round3
+    interval: tuple[Round3, Round3]  # the 95 % bootstrap interval of the ratio
     label: str  # faster, same or slower (the smoke's verdict)
+
+    @property
+    def low(self) -> float:
+        return self.interval[0]
+
+    @property
+    def high(self) -> float:
+        return self.interval[1]
 
     @staticmethod
     def of(
@@ -65,43 +84,37 @@ class OpResult:
             klass=klass,
             stock=Summary.of(stock, elements, "Gelem/s"),
             plan=Summary.of(plan, elements, "Gelem/s"),
-            ratio=judged.ratio,
-            low=low,
-            high=high,
+            ratio=Round3(judged.ratio),
+            interval=(Round3(low), Round3(high)),
             label=judged.label,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "op": self.name,
-            "class": self.klass,
-            "stock": self.stock.to_json(),
-            "plan": self.plan.to_json(),
-            "ratio": round(self.ratio, 3),
-            "interval": [round(self.low, 3), round(self.high, 3)],
-            "verdict": self.label,
-        }
 
+class ClassResult(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    rename={"klass": "class", "label": "verdict"},
+):
+    """One op class: the range of its ops' ratios, the union of their intervals, one verdict.
 
-@dataclass(frozen=True, kw_only=True)
-class ClassResult:
-    """One op class: the range of its ops' ratios, the union of their intervals, one verdict."""
+    A msgspec Struct for its JSON key "class" (see :class:`OpResult`).
+    """
 
     klass: str
     ops: tuple[str, ...]
-    low: float  # the smallest op ratio
-    high: float  # the largest
-    interval: tuple[float, float]  # from the lowest op interval's start to the highest's end
+    ratio: tuple[Round3, Round3]  # the smallest op ratio and the largest
+    interval: tuple[Round3, Round3]  # from the lowest op interval's start to the highest's end
     label: str  # faster, same, slower, or mixed
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "class": self.klass,
-            "ops": list(self.ops),
-            "ratio": [round(self.low, 3), round(self.high, 3)],
-            "interval": [round(self.interval[0], 3), round(self.interval[1], 3)],
-            "verdict": self.label,
-        }
+    @property
+    def low(self) -> float:
+        return self.ratio[0]
+
+    @property
+    def high(self) -> float:
+        return self.ratio[1]
 
 
 def compare(ops: Sequence[OpResult]) -> tuple[ClassResult, ...]:
@@ -115,9 +128,14 @@ def compare(ops: Sequence[OpResult]) -> tuple[ClassResult, ...]:
             ClassResult(
                 klass=klass,
                 ops=tuple(o.name for o in members),
-                low=min(o.ratio for o in members),
-                high=max(o.ratio for o in members),
-                interval=(min(o.low for o in members), max(o.high for o in members)),
+                ratio=(
+                    Round3(min(o.ratio for o in members)),
+                    Round3(max(o.ratio for o in members)),
+                ),
+                interval=(
+                    Round3(min(o.low for o in members)),
+                    Round3(max(o.high for o in members)),
+                ),
                 label=labels.pop() if len(labels) == 1 else MIXED,
             )
         )
@@ -131,6 +149,10 @@ class OneDnn:
     isa: str | None  # the ISA oneDNN detected ("Intel AVX-512 with ...")
     kernels: dict[str, tuple[str, ...]]  # "matmul"/"conv" -> implementations it ran
     error: str | None = None
+    forecast: str | None = field(init=False)  # "no change" when measured
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "forecast", "no change" if self.measured else None)
 
     @property
     def measured(self) -> bool:
@@ -142,40 +164,51 @@ class OneDnn:
         ran = "; ".join(f"{kind}: {', '.join(impls)}" for kind, impls in self.kernels.items())
         return f"oneDNN picks its kernels at run time for this CPU ({self.isa}): {ran}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "isa": self.isa,
-            "kernels": {k: list(v) for k, v in self.kernels.items()},
-            "error": self.error,
-            "forecast": "no change" if self.measured else None,
-        }
-
 
 def _times(low: float, high: float) -> str:
     return f"{low:.1f}x" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}-{high:.1f}x"
 
 
 @dataclass(frozen=True, kw_only=True)
+class CompilerUsed:
+    """The compiler both builds of the benchmark were compiled with, and why that one."""
+
+    version: str
+    why: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class StockFlags:
+    """The flags the stock release compiles TensorFlow's C++ with, and where that is written."""
+
+    flags: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Forecast:
     """The whole forecast: what was compiled how, each op and class, and oneDNN's dispatch."""
 
+    schema: Literal["tfbuild.forecast/1"] = SCHEMA
+    summary: str = field(init=False)  # the one line: the element-wise ops, and matmul/conv
     tensorflow: str
     target: str
     stock_wheel: str
-    compiler: str
-    compiler_why: str
-    stock_flags: tuple[str, ...]
-    stock_flags_source: str
+    compiler: CompilerUsed
+    stock_flags: StockFlags
     plan_flags: tuple[str, ...]
-    ops: tuple[OpResult, ...]
-    classes: tuple[ClassResult, ...]
-    onednn: OneDnn
     notes: tuple[str, ...] = field(default=())
+    classes: tuple[ClassResult, ...]
+    ops: tuple[OpResult, ...]
+    onednn: OneDnn
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "summary", self._summary())
 
     def klass(self, name: str) -> ClassResult | None:
         return next((c for c in self.classes if c.klass == name), None)
 
-    def summary(self) -> str:
+    def _summary(self) -> str:
         """The one line: what the element-wise ops would do, and matmul/conv."""
         head = self.klass("transcendental")
         build = f"a build for {self.target}"
@@ -219,22 +252,6 @@ class Forecast:
             rest = "matmul and conv: oneDNN's dispatch was not measured"
         return f"{build} {element}; {rest}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "summary": self.summary(),
-            "tensorflow": self.tensorflow,
-            "target": self.target,
-            "stock_wheel": self.stock_wheel,
-            "compiler": {"version": self.compiler, "why": self.compiler_why},
-            "stock_flags": {"flags": list(self.stock_flags), "source": self.stock_flags_source},
-            "plan_flags": list(self.plan_flags),
-            "notes": list(self.notes),
-            "classes": [c.to_json() for c in self.classes],
-            "ops": [o.to_json() for o in self.ops],
-            "onednn": self.onednn.to_json(),
-        }
-
 
 # --- the forecast beside what tfbuild smoke measured ----------------------------------------------
 
@@ -242,25 +259,25 @@ class Forecast:
 SMOKE_NAMES = {"sum": "reduce_sum"}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Beside:
-    """One op class: the forecast's ratio range and the one smoke measured for the same ops."""
+class Beside(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    rename={"klass": "class"},
+):
+    """One op class: the forecast's ratio range and the one smoke measured for the same ops.
+
+    A msgspec Struct for its JSON key "class" (see :class:`OpResult`).
+    """
 
     klass: str
     ops: tuple[str, ...]  # the forecast's ops that smoke measured too (one thread)
-    forecast: tuple[float, float]
-    measured: tuple[float, float] | None  # None: smoke measured none of them
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "class": self.klass,
-            "ops": list(self.ops),
-            "forecast": [round(v, 3) for v in self.forecast],
-            "measured": [round(v, 3) for v in self.measured] if self.measured else None,
-        }
+    forecast: tuple[Round3, Round3]
+    measured: tuple[Round3, Round3] | None  # None: smoke measured none of them
 
 
-def beside(saved: dict[str, Any], measured: dict[str, float]) -> tuple[Beside, ...]:
+def beside(saved: dict[str, Any], measured: Mapping[str, float]) -> tuple[Beside, ...]:
     """Per op class of a saved forecast (its JSON), the forecast's ratios and ``measured``: smoke's
     candidate-over-baseline ratio per op, one thread."""
     rows = []
@@ -278,8 +295,10 @@ def beside(saved: dict[str, Any], measured: dict[str, float]) -> tuple[Beside, .
             Beside(
                 klass=str(klass["class"]),
                 ops=tuple(found),
-                forecast=(min(forecast), max(forecast)),
-                measured=(min(found.values()), max(found.values())) if found else None,
+                forecast=(Round3(min(forecast)), Round3(max(forecast))),
+                measured=(Round3(min(found.values())), Round3(max(found.values())))
+                if found
+                else None,
             )
         )
     return tuple(rows)

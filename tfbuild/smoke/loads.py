@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, SmokeFailed, UsageError
 
 if TYPE_CHECKING:
@@ -69,38 +68,57 @@ class ModuleImport:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Install:
+    """How the imports saw the wheel: unpacked, or installed by the image's pip from a wheelhouse."""
+
+    by: Literal["unpacked", "pip"]
+    wheelhouse: bool  # a --wheelhouse was given
+    pip: str | None  # the image's pip version (asked only with a wheelhouse)
+    error: str | None  # pip's words when it could not install from the wheelhouse
+
+
+@dataclass(frozen=True, kw_only=True)
 class LoadReport:
     image: str
     glibc: str | None  # the image's glibc
+    loads: bool = field(init=False)  # every library loads
     libraries: tuple[LibraryLoad, ...]
     python: str | None  # the image's python3 version
     distribution: str | None  # the wheel's Name
     tags: tuple[str, ...]  # the wheel's tags (WHEEL's Tag lines)
     installable: bool  # its Python/ABI tags and Requires-Python suit the image's interpreter
     not_installable: str | None  # why not, with both versions
-    installed_by: Literal["unpacked", "pip"]  # how the imports saw the wheel
-    wheelhouse: bool  # a --wheelhouse was given
-    pip: str | None  # the image's pip version (asked only with a wheelhouse)
-    install_error: str | None  # pip's words when it could not install from the wheelhouse
+    install: Install
     requirements: tuple[Requirement, ...]
+    missing: tuple[str, ...] = field(init=False)  # the requirements the image lacks
+    imports: bool | None = field(init=False)  # every top-level name imports; None: none tried
     modules: tuple[ModuleImport, ...]
+    passed: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        loads = all(library.loads for library in self.libraries)
+        imports = all(module.ok for module in self.modules) if self.modules else None
+        missing = tuple(r.name for r in self.requirements if r.state == "missing")
+        object.__setattr__(self, "loads", loads)
+        object.__setattr__(self, "missing", missing)
+        object.__setattr__(self, "imports", imports)
+        object.__setattr__(self, "passed", loads and self.installable and imports is not False)
 
     @property
-    def loads(self) -> bool:
-        return all(library.loads for library in self.libraries)
+    def installed_by(self) -> Literal["unpacked", "pip"]:
+        return self.install.by
 
     @property
-    def imports(self) -> bool | None:
-        """Whether every top-level name imports; None when no import was attempted."""
-        return all(module.ok for module in self.modules) if self.modules else None
+    def wheelhouse(self) -> bool:
+        return self.install.wheelhouse
 
     @property
-    def missing(self) -> tuple[str, ...]:
-        return tuple(r.name for r in self.requirements if r.state == "missing")
+    def pip(self) -> str | None:
+        return self.install.pip
 
     @property
-    def passed(self) -> bool:
-        return self.loads and self.installable and self.imports is not False
+    def install_error(self) -> str | None:
+        return self.install.error
 
     @property
     def no_pip(self) -> bool:
@@ -137,10 +155,12 @@ class LoadReport:
             tags=tuple(wheel.get("tags") or ()),
             installable=bool(data.get("installable", True)),
             not_installable=data.get("not_installable"),
-            installed_by="pip" if install.get("by") == "pip" else "unpacked",
-            wheelhouse=bool(install.get("wheelhouse")),
-            pip=install.get("pip"),
-            install_error=install.get("error"),
+            install=Install(
+                by="pip" if install.get("by") == "pip" else "unpacked",
+                wheelhouse=bool(install.get("wheelhouse")),
+                pip=install.get("pip"),
+                error=install.get("error"),
+            ),
             requirements=tuple(
                 Requirement(
                     requirement=str(r["requirement"]),
@@ -161,30 +181,6 @@ class LoadReport:
                 for m in data.get("imports") or ()
             ),
         )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "image": self.image,
-            "glibc": self.glibc,
-            "loads": self.loads,
-            "libraries": serial.to_data(self.libraries),
-            "python": self.python,
-            "distribution": self.distribution,
-            "tags": list(self.tags),
-            "installable": self.installable,
-            "not_installable": self.not_installable,
-            "install": {
-                "by": self.installed_by,
-                "wheelhouse": self.wheelhouse,
-                "pip": self.pip,
-                "error": self.install_error,
-            },
-            "requirements": serial.to_data(self.requirements),
-            "missing": list(self.missing),
-            "imports": self.imports,
-            "modules": serial.to_data(self.modules),
-            "passed": self.passed,
-        }
 
 
 def loads_in(

@@ -24,15 +24,15 @@ import re
 import shlex
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from tfbuild.core.errors import UsageError
 from tfbuild.detect._run import run_command
 from tfbuild.detect.cpu import identify
 from tfbuild.detect.cpuinfo import CpuInfo
+from tfbuild.smoke.rounded import Round3
 
 # --------------------------------------------------------------------------------------------------
 # Theoretical peak
@@ -132,34 +132,26 @@ _XEON_SCALABLE = re.compile(r"Xeon\(R\)\s+(Platinum|Gold|Silver|Bronze|W-3)", re
 class Peak:
     """The FP32 ceiling computed from a cpuinfo dump, with every assumption behind it."""
 
-    gflops: float | None  # None when the clock is unknown (Arm and POWER dumps give none)
+    gflops: Round3 | None  # None when the clock is unknown (Arm and POWER dumps give none)
     cores: int
     lanes: int  # FP32 lanes of the widest vector the flags allow
     fma_pipes: int  # vectors of that width multiplied-and-added per cycle per core
+    flops_per_cycle_per_core: int = field(init=False)  # lanes × 2 × pipes
     ghz: float | None
     isa: str  # avx512, avx2, avx, sse, asimd, sve, vsx, scalar
     fused: bool  # True for FMA; False for a separate multiply and add (still 2 flops per lane)
     microarchitecture: str
     assumptions: tuple[str, ...]
 
+    def __post_init__(self) -> None:
+        if self.gflops is not None:
+            object.__setattr__(self, "gflops", Round3(self.gflops))
+        object.__setattr__(self, "flops_per_cycle_per_core", self.lanes * 2 * self.fma_pipes)
+
     @property
     def flops_per_cycle(self) -> int:
         """FP32 flops one core can do per cycle: lanes × 2 × pipes."""
-        return self.lanes * 2 * self.fma_pipes
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "gflops": None if self.gflops is None else round(self.gflops, 3),
-            "cores": self.cores,
-            "lanes": self.lanes,
-            "fma_pipes": self.fma_pipes,
-            "flops_per_cycle_per_core": self.flops_per_cycle,
-            "ghz": self.ghz,
-            "isa": self.isa,
-            "fused": self.fused,
-            "microarchitecture": self.microarchitecture,
-            "assumptions": list(self.assumptions),
-        }
+        return self.flops_per_cycle_per_core
 
 
 def _vector_unit(info: CpuInfo) -> tuple[str, int, bool, list[str]]:
@@ -423,7 +415,7 @@ def theoretical_peak(info: CpuInfo, *, cores: int | None = None, ghz: float | No
     sentences.append(clock_note)
     gflops = core_count * lanes * 2 * pipes * clock if clock is not None else None
     return Peak(
-        gflops=gflops,
+        gflops=None if gflops is None else Round3(gflops),
         cores=core_count,
         lanes=lanes,
         fma_pipes=pipes,
@@ -464,9 +456,9 @@ _COMPILE_TIMEOUT = 60.0
 class MeasuredPeak:
     """FP32 FMA throughput measured on this machine: one pinned process per core, summed."""
 
-    gflops_total: float  # the sum over the processes that ran at the same time
-    gflops_per_process: tuple[float, ...]
-    gflops_single: float  # one process alone (the single-core figure, at its boost clock)
+    gflops_total: Round3  # the sum over the processes that ran at the same time
+    gflops_per_process: tuple[Round3, ...]
+    gflops_single: Round3  # one process alone (the single-core figure, at its boost clock)
     isa: str  # avx512, avx2, avx, sse, neon, generic: what the kernel was compiled for
     lanes: int
     compiler: str
@@ -474,18 +466,12 @@ class MeasuredPeak:
     seconds: float  # measured time per process (after its warm-up)
     cpus: tuple[int, ...]  # the CPU each process was pinned to; empty when not pinned
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "gflops_total": round(self.gflops_total, 3),
-            "gflops_per_process": [round(g, 3) for g in self.gflops_per_process],
-            "gflops_single": round(self.gflops_single, 3),
-            "isa": self.isa,
-            "lanes": self.lanes,
-            "compiler": self.compiler,
-            "flags": list(self.flags),
-            "seconds": self.seconds,
-            "cpus": list(self.cpus),
-        }
+    def __post_init__(self) -> None:
+        # Exact figures, written to 3 decimals, whatever float the maker passed.
+        object.__setattr__(self, "gflops_total", Round3(self.gflops_total))
+        per_process = tuple(Round3(g) for g in self.gflops_per_process)
+        object.__setattr__(self, "gflops_per_process", per_process)
+        object.__setattr__(self, "gflops_single", Round3(self.gflops_single))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -605,9 +591,9 @@ def measure_fma_peak(
             return None
     per_process = tuple(run.gflops for run in together)
     return MeasuredPeak(
-        gflops_total=sum(per_process),
-        gflops_per_process=per_process,
-        gflops_single=single[0].gflops,
+        gflops_total=Round3(sum(per_process)),
+        gflops_per_process=tuple(Round3(g) for g in per_process),
+        gflops_single=Round3(single[0].gflops),
         isa=single[0].isa,
         lanes=single[0].lanes,
         compiler=compiler,

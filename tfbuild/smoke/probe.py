@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfbuild.core import serial
 from tfbuild.smoke.messages import GuardReport, parse_messages
 
 #: Runs inside the wheel's interpreter: stdlib and tensorflow only. The JSON result is the last
@@ -58,32 +57,18 @@ class ProbeResult:
 
     ok: bool
     returncode: int
-    signal_name: str | None  # "SIGILL" when the wheel died on an instruction the CPU lacks
+    signal: str | None  # "SIGILL" when the wheel died on an instruction the CPU lacks
     failure: str | None  # one line: why the import or the op failed
     version: str | None
     git_version: str | None
-    build_info: dict[str, BuildInfoValue] = field(default_factory=dict)
+    build_info: dict[str, BuildInfoValue] = field(default_factory=dict)  # kept sorted by key
     guard: GuardReport
+    tcmalloc_loaded: bool = field(init=False)
     tcmalloc_maps: tuple[str, ...] = ()
-    stderr_tail: tuple[str, ...] = ()
 
-    @property
-    def tcmalloc_loaded(self) -> bool:
-        return bool(self.tcmalloc_maps)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "returncode": self.returncode,
-            "signal": self.signal_name,
-            "failure": self.failure,
-            "version": self.version,
-            "git_version": self.git_version,
-            "build_info": dict(sorted(self.build_info.items())),
-            "guard": serial.to_data(self.guard),
-            "tcmalloc_loaded": self.tcmalloc_loaded,
-            "tcmalloc_maps": list(self.tcmalloc_maps),
-        }
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "build_info", dict(sorted(self.build_info.items())))
+        object.__setattr__(self, "tcmalloc_loaded", bool(self.tcmalloc_maps))
 
 
 def _failure_line(stderr: str, returncode: int) -> str:
@@ -133,7 +118,6 @@ def run_probe(python: str, *, env: Mapping[str, str], timeout: float = 600) -> P
             except json.JSONDecodeError:
                 continue
             break
-    tail = tuple(stderr.strip().splitlines()[-40:])
     signal_name = None
     if code < 0:
         try:
@@ -150,12 +134,11 @@ def run_probe(python: str, *, env: Mapping[str, str], timeout: float = 600) -> P
     return ProbeResult(
         ok=ok,
         returncode=code,
-        signal_name=signal_name,
+        signal=signal_name,
         failure=failure,
         version=data.get("version"),
         git_version=data.get("git_version"),
         build_info=data.get("build_info") or {},
         guard=guard,
         tcmalloc_maps=tuple(data.get("tcmalloc_maps") or ()),
-        stderr_tail=tail,
     )

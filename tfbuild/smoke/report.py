@@ -85,21 +85,22 @@ class SmokeReport:
     def passed(self) -> bool:
         return not self.failures
 
+    # hand-written: "forecast" is written only when there is one (a dataclass writes every key)
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
-            "candidate": {"spec": self.candidate_label, **self.candidate.to_json()},
+            "candidate": {"spec": self.candidate_label, **serial.to_data(self.candidate)},
             "baseline": None
             if self.baseline is None
-            else {"spec": self.baseline_label, **self.baseline.to_json()},
+            else {"spec": self.baseline_label, **serial.to_data(self.baseline)},
             "method": serial.to_data(self.method) if self.method else None,
-            "results": [r.to_json() for r in self.results],
+            "results": serial.to_data(self.results),
             "settings": [s.to_json() for s in self.settings],
             "peak": None
             if self.peak is None
             else {
-                "theoretical": self.peak.theoretical.to_json(),
-                "measured": self.peak.measured.to_json() if self.peak.measured else None,
+                "theoretical": serial.to_data(self.peak.theoretical),
+                "measured": serial.to_data(self.peak.measured),
             },
             "rules": serial.to_data(self.rules),
             "env_file": self.env_file,

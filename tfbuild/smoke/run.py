@@ -123,16 +123,6 @@ class OpResult:
     verdict: Verdict | None
     peak_fraction: float | None = None  # matmul: candidate GFLOP/s over the machine's peak
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "threads": self.threads,
-            "candidate": self.candidate.to_json(),
-            "baseline": self.baseline.to_json() if self.baseline else None,
-            "verdict": self.verdict.to_json() if self.verdict else None,
-            "peak_fraction": self.peak_fraction,
-        }
-
 
 @dataclass(frozen=True, kw_only=True)
 class Method:
@@ -303,6 +293,7 @@ class SettingTrial:
         labels = [r.verdict.label for r in self.results if r.verdict]
         return bool(labels) and "slower" not in labels and labels.count("faster") * 2 > len(labels)
 
+    # hand-written: the JSON is a view (env as an object, each op's verdict), not the op results
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,

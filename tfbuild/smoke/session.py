@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.core.files import read_input
 from tfbuild.detect import cpu
@@ -260,7 +261,7 @@ def forecast_beside(
         "file": saved["saved"],
         "target": saved.get("target"),
         "summary": saved.get("summary"),
-        "classes": [row.to_json() for row in beside(saved, measured)],
+        "classes": serial.to_data(beside(saved, measured)),
     }
 
 

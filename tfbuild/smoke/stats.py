@@ -40,8 +40,9 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+
+from tfbuild.smoke.rounded import Round4
 
 #: Standard deviations per median absolute deviation, for normal noise (1 / 0.6745).
 SIGMA_PER_MAD = 1.4826
@@ -69,20 +70,45 @@ def _seconds(values: Sequence[float], what: str) -> list[float]:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Seconds:
+    """Seconds per call of one op's repetitions, exact."""
+
+    median: float
+    min: float
+    max: float
+    q1: float  # 25th percentile
+    q3: float  # 75th percentile
+    mean: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class Throughput:
+    """Work per second (in the summary's unit) at the median, slowest and fastest repetition."""
+
+    median: Round4
+    min: Round4  # from the slowest repetition
+    max: Round4  # from the fastest repetition
+
+
+@dataclass(frozen=True, kw_only=True)
 class Summary:
     """Seconds per call of one op (n repetitions) and the throughput they mean."""
 
     n: int
     work: float  # flops or elements per call
     unit: str  # "GFLOP/s" or "Gelem/s": work / seconds / 1e9
-    median_s: float
-    min_s: float
-    max_s: float
-    q1_s: float  # 25th percentile
-    q3_s: float  # 75th percentile
-    mean_s: float
-    cv: float  # stdev / mean (sample stdev; 0 for a single repetition)
-    robust_cv: float  # 1.4826 * MAD / median, what the verdict's margin uses
+    seconds: Seconds
+    throughput: Throughput = field(init=False)
+    cv: Round4  # stdev / mean (sample stdev; 0 for a single repetition)
+    robust_cv: Round4  # 1.4826 * MAD / median, what the verdict's margin uses
+
+    def __post_init__(self) -> None:
+        throughput = Throughput(
+            median=Round4(self.throughput_median),
+            min=Round4(self.throughput_min),
+            max=Round4(self.throughput_max),
+        )
+        object.__setattr__(self, "throughput", throughput)
 
     @staticmethod
     def of(seconds_per_call: Sequence[float], work: float, unit: str) -> Summary:
@@ -94,54 +120,53 @@ class Summary:
             n=len(data),
             work=work,
             unit=unit,
-            median_s=median,
-            min_s=data[0],
-            max_s=data[-1],
-            q1_s=q1,
-            q3_s=q3,
-            mean_s=mean,
-            cv=statistics.stdev(data) / mean if len(data) > 1 else 0.0,
-            robust_cv=SIGMA_PER_MAD * statistics.median(abs(v - median) for v in data) / median,
+            seconds=Seconds(median=median, min=data[0], max=data[-1], q1=q1, q3=q3, mean=mean),
+            cv=Round4(statistics.stdev(data) / mean if len(data) > 1 else 0.0),
+            robust_cv=Round4(
+                SIGMA_PER_MAD * statistics.median(abs(v - median) for v in data) / median
+            ),
         )
 
-    def throughput(self, seconds: float) -> float:
+    @property
+    def median_s(self) -> float:
+        return self.seconds.median
+
+    @property
+    def min_s(self) -> float:
+        return self.seconds.min
+
+    @property
+    def max_s(self) -> float:
+        return self.seconds.max
+
+    @property
+    def q1_s(self) -> float:
+        return self.seconds.q1
+
+    @property
+    def q3_s(self) -> float:
+        return self.seconds.q3
+
+    @property
+    def mean_s(self) -> float:
+        return self.seconds.mean
+
+    def throughput_of(self, seconds: float) -> float:
         return self.work / seconds / 1e9
 
     @property
     def throughput_median(self) -> float:
-        return self.throughput(self.median_s)
+        return self.throughput_of(self.median_s)
 
     @property
     def throughput_min(self) -> float:
         """From the slowest repetition."""
-        return self.throughput(self.max_s)
+        return self.throughput_of(self.max_s)
 
     @property
     def throughput_max(self) -> float:
         """From the fastest repetition."""
-        return self.throughput(self.min_s)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "work": self.work,
-            "unit": self.unit,
-            "seconds": {
-                "median": self.median_s,
-                "min": self.min_s,
-                "max": self.max_s,
-                "q1": self.q1_s,
-                "q3": self.q3_s,
-                "mean": self.mean_s,
-            },
-            "throughput": {
-                "median": round(self.throughput_median, 4),
-                "min": round(self.throughput_min, 4),
-                "max": round(self.throughput_max, 4),
-            },
-            "cv": round(self.cv, 4),
-            "robust_cv": round(self.robust_cv, 4),
-        }
+        return self.throughput_of(self.min_s)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,37 +174,21 @@ class Verdict:
     """Candidate against baseline for one op: "faster", "same" (within noise) or "slower"."""
 
     label: str
-    ratio: float  # median(baseline) / median(candidate): > 1 means the candidate is faster
-    margin: float  # how far the ratio (or its inverse) must exceed 1 to count
+    ratio: Round4  # median(baseline) / median(candidate): > 1 means the candidate is faster
+    margin: Round4  # how far the ratio (or its inverse) must exceed 1 to count
     separated: bool  # the middle halves (25th-75th percentile) do not overlap
-    cv_candidate: float  # robust cv of each side (see the module docstring)
-    cv_baseline: float
+    cv_candidate: Round4  # robust cv of each side (see the module docstring)
+    cv_baseline: Round4
     n_candidate: int
     n_baseline: int
     disjoint: bool = False  # every repetition of the faster side beat every one of the slower side
     first_round: Verdict | None = None  # set when this verdict pools a recheck (see settle)
 
-    @property
-    def confirmed(self) -> bool | None:
-        """None without a recheck; else whether the difference of the first round held."""
-        if self.first_round is None:
-            return None
-        return self.label != SAME
+    confirmed: bool | None = field(init=False)  # None without a recheck; else: did it hold?
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "ratio": round(self.ratio, 4),
-            "margin": round(self.margin, 4),
-            "separated": self.separated,
-            "cv_candidate": round(self.cv_candidate, 4),
-            "cv_baseline": round(self.cv_baseline, 4),
-            "n_candidate": self.n_candidate,
-            "n_baseline": self.n_baseline,
-            "disjoint": self.disjoint,
-            "first_round": self.first_round.to_json() if self.first_round else None,
-            "confirmed": self.confirmed,
-        }
+    def __post_init__(self) -> None:
+        held = None if self.first_round is None else self.label != SAME
+        object.__setattr__(self, "confirmed", held)
 
 
 def verdict(
@@ -206,8 +215,8 @@ def verdict(
     disjoint = cand.max_s < base.min_s if label == FASTER else base.max_s < cand.min_s
     return Verdict(
         label=label,
-        ratio=ratio,
-        margin=margin,
+        ratio=Round4(ratio),
+        margin=Round4(margin),
         separated=separated,
         cv_candidate=cand.robust_cv,
         cv_baseline=base.robust_cv,

@@ -129,6 +129,7 @@ class TuneReport:
     def env(self) -> dict[str, str]:
         return {k: v for t in self.kept for k, v in t.env}
 
+    # hand-written: kept/rejected with gains are views over `tried`, whose order the CLI needs
     def to_json(self) -> dict[str, Any]:
         def trial(t: SettingTrial) -> dict[str, Any]:
             median, low, high = gain(t)

@@ -1,0 +1,112 @@
+"""The forecast's and tune's JSON byte for byte, from fixed constructed values (no timing run).
+
+Regenerate after an intended change with TFBUILD_UPDATE_GOLDEN=1 (then read the diff).
+"""
+
+from __future__ import annotations
+
+from tests.smoke.test_golden import check
+from tfbuild.core import serial
+from tfbuild.smoke.forecast import Emitted
+from tfbuild.smoke.forecast_report import (
+    CompilerUsed,
+    Forecast,
+    OneDnn,
+    OpResult,
+    StockFlags,
+    compare,
+)
+from tfbuild.smoke.run import OpResult as SmokeOp
+from tfbuild.smoke.run import SettingTrial
+from tfbuild.smoke.stats import Summary, verdict
+from tfbuild.smoke.tune import TuneReport
+
+FAST = [1.0, 1.01, 0.99, 1.02, 0.98] * 2
+SLOW = [3.0, 3.03, 2.97, 3.06, 2.94] * 2
+EVEN = [2.0, 2.02, 1.98, 2.04, 1.96] * 2
+
+
+def _forecast(onednn: OneDnn) -> Forecast:
+    ops = (
+        OpResult.of("exp", "transcendental", 1000, stock=SLOW, plan=FAST),
+        OpResult.of("tanh", "transcendental", 1000, stock=EVEN, plan=FAST),
+        OpResult.of("cast_f32_bf16", "cast", 4096, stock=FAST, plan=FAST),
+        OpResult.of("add", "control", 1000, stock=FAST, plan=FAST),
+        OpResult.of("relu", "control", 1000, stock=FAST, plan=SLOW),
+    )
+    return Forecast(
+        tensorflow="2.21.0",
+        target="haswell",
+        stock_wheel="tensorflow-cpu==2.21.0",
+        compiler=CompilerUsed(version="g++ 12.2.0", why="the newest g++ on PATH"),
+        stock_flags=StockFlags(flags=("-mavx",), source="TensorFlow 2.21's .bazelrc"),
+        plan_flags=("-march=haswell", "-O2"),
+        ops=ops,
+        classes=compare(ops),
+        onednn=onednn,
+        notes=("a note",),
+    )
+
+
+def test_a_forecast() -> None:
+    measured = OneDnn(
+        isa="Intel AVX2",
+        kernels={"conv": ("brg_conv_fwd:avx2",), "matmul": ("brg:avx2", "gemm:jit")},
+    )
+    check("forecast", serial.to_data(_forecast(measured)))
+    check(
+        "forecast-unmeasured",
+        serial.to_data(_forecast(OneDnn(isa=None, kernels={}, error="no oneDNN"))),
+    )
+
+
+def test_an_emitted_forecast() -> None:
+    emitted = Emitted(
+        directory="/tmp/bench",
+        script="/tmp/bench/run.sh",
+        line="cd x && ./stock 5",
+        compiled_here_with="g++ 12.2.0",
+        stock_flags=("-mavx",),
+        plan_flags=("-march=icelake-server",),
+        notes=(),
+    )
+    check("forecast-emit", serial.to_data(emitted))
+
+
+def _op(op: str, candidate: list[float], baseline: list[float]) -> SmokeOp:
+    return SmokeOp(
+        op=op,
+        threads="default",
+        candidate=Summary.of(candidate, 1000, "Gelem/s"),
+        baseline=Summary.of(baseline, 1000, "Gelem/s"),
+        verdict=verdict(candidate, baseline),
+    )
+
+
+def _trial(name: str, env: tuple[tuple[str, str], ...], baseline: list[float]) -> SettingTrial:
+    return SettingTrial(
+        name=name,
+        env=env,
+        intra=0,
+        inter=0,
+        results=(
+            _op("exp", FAST, baseline),
+            _op("add", FAST, baseline),
+            _op("softmax", FAST, EVEN),
+        ),
+    )
+
+
+def test_a_tune_report() -> None:
+    threads = _trial("threads intra=4 inter=1", (("TF_NUM_INTRAOP_THREADS", "4"),), SLOW)
+    onednn = _trial("oneDNN off", (("TF_ENABLE_ONEDNN_OPTS", "0"),), FAST)
+    report = TuneReport(
+        wheel="tensorflow-cpu==2.21.0",
+        tried=(threads, onednn),
+        not_tried=("jemalloc preloaded",),
+        confirmation=_trial("threads intra=4 inter=1", threads.env, EVEN),
+        seconds=123.456,
+    )
+    check("tune", report.to_json())
+    bare = TuneReport(wheel="w", tried=(onednn,), not_tried=(), confirmation=None, seconds=1.04)
+    check("tune-bare", bare.to_json())
