@@ -26,6 +26,7 @@ from tfbuild.build.rebuild import (
     with_cache_volume,
 )
 from tfbuild.build.run import BuildRun
+from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UnsupportedError
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.plan.render import render_files, toolchain_packages
@@ -51,7 +52,9 @@ def real_receipt(wheel: Path, options: PlanOptions | None = None, **changes: obj
         base_images=load_base_images(),
     )
     packages = {name: f"1.0-{name}" for name in toolchain_packages(plan)} | {"libc6": "2.39-0"}
-    data = make_receipt(wheel, target=plan.target, variant="mkl", plan_overrides=plan.to_json())
+    data = make_receipt(
+        wheel, target=plan.target, variant="mkl", plan_overrides=serial.to_data(plan)
+    )
     receipt = Receipt.from_json(data)
     inputs = dataclasses.replace(receipt.inputs, packages=packages)
     # The inputs' hash over the packages recorded, as the build writes it.
@@ -68,7 +71,7 @@ def test_the_rebuild_keeps_the_plan_and_fits_the_resources_to_this_machine(wheel
     original = receipt.plan
     # What is built is the receipt's: target, flags, configs, rc lines, base image, versions.
     for key in ("target", "cflags", "bazel_configs", "rc_lines", "base_image", "bazel"):
-        assert plan.to_json()[key] == original[key], key
+        assert serial.to_data(plan)[key] == original[key], key
     # How fast it runs is this machine's: 2 jobs, not 64.
     assert "--jobs=64" in original["build_options"] and "--jobs=2" in plan.build_options
     assert plan.resources.jobs == 2
@@ -230,7 +233,7 @@ def test_a_hostile_pin_is_refused_where_the_plan_is_made_and_where_it_is_rendere
     with pytest.raises(InputError, match="the plan installs a package apt cannot be given"):
         render_files(hostile)
     # A plan read back from JSON (a receipt's) refuses it too.
-    data = plan.to_json()
+    data = serial.to_data(plan)
     data["package_versions"] = {**data["package_versions"], "zip": pin}
     with pytest.raises(ValueError, match=r"is not a Debian version|holds a control character"):
         BuildPlan.from_json(data)
@@ -363,7 +366,11 @@ def test_a_cuda_receipt_rebuilds_with_every_package_pinned_by_its_name(wheel: Pa
         "libcudnn8-dev": "8.9.7.29-1+cuda12.2",
     }
     data = make_receipt(
-        wheel, target=plan.target, variant="cuda", label=plan.label, plan_overrides=plan.to_json()
+        wheel,
+        target=plan.target,
+        variant="cuda",
+        label=plan.label,
+        plan_overrides=serial.to_data(plan),
     )
     receipt = Receipt.from_json(data)
     inputs = dataclasses.replace(receipt.inputs, packages=packages)

@@ -1,6 +1,6 @@
 """``tfbuild plan --json``'s text, byte for byte, for plans of every shape (golden files).
 
-The CLI prints ``plan.to_json()`` with ``json.dumps(indent=2)`` in field order; these goldens pin
+The CLI prints ``serial.to_data(plan)`` with ``json.dumps(indent=2)`` in field order; these goldens pin
 that text (key order included, which ``plan.json``'s sorted goldens in tests/render do not) and
 that every plan reads back to itself. Regenerate after an intended change with
 TFBUILD_UPDATE_GOLDEN=1, then review the diff.
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import recorded_host
+from tfbuild.core import serial
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.recipes import canary
 from tfbuild.recipes.images import load_base_images
@@ -68,7 +69,9 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_plan_json_golden(case: str) -> None:
     plan = CASES[case]()
-    text = json.dumps(plan.to_json(), indent=2, sort_keys=False) + "\n"  # as `plan --json` prints
+    text = (
+        json.dumps(serial.to_data(plan), indent=2, sort_keys=False) + "\n"
+    )  # as `plan --json` prints
     path = GOLDEN / f"{case}.json"
     if UPDATE:
         path.write_text(text)

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from tests.plan.test_plan import IMAGES, MODEL, host, plan, recipe_221, without_toolchain
+from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UnsupportedError
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.plan.render import render_files, toolchain_packages
@@ -183,7 +184,7 @@ def test_the_plan_round_trips_and_an_older_plan_reads_as_the_images_compiler() -
     for p in (plan(), shipped("2.16", "cuda"), shipped("2.19", sysroot_from="debian-12")):
         assert BuildPlan.from_json(p.to_json()) == p
     older = recipe_221()
-    data = plan(PlanOptions(portable=False), recipe=older).to_json()
+    data = serial.to_data(plan(PlanOptions(portable=False), recipe=older))
     data["schema"] = "tfbuild.plan/2"
     for key in ("route", "sysroot", "toolchain"):
         del data[key]

@@ -47,7 +47,7 @@ from tfbuild.core.errors import (
     UsageError,
 )
 from tfbuild.core.resources import data_dir
-from tfbuild.core.rounded import Tenths, round_fields
+from tfbuild.core.rounded import Round1, round_fields
 from tfbuild.recipes.images import BASE_LABEL, SUITES, default_tag
 
 #: Where each distribution's packages come from unless --mirror says otherwise.
@@ -80,7 +80,7 @@ class MadeImage:
     seconds: float  # written to a tenth of a second
 
     def __post_init__(self) -> None:
-        round_fields(self, "seconds", kind=Tenths)
+        round_fields(self, "seconds", kind=Round1)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -138,7 +138,7 @@ def make_receipt(
     env_file: Path,
     processes: dict[str, int] | None = None,
 ) -> Receipt:
-    plan_json = plan.to_json()
+    plan_json = serial.to_data(plan)
     processes = processes or {}
     inputs = Inputs(
         tfbuild=__version__,

@@ -287,7 +287,7 @@ def plan_command(
     if as_json:
         from tfbuild.core import serial
 
-        print_json(plan.to_json() | ({"preflight": serial.to_data(report)} if report else {}))
+        print_json(serial.to_data(plan) | ({"preflight": serial.to_data(report)} if report else {}))
     else:
         from tfbuild.cli.display import print_plan, print_preflight
 

@@ -185,12 +185,6 @@ class BuildPlan:
             return f"{where}, against the sysroot {self.sysroot.name} ({glibc})"
         return f"{where}, against the image's own glibc"
 
-    # hand-written: serial.to_data kept as a method, the one name every writer of a plan calls
-    def to_json(self) -> dict[str, Any]:
-        """The plan as JSON data (kept as a method: the one name every writer of a plan calls)."""
-        data: dict[str, Any] = serial.to_data(self)
-        return data
-
     # hand-written: a receipt's plan is untrusted; the planner's grammar checks run on it
     @staticmethod
     def from_json(data: dict[str, Any]) -> BuildPlan:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tfbuild import __version__
+from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UnsupportedError, UsageError
 from tfbuild.core.files import TEMP_PREFIX, sha256_file, shown, write_files
 from tfbuild.core.resources import data_dir
@@ -199,7 +200,7 @@ def render_files(plan: BuildPlan) -> dict[str, str]:
     files: dict[str, str] = {}
     for name, template in FILES.items():
         if template is None:
-            files[name] = json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n"
+            files[name] = json.dumps(serial.to_data(plan), indent=2, sort_keys=True) + "\n"
         else:
             files[name] = env.get_template(template).render(**context)
     return files

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from tfbuild.smoke.rounded import Round3
+from tfbuild.core.rounded import Round3
 from tfbuild.smoke.stats import FASTER, SAME, SLOWER, Summary, verdict
 
 SCHEMA: Literal["tfbuild.forecast/1"] = "tfbuild.forecast/1"

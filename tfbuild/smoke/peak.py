@@ -29,10 +29,10 @@ from importlib import resources
 from pathlib import Path
 
 from tfbuild.core.errors import UsageError
+from tfbuild.core.rounded import Round3
 from tfbuild.detect._run import run_command
 from tfbuild.detect.cpu import identify
 from tfbuild.detect.cpuinfo import CpuInfo
-from tfbuild.smoke.rounded import Round3
 
 # --------------------------------------------------------------------------------------------------
 # Theoretical peak

@@ -42,7 +42,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from tfbuild.smoke.rounded import Round4
+from tfbuild.core.rounded import Round4
 
 #: Standard deviations per median absolute deviation, for normal noise (1 / 0.6745).
 SIGMA_PER_MAD = 1.4826
