@@ -33,7 +33,7 @@ from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
 from tfbuild.detect.system import default_cache_dir
 from tfbuild.recipes.recipe import Recipe
-from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
+from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.forecast_report import (
     SCHEMA,
     CompilerUsed,
@@ -401,15 +401,11 @@ def onednn_dispatch(python: str) -> OneDnn:
 # --- the forecast ---------------------------------------------------------------------------------
 
 
-def run_forecast(request: ForecastRequest, recipe: Recipe, *, progress: Progress) -> Forecast:
-    """Compile, time in alternation and compare; refusals come before anything slow."""
-    if request.elsewhere is not None:
-        raise UnsupportedError(
-            f"the plan is for the machine of {request.elsewhere}, not this one",
-            why="its benchmark can be compiled here but only run there",
-            fix="Add --emit DIR: it writes the benchmark and a one-line script to run on that "
-            "machine.",
-        )
+def _stock_side(
+    request: ForecastRequest, recipe: Recipe, *, progress: Progress
+) -> tuple[StockFlags, Compiler, WheelSpec, TestEnv, Path]:
+    """What a forecast and an emitted benchmark both start from: the stock release's flags, the
+    compiler, the stock wheel, its environment (made once) and that environment's tensorflow."""
     stock = stock_flags(recipe)
     compiler = find_compiler(request.compiler)
     progress(f"compiler: {compiler.version} ({compiler.why})")
@@ -422,6 +418,19 @@ def run_forecast(request: ForecastRequest, recipe: Recipe, *, progress: Progress
             f"{spec.label} installs no tensorflow package",
             fix="Name a TensorFlow wheel with --stock.",
         )
+    return stock, compiler, spec, env, tf_dir
+
+
+def run_forecast(request: ForecastRequest, recipe: Recipe, *, progress: Progress) -> Forecast:
+    """Compile, time in alternation and compare; refusals come before anything slow."""
+    if request.elsewhere is not None:
+        raise UnsupportedError(
+            f"the plan is for the machine of {request.elsewhere}, not this one",
+            why="its benchmark can be compiled here but only run there",
+            fix="Add --emit DIR: it writes the benchmark and a one-line script to run on that "
+            "machine.",
+        )
+    stock, compiler, spec, env, tf_dir = _stock_side(request, recipe, progress=progress)
     with tempfile.TemporaryDirectory(prefix="tfbuild-forecast-") as tmp:
         work = Path(tmp)
         include = copy_eigen(tf_dir / "include", work, label=spec.label)
@@ -510,18 +519,7 @@ def emit_forecast(
             f"--emit {out} is not an empty directory",
             fix="Name a new or empty directory.",
         )
-    stock = stock_flags(recipe)
-    compiler = find_compiler(request.compiler)
-    progress(f"compiler: {compiler.version} ({compiler.why})")
-    spec = WheelSpec.parse(request.stock or _stock_requirement(request))
-    progress(f"stock wheel: {spec.label} (its environment, made once)")
-    env = ensure_env(spec, python=request.python)
-    tf_dir = tensorflow_dir(env.python)
-    if tf_dir is None:
-        raise InputError(
-            f"{spec.label} installs no tensorflow package",
-            fix="Name a TensorFlow wheel with --stock.",
-        )
+    stock, compiler, spec, _env, tf_dir = _stock_side(request, recipe, progress=progress)
     out.mkdir(parents=True, exist_ok=True)
     include = copy_eigen(tf_dir / "include", out, label=spec.label)
     (out / KERNELS).write_text(kernels_source(), encoding="utf-8")
