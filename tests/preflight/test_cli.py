@@ -182,3 +182,55 @@ def test_plan_source_with_a_tree_file_that_is_a_fifo_or_dev_zero_exits_3(
         f"regular files only. Make {rel} a regular file of the tree (as in a TensorFlow "
         "checkout), or remove it."
     ]
+
+
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ("import %workspace%/.bazelrc", "it closes an import loop (.bazelrc -> .bazelrc)"),
+        (
+            "import %workspace%/./loop.bazelrc",
+            "it closes an import loop (.bazelrc -> loop.bazelrc -> .bazelrc)",
+        ),
+        ("import /etc/passwd", "it names a file outside the source tree"),
+        ("try-import %workspace%/../../etc/passwd", "it names a file outside the source tree"),
+    ],
+)
+def test_an_import_loop_or_an_import_from_outside_the_tree_exits_4(
+    tmp_path: Path, line: str, why: str
+) -> None:
+    """Issue 21, item 16: bazel stops on an import loop ("Import loop detected") and a tree's rc
+    files are its own; either was read as "fits" (and a file outside the tree read). Refused, in
+    the preflight's one line, exit 4, without reading the outside file."""
+    root = copy("tf-2.21-shaped", tmp_path)
+    (root / "loop.bazelrc").write_text("import %workspace%/.bazelrc\n")
+    with (root / ".bazelrc").open("a") as rc:
+        rc.write(f"\n{line}\n")
+    result = run_cli(*PLAN_2_21, "--source", str(root))
+    assert result.returncode == 4, result.stderr
+    assert f"is not followed: {why}" in " ".join(result.stdout.split())
+    assert "root:" not in result.stdout  # /etc/passwd's lines were never read as rc lines
+    error = one_error_line(result, among_others=True)
+    assert error.startswith(f"tfbuild: error: the source tree {root} does not fit the plan: ")
+    assert f"is not followed: {why}" in error
+
+
+def test_a_chain_of_imports_deeper_than_the_bound_is_refused_not_a_recursion_error(
+    tmp_path: Path,
+) -> None:
+    """3,000 rc files importing one another in a chain were a RecursionError: the chain stops at
+    MAX_IMPORT_DEPTH, in one finding, and every file is read once (600 spellings of one file)."""
+    from tfbuild.build.preflight.bazelrc import MAX_IMPORT_DEPTH
+
+    root = copy("tf-2.21-shaped", tmp_path)
+    for n in range(3000):
+        (root / f"rc{n}").write_text(f"import %workspace%/rc{n + 1}\n")
+    (root / "rc3000").write_text("build --copt=-O2\n")
+    spellings = "".join(f"try-import %workspace%/{'./' * k}rc0\n" for k in range(600))
+    with (root / ".bazelrc").open("a") as rc:
+        rc.write("\n" + spellings)
+    result = run_cli(*PLAN_2_21, "--source", str(root), "--json")
+    assert result.returncode == 4, result.stderr
+    findings = [f for f in result.json()["preflight"]["findings"] if "not followed" in f["what"]]
+    assert len(findings) == 1, findings
+    assert f"more than {MAX_IMPORT_DEPTH} rc files deep" in findings[0]["what"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -65,19 +66,31 @@ class RcFiles:
     lines: tuple[RcLine, ...]  # the tree's rc files and, where imported, the rendered one
     rendered_import: RcLine | None  # the line that imports the rendered rc file
     missing_imports: tuple[RcLine, ...]  # ``import`` (not try-import) of a file the tree lacks
+    #: Imports bazel would stop on, or that leave the tree, with why: a loop, a file outside the
+    #: tree (an absolute path, or ``%workspace%/..``), an import chain deeper than MAX_IMPORT_DEPTH.
+    refused_imports: tuple[tuple[RcLine, str], ...] = ()
+
+
+#: How deep rc files may import one another: TensorFlow's go two levels; deeper is refused, never a
+#: RecursionError.
+MAX_IMPORT_DEPTH = 32
 
 
 def read_rc(tree: TreeFiles, rendered: tuple[str, ...]) -> RcFiles | None:
     """``.bazelrc`` and what it imports inside the tree (``%workspace%/...``), the rendered rc file
-    in place of ``.tf_configure.bazelrc``; None when the tree has no ``.bazelrc``."""
+    in place of ``.tf_configure.bazelrc``; None when the tree has no ``.bazelrc``.
+
+    Each file is read once, by its normalised path (600 spellings of one file are one file). An
+    import loop (bazel: "Import loop detected"), an import of a file outside the tree and a chain
+    deeper than :data:`MAX_IMPORT_DEPTH` are not followed but kept in ``refused_imports``."""
     top = tree.read(".bazelrc")
     if top is None:
         return None
     lines: list[RcLine] = []
-    state: dict[str, Any] = {"import": None, "missing": []}
+    state: dict[str, Any] = {"import": None, "missing": [], "refused": []}
     seen: set[str] = set()
 
-    def visit(name: str, text: str) -> None:
+    def visit(name: str, text: str, chain: tuple[str, ...]) -> None:
         seen.add(name)
         for rc in rc_lines(text, name):
             lines.append(rc)
@@ -85,27 +98,41 @@ def read_rc(tree: TreeFiles, rendered: tuple[str, ...]) -> RcFiles | None:
                 continue
             target = rc.args[0]
             if not target.startswith("%workspace%/"):
-                continue  # outside the tree (an absolute path): not the tree's business
-            rel = target.removeprefix("%workspace%/")
+                state["refused"].append((rc, "it names a file outside the source tree"))
+                continue
+            rel = posixpath.normpath(target.removeprefix("%workspace%/"))
+            if rel == ".." or rel.startswith(("../", "/")):
+                state["refused"].append((rc, "it names a file outside the source tree"))
+                continue
             if rel == RENDERED_RC:
                 if state["import"] is None:
                     state["import"] = rc
                     lines.extend(rc_lines("\n".join(rendered), f"(rendered) {RENDERED_RC}"))
                 continue
+            if rel in (*chain, name):
+                loop = " -> ".join((*chain, name, rel))
+                state["refused"].append((rc, f"it closes an import loop ({loop})"))
+                continue
             if rel in seen:
+                continue
+            if len(chain) + 1 >= MAX_IMPORT_DEPTH:
+                state["refused"].append(
+                    (rc, f"it imports more than {MAX_IMPORT_DEPTH} rc files deep")
+                )
                 continue
             imported = tree.read(rel)
             if imported is None:
                 if rc.command == "import":
                     state["missing"].append(rc)
                 continue
-            visit(rel, imported)
+            visit(rel, imported, (*chain, name))
 
-    visit(".bazelrc", top)
+    visit(".bazelrc", top, ())
     return RcFiles(
         lines=tuple(lines),
         rendered_import=state["import"],
         missing_imports=tuple(state["missing"]),
+        refused_imports=tuple(state["refused"]),
     )
 
 

@@ -111,6 +111,18 @@ def _check_bazelrc(rc: RcFiles | None) -> list[Finding]:
         )
         for m in rc.missing_imports
     ]
+    found += [
+        Finding(
+            check="bazelrc",
+            status="fail",
+            what=f"'{m.command} {m.args[0]}' is not followed: {why}",
+            file=m.file,
+            line=m.line,
+            why="bazel stops on an import loop, and a tree's rc files are the tree's own",
+            fix="Import only files of the tree (%workspace%/...), each once along a chain",
+        )
+        for m, why in rc.refused_imports
+    ]
     if rc.rendered_import is None:
         found.append(
             Finding(
