@@ -102,7 +102,7 @@ def test_recipes_verify_reports_drift_with_exit_4(tmp_path: Path) -> None:
     line = one_error_line(result, among_others=True)
     assert line.startswith(
         "tfbuild: error: recipe recipes/tf-2.13.yaml does not match the release's files "
-        "(4 mismatches): .bazelrc: the recipe lists configs the tree's rc files do not define: "
+        "(4 mismatches): (1) .bazelrc: the recipe lists configs the tree's rc files do not define: "
         "avx_linux, dbg, mkl_threadpool, short_logs, v2"
     )
     assert "(2) .bazelversion:1: the tree wants bazel 3.1.0, the plan runs bazel 5.3.0" in line

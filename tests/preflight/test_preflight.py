@@ -120,10 +120,16 @@ def test_the_sysroot_route_finds_the_devtoolset_script_and_the_crosstool(tmp_pat
     root = tree("tf-2.18-shaped", tmp_path)
     report = preflight(plan_for("2.18", Variant.cuda, python="3.12"), RECIPES.get("2.18"), root)
     assert report.passed
-    script, crosstool = by_check(report, "toolchain")
+    script, crosstool, switch = by_check(report, "toolchain")
     assert script.file and script.file.endswith("builder.devtoolset/build_devtoolset.sh")
     assert script.line == line_of(root / script.file, "\ndevtoolset-9)") + 1
-    assert crosstool.file and crosstool.line == line_of(root / crosstool.file, "_TF_SYSROOT")
+    # The code that reads it, not the docstring's line 16 that names it.
+    assert crosstool.file and crosstool.line == line_of(
+        root / crosstool.file, '_TF_SYSROOT = "TF_SYSROOT"'
+    )
+    assert "`TF_SYSROOT`: The sysroot" in (root / crosstool.file).read_text().splitlines()[15]
+    # TensorFlow's .bazelrc @0071ad1 leaves the hermetic C++ switch alone: the crosstool is made.
+    assert switch.status == "ok" and switch.what.startswith("USE_HERMETIC_CC_TOOLCHAIN=(unset)")
     cuda, cudnn = by_check(report, "cuda_versions")
     table = root / "third_party/gpus/cuda/hermetic/cuda_redist_versions.bzl"
     assert (cuda.line, cudnn.line) == (line_of(table, '"12.5.1"'), line_of(table, '"9.3.0"'))
@@ -304,17 +310,89 @@ def test_the_workspace_says_which_table_and_a_tree_without_one_is_not_checked(
     assert note.status == "note" and note.what.startswith("not checked")
 
 
+RULES_ML_NAME = 'name = "rules_ml_toolchain"'
+RULES_ML_BLOCK = re.compile(r'(?ms)^tf_http_archive\(\n    name = "rules_ml_toolchain",.*?^\)\n')
+#: TensorFlow master's pin (WORKSPACE @004d817e, before the fixture's edit: its README says so).
+MASTER_PIN = (
+    "e68a38d10a83121be07f840281414e027cd2ef8114ee6e0ad780402983498c34",
+    "ff328c56f01845808f28ee4e62b93c9c270fc324",
+    "https://github.com/yuriivcs/rules_ml_toolchain/archive/",
+)
+
+
 def test_a_tree_that_does_not_pin_rules_ml_toolchain(tmp_path: Path) -> None:
+    """The issue's false pass: a WORKSPACE that only loads from @rules_ml_toolchain (its first
+    mention) while the repository rule is gone with tensorflow/workspace0.bzl."""
     root = tree("tf-2.21-shaped", tmp_path)
-    (root / "WORKSPACE").unlink()
+    workspace = root / "WORKSPACE"
+    workspace.write_text(RULES_ML_BLOCK.sub("", workspace.read_text(), count=1))
+    assert '"@rules_ml_toolchain//cc/deps:cc_toolchain_deps.bzl"' in workspace.read_text()
+    report = preflight(plan_for("2.21"), RECIPES.get("2.21"), root)
+    assert report.passed  # workspace0.bzl declares it
+    (root / "tensorflow/workspace0.bzl").unlink()
     failure = only_failure(preflight(plan_for("2.21"), RECIPES.get("2.21"), root))
     assert (failure.check, failure.where) == ("toolchain", "WORKSPACE")
-    assert failure.what == "the tree does not pin rules_ml_toolchain"
+    assert failure.what == "the tree declares no rules_ml_toolchain repository"
     assert "--no-portable" in failure.fix
     # The image route of 2.21 names rules_ml_toolchain too (its opt-out flags): checked as well.
     image = plan_for("2.21", portable=False)
     assert any("@rules_ml_toolchain" in line for line in image.rc_lines)
     assert only_failure(preflight(image, RECIPES.get("2.21"), root)).check == "toolchain"
+
+
+def test_the_pinned_commit_is_compared_with_the_recipes(tmp_path: Path) -> None:
+    root = tree("tf-2.21-shaped", tmp_path)
+    report = preflight(plan_for("2.21"), RECIPES.get("2.21"), root)
+    (pin,) = by_check(report, "toolchain")
+    workspace0 = root / "tensorflow/workspace0.bzl"
+    assert (pin.status, pin.where) == (
+        "ok",
+        f"WORKSPACE:{line_of(root / 'WORKSPACE', RULES_ML_NAME)}",
+    )
+    assert pin.what == (
+        "the tree pins rules_ml_toolchain d8cb9c2, the recipe's (and so does "
+        f"tensorflow/workspace0.bzl:{line_of(workspace0, RULES_ML_NAME)})"
+    )
+    # Master's pin (another commit, another fork) in the WORKSPACE: refused, both commits named.
+    workspace = root / "WORKSPACE"
+    edit(
+        workspace, "54c1a357f71f611efdb4891ebd4bcbe4aeb6dfa7e473f14fd7ecad5062096616", MASTER_PIN[0]
+    )
+    text = workspace.read_text().replace("d8cb9c2c168cd64000eaa6eda0781a9615a26ffe", MASTER_PIN[1])
+    workspace.write_text(
+        text.replace(
+            "https://github.com/google-ml-infra/rules_ml_toolchain/archive/", MASTER_PIN[2]
+        )
+    )
+    failure = only_failure(preflight(plan_for("2.21"), RECIPES.get("2.21"), root))
+    assert failure.what == "the tree pins rules_ml_toolchain ff328c5, the recipe d8cb9c2"
+    assert failure.where == f"WORKSPACE:{line_of(workspace, RULES_ML_NAME)}"
+    assert "recipes/tf-2.21.yaml" in failure.why and MASTER_PIN[1] in failure.fix
+    # Only workspace0.bzl declares it, at another commit: the same refusal, in that file.
+    workspace.write_text(RULES_ML_BLOCK.sub("", workspace.read_text(), count=1))
+    edit(workspace0, "d8cb9c2c168cd64000eaa6eda0781a9615a26ffe", "09961bd" + "0" * 33)
+    failure = only_failure(preflight(plan_for("2.21", Variant.cuda), RECIPES.get("2.21"), root))
+    assert (failure.file, failure.what) == (
+        "tensorflow/workspace0.bzl",
+        "the tree pins rules_ml_toolchain 09961bd, the recipe d8cb9c2",
+    )
+
+
+def test_a_repository_rule_in_a_comment_or_a_string_does_not_count(tmp_path: Path) -> None:
+    root = tree("tf-2.21-shaped", tmp_path)
+    workspace = root / "WORKSPACE"
+    block = RULES_ML_BLOCK.search(workspace.read_text())
+    assert block is not None
+    commented = "".join(f"# {line}\n" for line in block.group(0).splitlines())
+    workspace.write_text(workspace.read_text().replace(block.group(0), commented))
+    (root / "tensorflow/workspace0.bzl").write_text(f'"""\n{block.group(0)}"""\n')
+    failure = only_failure(preflight(plan_for("2.21"), RECIPES.get("2.21"), root))
+    assert failure.what == "the tree declares no rules_ml_toolchain repository"
+    # A file that is not Starlark at all is said so, with its line, not read by pattern.
+    (root / "tensorflow/workspace0.bzl").write_text('x = """\nrules_ml_toolchain\n')
+    failure = only_failure(preflight(plan_for("2.21"), RECIPES.get("2.21"), root))
+    assert failure.where.startswith("tensorflow/workspace0.bzl")
+    assert "cannot be read as Starlark" in failure.what
 
 
 def test_the_devtoolset_script_missing_or_without_devtoolset_9(tmp_path: Path) -> None:
@@ -345,7 +423,129 @@ def test_a_crosstool_that_ignores_tf_sysroot(tmp_path: Path) -> None:
     crosstool.unlink()
     report = preflight(plan_for("2.18"), RECIPES.get("2.18"), root)
     assert report.passed
-    assert [f.status for f in by_check(report, "toolchain")] == ["ok", "note"]
+    assert [f.status for f in by_check(report, "toolchain")] == ["ok", "note", "ok"]
+
+
+def test_tf_sysroot_in_a_docstring_or_a_comment_is_not_the_code_that_reads_it(
+    tmp_path: Path,
+) -> None:
+    """The issue's false pass: cuda_configure.bzl cut to its first 24 lines (its docstring, whose
+    line 16 names TF_SYSROOT) still 'read' TF_SYSROOT."""
+    root = tree("tf-2.18-shaped", tmp_path)
+    crosstool = root / "third_party/xla/third_party/gpus/cuda/hermetic/cuda_configure.bzl"
+    full = crosstool.read_text()
+    crosstool.write_text("".join(full.splitlines(keepends=True)[:24]))
+    assert "TF_SYSROOT" in crosstool.read_text()
+    failure = only_failure(preflight(plan_for("2.18"), RECIPES.get("2.18"), root))
+    assert (failure.what, failure.file) == (
+        "the crosstool never reads TF_SYSROOT",
+        "third_party/xla/third_party/gpus/cuda/hermetic/cuda_configure.bzl",
+    )
+    assert "a docstring or comment does not count" in failure.why
+    # The code line commented out, or inside a string: still not read.
+    for hidden in ('# _TF_SYSROOT = "TF_SYSROOT"', '_DOC = """\n_TF_SYSROOT = "TF_SYSROOT"\n"""'):
+        crosstool.write_text(full.replace('_TF_SYSROOT = "TF_SYSROOT"', hidden))
+        failure = only_failure(preflight(plan_for("2.18"), RECIPES.get("2.18"), root))
+        assert failure.what == "the crosstool never reads TF_SYSROOT", hidden
+    crosstool.write_text(full)
+    assert preflight(plan_for("2.18"), RECIPES.get("2.18"), root).passed
+
+
+DEVTOOLSET = "tensorflow/tools/tf_sig_build_dockerfiles/builder.devtoolset/build_devtoolset.sh"
+#: The 2.21.0 tree's .bazelrc line 163 (issue 21): rules_ml_toolchain's C++ toolchain on by default.
+HERMETIC_ON = "build --repo_env USE_HERMETIC_CC_TOOLCHAIN=1\n"
+
+
+def _sysroot_recipe_221() -> Recipe:
+    """The 2.21 recipe on the sysroot route (the route 2.18-2.20 take), as a user's --recipes-dir
+    recipe would put it."""
+    text = (ROOT / "recipes/tf-2.21.yaml").read_text()
+    route = re.search(r"(?ms)^toolchain:\n.*?(?=^\S)", text)
+    assert route is not None
+    sysroot = (ROOT / "recipes/tf-2.18.yaml").read_text()
+    theirs = re.search(r"(?ms)^toolchain:\n.*?(?=^\S)", sysroot)
+    assert theirs is not None
+    text = text.replace(route.group(0), theirs.group(0))
+    text = text.replace("compiler: clang-18.1.8", "compiler: clang-17.0.6")
+    return parse_recipe(text, path="tf-2.21-sysroot.yaml")
+
+
+def test_the_sysroot_route_on_a_tree_whose_hermetic_toolchain_is_on_by_default(
+    tmp_path: Path,
+) -> None:
+    root = tree("tf-2.18-shaped", tmp_path)
+    rc = root / ".bazelrc"
+    crosstool = "third_party/xla/third_party/gpus/cuda/hermetic/cuda_configure.bzl"
+    text = rc.read_text()
+    # The switch before the try-import of the rendered rc file, as in the 2.21.0 tree.
+    anchor = "try-import %workspace%/.tf_configure.bazelrc"
+    rc.write_text(text.replace(anchor, HERMETIC_ON + anchor))
+    # 2.18's plan renders no switch (rules_ml_toolchain is not its toolchain): the tree's 1 holds.
+    failure = only_failure(preflight(plan_for("2.18", Variant.cuda), RECIPES.get("2.18"), root))
+    assert failure.what.startswith("the tree turns TensorFlow's hermetic C++ toolchain on")
+    assert failure.where == f".bazelrc:{line_of(rc, HERMETIC_ON)}"
+    assert crosstool in failure.why and "--crosstool_top" in failure.why
+    # A 2.21 plan on the sysroot route sets it to 0 in the rendered rc file, read after the line:
+    # a 2.21-shaped tree with the 2.18 tree's crosstool and devtoolset script.
+    older = root
+    root = tree("tf-2.21-shaped", tmp_path)
+    for rel in (crosstool, DEVTOOLSET):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(older / rel, root / rel)
+    rc = root / ".bazelrc"
+    text = rc.read_text()
+    rc.write_text(text.replace(anchor, HERMETIC_ON + anchor))
+    recipe = _sysroot_recipe_221()
+    opts = PlanOptions(variant=Variant.cuda, target="x86_64_v3", skip_disk_check=True)
+    plan = make_plan(opts, recipe, RUNNER, base_images=BASE_IMAGES)
+    assert plan.route == "sysroot"
+    assert "build --repo_env=USE_HERMETIC_CC_TOOLCHAIN=0" in plan.rc_lines
+    (switch,) = [
+        f for f in by_check(preflight(plan, recipe, root), "toolchain") if "USE_HERMETIC" in f.what
+    ]
+    assert switch.status == "ok" and switch.what.startswith(
+        "USE_HERMETIC_CC_TOOLCHAIN=0 ((rendered) .tf_configure.bazelrc:"
+    )
+    # The same line in a config the build uses on its command line comes after the rendered rc
+    # file, so it holds again.
+    rc.write_text(
+        text.replace(
+            "build:cuda ", "build:cuda --repo_env=USE_HERMETIC_CC_TOOLCHAIN=1\nbuild:cuda ", 1
+        )
+    )
+    failure = only_failure(preflight(plan, recipe, root))
+    assert failure.where.startswith(".bazelrc:") and "hermetic C++ toolchain on" in failure.what
+    # And through a build:linux config that --enable_platform_specific_config applies.
+    rc.write_text(
+        text
+        + "build --enable_platform_specific_config\nbuild:linux --repo_env=USE_HERMETIC_CC_TOOLCHAIN=1\n"
+    )
+    failure = only_failure(preflight(plan, recipe, root))
+    assert failure.where == f".bazelrc:{len(text.splitlines()) + 2}"
+    rc.write_text(
+        text
+        + "build --enable_platform_specific_config\nbuild --noenable_platform_specific_config\nbuild:linux --repo_env=USE_HERMETIC_CC_TOOLCHAIN=1\n"
+    )
+    assert preflight(plan, recipe, root).passed
+
+
+def test_configs_named_by_the_platform_config_must_be_defined(tmp_path: Path) -> None:
+    """--enable_platform_specific_config applies build:linux as --config=linux would: a config it
+    names must be defined too (TensorFlow's .bazelrc turns the switch on)."""
+    root = tree("tf-2.21-shaped", tmp_path)
+    rc = root / ".bazelrc"
+    text = rc.read_text()
+    assert "--enable_platform_specific_config" in text and "build:linux " in text
+    rc.write_text(text + "build:linux --config=gone_linux_config\n")
+    failure = only_failure(preflight(plan_for("2.21"), RECIPES.get("2.21"), root))
+    assert failure.what == "--config=gone_linux_config is not defined"
+    assert failure.where == f".bazelrc:{len(text.splitlines()) + 1}"
+    # Without the switch bazel never reads build:linux, and neither does the check.
+    rc.write_text(
+        text.replace("--enable_platform_specific_config", "--noenable_platform_specific_config")
+        + "build:linux --config=gone_linux_config\n"
+    )
+    assert preflight(plan_for("2.21"), RECIPES.get("2.21"), root).passed
 
 
 def test_the_workspace_macros_say_which_crosstool(tmp_path: Path) -> None:
@@ -385,7 +585,7 @@ def test_a_real_old_tree_against_a_newer_recipe(tmp_path: Path) -> None:
     ]
 
 
-# --- the error: one line, the first mismatch in it, all of them in its why ---------------------------
+# --- the error: one line; with several mismatches, each once in its why and each fix by number ----
 
 
 def test_one_mismatch_is_one_error_with_its_fix(tmp_path: Path) -> None:
@@ -404,10 +604,29 @@ def test_several_mismatches_list_all_in_the_why(tmp_path: Path) -> None:
     report = preflight(plan_for("2.13", Variant.mkl), RECIPES.get("2.13"), root)
     error = report.error()
     assert error is not None
-    assert "(3 mismatches): .bazelversion:1: the tree wants bazel 3.1.0" in error.what
+    # The count in the line; each mismatch once, numbered, in the why; each one's fix by number.
+    assert error.what == f"the source tree {root} does not fit the plan (3 mismatches)"
     assert [m.group(1) for m in re.finditer(r"\((\d)\) ", error.why)] == ["1", "2", "3"]
+    assert "(1) .bazelversion:1: the tree wants bazel 3.1.0" in error.why
     assert "(2) .bazelrc: --config=mkl_threadpool is not defined" in error.why
-    assert "tfbuild plan --source DIR lists every check" in error.fix
+    fixes = [f.fix for f in report.failures]
+    assert len(set(fixes)) == 3
+    for n, fix in enumerate(fixes, 1):
+        assert f"({n}) {fix.rstrip('.')}." in error.fix
+    assert error.fix.endswith(
+        "tfbuild plan --source DIR lists every check with its why. "
+        "Nothing was built: no image, no container."
+    )
+
+
+def test_several_mismatches_with_one_fix_give_it_once(tmp_path: Path) -> None:
+    root = tree("tf-2.21-shaped", tmp_path)
+    rc = root / ".bazelrc"
+    rc.write_text(rc.read_text() + "build --config=gone_a\nbuild --config=gone_b\n")
+    error = preflight(plan_for("2.21"), RECIPES.get("2.21"), root).error()
+    assert error is not None and error.what.endswith("(2 mismatches)")
+    assert error.fix.startswith("(1, 2) Fix the tree's rc files")
+    assert error.fix.count("Fix the tree's rc files") == 1
 
 
 # --- the canary's STAND-IN tree ------------------------------------------------------------------------

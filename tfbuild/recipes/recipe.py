@@ -87,6 +87,7 @@ SCHEMA: dict[str, Field] = {
             "route": Field("token", choices=ROUTES),
             "sysroot": Field("sysroot"),
             "llvm": Field("token", required=False),
+            "rules_ml_toolchain": Field("hex40", required=False),
             "builder": Field("token", required=False, choices=SYSROOT_BUILDERS),
             "builder_image": Field("token", required=False),
             "why": Field("text"),
@@ -135,6 +136,9 @@ class ToolchainRoute:
     route: str
     sysroot: str
     llvm: str | None = None
+    #: The hermetic route's rules_ml_toolchain commit: the pin of the release's repository rule
+    #: (``tf_http_archive(name = "rules_ml_toolchain", ...)``), which the preflight compares.
+    rules_ml_toolchain: str | None = None
     builder: str | None = None
     builder_image: str | None = None
     why: str
@@ -348,6 +352,12 @@ def _gate(recipe: Recipe) -> None:
                 "rules_ml_toolchain compiles by default from 2.21)",
             ),
             ("toolchain", route.llvm is not None, "a hermetic route names its llvm (e.g. 18)"),
+            (
+                "toolchain",
+                route.rules_ml_toolchain is not None,
+                "a hermetic route names the rules_ml_toolchain commit the release pins "
+                "(rules_ml_toolchain: <40 hex digits>)",
+            ),
             (
                 "toolchain",
                 not route.sysroot.startswith("/"),

@@ -145,3 +145,99 @@ def config_uses(args: Iterable[str]) -> list[str]:
         elif arg == "--config" and index + 1 < len(args):
             found.append(args[index + 1])
     return found
+
+
+#: The configs bazel applies on its own on a Linux host with ``--enable_platform_specific_config``
+#: (bazel's ConfigExpander: ``common:linux`` and ``build:linux``, "equivalent to --config=linux").
+PLATFORM_CONFIG = "linux"
+_PLATFORM_FLAG = "enable_platform_specific_config"
+_TRUE = ("", "=true", "=1", "=yes")
+_FALSE = ("=false", "=0", "=no")
+
+
+def platform_config_switch(args: Iterable[str]) -> bool | None:
+    """What ``args`` last say of ``--enable_platform_specific_config`` (None: nothing)."""
+    said: bool | None = None
+    for arg in args:
+        if arg.startswith(f"--{_PLATFORM_FLAG}"):
+            rest = arg.removeprefix(f"--{_PLATFORM_FLAG}")
+            said = True if rest in _TRUE else False if rest in _FALSE else said
+        elif arg == f"--no{_PLATFORM_FLAG}":
+            said = False
+    return said
+
+
+def _definitions(lines: Iterable[RcLine]) -> dict[str, list[RcLine]]:
+    """``config -> its common:NAME lines, then its build:NAME lines`` (bazel's order)."""
+    found: dict[str, list[RcLine]] = {}
+    for command in ("common", "build"):
+        for rc in lines:
+            if rc.command == command and rc.config:
+                found.setdefault(rc.config, []).append(rc)
+    return found
+
+
+def expand(lines: Iterable[RcLine], configs: Iterable[str]) -> list[tuple[str, RcLine | None]]:
+    """The options ``bazel build --config=C...`` reads, each with the rc line it comes from (None
+    for the command line), in the order bazel applies them, so that the last value of an option
+    is the one that holds.
+
+    Bazel reads every ``common`` line, then every ``build`` line, in the order the rc files are
+    read (imports in place); a ``--config=X`` is followed in place by X's ``common:X`` and then
+    ``build:X`` lines; the command line's configs come after every rc line; with
+    ``--enable_platform_specific_config`` (its last value true) and a ``linux`` config, that
+    config's lines stand at the place of the flag's last mention (bazel's ConfigExpander). An
+    undefined config, or one that names itself again, adds nothing here: the configs check
+    reports the first, and bazel stops on both."""
+    lines = list(lines)
+    definitions = _definitions(lines)
+
+    def follow(name: str, chain: tuple[str, ...]) -> list[tuple[str, RcLine | None]]:
+        out: list[tuple[str, RcLine | None]] = []
+        for definition in definitions.get(name, ()):
+            out += config_args(definition.args, definition, (*chain, name))
+        return out
+
+    def config_args(
+        args: Iterable[str], origin: RcLine | None, chain: tuple[str, ...]
+    ) -> list[tuple[str, RcLine | None]]:
+        out: list[tuple[str, RcLine | None]] = []
+        args = list(args)
+        for index, arg in enumerate(args):
+            out.append((arg, origin))
+            named = config_uses(args[index : index + 2])[:1] if arg.startswith("--config") else []
+            for config in named:
+                if config not in chain:
+                    out += follow(config, chain)
+        return out
+
+    applied: list[tuple[str, RcLine | None]] = []
+    for command in ("common", "build"):
+        for rc in lines:
+            if rc.command == command and rc.config is None:
+                applied += config_args(rc.args, rc, ())
+    for config in configs:
+        applied.append((f"--config={config}", None))
+        applied += follow(config, ())
+    if platform_config_switch(arg for arg, _ in applied) and PLATFORM_CONFIG in definitions:
+        last = max(i for i, (arg, _) in enumerate(applied) if arg.startswith(f"--{_PLATFORM_FLAG}"))
+        applied[last + 1 : last + 1] = follow(PLATFORM_CONFIG, ())
+    return applied
+
+
+def repo_env(applied: Iterable[tuple[str, RcLine | None]], name: str) -> tuple[str, RcLine | None]:
+    """The value ``--repo_env`` last gives ``name`` in ``applied`` (:func:`expand`), and the rc line
+    that gives it; ``("", None)`` when no option sets it."""
+    found: tuple[str, RcLine | None] = ("", None)
+    applied = list(applied)
+    for index, (arg, origin) in enumerate(applied):
+        if arg.startswith("--repo_env="):
+            setting = arg.removeprefix("--repo_env=")
+        elif arg == "--repo_env" and index + 1 < len(applied):
+            setting = applied[index + 1][0]
+        else:
+            continue
+        key, _, value = setting.partition("=")
+        if key == name:
+            found = (value, origin)
+    return found

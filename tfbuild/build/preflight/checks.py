@@ -47,17 +47,23 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tfbuild.build.preflight.bazelrc import (
+    PLATFORM_CONFIG,
     RENDERED_RC,
     RcFiles,
     RcLine,
     config_uses,
+    expand,
+    platform_config_switch,
     rc_lines,
     read_rc,
+    repo_env,
 )
 from tfbuild.build.preflight.report import Finding, PreflightReport
+from tfbuild.build.preflight.starlark import Call, StarlarkError, calls, constants
 from tfbuild.build.preflight.tree_files import TreeFiles, line_of
 from tfbuild.build.preflight.workspace import (
     CUDA_LOADS,
+    Loaded,
     build_rules,
     cuda_tables,
     label_path,
@@ -150,11 +156,18 @@ def _check_bazelrc(rc: RcFiles | None) -> list[Finding]:
     return found
 
 
-def _check_configs(plan: BuildPlan, recipe: Recipe | None, rc: RcFiles | None) -> list[Finding]:
-    rendered_name = f"(rendered) {RENDERED_RC}"
+def _all_lines(plan: BuildPlan, rc: RcFiles | None) -> list[RcLine]:
+    """The rc lines bazel reads: the tree's and the rendered rc file's, where the tree imports it
+    (else after the tree's: that the tree does not import it is the bazelrc check's failure, and
+    the other checks do not repeat it)."""
     lines = list(rc.lines) if rc is not None else []
-    if rc is None or rc.rendered_import is None:  # reported by the bazelrc check: no cascade here
-        lines += rc_lines("\n".join(plan.rc_lines), rendered_name)
+    if rc is None or rc.rendered_import is None:
+        lines += rc_lines("\n".join(plan.rc_lines), f"(rendered) {RENDERED_RC}")
+    return lines
+
+
+def _check_configs(plan: BuildPlan, recipe: Recipe | None, rc: RcFiles | None) -> list[Finding]:
+    lines = _all_lines(plan, rc)
     definitions: dict[str, list[RcLine]] = {}
     for rc_line in lines:
         if rc_line.command in ("build", "common") and rc_line.config:
@@ -164,6 +177,12 @@ def _check_configs(plan: BuildPlan, recipe: Recipe | None, rc: RcFiles | None) -
     for rc_line in lines:
         if rc_line.command in ("build", "common") and rc_line.config is None:
             wanted += [(c, rc_line) for c in config_uses(rc_line.args)]
+    # --enable_platform_specific_config: bazel applies build:linux as if --config=linux were given
+    # (and nothing when the tree defines no linux config); what that config names must be defined.
+    applied = expand(lines, plan.bazel_configs)
+    if platform_config_switch(arg for arg, _ in applied) and PLATFORM_CONFIG in definitions:
+        origin = next(o for a, o in reversed(applied) if platform_config_switch([a]) is not None)
+        wanted.append((PLATFORM_CONFIG, origin))
     found: list[Finding] = []
     checked: dict[str, RcLine] = {}
     while wanted:
@@ -431,21 +450,29 @@ def _check_cuda_versions(plan: BuildPlan, tree: TreeFiles) -> list[Finding]:
     return found
 
 
-_TF_SYSROOT = re.compile(r"\bTF_SYSROOT\b")
+#: What cuda_configure.bzl reads TF_SYSROOT and the hermetic switch by (code, not its docstring).
+_TF_SYSROOT = "_TF_SYSROOT"
+_HERMETIC_SWITCH = "USE_HERMETIC_CC_TOOLCHAIN"
 _DEVTOOLSET_CASE = re.compile(r"^\s*devtoolset-9\)")
+#: Where a TensorFlow tree declares its repositories: the workspace files, and XLA's own.
+_XLA_WORKSPACES = "third_party/xla"
+_COMMIT = re.compile(r"(?<![0-9a-f])[0-9a-f]{40}(?![0-9a-f])")
 
 
-def _check_toolchain(plan: BuildPlan, tree: TreeFiles) -> list[Finding]:
+def _check_toolchain(
+    plan: BuildPlan, recipe: Recipe | None, tree: TreeFiles, rc: RcFiles | None
+) -> list[Finding]:
     found: list[Finding] = []
     wants_rules_ml = plan.route == "hermetic" or any(
         "@rules_ml_toolchain" in line for line in plan.rc_lines
     )
     if wants_rules_ml:
-        found.append(_rules_ml_toolchain(plan, tree))
+        found += _rules_ml_toolchain(plan, recipe, tree)
     if plan.route == "sysroot" and plan.sysroot is not None:
         if plan.sysroot.builder == "devtoolset-9":
             found.append(_devtoolset(tree))
         found.append(_crosstool(plan, tree))
+        found.append(_hermetic_switch(plan, tree, rc))
     if not found:
         found.append(
             Finding(
@@ -457,32 +484,130 @@ def _check_toolchain(plan: BuildPlan, tree: TreeFiles) -> list[Finding]:
     return found
 
 
-def _rules_ml_toolchain(plan: BuildPlan, tree: TreeFiles) -> Finding:
-    pattern = re.compile(r"rules_ml_toolchain")
-    for rel in workspace_files(tree):
+def _unreadable(rel: str, error: StarlarkError) -> Finding:
+    return Finding(
+        check="toolchain",
+        status="fail",
+        what=f"{rel} cannot be read as Starlark ({error})",
+        file=rel,
+        line=error.line or None,
+        why="bazel could not load it either",
+        fix="Restore the file from the release's source, or build from a complete checkout",
+    )
+
+
+def _repository_rules(tree: TreeFiles, name: str) -> tuple[list[tuple[str, Call]], list[Finding]]:
+    """Every repository rule named ``name`` in the tree's workspace files, with its file."""
+    xla = sorted(p.name for p in (tree.root / _XLA_WORKSPACES).glob("workspace*.bzl"))
+    files = [*workspace_files(tree), *(f"{_XLA_WORKSPACES}/{n}" for n in xla)]
+    rules: list[tuple[str, Call]] = []
+    broken: list[Finding] = []
+    for rel in files:
         text = tree.read(rel)
-        line = line_of(text, pattern) if text else None
-        if line is not None:
-            return Finding(
-                check="toolchain",
-                status="ok",
-                what="the tree pins rules_ml_toolchain",
-                file=rel,
-                line=line,
-            )
-    why = (
+        if not text or name not in text:
+            continue
+        try:
+            rules += [(rel, call) for call in calls(text) if call.name == name]
+        except StarlarkError as error:
+            broken.append(_unreadable(rel, error))
+    return rules, broken
+
+
+def _pinned_commit(call: Call) -> str | None:
+    """The commit a repository rule downloads: its ``commit``, else the one its ``strip_prefix``
+    and ``urls`` name (``rules_ml_toolchain-<commit>``, ``.../archive/<commit>.tar.gz``)."""
+    if "commit" in call.keywords:
+        return call.keywords["commit"][0]
+    named = {m.group(0) for s in call.strings for m in _COMMIT.finditer(s)}
+    return named.pop() if len(named) == 1 else None
+
+
+def _rules_ml_toolchain(plan: BuildPlan, recipe: Recipe | None, tree: TreeFiles) -> list[Finding]:
+    rules, broken = _repository_rules(tree, "rules_ml_toolchain")
+    if broken:
+        return broken
+    why_needed = (
         "the plan compiles with TensorFlow's hermetic toolchain (rules_ml_toolchain, 2.21+)"
         if plan.route == "hermetic"
         else "the rendered rc file sets @rules_ml_toolchain flags (its opt-out)"
     )
-    return Finding(
-        check="toolchain",
-        status="fail",
-        what="the tree does not pin rules_ml_toolchain",
-        file="WORKSPACE",
-        why=f"{why}, and bazel cannot find a repository the tree never declares",
-        fix="Use the recipe of this tree's release, or build with --no-portable",
-    )
+    if not rules:
+        return [
+            Finding(
+                check="toolchain",
+                status="fail",
+                what="the tree declares no rules_ml_toolchain repository",
+                file="WORKSPACE",
+                why=f'{why_needed}; no repository rule (name = "rules_ml_toolchain") in the '
+                "WORKSPACE or the workspace*.bzl files it loads, and bazel cannot load from a "
+                "repository the tree never declares",
+                fix="Build from a complete checkout of the release (its tensorflow/workspace*.bzl "
+                "included), or with --no-portable",
+            )
+        ]
+    wanted = recipe.toolchain.rules_ml_toolchain if recipe and recipe.toolchain else None
+    found: list[Finding] = []
+    agreeing: list[tuple[str, int]] = []  # the rules that pin the recipe's commit
+    for rel, call in rules:
+        line = call.keywords["name"][1]
+        commit = _pinned_commit(call)
+        if commit is None:
+            found.append(
+                Finding(
+                    check="toolchain",
+                    status="note",
+                    what=f"not compared: the tree's rules_ml_toolchain ({call.function}) names "
+                    "no commit",
+                    file=rel,
+                    line=line,
+                    why="a local or unpinned repository: the plan's toolchain flags are those of "
+                    f"rules_ml_toolchain {(wanted or '?')[:7]}",
+                )
+            )
+        elif wanted is None:
+            found.append(
+                Finding(
+                    check="toolchain",
+                    status="ok",
+                    what=f"the tree pins rules_ml_toolchain {commit[:7]} (no recipe to compare with)",
+                    file=rel,
+                    line=line,
+                )
+            )
+        elif commit == wanted:
+            agreeing.append((rel, line))
+        else:
+            assert recipe is not None
+            found.append(
+                Finding(
+                    check="toolchain",
+                    status="fail",
+                    what=f"the tree pins rules_ml_toolchain {commit[:7]}, the recipe {wanted[:7]}",
+                    file=rel,
+                    line=line,
+                    why=f"{recipe.where('toolchain')} plans with the flags and defaults of "
+                    f"{wanted[:7]} (LLVM, SYSROOT_DIST, //common:enable_hermetic_cc); another "
+                    "commit may name them otherwise or default differently",
+                    fix="Build the recipe's own source, or give a recipe for this tree with "
+                    f"--recipes-dir whose toolchain.rules_ml_toolchain is {commit} (after checking "
+                    "that commit's defaults)",
+                )
+            )
+    if agreeing:
+        assert wanted is not None
+        also = ", ".join(f"{rel}:{line}" for rel, line in agreeing[1:])
+        found.insert(
+            0,
+            Finding(
+                check="toolchain",
+                status="ok",
+                what=f"the tree pins rules_ml_toolchain {wanted[:7]}, the recipe's"
+                + (f" (and so does {also})" if also else ""),
+                file=agreeing[0][0],
+                line=agreeing[0][1],
+            ),
+        )
+    return found
 
 
 def _devtoolset(tree: TreeFiles) -> Finding:
@@ -519,9 +644,18 @@ def _devtoolset(tree: TreeFiles) -> Finding:
     )
 
 
+def _crosstool_files(tree: TreeFiles) -> tuple[Loaded | None, list[str]]:
+    """Where the workspace loads cuda_configure.bzl from, and the tree's files it may be."""
+    loaded = loaded_from(tree, ("cuda_configure.bzl",))
+    if loaded is not None and loaded.path is None:
+        return loaded, []
+    candidates = (f"{loaded.path}/cuda_configure.bzl",) if loaded is not None else CROSSTOOLS
+    return loaded, [c for c in candidates if tree.exists(c)]
+
+
 def _crosstool(plan: BuildPlan, tree: TreeFiles) -> Finding:
     assert plan.sysroot is not None
-    loaded = loaded_from(tree, ("cuda_configure.bzl",))
+    loaded, present = _crosstool_files(tree)
     if loaded is not None and loaded.path is None:
         return Finding(
             check="toolchain",
@@ -531,35 +665,70 @@ def _crosstool(plan: BuildPlan, tree: TreeFiles) -> Finding:
             line=loaded.line,
             why="a repository bazel downloads, not a file of this tree",
         )
-    candidates = (f"{loaded.path}/cuda_configure.bzl",) if loaded is not None else CROSSTOOLS
-    present = [c for c in candidates if tree.exists(c)]
-    for rel in present:
-        line = line_of(tree.read(rel) or "", _TF_SYSROOT)
-        if line is not None:
-            return Finding(
-                check="toolchain",
-                status="ok",
-                what=f"the crosstool reads TF_SYSROOT ({plan.sysroot.name})",
-                file=rel,
-                line=line,
-            )
     if not present:
         return Finding(
             check="toolchain",
             status="note",
             what="not checked: the tree has none of the known cuda_configure.bzl files",
-            file=candidates[0],
+            file=(f"{loaded.path}/cuda_configure.bzl" if loaded is not None else CROSSTOOLS[0]),
             why="the receipt's floor (auditwheel) shows after the build whether the sysroot was used",
         )
+    for rel in present:
+        try:
+            code = constants(tree.read(rel) or "")
+        except StarlarkError as error:
+            return _unreadable(rel, error)
+        if code.get(_TF_SYSROOT, ("",))[0] == "TF_SYSROOT":
+            return Finding(
+                check="toolchain",
+                status="ok",
+                what=f"the crosstool reads TF_SYSROOT ({plan.sysroot.name})",
+                file=rel,
+                line=code[_TF_SYSROOT][1],
+            )
     return Finding(
         check="toolchain",
         status="fail",
         what="the crosstool never reads TF_SYSROOT",
         file=present[0],
-        why=f"the wheel would link against the image's glibc, not the sysroot {plan.sysroot.name}, "
-        "and miss the recipe's floor",
+        why=f"no '{_TF_SYSROOT} = \"TF_SYSROOT\"' in its code (a docstring or comment does not "
+        f"count): the wheel would link against the image's glibc, not the sysroot "
+        f"{plan.sysroot.name}, and miss the recipe's floor",
         fix="Build with --no-portable (a wheel for systems as new as the image), or use the "
         "recipe of this tree's release",
+    )
+
+
+def _hermetic_switch(plan: BuildPlan, tree: TreeFiles, rc: RcFiles | None) -> Finding:
+    """The sysroot route needs cuda_configure.bzl to generate its crosstool, which it does only
+    while ``USE_HERMETIC_CC_TOOLCHAIN`` is not ``1`` (``_cuda_configure_impl``; the 2.21.0 tree's
+    .bazelrc sets it to 1). Its last value, as bazel applies the rc files, decides."""
+    value, origin = repo_env(expand(_all_lines(plan, rc), plan.bazel_configs), _HERMETIC_SWITCH)
+    loaded, present = _crosstool_files(tree)
+    crosstool = loaded.label if loaded is not None and loaded.path is None else None
+    crosstool = crosstool or (present[0] if present else "cuda_configure.bzl")
+    in_tree = origin is not None and not origin.file.startswith("(")
+    if value == "1":
+        return Finding(
+            check="toolchain",
+            status="fail",
+            what=f"the tree turns TensorFlow's hermetic C++ toolchain on ({_HERMETIC_SWITCH}=1, "
+            "the value bazel ends with)",
+            file=origin.file if origin is not None else ".bazelrc",
+            line=origin.line if origin is not None else None,
+            why=f"with it {crosstool} generates no crosstool, so the sysroot route's "
+            "--crosstool_top=@local_config_cuda//crosstool:toolchain has nothing to point at",
+            fix=f"Remove that setting from the tree's rc files (or set {_HERMETIC_SWITCH}=0 after "
+            "it), or build with the recipe of this tree's release",
+        )
+    said = f"{origin.file}:{origin.line}" if origin is not None else "no rc line sets it"
+    return Finding(
+        check="toolchain",
+        status="ok",
+        what=f"{_HERMETIC_SWITCH}={value or '(unset)'} ({said}): {crosstool} generates the "
+        "crosstool",
+        file=origin.file if in_tree and origin is not None else None,
+        line=origin.line if in_tree and origin is not None else None,
     )
 
 
@@ -612,5 +781,5 @@ def preflight(plan: BuildPlan, recipe: Recipe | None, tree: Path) -> PreflightRe
             )
         )
     else:
-        findings += _check_toolchain(plan, files)
+        findings += _check_toolchain(plan, recipe, files, rc)
     return PreflightReport(tree=str(tree), plan=describe(plan), findings=tuple(findings))

@@ -68,9 +68,9 @@ class PreflightReport:
         return failures_error(
             f"the source tree {self.tree} does not fit the plan",
             self.failures,
-            more="Each one's fix is above"
+            more="Each one's why is above"
             if shown
-            else "tfbuild plan --source DIR lists every check with its fix",
+            else "tfbuild plan --source DIR lists every check with its why",
             done="Nothing was built: no image, no container.",
         )
 
@@ -78,21 +78,27 @@ class PreflightReport:
 def failures_error(
     what: str, failures: tuple[Finding, ...], *, more: str, done: str = ""
 ) -> UnsupportedError | None:
-    """One error for ``failures``: the first mismatch in its line; with several, all of them
-    (numbered) in its why, and where to read each one's fix."""
+    """One error for ``failures``. One: it in the line, its why and its fix. Several: their count
+    in the line, each (numbered, where and what) once in the why, and each one's fix under the
+    same numbers (one fix that several share is given once, with all their numbers)."""
     if not failures:
         return None
     first = failures[0]
-    fixes = [first.fix] if first.fix else []
     if len(failures) == 1:
+        fixes = [first.fix] if first.fix else []
         return UnsupportedError(
             f"{what}: {first.located}",
             why=first.why,
             fix=" ".join(f"{s.rstrip('.')}." for s in [*fixes, done] if s),
         )
     listed = "; ".join(f"({n}) {f.located}" for n, f in enumerate(failures, 1))
+    numbers: dict[str, list[int]] = {}
+    for n, failure in enumerate(failures, 1):
+        if failure.fix:
+            numbers.setdefault(failure.fix.rstrip("."), []).append(n)
+    fixes = [f"({', '.join(map(str, ns))}) {fix}" for fix, ns in numbers.items()]
     return UnsupportedError(
-        f"{what} ({len(failures)} mismatches): {first.located}",
+        f"{what} ({len(failures)} mismatches)",
         why=listed,
         fix=" ".join(f"{s.rstrip('.')}." for s in [*fixes, more, done] if s),
     )
