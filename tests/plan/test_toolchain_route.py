@@ -203,6 +203,16 @@ def test_the_plan_round_trips_and_an_older_plan_reads_as_the_images_compiler() -
         ("  sysroot: linux_glibc_2_27", '  sysroot: "/dt9; rm -rf /"', "expected a SYSROOT_DIST"),
         ("  route: hermetic", "  route: sysroot", "names its sysroot's absolute path"),
         ("  route: hermetic\n", "  route: hermetic\n  builder: devtoolset-7\n", "devtoolset-9"),
+        (
+            "  rules_ml_toolchain: d8cb9c2c168cd64000eaa6eda0781a9615a26ffe\n",
+            "",
+            "names the rules_ml_toolchain commit the release pins",
+        ),
+        (
+            "  rules_ml_toolchain: d8cb9c2c168cd64000eaa6eda0781a9615a26ffe",
+            "  rules_ml_toolchain: d8cb9c2",
+            "rules_ml_toolchain",
+        ),
     ],
 )
 def test_the_recipe_route_is_checked(old: str, new: str, fragment: str) -> None:
