@@ -70,13 +70,21 @@ class ForecastRequest:
     reps: int = 5  # timed repetitions of each op per run
 
 
+#: The stock wheel's f32 -> f16 cast is F16C code although its flags say -mavx only: its hot loop is
+#: ``vcvtps2ph %ymm`` (perf annotate of stock 2.21's tf.cast, and 20 F16C instructions in its
+#: binaries: the stock-wheel baseline, section 4), and stock TensorFlow casts f32 -> f16 about 2.5x
+#: faster than Eigen's -mavx code (benchmarks/forecast.py). F16C changes no other Eigen code.
+STOCK_F16C = "-mf16c"
+
+
 def stock_flags(recipe: Recipe) -> StockFlags:
     """The stock release's target flags, from the recipe's configs.
 
     TensorFlow's ``.bazelrc`` defines ``build:avx_linux --copt=-mavx --host_copt=-mavx``, and its
     ``release_cpu_linux`` config, the one the official x86 wheels are built with, includes
     ``avx_linux`` (docs/toolchain-facts.md E10, E12; the SIG-build ``cpu.bazelrc`` passes
-    ``--copt=-mavx`` itself). A recipe lists the configs its release defines."""
+    ``--copt=-mavx`` itself). A recipe lists the configs its release defines. Plus
+    :data:`STOCK_F16C`: what the stock wheel's own half casts are compiled to."""
     if "avx_linux" not in recipe.configs:
         raise UnsupportedError(
             f"the recipe of TensorFlow {recipe.tensorflow} does not say how its stock wheels "
@@ -86,10 +94,11 @@ def stock_flags(recipe: Recipe) -> StockFlags:
             fix="Forecast a release whose recipe names avx_linux (an x86 release).",
         )
     return StockFlags(
-        flags=("-mavx",),
+        flags=("-mavx", STOCK_F16C),
         source=f"{recipe.where('configs')} names avx_linux, which TensorFlow's .bazelrc defines "
         "as --copt=-mavx and which release_cpu_linux, the official wheels' config, includes "
-        "(docs/toolchain-facts.md E10, E12)",
+        "(docs/toolchain-facts.md E10, E12); -mf16c because the stock wheel's f32->f16 cast is "
+        "F16C code (vcvtps2ph), measured in its binary",
     )
 
 
