@@ -129,3 +129,28 @@ def test_this_machine(standin_dir: Path) -> None:
     assert host["python_source"].startswith("this interpreter, ")
     # nvidia-smi was asked: a driver's CUDA, or the reason there is none.
     assert host["driver_cuda_source"]
+
+
+def test_a_cpuinfo_cut_inside_its_flags_line_is_said_and_picks_without_the_cut_flag(
+    standin_dir: Path, tmp_path: Path
+) -> None:
+    """archspec's cascadelake dump (one block, flags last, no final newline) cut inside avx512f:
+    pick says so, as detect and plan do, and chooses as for a machine without AVX-512."""
+    whole = cpuinfo_fixture("cascadelake")
+    text = whole.read_text()
+    cut = tmp_path / "cut.cpuinfo"
+    cut.write_text(text[: text.index(" avx512f ") + len(" avx512")])
+    args = ("pick", str(standin_dir), "--python", "3.11", "--json", "--cpuinfo")
+    full = run_cli(*args, str(whole))
+    assert full.returncode == 0, full.stderr
+    assert full.json()["warnings"] == []
+    assert full.json()["chosen"]["filename"] in (WHEELS["v4"], WHEELS["sky"])
+    result = run_cli(*args, str(cut))
+    assert result.returncode == 0, result.stderr
+    (warning,) = result.json()["warnings"]
+    assert f"--cpuinfo {cut} ends without a final newline" in warning
+    assert "its last token 'avx512' may be cut" in warning
+    assert result.json()["chosen"]["filename"] == WHEELS["v3"]
+    human = run_cli(*args[:-2], "--cpuinfo", str(cut))
+    assert human.returncode == 0, human.stderr
+    assert "its last token 'avx512' may be cut" in " ".join(human.stdout.split())

@@ -1,5 +1,6 @@
 """Properties of the cpuinfo parser: any input is read or refused with an InputError (never another
-exception), and a real dump cut anywhere is read with its whole flag set or refused as truncated."""
+exception), and a real dump cut anywhere is read with its whole flag set, read with fewer flags (a
+one-block dump cut inside its flags line, the last line it may have), or refused as truncated."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ from tests.conftest import cpuinfo_fixtures
 from tests.detect.test_cpuinfo_complete import multi_block
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError
-from tfbuild.detect.cpuinfo import CpuInfo, parse_cpuinfo, read_cpuinfo
+from tfbuild.detect import cpu
+from tfbuild.detect.cpuinfo import (
+    LONGER_LINUX_FLAGS,
+    CpuInfo,
+    flags_read,
+    parse_cpuinfo,
+    read_cpuinfo,
+)
 
 DUMPS = {p.name: p.read_text() for p in cpuinfo_fixtures()}
 needs_dumps = pytest.mark.skipif(not DUMPS, reason="recorded cpuinfo dumps not found")
@@ -92,8 +100,10 @@ def test_a_real_dump_cut_anywhere_is_read_whole_or_refused(
     full = parse_cpuinfo(text, source="x")
     cut = data.draw(st.integers(min_value=0, max_value=len(text)), label="cut")
     info = _parse(text[:cut])
-    if info is not None:  # read: then with the whole dump's facts of the machine, never fewer flags
-        assert info.flags == full.flags
+    if info is not None:  # read: then with the whole dump's facts of the machine
+        if info.flags != full.flags:  # only where a lone processor's flags line was cut
+            assert info.processors_listed == 1
+            _assert_safe_cut(info, full, text[:cut])
         assert (info.architecture, info.vendor, info.brand) == (
             full.architecture,
             full.vendor,
@@ -105,6 +115,65 @@ def test_a_real_dump_cut_anywhere_is_read_whole_or_refused(
             full.stepping,
             full.cpu_part,
         )
+
+
+def _assert_safe_cut(info: CpuInfo, full: CpuInfo, cut: str) -> None:
+    """What a dump cut inside its flags line may say: the flags before its last word, and that word
+    only when it names no flag a decision reads; so a target the whole machine runs."""
+    words = cut.splitlines()[-1].partition(":")[2].split()
+    assert set(words[:-1]) <= info.flags <= set(words)
+    extra = info.flags - full.flags  # at most the last word, cut from a longer one
+    assert extra <= set(words[-1:])
+    assert not extra & flags_read(), f"claims {extra & flags_read()}, which the machine lacks"
+    dropped = bool(words) and words[-1] not in info.flags
+    assert len(info.warnings) == dropped
+    if dropped:
+        assert f"its last token '{words[-1]}' may be cut" in info.warnings[0]
+    assert cpu.why_not(cpu.identify(info), full).runs
+
+
+X86 = sorted(n for n, t in DUMPS.items() if parse_cpuinfo(t, source="x").architecture == "x86_64")
+
+
+@needs_dumps
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(X86 or ["none"]), data=st.data())
+def test_any_cut_of_a_flags_line_claims_no_flag_the_machine_lacks(
+    name: str, data: st.DataObject
+) -> None:
+    """One processor block cut anywhere inside its flags line (archspec stores its dumps so, whole):
+    read with a subset of the whole dump's read flags (refused only before 'lm', which tells x86-64
+    from 32-bit x86), never a flag a decision reads that the whole dump lacks."""
+    text = DUMPS[name].split("\n\n")[0]  # the first processor block
+    full = parse_cpuinfo(text + "\n", source="x")
+    start = text.index(":", text.index("\nflags")) + 1
+    end = text.find("\n", start) % (len(text) + 1)  # the line's end, or the text's
+    cut = text[: data.draw(st.integers(min_value=start, max_value=end), label="cut")]
+    info = _parse(cut)
+    if info is None:
+        assert "lm" not in cut[start:].split()[:-1]
+        return
+    _assert_safe_cut(info, full, cut)
+    assert info.architecture == full.architecture
+
+
+def test_every_longer_linux_flag_the_dumps_name_is_known() -> None:
+    """A recorded flag that starts with a read flag's name is read, or named in LONGER_LINUX_FLAGS:
+    otherwise a cut inside it would claim the shorter flag."""
+    read = flags_read()
+    words = {
+        word
+        for text in DUMPS.values()
+        for line in text.splitlines()
+        if line.startswith(("flags", "Features"))
+        for word in line.partition(":")[2].split()
+    }
+    unknown = sorted(
+        word
+        for word in words - read - LONGER_LINUX_FLAGS
+        if any(word.startswith(short) for short in read)
+    )
+    assert unknown == []
 
 
 @needs_dumps

@@ -293,6 +293,7 @@ def common_info(infos: Sequence[CpuInfo]) -> CpuInfo:
         sockets=None,
         cache_size_kib=None,
         mhz=None,
+        warnings=tuple(dict.fromkeys(w for i in infos for w in i.warnings)),
     )
 
 

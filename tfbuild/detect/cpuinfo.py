@@ -7,6 +7,7 @@ runs on, so that a login host can describe the cluster nodes it plans builds for
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 from tfbuild.core.errors import InputError
 from tfbuild.core.files import STDIN, read_input
+from tfbuild.detect import features
 from tfbuild.detect.values import FlagSet
 
 #: Largest file accepted as a cpuinfo dump. A 512-thread server writes about 1.5 MB.
@@ -42,6 +44,8 @@ class CpuInfo:
     sockets: int | None = None
     cache_size_kib: int | None = None  # x86 "cache size" (the last level the kernel reports)
     mhz: float | None = None
+    # What reading the dump left out and why (a last flag that may be cut short), each a sentence.
+    warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.flags, FlagSet):  # a plain set from a caller
@@ -187,15 +191,25 @@ def _counts(blocks: list[dict[str, str]], what: str) -> tuple[int | None, int | 
 
 
 def _check_complete(
-    text: str, blocks: list[dict[str, str]], cpu_blocks: list[dict[str, str]], *, what: str
-) -> None:
-    """Refuse a dump cut short; read one that merely lacks its final newline.
+    text: str,
+    blocks: list[dict[str, str]],
+    cpu_blocks: list[dict[str, str]],
+    *,
+    feature_key: str,
+    what: str,
+) -> bool:
+    """Refuse a dump cut short; read one that merely lacks its final newline. True when the dump is
+    one processor block that ends, without a final newline, inside its ``feature_key`` line: its
+    last token may be cut (see :func:`_flags`).
 
-    Archives and tools often store a dump without its final newline, so that alone proves nothing.
-    What does: a last processor block without a field the first one has (the dump stops inside it),
-    and, when the file ends without a newline, a last line that may be cut -- its value a strict
-    prefix of the same field in the first block (``flags ... avx5`` against ``... avx512f ...``), or,
-    with one block only, a field the parser reads: nothing in the dump shows that line complete.
+    Archives and tools often store a dump without its final newline (archspec's own test data does),
+    so that alone proves nothing. What does: a last processor block without a field the first one
+    has (the dump stops inside it), and, when the file ends without a newline, a last line that may
+    be cut -- its value a strict prefix of the same field in the first block (``flags ... avx5``
+    against ``... avx512f ...``), or, with one block only, a field the parser reads other than the
+    feature line: nothing in the dump shows that line complete, and a cut there changes a value
+    (``cpu MHz : 24`` for 2400). A cut feature line only loses flags from its end, which makes the
+    plan safer, never wrong; its last token alone can mislead, and :func:`_flags` deals with it.
     """
     last_block = cpu_blocks[-1]
     if len(cpu_blocks) > 1:
@@ -208,11 +222,11 @@ def _check_complete(
                 fix=_FIX,
             )
     if text.endswith(("\n", "\r")):
-        return
+        return False
     key, sep, value = text.splitlines()[-1].partition(":")
     key, value = key.strip(), value.strip()
     if not sep or blocks[-1] is not last_block or last_block.get(key) != value:
-        return  # the last line is not a field of the last processor (a trailer, a comment)
+        return False  # the last line is not a field of the last processor (a trailer, a comment)
     if len(cpu_blocks) > 1:
         full = cpu_blocks[0].get(key)
         if full is not None and full != value and full.startswith(value):
@@ -222,6 +236,8 @@ def _check_complete(
                 "processor's",
                 fix=_FIX,
             )
+    elif key == feature_key:
+        return True
     elif key in _READ_FIELDS:
         raise InputError(
             what,
@@ -229,6 +245,58 @@ def _check_complete(
             "and it lists one processor, so nothing shows that line is complete",
             fix=f"{_FIX} If the line is complete, add the final newline.",
         )
+    return False
+
+
+@functools.cache
+def flags_read() -> frozenset[str]:
+    """Every feature flag a decision reads: archspec's microarchitectures (all families) and the
+    /proc/cpuinfo spellings of TensorFlow's guard features."""
+    from archspec.cpu.schema import TARGETS_JSON
+
+    targets: dict[str, dict[str, Any]] = TARGETS_JSON["microarchitectures"]
+    known = {flag for target in targets.values() for flag in target["features"]}
+    known.update(name for feature in features.GUARD_FEATURES for name in feature.cpuinfo)
+    return frozenset(known)
+
+
+#: Linux flag names (arch/x86/include/asm/cpufeatures.h) that no decision reads but that start with
+#: the name of one that does: a cut ``3dnowprefetch`` (every recent Intel CPU) reads as ``3dnow``,
+#: which the CPU lacks. Every such name in the recorded dumps is here (a test checks).
+LONGER_LINUX_FLAGS = frozenset(
+    {"3dnowprefetch", "cpuid_fault", "fpu", "mmxext", "smep", "xsaveerptr", "xsaves"}
+)
+
+
+#: How many of the longer flags a warning names.
+_SHOWN = 3
+
+
+def _flags(
+    tokens: list[str], *, cut: bool, feature_key: str, source: str
+) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The flag set, and a warning when the last token of a feature line that may be cut is left
+    out: a token that starts a longer known flag (``avx512`` of ``avx512f``, ``fma`` of ``fma4``)
+    may be that flag cut short, and a cut ``fma4`` would claim FMA for a Bulldozer, which has FMA4
+    and no FMA. Any other last token is kept: if it was cut, what is left is a flag no decision
+    reads (unless Linux names a longer flag after a read one and :data:`LONGER_LINUX_FLAGS` lacks it).
+    """
+    flags = frozenset(tokens)
+    if not cut or not tokens or tokens[-1] in tokens[:-1]:
+        return flags, ()
+    last, others = tokens[-1], frozenset(tokens[:-1])
+    longer = sorted(
+        (f for f in flags_read() | LONGER_LINUX_FLAGS | others if f != last and f.startswith(last)),
+        key=lambda f: (len(f), f),
+    )
+    if not longer:
+        return flags, ()
+    shown = ", ".join(longer[:_SHOWN]) + (", ..." if len(longer) > _SHOWN else "")
+    return others, (
+        f"--cpuinfo {source} ends without a final newline inside its {feature_key} line; its last "
+        f"token '{last}' may be cut from a longer flag ({shown}), so it is left out: add the final "
+        "newline if the line is complete",
+    )
 
 
 def parse_cpuinfo(text: str, *, source: str) -> CpuInfo:
@@ -265,11 +333,21 @@ def parse_cpuinfo(text: str, *, source: str) -> CpuInfo:
             why="it is truncated: its last processor block stops before its 'CPU revision' line",
             fix=_FIX,
         )
-    _check_complete(text, blocks, cpu_blocks, what=what)
-    flags = frozenset(first.get(feature_key, "").split())
-    bad = sorted(f for f in flags if not re.fullmatch(r"[A-Za-z0-9_.]+", f))
+    cut = _check_complete(text, blocks, cpu_blocks, feature_key=feature_key, what=what)
+    tokens = first.get(feature_key, "").split()
+    bad = sorted(f for f in tokens if not re.fullmatch(r"[A-Za-z0-9_.]+", f))
     if bad:
         raise InputError(what, why=f"its {feature_key} line holds garbage ({bad[0]!r})", fix=_FIX)
+    flags, warnings = _flags(tokens, cut=cut, feature_key=feature_key, source=source)
+    if cut and arch == "i686":
+        # "lm" (long mode) is what tells x86-64 from 32-bit x86: a cut before it would make a
+        # 64-bit machine a 32-bit one, which is a wrong answer, not a safer one.
+        raise InputError(
+            what,
+            why="it may be truncated: it ends inside its 'flags' line without a final newline, "
+            "before any 'lm' flag, which tells a 64-bit x86 CPU from a 32-bit one",
+            fix=f"{_FIX} If the line is complete, add the final newline.",
+        )
 
     logical, physical, sockets = _counts(cpu_blocks, what)
     mhz_text = first.get("cpu MHz")
@@ -284,6 +362,7 @@ def parse_cpuinfo(text: str, *, source: str) -> CpuInfo:
         "logical_cpus": logical,
         "physical_cores": physical,
         "sockets": sockets,
+        "warnings": warnings,
     }
     if arch in ("x86_64", "i686"):
         return CpuInfo(

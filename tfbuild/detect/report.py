@@ -184,6 +184,7 @@ class DetectReport:
     def __post_init__(self) -> None:
         found: list[str] = []
         for machine in self.machines:
+            found.extend(machine.cpu.warnings)  # what reading its dump left out
             found.extend(machine.warnings)
             if machine.compiler_flags:
                 found.extend(machine.compiler_flags.warnings)

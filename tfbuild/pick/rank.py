@@ -202,5 +202,5 @@ def pick(source: WheelSource, host: Host, options: PickOptions | None = None) ->
         wheels=(*eligible, *filtered, *refused),
         chosen=chosen,
         why=why,
-        warnings=source.warnings,
+        warnings=(*host.cpu.warnings, *source.warnings),  # what reading --cpuinfo left out
     )

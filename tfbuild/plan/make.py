@@ -278,7 +278,7 @@ def make_plan(
     reasons: list[Reason] = [
         Reason(what="recipe", value=recipe.path, why=f"TensorFlow {recipe.tensorflow}")
     ]
-    warnings: list[str] = []
+    warnings: list[str] = list(host.machine.warnings)  # what reading its --cpuinfo left out
 
     python_reason = choose_python(options, recipe, host)
     reasons.append(python_reason)
