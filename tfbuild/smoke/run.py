@@ -41,6 +41,7 @@ class Worker:
         model: ModelFile | None = None,
     ) -> None:
         self.label = label
+        self._model = model
         self._log = tempfile.TemporaryFile(mode="w+", prefix="tfbuild-worker-")  # noqa: SIM115
         argv = [python, str(WORKER), "--intra", str(intra), "--inter", str(inter)]
         if bf16:
@@ -70,7 +71,12 @@ class Worker:
         return SmokeFailed(
             f"the benchmark worker for {self.label} {what}",
             why=" | ".join(tail) or f"exit code {self._proc.poll()}",
-            fix="Run 'tfbuild smoke --no-bench' to see whether the wheel imports at all.",
+            fix="Run 'tfbuild smoke --no-bench' to see whether the wheel imports at all"
+            + (
+                f", and tune without --model to see whether {self._model.op} is the cause."
+                if self._model is not None
+                else "."
+            ),
         )
 
     def _read(self) -> dict[str, Any]:
