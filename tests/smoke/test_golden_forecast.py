@@ -16,6 +16,7 @@ from tfbuild.smoke.forecast_report import (
     StockFlags,
     compare,
 )
+from tfbuild.smoke.models import ModelFile
 from tfbuild.smoke.run import OpResult as SmokeOp
 from tfbuild.smoke.run import SettingTrial
 from tfbuild.smoke.stats import Summary, verdict
@@ -110,3 +111,22 @@ def test_a_tune_report() -> None:
     check("tune", report.to_json())
     bare = TuneReport(wheel="w", tried=(onednn,), not_tried=(), confirmation=None, seconds=1.04)
     check("tune-bare", bare.to_json())
+    model = ModelFile(
+        path="/models/tiny.keras", kind="keras", op="model:tiny.keras", bytes=17878, batch=8
+    )
+    timed = SettingTrial(
+        name=threads.name,
+        env=threads.env,
+        intra=0,
+        inter=0,
+        results=(*threads.results, _op("model:tiny.keras", FAST, SLOW)),
+    )
+    with_model = TuneReport(
+        wheel="tensorflow-cpu==2.21.0",
+        tried=(timed,),
+        not_tried=(),
+        confirmation=None,
+        seconds=12.3,
+        model=model,
+    )
+    check("tune-model", with_model.to_json())

@@ -39,11 +39,36 @@ def tune_command(
             show_default=False,
         ),
     ] = None,
+    model: Annotated[
+        Path | None,
+        typer.Option(
+            "--model",
+            metavar="PATH",
+            help=(
+                "Time your model too, as one more op (model:NAME) under each setting: a SavedModel "
+                "directory (its 'serving_default' signature) or a Keras v3 .keras file (loaded with "
+                "safe_mode=True, so no Lambda layers). A SavedModel runs its own graph: pass only "
+                "models you trust."
+            ),
+            show_default=False,
+        ),
+    ] = None,
+    model_batch: Annotated[
+        int,
+        typer.Option(
+            "--model-batch",
+            metavar="N",
+            min=1,
+            max=4096,
+            help="The batch given to the model's inputs whose first dimension is open.",
+        ),
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Measure the runtime settings that matter for a wheel here; keep those that win."""
     from tfbuild.core.errors import UsageError
     from tfbuild.smoke.envs import WheelSpec
+    from tfbuild.smoke.models import check_model
     from tfbuild.smoke.session import check_python
     from tfbuild.smoke.tune import TuneOptions, gain, run_tune, write_profile
 
@@ -53,6 +78,7 @@ def tune_command(
             "tune needs one wheel: a WHEEL argument or --installed",
             fix="Name a .whl or a requirement, or pass --installed (with --python PATH).",
         )
+    timed_model = check_model(model, batch=model_batch) if model is not None else None
     check_python(interpreter, installed=installed)
     spec = (
         WheelSpec(kind="installed", value=interpreter)
@@ -65,7 +91,8 @@ def tune_command(
         if not as_json:
             sys.stderr.write(f"[tune] {printable(message)}\n")
 
-    report = run_tune(TuneOptions(spec=spec, python=interpreter, budget=budget), progress=progress)
+    options = TuneOptions(spec=spec, python=interpreter, budget=budget, model=timed_model)
+    report = run_tune(options, progress=progress)
     if target is not None:
         write_profile(target, report)
     if as_json:
@@ -74,6 +101,12 @@ def tune_command(
         return
     kept = ", ".join(t.name for t in report.kept) or "nothing (TensorFlow's defaults stay)"
     lines = [f"kept for {report.wheel}: {kept} ({report.seconds:.0f} s)"]
+    if report.model is not None:
+        per_call = report.model_seconds()
+        took = f", {per_call * 1e3:.3g} ms a call with the defaults" if per_call else ""
+        lines.append(
+            f"  timed {report.model.op} beside the smoke's ops (batch {report.model.batch}{took})"
+        )
     if report.confirmation is not None:
         median, low, high = gain(report.confirmation)
         verdict = "confirmed" if report.confirmation.wins else "not confirmed"

@@ -1,7 +1,8 @@
 # mypy: disable-error-code="import-not-found,import-untyped"
 """The benchmark process: runs inside the wheel's own virtual environment, never imports tfbuild.
 
-Usage: ``PYTHON _worker.py --intra N --inter M [--bf16]`` (0 = TensorFlow's default thread count).
+Usage: ``PYTHON _worker.py --intra N --inter M [--bf16] [--model PATH --model-kind KIND --model-op NAME
+--model-batch B]`` (0 = TensorFlow's default thread count).
 Only the standard library, numpy and tensorflow are imported, and the file stays valid on Python 3.9.
 
 Protocol, one JSON object per line. Stdout carries the protocol and nothing else: the worker keeps a
@@ -14,7 +15,8 @@ whatever TensorFlow, its C++ libraries or a stray ``print`` write lands on stder
   "dropped": {NAME: why}, "cpus": ..., "env": {...}, ...}``, listing only the ops this
   build runs on this CPU (``conv2d_nchw`` only when the build accepts NCHW, ``matmul_bf16_1024`` only
   with ``--bf16``). When TensorFlow cannot be imported or set up: ``{"ready": false, "error": ...}``
-  and exit code 1.
+  and exit code 1. When the ``--model`` cannot be loaded, given a batch or called, the same with
+  ``"model_error": {"stage": "load" | "inputs" | "call", "error": ...}``.
 * ``{"op": NAME, "reps": R, "min_rep_seconds": S}``: 3 warm-up calls, an inner loop count calibrated
   so that one repetition takes at least S seconds, then R timed repetitions. Reply
   ``{"op": NAME, "seconds_per_call": [R floats], "inner": n, "work": w, "unit": ...}``, or
@@ -27,6 +29,12 @@ elements): exp, tanh, sigmoid, erf, gelu (exact, erf form), log1p (of |x|), soft
 (last axis), layer_norm (``tf.nn.moments`` + ``tf.nn.batch_normalization`` with scale and offset, as
 Keras does), casts to bfloat16 and float16, and the memory-bound controls add (x + y), relu and
 reduce_sum (last axis). Inputs are made once, from a fixed seed, before the ready line.
+
+With ``--model``, one more op (group "model", unit "Gsample/s", work = the batch): a SavedModel's
+``serving_default`` signature, or a Keras v3 file loaded with ``safe_mode=True`` and called under
+``tf.function`` (as ``predict`` and serving run it), on inputs made from its input signature, the
+open first dimension set to the batch: random normal floats, zeros for integers and booleans. It is
+loaded and called once before the ready line, so a model that cannot be used says so at start.
 
 Ops run eagerly: a ``tf.function`` call costs 150-250 us on the project's machines, as much as the
 element-wise kernels themselves, and would hide the instruction set. Eager CPU ops are synchronous,
@@ -114,10 +122,92 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--intra", type=int, default=0, help="intra-op threads (0 = default)")
     parser.add_argument("--inter", type=int, default=0, help="inter-op threads (0 = default)")
     parser.add_argument("--bf16", action="store_true", help="also offer matmul_bf16_1024")
+    parser.add_argument("--model", help="a SavedModel directory or a .keras file to time too")
+    parser.add_argument("--model-kind", choices=("savedmodel", "keras"), default="savedmodel")
+    parser.add_argument("--model-op", default="model", help="the op name the model is timed as")
+    parser.add_argument("--model-batch", type=int, default=1, help="the batch for open dimensions")
     args = parser.parse_args(argv)
     if args.intra < 0 or args.inter < 0:
         parser.error("thread counts must be >= 0")
+    if args.model_batch < 1:
+        parser.error("--model-batch must be >= 1")
     return args
+
+
+class ModelProblem(Exception):
+    """The model cannot be used: ``stage`` is "load", "inputs" or "call"."""
+
+    def __init__(self, stage: str, message: str) -> None:
+        super().__init__(message)
+        self.stage = stage
+
+
+def _failure(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {one_line(str(exc))}"[:1000]
+
+
+def model_inputs(tf: Any, np: Any, structure: Any, batch: int) -> Any:
+    """Tensors for a nest of input specs (TensorSpec or Keras tensors): the open first dimension is
+    the batch, floats are random normal (fixed seed), integers and booleans zeros."""
+    rng = np.random.default_rng(20261125)
+
+    def make(spec: Any) -> Any:
+        name = getattr(spec, "name", None) or "?"
+        shape = spec.shape
+        if getattr(shape, "rank", 0) is None:
+            raise ModelProblem("inputs", f"input {name!r} has an unknown rank")
+        dims = [None if d is None else int(d) for d in shape]
+        if dims and dims[0] is None:
+            dims[0] = batch
+        if None in dims:
+            raise ModelProblem(
+                "inputs",
+                f"input {name!r} has shape {tuple(shape)}: an open dimension other than the batch",
+            )
+        dtype = tf.as_dtype(spec.dtype)
+        if dtype.is_floating:
+            return tf.cast(tf.constant(rng.standard_normal(dims).astype(np.float32)), dtype)
+        if dtype.is_integer or dtype.is_bool:
+            return tf.zeros(dims, dtype)
+        raise ModelProblem("inputs", f"input {name!r} is {dtype.name}; tune makes numbers only")
+
+    return tf.nest.map_structure(make, structure)
+
+
+def load_model(tf: Any, np: Any, args: argparse.Namespace) -> Callable[[], Any]:
+    """A zero-argument call of the model on its batch, called once; ModelProblem when it fails."""
+    try:
+        if args.model_kind == "keras":
+            model = tf.keras.models.load_model(args.model, compile=False, safe_mode=True)
+        else:
+            model = tf.saved_model.load(args.model)
+    except Exception as exc:
+        raise ModelProblem("load", _failure(exc)) from exc
+    if args.model_kind == "keras":
+        try:
+            structure = model.input
+        except Exception as exc:
+            raise ModelProblem(
+                "inputs", f"the model declares no inputs (a subclassed model?): {_failure(exc)}"
+            ) from exc
+        inputs = model_inputs(tf, np, structure, args.model_batch)
+        graph = tf.function(lambda: model(inputs, training=False))
+        call: Callable[[], Any] = graph
+    else:
+        signatures = getattr(model, "signatures", None) or {}
+        if "serving_default" not in signatures:
+            found = ", ".join(sorted(signatures)) or "none"
+            raise ModelProblem(
+                "inputs", f"the SavedModel has no 'serving_default' signature (it has: {found})"
+            )
+        serve = signatures["serving_default"]
+        named = model_inputs(tf, np, serve.structured_input_signature[1], args.model_batch)
+        call = lambda: serve(**named)  # noqa: E731
+    try:
+        call()
+    except Exception as exc:
+        raise ModelProblem("call", _failure(exc)) from exc
+    return call
 
 
 def build_ops(tf: Any, np: Any, *, bf16: bool) -> tuple[list[Op], dict[str, str]]:
@@ -314,6 +404,15 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc(file=sys.stderr)
         protocol.send({"ready": False, "error": f"{type(exc).__name__}: {one_line(str(exc))}"})
         return 1
+    if args.model:
+        try:
+            call = load_model(tf, np, args)
+        except ModelProblem as exc:
+            traceback.print_exc(file=sys.stderr)
+            problem = {"stage": exc.stage, "error": str(exc)}
+            protocol.send({"ready": False, "error": str(exc), "model_error": problem})
+            return 1
+        ops.append(Op(args.model_op, "model", "Gsample/s", args.model_batch, call))
     by_name = {op.name: op for op in ops}
     protocol.send(
         {

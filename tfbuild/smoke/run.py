@@ -19,7 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from tfbuild.core.errors import SmokeFailed
+from tfbuild.core.errors import SmokeFailed, UnsupportedError
+from tfbuild.smoke.models import ModelFile
 from tfbuild.smoke.stats import Summary, Verdict, needs_recheck, settle, verdict
 
 WORKER = Path(__file__).with_name("_worker.py")
@@ -37,12 +38,17 @@ class Worker:
         env: Mapping[str, str],
         bf16: bool = False,
         label: str = "",
+        model: ModelFile | None = None,
     ) -> None:
         self.label = label
+        self._model = model
         self._log = tempfile.TemporaryFile(mode="w+", prefix="tfbuild-worker-")  # noqa: SIM115
         argv = [python, str(WORKER), "--intra", str(intra), "--inter", str(inter)]
         if bf16:
             argv.append("--bf16")
+        if model is not None:
+            argv += ["--model", model.path, "--model-kind", model.kind, "--model-op", model.op]
+            argv += ["--model-batch", str(model.batch)]
         self._proc = subprocess.Popen(  # argv built here, no shell
             argv,
             stdin=subprocess.PIPE,
@@ -54,6 +60,9 @@ class Worker:
         self.info = self._read()
         if not self.info.get("ready"):
             self.close()
+            problem = self.info.get("model_error")
+            if model is not None and isinstance(problem, dict):
+                raise model_failed(model, problem)
             raise self._died("did not start")
 
     def _died(self, what: str) -> SmokeFailed:
@@ -62,7 +71,12 @@ class Worker:
         return SmokeFailed(
             f"the benchmark worker for {self.label} {what}",
             why=" | ".join(tail) or f"exit code {self._proc.poll()}",
-            fix="Run 'tfbuild smoke --no-bench' to see whether the wheel imports at all.",
+            fix="Run 'tfbuild smoke --no-bench' to see whether the wheel imports at all"
+            + (
+                f", and tune without --model to see whether {self._model.op} is the cause."
+                if self._model is not None
+                else "."
+            ),
         )
 
     def _read(self) -> dict[str, Any]:
@@ -112,6 +126,36 @@ class Worker:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+#: What to do when a model fails in the worker, by the stage it failed at.
+_MODEL_FIXES = {
+    "load": "Check that this TensorFlow loads it (a .keras file loads with safe_mode=True: no Lambda "
+    "layers, no unregistered custom objects), or tune without --model.",
+    "inputs": "Save it with a fixed input shape but the batch (keras.Input(shape=...)) and numeric "
+    "inputs, or tune without --model.",
+    "call": "Check that it runs on a batch made from its input signature here (--model-batch sets "
+    "the batch), or tune without --model.",
+}
+_MODEL_WHAT = {
+    "load": "cannot load",
+    "inputs": "cannot make a batch for",
+    "call": "cannot call",
+}
+
+
+def model_failed(model: ModelFile, problem: Mapping[str, object]) -> UnsupportedError:
+    """The one line for a model the timing worker could not use (exit 4)."""
+    stage = str(problem.get("stage"))
+    what = _MODEL_WHAT.get(stage, "cannot use")
+    why = str(problem.get("error") or "no reason given")
+    if stage == "call":
+        why = f"called on a batch of {model.batch} made from its input signature: {why}"
+    return UnsupportedError(
+        f"tune {what} {model.op}",
+        why=why,
+        fix=_MODEL_FIXES.get(stage, "Tune without --model."),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -293,7 +337,8 @@ class SettingTrial:
         labels = [r.verdict.label for r in self.results if r.verdict]
         return bool(labels) and "slower" not in labels and labels.count("faster") * 2 > len(labels)
 
-    # hand-written: the JSON is a view (env as an object, each op's verdict), not the op results
+    # hand-written: the JSON is a view (env as an object, each op's verdict and median seconds per
+    # call with the setting and with the defaults), not the op results
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -302,6 +347,13 @@ class SettingTrial:
             "inter": self.inter,
             "wins": self.wins,
             "ops": {r.op: r.verdict.label if r.verdict else None for r in self.results},
+            "seconds": {
+                r.op: {
+                    "setting": float(f"{r.candidate.seconds.median:.4g}"),
+                    "defaults": (float(f"{r.baseline.seconds.median:.4g}") if r.baseline else None),
+                }
+                for r in self.results
+            },
         }
 
 
@@ -317,14 +369,25 @@ def try_setting(
     intra: int = 0,
     inter: int = 0,
     method: Method,
+    model: ModelFile | None = None,
 ) -> SettingTrial:
-    """Measure the candidate with a runtime setting against itself without it, in alternation."""
-    trial_method = dataclasses.replace(method, ops=SETTING_OPS)
+    """Measure the candidate with a runtime setting against itself without it, in alternation, on
+    :data:`SETTING_OPS` and the ``model`` when one is given (timed as one more op)."""
+    ops = SETTING_OPS + ((model.op,) if model is not None else ())
+    trial_method = dataclasses.replace(method, ops=ops)
+    setting_env = {**base_env, **env}
     with (
-        Worker(python, intra=intra, inter=inter, env={**base_env, **env}, label=name) as with_it,
-        Worker(python, intra=0, inter=0, env=base_env, label="as is") as without,
+        Worker(
+            python, intra=intra, inter=inter, env=setting_env, label=name, model=model
+        ) as with_it,
+        Worker(python, intra=0, inter=0, env=base_env, label="as is", model=model) as without,
     ):
         results = alternate(with_it, without, method=trial_method, threads="default")
+    if model is not None and model.op not in {r.op for r in results}:
+        # alternate() leaves out an op that raised while timed; the model is the point of --model
+        raise model_failed(
+            model, {"stage": "call", "error": f"it raised while timed with {name} or without it"}
+        )
     return SettingTrial(
         name=name, env=tuple(sorted(env.items())), intra=intra, inter=inter, results=tuple(results)
     )

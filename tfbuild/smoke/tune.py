@@ -5,7 +5,8 @@ against them (intra- and inter-op threads, ``TF_ENABLE_ONEDNN_OPTS``, the alloca
 OpenMP oneDNN build ``OMP_NUM_THREADS``/``KMP_BLOCKTIME``/``KMP_AFFINITY``), each timed in
 alternation with the defaults on the smoke's op set and judged by the smoke's rule (a setting wins
 when it is faster beyond the noise on most ops and slower on none, rechecked when one round does
-not settle it). The winners together are then confirmed against the defaults, once more in
+not settle it). With ``--model``, the user's model (:mod:`tfbuild.smoke.models`) is timed as one
+more op beside those, in the same workers, so the same rule judges it. The winners together are then confirmed against the defaults, once more in
 alternation; only a confirmed profile is kept. A time budget bounds the search: knobs left when it
 runs out are reported as not tried.
 """
@@ -18,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfbuild.core import serial
 from tfbuild.core.files import write_text
 from tfbuild.detect import cpu
 from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
+from tfbuild.smoke.models import ModelFile
 from tfbuild.smoke.run import Method, SettingTrial, try_setting
 
 Progress = Callable[[str], None]
@@ -43,6 +46,7 @@ class TuneOptions:
     python: str
     budget: float = 300.0  # seconds for the whole search
     method: Method = field(default_factory=Method.quick)
+    model: ModelFile | None = None  # the user's model, timed as one more op beside the smoke's
 
 
 def _multiarch(architecture: str) -> str:
@@ -112,6 +116,17 @@ class TuneReport:
     not_tried: tuple[str, ...]  # knobs left when the budget ran out
     confirmation: SettingTrial | None  # the winners together against the defaults
     seconds: float
+    model: ModelFile | None = None
+
+    def model_seconds(self) -> float | None:
+        """The model's median seconds per call with TensorFlow's defaults, from the first trial."""
+        if self.model is None:
+            return None
+        for t in self.tried:
+            for r in t.results:
+                if r.op == self.model.op and r.baseline is not None:
+                    return r.baseline.seconds.median
+        return None
 
     @property
     def kept(self) -> tuple[SettingTrial, ...]:
@@ -141,6 +156,9 @@ class TuneReport:
         return {
             "schema": SCHEMA,
             "wheel": self.wheel,
+            "model": None
+            if self.model is None
+            else serial.to_data(self.model) | {"seconds_per_call": _sig(self.model_seconds())},
             "kept": [trial(t) for t in self.kept],
             "rejected": [trial(t) for t in self.rejected],
             "not_tried": list(self.not_tried),
@@ -174,6 +192,7 @@ def run_tune(options: TuneOptions, *, progress: Progress) -> TuneReport:
                 intra=knob.intra,
                 inter=knob.inter,
                 method=options.method,
+                model=options.model,
             )
         )
         longest = max(longest, time.perf_counter() - began)
@@ -188,7 +207,12 @@ def run_tune(options: TuneOptions, *, progress: Progress) -> TuneReport:
         names = " + ".join(t.name for t in winners)
         progress(f"confirming {names} against the defaults, in alternation")
         confirmation = try_setting(
-            env.python, base_env=base, name=names, env=merged, method=options.method
+            env.python,
+            base_env=base,
+            name=names,
+            env=merged,
+            method=options.method,
+            model=options.model,
         )
     return TuneReport(
         wheel=options.spec.label,
@@ -196,7 +220,13 @@ def run_tune(options: TuneOptions, *, progress: Progress) -> TuneReport:
         not_tried=tuple(not_tried),
         confirmation=confirmation,
         seconds=time.perf_counter() - started,
+        model=options.model,
     )
+
+
+def _sig(value: float | None) -> float | None:
+    """Four significant digits (seconds per call range from microseconds to seconds)."""
+    return None if value is None else float(f"{value:.4g}")
 
 
 def write_profile(path: Path, report: TuneReport) -> None:
@@ -205,6 +235,10 @@ def write_profile(path: Path, report: TuneReport) -> None:
         f"# runtime profile measured by tfbuild tune for {report.wheel}",
         "# Use: set -a; . THIS_FILE; set +a",
     ]
+    if report.model is not None:
+        lines.append(
+            f"# timed on the smoke's ops and {report.model.op} (batch {report.model.batch})"
+        )
     for t in report.kept:
         median, low, high = gain(t)
         lines.append(
