@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import re
 import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -115,8 +115,14 @@ def test_the_failure_line_is_the_last_error_in_the_tail() -> None:
 
 
 def _signalled(signum: int) -> None:
-    """Send ``signum`` to this process; its handler runs before the next call returns."""
-    os.kill(os.getpid(), signum)
+    """Send ``signum`` to this process's main thread; its handler runs before the next call returns.
+
+    To the main thread, not the process: once stopped the main thread blocks both signals, and a
+    signal sent to the process then goes to another thread (pytest-xdist's), whose C handler may
+    run at any later moment, after the test put its handlers back: a KeyboardInterrupt that
+    crashed the xdist worker now and then. Sent to the main thread, a blocked signal stays pending
+    there, and is discarded when stop_on_signals sets it ignored on the way out."""
+    signal.pthread_kill(threading.main_thread().ident or 0, signum)
 
 
 @pytest.mark.usefixtures("own_signals")
