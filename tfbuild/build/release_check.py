@@ -88,10 +88,38 @@ def recipe_findings(recipe: Recipe, tree: Path) -> tuple[Finding, ...]:
         )
     cuda = recipe.cuda
     if cuda is not None and cuda.hermetic:
-        candidates = cuda_tables(loaded_from(files, CUDA_LOADS))
+        loaded = loaded_from(files, CUDA_LOADS)
+        candidates = cuda_tables(loaded)
         table = next((c for c in candidates if files.exists(c)), None)
         keys = table_keys(files.read(table) or "") if table else {}
-        if keys and table:
+        lists = f"{recipe.where('cuda')} cuda_versions and cudnn_versions"
+        if loaded is not None and loaded.path is None:
+            found.append(
+                Finding(
+                    check="recipe_cuda",
+                    status="note",
+                    what=f"not checked: {lists}, since the CUDA tables come from {loaded.label}",
+                    file=loaded.file,
+                    line=loaded.line,
+                    why="a repository bazel downloads, not a file of this tree",
+                )
+            )
+        elif table is None or not keys:
+            found.append(
+                Finding(
+                    check="recipe_cuda",
+                    status="note",
+                    what=f"not checked: {lists}, since "
+                    + (
+                        "the tree has none of the known CUDA version tables"
+                        if table is None
+                        else "its table has no CUDA_REDIST_JSON_DICT (another layout)"
+                    ),
+                    file=table or (candidates[0] if candidates else None),
+                    why=f"looked for {', '.join(candidates)}" if table is None else "",
+                )
+            )
+        else:
             for kind, versions in (("cuda", cuda.cuda_versions), ("cudnn", cuda.cudnn_versions)):
                 unknown = [v for v in versions if v not in keys.get(kind, {})]
                 found.append(
