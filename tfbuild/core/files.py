@@ -40,7 +40,8 @@ from tfbuild.core.errors import EnvironmentProblem, InputError
 STDIN = "-"
 
 
-def _kind_of(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular file is, in words ("a FIFO", "a directory")."""
     for test, name in (
         (stat.S_ISDIR, "a directory"),
         (stat.S_ISFIFO, "a FIFO"),
@@ -79,7 +80,7 @@ def read_input(path: Path | str, *, limit: int, what: str, fix: str = "") -> byt
             if not stat.S_ISREG(mode):
                 raise InputError(
                     f"{what} is not a file",
-                    why=f"{name} is {_kind_of(mode)}; tfbuild reads regular files only",
+                    why=f"{name} is {kind_of(mode)}; tfbuild reads regular files only",
                     fix=fix,
                 )
             os.set_blocking(fd, True)
@@ -426,7 +427,7 @@ def _open_lock(path: Path) -> int:
     except PermissionError:
         fd = os.open(path, flags | os.O_RDONLY)  # another user's lock file: read is enough here
     if not stat.S_ISREG(os.fstat(fd).st_mode):
-        kind = _kind_of(os.fstat(fd).st_mode)
+        kind = kind_of(os.fstat(fd).st_mode)
         os.close(fd)
         raise InputError(
             f"{shown(str(path))} is not a lock file",

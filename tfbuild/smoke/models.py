@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfbuild.core.errors import InputError
-from tfbuild.core.files import ZIP_MEMBER_ERRORS, shown
+from tfbuild.core.files import ZIP_MEMBER_ERRORS, kind_of, shown
 
 #: The largest model tune takes, on disk and (a .keras zip) unpacked: each timing worker holds it.
 MAX_BYTES = 2 << 30
@@ -44,18 +44,6 @@ class ModelFile:
     op: str  # "model:<file or directory name>"
     bytes: int
     batch: int  # the batch dimension given to inputs whose first dimension is open
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return name
-    return "neither a file nor a directory"
 
 
 def _refuse(name: str, why: str, fix: str = FIX) -> InputError:
@@ -82,7 +70,7 @@ def _saved_model(root: Path, name: str) -> int:
     except OSError as exc:
         raise _refuse(name, f"saved_model.pb: {exc.strerror or exc}") from None
     if not stat.S_ISREG(pb_mode):
-        raise _refuse(name, f"its saved_model.pb is {_kind(pb_mode)}, not a regular file")
+        raise _refuse(name, f"its saved_model.pb is {kind_of(pb_mode)}, not a regular file")
     total = 0
     entries = 0
 
@@ -106,12 +94,12 @@ def _saved_model(root: Path, name: str) -> int:
                 if path.is_symlink():
                     raise _refuse(name, f"{shown(str(path))} is a link to a directory")
                 if not stat.S_ISDIR(found.st_mode):
-                    raise _refuse(name, f"{shown(str(path))} is {_kind(found.st_mode)}")
+                    raise _refuse(name, f"{shown(str(path))} is {kind_of(found.st_mode)}")
                 continue
             if not stat.S_ISREG(found.st_mode):
                 raise _refuse(
                     name,
-                    f"{shown(str(path))} is {_kind(found.st_mode)}; a SavedModel holds regular "
+                    f"{shown(str(path))} is {kind_of(found.st_mode)}; a SavedModel holds regular "
                     "files only",
                 )
             total += found.st_size
@@ -129,7 +117,7 @@ def _keras_file(path: Path, name: str) -> int:
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):  # replaced since the stat: check what was opened
-            raise _refuse(name, f"it is {_kind(info.st_mode)}, not a regular file")
+            raise _refuse(name, f"it is {kind_of(info.st_mode)}, not a regular file")
         if info.st_size > MAX_BYTES:
             raise _too_large(name, "the file is")
         os.set_blocking(fd, True)
@@ -167,7 +155,7 @@ def check_model(path: Path, *, batch: int = 1) -> ModelFile:
     if stat.S_ISDIR(mode):
         kind, size = "savedmodel", _saved_model(resolved, name)
     elif not stat.S_ISREG(mode):
-        raise _refuse(name, f"it is {_kind(mode)}, not a SavedModel directory or a .keras file")
+        raise _refuse(name, f"it is {kind_of(mode)}, not a SavedModel directory or a .keras file")
     elif resolved.suffix == ".keras":
         kind, size = "keras", _keras_file(resolved, name)
     elif resolved.suffix in (".h5", ".hdf5"):
