@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -13,7 +14,13 @@ from tests.conftest import cpuinfo_fixture, run_cli
 from tfbuild.cli.forecast_command import print_forecast_beside
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError
-from tfbuild.smoke.forecast import copy_eigen, save_forecast, saved_forecast, tensorflow_dir
+from tfbuild.smoke.forecast import (
+    copy_eigen,
+    save_forecast,
+    saved_forecast,
+    tensorflow_dir,
+    tensorflow_times,
+)
 from tfbuild.smoke.forecast_report import (
     CompilerUsed,
     Forecast,
@@ -329,3 +336,10 @@ def test_a_forecast_kept_before_tensorflow_was_timed_is_shown_at_the_kernel_leve
     rows = {row.klass: row for row in beside(kept, {"exp": 2.5})}
     assert rows["transcendental"].level == "kernel"
     assert rows["transcendental"].forecast == rows["transcendental"].kernel == (3.0, 3.0)
+
+
+def test_a_python_without_tensorflow_gives_why_stock_tensorflow_was_not_timed() -> None:
+    # tfbuild's own interpreter has no TensorFlow: the timer says so in one line, no traceback.
+    why = tensorflow_times(sys.executable, reps=2)
+    assert isinstance(why, str) and why.startswith("it failed: ModuleNotFoundError"), why
+    assert "\n" not in why
