@@ -5,7 +5,9 @@ wheel's TensorFlow (eager, one thread: intra = inter = 1, 2^18 f32 elements, the
 and its per-call overhead (the same op on 256 elements), and prints each op's rate beside the
 forecast's: the forecast's stock build should land near stock TensorFlow's kernel rate (the
 baseline measured exp 2.2 Gelem/s against 1.8-2.0), and its plan build shows what a build for this
-host would reach.
+host would reach. Beside them, the forecast's own TensorFlow side: stock TensorFlow's rate as the
+forecast timed it (a whole eager call, the same measurement as this script's "stock TF" column) and
+the rate and ratio TensorFlow would reach with the plan's kernel, T / (T - D).
 
     python benchmarks/forecast.py [--spec tensorflow-cpu==2.21.0] [--reps 11]
 
@@ -130,10 +132,12 @@ def main() -> int:
     print(
         f"{'op':<15}{'stock TF':>10}{'overhead':>10}{'TF kernel':>11}{'fc -mavx':>10}"
         f"{'-mavx range':>14}{'-mavx/TF':>10}{'fc plan':>9}{'plan/-mavx':>12}"
+        f"{'fc TF':>8}{'fc TF plan':>12}{'in TF':>8}"
     )
     print(
         f"{'':<15}{'Gelem/s':>10}{'us/call':>10}{'Gelem/s':>11}{'Gelem/s':>10}"
-        f"{'slow-fast':>14}{'kernel':>10}{'Gelem/s':>9}"
+        f"{'slow-fast':>14}{'kernel':>10}{'Gelem/s':>9}{'kernel':>12}"
+        f"{'Gelem/s':>8}{'Gelem/s':>12}{'ratio':>8}"
     )
     for op in forecast["ops"]:
         tf_side = tf_rates[op["op"]]
@@ -141,16 +145,28 @@ def main() -> int:
         tf_median = rates[len(rates) // 2]
         stock, plan = op["stock"]["throughput"], op["plan"]["throughput"]
         stock_range = f"{stock['min']:.2f}-{stock['max']:.2f}"
-        print(
+        line = (
             f"{op['op']:<15}{tf_median:>10.2f}{tf_side['overhead_us']:>10.1f}"
             f"{tf_side['marginal']:>11.2f}{stock['median']:>10.2f}{stock_range:>14}"
             f"{stock['median'] / tf_side['marginal']:>10.2f}{plan['median']:>9.2f}"
             f"{op['ratio']:>11.2f}x"
         )
+        at_tf = op.get("tensorflow")
+        if at_tf:
+            # TensorFlow with the plan's kernel: the stock op's time less the kernel's saving.
+            kernel_stock = op["stock"]["seconds"]["median"]
+            saving = kernel_stock - op["plan"]["seconds"]["median"]
+            seconds = max(at_tf["seconds"], kernel_stock)  # the forecast's floor (see "clamped")
+            plan_rate = op["stock"]["work"] / (seconds - saving) / 1e9
+            line += f"{at_tf['throughput']:>8.2f}{plan_rate:>12.2f}{at_tf['ratio']:>7.2f}x"
+        print(line)
     print(
         "\nstock TF: 2^18 elements per eager call, median; overhead: the same op on 256 elements; "
         "TF kernel: (2^18 - 256) elements / (difference of the two times). layer_norm is seven "
-        "eager ops in TF and one fused expression in the forecast, so its overhead is seven calls'."
+        "eager ops in TF and one fused expression in the forecast, so its overhead is seven calls'. "
+        "fc TF: stock TensorFlow's rate as the forecast timed it (T, a whole eager call); fc TF "
+        "plan: the rate TensorFlow would reach with the plan's kernel (elements / (T - D), D the "
+        "kernel's saving per call); in TF: their ratio, T / (T - D), the forecast's summary's."
     )
     print(f"\nmatmul, conv: {forecast['onednn']['isa']}; kernels {forecast['onednn']['kernels']}")
     return 0

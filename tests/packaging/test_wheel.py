@@ -35,6 +35,7 @@ def test_wheel_ships_data_and_a_clean_install_finds_it(tmp_path: Path) -> None:
     assert "tfbuild/smoke/_worker.py" in names
     assert "tfbuild/smoke/peak_kernel.c" in names  # compiled by measure_fma_peak
     assert "tfbuild/smoke/forecast_kernels.cc" in names  # compiled by tfbuild forecast
+    assert "tfbuild/smoke/_forecast_tf.py" in names  # run in the stock wheel by tfbuild forecast
     assert "tfbuild/recipes/canary/tree/src/kernel.c" in names
     assert (
         "tfbuild/recipes/canary/tree/tensorflow/tools/pip_package/BUILD" in names

@@ -4,21 +4,32 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import cpuinfo_fixture, run_cli
+from tfbuild.cli.forecast_command import print_forecast_beside
+from tfbuild.core import serial
 from tfbuild.core.errors import InputError
-from tfbuild.smoke.forecast import copy_eigen, save_forecast, saved_forecast, tensorflow_dir
+from tfbuild.smoke.forecast import (
+    copy_eigen,
+    save_forecast,
+    saved_forecast,
+    tensorflow_dir,
+    tensorflow_times,
+)
 from tfbuild.smoke.forecast_report import (
     CompilerUsed,
     Forecast,
     OneDnn,
     OpResult,
     StockFlags,
+    beside,
     compare,
+    tensorflow_ratio,
 )
 from tfbuild.smoke.run import OpResult as SmokeOp
 from tfbuild.smoke.session import forecast_beside
@@ -53,6 +64,36 @@ def test_the_forecast_for_this_host_measures_every_op_class(stock_python: str) -
         low, high = op["interval"]
         assert low <= op["ratio"] <= high or op["verdict"] == "same", op
         assert op["stock"]["n"] == op["plan"]["n"] == 20
+        # Stock TensorFlow's own op, timed on the same tensors, and the kernel's saving carried
+        # over to it: T / (T - D), the interval's ends through the same transform.
+        tf = op["tensorflow"]
+        assert tf["seconds"] > 0 and tf["n"] == 20 and tf["throughput"] > 0, op
+        kernel_s = op["stock"]["seconds"]["median"]
+
+        def at_tf(r: float, t: float = tf["seconds"], s: float = kernel_s) -> float:
+            return tensorflow_ratio(r, stock_kernel=s, tensorflow=t)
+
+        assert tf["ratio"] == pytest.approx(at_tf(op["ratio"]), abs=2e-3), op
+        assert tf["interval"][0] == pytest.approx(at_tf(low), abs=2e-3), op
+        assert tf["interval"][1] == pytest.approx(at_tf(high), abs=2e-3), op
+        # TensorFlow pays more than the bare kernel, so it shows less of a kernel speed-up.
+        if op["ratio"] > 1.001:
+            assert 1 < tf["ratio"] < op["ratio"] or tf["clamped"], op
+        if op["verdict"] == "same":
+            assert tf["verdict"] == "same", op
+    for klass in data["classes"]:
+        assert klass["level"] == "tensorflow", klass
+        assert set(klass["kernel"]) == {"ratio", "interval", "verdict"}, klass
+        ops = [o for o in data["ops"] if o["class"] == klass["class"]]
+        assert klass["ratio"] == [
+            min(o["tensorflow"]["ratio"] for o in ops),
+            max(o["tensorflow"]["ratio"] for o in ops),
+        ]
+        assert klass["kernel"]["ratio"] == [
+            min(o["ratio"] for o in ops),
+            max(o["ratio"] for o in ops),
+        ]
+    assert "the Eigen kernel alone: " in data["summary"], data["summary"]
     # The release's -mavx, and F16C, which the stock wheel's own half casts are compiled to.
     assert data["stock_flags"]["flags"] == ["-mavx", "-mf16c"]
     assert "avx_linux" in data["stock_flags"]["source"]
@@ -84,6 +125,8 @@ def test_a_target_below_stock_forecasts_a_loss_or_nothing(stock_python: str) -> 
     # SSE2 against AVX on the same Eigen code: never a gain beyond the noise.
     assert all(rows[op][-1] != "faster" for op in ("exp", "tanh", "sigmoid", "erf")), rows
     assert "[forecast] timing round 1 of 4" in result.stderr
+    assert "[forecast] timing the same ops in the stock wheel's TensorFlow" in result.stderr
+    assert "Eigen kernel alone" in summary, summary
 
 
 def test_a_plan_for_another_machine_is_refused_without_emit() -> None:
@@ -124,6 +167,10 @@ def test_emit_writes_a_benchmark_that_runs_with_a_compiler_alone(
     assert ran.returncode == 0, ran.stderr
     sides = [line.split("\t")[:2] for line in ran.stdout.splitlines()]
     assert sides.count(["stock", "exp"]) == sides.count(["plan", "exp"]) == 4
+    # No TensorFlow there, necessarily: the numbers are the kernels', and both texts say so.
+    assert "these are the Eigen kernels alone" in ran.stderr
+    assert "TensorFlow's own ops gain less" in (out / "README.txt").read_text()
+    assert "these are the Eigen kernels alone" in result.stdout
 
 
 def test_no_cpp_compiler_is_refused(tmp_path: Path) -> None:
@@ -188,11 +235,48 @@ def test_the_class_verdict_is_mixed_only_when_its_ops_disagree() -> None:
     assert control.label == "mixed"
 
 
+def test_the_tensorflow_level_ratio_is_the_kernel_saving_over_tensorflow_time() -> None:
+    # A kernel that takes 1.0 s in the stock build and 0.5 s in the plan's saves 0.5 s a call;
+    # a TensorFlow op that takes 2.0 s would take 1.5 s: 1.333x, not the kernel's 2x.
+    assert tensorflow_ratio(2.0, stock_kernel=1.0, tensorflow=2.0) == pytest.approx(2.0 / 1.5)
+    assert tensorflow_ratio(1.0, stock_kernel=1.0, tensorflow=2.0) == 1.0
+    # A kernel loss shrinks too: 1.0 s -> 1.25 s (0.8x) is 2.0 s -> 2.25 s in TensorFlow.
+    assert tensorflow_ratio(0.8, stock_kernel=1.0, tensorflow=2.0) == pytest.approx(2.0 / 2.25)
+    # Increasing in the kernel ratio, so an interval's ends map to the interval's ends.
+    ends = [tensorflow_ratio(r, stock_kernel=1.0, tensorflow=3.0) for r in (0.5, 1.5, 3.0, 50.0)]
+    assert ends == sorted(ends) and ends[-1] < 3.0 / (3.0 - 1.0)
+    # TensorFlow faster than the stock kernel: taken as the kernel's time, so never more than r
+    # and never T - D <= 0.
+    assert tensorflow_ratio(4.0, stock_kernel=1.0, tensorflow=0.5) == pytest.approx(4.0)
+
+
+def test_an_op_timed_in_tensorflow_gets_the_shifted_verdict_and_interval() -> None:
+    fast = [1.0, 1.01, 0.99, 1.02, 0.98] * 2
+    slow = [3.0, 3.03, 2.97, 3.06, 2.94] * 2
+    tf = [x + 7.0 for x in slow]  # stock TensorFlow: the kernel plus 7 s around it
+    op = OpResult.of("exp", "transcendental", 1000, stock=slow, plan=fast, tensorflow=tf)
+    assert op.ratio == pytest.approx(3.0) and op.tensorflow is not None
+    assert op.tensorflow.ratio == pytest.approx(10.0 / 8.0)
+    assert op.tensorflow.label == "faster" and not op.tensorflow.clamped
+    low, high = op.tensorflow.interval
+    assert low == pytest.approx(tensorflow_ratio(op.low, stock_kernel=3.0, tensorflow=10.0), 1e-3)
+    assert high == pytest.approx(tensorflow_ratio(op.high, stock_kernel=3.0, tensorflow=10.0), 1e-3)
+    # A kernel gain of 3 % over a TensorFlow op ten times longer is within the noise there.
+    near = [x * 0.97 for x in slow]
+    small = OpResult.of("tanh", "transcendental", 1000, stock=slow, plan=near, tensorflow=tf)
+    assert small.label == "same" and small.tensorflow is not None
+    assert small.tensorflow.label == "same"
+    clamped = OpResult.of("erf", "transcendental", 1000, stock=slow, plan=fast, tensorflow=fast)
+    assert clamped.tensorflow is not None and clamped.tensorflow.clamped
+    assert clamped.tensorflow.ratio == pytest.approx(clamped.ratio)
+
+
 def _forecast(target: str) -> Forecast:
     fast = [1.0, 1.01, 0.99, 1.02, 0.98] * 2
     slow = [3.0, 3.03, 2.97, 3.06, 2.94] * 2
+    tf_exp = [x + 1.0 for x in slow]  # 4 s a call in TensorFlow, 2 s after the kernel's saving
     ops = (
-        OpResult.of("exp", "transcendental", 1000, stock=slow, plan=fast),
+        OpResult.of("exp", "transcendental", 1000, stock=slow, plan=fast, tensorflow=tf_exp),
         OpResult.of("sum", "control", 1000, stock=fast, plan=fast),
         OpResult.of("relu", "control", 1000, stock=fast, plan=fast),
     )
@@ -210,7 +294,7 @@ def _forecast(target: str) -> Forecast:
 
 
 def test_smoke_shows_the_kept_forecast_beside_what_it_measured(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("TFBUILD_CACHE_DIR", str(tmp_path))
     kept = save_forecast(_forecast("haswell"))
@@ -231,8 +315,31 @@ def test_smoke_shows_the_kept_forecast_beside_what_it_measured(
     beside = forecast_beside("2.21.0+haswell", "haswell (-march=haswell)", results)
     assert beside is not None and beside["file"] == str(kept)
     rows = {row["class"]: row for row in beside["classes"]}
-    assert rows["transcendental"]["forecast"] == [3.0, 3.0]
+    # What TensorFlow would show (4 s -> 2 s), the kernel alone beside it.
+    assert rows["transcendental"]["level"] == "tensorflow"
+    assert rows["transcendental"]["forecast"] == [2.0, 2.0]
+    assert rows["transcendental"]["kernel"] == [3.0, 3.0]
     assert rows["transcendental"]["measured"] == [2.5, 2.5]  # the one-thread ratio only
     assert rows["control"]["ops"] == ["sum"] and rows["control"]["measured"] == [1.1, 1.1]
+    assert rows["control"]["level"] == "kernel"  # stock TensorFlow did not time these two
+    print_forecast_beside(beside)
+    shown = capsys.readouterr().out
+    assert "forecast 2.00-2.00x (Eigen kernel alone 3.00-3.00x), measured 2.50-2.50x" in shown
     assert forecast_beside("2.21.0", "zen4 (-march=znver4)", results) is None
     assert forecast_beside("2.20.0", "haswell (-march=haswell)", results) is None
+
+
+def test_a_forecast_kept_before_tensorflow_was_timed_is_shown_at_the_kernel_level() -> None:
+    kept = serial.to_data(_forecast("haswell"))
+    for op in kept["ops"]:
+        del op["tensorflow"]  # as forecasts kept before the TensorFlow-level ratios read
+    rows = {row.klass: row for row in beside(kept, {"exp": 2.5})}
+    assert rows["transcendental"].level == "kernel"
+    assert rows["transcendental"].forecast == rows["transcendental"].kernel == (3.0, 3.0)
+
+
+def test_a_python_without_tensorflow_gives_why_stock_tensorflow_was_not_timed() -> None:
+    # tfbuild's own interpreter has no TensorFlow: the timer says so in one line, no traceback.
+    why = tensorflow_times(sys.executable, reps=2)
+    assert isinstance(why, str) and why.startswith("it failed: ModuleNotFoundError"), why
+    assert "\n" not in why

@@ -87,6 +87,7 @@ def forecast_command(
                 f"runs only there. Copy {emitted.directory} to it and run: sh {emitted.script}"
             )
         )
+        typer.echo(printable(f"note: {emitted.measures} (README.txt there says more)"))
         for note in emitted.notes:
             typer.echo(printable(f"note: {note}"))
         return
@@ -102,26 +103,38 @@ def forecast_command(
 
 def print_forecast(forecast: Any) -> None:
     """The summary line, then one row per op class and per op, then what was compiled how."""
-    from tfbuild.smoke.forecast_report import CLASSES
+    from tfbuild.smoke.forecast_report import CLASSES, TENSORFLOW
 
     lines = [forecast.summary, ""]
     lines.append(
-        f"{'op':<16}{'stock Gelem/s':>14}{'plan Gelem/s':>14}{'ratio':>8}  {'95% interval':<14}"
-        "verdict"
+        f"{'op':<16}{'stock':>8}{'plan':>8}{'kernel':>8}{'stock TF':>10}{'in TF':>8}  "
+        f"{'95% interval':<14}verdict"
     )
     for klass in forecast.classes:
+        at = "in TensorFlow" if klass.level == TENSORFLOW else "Eigen kernel (TF not timed)"
+        kernel = klass.kernel
         lines.append(
-            f"{CLASSES[klass.klass]}: {klass.low:.2f}-{klass.high:.2f}x "
-            f"(interval {klass.interval[0]:.2f}-{klass.interval[1]:.2f}), {klass.label}"
+            f"{CLASSES[klass.klass]}: {klass.low:.2f}-{klass.high:.2f}x {at} "
+            f"(interval {klass.interval[0]:.2f}-{klass.interval[1]:.2f}), {klass.label}; "
+            f"Eigen kernel alone {kernel.ratio[0]:.2f}-{kernel.ratio[1]:.2f}x"
         )
         for op in forecast.ops:
             if op.klass != klass.klass:
                 continue
+            ratio, (low, high), label = op.shown(klass.level)
+            tf = op.tensorflow
             lines.append(
-                f"  {op.name:<14}{op.stock.throughput_median:>14.2f}"
-                f"{op.plan.throughput_median:>14.2f}{op.ratio:>7.2f}x  "
-                f"{f'{op.low:.2f}-{op.high:.2f}':<14}{op.label}"
+                f"  {op.name:<14}{op.stock.throughput_median:>8.2f}"
+                f"{op.plan.throughput_median:>8.2f}{op.ratio:>7.2f}x"
+                + (f"{tf.throughput:>10.2f}{ratio:>7.2f}x  " if tf else f"{'-':>10}{'-':>8}  ")
+                + f"{f'{low:.2f}-{high:.2f}':<14}{label}"
             )
+    lines.append(
+        "(stock, plan: the Eigen kernel built with each side's flags, Gelem/s; kernel: their "
+        "ratio; stock TF: stock TensorFlow's own op, eager, one thread, Gelem/s; in TF: the ratio "
+        "TensorFlow would show, T / (T - D) with T stock TensorFlow's time per call and D the "
+        "kernel's saving; the interval and verdict are for it)"
+    )
     lines.append(f"matmul, conv: {forecast.onednn.describe()}")
     lines.append("")
     lines.append(f"compiled with {forecast.compiler.version} ({forecast.compiler.why})")
@@ -142,6 +155,12 @@ def print_forecast_beside(forecast: dict[str, Any] | None) -> None:
     lines = ["", f"forecast ({forecast['file']}) beside this smoke, one thread, per op class:"]
     for row in forecast["classes"]:
         low, high = row["forecast"]
+        kernel = row.get("kernel")
+        alone = (
+            f" (Eigen kernel alone {kernel[0]:.2f}-{kernel[1]:.2f}x)"
+            if kernel and row.get("level") == "tensorflow"
+            else ""
+        )
         measured = row["measured"]
         seen = (
             f"measured {measured[0]:.2f}-{measured[1]:.2f}x ({', '.join(row['ops'])})"
@@ -149,6 +168,7 @@ def print_forecast_beside(forecast: dict[str, Any] | None) -> None:
             else "not measured by smoke"
         )
         lines.append(
-            f"  {CLASSES.get(row['class'], row['class'])}: forecast {low:.2f}-{high:.2f}x, {seen}"
+            f"  {CLASSES.get(row['class'], row['class'])}: forecast {low:.2f}-{high:.2f}x"
+            f"{alone}, {seen}"
         )
     typer.echo(printable("\n".join(lines)))

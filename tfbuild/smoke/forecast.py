@@ -8,12 +8,18 @@ Eigen code (the stock-wheel baseline: ``-mavx`` exp 2.2 Gelem/s against stock Te
 1.8-2.0). matmul and conv run oneDNN's JIT kernels, chosen at run time: which ones is read from
 oneDNN's verbose output in the stock wheel, so no gain is forecast there.
 
+TensorFlow's own op pays for more than the kernel (dispatch, the output's allocation and first
+touch), the same whatever the flags, so it gains less than the bare kernel does: the forecast also
+times each op in the stock wheel's TensorFlow (``_forecast_tf.py``, on the same tensors) and carries
+the kernel's saving over to it (:func:`tfbuild.smoke.forecast_report.tensorflow_ratio`).
+
 The results, the summary and the JSON are :mod:`tfbuild.smoke.forecast_report`'s.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -351,6 +357,58 @@ def measure(
     return pooled
 
 
+# --- stock TensorFlow's own ops ------------------------------------------------------------------------
+
+TF_TIMER = Path(__file__).with_name("_forecast_tf.py")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TensorFlowTimes:
+    """What ``_forecast_tf.py`` prints: stock TensorFlow's seconds per call of each op."""
+
+    tensorflow: str
+    elements: int
+    ops: dict[str, list[float]]
+
+    def of(self, name: str, elements: int) -> list[float] | None:
+        """The op's seconds per call when it was timed on ``elements`` (positive, finite)."""
+        seconds = self.ops.get(name) if elements == self.elements else None
+        if not seconds or not all(math.isfinite(s) and s > 0 for s in seconds):
+            return None
+        return seconds
+
+
+def tensorflow_times(python: str, *, reps: int) -> TensorFlowTimes | str:
+    """Each of the forecast's ops timed in the stock wheel's TensorFlow (eager, one thread, the
+    kernels' tensors), or why not, in words."""
+    env = clean_env() | {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": ""}
+    try:
+        proc = subprocess.run(  # argv built here, no shell
+            [python, str(TF_TIMER), str(reps)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+            env=env,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"it could not be run ({exc})"
+    lines = proc.stdout.strip().splitlines()
+    try:
+        data = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and "error" in data:
+        return f"it failed: {str(data['error'])[:300]}"
+    if proc.returncode != 0 or data is None:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1][-300:]
+        return f"it exited with {proc.returncode}: {last}"
+    try:
+        return serial.from_data(data, TensorFlowTimes)
+    except serial.DecodeFailure as exc:
+        return f"its output does not read ({exc})"
+
+
 # --- oneDNN in the stock wheel -------------------------------------------------------------------------
 
 
@@ -456,12 +514,40 @@ def run_forecast(request: ForecastRequest, recipe: Recipe, *, progress: Progress
             reps=request.reps,
             progress=progress,
         )
+    progress("timing the same ops in the stock wheel's TensorFlow (eager, one thread)")
+    timed = tensorflow_times(env.python, reps=request.rounds * request.reps)
+    if isinstance(timed, str):
+        notes += (
+            f"stock TensorFlow's own ops were not timed ({timed}): the ratios are the Eigen "
+            "kernel's alone, more than TensorFlow would show",
+        )
+        timed = TensorFlowTimes(tensorflow="", elements=0, ops={})
     progress("asking oneDNN in the stock wheel which kernels it runs for matmul and conv")
     onednn = onednn_dispatch(env.python)
     ops = tuple(
-        OpResult.of(name, klass, elements, stock=s, plan=p)
+        OpResult.of(
+            name,
+            klass,
+            elements,
+            stock=s,
+            plan=p,
+            tensorflow=timed.of(name, elements),
+        )
         for name, (klass, elements, s, p) in pooled.items()
     )
+    untimed = [o.name for o in ops if o.tensorflow is None]
+    if untimed and timed.ops:
+        notes += (
+            f"stock TensorFlow gave no timing of {', '.join(untimed)}: their classes show the "
+            "Eigen kernel's ratios alone",
+        )
+    clamped = [o.name for o in ops if o.tensorflow is not None and o.tensorflow.clamped]
+    if clamped:
+        notes += (
+            f"stock TensorFlow ran {', '.join(clamped)} in less time than the stock build's "
+            "kernel: its TensorFlow-level ratio is taken as the kernel's (TensorFlow may run "
+            "other code there than the kernel timed)",
+        )
     return Forecast(
         tensorflow=request.tensorflow,
         target=request.target,
@@ -480,6 +566,14 @@ def _stock_requirement(request: ForecastRequest) -> str:
     return stock_spec(request.tensorflow, request.architecture)
 
 
+#: What an emitted benchmark measures, in words: run.sh says it on stderr, README.txt at length.
+KERNEL_ONLY = (
+    "these are the Eigen kernels alone: median(stock) / median(plan) per op is the kernel's "
+    "ratio; TensorFlow's own ops gain less (each call also pays for dispatch and its output's "
+    "allocation, the same whatever the flags)"
+)
+
+
 EMIT_SCHEMA: Literal["tfbuild.forecast-emit/1"] = "tfbuild.forecast-emit/1"
 
 
@@ -495,9 +589,11 @@ class Emitted:
     stock_flags: tuple[str, ...]
     plan_flags: tuple[str, ...]
     notes: tuple[str, ...]
+    measures: str = KERNEL_ONLY  # what run.sh's numbers are: the kernels alone, not TensorFlow
 
 
 RUN_SCRIPT = "run.sh"
+README = "README.txt"
 
 
 def run_line(stock: Sequence[str], plan: Sequence[str], *, rounds: int, reps: int) -> str:
@@ -512,8 +608,27 @@ def run_line(stock: Sequence[str], plan: Sequence[str], *, rounds: int, reps: in
         f"./{a} {reps} | sed 's/^/{a}\t/'; ./{b} {reps} | sed 's/^/{b}\t/';"
         for a, b in (("stock", "plan") if r % 2 == 0 else ("plan", "stock") for r in range(rounds))
     )
+    said = f"echo {shlex.quote('tfbuild forecast: ' + KERNEL_ONLY)} >&2;"
     return (
-        f'cd "$(dirname "$0")" && {build("stock", stock)} && {build("plan", plan)} && {{ {runs} }}'
+        f'cd "$(dirname "$0")" && {build("stock", stock)} && {build("plan", plan)} && '
+        f"{{ {said} {runs} }}"
+    )
+
+
+def _readme(request: ForecastRequest, line: str) -> str:
+    return (
+        f"tfbuild forecast for {request.target} (TensorFlow {request.tensorflow}), to run on "
+        f"the machine of {request.elsewhere or 'the plan'}.\n\n"
+        f"Run: sh {RUN_SCRIPT} (a C++ compiler is all it needs; CXX=... picks one).\n"
+        "It compiles forecast_kernels.cc against the stock wheel's Eigen headers (include/) "
+        "twice, with the stock release's flags and with the plan's, and times both in "
+        "alternation on one thread. Each output line: side (stock or plan), op, op class, "
+        "elements, then seconds per call.\n\n"
+        f"Note: {KERNEL_ONLY}. Here tfbuild forecast also times stock TensorFlow's own ops and "
+        "shows the ratio TensorFlow would see, T / (T - D), T being stock TensorFlow's seconds "
+        "per call and D the kernel's saving per call; on that machine, with the stock wheel "
+        "installed, `tfbuild forecast` run there gives it.\n\n"
+        f"The line run.sh runs:\n{line}\n"
     )
 
 
@@ -542,6 +657,7 @@ def emit_forecast(
     script = out / RUN_SCRIPT
     script.write_text("#!/bin/sh\n" + line + "\n", encoding="utf-8")
     script.chmod(0o755)
+    (out / README).write_text(_readme(request, line), encoding="utf-8")
     return Emitted(
         directory=str(out),
         script=str(script),

@@ -1,9 +1,18 @@
 """A forecast's results: per op and per op class, the plan build against the stock flags, in words
 and as JSON.
 
-Pure values over measured seconds; :mod:`tfbuild.smoke.forecast` measures them. Each op's ratio is
-median(stock) / median(plan) (> 1: the plan's build is faster), with a 95 % bootstrap interval of
-that ratio, and the smoke's verdict (:func:`tfbuild.smoke.stats.verdict`: beyond the noise or not).
+Pure values over measured seconds; :mod:`tfbuild.smoke.forecast` measures them. Each op's kernel
+ratio is median(stock) / median(plan) (> 1: the plan's build is faster), with a 95 % bootstrap
+interval of that ratio, and the smoke's verdict (:func:`tfbuild.smoke.stats.verdict`: beyond the
+noise or not).
+
+TensorFlow shows less than the bare kernel: its own op pays, whatever the flags, for what is around
+the kernel (dispatch, the output's allocation and first touch; 0.1-0.2 ns per element more than the
+kernel on the project's VM, benchmarks/forecast.py). So each op also has its TensorFlow-level
+forecast (:class:`TensorFlowLevel`): with T the median seconds per call of stock TensorFlow's own op
+and D = median(stock) - median(plan) the kernel's saving per call, TensorFlow would take T - D, a
+ratio of T / (T - D) (:func:`tensorflow_ratio`). The per-class ranges and the summary line are
+TensorFlow-level when stock TensorFlow was timed; the kernel's stay beside them.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from tfbuild.core.rounded import Round3
+from tfbuild.core.rounded import Round3, Round4
 from tfbuild.smoke.stats import FASTER, SAME, SLOWER, Summary, verdict
 
 SCHEMA: Literal["tfbuild.forecast/1"] = "tfbuild.forecast/1"
@@ -29,6 +38,8 @@ CLASSES = {
     "control": "controls (memory-bound, should not change)",
 }
 MIXED = "mixed"
+#: The levels a class's ratios are given at: what TensorFlow would show, or the Eigen kernel alone.
+TENSORFLOW, KERNEL = "tensorflow", "kernel"
 _RESAMPLES = 2000
 
 
@@ -44,6 +55,73 @@ def ratio_interval(stock: Sequence[float], plan: Sequence[float]) -> tuple[float
     return ratios[int(0.025 * _RESAMPLES)], ratios[int(0.975 * _RESAMPLES) - 1]
 
 
+def tensorflow_ratio(kernel_ratio: float, *, stock_kernel: float, tensorflow: float) -> float:
+    """The ratio TensorFlow would show for a kernel ratio r: T / (T - D), where D = s (1 - 1/r) is
+    the kernel's saving per call (s: the stock build's seconds per call) and T stock TensorFlow's
+    seconds per call. Increasing in r, and 1 at r = 1. T is taken to be at least s (see
+    :func:`tensorflow_seconds`), so T - D >= s / r > 0."""
+    floor = tensorflow_seconds(stock_kernel=stock_kernel, tensorflow=tensorflow)
+    return floor / (floor - stock_kernel * (1 - 1 / kernel_ratio))
+
+
+def tensorflow_seconds(*, stock_kernel: float, tensorflow: float) -> float:
+    """T as the forecast uses it: stock TensorFlow's seconds per call, but never less than the stock
+    build's kernel (TensorFlow running the same code faster than the bare kernel would mean that the
+    kernel is not what TensorFlow runs; the TensorFlow-level ratio is then the kernel's, not more)."""
+    return max(tensorflow, stock_kernel)
+
+
+class TensorFlowLevel(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    rename={"label": "verdict"},
+):
+    """One op as TensorFlow would show it: stock TensorFlow's own time per call, and the kernel's
+    saving carried over to it (see the module docstring)."""
+
+    seconds: float  # the median seconds per call of stock TensorFlow's op (eager, one thread)
+    throughput: Round4  # Gelem/s at that median
+    n: int  # timed repetitions
+    ratio: Round3  # T / (T - D)
+    interval: tuple[Round3, Round3]  # the kernel interval's ends through the same transform
+    label: str  # the smoke's verdict over the kernel's times shifted by T - median(stock)
+    clamped: (
+        bool  # stock TensorFlow took less than the stock build's kernel: T taken as the kernel's
+    )
+
+    @staticmethod
+    def of(
+        elements: int,
+        tensorflow: Sequence[float],
+        *,
+        stock: Sequence[float],
+        plan: Sequence[float],
+        interval: tuple[float, float],
+    ) -> TensorFlowLevel:
+        measured = Summary.of(tensorflow, elements, "Gelem/s")
+        stock_kernel = statistics.median(stock)
+        floor = tensorflow_seconds(stock_kernel=stock_kernel, tensorflow=measured.median_s)
+        # What TensorFlow pays around the kernel, the same for both builds: the smoke's rule over
+        # the kernel's repetitions, each taken as TensorFlow would take it.
+        around = floor - stock_kernel
+        judged = verdict([p + around for p in plan], [s + around for s in stock])
+        low, high = (
+            tensorflow_ratio(end, stock_kernel=stock_kernel, tensorflow=measured.median_s)
+            for end in interval
+        )
+        return TensorFlowLevel(
+            seconds=measured.median_s,
+            throughput=measured.throughput.median,
+            n=measured.n,
+            ratio=Round3(judged.ratio),
+            interval=(Round3(low), Round3(high)),
+            label=judged.label,
+            clamped=floor > measured.median_s,
+        )
+
+
 class OpResult(
     msgspec.Struct,
     frozen=True,
@@ -51,7 +129,8 @@ class OpResult(
     forbid_unknown_fields=True,
     rename={"name": "op", "klass": "class", "label": "verdict"},
 ):
-    """One op: each side's rate and the plan build's speed-up over the stock flags.
+    """One op: each side's rate and the plan build's kernel speed-up over the stock flags, and
+    (when stock TensorFlow was timed) what TensorFlow would show of it.
 
     A msgspec Struct, not a dataclass, only for its JSON key "class" (a Python keyword: a
     dataclass field cannot be named so, and msgspec renames only a Struct's fields).
@@ -61,9 +140,10 @@ class OpResult(
     klass: str
     stock: Summary
     plan: Summary
-    ratio: Round3
-    interval: tuple[Round3, Round3]  # the 95 % bootstrap interval of the ratio
-    label: str  # faster, same or slower (the smoke's verdict)
+    ratio: Round3  # the kernel's
+    interval: tuple[Round3, Round3]  # the 95 % bootstrap interval of the kernel's ratio
+    label: str  # faster, same or slower (the smoke's verdict, the kernel's)
+    tensorflow: TensorFlowLevel | None = None  # None: stock TensorFlow was not timed
 
     @property
     def low(self) -> float:
@@ -75,8 +155,16 @@ class OpResult(
 
     @staticmethod
     def of(
-        name: str, klass: str, elements: int, *, stock: Sequence[float], plan: Sequence[float]
+        name: str,
+        klass: str,
+        elements: int,
+        *,
+        stock: Sequence[float],
+        plan: Sequence[float],
+        tensorflow: Sequence[float] | None = None,
     ) -> OpResult:
+        """``tensorflow``: stock TensorFlow's seconds per call of the same op on the same
+        elements."""
         judged = verdict(plan, stock)
         low, high = ratio_interval(stock, plan)
         return OpResult(
@@ -87,6 +175,48 @@ class OpResult(
             ratio=Round3(judged.ratio),
             interval=(Round3(low), Round3(high)),
             label=judged.label,
+            tensorflow=None
+            if tensorflow is None
+            else TensorFlowLevel.of(
+                elements, tensorflow, stock=stock, plan=plan, interval=(low, high)
+            ),
+        )
+
+    def shown(self, level: str) -> tuple[float, tuple[float, float], str]:
+        """Ratio, interval and verdict at ``level``: "tensorflow" (when timed) or "kernel"."""
+        if level == TENSORFLOW and self.tensorflow is not None:
+            return self.tensorflow.ratio, self.tensorflow.interval, self.tensorflow.label
+        return self.ratio, self.interval, self.label
+
+
+class Range(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    rename={"label": "verdict"},
+):
+    """Ratios of a class's ops at one level: their range, the union of their intervals, one
+    verdict."""
+
+    ratio: tuple[Round3, Round3]  # the smallest op ratio and the largest
+    interval: tuple[Round3, Round3]  # from the lowest op interval's start to the highest's end
+    label: str  # faster, same, slower, or mixed
+
+    @staticmethod
+    def of(members: Sequence[OpResult], level: str) -> Range:
+        shown = [o.shown(level) for o in members]
+        labels = {label for _, _, label in shown}
+        return Range(
+            ratio=(
+                Round3(min(r for r, _, _ in shown)),
+                Round3(max(r for r, _, _ in shown)),
+            ),
+            interval=(
+                Round3(min(i[0] for _, i, _ in shown)),
+                Round3(max(i[1] for _, i, _ in shown)),
+            ),
+            label=labels.pop() if len(labels) == 1 else MIXED,
         )
 
 
@@ -97,16 +227,20 @@ class ClassResult(
     forbid_unknown_fields=True,
     rename={"klass": "class", "label": "verdict"},
 ):
-    """One op class: the range of its ops' ratios, the union of their intervals, one verdict.
+    """One op class: the range of its ops' ratios, the union of their intervals, one verdict, at
+    ``level`` (TensorFlow's when stock TensorFlow timed every op of the class), and the same for
+    the Eigen kernel alone.
 
     A msgspec Struct for its JSON key "class" (see :class:`OpResult`).
     """
 
     klass: str
     ops: tuple[str, ...]
+    level: str  # "tensorflow" or "kernel": what ratio, interval and verdict are
     ratio: tuple[Round3, Round3]  # the smallest op ratio and the largest
     interval: tuple[Round3, Round3]  # from the lowest op interval's start to the highest's end
     label: str  # faster, same, slower, or mixed
+    kernel: Range  # the Eigen kernel alone
 
     @property
     def low(self) -> float:
@@ -123,20 +257,17 @@ def compare(ops: Sequence[OpResult]) -> tuple[ClassResult, ...]:
         members = [o for o in ops if o.klass == klass]
         if not members:
             continue
-        labels = {o.label for o in members}
+        level = TENSORFLOW if all(o.tensorflow for o in members) else KERNEL
+        shown = Range.of(members, level)
         classes.append(
             ClassResult(
                 klass=klass,
                 ops=tuple(o.name for o in members),
-                ratio=(
-                    Round3(min(o.ratio for o in members)),
-                    Round3(max(o.ratio for o in members)),
-                ),
-                interval=(
-                    Round3(min(o.low for o in members)),
-                    Round3(max(o.high for o in members)),
-                ),
-                label=labels.pop() if len(labels) == 1 else MIXED,
+                level=level,
+                ratio=shown.ratio,
+                interval=shown.interval,
+                label=shown.label,
+                kernel=Range.of(members, KERNEL),
             )
         )
     return tuple(classes)
@@ -209,48 +340,65 @@ class Forecast:
         return next((c for c in self.classes if c.klass == name), None)
 
     def _summary(self) -> str:
-        """The one line: what the element-wise ops would do, and matmul/conv."""
+        """The one line: what the element-wise ops would do in TensorFlow (and the kernel alone),
+        and matmul/conv."""
         head = self.klass("transcendental")
         build = f"a build for {self.target}"
         if head is None:
             element = "would change nothing measured here"
-        elif head.label == FASTER:
-            element = (
-                f"would run TensorFlow's element-wise ops about {_times(head.low, head.high)} "
-                "faster here"
-            )
-        elif head.label == SLOWER:
-            element = (
-                "would run TensorFlow's element-wise ops about "
-                f"{_times(1 / head.high, 1 / head.low)} slower here (a loss against stock)"
-            )
-        elif head.label == SAME:
-            element = "would run TensorFlow's element-wise ops no faster here (within the noise)"
         else:
-            labels = [o.label for o in self.ops if o.klass == head.klass]
-            word = "faster" if SLOWER not in labels else "slower" if FASTER not in labels else ""
-            beyond = f"{labels.count(word)} of {len(labels)} ops beyond the noise"
-            if word == "faster":
-                element = (
-                    "would run TensorFlow's element-wise ops about "
-                    f"{_times(head.low, head.high)} faster here ({beyond})"
-                )
-            elif word == "slower":
-                element = (
-                    "would run TensorFlow's element-wise ops about "
-                    f"{_times(1 / head.high, 1 / head.low)} slower here ({beyond}: a loss "
-                    "against stock)"
-                )
-            else:
-                element = (
-                    f"would run TensorFlow's element-wise ops {_times(head.low, head.high)} the "
-                    "stock speed here, some faster and some slower"
-                )
+            words, kernel = _element_words(head, self.ops), _kernel_words(head)
+            element = f"{words[:-1]}; {kernel})" if words.endswith(")") else f"{words} ({kernel})"
         if self.onednn.measured:
             rest = "matmul and conv would not change"
         else:
             rest = "matmul and conv: oneDNN's dispatch was not measured"
         return f"{build} {element}; {rest}"
+
+
+def _faster_or_slower(label: str, low: float, high: float) -> str:
+    if label == FASTER:
+        return f"{_times(low, high)} faster"
+    if label == SLOWER:
+        return f"{_times(1 / high, 1 / low)} slower"
+    return f"{_times(low, high)} the stock speed"
+
+
+def _element_words(head: ClassResult, ops: Sequence[OpResult]) -> str:
+    """What the class's verdict says about TensorFlow's element-wise ops."""
+    ops_here = "TensorFlow's element-wise ops"
+    if head.label == FASTER:
+        return f"would run {ops_here} about {_times(head.low, head.high)} faster here"
+    if head.label == SLOWER:
+        return (
+            f"would run {ops_here} about {_times(1 / head.high, 1 / head.low)} slower here "
+            "(a loss against stock)"
+        )
+    if head.label == SAME:
+        return f"would run {ops_here} no faster here (within the noise)"
+    labels = [o.shown(head.level)[2] for o in ops if o.klass == head.klass]
+    word = "faster" if SLOWER not in labels else "slower" if FASTER not in labels else ""
+    beyond = f"{labels.count(word)} of {len(labels)} ops beyond the noise"
+    if word == "faster":
+        return f"would run {ops_here} about {_times(head.low, head.high)} faster here ({beyond})"
+    if word == "slower":
+        return (
+            f"would run {ops_here} about {_times(1 / head.high, 1 / head.low)} slower here "
+            f"({beyond}: a loss against stock)"
+        )
+    return (
+        f"would run {ops_here} {_times(head.low, head.high)} the stock speed here, some faster "
+        "and some slower"
+    )
+
+
+def _kernel_words(head: ClassResult) -> str:
+    """The Eigen kernel alone, beside what TensorFlow would show (or said to be all there is)."""
+    kernel = head.kernel
+    alone = _faster_or_slower(kernel.label, *kernel.ratio)
+    if head.level == KERNEL:
+        return f"Eigen kernel ratios, {alone}: stock TensorFlow's own ops were not timed"
+    return f"the Eigen kernel alone: {alone}"
 
 
 # --- the forecast beside what tfbuild smoke measured ----------------------------------------------
@@ -273,17 +421,29 @@ class Beside(
 
     klass: str
     ops: tuple[str, ...]  # the forecast's ops that smoke measured too (one thread)
-    forecast: tuple[Round3, Round3]
+    level: str  # "tensorflow" or "kernel" (a forecast kept before TensorFlow was timed)
+    forecast: tuple[Round3, Round3]  # at ``level``
+    kernel: tuple[Round3, Round3]  # the Eigen kernel alone
     measured: tuple[Round3, Round3] | None  # None: smoke measured none of them
 
 
+def _saved_ratio(op: Mapping[str, Any]) -> float | None:
+    """A saved op's TensorFlow-level ratio; None when the forecast did not time TensorFlow."""
+    tensorflow = op.get("tensorflow")
+    return float(tensorflow["ratio"]) if isinstance(tensorflow, Mapping) else None
+
+
 def beside(saved: dict[str, Any], measured: Mapping[str, float]) -> tuple[Beside, ...]:
-    """Per op class of a saved forecast (its JSON), the forecast's ratios and ``measured``: smoke's
+    """Per op class of a saved forecast (its JSON), the forecast's ratios (TensorFlow-level, what
+    smoke measures, when the forecast has them for every op of the class) and ``measured``: smoke's
     candidate-over-baseline ratio per op, one thread."""
     rows = []
     for klass in saved.get("classes", []):
         ops = [o for o in saved.get("ops", []) if o.get("class") == klass.get("class")]
-        forecast = [float(o["ratio"]) for o in ops]
+        kernel = [float(o["ratio"]) for o in ops]
+        at_tf = [_saved_ratio(o) for o in ops]
+        level = TENSORFLOW if all(r is not None for r in at_tf) else KERNEL
+        forecast = [r for r in at_tf if r is not None] if level == TENSORFLOW else kernel
         found = {
             o["op"]: measured[SMOKE_NAMES.get(o["op"], o["op"])]
             for o in ops
@@ -295,7 +455,9 @@ def beside(saved: dict[str, Any], measured: Mapping[str, float]) -> tuple[Beside
             Beside(
                 klass=str(klass["class"]),
                 ops=tuple(found),
+                level=level,
                 forecast=(Round3(min(forecast)), Round3(max(forecast))),
+                kernel=(Round3(min(kernel)), Round3(max(kernel))),
                 measured=(Round3(min(found.values())), Round3(max(found.values())))
                 if found
                 else None,
