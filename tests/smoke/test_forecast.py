@@ -323,7 +323,9 @@ def test_smoke_shows_the_kept_forecast_beside_what_it_measured(
     assert rows["control"]["ops"] == ["sum"] and rows["control"]["measured"] == [1.1, 1.1]
     assert rows["control"]["level"] == "kernel"  # stock TensorFlow did not time these two
     print_forecast_beside(beside)
-    shown = capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines() if " " in line.strip()), out
+    shown = " ".join(out.split())  # what it says, wherever the terminal's width wraps it
     assert "forecast 2.00-2.00x (Eigen kernel alone 3.00-3.00x), measured 2.50-2.50x" in shown
     assert forecast_beside("2.21.0", "zen4 (-march=znver4)", results) is None
     assert forecast_beside("2.20.0", "haswell (-march=haswell)", results) is None

@@ -103,17 +103,27 @@ def forecast_command(
 
 def print_forecast(forecast: Any) -> None:
     """The summary line, then one row per op class and per op, then what was compiled how."""
+    from tfbuild.cli.console import make_console, wrap
     from tfbuild.smoke.forecast_report import CLASSES, TENSORFLOW
 
-    lines = [forecast.summary, ""]
+    width = make_console().width
+
+    def prose(text: str, indent: int = 2) -> list[str]:
+        """A sentence in lines of the terminal's width, further lines indented."""
+        return [
+            " " * (indent if i else 0) + line
+            for i, line in enumerate(wrap(text, width, rest=indent))
+        ]
+
+    lines = [*prose(forecast.summary), ""]
     lines.append(
         f"{'op':<16}{'stock':>8}{'plan':>8}{'kernel':>8}{'stock TF':>10}{'in TF':>8}  "
-        f"{'95% interval':<14}verdict"
+        f"{'95% interval':<13}verdict"
     )
     for klass in forecast.classes:
         at = "in TensorFlow" if klass.level == TENSORFLOW else "Eigen kernel (TF not timed)"
         kernel = klass.kernel
-        lines.append(
+        lines += prose(
             f"{CLASSES[klass.klass]}: {klass.low:.2f}-{klass.high:.2f}x {at} "
             f"(interval {klass.interval[0]:.2f}-{klass.interval[1]:.2f}), {klass.label}; "
             f"Eigen kernel alone {kernel.ratio[0]:.2f}-{kernel.ratio[1]:.2f}x"
@@ -127,21 +137,25 @@ def print_forecast(forecast: Any) -> None:
                 f"  {op.name:<14}{op.stock.throughput_median:>8.2f}"
                 f"{op.plan.throughput_median:>8.2f}{op.ratio:>7.2f}x"
                 + (f"{tf.throughput:>10.2f}{ratio:>7.2f}x  " if tf else f"{'-':>10}{'-':>8}  ")
-                + f"{f'{low:.2f}-{high:.2f}':<14}{label}"
+                + f"{f'{low:.2f}-{high:.2f}':<13}{label}"
             )
-    lines.append(
+    lines += prose(
         "(stock, plan: the Eigen kernel built with each side's flags, Gelem/s; kernel: their "
         "ratio; stock TF: stock TensorFlow's own op, eager, one thread, Gelem/s; in TF: the ratio "
         "TensorFlow would show, T / (T - D) with T stock TensorFlow's time per call and D the "
-        "kernel's saving; the interval and verdict are for it)"
+        "kernel's saving; the interval and verdict are for it)",
+        indent=1,
     )
-    lines.append(f"matmul, conv: {forecast.onednn.describe()}")
+    lines += prose(f"matmul, conv: {forecast.onednn.describe()}")
     lines.append("")
-    lines.append(f"compiled with {forecast.compiler.version} ({forecast.compiler.why})")
-    lines.append(f"  stock: {' '.join(forecast.stock_flags.flags)} ({forecast.stock_flags.source})")
-    lines.append(f"  plan:  {' '.join(forecast.plan_flags)}")
+    lines += prose(f"compiled with {forecast.compiler.version} ({forecast.compiler.why})")
+    lines += prose(
+        f"  stock: {' '.join(forecast.stock_flags.flags)} ({forecast.stock_flags.source})", 9
+    )
+    lines += prose(f"  plan:  {' '.join(forecast.plan_flags)}", 9)
     lines.append(f"  against the Eigen headers of {forecast.stock_wheel}, one thread")
-    lines.extend(f"note: {note}" for note in forecast.notes)
+    for note in forecast.notes:
+        lines += prose(f"note: {note}", 6)
     typer.echo(printable("\n".join(lines)))
 
 
@@ -150,9 +164,12 @@ def print_forecast_beside(forecast: dict[str, Any] | None) -> None:
     per op class (one thread), so that a wrong forecast shows."""
     if not forecast:
         return
+    from tfbuild.cli.console import make_console, wrap
     from tfbuild.smoke.forecast_report import CLASSES
 
-    lines = ["", f"forecast ({forecast['file']}) beside this smoke, one thread, per op class:"]
+    width = make_console().width
+    head = f"forecast beside this smoke, one thread, per op class (kept in {forecast['file']}):"
+    lines = ["", *wrap(head, width)]
     for row in forecast["classes"]:
         low, high = row["forecast"]
         kernel = row.get("kernel")
@@ -167,8 +184,9 @@ def print_forecast_beside(forecast: dict[str, Any] | None) -> None:
             if measured
             else "not measured by smoke"
         )
-        lines.append(
+        text = (
             f"  {CLASSES.get(row['class'], row['class'])}: forecast {low:.2f}-{high:.2f}x"
             f"{alone}, {seen}"
         )
+        lines += [("    " if i else "") + line for i, line in enumerate(wrap(text, width, rest=4))]
     typer.echo(printable("\n".join(lines)))
