@@ -55,6 +55,24 @@ def ratio_interval(stock: Sequence[float], plan: Sequence[float]) -> tuple[float
     return ratios[int(0.025 * _RESAMPLES)], ratios[int(0.975 * _RESAMPLES) - 1]
 
 
+def tensorflow_interval(
+    stock: Sequence[float], plan: Sequence[float], tensorflow: Sequence[float]
+) -> tuple[float, float]:
+    """A 95 % bootstrap interval of T / (T - D) over all three samples at once (stock TensorFlow's
+    times, and both kernels'): T and D are timed at different moments, so the noise of each is in
+    the interval, not the kernel's alone. Seeded, as :func:`ratio_interval`."""
+    rng = random.Random(0)
+    ratios = []
+    for _ in range(_RESAMPLES):
+        s = statistics.median(rng.choices(stock, k=len(stock)))
+        p = statistics.median(rng.choices(plan, k=len(plan)))
+        t = statistics.median(rng.choices(tensorflow, k=len(tensorflow)))
+        floor = tensorflow_seconds(stock_kernel=s, tensorflow=t)
+        ratios.append(floor / (floor - (s - p)))  # floor - s + p >= p > 0
+    ratios.sort()
+    return ratios[int(0.025 * _RESAMPLES)], ratios[int(0.975 * _RESAMPLES) - 1]
+
+
 def tensorflow_ratio(kernel_ratio: float, *, stock_kernel: float, tensorflow: float) -> float:
     """The ratio TensorFlow would show for a kernel ratio r: T / (T - D), where D = s (1 - 1/r) is
     the kernel's saving per call (s: the stock build's seconds per call) and T stock TensorFlow's
@@ -85,7 +103,7 @@ class TensorFlowLevel(
     throughput: Round4  # Gelem/s at that median
     n: int  # timed repetitions
     ratio: Round3  # T / (T - D)
-    interval: tuple[Round3, Round3]  # the kernel interval's ends through the same transform
+    interval: tuple[Round3, Round3]  # 95 % bootstrap over TensorFlow's and both kernels' times
     label: str  # the smoke's verdict over the kernel's times shifted by T - median(stock)
     clamped: (
         bool  # stock TensorFlow took less than the stock build's kernel: T taken as the kernel's
@@ -98,7 +116,6 @@ class TensorFlowLevel(
         *,
         stock: Sequence[float],
         plan: Sequence[float],
-        interval: tuple[float, float],
     ) -> TensorFlowLevel:
         measured = Summary.of(tensorflow, elements, "Gelem/s")
         stock_kernel = statistics.median(stock)
@@ -107,10 +124,7 @@ class TensorFlowLevel(
         # the kernel's repetitions, each taken as TensorFlow would take it.
         around = floor - stock_kernel
         judged = verdict([p + around for p in plan], [s + around for s in stock])
-        low, high = (
-            tensorflow_ratio(end, stock_kernel=stock_kernel, tensorflow=measured.median_s)
-            for end in interval
-        )
+        low, high = tensorflow_interval(stock, plan, tensorflow)
         return TensorFlowLevel(
             seconds=measured.median_s,
             throughput=measured.throughput.median,
@@ -177,9 +191,7 @@ class OpResult(
             label=judged.label,
             tensorflow=None
             if tensorflow is None
-            else TensorFlowLevel.of(
-                elements, tensorflow, stock=stock, plan=plan, interval=(low, high)
-            ),
+            else TensorFlowLevel.of(elements, tensorflow, stock=stock, plan=plan),
         )
 
     def shown(self, level: str) -> tuple[float, tuple[float, float], str]:
