@@ -24,7 +24,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 pytest: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest --durations=15  # the slowest tests named at the end: the suite must stay under 20 minutes here
 
 test: lint typecheck pytest
 
