@@ -22,67 +22,33 @@ import subprocess
 import sys
 import time
 
+from tfbuild.smoke import _forecast_tf
 from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
 
-#: Run in the stock environment: the ops of forecast_kernels.cc, as TensorFlow runs them, on 2^18
-#: elements and on one 256-element row. An eager call costs 11-17 us of dispatch and allocation
-#: whatever its size (the stock-wheel baseline, section 6), which the kernels compiled by the
-#: forecast never pay; the difference of the two sizes leaves the kernel's own rate (the
-#: "marginal" rate: extra elements per extra second), the quantity the forecast's -mavx side is.
+FORECAST_TF = _forecast_tf.__file__
+
+#: Run in the stock environment: the forecast's own ops (tfbuild/smoke/_forecast_tf.py, the file
+#: the forecast runs there), on 2^18 elements and on one 256-element row. An eager call costs 11-17
+#: us of dispatch and allocation whatever its size (the stock-wheel baseline, section 6), which the
+#: kernels compiled by the forecast never pay; the difference of the two sizes leaves the kernel's
+#: own rate (the "marginal" rate: extra elements per extra second), the quantity the forecast's
+#: stock-flag side is.
 _TF_RATES = r"""
-import json, sys, time
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("_forecast_tf", sys.argv[2])
+ftf = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ftf)
+import numpy as np
 import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)
-row, reps = 256, int(sys.argv[1])
-
-def make(n):
-    x = tf.random.uniform([n], -8.0, 8.0)
-    y = tf.random.uniform([n], 0.001, 4.0)
-    bf = tf.cast(x, tf.bfloat16)
-    rows = tf.reshape(x, [n // row, row])
-    def layer_norm():
-        centred = rows - tf.reduce_mean(rows, axis=-1, keepdims=True)
-        var = tf.reduce_mean(centred * centred, axis=-1, keepdims=True)
-        return centred * tf.math.rsqrt(var + 1e-5)
-    return {
-        "exp": lambda: tf.exp(x),
-        "tanh": lambda: tf.tanh(x),
-        "sigmoid": lambda: tf.sigmoid(x),
-        "erf": lambda: tf.math.erf(x),
-        "log1p": lambda: tf.math.log1p(y),
-        "cast_f32_bf16": lambda: tf.cast(x, tf.bfloat16),
-        "cast_f32_f16": lambda: tf.cast(x, tf.float16),
-        "cast_bf16_f32": lambda: tf.cast(bf, tf.float32),
-        "log_softmax": lambda: tf.nn.log_softmax(rows),
-        "layer_norm": layer_norm,
-        "add": lambda: x + y,
-        "relu": lambda: tf.nn.relu(x),
-        "sum": lambda: tf.reduce_sum(x),
-    }
+reps, big, small = int(sys.argv[1]), ftf.ELEMENTS, ftf.ROW
+large, tiny = ftf.ops(tf, np, big), ftf.ops(tf, np, small)
 
 def seconds_per_call(op):
-    op().numpy()
-    calls = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(calls):
-            out = op()
-        out.numpy()
-        if time.perf_counter() - start > 0.02:
-            break
-        calls *= 2
-    seconds = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        for _ in range(calls):
-            out = op()
-        out.numpy()
-        seconds.append((time.perf_counter() - start) / calls)
-    return seconds
+    calls = ftf.calibrate(op, 0.02)
+    return [ftf._loop(op, calls) / calls for _ in range(reps)]
 
-big, small = 1 << 18, row
-large, tiny = make(big), make(small)
 result = {}
 for name in large:
     # Alternate the two sizes so that both see the same state of the machine.
@@ -121,7 +87,7 @@ def main() -> int:
     print(f"tfbuild forecast: {took:.0f} s (goal: under 120 s)")
     print(forecast["summary"])
     tf_run = subprocess.run(
-        [python, "-c", _TF_RATES, str(args.reps)],
+        [python, "-c", _TF_RATES, str(args.reps), str(FORECAST_TF)],
         capture_output=True,
         text=True,
         check=True,

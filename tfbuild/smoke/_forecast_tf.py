@@ -31,18 +31,20 @@ ELEMENTS = 1 << 18
 ROW = 256
 
 
-def _inputs(tf: Any, np: Any) -> tuple[Any, Any, Any]:
-    """x, y and x as bfloat16, filled as forecast_kernels.cc fills them."""
-    i = np.arange(ELEMENTS, dtype=np.int64)
-    x = (-8.0 + 16.0 * ((i * 7919) % ELEMENTS).astype(np.float32) / ELEMENTS).astype(np.float32)
-    y = (0.001 + 4.0 * ((i * 104729) % ELEMENTS).astype(np.float32) / ELEMENTS).astype(np.float32)
+def _inputs(tf: Any, np: Any, n: int) -> tuple[Any, Any, Any]:
+    """x, y and x as bfloat16 of ``n`` elements, filled as forecast_kernels.cc fills them."""
+    i = np.arange(n, dtype=np.int64)
+    x = (-8.0 + 16.0 * ((i * 7919) % n).astype(np.float32) / n).astype(np.float32)
+    y = (0.001 + 4.0 * ((i * 104729) % n).astype(np.float32) / n).astype(np.float32)
     x, y = tf.constant(x), tf.constant(y)
     return x, y, tf.cast(x, tf.bfloat16)
 
 
-def ops(tf: Any, np: Any) -> dict[str, Callable[[], Any]]:
-    x, y, bf = _inputs(tf, np)
-    rows = tf.reshape(x, [ELEMENTS // ROW, ROW])
+def ops(tf: Any, np: Any, n: int = ELEMENTS) -> dict[str, Callable[[], Any]]:
+    """Each op on ``n`` elements (a multiple of ROW); benchmarks/forecast.py also times them on
+    one row, to take TensorFlow's per-call overhead out."""
+    x, y, bf = _inputs(tf, np, n)
+    rows = tf.reshape(x, [n // ROW, ROW])
 
     def layer_norm() -> (
         Any
