@@ -67,9 +67,8 @@ def tune_command(
 ) -> None:
     """Measure the runtime settings that matter for a wheel here; keep those that win."""
     from tfbuild.core.errors import UsageError
-    from tfbuild.smoke.envs import WheelSpec
     from tfbuild.smoke.models import check_model
-    from tfbuild.smoke.session import check_python
+    from tfbuild.smoke.session import wheel_to_test
     from tfbuild.smoke.tune import TuneOptions, gain, run_tune, write_profile
 
     interpreter = python or sys.executable
@@ -79,12 +78,7 @@ def tune_command(
             fix="Name a .whl or a requirement, or pass --installed (with --python PATH).",
         )
     timed_model = check_model(model, batch=model_batch) if model is not None else None
-    check_python(interpreter, installed=installed)
-    spec = (
-        WheelSpec(kind="installed", value=interpreter)
-        if installed
-        else WheelSpec.parse(wheel or "")
-    )
+    spec = wheel_to_test(wheel, installed=installed, python=interpreter)
     target = output or (Path(spec.value).with_suffix(".env") if spec.kind == "file" else None)
 
     def progress(message: str) -> None:

@@ -161,15 +161,17 @@ def check_python(python: str, *, installed: bool) -> None:
         raise InputError(f"cannot run --python {python}", why=last, fix=interpreter)
 
 
+def wheel_to_test(wheel: str | None, *, installed: bool, python: str) -> WheelSpec:
+    """What ``smoke`` and ``tune`` run: ``python``'s own TensorFlow with ``installed`` (checked to
+    have one), else the wheel file or requirement ``wheel`` (and ``python`` checked to run)."""
+    check_python(python, installed=installed)
+    return WheelSpec(kind="installed", value=python) if installed else WheelSpec.parse(wheel or "")
+
+
 def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> SmokeReport:
     say = progress or (lambda _message: None)
     started = time.perf_counter()
-    check_python(options.python, installed=options.installed)
-    spec = (
-        WheelSpec(kind="installed", value=options.python)
-        if options.installed
-        else WheelSpec.parse(options.wheel or "")
-    )
+    spec = wheel_to_test(options.wheel, installed=options.installed, python=options.python)
     say(f"preparing an environment for {spec.label}")
     candidate_env = ensure_env(spec, python=options.python)
     say(f"probing {spec.label} ({'reused' if candidate_env.reused else 'new'} environment)")
