@@ -62,15 +62,23 @@ void op_cast_bf16_f32() {
   Vec(g_out, kElements) = VecOf<Eigen::bfloat16>(g_bf16, kElements).cast<float>();
 }
 
+// The index lists TensorFlow's row-wise kernels reduce and broadcast with (softmax_op_functor.h).
+struct RowLists {
+  Eigen::IndexList<Eigen::type2index<1>> along_class;
+  Eigen::IndexList<Eigen::Index, Eigen::type2index<1>> batch_by_one;
+  Eigen::IndexList<Eigen::type2index<1>, Eigen::Index> one_by_class;
+  RowLists() {
+    batch_by_one.set(0, kRows);
+    one_by_class.set(1, kRow);
+  }
+};
+
 // tensorflow/core/kernels/softmax_op_functor.h, log = true.
 void op_log_softmax() {
   Mat logits(g_x, kRows, kRow);
   Mat out(g_out, kRows, kRow);
-  Eigen::IndexList<Eigen::type2index<1>> along_class;
-  Eigen::IndexList<Eigen::Index, Eigen::type2index<1>> batch_by_one;
-  batch_by_one.set(0, kRows);
-  Eigen::IndexList<Eigen::type2index<1>, Eigen::Index> one_by_class;
-  one_by_class.set(1, kRow);
+  const RowLists r;
+  const auto& [along_class, batch_by_one, one_by_class] = r;
   out = logits - logits.maximum(along_class).eval().reshape(batch_by_one).broadcast(one_by_class);
   out = out - out.exp().sum(along_class).log().eval().reshape(batch_by_one).broadcast(one_by_class);
 }
@@ -79,11 +87,8 @@ void op_log_softmax() {
 void op_layer_norm() {
   Mat x(g_x, kRows, kRow);
   Mat out(g_out, kRows, kRow);
-  Eigen::IndexList<Eigen::type2index<1>> along_class;
-  Eigen::IndexList<Eigen::Index, Eigen::type2index<1>> batch_by_one;
-  batch_by_one.set(0, kRows);
-  Eigen::IndexList<Eigen::type2index<1>, Eigen::Index> one_by_class;
-  one_by_class.set(1, kRow);
+  const RowLists r;
+  const auto& [along_class, batch_by_one, one_by_class] = r;
   out = x - x.mean(along_class).eval().reshape(batch_by_one).broadcast(one_by_class);
   out = out * ((out * out).mean(along_class) + 1e-5f)
                   .rsqrt()
