@@ -166,8 +166,13 @@ def _all_lines(plan: BuildPlan, rc: RcFiles | None) -> list[RcLine]:
     return lines
 
 
-def _check_configs(plan: BuildPlan, recipe: Recipe | None, rc: RcFiles | None) -> list[Finding]:
-    lines = _all_lines(plan, rc)
+#: The options bazel applies, in its order, each with the rc line it comes from (bazelrc.expand).
+Applied = list[tuple[str, RcLine | None]]
+
+
+def _check_configs(
+    plan: BuildPlan, recipe: Recipe | None, lines: list[RcLine], applied: Applied
+) -> list[Finding]:
     definitions: dict[str, list[RcLine]] = {}
     for rc_line in lines:
         if rc_line.command in ("build", "common") and rc_line.config:
@@ -179,7 +184,6 @@ def _check_configs(plan: BuildPlan, recipe: Recipe | None, rc: RcFiles | None) -
             wanted += [(c, rc_line) for c in config_uses(rc_line.args)]
     # --enable_platform_specific_config: bazel applies build:linux as if --config=linux were given
     # (and nothing when the tree defines no linux config); what that config names must be defined.
-    applied = expand(lines, plan.bazel_configs)
     if platform_config_switch(arg for arg, _ in applied) and PLATFORM_CONFIG in definitions:
         origin = next(o for a, o in reversed(applied) if platform_config_switch([a]) is not None)
         wanted.append((PLATFORM_CONFIG, origin))
@@ -460,7 +464,7 @@ _COMMIT = re.compile(r"(?<![0-9a-f])[0-9a-f]{40}(?![0-9a-f])")
 
 
 def _check_toolchain(
-    plan: BuildPlan, recipe: Recipe | None, tree: TreeFiles, rc: RcFiles | None
+    plan: BuildPlan, recipe: Recipe | None, tree: TreeFiles, applied: Applied
 ) -> list[Finding]:
     found: list[Finding] = []
     wants_rules_ml = plan.route == "hermetic" or any(
@@ -471,8 +475,9 @@ def _check_toolchain(
     if plan.route == "sysroot" and plan.sysroot is not None:
         if plan.sysroot.builder == "devtoolset-9":
             found.append(_devtoolset(tree))
-        found.append(_crosstool(plan, tree))
-        found.append(_hermetic_switch(plan, tree, rc))
+        loaded, present = _crosstool_files(tree)
+        found.append(_crosstool(plan, tree, loaded, present))
+        found.append(_hermetic_switch(applied, loaded, present))
     if not found:
         found.append(
             Finding(
@@ -653,9 +658,10 @@ def _crosstool_files(tree: TreeFiles) -> tuple[Loaded | None, list[str]]:
     return loaded, [c for c in candidates if tree.exists(c)]
 
 
-def _crosstool(plan: BuildPlan, tree: TreeFiles) -> Finding:
+def _crosstool(
+    plan: BuildPlan, tree: TreeFiles, loaded: Loaded | None, present: list[str]
+) -> Finding:
     assert plan.sysroot is not None
-    loaded, present = _crosstool_files(tree)
     if loaded is not None and loaded.path is None:
         return Finding(
             check="toolchain",
@@ -699,12 +705,11 @@ def _crosstool(plan: BuildPlan, tree: TreeFiles) -> Finding:
     )
 
 
-def _hermetic_switch(plan: BuildPlan, tree: TreeFiles, rc: RcFiles | None) -> Finding:
+def _hermetic_switch(applied: Applied, loaded: Loaded | None, present: list[str]) -> Finding:
     """The sysroot route needs cuda_configure.bzl to generate its crosstool, which it does only
     while ``USE_HERMETIC_CC_TOOLCHAIN`` is not ``1`` (``_cuda_configure_impl``; the 2.21.0 tree's
     .bazelrc sets it to 1). Its last value, as bazel applies the rc files, decides."""
-    value, origin = repo_env(expand(_all_lines(plan, rc), plan.bazel_configs), _HERMETIC_SWITCH)
-    loaded, present = _crosstool_files(tree)
+    value, origin = repo_env(applied, _HERMETIC_SWITCH)
     crosstool = loaded.label if loaded is not None and loaded.path is None else None
     crosstool = crosstool or (present[0] if present else "cuda_configure.bzl")
     in_tree = origin is not None and not origin.file.startswith("(")
@@ -751,10 +756,12 @@ def preflight(plan: BuildPlan, recipe: Recipe | None, tree: Path) -> PreflightRe
     None for a rebuild from a receipt). Only reads files of ``tree``."""
     files = TreeFiles(tree)
     rc = read_rc(files, plan.rc_lines)
+    lines = _all_lines(plan, rc)
+    applied = expand(lines, plan.bazel_configs)
     findings: list[Finding] = [
         _check_bazelversion(plan, files),
         *_check_bazelrc(rc),
-        *_check_configs(plan, recipe, rc),
+        *_check_configs(plan, recipe, lines, applied),
         _check_wheel_target(plan, files),
     ]
     version = tfversions.parse_version(plan.tensorflow)
@@ -781,5 +788,5 @@ def preflight(plan: BuildPlan, recipe: Recipe | None, tree: Path) -> PreflightRe
             )
         )
     else:
-        findings += _check_toolchain(plan, recipe, files, rc)
+        findings += _check_toolchain(plan, recipe, files, applied)
     return PreflightReport(tree=str(tree), plan=describe(plan), findings=tuple(findings))
