@@ -1,7 +1,7 @@
 """The canary's host-targeted build against its x86-64 baseline build, side by side.
 
 Both are built from the same stand-in source with the host's bazel (Debian's bazel-bootstrap; flags
-from tfbuild's planner for the installed gcc), then their kernels run in alternation, 15 rounds, median seconds per run.
+from tfbuild's planner for the installed gcc), then their kernels run in alternation, 15 rounds, judged as doctor judges them (tfbuild.core.stats).
 
     python benchmarks/canary_speedup.py
 """
@@ -18,6 +18,7 @@ import time
 import zipfile
 from pathlib import Path
 
+from tfbuild.core.stats import describe, verdict
 from tfbuild.detect import cpu
 from tfbuild.detect.compilers import flags_for, parse_compiler
 from tfbuild.recipes.canary import TREE
@@ -82,7 +83,8 @@ def main() -> int:
         print(
             f"{name:7} median {median * 1e3:7.2f} ms  (min {min(times[name]) * 1e3:.2f}, max {max(times[name]) * 1e3:.2f})"
         )
-    print(f"speedup of the host-targeted build: {medians['x86-64'] / medians['host']:.2f}x")
+    found = verdict(times["host"], times["x86-64"], paired=True)  # doctor's rule, its interval
+    print(f"speedup of the host-targeted build: {describe(found)} ({found.n_candidate} pairs)")
     return 0
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import random
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,7 +20,9 @@ from tfbuild.build.doctor import (
     smoke_failure_text,
     speedup_text,
 )
+from tfbuild.core import serial
 from tfbuild.core.engine import EngineInfo
+from tfbuild.core.stats import sequential
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import GIB, BuildPlan, PlanOptions, make_plan
 from tfbuild.recipes.images import load_base_images
@@ -133,13 +138,37 @@ def test_the_instruction_check_counts_in_words() -> None:
     assert isa_text([], FOUND).startswith("host build uses no vector extensions (")
 
 
-def test_the_speedup_gives_each_median_with_its_unit() -> None:
-    text = speedup_text(4.93, {"host": 0.709, "baseline": 3.498}, 15)
+def _canary_verdict(host: list[float], baseline: list[float]) -> dict[str, Any]:
+    """The verdict doctor keeps in its report: core.stats' over pairs timed 15 at a time."""
+    data: dict[str, Any] = serial.to_data(sequential(host, baseline, per_look=15))
+    return data
+
+
+def test_the_speedup_gives_its_verdict_interval_and_each_median() -> None:
+    rng = random.Random(7)
+    baseline = [3.5e-3 * rng.lognormvariate(0, 0.02) for _ in range(75)]
+    host = [b / 4.9 * rng.lognormvariate(0, 0.02) for b in baseline]
+    found = _canary_verdict(host, baseline)
+    text = speedup_text(found, {"host": 0.709, "baseline": 3.498})
+    assert found["label"] == "faster" and found["n_candidate"] == 15  # decided at the first look
+    low, high = found["interval"]
     assert text == (
-        "the host-targeted canary kernel runs 4.93x the speed of the x86_64 build "
-        "(medians of 15 alternating rounds: 0.709 ms host and 3.498 ms baseline)"
+        f"the host-targeted canary kernel is faster: {found['ratio']:.2f}x ({low:.2f}-{high:.2f}) "
+        "the speed of the x86_64 build (15 alternating pairs: 0.709 ms host and 3.498 ms baseline)"
     )
-    assert speedup_text(None, {}, 0) == "the canary kernels could not be timed"
+    assert speedup_text(None, {}) == "the canary kernels could not be timed"
+
+
+def test_a_noisy_canary_is_looked_at_again_and_said_undecided() -> None:
+    """Pairs whose ratio swings by ±60 % around 1.1x: each look takes 15 pairs more, and after
+    the fifth the answer is undecided, with the interval's reach; never "same"."""
+    rng = random.Random(3)
+    baseline = [1e-3 * rng.lognormvariate(0, 0.5) for _ in range(75)]
+    host = [b / 1.1 * rng.lognormvariate(0, 0.5) for b in baseline]
+    found = _canary_verdict(host, baseline)
+    assert (found["label"], found["looks"], found["n_candidate"]) == ("undecided", 5, 75)
+    text = speedup_text(found, {"host": 1.0, "baseline": 1.1})
+    assert re.search(r"is undecided: \d\.\d\dx \(±\d+%\) the speed", text), text
 
 
 def test_a_canary_wheel_that_did_not_run_is_named_with_its_exit_and_last_error() -> None:
@@ -163,7 +192,9 @@ def test_a_check_wraps_under_its_detail_at_80_columns(
     check = Check(
         name="instruction set",
         status="fail",
-        detail=isa_text(["zmm", "fma"], FOUND) + " " + speedup_text(4.93, {"host": 0.7}, 15),
+        detail=isa_text(["zmm", "fma"], FOUND)
+        + " "
+        + speedup_text(_canary_verdict([0.7e-3] * 15, [3.4e-3] * 15), {"host": 0.7}),
         fix="The planned flags did not reach the compiler: report it.",
     )
     print_doctor_check(check)

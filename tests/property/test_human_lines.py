@@ -4,6 +4,7 @@ a word that is (a path, a file name, a hash)."""
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 
@@ -32,10 +33,10 @@ def test_smoke_gives_every_throughput_its_unit(
     out = capsys.readouterr().out
     assert reprs_in(out) == []
     assert too_wide(out, int(columns)) == []
-    rows = [line for line in out.splitlines() if re.match(r"\s+(cast|conv|matmul)", line)]
-    assert len(rows) == 3
+    rows = [line for line in out.splitlines() if re.match(r"\s+(exp|add|erf|matmul)", line)]
+    assert len(rows) == 5
     for row in rows:  # candidate and baseline, each a number and its unit
-        assert len(re.findall(r"\d+\.\d\d GF/s", row)) == 2, row
+        assert len(re.findall(r"\d+\.\d\d? GF/s", row)) == 2, row
 
 
 def test_verify_says_what_differs_in_words(
@@ -94,28 +95,37 @@ def test_pick_at_80_columns_keeps_every_file_name_whole(tmp_path: Path) -> None:
 def test_smoke_keeps_each_op_on_one_line_at_80_columns(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The longest cells a real run has (a bf16 matmul near the peak, a noisy elementwise op):
-    op, threads, both throughputs with units and the verdict fit one line each."""
+    """The longest cells a real run has (a bf16 matmul near the peak, a noisy elementwise op, a
+    four-digit rate with a two-digit reach): op, threads, both throughputs with units and the
+    verdict fit one line each."""
     from dataclasses import replace
 
+    from tfbuild.core.stats import Summary, verdict
     from tfbuild.smoke.run import OpResult
-    from tfbuild.smoke.stats import Summary, verdict
 
     monkeypatch.setenv("COLUMNS", "80")
-    candidate = [2.0e-3 + i * 1e-6 for i in range(15)]
-    baseline = [2.0e-3 + i * 9e-5 for i in range(15)]  # noisy: a margin of two digits
-    found = verdict(candidate, baseline)
-    assert found.margin >= 0.10
+    rng = random.Random(1)
+    candidate = [2.0e-3 * rng.lognormvariate(0, 0.5) for i in range(15)]
+    baseline = [2.0e-3 * rng.lognormvariate(0, 0.5) for i in range(15)]
+    found = verdict(candidate, baseline, paired=True)  # noisy: undecided, a reach of 2-3 digits
+    assert found.label == "undecided" and found.spread >= 0.10
+    slow = [2.0e-3 * rng.lognormvariate(0, 0.06) for i in range(15)]
+    fast = [s / 1.6 * rng.lognormvariate(0, 0.06) for s in slow]
+    faster = verdict(fast, slow, paired=True)
+    assert faster.label == "faster" and faster.spread >= 0.10  # "faster 1.60x ±12%"
     rows = tuple(
         OpResult(
             op=op,
             threads="default",
-            candidate=Summary.of(candidate, 1.87e9, "GFLOP/s"),
-            baseline=Summary.of(baseline, 1.87e9, "GFLOP/s"),
-            verdict=found,
+            candidate=Summary.of(cand, 1.87e10, "GFLOP/s"),
+            baseline=Summary.of(base, 1.87e10, "GFLOP/s"),
+            verdict=judged,
             peak_fraction=0.93,
         )
-        for op in ("matmul_bf16_1024", "log_softmax")
+        for op, cand, base, judged in (
+            ("matmul_bf16_1024", candidate, baseline, found),
+            ("log_softmax", fast, slow, faster),
+        )
     )
     print_smoke(replace(_report(), results=rows))
     lines = capsys.readouterr().out.splitlines()
@@ -124,7 +134,8 @@ def test_smoke_keeps_each_op_on_one_line_at_80_columns(
         index = lines.index(row)
         follows = lines[index + 1]  # the next op, or the blank line after the table: no wrap
         assert not follows.strip() or not follows.startswith(" " * 20), lines
-        assert re.search(r"\d+\.\d\d GF/s 93% pk +\d+\.\d\d GF/s +\w+ \d\.\d\dx ±\d+% *$", row), row
+        verdict_cell = r"(undecided ±\d+%|faster \d\.\d\dx ±\d+%)"
+        assert re.search(rf"\d+\.\d\d? GF/s 93% pk +\d+\.\d\d? GF/s +{verdict_cell} *$", row), row
 
 
 def test_smoke_wraps_the_unused_instructions_and_the_failure_under_themselves(

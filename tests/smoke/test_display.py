@@ -1,34 +1,69 @@
-"""How ``tfbuild smoke`` prints a report: the verdict column says when a recheck settled it."""
+"""How ``tfbuild smoke`` prints a report: each verdict with the interval that decided it, the
+undecided ones said first with the machine's state, a peak never above 100 %."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 
 from tfbuild.cli.wheel_display import print_smoke
+from tfbuild.core.stats import Summary, Verdict, verdict
+from tfbuild.detect.contention import Contention
 from tfbuild.smoke.messages import parse_messages
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.report import SmokeReport
 from tfbuild.smoke.run import Method, OpResult
-from tfbuild.smoke.stats import Summary, Verdict, settle, verdict
 
-FIRST_C, FIRST_B = [1.0] * 12 + [3.0] * 3, [1.5] * 12 + [0.9] * 3  # "faster", not decisive
+QUIET = Contention(
+    seconds=10.0,
+    cpus=2,
+    others_busy=0.05,
+    ours_busy=1.0,
+    steal=0.0,
+    load_average=1.1,
+    quota_cores=None,
+    throttled=None,
+)
+SHARED = Contention(
+    seconds=10.0,
+    cpus=2,
+    others_busy=1.8,
+    ours_busy=1.0,
+    steal=0.06,
+    load_average=3.9,
+    quota_cores=None,
+    throttled=None,
+)
 
 
-def _result(op: str, candidate: list[float], baseline: list[float], found: Verdict) -> OpResult:
+def noisy(rng: random.Random, median: float, sigma: float, n: int = 15) -> list[float]:
+    return [median * rng.lognormvariate(0, sigma) for _ in range(n)]
+
+
+def _result(
+    op: str,
+    candidate: list[float],
+    baseline: list[float],
+    machine: Contention = QUIET,
+    **peak: object,
+) -> OpResult:
+    found: Verdict = verdict(candidate, baseline, paired=True)
     return OpResult(
         op=op,
         threads="default",
         candidate=Summary.of(candidate, 1e9, "GFLOP/s"),
         baseline=Summary.of(baseline, 1e9, "GFLOP/s"),
         verdict=found,
+        contention=machine,
+        **peak,  # type: ignore[arg-type]
     )
 
 
-def _report() -> SmokeReport:
-    first = verdict(FIRST_C, FIRST_B)
-    held_c, held_b = FIRST_C + [1.0] * 15, FIRST_B + [1.5] * 15
-    gone_c, gone_b = FIRST_C + [1.5] * 15, FIRST_B + [1.0] * 15
-    plain_c, plain_b = [1.0 + i / 100 for i in range(15)], [2.0 + i / 100 for i in range(15)]
+def _report(machine: Contention = QUIET) -> SmokeReport:
+    """The same report at every call (the golden files hold it): its noise is seeded here."""
+    rng = random.Random(4)
+    same = noisy(rng, 1e-3, 0.01)
     return SmokeReport(
         candidate_label="candidate.whl",
         baseline_label="tensorflow-cpu==2.21.0",
@@ -44,32 +79,72 @@ def _report() -> SmokeReport:
         baseline=None,
         method=Method(),
         results=(
-            _result("cast_f32_bf16", held_c, held_b, settle(first, verdict(held_c, held_b))),
-            _result("conv2d_nhwc", gone_c, gone_b, settle(first, verdict(gone_c, gone_b))),
-            _result("matmul_2048", plain_c, plain_b, verdict(plain_c, plain_b)),
+            _result("exp", [t / 1.6 for t in same], same, machine),
+            _result("add", same, [t * 1.002 for t in same], machine),
+            _result("erf", noisy(rng, 1e-3, 0.6), noisy(rng, 1e-3, 0.6), machine),
+            _result(
+                "matmul_2048",
+                [t / 2 for t in same],
+                same,
+                machine,
+                peak_note="peak unknown: 212 GF/s measured is above the 166 GF/s ceiling",
+            ),
+            _result("matmul_1024", same, same, machine, peak_fraction=0.71),
         ),
     )
 
 
-def test_the_verdict_column_tells_a_held_difference_from_one_gone_on_the_recheck(
+def rows(out: str) -> dict[str, str]:
+    return {line.split()[0]: line for line in out.splitlines() if line.strip()}
+
+
+def test_each_verdict_shows_the_interval_that_decided_it(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     print_smoke(_report())
-    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.strip()}
-    assert "faster" in lines["cast_f32_bf16"] and "held on a recheck" in lines["cast_f32_bf16"]
-    assert "same" in lines["conv2d_nhwc"] and "gone on a recheck" in lines["conv2d_nhwc"]
-    assert "faster" in lines["matmul_2048"] and "recheck" not in lines["matmul_2048"]
+    lines = rows(capsys.readouterr().out)
+    assert "faster 1.60x ±" in lines["exp"]
+    assert "same 1.00x ±" in lines["add"]
+    assert "undecided" in lines["erf"] and "±" in lines["erf"]
+    assert "71% pk" in lines["matmul_1024"]
+    # a measurement above the ceiling: no fraction, a note that says why
+    assert "pk ?" in lines["matmul_2048"] and "%" not in lines["matmul_2048"].split("GF/s")[1][:8]
+    assert lines["pk"].startswith("pk ?: peak unknown: 212 GF/s")
+    assert lines["machine:"] == "machine: the CPU was quiet: 0.1 other cores busy on average"
+
+
+def test_undecided_ops_are_said_before_the_table_with_the_busy_machine_and_the_fix(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    report = _report(SHARED)
+    print_smoke(report)
+    out = capsys.readouterr().out
+    first = out.index("undecided: the CPU was shared: 1.8 other cores busy on average, 6 % steal")
+    assert first < out.index("exp ")
+    assert "1 of 5 comparisons undecided (±" in out
+    assert "Run again on a quiet machine, or give a longer --budget." in out
+    assert report.passed  # undecided is no failure
+    assert report.to_json()["undecided"] == ["erf (default)"]
+
+
+def test_on_a_quiet_machine_an_undecided_op_blames_its_own_noise(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    print_smoke(_report())
+    out = capsys.readouterr().out
+    assert "the ops' own noise was too wide to tell. Give a longer --budget." in out
+    assert "the CPU was shared" not in out
 
 
 def test_in_an_80_column_terminal_the_verdict_wraps_and_nothing_is_cut(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "80")
-    print_smoke(_report())
+    print_smoke(_report(SHARED))
     out = capsys.readouterr().out
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "…" not in out
     assert "GFLOP/s" not in out and "GF/s" in out
-    words = out.split()
-    assert words.count("recheck)") == 2

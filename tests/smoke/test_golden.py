@@ -17,7 +17,7 @@ from tfbuild.core import serial
 from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.smoke.loads import LoadReport
 from tfbuild.smoke.messages import parse_messages
-from tfbuild.smoke.peak import MeasuredPeak, theoretical_peak
+from tfbuild.smoke.peak import MeasuredPeak, peak_ceilings, theoretical_peak
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.report import PeakFigures, Rules
 from tfbuild.smoke.run import Method
@@ -79,13 +79,15 @@ def test_a_smoke_report_with_a_baseline_and_rules() -> None:
     report = dataclasses.replace(
         _report(),
         baseline=baseline,
-        peak=PeakFigures(theoretical=THEORY, measured=MEASURED),
+        peak=PeakFigures(
+            theoretical=THEORY, measured=MEASURED, ceilings=peak_ceilings(THEORY, MEASURED)
+        ),
         rules=Rules(allow_unused=True, allow_slower=("conv2d_nhwc",), min_margin=0.1),
         env_file="runtime.env",
         seconds=12.345,
         tcmalloc_expected=True,
         built_for="zen4",
-        method=Method(reps=5, blocks=2, ops=("exp", "tanh"), min_margin=0.1),
+        method=Method(pairs=5, ops=("exp", "tanh"), min_margin=0.1, budget=30),
     )
     check("report-baseline", report.to_json())
 

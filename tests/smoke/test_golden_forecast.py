@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from tests.smoke.test_golden import check
 from tfbuild.core import serial
+from tfbuild.core.stats import Summary, verdict
 from tfbuild.smoke.forecast import Emitted
 from tfbuild.smoke.forecast_report import (
     CompilerUsed,
@@ -19,12 +20,11 @@ from tfbuild.smoke.forecast_report import (
 from tfbuild.smoke.models import ModelFile
 from tfbuild.smoke.run import OpResult as SmokeOp
 from tfbuild.smoke.run import SettingTrial
-from tfbuild.smoke.stats import Summary, verdict
 from tfbuild.smoke.tune import TuneReport
 
-FAST = [1.0, 1.01, 0.99, 1.02, 0.98] * 2
-SLOW = [3.0, 3.03, 2.97, 3.06, 2.94] * 2
-EVEN = [2.0, 2.02, 1.98, 2.04, 1.96] * 2
+FAST = [1.0, 1.01, 0.99, 1.02, 0.98] * 3
+SLOW = [3.0, 3.03, 2.97, 3.06, 2.94] * 3
+EVEN = [2.0, 2.02, 1.98, 2.04, 1.96] * 3
 
 
 #: Stock TensorFlow's own op: the slow kernel plus 1 s a call around it.
@@ -85,7 +85,7 @@ def _op(op: str, candidate: list[float], baseline: list[float]) -> SmokeOp:
         threads="default",
         candidate=Summary.of(candidate, 1000, "Gelem/s"),
         baseline=Summary.of(baseline, 1000, "Gelem/s"),
-        verdict=verdict(candidate, baseline),
+        verdict=verdict(candidate, baseline, paired=True),
     )
 
 

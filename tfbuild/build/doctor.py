@@ -16,16 +16,18 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from tfbuild.build.publish import update_receipt
 from tfbuild.build.run import BuildRun, ca_bundle_from, proxies_from
+from tfbuild.core import serial
 from tfbuild.core.engine import DockerEngine, EngineInfo, Mount
 from tfbuild.core.errors import EnvironmentProblem, Interrupted, TfbuildError
 from tfbuild.core.image_failure import ImageUnavailable
+from tfbuild.core.stats import FASTER, UNDECIDED, sequential
 from tfbuild.detect.host import HostFacts, host_facts
 from tfbuild.plan import GIB, MIB, BuildPlan
 from tfbuild.plan.here import plan_here
@@ -275,14 +277,19 @@ def run_canary(
     )
     seconds = probe.get("seconds", {})
     medians = {k: statistics.median(v) for k, v in seconds.items()}
-    speedup = medians["baseline"] / medians["host"] if len(medians) == 2 else None
+    judged = (
+        sequential(seconds["host"], seconds["baseline"], per_look=CANARY_PAIRS_PER_LOOK)
+        if len(medians) == 2
+        else None
+    )
     section = {
         "standin": True,
         "isa": {"expected": expected, "found": counts, "ok": isa_ok},
         "smoke": {k: {"ok": v["ok"]} | ({} if v["ok"] else v) for k, v in probe["smoke"].items()},
         "median_ms": {k: round(v * 1e3, 3) for k, v in medians.items()},
         "rounds": len(seconds.get("host", [])),
-        "speedup": None if speedup is None else round(speedup, 2),
+        "speedup": None if judged is None else round(judged.ratio, 2),
+        "verdict": None if judged is None else serial.to_data(judged),
     }
     update_receipt(host.receipt, "canary", section)
     return {
@@ -322,17 +329,29 @@ def isa_text(expected: list[str], found: dict[str, dict[str, int]]) -> str:
     )
 
 
-def speedup_text(speedup: float | None, median_ms: dict[str, float], rounds: int) -> str:
-    """The timing as a sentence, each median with its unit."""
-    if speedup is None:
+#: The canary's pairs judged at each look (its probe times ROUNDS = 5 looks of them at once).
+CANARY_PAIRS_PER_LOOK = 15
+
+
+def speedup_text(found: Mapping[str, Any] | None, median_ms: dict[str, float]) -> str:
+    """The timing as a sentence: the verdict (JSON of a core.stats.Verdict), each median with its
+    unit."""
+    if found is None:
         return "the canary kernels could not be timed"
     medians = " and ".join(
         f"{median_ms[name]:.3f} ms {name}" for name in ("host", "baseline") if name in median_ms
     )
-    return (
-        f"the host-targeted canary kernel runs {speedup:.2f}x the speed of the x86_64 build "
-        f"(medians of {rounds} alternating rounds: {medians})"
-    )
+    low, high = found["interval"]
+    if found["label"] == UNDECIDED:
+        reach = f"±{found['spread'] * 100:.0f}%"
+        said = f"undecided: {found['ratio']:.2f}x ({reach}) the speed of the x86_64 build"
+    else:
+        said = (
+            f"{found['label']}: {found['ratio']:.2f}x ({low:.2f}-{high:.2f}) the speed of the "
+            "x86_64 build"
+        )
+    pairs = found["n_candidate"]
+    return f"the host-targeted canary kernel is {said} ({pairs} alternating pairs: {medians})"
 
 
 def smoke_failure_text(smoke: dict[str, dict[str, Any]]) -> str:
@@ -472,12 +491,12 @@ def _diagnose(
                 fix="" if isa["ok"] else "The planned flags did not reach the compiler: report it.",
             )
         )
-        speedup = canary_report["speedup"]
+        found = canary_report["verdict"]
         add(
             Check(
                 name="speedup",
-                status="ok" if speedup and speedup > 1 else "warn",
-                detail=speedup_text(speedup, canary_report["median_ms"], canary_report["rounds"]),
+                status="ok" if found and found["label"] == FASTER else "warn",
+                detail=speedup_text(found, canary_report["median_ms"]),
             )
         )
     finally:

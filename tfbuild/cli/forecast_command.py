@@ -40,6 +40,16 @@ def forecast_command(
             show_default=False,
         ),
     ] = None,
+    budget: Annotated[
+        float,
+        typer.Option(
+            "--budget",
+            metavar="SECONDS",
+            min=1.0,
+            help="Time for the timing: ops still undecided after 4 rounds get more rounds while "
+            "it lasts.",
+        ),
+    ] = 120.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the forecast as JSON.")] = False,
 ) -> None:
     """What a build would gain over the stock wheel on this machine, before anything is built."""
@@ -70,6 +80,7 @@ def forecast_command(
         compiler=plan.compiler,
         elsewhere=str(args.cpuinfo) if args.cpuinfo is not None else None,
         stock=stock,
+        budget=budget,
     )
 
     def progress(message: str) -> None:

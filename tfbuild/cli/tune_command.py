@@ -67,6 +67,7 @@ def tune_command(
 ) -> None:
     """Measure the runtime settings that matter for a wheel here; keep those that win."""
     from tfbuild.core.errors import UsageError
+    from tfbuild.core.stats import UNDECIDED
     from tfbuild.smoke.models import check_model
     from tfbuild.smoke.session import wheel_to_test
     from tfbuild.smoke.tune import TuneOptions, gain, run_tune, write_profile
@@ -94,7 +95,9 @@ def tune_command(
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
     kept = ", ".join(t.name for t in report.kept) or "nothing (TensorFlow's defaults stay)"
-    lines = [f"kept for {report.wheel}: {kept} ({report.seconds:.0f} s)"]
+    note = report.undecided_note()
+    lines = [f"undecided: {note}"] if note else []  # first: it qualifies all that follows
+    lines.append(f"kept for {report.wheel}: {kept} ({report.seconds:.0f} s)")
     if report.model is not None:
         per_call = report.model_seconds()
         took = f", {per_call * 1e3:.3g} ms a call with the defaults" if per_call else ""
@@ -109,10 +112,18 @@ def tune_command(
         )
     for trial in report.tried:
         median, low, high = gain(trial)
-        word = "kept" if trial in report.kept else "rejected"
+        word = (
+            "kept"
+            if trial in report.kept
+            else "undecided"
+            if trial.outcome == UNDECIDED
+            else "rejected"
+        )
         ops = ", ".join(f"{r.op} {r.verdict.label}" for r in trial.results if r.verdict)
-        lines.append(f"  {word:<9}{trial.name}: {median:.2f}x ({low:.2f}-{high:.2f}x; {ops})")
+        lines.append(f"  {word:<10}{trial.name}: {median:.2f}x ({low:.2f}-{high:.2f}x; {ops})")
     lines.extend(f"  not tried {name} (the --budget ran out)" for name in report.not_tried)
+    if report.machine is not None:
+        lines.append(f"machine: {report.machine.describe()}")
     lines.append(
         f"profile written to {target}"
         if target is not None

@@ -44,6 +44,17 @@ def smoke_command(
     quick: Annotated[
         bool, typer.Option("--quick", help="Shorter measurements for CI (under 2 minutes).")
     ] = False,
+    budget: Annotated[
+        float | None,
+        typer.Option(
+            "--budget",
+            metavar="SECONDS",
+            min=1.0,
+            help="Time for the benchmark: undecided ops are timed again while it lasts. "
+            "Default: 60 with --quick, else 300.",
+            show_default=False,
+        ),
+    ] = None,
     bench: Annotated[
         bool, typer.Option("--bench/--no-bench", help="Benchmark, or only probe the import.")
     ] = True,
@@ -117,6 +128,7 @@ def smoke_command(
         python=python or sys.executable,
         baseline=baseline,
         quick=quick,
+        budget=budget,
         bench=bench,
         settings=settings,
         rules=Rules(

@@ -11,12 +11,20 @@ from rich import box
 from rich.table import Table
 
 from tfbuild.cli.console import make_console, print_hanging, safe
+from tfbuild.core.stats import FASTER, SLOWER, UNDECIDED, describe
+from tfbuild.smoke.run import LOSES, WINS
 
 if TYPE_CHECKING:  # types of other commands' results: importing them would load docker and more
     from tfbuild.build.rebuild import VerifyResult
     from tfbuild.pick import PickResult
     from tfbuild.smoke.loads import LoadReport
     from tfbuild.smoke.report import SmokeReport
+
+
+def _rate(value: float) -> str:
+    """A throughput to four or five significant digits: ``0.52``, ``12.34``, ``804.8``, ``9350.1``
+    (the noise is wider than the last one, and a row must fit 80 columns)."""
+    return f"{value:.1f}" if value >= 100 else f"{value:.2f}"
 
 
 def print_smoke(report: SmokeReport) -> None:
@@ -41,6 +49,8 @@ def print_smoke(report: SmokeReport) -> None:
     elif cand.ok:
         console.print("[green]no unused-instruction message at import[/green]", highlight=False)
     console.print(f"TCMalloc loaded: {'yes' if cand.tcmalloc_loaded else 'no'}", highlight=False)
+    if report.undecided_note:  # before the numbers it qualifies
+        print_hanging(console, "[yellow]undecided[/yellow]: ", 11, report.undecided_note)
     if report.results:
         table = Table(
             title=f"vs {safe(report.baseline_label or 'no baseline')} (median, in alternation)",
@@ -53,39 +63,39 @@ def print_smoke(report: SmokeReport) -> None:
             table.add_column(column, no_wrap=True)
         table.add_column("verdict", ratio=1)  # the one that wraps in a narrow terminal
         short = {"GFLOP/s": "GF/s", "Gelem/s": "Gel/s"}
+        colors = {FASTER: "green", SLOWER: "red", UNDECIDED: "yellow"}
         for r in report.results:
             unit = short.get(r.candidate.unit, r.candidate.unit)
-            base = f"{r.baseline.throughput_median:.2f} {unit}" if r.baseline else "-"
-            peak = f" {r.peak_fraction:.0%} pk" if r.peak_fraction else ""
+            base = f"{_rate(r.baseline.throughput_median)} {unit}" if r.baseline else "-"
+            peak = f" {r.peak_fraction:.0%} pk" if r.peak_fraction is not None else ""
+            if r.peak_note:
+                peak = " pk ?"
+            verdict = "-"
             if r.verdict:
-                label = r.verdict.label
-                color = {"faster": "green", "slower": "red"}.get(label, "white")
-                confirmed = r.verdict.confirmed
-                again = (
-                    ""
-                    if confirmed is None
-                    else ", held on a recheck"
-                    if confirmed
-                    else ", gone on a recheck"
-                )
-                # "same 1.01x ±5%": short enough to keep each op on one line at 80 columns.
-                verdict = (
-                    f"[{color}]{label}[/{color}] {r.verdict.ratio:.2f}x "
-                    f"±{r.verdict.margin * 100:.0f}%" + (f" ({again[2:]})" if again else "")
-                )
-            else:
-                verdict = "-"
+                color = colors.get(r.verdict.label, "white")
+                label, _, rest = describe(r.verdict).partition(" ")
+                verdict = f"[{color}]{label}[/{color}] {rest}"
             table.add_row(
                 safe(r.op),
                 safe(r.threads),
-                f"{r.candidate.throughput_median:.2f} {unit}{peak}",
+                f"{_rate(r.candidate.throughput_median)} {unit}{peak}",
                 base,
                 verdict,
             )
         console.print(table)
+        for note in dict.fromkeys(r.peak_note for r in report.results if r.peak_note):
+            print_hanging(console, "pk ?: ", 6, note or "")
+        machine = report.machine
+        if machine is not None:
+            print_hanging(console, "machine: ", 9, machine.describe())
     for trial in report.settings:
-        mark = "[green]wins[/green]" if trial.wins else "no gain"
-        console.print(f"setting {safe(trial.name)}: {mark}", highlight=False)
+        outcome = trial.outcome
+        color = {WINS: "green", LOSES: "red", UNDECIDED: "yellow"}.get(outcome, "white")
+        undecided = f" ({', '.join(trial.undecided)} undecided)" if trial.undecided else ""
+        console.print(
+            f"setting {safe(trial.name)}: [{color}]{outcome}[/{color}]{safe(undecided)}",
+            highlight=False,
+        )
     if report.env_file:
         console.print(f"runtime env file: {safe(report.env_file)}", highlight=False)
     if report.passed:

@@ -1,8 +1,9 @@
 # mypy: disable-error-code="import-not-found,import-untyped"
 """The benchmark process: runs inside the wheel's own virtual environment, never imports tfbuild.
 
-Usage: ``PYTHON _worker.py --intra N --inter M [--bf16] [--model PATH --model-kind KIND --model-op NAME
---model-batch B]`` (0 = TensorFlow's default thread count).
+Usage: ``PYTHON _worker.py --intra N --inter M [--bf16] [--cpus LIST] [--model PATH --model-kind KIND
+--model-op NAME --model-batch B]`` (0 = TensorFlow's default thread count; ``--cpus``: pin the
+process to these CPUs before TensorFlow starts its threads).
 Only the standard library, numpy and tensorflow are imported, and the file stays valid on Python 3.9.
 
 Protocol, one JSON object per line. Stdout carries the protocol and nothing else: the worker keeps a
@@ -20,7 +21,10 @@ whatever TensorFlow, its C++ libraries or a stray ``print`` write lands on stder
 * ``{"op": NAME, "reps": R, "min_rep_seconds": S}``: 3 warm-up calls, an inner loop count calibrated
   so that one repetition takes at least S seconds, then R timed repetitions. Reply
   ``{"op": NAME, "seconds_per_call": [R floats], "inner": n, "work": w, "unit": ...}``, or
-  ``{"op": NAME, "error": "..."}`` when the op raised (the worker goes on).
+  ``{"op": NAME, "error": "..."}`` when the op raised (the worker goes on). With ``"inner": n``
+  (the count an earlier reply gave) the calibration is skipped, and ``"warmup": W`` sets the
+  warm-up calls: the driver times one repetition at a time, each beside one of the other build's,
+  and calibrates once per op.
 * ``{"quit": true}`` or end of input: exit 0.
 
 Ops: matmul n x n float32 (2n^3 flop); conv2d x [32, 56, 56, 64] * w [3, 3, 64, 64], stride 1, SAME
@@ -126,6 +130,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--model-kind", choices=("savedmodel", "keras"), default="savedmodel")
     parser.add_argument("--model-op", default="model", help="the op name the model is timed as")
     parser.add_argument("--model-batch", type=int, default=1, help="the batch for open dimensions")
+    parser.add_argument(
+        "--cpus", default="", help="comma-separated CPUs to run on, set before TensorFlow starts"
+    )
     args = parser.parse_args(argv)
     if args.intra < 0 or args.inter < 0:
         parser.error("thread counts must be >= 0")
@@ -329,9 +336,16 @@ def calibrate(fn: Callable[[], Any], min_rep_seconds: float) -> int:
     return inner
 
 
-def measure(op: Op, reps: int, min_rep_seconds: float) -> dict[str, Any]:
-    time_calls(op.fn, WARMUP_CALLS)
-    inner = calibrate(op.fn, min_rep_seconds)
+def measure(
+    op: Op,
+    reps: int,
+    min_rep_seconds: float,
+    inner: int | None = None,
+    warmup: int = WARMUP_CALLS,
+) -> dict[str, Any]:
+    time_calls(op.fn, warmup)
+    if inner is None:
+        inner = calibrate(op.fn, min_rep_seconds)
     seconds: list[float] = []
     gc.collect()
     gc_was_enabled = gc.isenabled()
@@ -373,8 +387,16 @@ def handle(line: str, ops: dict[str, Op]) -> dict[str, Any] | None:
         return {"op": name, "error": f"min_rep_seconds must be a number, not {min_rep_seconds!r}"}
     if not 0 <= min_rep_seconds <= 60:
         return {"op": name, "error": f"min_rep_seconds must be in [0, 60], not {min_rep_seconds}"}
+    inner = request.get("inner")
+    if inner is not None and (
+        isinstance(inner, bool) or not isinstance(inner, int) or not 1 <= inner <= MAX_INNER
+    ):
+        return {"op": name, "error": f"inner must be an integer in [1, {MAX_INNER}], not {inner!r}"}
+    warmup = request.get("warmup", WARMUP_CALLS)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup <= 100:
+        return {"op": name, "error": f"warmup must be an integer in [0, 100], not {warmup!r}"}
     try:
-        return measure(op, reps, float(min_rep_seconds))
+        return measure(op, reps, float(min_rep_seconds), inner, warmup)
     except Exception as exc:  # the op failed on this build: say so and go on
         traceback.print_exc(file=sys.stderr)
         return {"op": name, "error": f"{type(exc).__name__}: {one_line(str(exc))}"[:2000]}
@@ -387,9 +409,19 @@ def cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+def pin(cpus: str) -> None:
+    """Run on these CPUs, and every thread started from now on (TensorFlow's pools) too."""
+    if cpus and hasattr(os, "sched_setaffinity"):
+        try:
+            os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
+        except (OSError, ValueError) as exc:
+            print(f"cannot pin to CPUs {cpus}: {exc}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     protocol = take_stdout()
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    pin(args.cpus)
     try:
         import numpy as np
         import tensorflow as tf

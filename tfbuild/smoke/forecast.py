@@ -29,7 +29,8 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -37,6 +38,7 @@ from typing import Any, Literal
 
 from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
+from tfbuild.core.stats import MAX_LOOKS, verdict
 from tfbuild.detect.system import default_cache_dir
 from tfbuild.recipes.recipe import Recipe
 from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env
@@ -47,6 +49,7 @@ from tfbuild.smoke.forecast_report import (
     OneDnn,
     OpResult,
     StockFlags,
+    class_margin,
     compare,
 )
 from tfbuild.smoke.session import stock_spec
@@ -72,8 +75,9 @@ class ForecastRequest:
     elsewhere: str | None = None  # the other machine a --cpuinfo plan is for; None: this host
     stock: str | None = None  # the stock wheel: a .whl or a requirement (default: the index's)
     python: str = sys.executable
-    rounds: int = 4  # alternations of the two builds
+    rounds: int = 4  # alternations of the two builds before the first look
     reps: int = 5  # timed repetitions of each op per run
+    budget: float = 120.0  # seconds the timing may take: undecided ops get more rounds meanwhile
 
 
 #: The stock wheel's f32 -> f16 cast is F16C code although its flags say -mavx only: its hot loop is
@@ -337,12 +341,15 @@ def measure(
     rounds: int,
     reps: int,
     progress: Progress,
+    pooled: dict[str, tuple[str, int, list[float], list[float]]] | None = None,
+    done: int = 0,
 ) -> dict[str, tuple[str, int, list[float], list[float]]]:
     """Run the two builds in alternation (stock first, then plan first, ...), pooled per op:
-    class, elements, stock seconds, plan seconds."""
-    pooled: dict[str, tuple[str, int, list[float], list[float]]] = {}
-    for r in range(rounds):
-        progress(f"timing round {r + 1} of {rounds} (stock and plan builds, alternating)")
+    class, elements, stock seconds, plan seconds; ``pooled`` and ``done``: the rounds so far, to
+    add to."""
+    pooled = {} if pooled is None else pooled
+    for r in range(done, done + rounds):
+        progress(f"timing round {r + 1} (stock and plan builds, alternating)")
         order = ("stock", "plan") if r % 2 == 0 else ("plan", "stock")
         for side in order:
             try:
@@ -506,13 +513,8 @@ def run_forecast(request: ForecastRequest, recipe: Recipe, *, progress: Progress
         flags, notes = _compile_both(
             compiler, include, work, {"stock": stock.flags, "plan": request.cflags}
         )
-        pooled = measure(
-            {side: work / side for side in flags},
-            target=request.target,
-            flags=flags,
-            rounds=request.rounds,
-            reps=request.reps,
-            progress=progress,
+        pooled = _measure_until_decided(
+            request, {side: work / side for side in flags}, flags, progress
         )
     progress("timing the same ops in the stock wheel's TensorFlow (eager, one thread)")
     timed = tensorflow_times(env.python, reps=request.rounds * request.reps)
@@ -560,6 +562,46 @@ def run_forecast(request: ForecastRequest, recipe: Recipe, *, progress: Progress
         classes=compare(ops),
         onednn=onednn,
     )
+
+
+def _undecided(pooled: Mapping[str, tuple[str, int, list[float], list[float]]]) -> list[str]:
+    return [
+        name
+        for name, (klass, _, stock, plan) in pooled.items()
+        if not verdict(plan, stock, paired=False, margin=class_margin(klass)).decided
+    ]
+
+
+def _measure_until_decided(
+    request: ForecastRequest,
+    binaries: dict[str, Path],
+    flags: dict[str, tuple[str, ...]],
+    progress: Progress,
+) -> dict[str, tuple[str, int, list[float], list[float]]]:
+    """``request.rounds`` rounds; then, while an op's kernel ratio is undecided and the budget
+    allows another round, one more round each time, up to MAX_LOOKS looks in all."""
+    began = time.monotonic()
+    pooled: dict[str, tuple[str, int, list[float], list[float]]] = {}
+    done, rounds = 0, request.rounds
+    for _look in range(MAX_LOOKS):
+        measure(
+            binaries,
+            target=request.target,
+            flags=flags,
+            rounds=rounds,
+            reps=request.reps,
+            progress=progress,
+            pooled=pooled,
+            done=done,
+        )
+        done += rounds
+        undecided = _undecided(pooled)
+        each = (time.monotonic() - began) / done
+        if not undecided or time.monotonic() - began + each > request.budget:
+            break
+        progress(f"{len(undecided)} op(s) undecided ({', '.join(undecided)}): one more round")
+        rounds = 1
+    return pooled
 
 
 def _stock_requirement(request: ForecastRequest) -> str:

@@ -2,9 +2,9 @@
 and as JSON.
 
 Pure values over measured seconds; :mod:`tfbuild.smoke.forecast` measures them. Each op's kernel
-ratio is median(stock) / median(plan) (> 1: the plan's build is faster), with a 95 % bootstrap
-interval of that ratio, and the smoke's verdict (:func:`tfbuild.smoke.stats.verdict`: beyond the
-noise or not).
+ratio is stock time over plan time (> 1: the plan's build is faster), with its confidence interval
+and one of the four answers of :mod:`tfbuild.core.stats` (the two builds are timed in separate runs,
+so as two samples, unpaired).
 
 TensorFlow shows less than the bare kernel: its own op pays, whatever the flags, for what is around
 the kernel (dispatch, the output's allocation and first touch; 0.1-0.2 ns per element more than the
@@ -17,7 +17,7 @@ TensorFlow-level when stock TensorFlow was timed; the kernel's stay beside them.
 
 from __future__ import annotations
 
-import random
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,7 +26,19 @@ from typing import Any, Literal
 import msgspec
 
 from tfbuild.core.rounded import Round3, Round4
-from tfbuild.smoke.stats import FASTER, SAME, SLOWER, Summary, verdict
+from tfbuild.core.stats import (
+    FASTER,
+    MARGIN,
+    MEMORY_BOUND_MARGIN,
+    SAME,
+    SLOWER,
+    UNDECIDED,
+    Summary,
+    Verdict,
+    bootstrap,
+    decide,
+    verdict,
+)
 
 SCHEMA: Literal["tfbuild.forecast/1"] = "tfbuild.forecast/1"
 
@@ -40,37 +52,20 @@ CLASSES = {
 MIXED = "mixed"
 #: The levels a class's ratios are given at: what TensorFlow would show, or the Eigen kernel alone.
 TENSORFLOW, KERNEL = "tensorflow", "kernel"
-_RESAMPLES = 2000
 
 
-def ratio_interval(stock: Sequence[float], plan: Sequence[float]) -> tuple[float, float]:
-    """A 95 % bootstrap interval of median(stock) / median(plan), seeded: the same input gives
-    the same interval."""
-    rng = random.Random(0)
-    ratios = sorted(
-        statistics.median(rng.choices(stock, k=len(stock)))
-        / statistics.median(rng.choices(plan, k=len(plan)))
-        for _ in range(_RESAMPLES)
-    )
-    return ratios[int(0.025 * _RESAMPLES)], ratios[int(0.975 * _RESAMPLES) - 1]
+def class_margin(klass: str) -> float:
+    """The smallest difference that matters for an op class: the controls are memory-bound."""
+    return MEMORY_BOUND_MARGIN if klass == "control" else MARGIN
 
 
-def tensorflow_interval(
+def tensorflow_level(
     stock: Sequence[float], plan: Sequence[float], tensorflow: Sequence[float]
-) -> tuple[float, float]:
-    """A 95 % bootstrap interval of T / (T - D) over all three samples at once (stock TensorFlow's
-    times, and both kernels'): T and D are timed at different moments, so the noise of each is in
-    the interval, not the kernel's alone. Seeded, as :func:`ratio_interval`."""
-    rng = random.Random(0)
-    ratios = []
-    for _ in range(_RESAMPLES):
-        s = statistics.median(rng.choices(stock, k=len(stock)))
-        p = statistics.median(rng.choices(plan, k=len(plan)))
-        t = statistics.median(rng.choices(tensorflow, k=len(tensorflow)))
-        floor = tensorflow_seconds(stock_kernel=s, tensorflow=t)
-        ratios.append(floor / (floor - (s - p)))  # floor - s + p >= p > 0
-    ratios.sort()
-    return ratios[int(0.025 * _RESAMPLES)], ratios[int(0.975 * _RESAMPLES) - 1]
+) -> float:
+    """T / (T - D) from the three samples' medians (see :func:`tensorflow_ratio`)."""
+    s, p = statistics.median(stock), statistics.median(plan)
+    floor = tensorflow_seconds(stock_kernel=s, tensorflow=statistics.median(tensorflow))
+    return floor / (floor - (s - p))  # floor - s + p >= p > 0
 
 
 def tensorflow_ratio(kernel_ratio: float, *, stock_kernel: float, tensorflow: float) -> float:
@@ -103,8 +98,8 @@ class TensorFlowLevel(
     throughput: Round4  # Gelem/s at that median
     n: int  # timed repetitions
     ratio: Round3  # T / (T - D)
-    interval: tuple[Round3, Round3]  # 95 % bootstrap over TensorFlow's and both kernels' times
-    label: str  # the smoke's verdict over the kernel's times shifted by T - median(stock)
+    interval: tuple[Round3, Round3]  # bootstrap over TensorFlow's and both kernels' times
+    label: str  # faster, same, slower or undecided: the interval against the class's margin
     clamped: (
         bool  # stock TensorFlow took less than the stock build's kernel: T taken as the kernel's
     )
@@ -116,22 +111,32 @@ class TensorFlowLevel(
         *,
         stock: Sequence[float],
         plan: Sequence[float],
+        kernel: Verdict,
     ) -> TensorFlowLevel:
+        """The interval is a bootstrap over TensorFlow's times and both kernels' at once: T and D
+        are timed at different moments, so the noise of each belongs in it. A difference is
+        claimed where the ``kernel``'s is (T / (T - D) is 1 where the kernel's ratio is, and moves
+        with it), and only where TensorFlow's ratio is still beyond the margin."""
         measured = Summary.of(tensorflow, elements, "Gelem/s")
-        stock_kernel = statistics.median(stock)
-        floor = tensorflow_seconds(stock_kernel=stock_kernel, tensorflow=measured.median_s)
-        # What TensorFlow pays around the kernel, the same for both builds: the smoke's rule over
-        # the kernel's repetitions, each taken as TensorFlow would take it.
-        around = floor - stock_kernel
-        judged = verdict([p + around for p in plan], [s + around for s in stock])
-        low, high = tensorflow_interval(stock, plan, tensorflow)
+        floor = tensorflow_seconds(
+            stock_kernel=statistics.median(stock), tensorflow=measured.median_s
+        )
+        estimate = tensorflow_level(stock, plan, tensorflow)
+        low, high = bootstrap(
+            (stock, plan, tensorflow), lambda s: tensorflow_level(s[0], s[1], s[2])
+        )
         return TensorFlowLevel(
             seconds=measured.median_s,
             throughput=measured.throughput.median,
             n=measured.n,
-            ratio=Round3(judged.ratio),
+            ratio=Round3(estimate),
             interval=(Round3(low), Round3(high)),
-            label=judged.label,
+            label=decide(
+                estimate,
+                claim=kernel.interval if kernel.label in (FASTER, SLOWER) else (0.0, math.inf),
+                same=(low, high),
+                margin=kernel.margin,
+            ),
             clamped=floor > measured.median_s,
         )
 
@@ -155,8 +160,8 @@ class OpResult(
     stock: Summary
     plan: Summary
     ratio: Round3  # the kernel's
-    interval: tuple[Round3, Round3]  # the 95 % bootstrap interval of the kernel's ratio
-    label: str  # faster, same or slower (the smoke's verdict, the kernel's)
+    interval: tuple[Round3, Round3]  # the confidence interval of the kernel's ratio
+    label: str  # faster, same, slower or undecided (the kernel's)
     tensorflow: TensorFlowLevel | None = None  # None: stock TensorFlow was not timed
 
     @property
@@ -179,8 +184,8 @@ class OpResult(
     ) -> OpResult:
         """``tensorflow``: stock TensorFlow's seconds per call of the same op on the same
         elements."""
-        judged = verdict(plan, stock)
-        low, high = ratio_interval(stock, plan)
+        judged = verdict(plan, stock, paired=False, margin=class_margin(klass))
+        low, high = judged.interval
         return OpResult(
             name=name,
             klass=klass,
@@ -191,7 +196,7 @@ class OpResult(
             label=judged.label,
             tensorflow=None
             if tensorflow is None
-            else TensorFlowLevel.of(elements, tensorflow, stock=stock, plan=plan),
+            else TensorFlowLevel.of(elements, tensorflow, stock=stock, plan=plan, kernel=judged),
         )
 
     def shown(self, level: str) -> tuple[float, tuple[float, float], str]:
@@ -373,6 +378,8 @@ def _faster_or_slower(label: str, low: float, high: float) -> str:
         return f"{_times(low, high)} faster"
     if label == SLOWER:
         return f"{_times(1 / high, 1 / low)} slower"
+    if label == UNDECIDED:
+        return f"{_times(low, high)} the stock speed, undecided"
     return f"{_times(low, high)} the stock speed"
 
 
@@ -388,9 +395,22 @@ def _element_words(head: ClassResult, ops: Sequence[OpResult]) -> str:
         )
     if head.label == SAME:
         return f"would run {ops_here} no faster here (within the noise)"
+    if head.label == UNDECIDED:
+        return (
+            f"may run {ops_here} {_times(head.low, head.high)} the stock speed here: the timings "
+            "were too noisy to tell (run it again on a quiet machine, or with a longer --budget)"
+        )
     labels = [o.shown(head.level)[2] for o in ops if o.klass == head.klass]
+    undecided = labels.count(UNDECIDED)
+    if FASTER not in labels and SLOWER not in labels:  # same and undecided
+        return (
+            f"would run {ops_here} {_times(head.low, head.high)} the stock speed here "
+            f"({labels.count(SAME)} of {len(labels)} ops the same, {undecided} too noisy to tell)"
+        )
     word = "faster" if SLOWER not in labels else "slower" if FASTER not in labels else ""
-    beyond = f"{labels.count(word)} of {len(labels)} ops beyond the noise"
+    beyond = f"{labels.count(word)} of {len(labels)} ops beyond the noise" + (
+        f", {undecided} undecided" if undecided else ""
+    )
     if word == "faster":
         return f"would run {ops_here} about {_times(head.low, head.high)} faster here ({beyond})"
     if word == "slower":

@@ -2,7 +2,8 @@
 
 A wheel passes only when its import names no unused instruction and no op is slower than the
 baseline beyond the measured noise. Both rules can be relaxed explicitly (``--allow-unused``,
-``--allow-slower``), never silently.
+``--allow-slower``), never silently. An op the timings could not decide does not fail the wheel:
+the report names it, with the interval's width and what else ran on the CPU meanwhile.
 """
 
 from __future__ import annotations
@@ -14,13 +15,18 @@ from typing import TYPE_CHECKING, Any
 from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem
 from tfbuild.core.files import replacing, write_text
+from tfbuild.core.stats import SLOWER
+from tfbuild.detect import contention
+from tfbuild.detect.contention import Contention
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.run import Method, OpResult, SettingTrial
 
 if TYPE_CHECKING:
-    from tfbuild.smoke.peak import MeasuredPeak, Peak
+    from tfbuild.smoke.peak import Ceilings, MeasuredPeak, Peak
 
-SCHEMA = "tfbuild.smoke/1"
+#: /2: each verdict gives its interval and "undecided"; the method times pairs within a budget;
+#: "machine" says what else ran on the CPU, "undecided" which comparisons could not tell.
+SCHEMA = "tfbuild.smoke/2"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +42,7 @@ class PeakFigures:
 
     theoretical: Peak
     measured: MeasuredPeak | None
+    ceilings: Ceilings | None = None  # what each row's GFLOP/s was divided by, and why
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +82,7 @@ class SmokeReport:
         slower = [
             f"{r.op} ({r.threads} thread(s), {r.verdict.ratio:.2f}x)"
             for r in self.results
-            if r.verdict and r.verdict.label == "slower" and r.op not in self.rules.allow_slower
+            if r.verdict and r.verdict.label == SLOWER and r.op not in self.rules.allow_slower
         ]
         if slower:
             reasons.append(f"slower than the baseline beyond noise: {', '.join(slower)}")
@@ -84,6 +91,36 @@ class SmokeReport:
     @property
     def passed(self) -> bool:
         return not self.failures
+
+    @property
+    def machine(self) -> Contention | None:
+        """What else ran on the CPUs while the ops were timed, over the whole benchmark."""
+        spans = [r.contention for r in self.results if r.contention is not None]
+        return contention.combine(spans) if spans else None
+
+    @property
+    def undecided(self) -> tuple[OpResult, ...]:
+        return tuple(r for r in self.results if r.verdict and not r.verdict.decided)
+
+    @property
+    def undecided_note(self) -> str | None:
+        """Why some comparisons could not tell, and what to do: the machine's state first when
+        it was busy."""
+        if not self.undecided:
+            return None
+        compared = sum(1 for r in self.results if r.verdict)
+        spreads = sorted(r.verdict.spread for r in self.undecided if r.verdict)
+        reach = f"±{spreads[0] * 100:.0f}%" + (
+            f" to ±{spreads[-1] * 100:.0f}%" if len(spreads) > 1 else ""
+        )
+        count = f"{len(self.undecided)} of {compared} comparisons undecided ({reach})"
+        machine = self.machine
+        if machine is not None and machine.busy:
+            return (
+                f"{machine.describe()}: {count}. Run again on a quiet machine, or give a longer "
+                "--budget."
+            )
+        return f"{count}: the ops' own noise was too wide to tell. Give a longer --budget."
 
     # hand-written: "forecast" is written only when there is one (a dataclass writes every key)
     def to_json(self) -> dict[str, Any]:
@@ -101,6 +138,7 @@ class SmokeReport:
             else {
                 "theoretical": serial.to_data(self.peak.theoretical),
                 "measured": serial.to_data(self.peak.measured),
+                "ceilings": serial.to_data(self.peak.ceilings),
             },
             "rules": serial.to_data(self.rules),
             "env_file": self.env_file,
@@ -109,6 +147,9 @@ class SmokeReport:
             "built_for": self.built_for,
             "passed": self.passed,
             "failures": list(self.failures),
+            "undecided": [f"{r.op} ({r.threads})" for r in self.undecided],
+            "undecided_note": self.undecided_note,
+            "machine": serial.to_data(self.machine),
         } | ({"forecast": self.forecast} if self.forecast is not None else {})
 
 

@@ -1,27 +1,50 @@
 """Candidate and baseline, side by side: benchmark workers driven in alternation.
 
 Each wheel gets a long-lived worker process (``_worker.py`` in the wheel's own interpreter), one per
-thread setting. Ops are timed block by block, candidate then baseline, so that whatever the machine
-does meanwhile hits both alike; the per-call times of all blocks are pooled per op. A difference that
-is not decisive is timed once more before it counts.
+thread setting. Ops are timed one repetition at a time, a candidate repetition beside a baseline
+one, the two taking turns to go first, so that whatever the machine does meanwhile hits both alike
+and each pair can be compared on its own (:mod:`tfbuild.core.stats`, paired). An op still
+undecided after its first round is timed again, a round at a time, while the budget lasts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from tfbuild.core.errors import SmokeFailed, UnsupportedError
+from tfbuild.core.stats import (
+    FASTER,
+    MARGIN,
+    MAX_LOOKS,
+    MEMORY_BOUND_MARGIN,
+    SLOWER,
+    UNDECIDED,
+    Summary,
+    Verdict,
+    verdict,
+)
+from tfbuild.detect import contention
+from tfbuild.detect.contention import Contention
 from tfbuild.smoke.models import ModelFile
-from tfbuild.smoke.stats import Summary, Verdict, needs_recheck, settle, verdict
+
+
+class PeakCeiling(Protocol):
+    """What a row's GFLOP/s is divided by: the fraction of the ceiling for its thread count, or
+    None and why not (a measurement above the ceiling means the ceiling is wrong)."""
+
+    def fraction(self, gflops: float, *, threads: str) -> tuple[float | None, str | None]: ...
+
 
 WORKER = Path(__file__).with_name("_worker.py")
 
@@ -39,11 +62,19 @@ class Worker:
         bf16: bool = False,
         label: str = "",
         model: ModelFile | None = None,
+        cpus: Sequence[int] = (),
+        script: Path = WORKER,
+        extra: Sequence[str] = (),
     ) -> None:
+        """``cpus``: the CPUs it runs on (all this process may use when empty); ``script``:
+        another program that speaks the worker's protocol (the known-ratio worker of the tests
+        and benchmarks/verdicts.py); ``extra``: more arguments for it."""
         self.label = label
         self._model = model
         self._log = tempfile.TemporaryFile(mode="w+", prefix="tfbuild-worker-")  # noqa: SIM115
-        argv = [python, str(WORKER), "--intra", str(intra), "--inter", str(inter)]
+        argv = [python, str(script), "--intra", str(intra), "--inter", str(inter), *extra]
+        if cpus:
+            argv += ["--cpus", ",".join(str(c) for c in cpus)]
         if bf16:
             argv.append("--bf16")
         if model is not None:
@@ -88,10 +119,16 @@ class Worker:
         result: dict[str, Any] = json.loads(line)
         return result
 
-    def run(self, op: str, *, reps: int, min_rep_seconds: float) -> dict[str, Any]:
+    def run(
+        self, op: str, *, reps: int, min_rep_seconds: float, inner: int | None = None
+    ) -> dict[str, Any]:
+        """``reps`` timed repetitions of ``op``; with ``inner`` (an earlier reply's count), no
+        calibration and one warm-up call instead of three."""
         stdin = self._proc.stdin
         assert stdin is not None
-        request = {"op": op, "reps": reps, "min_rep_seconds": min_rep_seconds}
+        request: dict[str, Any] = {"op": op, "reps": reps, "min_rep_seconds": min_rep_seconds}
+        if inner is not None:
+            request |= {"inner": inner, "warmup": 1}
         stdin.write(json.dumps(request) + "\n")
         stdin.flush()
         return self._read()
@@ -165,49 +202,108 @@ class OpResult:
     candidate: Summary
     baseline: Summary | None
     verdict: Verdict | None
-    peak_fraction: float | None = None  # matmul: candidate GFLOP/s over the machine's peak
+    peak_fraction: float | None = None  # matmul: candidate GFLOP/s over the ceiling for its threads
+    peak_note: str | None = None  # why no fraction is shown ("peak unknown: ...")
+    contention: Contention | None = None  # what else ran on the CPUs while the op was timed
 
 
 @dataclass(frozen=True, kw_only=True)
 class Method:
-    """How hard to measure: --quick trades precision for time, never the rules."""
+    """How hard to measure: --quick trades precision for time, never the rules.
 
-    reps: int = 15
-    blocks: int = 3
+    Each round times ``pairs`` repetitions a side, one candidate repetition beside one of the
+    baseline's, in turn. The first round of every op always runs; an op still undecided then gets
+    more rounds (up to ``looks`` in all) while the ``budget`` lasts."""
+
+    pairs: int = 15
     min_rep_seconds: float = 0.05
     ops: tuple[str, ...] | None = None  # None = every op both builds run
-    min_margin: float = 0.05  # the smallest difference ever called faster or slower
+    min_margin: float = MARGIN  # the smallest difference that matters (15 % for memory-bound ops)
+    budget: float = 300.0  # seconds for the whole comparison, extra rounds included
+    looks: int = MAX_LOOKS
 
     def __post_init__(self) -> None:
         if not self.ops:  # no ops named: every op, as None says
             object.__setattr__(self, "ops", None)
+        if self.pairs < 1 or not 1 <= self.looks <= MAX_LOOKS or self.budget < 0:
+            raise ValueError(f"pairs >= 1, looks in 1..{MAX_LOOKS}, budget >= 0: {self}")
 
     @staticmethod
-    def quick(min_margin: float = 0.05) -> Method:
-        return Method(reps=15, blocks=3, min_rep_seconds=0.01, min_margin=min_margin)
+    def quick(min_margin: float = MARGIN, budget: float = 60.0) -> Method:
+        return Method(pairs=15, min_rep_seconds=0.01, min_margin=min_margin, budget=budget)
 
 
 THREAD_SETTINGS = (("1", 1, 1), ("default", 0, 0))
-MEMORY_BOUND_MARGIN = 0.15
 
 
-def _time(
-    cand: Worker, base: Worker | None, op: str, *, method: Method, baseline_first: bool = False
-) -> tuple[list[float], list[float]] | None:
-    """One round: ``method.blocks`` blocks of the op, the two workers in turn; None if either fails."""
-    reps = max(1, -(-method.reps // method.blocks))
-    c_times: list[float] = []
-    b_times: list[float] = []
-    turns = [(cand, c_times)] + ([(base, b_times)] if base is not None else [])
-    if baseline_first:
-        turns.reverse()
-    for _ in range(method.blocks):
-        for worker, times in turns:
-            reply = worker.run(op, reps=reps, min_rep_seconds=method.min_rep_seconds)
-            if "error" in reply:
-                return None
-            times.extend(reply["seconds_per_call"])
-    return c_times, b_times
+class _Timings:
+    """One op's repetitions so far on both sides, the inner loop count both sides run, and how
+    long a round took."""
+
+    def __init__(self) -> None:
+        self.candidate: list[float] = []
+        self.baseline: list[float] = []
+        self.inner: int | None = None  # calls per repetition, the same on both sides
+        self.looks = 0
+        self.round_seconds = 0.0
+        self.spans: list[Contention] = []
+        self.failed = False
+
+
+def _one(worker: Worker, op: str, method: Method, inner: int | None) -> dict[str, Any] | None:
+    """One repetition (None if the op failed): seconds per call, and the inner count used."""
+    reply = worker.run(op, reps=1, min_rep_seconds=method.min_rep_seconds, inner=inner)
+    return None if "error" in reply else reply
+
+
+def _calibrate(workers: Sequence[Worker], op: str, timings: _Timings, method: Method) -> bool:
+    """The inner count both sides run: the largest that either side's calibration found.
+
+    A calibration that a neighbour pre-empts finds too small a count (the stalled first calls took
+    the whole ``min_rep_seconds``), and a side whose repetitions last a millisecond slips between
+    a neighbour's time slices while the other's share them: a steady bias that every pair agrees
+    on (3-6x, seen under load). A stall can only shrink a count, so the largest is the honest one,
+    and one count for both sides keeps their repetitions alike. These calls are not timed."""
+    counts = []
+    for worker in workers:
+        reply = _one(worker, op, method, None)
+        if reply is None:
+            timings.failed = True
+            return False
+        counts.append(int(reply["inner"]))
+    timings.inner = max(counts)
+    return True
+
+
+def _round(cand: Worker, base: Worker | None, op: str, timings: _Timings, method: Method) -> bool:
+    """One round of ``method.pairs`` pairs, the two workers taking turns to go first (ABBA);
+    False if the op failed on either."""
+    began, before = time.monotonic(), contention.snapshot()
+    workers = [cand] if base is None else [cand, base]
+    if timings.inner is None and not _calibrate(workers, op, timings, method):
+        return False
+    for i in range(method.pairs):
+        sides: list[tuple[Worker, list[float]]] = [(cand, timings.candidate)]
+        if base is not None:
+            sides.append((base, timings.baseline))
+        if i % 2:
+            sides.reverse()
+        for worker, times in sides:
+            reply = _one(worker, op, method, timings.inner)
+            if reply is None:
+                timings.failed = True
+                return False
+            times.append(float(reply["seconds_per_call"][0]))
+    timings.spans.append(contention.between(before, contention.snapshot()))
+    timings.looks += 1
+    timings.round_seconds = max(timings.round_seconds, time.monotonic() - began)
+    return True
+
+
+def _margin(meta: Mapping[str, Any], method: Method) -> float:
+    if meta["unit"] != "GFLOP/s":
+        return max(method.min_margin, MEMORY_BOUND_MARGIN)
+    return method.min_margin
 
 
 def alternate(
@@ -216,58 +312,81 @@ def alternate(
     *,
     method: Method,
     threads: str,
-    peak_gflops: float | None = None,
+    deadline: float | None = None,
+    peak: PeakCeiling | None = None,
     progress: Callable[[str], object] | None = None,
 ) -> list[OpResult]:
-    """Time every op both workers offer, block by block: candidate, then baseline.
-
-    A difference that one round does not settle is timed again, baseline first this time, and stands
-    only if it holds over both rounds pooled (:func:`tfbuild.smoke.stats.settle`).
-    """
-    results: list[OpResult] = []
+    """Time every op both workers offer, repetition by repetition in turn; then, while time is left
+    before ``deadline`` (time.monotonic(); None: no extra rounds), time the still undecided ops
+    again, a round each in turn, until each is decided or has had ``method.looks`` rounds."""
+    say = progress or (lambda _message: None)
     ops = [o for o in cand.ops if base is None or o in base.ops]
     if method.ops:
         ops = [o for o in ops if o in method.ops]
-    for op in ops:
-        if progress:
-            progress(f"{threads} thread(s): {op}")
-        timed = _time(cand, base, op, method=method)
-        if timed is None:
-            continue
-        c_times, b_times = timed
-        meta = cand.ops[op]
-        # Memory-bound ops differ by up to ~10% between two processes of the same wheel, steadily,
-        # which the spread inside one process cannot show; the gains sought there are 2-3x, so a
-        # 15% floor costs nothing and keeps identical wheels "same".
-        margin = method.min_margin
-        if meta["unit"] != "GFLOP/s":
-            margin = max(margin, MEMORY_BOUND_MARGIN)
-        found = verdict(c_times, b_times, min_margin=margin) if b_times else None
-        if found is not None and needs_recheck(found):
-            if progress:
-                progress(f"{threads} thread(s): {op} again ({found.label} in the first round)")
-            again = _time(cand, base, op, method=method, baseline_first=True)
-            if again is None:
-                continue
-            c_times, b_times = c_times + again[0], b_times + again[1]
-            found = settle(found, verdict(c_times, b_times, min_margin=margin))
-        c_sum = Summary.of(c_times, meta["work"], meta["unit"])
-        b_sum = Summary.of(b_times, meta["work"], meta["unit"]) if b_times else None
-        fraction = None
-        fp32 = meta.get("dtype", "float32") == "float32"
-        if peak_gflops and meta["unit"] == "GFLOP/s" and fp32 and threads == "default":
-            fraction = round(c_sum.throughput_median / peak_gflops, 3)
-        results.append(
-            OpResult(
-                op=op,
-                threads=threads,
-                candidate=c_sum,
-                baseline=b_sum,
-                verdict=found,
-                peak_fraction=fraction,
+    timed = {op: _Timings() for op in ops}
+    found: dict[str, Verdict | None] = {}
+
+    def judge(op: str) -> None:
+        t = timed[op]
+        found[op] = (
+            verdict(
+                t.candidate,
+                t.baseline,
+                paired=True,
+                margin=_margin(cand.ops[op], method),
+                looks=t.looks,
             )
+            if t.baseline
+            else None
         )
-    return results
+
+    for op in ops:
+        say(f"{threads} thread(s): {op}")
+        if _round(cand, base, op, timed[op], method):
+            judge(op)
+    for look in range(2, method.looks + 1):
+        pending = {op: v for op, v in found.items() if v is not None and not v.decided}
+        for op, undecided in pending.items():
+            t = timed[op]
+            if deadline is None or time.monotonic() + t.round_seconds > deadline:
+                continue
+            reach = f"±{undecided.spread * 100:.0f} %"
+            say(f"{threads} thread(s): {op} again (round {look}: undecided, {reach})")
+            if _round(cand, base, op, t, method):
+                judge(op)
+            else:
+                found.pop(op)
+    return [
+        _result(op, threads, timed[op], found[op], cand.ops[op], peak)
+        for op in ops
+        if op in found and not timed[op].failed
+    ]
+
+
+def _result(
+    op: str,
+    threads: str,
+    timings: _Timings,
+    found: Verdict | None,
+    meta: Mapping[str, Any],
+    peak: PeakCeiling | None,
+) -> OpResult:
+    c_sum = Summary.of(timings.candidate, meta["work"], meta["unit"])
+    fraction, note = None, None
+    if peak is not None and meta["unit"] == "GFLOP/s" and meta.get("dtype", "float32") == "float32":
+        fraction, note = peak.fraction(c_sum.throughput_median, threads=threads)
+    return OpResult(
+        op=op,
+        threads=threads,
+        candidate=c_sum,
+        baseline=Summary.of(timings.baseline, meta["work"], meta["unit"])
+        if timings.baseline
+        else None,
+        verdict=found,
+        peak_fraction=fraction,
+        peak_note=note,
+        contention=contention.combine(timings.spans),
+    )
 
 
 def compare(
@@ -279,47 +398,65 @@ def compare(
     method: Method,
     bf16: bool = False,
     thread_settings: Sequence[tuple[str, int, int]] = THREAD_SETTINGS,
-    peak_gflops: float | None = None,
+    peak: PeakCeiling | None = None,
     progress: Callable[[str], object] | None = None,
 ) -> list[OpResult]:
-    """Time every op for the candidate (and the baseline, in alternation) at each thread setting."""
+    """Time every op for the candidate (and the baseline, in alternation) at each thread setting,
+    within ``method.budget`` seconds: each setting's extra rounds get an equal share of what is
+    left when it starts."""
     results: list[OpResult] = []
-    for label, intra, inter in thread_settings:
-        with Worker(
-            candidate_python,
-            intra=intra,
-            inter=inter,
-            env=candidate_env,
-            bf16=bf16,
-            label="candidate",
-        ) as cand:
-            if baseline_python is None:
-                results += alternate(
-                    cand,
-                    None,
-                    method=method,
-                    threads=label,
-                    peak_gflops=peak_gflops,
-                    progress=progress,
+    end = time.monotonic() + method.budget
+    for index, (label, intra, inter) in enumerate(thread_settings):
+        now = time.monotonic()
+        deadline = now + max(0.0, end - now) / (len(thread_settings) - index)
+        cpus = shared_cpu(intra)
+        with contextlib.ExitStack() as stack:
+            cand = stack.enter_context(
+                Worker(
+                    candidate_python,
+                    intra=intra,
+                    inter=inter,
+                    env=candidate_env,
+                    bf16=bf16,
+                    label="candidate",
+                    cpus=cpus,
                 )
-                continue
-            with Worker(
-                baseline_python,
-                intra=intra,
-                inter=inter,
-                env=baseline_env or candidate_env,
-                bf16=bf16,
-                label="baseline",
-            ) as base:
-                results += alternate(
-                    cand,
-                    base,
-                    method=method,
-                    threads=label,
-                    peak_gflops=peak_gflops,
-                    progress=progress,
+            )
+            base = None
+            if baseline_python is not None:
+                base = stack.enter_context(
+                    Worker(
+                        baseline_python,
+                        intra=intra,
+                        inter=inter,
+                        env=baseline_env or candidate_env,
+                        bf16=bf16,
+                        label="baseline",
+                        cpus=cpus,
+                    )
                 )
+            results += alternate(
+                cand,
+                base,
+                method=method,
+                threads=label,
+                deadline=deadline,
+                peak=peak,
+                progress=progress,
+            )
     return results
+
+
+def shared_cpu(intra: int) -> tuple[int, ...]:
+    """One CPU for both workers of a one-thread setting (none for others): they never run at once,
+    and a neighbour on one CPU then slows both alike instead of whichever the scheduler put there.
+    The last CPU this process may use (the first often takes the interrupts)."""
+    if intra != 1 or not hasattr(os, "sched_getaffinity"):
+        return ()
+    return (max(os.sched_getaffinity(0)),)
+
+
+WINS, LOSES, NO_GAIN = "wins", "loses", "no gain"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -333,9 +470,25 @@ class SettingTrial:
     results: tuple[OpResult, ...]
 
     @property
-    def wins(self) -> bool:
+    def outcome(self) -> str:
+        """wins (faster on most ops, slower on none), loses (slower on one), undecided (the ops
+        not decided could still make it win), or no gain."""
         labels = [r.verdict.label for r in self.results if r.verdict]
-        return bool(labels) and "slower" not in labels and labels.count("faster") * 2 > len(labels)
+        if SLOWER in labels:
+            return LOSES
+        if labels and labels.count(FASTER) * 2 > len(labels):
+            return WINS
+        if labels and (labels.count(FASTER) + labels.count(UNDECIDED)) * 2 > len(labels):
+            return UNDECIDED
+        return NO_GAIN
+
+    @property
+    def wins(self) -> bool:
+        return self.outcome == WINS
+
+    @property
+    def undecided(self) -> tuple[str, ...]:
+        return tuple(r.op for r in self.results if r.verdict and not r.verdict.decided)
 
     # hand-written: the JSON is a view (env as an object, each op's verdict and median seconds per
     # call with the setting and with the defaults), not the op results
@@ -346,6 +499,7 @@ class SettingTrial:
             "intra": self.intra,
             "inter": self.inter,
             "wins": self.wins,
+            "outcome": self.outcome,
             "ops": {r.op: r.verdict.label if r.verdict else None for r in self.results},
             "seconds": {
                 r.op: {
@@ -372,7 +526,8 @@ def try_setting(
     model: ModelFile | None = None,
 ) -> SettingTrial:
     """Measure the candidate with a runtime setting against itself without it, in alternation, on
-    :data:`SETTING_OPS` and the ``model`` when one is given (timed as one more op)."""
+    :data:`SETTING_OPS` and the ``model`` when one is given (timed as one more op); undecided ops
+    are timed again while ``method.budget`` lasts."""
     ops = SETTING_OPS + ((model.op,) if model is not None else ())
     trial_method = dataclasses.replace(method, ops=ops)
     setting_env = {**base_env, **env}
@@ -382,7 +537,10 @@ def try_setting(
         ) as with_it,
         Worker(python, intra=0, inter=0, env=base_env, label="as is", model=model) as without,
     ):
-        results = alternate(with_it, without, method=trial_method, threads="default")
+        deadline = time.monotonic() + method.budget
+        results = alternate(
+            with_it, without, method=trial_method, threads="default", deadline=deadline
+        )
     if model is not None and model.op not in {r.op for r in results}:
         # alternate() leaves out an op that raised while timed; the model is the point of --model
         raise model_failed(

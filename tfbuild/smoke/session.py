@@ -34,6 +34,7 @@ class SmokeOptions:
     python: str = sys.executable
     baseline: str | None = None  # None: the stock wheel of the same version; "none": no baseline
     quick: bool = False
+    budget: float | None = None  # seconds for the timing; None: the method's (60 quick, 300 not)
     bench: bool = True
     settings: bool = True
     rules: Rules = field(default_factory=Rules)
@@ -196,15 +197,21 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
     settings: tuple[SettingTrial, ...] = ()
     peak: PeakFigures | None = None
     if candidate.ok and options.bench:
-        from tfbuild.smoke.peak import measure_fma_peak, theoretical_peak
+        from tfbuild.smoke.peak import measure_fma_peak, peak_ceilings, theoretical_peak
 
         margin = options.rules.min_margin
         method = Method.quick(margin) if options.quick else Method(min_margin=margin)
+        if options.budget is not None:
+            method = replace(method, budget=options.budget)
+        trying = options.settings and not options.quick
         theory = theoretical_peak(info)
-        # The nominal clock of /proc/cpuinfo understates a boosting CPU; a short FMA loop tells.
-        measured = measure_fma_peak(seconds=0.3 if options.quick else 1.0)
-        peak = PeakFigures(theoretical=theory, measured=measured)
-        ceiling = measured.gflops_total if measured else theory.gflops
+        # The nominal clock of /proc/cpuinfo understates a boosting CPU; the best of warmed-up FMA
+        # probes tells (the whole measurement within about 4 s with --quick, 8 s without).
+        measured = measure_fma_peak(
+            seconds=0.5 if options.quick else 1.0, budget=4.0 if options.quick else 8.0
+        )
+        ceilings = peak_ceilings(theory, measured)  # each row's ceiling, by its thread count
+        peak = PeakFigures(theoretical=theory, measured=measured, ceilings=ceilings)
         have_bf16 = bool(info.flags & {"avx512_bf16", "amx_bf16"})
         say("benchmarking (candidate and baseline in alternation)")
         results = tuple(
@@ -213,14 +220,16 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
                 baseline_env.python if baseline_env and baseline and baseline.ok else None,
                 candidate_env=cand_vars,
                 baseline_env=clean_env(),
-                method=method,
+                # with the settings to try, they get 40 % of the budget
+                method=replace(method, budget=method.budget * 0.6) if trying else method,
                 bf16=have_bf16,
-                peak_gflops=ceiling,
+                peak=ceilings,
                 progress=say,
             )
         )
-        if options.settings and not options.quick:
-            settings = _try_settings(candidate_env.python, cand_vars, info, method, say)
+        if trying:
+            each = replace(method, budget=method.budget * 0.4 / 3)  # three settings at most
+            settings = _try_settings(candidate_env.python, cand_vars, info, each, say)
 
     report = SmokeReport(
         candidate_label=spec.label,

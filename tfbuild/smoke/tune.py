@@ -4,24 +4,27 @@
 against them (intra- and inter-op threads, ``TF_ENABLE_ONEDNN_OPTS``, the allocator, and for an
 OpenMP oneDNN build ``OMP_NUM_THREADS``/``KMP_BLOCKTIME``/``KMP_AFFINITY``), each timed in
 alternation with the defaults on the smoke's op set and judged by the smoke's rule (a setting wins
-when it is faster beyond the noise on most ops and slower on none, rechecked when one round does
-not settle it). With ``--model``, the user's model (:mod:`tfbuild.smoke.models`) is timed as one
-more op beside those, in the same workers, so the same rule judges it. The winners together are then confirmed against the defaults, once more in
-alternation; only a confirmed profile is kept. A time budget bounds the search: knobs left when it
-runs out are reported as not tried.
+when it is faster beyond the noise on most ops and slower on none; an op still undecided is timed
+again while the budget lasts, and a setting the timings still cannot judge is "undecided", and not
+kept). With ``--model``, the user's model (:mod:`tfbuild.smoke.models`) is timed as one more op
+beside those, in the same workers, so the same rule judges it. The winners together are then
+confirmed against the defaults, once more in alternation; only a confirmed profile is kept. A time
+budget bounds the search: knobs left when it runs out are reported as not tried.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tfbuild.core import serial
 from tfbuild.core.files import write_text
-from tfbuild.detect import cpu
+from tfbuild.core.stats import UNDECIDED
+from tfbuild.detect import contention, cpu
+from tfbuild.detect.contention import Contention
 from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.models import ModelFile
 from tfbuild.smoke.run import Method, SettingTrial, try_setting
@@ -94,19 +97,17 @@ def knobs(python: str) -> tuple[Knob, ...]:
 
 
 def gain(trial: SettingTrial) -> tuple[float, float, float]:
-    """The setting's median speed-up over its ops (baseline / candidate time), and an interval:
-    the ops' middle halves (from q1/q3 to q3/q1 of the seconds), lowest to highest."""
-    ratios, lows, highs = [], [], []
-    for r in trial.results:
-        if r.verdict is None or r.baseline is None:
-            continue
-        ratios.append(r.verdict.ratio)
-        lows.append(r.baseline.q1_s / r.candidate.q3_s)
-        highs.append(r.baseline.q3_s / r.candidate.q1_s)
-    if not ratios:
+    """The setting's median speed-up over its ops (baseline / candidate time), and the span of the
+    ops' intervals, lowest start to highest end."""
+    found = [r.verdict for r in trial.results if r.verdict is not None]
+    if not found:
         return 1.0, 1.0, 1.0
-    ratios.sort()
-    return ratios[len(ratios) // 2], min(lows), max(highs)
+    ratios = sorted(v.ratio for v in found)
+    return (
+        ratios[len(ratios) // 2],
+        min(v.interval[0] for v in found),
+        max(v.interval[1] for v in found),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,8 +139,34 @@ class TuneReport:
 
     @property
     def rejected(self) -> tuple[SettingTrial, ...]:
+        """Tried and not kept: it lost, gained nothing, was not confirmed, or was undecided."""
         kept = {t.name for t in self.kept}
         return tuple(t for t in self.tried if t.name not in kept)
+
+    @property
+    def undecided(self) -> tuple[SettingTrial, ...]:
+        """Settings the timings could not judge: not kept, for want of evidence, not of gain."""
+        return tuple(t for t in self.tried if t.outcome == UNDECIDED)
+
+    @property
+    def machine(self) -> Contention | None:
+        """What else ran on the CPUs while the settings were timed."""
+        trials = [*self.tried, *([self.confirmation] if self.confirmation else [])]
+        spans = [r.contention for t in trials for r in t.results if r.contention is not None]
+        return contention.combine(spans) if spans else None
+
+    def undecided_note(self) -> str | None:
+        """Why some settings could not be judged, and what to do: the machine first when busy."""
+        if not self.undecided:
+            return None
+        names = ", ".join(t.name for t in self.undecided)
+        machine = self.machine
+        if machine is not None and machine.busy:
+            return (
+                f"{machine.describe()}: {names} undecided, so not kept. Run again on a quiet "
+                "machine, or give a longer --budget."
+            )
+        return f"{names} undecided (the ops' own noise), so not kept. Give a longer --budget."
 
     def env(self) -> dict[str, str]:
         return {k: v for t in self.kept for k, v in t.env}
@@ -161,6 +188,9 @@ class TuneReport:
             else serial.to_data(self.model) | {"seconds_per_call": _sig(self.model_seconds())},
             "kept": [trial(t) for t in self.kept],
             "rejected": [trial(t) for t in self.rejected],
+            "undecided": [t.name for t in self.undecided],
+            "undecided_note": self.undecided_note(),
+            "machine": serial.to_data(self.machine),
             "not_tried": list(self.not_tried),
             "confirmation": trial(self.confirmation) if self.confirmation else None,
             "env": self.env(),
@@ -177,12 +207,17 @@ def run_tune(options: TuneOptions, *, progress: Progress) -> TuneReport:
     # The first knob is always tried; another only if one more trial as long as the longest so far
     # still fits the budget.
     longest = 0.0
-    for knob in knobs(env.python):
-        if tried and time.perf_counter() - started + longest > options.budget:
+    found = knobs(env.python)
+    for index, knob in enumerate(found):
+        left = options.budget - (time.perf_counter() - started)
+        if tried and longest > left:
             not_tried.append(knob.name)
             continue
         progress(f"trying {knob.name} against TensorFlow's defaults, in alternation")
         began = time.perf_counter()
+        # What is left beyond the first rounds is shared by this knob, the ones after it and the
+        # confirmation: an undecided op is timed again from that share.
+        share = max(0.0, left - longest * (len(found) - index)) / (len(found) - index + 1)
         tried.append(
             try_setting(
                 env.python,
@@ -191,7 +226,7 @@ def run_tune(options: TuneOptions, *, progress: Progress) -> TuneReport:
                 env=knob.env,
                 intra=knob.intra,
                 inter=knob.inter,
-                method=options.method,
+                method=replace(options.method, budget=share),
                 model=options.model,
             )
         )
@@ -211,7 +246,10 @@ def run_tune(options: TuneOptions, *, progress: Progress) -> TuneReport:
             base_env=base,
             name=names,
             env=merged,
-            method=options.method,
+            method=replace(
+                options.method,
+                budget=max(0.0, options.budget - (time.perf_counter() - started) - longest),
+            ),
             model=options.model,
         )
     return TuneReport(
@@ -248,4 +286,7 @@ def write_profile(path: Path, report: TuneReport) -> None:
         lines.extend(f"{name}={value}" for name, value in t.env)
     if not report.kept:
         lines.append("# nothing won beyond the noise: TensorFlow's defaults are the profile")
+    note = report.undecided_note()
+    if note:
+        lines.append(f"# {note}")
     write_text(path, "\n".join(lines) + "\n")
