@@ -276,6 +276,7 @@ def test_any_timings_give_an_answer_that_agrees_with_its_interval(
         assert low <= found.ratio * (1 + 1e-9) and found.ratio <= high * (1 + 1e-9)
         if found.label == SAME:
             assert low >= 1 / (1 + margin) - 1e-9 and high <= 1 + margin + 1e-9
+            assert found.spread <= margin + 1e-6  # "same ±X%" never shows X above the margin
         if found.label == FASTER:
             assert low > 1
         if found.label == SLOWER:
@@ -290,7 +291,7 @@ def test_a_verdict_writes_the_interval_that_decided_and_says_itself_in_words() -
     same = verdict(*paired(0, 1.0, sigma=0.01), paired=True)
     assert (same.label, same.confidence) == (SAME, 0.99)
     low, high = found.interval
-    reach = max(high / found.ratio, found.ratio / low) - 1
+    reach = math.sqrt(high / low) - 1
     assert describe(found) == f"faster {found.ratio:.2f}x ±{reach * 100:.0f}%"
     noisy = verdict(*paired(0, 1.0, sigma=0.5), paired=True)
     assert describe(noisy) == f"undecided ±{noisy.spread * 100:.0f}%"

@@ -51,7 +51,7 @@ def smoke_command(
             metavar="SECONDS",
             min=1.0,
             help="Time for the benchmark: undecided ops are timed again while it lasts. "
-            "Default: 60 with --quick, else 300.",
+            "Default: 90 with --quick, else 300.",
             show_default=False,
         ),
     ] = None,

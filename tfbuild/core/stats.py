@@ -379,11 +379,12 @@ def decide(
     return UNDECIDED
 
 
-def spread(estimate: float, low: float, high: float) -> float:
-    """How far the interval reaches from the estimate, as a fraction: the X of "undecided (±X%)"."""
+def spread(low: float, high: float) -> float:
+    """Half the interval's width on the ratio's own (log) scale, as a fraction: the X of
+    "undecided ±X%". An interval within a margin m has a spread of at most m."""
     if low <= 0 or not math.isfinite(high):
         return math.inf
-    return max(high / estimate, estimate / low) - 1
+    return math.sqrt(high / low) - 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -401,10 +402,10 @@ class Verdict:
     looks: int  # how many times the answer was asked for, with more timings each time
     cv_candidate: Round4  # each side's robust cv: the noise, for the reader
     cv_baseline: Round4
-    spread: Round4 = field(init=False)  # how far the interval reaches from the ratio (±)
+    spread: Round4 = field(init=False)  # half the interval's width (±), on the log scale
 
     def __post_init__(self) -> None:
-        reach = spread(self.ratio, *self.interval)
+        reach = spread(*self.interval)
         object.__setattr__(self, "spread", Round4(min(reach, 99.0)))
 
     @property
@@ -472,8 +473,8 @@ def sequential(
 
 def describe(found: Verdict) -> str:
     """``faster 1.52x ±4%``, ``same 1.01x ±2%``, ``undecided ±61%``: the ratio (none when it could
-    not be told) and how far the interval that decided reaches from it (see :class:`Verdict`; the
-    JSON has both ends)."""
+    not be told) and half the width of the interval that decided (see :class:`Verdict`; the JSON
+    has both ends)."""
     reach = ">999" if found.spread >= 9.99 else f"{found.spread * 100:.0f}"
     if found.label == UNDECIDED:
         return f"{found.label} ±{reach}%"

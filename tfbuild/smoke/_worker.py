@@ -346,8 +346,10 @@ def measure(
     time_calls(op.fn, warmup)
     if inner is None:
         inner = calibrate(op.fn, min_rep_seconds)
+        # Once per op, not per repetition: with TensorFlow loaded a full collection takes about
+        # 0.15 s, more than the repetitions it would precede (the driver asks one at a time).
+        gc.collect()
     seconds: list[float] = []
-    gc.collect()
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:

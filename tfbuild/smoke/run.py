@@ -229,7 +229,7 @@ class Method:
             raise ValueError(f"pairs >= 1, looks in 1..{MAX_LOOKS}, budget >= 0: {self}")
 
     @staticmethod
-    def quick(min_margin: float = MARGIN, budget: float = 60.0) -> Method:
+    def quick(min_margin: float = MARGIN, budget: float = 90.0) -> Method:
         return Method(pairs=15, min_rep_seconds=0.01, min_margin=min_margin, budget=budget)
 
 
@@ -350,7 +350,7 @@ def alternate(
             t = timed[op]
             if deadline is None or time.monotonic() + t.round_seconds > deadline:
                 continue
-            reach = f"±{undecided.spread * 100:.0f} %"
+            reach = f"±{undecided.spread * 100:.0f}%"
             say(f"{threads} thread(s): {op} again (round {look}: undecided, {reach})")
             if _round(cand, base, op, t, method):
                 judge(op)

@@ -34,7 +34,7 @@ class SmokeOptions:
     python: str = sys.executable
     baseline: str | None = None  # None: the stock wheel of the same version; "none": no baseline
     quick: bool = False
-    budget: float | None = None  # seconds for the timing; None: the method's (60 quick, 300 not)
+    budget: float | None = None  # seconds for the timing; None: the method's (90 quick, 300 not)
     bench: bool = True
     settings: bool = True
     rules: Rules = field(default_factory=Rules)
