@@ -129,7 +129,7 @@ def print_forecast(forecast: Any) -> None:
     lines = [*prose(forecast.summary), ""]
     lines.append(
         f"{'op':<16}{'stock':>8}{'plan':>8}{'kernel':>8}{'stock TF':>10}{'in TF':>8}  "
-        f"{'95% interval':<13}verdict"
+        f"{'interval':<13}verdict"
     )
     for klass in forecast.classes:
         at = "in TensorFlow" if klass.level == TENSORFLOW else "Eigen kernel (TF not timed)"
