@@ -87,7 +87,8 @@ def test_an_undecided_setting_is_said_first_with_the_busy_machine(tmp_path: Path
     note = report.undecided_note()
     assert note == (
         "the CPU was shared: 1.9 other cores busy on average: onednn off undecided, so not kept. "
-        "Run again on a quiet machine, or give a longer --budget."
+        "Run again on a quiet machine, pin tfbuild to CPUs others leave idle (taskset -c LIST "
+        "tfbuild ...), or give a longer --budget."
     )
     data = report.to_json()
     assert data["undecided"] == ["onednn off"] and data["undecided_note"] == note

@@ -19,7 +19,7 @@ from tfbuild.core.stats import SLOWER
 from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
 from tfbuild.smoke.probe import ProbeResult
-from tfbuild.smoke.run import Method, OpResult, SettingTrial
+from tfbuild.smoke.run import Method, OpResult, SettingTrial, why_undecided
 
 if TYPE_CHECKING:
     from tfbuild.smoke.peak import Ceilings, MeasuredPeak, Peak
@@ -114,13 +114,7 @@ class SmokeReport:
             f" to ±{spreads[-1] * 100:.0f}%" if len(spreads) > 1 else ""
         )
         count = f"{len(self.undecided)} of {compared} comparisons undecided ({reach})"
-        machine = self.machine
-        if machine is not None and machine.busy:
-            return (
-                f"{machine.describe()}: {count}. Run again on a quiet machine, or give a longer "
-                "--budget."
-            )
-        return f"{count}: the ops' own noise was too wide to tell. Give a longer --budget."
+        return why_undecided(count, self.machine)
 
     # hand-written: "forecast" is written only when there is one (a dataclass writes every key)
     def to_json(self) -> dict[str, Any]:

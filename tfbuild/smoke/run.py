@@ -447,6 +447,16 @@ def compare(
     return results
 
 
+def why_undecided(what: str, machine: Contention | None) -> str:
+    """``what`` was undecided: why, the machine's state first when it was busy, and what to do."""
+    if machine is not None and machine.busy:
+        return (
+            f"{machine.describe()}: {what}. Run again on a quiet machine, pin tfbuild to CPUs "
+            "others leave idle (taskset -c LIST tfbuild ...), or give a longer --budget."
+        )
+    return f"{what}: the ops' own noise was too wide to tell. Give a longer --budget."
+
+
 def shared_cpu(intra: int) -> tuple[int, ...]:
     """One CPU for both workers of a one-thread setting (none for others): they never run at once,
     and a neighbour on one CPU then slows both alike instead of whichever the scheduler put there.

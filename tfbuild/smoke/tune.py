@@ -27,7 +27,7 @@ from tfbuild.detect import contention, cpu
 from tfbuild.detect.contention import Contention
 from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.models import ModelFile
-from tfbuild.smoke.run import Method, SettingTrial, try_setting
+from tfbuild.smoke.run import Method, SettingTrial, try_setting, why_undecided
 
 Progress = Callable[[str], None]
 SCHEMA = "tfbuild.tune/1"
@@ -160,13 +160,7 @@ class TuneReport:
         if not self.undecided:
             return None
         names = ", ".join(t.name for t in self.undecided)
-        machine = self.machine
-        if machine is not None and machine.busy:
-            return (
-                f"{machine.describe()}: {names} undecided, so not kept. Run again on a quiet "
-                "machine, or give a longer --budget."
-            )
-        return f"{names} undecided (the ops' own noise), so not kept. Give a longer --budget."
+        return why_undecided(f"{names} undecided, so not kept", self.machine)
 
     def env(self) -> dict[str, str]:
         return {k: v for t in self.kept for k, v in t.env}
