@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from tests.smoke.machines import QUIET, shared
 from tfbuild.cli.wheel_display import print_smoke
 from tfbuild.core.stats import Summary, Verdict, verdict
 from tfbuild.detect.contention import Contention
@@ -15,26 +16,7 @@ from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.report import SmokeReport
 from tfbuild.smoke.run import Method, OpResult
 
-QUIET = Contention(
-    seconds=10.0,
-    cpus=2,
-    others_busy=0.05,
-    ours_busy=1.0,
-    steal=0.0,
-    load_average=1.1,
-    quota_cores=None,
-    throttled=None,
-)
-SHARED = Contention(
-    seconds=10.0,
-    cpus=2,
-    others_busy=1.8,
-    ours_busy=1.0,
-    steal=0.06,
-    load_average=3.9,
-    quota_cores=None,
-    throttled=None,
-)
+SHARED = shared()
 
 
 def noisy(rng: random.Random, median: float, sigma: float, n: int = 15) -> list[float]:
@@ -111,7 +93,7 @@ def test_each_verdict_shows_the_interval_that_decided_it(
     # a measurement above the ceiling: no fraction, a note that says why
     assert "pk ?" in lines["matmul_2048"] and "%" not in lines["matmul_2048"].split("GF/s")[1][:8]
     assert lines["pk"].startswith("pk ?: peak unknown: 212 GF/s")
-    assert lines["machine:"] == "machine: the CPU was quiet: 0.1 other cores busy on average"
+    assert lines["machine:"] == "machine: the CPU was quiet: 0.0 other cores busy on average"
 
 
 def test_undecided_ops_are_said_before_the_table_with_the_busy_machine_and_the_fix(

@@ -8,32 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.smoke.machines import QUIET, shared
 from tfbuild.core.stats import Summary, verdict
 from tfbuild.detect.contention import Contention
 from tfbuild.smoke.run import LOSES, NO_GAIN, WINS, OpResult, SettingTrial
 from tfbuild.smoke.tune import TuneReport, gain, write_profile
 
 RNG = random.Random(11)
-SHARED = Contention(
-    seconds=30.0,
-    cpus=2,
-    others_busy=1.9,
-    ours_busy=1.0,
-    steal=0.0,
-    load_average=4.2,
-    quota_cores=None,
-    throttled=None,
-)
-QUIET = Contention(
-    seconds=30.0,
-    cpus=2,
-    others_busy=0.02,
-    ours_busy=1.0,
-    steal=0.0,
-    load_average=1.0,
-    quota_cores=None,
-    throttled=None,
-)
+SHARED = shared(others_busy=1.9, steal=0.0)
 
 
 def op(name: str, speedup: float, sigma: float, machine: Contention) -> OpResult:

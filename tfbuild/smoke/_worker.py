@@ -447,23 +447,29 @@ def main(argv: list[str] | None = None) -> int:
             protocol.send({"ready": False, "error": str(exc), "model_error": problem})
             return 1
         ops.append(Op(args.model_op, "model", "Gsample/s", args.model_batch, call))
-    by_name = {op.name: op for op in ops}
-    protocol.send(
+    return serve(
+        protocol,
+        ops,
         {
-            "ready": True,
             "tensorflow": tf.__version__,
             "git_version": getattr(tf, "__git_version__", None),
             "intra": args.intra,
             "inter": args.inter,
-            "ops": {op.name: op.describe() for op in ops},
             "dropped": dropped,
             "cpus": cpu_count(),
             "env": {k: os.environ[k] for k in RECORDED_ENV if k in os.environ},
             "python": sys.version.split()[0],
             "numpy": np.__version__,
             "pid": os.getpid(),
-        }
+        },
     )
+
+
+def serve(protocol: Protocol, ops: list[Op], ready: dict[str, Any]) -> int:
+    """The ready line (``ready`` and the ops), then one reply per request until quit or end of
+    input (also the loop of the tests' known-ratio worker, which serves its own ops)."""
+    by_name = {op.name: op for op in ops}
+    protocol.send({"ready": True, **ready, "ops": {op.name: op.describe() for op in ops}})
     try:
         for line in iter(sys.stdin.readline, ""):
             if not line.strip():
