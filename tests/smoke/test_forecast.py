@@ -63,7 +63,8 @@ def test_the_forecast_for_this_host_measures_every_op_class(stock_python: str) -
     for op in data["ops"]:
         low, high = op["interval"]
         assert low <= op["ratio"] <= high or op["verdict"] == "same", op
-        assert op["stock"]["n"] == op["plan"]["n"] == 20
+        # four rounds of five, and one more round at a time while the op is undecided
+        assert op["stock"]["n"] == op["plan"]["n"] in (20, 25, 30, 35, 40), op
         # Stock TensorFlow's own op, timed on the same tensors, and the kernel's saving carried
         # over to it: T / (T - D); its interval a bootstrap over T's noise and the kernels'.
         tf = op["tensorflow"]
@@ -73,12 +74,14 @@ def test_the_forecast_for_this_host_measures_every_op_class(stock_python: str) -
         def at_tf(r: float, t: float = tf["seconds"], s: float = kernel_s) -> float:
             return tensorflow_ratio(r, stock_kernel=s, tensorflow=t)
 
-        assert tf["ratio"] == pytest.approx(at_tf(op["ratio"]), abs=2e-3), op
+        medians = op["stock"]["seconds"]["median"] / op["plan"]["seconds"]["median"]
+        assert tf["ratio"] == pytest.approx(at_tf(medians), abs=2e-3), op
         tf_low, tf_high = tf["interval"]
         assert tf_low <= tf["ratio"] <= tf_high or tf["verdict"] == "same", op
-        # TensorFlow pays more than the bare kernel, so it shows less of a kernel speed-up.
-        if op["ratio"] > 1.001:
-            assert 1 < tf["ratio"] < op["ratio"] or tf["clamped"], op
+        # TensorFlow pays more than the bare kernel, so it shows less of a kernel speed-up (of
+        # the medians' ratio, which T / (T - D) carries over; the kernel's own ratio is the pairs')
+        if medians > 1.001:
+            assert 1 < tf["ratio"] < medians or tf["clamped"], op
         if op["verdict"] == "same":
             assert tf["verdict"] == "same", op
     for klass in data["classes"]:
@@ -124,7 +127,7 @@ def test_a_target_below_stock_forecasts_a_loss_or_nothing(stock_python: str) -> 
     assert set(rows) >= OPS
     # SSE2 against AVX on the same Eigen code: never a gain beyond the noise.
     assert all(rows[op][-1] != "faster" for op in ("exp", "tanh", "sigmoid", "erf")), rows
-    assert "[forecast] timing round 1 of 4" in result.stderr
+    assert "[forecast] timing round 1 (stock and plan builds, alternating)" in result.stderr
     assert "[forecast] timing the same ops in the stock wheel's TensorFlow" in result.stderr
     assert "Eigen kernel alone" in summary, summary
 

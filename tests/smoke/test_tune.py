@@ -115,7 +115,7 @@ def test_tune_times_the_model_beside_the_smokes_ops(models: Path, name: str, kin
     (trial,) = data["kept"] + data["rejected"]
     assert set(trial["ops"]) == {"matmul_1024", "conv2d_nhwc", "exp", "add", "softmax", op}
     # the model was judged with the smoke's ops, and timed on both sides
-    assert trial["ops"][op] in {"faster", "same", "slower"}
+    assert trial["ops"][op] in {"faster", "same", "slower", "undecided"}
     assert trial["seconds"][op]["setting"] > 0
     assert trial["seconds"][op]["defaults"] == model["seconds_per_call"]
 
