@@ -3,6 +3,7 @@ undecided ones said first with the machine's state, a peak never above 100 %."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -132,3 +133,27 @@ def test_in_an_80_column_terminal_the_verdict_wraps_and_nothing_is_cut(
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "…" not in out
     assert "GFLOP/s" not in out and "GF/s" in out
+
+
+def test_a_claim_a_fresh_pair_of_processes_does_not_repeat_is_undecided_and_said_so(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stock wheel against itself once came out 0.77x on tanh in one pair of processes, every
+    pair of repetitions agreeing; the recheck in a fresh pair found it the same."""
+    from tfbuild.smoke.run import _settled
+
+    rng = random.Random(9)
+    base = noisy(rng, 1e-3, 0.01)
+    claim = _result("tanh", [t / 0.77 for t in base], base)
+    assert claim.verdict is not None and claim.verdict.label == "slower"
+    again = verdict(base, [t * 1.001 for t in base], paired=True)
+    lost, held = _settled(claim, again), _settled(claim, claim.verdict)
+    assert lost.verdict is not None and lost.verdict.label == "undecided"
+    assert lost.recheck == again and held.verdict == claim.verdict and held.recheck is not None
+    report = dataclasses.replace(_report(), results=(lost,))
+    monkeypatch.setenv("COLUMNS", "200")
+    print_smoke(report)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "1 of 1 comparisons undecided" in out
+    assert "1 of them differed between two pairs of processes of the same builds" in out
+    assert report.passed  # a claim that does not repeat fails nothing

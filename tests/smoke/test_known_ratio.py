@@ -12,9 +12,11 @@ counts the answers over many trials.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,7 @@ from tests.smoke import known_ratio_worker
 from tests.smoke.neighbours import neighbours
 from tfbuild.core.stats import FASTER, SAME, SLOWER, UNDECIDED, describe
 from tfbuild.detect.contention import combine
-from tfbuild.smoke.run import Method, OpResult, Worker, alternate, shared_cpu
+from tfbuild.smoke.run import Method, OpResult, Worker, shared_cpu, time_and_recheck
 
 pytestmark = [
     pytest.mark.slow,
@@ -38,8 +40,8 @@ SECONDS = 20.0
 
 
 def time_known_ratios(seconds: float = SECONDS) -> list[OpResult]:
-    """Every op of a fresh candidate/baseline pair, timed as smoke times two wheels (one thread),
-    undecided ops timed again for up to ``seconds``."""
+    """Every op of a fresh candidate/baseline pair, timed as smoke times two wheels (one thread):
+    undecided ops timed again for up to ``seconds``, claims rechecked in a fresh pair."""
     method = Method(pairs=15, min_rep_seconds=0.01, looks=5, budget=seconds)
     env = dict(os.environ)
 
@@ -55,9 +57,20 @@ def time_known_ratios(seconds: float = SECONDS) -> list[OpResult]:
             extra=("--role", role),
         )
 
-    with worker("candidate") as cand, worker("baseline") as base:
-        deadline = time.monotonic() + seconds
-        return alternate(cand, base, method=method, threads="1", deadline=deadline)
+    @contextlib.contextmanager
+    def start() -> Iterator[tuple[Worker, Worker | None]]:
+        with worker("candidate") as cand, worker("baseline") as base:
+            yield cand, base
+
+    deadline = time.monotonic() + seconds
+    results = time_and_recheck(start, method=method, threads="1", deadline=deadline)
+    for result in results:  # every claim was made again by a fresh pair of processes
+        assert result.verdict is not None
+        claimed = result.verdict.label in (FASTER, SLOWER)
+        assert (result.recheck is not None) or not claimed, result
+        if claimed and result.recheck is not None:
+            assert result.recheck.label == result.verdict.label, result
+    return results
 
 
 def report(condition: str, results: list[OpResult]) -> None:

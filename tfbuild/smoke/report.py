@@ -114,6 +114,12 @@ class SmokeReport:
             f" to ±{spreads[-1] * 100:.0f}%" if len(spreads) > 1 else ""
         )
         count = f"{len(self.undecided)} of {compared} comparisons undecided ({reach})"
+        split = sum(1 for r in self.undecided if r.recheck is not None)
+        if split:
+            count += (
+                f"; {split} of them differed between two pairs of processes of the same builds, "
+                "a difference no longer timing can settle"
+            )
         return why_undecided(count, self.machine)
 
     # hand-written: "forecast" is written only when there is one (a dataclass writes every key)

@@ -16,7 +16,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -205,6 +205,9 @@ class OpResult:
     peak_fraction: float | None = None  # matmul: candidate GFLOP/s over the ceiling for its threads
     peak_note: str | None = None  # why no fraction is shown ("peak unknown: ...")
     contention: Contention | None = None  # what else ran on the CPUs while the op was timed
+    #: A claimed difference timed again in a fresh pair of processes: the claim stands only when
+    #: this one agrees (else the verdict is undecided). None: nothing was claimed.
+    recheck: Verdict | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -389,6 +392,60 @@ def _result(
     )
 
 
+Pair = Callable[[], contextlib.AbstractContextManager[tuple[Worker, Worker | None]]]
+
+
+def time_and_recheck(
+    start: Pair,
+    *,
+    method: Method,
+    threads: str,
+    deadline: float | None,
+    peak: PeakCeiling | None = None,
+    progress: Callable[[str], object] | None = None,
+) -> list[OpResult]:
+    """:func:`alternate` in a pair of workers from ``start``; then every op called faster or slower
+    is timed again in a fresh pair, and the claim stands only when that pair claims it too.
+
+    Two processes of the same build can differ steadily (where their buffers land, which CPU their
+    threads share): the stock wheel against itself, default threads, once came out 0.77x and 0.80x
+    on tanh in 2 of 10 pairs of processes, every pair of repetitions agreeing. No timing inside
+    one pair of processes sees through that; another pair does."""
+    say = progress or (lambda _message: None)
+    with start() as (cand, base):
+        first = alternate(
+            cand,
+            base,
+            method=method,
+            threads=threads,
+            deadline=deadline,
+            peak=peak,
+            progress=progress,
+        )
+    claimed = tuple(r.op for r in first if r.verdict and r.verdict.label in (FASTER, SLOWER))
+    if not claimed:
+        return first
+    say(f"{threads} thread(s): {', '.join(claimed)} again, in a fresh pair of processes")
+    with start() as (cand, base):
+        again = alternate(
+            cand,
+            base,
+            method=dataclasses.replace(method, ops=claimed),
+            threads=threads,
+            deadline=deadline,
+        )
+    second = {r.op: r.verdict for r in again}
+    return [_settled(r, second.get(r.op)) if r.op in claimed else r for r in first]
+
+
+def _settled(first: OpResult, again: Verdict | None) -> OpResult:
+    """A claim kept when the fresh pair of processes makes it too; else undecided."""
+    assert first.verdict is not None
+    held = again is not None and again.label == first.verdict.label
+    found = first.verdict if held else dataclasses.replace(first.verdict, label=UNDECIDED)
+    return dataclasses.replace(first, verdict=found, recheck=again)
+
+
 def compare(
     candidate_python: str,
     baseline_python: str | None,
@@ -403,47 +460,49 @@ def compare(
 ) -> list[OpResult]:
     """Time every op for the candidate (and the baseline, in alternation) at each thread setting,
     within ``method.budget`` seconds: each setting's extra rounds get an equal share of what is
-    left when it starts."""
+    left when it starts. A claimed difference is rechecked in fresh processes
+    (:func:`time_and_recheck`)."""
     results: list[OpResult] = []
     end = time.monotonic() + method.budget
     for index, (label, intra, inter) in enumerate(thread_settings):
         now = time.monotonic()
         deadline = now + max(0.0, end - now) / (len(thread_settings) - index)
         cpus = shared_cpu(intra)
-        with contextlib.ExitStack() as stack:
-            cand = stack.enter_context(
-                Worker(
-                    candidate_python,
-                    intra=intra,
-                    inter=inter,
-                    env=candidate_env,
-                    bf16=bf16,
-                    label="candidate",
-                    cpus=cpus,
-                )
-            )
-            base = None
-            if baseline_python is not None:
-                base = stack.enter_context(
+
+        @contextlib.contextmanager
+        def start(
+            intra: int = intra, inter: int = inter, cpus: tuple[int, ...] = cpus
+        ) -> Iterator[tuple[Worker, Worker | None]]:
+            with contextlib.ExitStack() as stack:
+                cand = stack.enter_context(
                     Worker(
-                        baseline_python,
+                        candidate_python,
                         intra=intra,
                         inter=inter,
-                        env=baseline_env or candidate_env,
+                        env=candidate_env,
                         bf16=bf16,
-                        label="baseline",
+                        label="candidate",
                         cpus=cpus,
                     )
                 )
-            results += alternate(
-                cand,
-                base,
-                method=method,
-                threads=label,
-                deadline=deadline,
-                peak=peak,
-                progress=progress,
-            )
+                base = None
+                if baseline_python is not None:
+                    base = stack.enter_context(
+                        Worker(
+                            baseline_python,
+                            intra=intra,
+                            inter=inter,
+                            env=baseline_env or candidate_env,
+                            bf16=bf16,
+                            label="baseline",
+                            cpus=cpus,
+                        )
+                    )
+                yield cand, base
+
+        results += time_and_recheck(
+            start, method=method, threads=label, deadline=deadline, peak=peak, progress=progress
+        )
     return results
 
 
@@ -539,18 +598,24 @@ def try_setting(
     :data:`SETTING_OPS` and the ``model`` when one is given (timed as one more op); undecided ops
     are timed again while ``method.budget`` lasts."""
     ops = SETTING_OPS + ((model.op,) if model is not None else ())
-    trial_method = dataclasses.replace(method, ops=ops)
     setting_env = {**base_env, **env}
-    with (
-        Worker(
-            python, intra=intra, inter=inter, env=setting_env, label=name, model=model
-        ) as with_it,
-        Worker(python, intra=0, inter=0, env=base_env, label="as is", model=model) as without,
-    ):
-        deadline = time.monotonic() + method.budget
-        results = alternate(
-            with_it, without, method=trial_method, threads="default", deadline=deadline
-        )
+
+    @contextlib.contextmanager
+    def start() -> Iterator[tuple[Worker, Worker | None]]:
+        with (
+            Worker(
+                python, intra=intra, inter=inter, env=setting_env, label=name, model=model
+            ) as with_it,
+            Worker(python, intra=0, inter=0, env=base_env, label="as is", model=model) as without,
+        ):
+            yield with_it, without
+
+    results = time_and_recheck(
+        start,
+        method=dataclasses.replace(method, ops=ops),
+        threads="default",
+        deadline=time.monotonic() + method.budget,
+    )
     if model is not None and model.op not in {r.op for r in results}:
         # alternate() leaves out an op that raised while timed; the model is the point of --model
         raise model_failed(
