@@ -1,8 +1,8 @@
 """How often `tfbuild smoke` calls the stock wheel faster or slower than itself: real TensorFlow.
 
 The stock wheel against itself, with smoke's own timing loop (the ``--quick`` method: 15 pairs a
-round, 10 ms repetitions, undecided ops timed again up to five rounds), many rounds per thread
-setting, each with a fresh pair of workers. Every answer is counted: "same" and "undecided" are
+round, 10 ms repetitions, undecided ops timed again up to five rounds, claims rechecked in a fresh
+pair of processes), many rounds per thread setting, each with a fresh pair of workers. Every answer is counted: "same" and "undecided" are
 right (the second says the noise was too wide), "faster" and "slower" are false alarms. Target:
 none. The machine's state over the run is printed beside the counts.
 
@@ -14,14 +14,16 @@ About 10 minutes with the defaults on a 2-core machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 from collections import Counter
+from collections.abc import Iterator
 
 from tfbuild.core import serial
-from tfbuild.core.stats import FASTER, SLOWER
+from tfbuild.core.stats import FASTER, SLOWER, describe
 from tfbuild.detect.contention import combine
 from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
-from tfbuild.smoke.run import THREAD_SETTINGS, Method, Worker, alternate, shared_cpu
+from tfbuild.smoke.run import THREAD_SETTINGS, Method, Worker, shared_cpu, time_and_recheck
 
 OPS = ("matmul_1024", "conv2d_nhwc", "exp", "tanh", "add", "softmax")
 
@@ -39,25 +41,42 @@ def main() -> int:
     for threads, intra, inter in THREAD_SETTINGS:
         answers: Counter[str] = Counter()
         spans = []
-        start = time.perf_counter()
-        for _ in range(args.rounds):
-            cpus = shared_cpu(intra)
+        rechecked = 0
+        began = time.perf_counter()
+        cpus = shared_cpu(intra)
+
+        @contextlib.contextmanager
+        def start(
+            intra: int = intra, inter: int = inter, cpus: tuple[int, ...] = cpus
+        ) -> Iterator[tuple[Worker, Worker | None]]:
             with (
                 Worker(python, intra=intra, inter=inter, env=env, label="a", cpus=cpus) as a,
                 Worker(python, intra=intra, inter=inter, env=env, label="b", cpus=cpus) as b,
             ):
-                deadline = time.monotonic() + args.budget
-                for result in alternate(a, b, method=method, threads=threads, deadline=deadline):
-                    assert result.verdict is not None and result.contention is not None
-                    answers[result.verdict.label] += 1
-                    spans.append(result.contention)
-                    if result.verdict.label in (FASTER, SLOWER):
-                        print(f"  false alarm: {result.op} {serial.to_data(result.verdict)}")
+                yield a, b
+
+        for _ in range(args.rounds):
+            deadline = time.monotonic() + args.budget
+            for result in time_and_recheck(
+                start, method=method, threads=threads, deadline=deadline
+            ):
+                assert result.verdict is not None and result.contention is not None
+                answers[result.verdict.label] += 1
+                spans.append(result.contention)
+                if result.recheck is not None:
+                    rechecked += 1
+                    print(
+                        f"  rechecked in fresh processes: {result.op} "
+                        f"{describe(result.verdict)} (again: {describe(result.recheck)})"
+                    )
+                if result.verdict.label in (FASTER, SLOWER):
+                    print(f"  false alarm: {result.op} {serial.to_data(result.verdict)}")
         alarms = answers[FASTER] + answers[SLOWER]
         alarms_total += alarms
         print(
             f"{threads:>7} thread(s): {sum(answers.values())} comparisons in "
-            f"{time.perf_counter() - start:.0f} s: {dict(answers)}; {alarms} false alarms "
+            f"{time.perf_counter() - began:.0f} s: {dict(answers)}, {rechecked} rechecked in fresh "
+            f"processes; {alarms} false alarms "
             f"({'ok' if alarms == 0 else 'MISSES the target'}); {combine(spans).describe()}"
         )
     return 1 if alarms_total else 0
