@@ -15,9 +15,10 @@ from tests.conftest import cpuinfo_fixture
 from tests.smoke.test_display import _report
 from tfbuild.core import serial
 from tfbuild.detect.cpuinfo import read_cpuinfo
+from tfbuild.smoke.fma_probe import MeasuredPeak
 from tfbuild.smoke.loads import LoadReport
 from tfbuild.smoke.messages import parse_messages
-from tfbuild.smoke.peak import MeasuredPeak, peak_ceilings, theoretical_peak
+from tfbuild.smoke.peak import peak_ceilings, theoretical_peak
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.report import PeakFigures, Rules
 from tfbuild.smoke.run import Method

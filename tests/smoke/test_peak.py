@@ -15,17 +15,15 @@ from tests.conftest import cpuinfo_fixture, cpuinfo_fixtures
 from tfbuild.core import serial
 from tfbuild.core.errors import UsageError
 from tfbuild.detect.cpuinfo import read_cpuinfo
-from tfbuild.smoke.peak import (
+from tfbuild.smoke.fma_probe import (
     MAX_PROBES,
     MeasuredPeak,
-    Peak,
     ProbeRun,
     best_of,
     measure_fma_peak,
-    peak_ceilings,
     repeat_probes,
-    theoretical_peak,
 )
+from tfbuild.smoke.peak import Peak, peak_ceilings, theoretical_peak
 
 
 def _peak(suffix: str, *, cores: int | None = None, ghz: float | None = None) -> Peak:

@@ -22,7 +22,8 @@ from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.run import Method, OpResult, SettingTrial, why_undecided
 
 if TYPE_CHECKING:
-    from tfbuild.smoke.peak import Ceilings, MeasuredPeak, Peak
+    from tfbuild.smoke.fma_probe import MeasuredPeak
+    from tfbuild.smoke.peak import Ceilings, Peak
 
 #: /2: each verdict gives its interval and "undecided"; the method times pairs within a budget;
 #: "machine" says what else ran on the CPU, "undecided" which comparisons could not tell.

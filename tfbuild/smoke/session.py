@@ -197,7 +197,8 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
     settings: tuple[SettingTrial, ...] = ()
     peak: PeakFigures | None = None
     if candidate.ok and options.bench:
-        from tfbuild.smoke.peak import measure_fma_peak, peak_ceilings, theoretical_peak
+        from tfbuild.smoke.fma_probe import measure_fma_peak
+        from tfbuild.smoke.peak import peak_ceilings, theoretical_peak
 
         margin = options.rules.min_margin
         method = Method.quick(margin) if options.quick else Method(min_margin=margin)
