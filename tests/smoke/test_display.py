@@ -9,8 +9,9 @@ import random
 import pytest
 
 from tests.smoke.machines import QUIET, shared
+from tests.smoke.results import timed
 from tfbuild.cli.wheel_display import print_smoke
-from tfbuild.core.stats import Summary, Verdict, verdict
+from tfbuild.core.stats import verdict
 from tfbuild.detect.contention import Contention
 from tfbuild.smoke.messages import parse_messages
 from tfbuild.smoke.probe import ProbeResult
@@ -29,17 +30,18 @@ def _result(
     candidate: list[float],
     baseline: list[float],
     machine: Contention = QUIET,
-    **peak: object,
+    peak_fraction: float | None = None,
+    peak_note: str | None = None,
 ) -> OpResult:
-    found: Verdict = verdict(candidate, baseline, paired=True)
-    return OpResult(
-        op=op,
-        threads="default",
-        candidate=Summary.of(candidate, 1e9, "GFLOP/s"),
-        baseline=Summary.of(baseline, 1e9, "GFLOP/s"),
-        verdict=found,
+    return timed(
+        op,
+        candidate,
+        baseline,
+        work=1e9,
+        unit="GFLOP/s",
         contention=machine,
-        **peak,  # type: ignore[arg-type]
+        peak_fraction=peak_fraction,
+        peak_note=peak_note,
     )
 
 

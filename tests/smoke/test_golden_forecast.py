@@ -5,9 +5,9 @@ Regenerate after an intended change with TFBUILD_UPDATE_GOLDEN=1 (then read the 
 
 from __future__ import annotations
 
+from tests.smoke.results import timed
 from tests.smoke.test_golden import check
 from tfbuild.core import serial
-from tfbuild.core.stats import Summary, verdict
 from tfbuild.smoke.forecast import Emitted
 from tfbuild.smoke.forecast_report import (
     CompilerUsed,
@@ -80,13 +80,7 @@ def test_an_emitted_forecast() -> None:
 
 
 def _op(op: str, candidate: list[float], baseline: list[float]) -> SmokeOp:
-    return SmokeOp(
-        op=op,
-        threads="default",
-        candidate=Summary.of(candidate, 1000, "Gelem/s"),
-        baseline=Summary.of(baseline, 1000, "Gelem/s"),
-        verdict=verdict(candidate, baseline, paired=True),
-    )
+    return timed(op, candidate, baseline, work=1000, unit="Gelem/s")
 
 
 def _trial(name: str, env: tuple[tuple[str, str], ...], baseline: list[float]) -> SettingTrial:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.smoke.machines import QUIET, shared
-from tfbuild.core.stats import Summary, verdict
+from tests.smoke.results import timed
 from tfbuild.detect.contention import Contention
 from tfbuild.smoke.run import LOSES, NO_GAIN, WINS, OpResult, SettingTrial
 from tfbuild.smoke.tune import TuneReport, gain, write_profile
@@ -22,14 +22,7 @@ def op(name: str, speedup: float, sigma: float, machine: Contention) -> OpResult
     """A setting's op timed in 15 pairs against the defaults; true speed-up ``speedup``."""
     base = [1e-3 * RNG.lognormvariate(0, sigma) for _ in range(15)]
     cand = [b / speedup * RNG.lognormvariate(0, sigma) for b in base]
-    return OpResult(
-        op=name,
-        threads="default",
-        candidate=Summary.of(cand, 1e6, "Gelem/s"),
-        baseline=Summary.of(base, 1e6, "Gelem/s"),
-        verdict=verdict(cand, base, paired=True),
-        contention=machine,
-    )
+    return timed(name, cand, base, work=1e6, unit="Gelem/s", contention=machine)
 
 
 def trial(name: str, speedups: list[float], sigma: float, machine: Contention) -> SettingTrial:
