@@ -22,6 +22,7 @@ import typer
 from tfbuild import __version__
 from tfbuild.cli import build_commands, plan_commands, wheel_commands
 from tfbuild.cli.forecast_command import forecast_command
+from tfbuild.cli.overlay_command import overlay_command
 from tfbuild.cli.plan_options import PlanCommand
 from tfbuild.cli.tune_command import tune_command
 from tfbuild.core.errors import TfbuildError, printable
@@ -73,6 +74,7 @@ app.command("forecast", cls=PlanCommand)(forecast_command)
 app.command("render", cls=PlanCommand)(plan_commands.render_command)
 app.command("wheel", cls=PlanCommand)(build_commands.wheel_command)
 app.command("doctor")(build_commands.doctor_command)
+app.command("overlay")(overlay_command)
 app.command("verify")(build_commands.verify_command)
 app.command("smoke")(wheel_commands.smoke_command)
 app.command("tune")(tune_command)

@@ -114,8 +114,14 @@ def smoke_command(
     """Prove a wheel: no unused-instruction complaint at import, and faster than the stock wheel."""
     from tfbuild.core.errors import SmokeFailed
     from tfbuild.smoke.loads import check_in_image_request
+    from tfbuild.wheel.overlay_receipt import is_overlay_wheel
 
     check_in_image_request(wheel, in_image or [], wheelhouse)
+    if wheel is not None and not in_image and is_overlay_wheel(Path(wheel)):
+        from tfbuild.cli.overlay_command import smoke_overlay
+
+        smoke_overlay(Path(wheel), python=python, quick=quick, budget=budget, as_json=as_json)
+        return
     if in_image and wheel is not None:  # checked: --in-image has a .whl file
         _smoke_in_images(wheel, in_image, wheelhouse=wheelhouse, as_json=as_json)
         return

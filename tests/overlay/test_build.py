@@ -1,0 +1,89 @@
+"""A real overlay, built against the real stock wheel and loaded by real TensorFlow."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import archspec.cpu
+import pytest
+
+from tfbuild.core.errors import InputError
+from tfbuild.detect.cpuinfo import read_cpuinfo
+from tfbuild.overlay.build import build_overlay, verify_overlay
+from tfbuild.wheel.overlay_receipt import decode_overlay_receipt, read_overlay_receipt
+from tfbuild.wheel.receipt import receipt_path
+
+from .conftest import BuiltOverlay, request_for, unpack
+
+REGISTERED = (
+    "import os, tensorflow as tf; from tensorflow.python.framework import kernels as k; "
+    "print(max(x.priority for x in k.get_registered_kernels_for_op('Exp').kernel "
+    "if x.device_type == 'CPU')); print(float(tf.exp(tf.constant(1.0))))"
+)
+
+
+def run_tf(python: str, site: str, code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "PYTHONPATH": site, "TF_CPP_MIN_LOG_LEVEL": "3", **env}
+    return subprocess.run(
+        [python, "-c", code], capture_output=True, text=True, timeout=300, env=environ, check=True
+    )
+
+
+def overlay_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("tfbuild overlay")]
+
+
+def test_loaded_its_kernels_sit_above_stock_and_off_means_stock(built_overlay: BuiltOverlay) -> None:
+    on = run_tf(built_overlay.python, built_overlay.site, REGISTERED)
+    assert overlay_lines(on.stderr) == []
+    assert on.stdout.split()[0] == "1"
+    assert float(on.stdout.split()[1]) == pytest.approx(2.718281828, rel=1e-6)
+    off = run_tf(built_overlay.python, built_overlay.site, REGISTERED, TFBUILD_OVERLAY="off")
+    assert off.stdout.split()[0] == "0"
+
+
+def test_the_receipt_says_what_the_wheel_holds(built_overlay: BuiltOverlay) -> None:
+    result = built_overlay.result
+    receipt = read_overlay_receipt(receipt_path(result.wheel), wheel=result.wheel)
+    assert receipt == result.receipt
+    assert "Exp:float32" in receipt.kernels and "avx2" in receipt.features
+    data = json.loads(receipt_path(result.wheel).read_text())
+    data["cflags"] = [*data["cflags"], "-march=native; rm -rf /"]
+    with pytest.raises(InputError, match="cflags"):
+        decode_overlay_receipt(json.dumps(data).encode(), source="planted")
+    data = json.loads(receipt_path(result.wheel).read_text())
+    data["extra"] = 1
+    with pytest.raises(InputError, match="extra"):
+        decode_overlay_receipt(json.dumps(data).encode(), source="planted")
+
+
+def test_rebuilding_gives_the_same_bytes_and_verify_says_so(built_overlay: BuiltOverlay) -> None:
+    again = verify_overlay(built_overlay.result.wheel)
+    assert again.receipt.wheel.sha256 == built_overlay.result.receipt.wheel.sha256
+
+
+def _foreign_target() -> tuple[str, set[str]]:
+    """An x86 target this CPU cannot run, read from this host's /proc/cpuinfo (never assumed)."""
+    host = set(read_cpuinfo(Path("/proc/cpuinfo")).flags)
+    for name in ("sapphirerapids", "icelake", "cascadelake", "skylake_avx512", "zen4", "haswell"):
+        missing = set(archspec.cpu.TARGETS[name].features) - host
+        if missing:
+            return name, missing
+    pytest.skip("this CPU runs every target tried")
+
+
+def test_a_target_this_cpu_cannot_run_loads_nothing_and_says_why_once(
+    built_overlay: BuiltOverlay, tmp_path: Path
+) -> None:
+    target, missing = _foreign_target()
+    result = build_overlay(request_for(target, tmp_path / "dist", built_overlay.python))
+    site = unpack(result.wheel, tmp_path)
+    ran = run_tf(built_overlay.python, str(site), REGISTERED)
+    (line,) = overlay_lines(ran.stderr)
+    assert "not loaded, stock kernels run: this CPU lacks" in line
+    assert set(line.split("lacks ")[1].split()) & missing
+    assert ran.stdout.split()[0] == "0"  # stock's Exp only
+    assert float(ran.stdout.split()[1]) == pytest.approx(2.718281828, rel=1e-6)

@@ -1,0 +1,166 @@
+"""The ``tfbuild overlay`` command: plan the target, build the overlay wheel, say what it holds."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tfbuild.core import serial
+from tfbuild.core.errors import printable
+
+
+def overlay_command(
+    tf: Annotated[
+        str | None,
+        typer.Option(
+            "--tf", metavar="VERSION", help="TensorFlow release (default: the newest recipe)."
+        ),
+    ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option("--target", metavar="NAME", help="A portable target, e.g. x86_64_v3."),
+    ] = None,
+    cpuinfo: Annotated[
+        Path | None,
+        typer.Option("--cpuinfo", metavar="FILE", help="For the machine of a saved /proc/cpuinfo."),
+    ] = None,
+    stock: Annotated[
+        str | None,
+        typer.Option(
+            "--stock",
+            metavar="SPEC",
+            help="The stock wheel to build against: a .whl or a requirement (default: the package "
+            "index's tensorflow-cpu of the release).",
+            show_default=False,
+        ),
+    ] = None,
+    installed: Annotated[
+        bool,
+        typer.Option(
+            "--installed", help="Build against the TensorFlow of the --python interpreter."
+        ),
+    ] = False,
+    python: Annotated[
+        str | None,
+        typer.Option("--python", metavar="PATH", help="Interpreter for the stock environment."),
+    ] = None,
+    compiler: Annotated[
+        str | None,
+        typer.Option(
+            "--compiler",
+            metavar="CXX",
+            help="The C++ compiler (default: the recipe's family found on PATH).",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", metavar="DIR", help="Where the wheel and receipt go.")
+    ] = Path("dist"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the receipt as JSON.")] = False,
+) -> None:
+    """A faster stock TensorFlow in minutes: its element-wise kernels compiled for this CPU, as a
+    wheel installed beside it (pip uninstall it and TensorFlow is stock again)."""
+    from tfbuild.core.errors import UsageError
+    from tfbuild.overlay.build import OverlayRequest, build_overlay
+    from tfbuild.plan.here import plan_here
+    from tfbuild.plan.options import PlanOptions
+
+    if installed and python is None:
+        raise UsageError(
+            "--installed needs --python PATH", fix="Name the interpreter to build against."
+        )
+    if installed and stock is not None:
+        raise UsageError("--installed and --stock both name the TensorFlow", fix="Drop one.")
+    planned = plan_here(PlanOptions(tf=tf, target=target, cpuinfo=cpuinfo))
+    plan = planned.plan
+    if plan.architecture != "x86_64":
+        raise UsageError(
+            f"an overlay is for x86-64 (this plan is for {plan.architecture})",
+            fix="Build the overlay on an x86-64 machine.",
+        )
+
+    def progress(message: str) -> None:
+        if not as_json:
+            sys.stderr.write(f"[overlay] {printable(message)}\n")
+
+    result = build_overlay(
+        OverlayRequest(
+            tensorflow=plan.tensorflow,
+            architecture=plan.architecture,
+            target=plan.target,
+            cflags=plan.cflags,
+            compiler=plan.compiler,
+            compiler_path=compiler,
+            stock=stock,
+            python=python if installed else None,
+            venv_python=python,
+            out=out,
+        ),
+        progress=progress,
+    )
+    if as_json:
+        sys.stdout.write(json.dumps(serial.to_data(result.receipt), indent=2) + "\n")
+        return
+    receipt = result.receipt
+    checked = ", ".join(f"{c.kernel} {c.max_ulp}/{c.bound}" for c in receipt.checks)
+    lines = [
+        f"{result.wheel}",
+        f"  {len(receipt.kernels)} kernels of {receipt.distribution} {receipt.tensorflow} for "
+        f"{receipt.target} ({' '.join(receipt.cflags)}), {receipt.compiler_version}, "
+        f"{receipt.seconds:.0f} s",
+        f"  loads only where the CPU has: {' '.join(receipt.features)}",
+        f"  checked against stock (max ulp / bound): {checked or 'not checked'}",
+        *(f"  left to stock: {why}" for why in receipt.skipped),
+        f"  install: pip install {result.wheel}   (beside {receipt.distribution}=={receipt.tensorflow})",
+        f"  prove:   tfbuild smoke {result.wheel}",
+    ]
+    typer.echo(printable("\n".join(lines)))
+
+
+def smoke_overlay(
+    wheel: Path, *, python: str | None, quick: bool, budget: float | None, as_json: bool
+) -> None:
+    """``tfbuild smoke OVERLAY.whl``: each replaced op and control, overlay against stock."""
+    from tfbuild.core.errors import SmokeFailed
+    from tfbuild.core.stats import describe
+    from tfbuild.overlay.prove import prove_overlay
+
+    def progress(message: str) -> None:
+        if not as_json:
+            sys.stderr.write(f"[smoke] {printable(message)}\n")
+
+    proof = prove_overlay(
+        wheel, python=python or sys.executable, quick=quick, budget=budget, progress=progress
+    )
+    if as_json:
+        data = serial.to_data(proof)
+        data["schema"] = "tfbuild.overlay-smoke/1"
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        lines = [f"{proof.wheel}: " + ("loaded" if proof.loaded else "NOT loaded")]
+        if proof.load_message:
+            lines.append(f"  {proof.load_message}")
+        if proof.ops:
+            lines.append(f"  {'op':<15}{'threads':>8}{'stock':>9}{'overlay':>9}  verdict")
+        for r in proof.ops:
+            base = f"{r.baseline.throughput.median:>9.2f}" if r.baseline else f"{'-':>9}"
+            found = describe(r.verdict) if r.verdict else "-"
+            lines.append(
+                f"  {r.op:<15}{r.threads:>8}{base}{r.candidate.throughput.median:>9.2f}  {found}"
+            )
+        if proof.ops:
+            lines.append(
+                "  (Gelem/s, medians; stock: the same environment with TFBUILD_OVERLAY=off)"
+            )
+        lines += [f"  scope: {note}" for note in proof.scope]
+        typer.echo(printable("\n".join(lines)))
+    if proof.slower:
+        raise SmokeFailed(
+            f"the overlay {proof.wheel} is slower than stock",
+            why=f"on {', '.join(proof.slower)}",
+            fix="Report it with the receipt; meanwhile pip uninstall tfbuild-overlay.",
+        )

@@ -1,0 +1,291 @@
+"""``tfbuild overlay``: TensorFlow's own element-wise kernels compiled for a target, as a wheel that
+installs beside the stock wheel, checked against it, with a receipt; and ``verify`` of one.
+
+The steps, each its module's: the stock TensorFlow (:mod:`.stock`, an environment of the stock wheel
+made as smoke makes one, or the interpreter ``--python`` names), the kernels its registry allows
+(:mod:`.ops`), the compile (:mod:`.compile`), the wheel (:mod:`.package`), the numerical check of every
+kernel against stock on special values (:mod:`.check`), then the wheel and its receipt published
+together in the output directory under its lock, or nothing at all.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfbuild import __version__
+from tfbuild.core import serial
+from tfbuild.core.errors import BuildFailed, EnvironmentProblem, NotReproducible, UsageError
+from tfbuild.core.files import DIST_LOCK, locked, sha256_file, write_files
+from tfbuild.overlay.compile import KERNELS, LOADER, CompilerUsed, compile_overlay, workarounds
+from tfbuild.overlay.ops import Registration, plan_kernels
+from tfbuild.overlay.package import MANIFEST, PLUGINS, WheelName, members, write_wheel
+from tfbuild.overlay.stock import StockTensorFlow, read_stock
+from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
+from tfbuild.smoke.forecast import find_compiler
+from tfbuild.smoke.session import stock_spec
+from tfbuild.wheel.labels import cpu_label
+from tfbuild.wheel.overlay_receipt import KernelCheck, OverlayReceipt, read_overlay_receipt
+from tfbuild.wheel.receipt import WheelRecord, receipt_path
+
+Progress = Callable[[str], None]
+#: The platform tag of the wheel: its two libraries need glibc's dlopen/dl_iterate_phdr and the
+#: libstdc++ TensorFlow itself needs, no newer than the stock wheel's own manylinux tag.
+PLATFORM = "linux_x86_64"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OverlayRequest:
+    tensorflow: str  # the release: "2.21.0"
+    architecture: str
+    target: str
+    cflags: tuple[str, ...]
+    compiler: str  # the recipe's compiler, whose family is looked for ("clang-18.1.8")
+    compiler_path: str | None = None  # --compiler: this one, on the host
+    stock: str | None = None  # --stock: a .whl or a requirement (default: the index's)
+    python: str | None = None  # --installed --python: the TensorFlow of this interpreter instead
+    venv_python: str | None = None  # --python: the interpreter the stock environment is made with
+    out: Path = Path("dist")
+    check: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class OverlayResult:
+    wheel: Path
+    receipt: OverlayReceipt
+    receipt_file: Path
+    stock_python: str
+
+
+def _stock_python(request: OverlayRequest, say: Progress) -> tuple[str, str]:
+    """The interpreter whose TensorFlow is built against, and how the receipt names it."""
+    if request.python is not None:
+        return request.python, f"python:{request.python}"
+    spec = WheelSpec.parse(request.stock or stock_spec(request.tensorflow, request.architecture))
+    say(f"stock TensorFlow: {spec.label} (an environment made once, then reused)")
+    env = ensure_env(spec, python=request.venv_python or sys.executable)
+    return env.python, spec.value
+
+
+def _compiler(request: OverlayRequest) -> CompilerUsed:
+    if request.compiler_path is None:
+        found = find_compiler(request.compiler)
+        return CompilerUsed(path=found.path, version=found.version)
+    path = shutil.which(request.compiler_path)
+    if path is None:
+        raise UsageError(
+            f"--compiler {request.compiler_path}: no such compiler",
+            fix="Name a C++ compiler on PATH (clang++-16, g++) or give its path.",
+        )
+    try:
+        done = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=30, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EnvironmentProblem(f"{path} does not run", why=str(exc), fix="Check it.") from exc
+    first = (done.stdout.strip().splitlines() or [""])[0]
+    return CompilerUsed(path=path, version=first)
+
+
+def _manifest(
+    stock: StockTensorFlow,
+    request: OverlayRequest,
+    cflags: tuple[str, ...],
+    registration: Registration,
+    features: tuple[str, ...],
+    compiler: CompilerUsed,
+) -> bytes:
+    data = {
+        "tensorflow": stock.version,
+        "distribution": stock.distribution,
+        "git_version": stock.git_version,
+        "framework_size": stock.framework_size,
+        "target": request.target,
+        "cflags": list(cflags),
+        "features": list(features),
+        "compiler": compiler.version,
+        "kernels": list(registration.names),
+    }
+    return (json.dumps(data, indent=1) + "\n").encode()
+
+
+def _install_into(wheel: Path, site: Path) -> None:
+    """The wheel's files unpacked under ``site`` (a directory named site-packages), as pip would."""
+    with zipfile.ZipFile(wheel) as archive:
+        for info in archive.infolist():
+            if ".dist-info/" in info.filename:
+                continue
+            target = site / info.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(archive.read(info))
+            target.chmod((info.external_attr >> 16) & 0o777 or 0o644)
+
+
+def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) -> OverlayResult:
+    say = progress or (lambda _m: None)
+    started = time.monotonic()
+    python, stock_name = _stock_python(request, say)
+    stock = read_stock(python)
+    if stock.version != request.tensorflow:
+        raise UsageError(
+            f"the TensorFlow of {python} is {stock.version}, not {request.tensorflow}",
+            fix=f"Ask for --tf {stock.version}, or pass an interpreter with TensorFlow "
+            f"{request.tensorflow}.",
+        )
+    registration = plan_kernels(stock.registry())
+    compiler = _compiler(request)
+    cflags = request.cflags + workarounds(compiler, request.cflags, cwd=Path.cwd())
+    say(
+        f"compiling {len(registration.names)} kernels of TensorFlow {stock.version} for "
+        f"{request.target} ({' '.join(cflags)}) with {compiler.version}"
+    )
+    label = cpu_label(request.target)
+    name = WheelName(version=f"{stock.version}+{label}", platform=PLATFORM)
+    with tempfile.TemporaryDirectory(prefix="tfbuild-overlay-") as scratch_dir:
+        scratch = Path(scratch_dir)
+        (scratch / "src").mkdir()
+        compiled = compile_overlay(
+            compiler=compiler.path,
+            stock=stock,
+            registration=registration,
+            target=request.target,
+            cflags=cflags,
+            scratch=scratch / "src",
+        )
+        files = {
+            f"{PLUGINS}/{LOADER}": compiled.loader.read_bytes(),
+            f"{PLUGINS}/tfbuild_overlay/{KERNELS}": compiled.kernels.read_bytes(),
+            f"{PLUGINS}/tfbuild_overlay/{MANIFEST}": _manifest(
+                stock, request, cflags, registration, compiled.features, compiler
+            ),
+        }
+        content = members(
+            name,
+            files=files,
+            requires=f"{stock.distribution}=={stock.version}",
+            summary=f"TensorFlow {stock.version}'s element-wise CPU kernels compiled for "
+            f"{request.target} (tfbuild overlay)",
+        )
+        wheel = scratch / name.filename
+        executable = frozenset(p for p in files if p.endswith(".so"))
+        write_wheel(wheel, content, executable=executable)
+        checks: tuple[KernelCheck, ...] = ()
+        if request.check:
+            site = scratch / "check" / "site-packages"
+            _install_into(wheel, site)
+            say("checking every kernel against stock TensorFlow on special values")
+            checks = _check(python, site, registration)
+        receipt = OverlayReceipt(
+            created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            tfbuild=__version__,
+            wheel=WheelRecord(
+                name=wheel.name, sha256=sha256_file(wheel), size=wheel.stat().st_size
+            ),
+            tensorflow=stock.version,
+            distribution=stock.distribution,
+            git_version=stock.git_version,
+            framework_size=stock.framework_size,
+            framework_sha256=stock.framework_sha256(),
+            stock=stock_name,
+            target=request.target,
+            cflags=cflags,
+            features=compiled.features,
+            compiler=compiler.path,
+            compiler_version=compiler.version,
+            kernels=registration.names,
+            skipped=registration.skipped,
+            checks=checks,
+            seconds=round(time.monotonic() - started, 1),
+        )
+        out = request.out
+        out.mkdir(parents=True, exist_ok=True)
+        receipt_file = receipt_path(out / wheel.name)
+        text = json.dumps(serial.to_data(receipt), indent=2) + "\n"
+        with locked(out / DIST_LOCK, busy=f"another tfbuild writes to {out}", fix="Wait for it."):
+            write_files(
+                out,
+                {receipt_file.name: (text.encode(), 0o644), wheel.name: (wheel, 0o644)},
+                key_last=True,
+            )
+    return OverlayResult(
+        wheel=out / wheel.name, receipt=receipt, receipt_file=receipt_file, stock_python=python
+    )
+
+
+def _check(python: str, site: Path, registration: Registration) -> tuple[KernelCheck, ...]:
+    """Every kernel against stock on the special-value corpus; a kernel beyond its bound fails the
+    build (nothing is published)."""
+    from tfbuild.overlay import check as numeric
+
+    results = numeric.check_ops(python, env=clean_env(), pythonpath=str(site))
+    registered = set(registration.names)
+    found = tuple(
+        KernelCheck(
+            kernel=r.kernel,
+            values=r.values,
+            exact=r.exact,
+            max_ulp=r.max_ulp,
+            bound=r.bound,
+        )
+        for r in results
+        if r.kernel in registered
+    )
+    failures = numeric.failures(results)
+    if failures:
+        raise BuildFailed(
+            f"{len(failures)} kernel(s) differ from stock TensorFlow beyond their bound",
+            why="; ".join(failures[:3]),
+            fix="Report it to tfbuild with the receipt's compiler and target; --target picks "
+            "another target meanwhile.",
+        )
+    return found
+
+
+def verify_overlay(wheel: Path, *, progress: Progress | None = None) -> OverlayResult:
+    """Rebuild the overlay from its receipt in a scratch directory and compare the wheels' bytes."""
+    receipt = read_overlay_receipt(receipt_path(wheel), wheel=wheel)
+    actual = sha256_file(wheel)
+    if actual != receipt.wheel.sha256:
+        raise NotReproducible(
+            f"{wheel.name} is not the wheel its receipt describes",
+            why=f"its sha256 is {actual}, the receipt says {receipt.wheel.sha256}",
+            fix="Rebuild it with tfbuild overlay.",
+        )
+    python = receipt.stock[len("python:") :] if receipt.stock.startswith("python:") else None
+    with tempfile.TemporaryDirectory(prefix="tfbuild-verify-") as out:
+        request = OverlayRequest(
+            tensorflow=receipt.tensorflow,
+            architecture="x86_64",
+            target=receipt.target,
+            cflags=receipt.cflags,
+            compiler="",
+            compiler_path=receipt.compiler,
+            stock=None if python else receipt.stock,
+            python=python,
+            out=Path(out),
+            check=False,
+        )
+        again = build_overlay(request, progress=progress)
+        if again.receipt.compiler_version != receipt.compiler_version:
+            raise NotReproducible(
+                f"cannot rebuild {wheel.name} with the same compiler",
+                why=f"{receipt.compiler} is now {again.receipt.compiler_version}, it was "
+                f"{receipt.compiler_version}",
+                fix="Install that compiler version to verify.",
+            )
+        if again.receipt.wheel.sha256 != receipt.wheel.sha256:
+            raise NotReproducible(
+                f"rebuilding {wheel.name} gave other bytes",
+                why=f"sha256 {again.receipt.wheel.sha256}, not {receipt.wheel.sha256}",
+                fix="Compare the two with tfbuild diff; report it to tfbuild.",
+            )
+        return again

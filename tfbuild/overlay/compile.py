@@ -1,0 +1,313 @@
+"""Compiling the overlay: the loader for baseline x86-64, the kernels for the target.
+
+Both are compiled from sources in this package against the stock wheel's headers, in a scratch
+directory, with every path that could reach the binaries mapped to a fixed name
+(``-ffile-prefix-map``), no debug information and no build id: the same compiler, flags and headers
+give the same bytes wherever and whenever they run (``tfbuild verify`` rebuilds and compares).
+
+The instruction sets the kernels need are what the compiler itself says the target flags enable
+(its predefined macros, ``-dM -E``), by the names ``/proc/cpuinfo`` gives them: the loader checks
+each on the CPU it lands on before loading the kernels.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from tfbuild.core.errors import BuildFailed, UnsupportedError
+from tfbuild.overlay.ops import Registration, inc_files
+from tfbuild.overlay.stock import StockTensorFlow
+
+#: The loader's flags: the x86-64 baseline (SSE2), whatever the target.
+LOADER_MARCH = "-march=x86-64"
+#: The kernels' flags besides the target's: TensorFlow's opt config level, hidden symbols (else the
+#: framework's own instantiations win at run time, and stock's -mavx code runs).
+KERNEL_FLAGS = (
+    "-O2",
+    "-DNDEBUG",
+    "-fPIC",
+    "-fvisibility=hidden",
+    "-fvisibility-inlines-hidden",
+    "-w",  # TensorFlow's headers warn by the hundred (deprecated mutex, uint32)
+)
+REPRODUCIBLE = ("-g0", "-fno-ident")
+LINK_FLAGS = ("-shared", "-Wl,-Bsymbolic", "-Wl,--no-undefined", "-Wl,--build-id=none")
+SOURCES = ("cwise_kernels.cc", "nn_kernels.cc", "overlay_kernels.h", "loader.c")
+KERNELS = "kernels.so"
+LOADER = "libtfbuild_overlay.so"
+
+#: The compiler's predefined macro -> the instruction set's /proc/cpuinfo name (loader.c's table).
+MACROS = {
+    "__SSE3__": "sse3",
+    "__SSSE3__": "ssse3",
+    "__SSE4_1__": "sse4_1",
+    "__SSE4_2__": "sse4_2",
+    "__SSE4A__": "sse4a",
+    "__POPCNT__": "popcnt",
+    "__LZCNT__": "abm",
+    "__AVX__": "avx",
+    "__AVX2__": "avx2",
+    "__FMA__": "fma",
+    "__FMA4__": "fma4",
+    "__XOP__": "xop",
+    "__F16C__": "f16c",
+    "__BMI__": "bmi1",
+    "__BMI2__": "bmi2",
+    "__MOVBE__": "movbe",
+    "__AES__": "aes",
+    "__PCLMUL__": "pclmulqdq",
+    "__ADX__": "adx",
+    "__RDRND__": "rdrand",
+    "__RDSEED__": "rdseed",
+    "__SHA__": "sha_ni",
+    "__GFNI__": "gfni",
+    "__VAES__": "vaes",
+    "__VPCLMULQDQ__": "vpclmulqdq",
+    "__AVX512F__": "avx512f",
+    "__AVX512DQ__": "avx512dq",
+    "__AVX512CD__": "avx512cd",
+    "__AVX512BW__": "avx512bw",
+    "__AVX512VL__": "avx512vl",
+    "__AVX512IFMA__": "avx512ifma",
+    "__AVX512VBMI__": "avx512vbmi",
+    "__AVX512VBMI2__": "avx512_vbmi2",
+    "__AVX512VNNI__": "avx512_vnni",
+    "__AVX512BITALG__": "avx512_bitalg",
+    "__AVX512VPOPCNTDQ__": "avx512_vpopcntdq",
+    "__AVX512BF16__": "avx512_bf16",
+    "__AVX512FP16__": "avx512_fp16",
+    "__AVX512VP2INTERSECT__": "avx512_vp2intersect",
+    "__AVXVNNI__": "avx_vnni",
+    "__AVXIFMA__": "avx_ifma",
+    "__AVXVNNIINT8__": "avx_vnni_int8",
+    "__AVXVNNIINT16__": "avx_vnni_int16",
+    "__AVXNECONVERT__": "avx_ne_convert",
+    "__AMX_TILE__": "amx_tile",
+    "__AMX_INT8__": "amx_int8",
+    "__AMX_BF16__": "amx_bf16",
+    "__CLFLUSHOPT__": "clflushopt",
+    "__CLWB__": "clwb",
+    "__CLZERO__": "clzero",
+    "__FSGSBASE__": "fsgsbase",
+    "__XSAVE__": "xsave",
+    "__XSAVEOPT__": "xsaveopt",
+    "__XSAVEC__": "xsavec",
+    "__RDPID__": "rdpid",
+    "__MOVDIRI__": "movdiri",
+    "__MOVDIR64B__": "movdir64b",
+    "__SERIALIZE__": "serialize",
+    "__WAITPKG__": "waitpkg",
+    "__CLDEMOTE__": "cldemote",
+    "__PKU__": "pku",
+    "__SHA512__": "sha512",
+    "__SM3__": "sm3",
+    "__SM4__": "sm4",
+    "__CMPCCXADD__": "cmpccxadd",
+    "__TBM__": "tbm",
+    "__PRFCHW__": "",  # PREFETCHW: a hint, harmless where absent (a NOP on older CPUs)
+    "__CRC32__": "",  # part of SSE4.2, checked there
+}
+_DEFINE = re.compile(r"#define (__[A-Z0-9_]+__) 1")
+#: The names in loader.c's table (the tests keep MACROS and the table in step).
+BASELINE = ("mmx", "sse", "sse2")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompilerUsed:
+    path: str
+    version: str  # the first line of --version
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compiled:
+    kernels: Path
+    loader: Path
+    features: tuple[str, ...]  # what the loader checks, by /proc/cpuinfo name, sorted
+
+
+def _run(argv: Sequence[str], *, cwd: Path, what: str) -> str:
+    try:
+        done = subprocess.run(
+            list(argv), cwd=cwd, capture_output=True, text=True, timeout=900, check=False
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise BuildFailed(f"{what} did not run", why=str(exc), fix="Check the compiler.") from exc
+    if done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if "error" in line] or [
+            (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        ]
+        raise BuildFailed(
+            f"{what} failed",
+            why=errors[0][:400],
+            fix="Check that the compiler supports the target's flags and C++17; --compiler picks "
+            "another.",
+        )
+    return done.stdout
+
+
+def target_features(compiler: str, cflags: Sequence[str], *, cwd: Path) -> tuple[str, ...]:
+    """The instruction sets ``cflags`` let the compiler use, by /proc/cpuinfo name."""
+    out = _run(
+        [compiler, *cflags, "-dM", "-E", "-x", "c++", "/dev/null"],
+        cwd=cwd,
+        what="asking the compiler what the target enables",
+    )
+    names = set()
+    for macro in _DEFINE.findall(out):
+        name = MACROS.get(macro)
+        if name:
+            names.add(name)
+        elif macro not in MACROS and _is_isa(macro):
+            raise UnsupportedError(
+                f"the target's flags enable {macro.strip('_')}, which the overlay's loader cannot "
+                "check for",
+                why="the loader must check every instruction set the kernels may use",
+                fix="Pick an older target (--target), or report it to tfbuild.",
+            )
+    return tuple(sorted(names))
+
+
+_NOT_ISA = re.compile(
+    r"__(?:SSE2?|MMX|SSE_MATH|SSE2_MATH|FXSR|CX8|CX16|SAHF|LAHF|GCC_ASM_FLAG_OUTPUTS|"
+    r"SEG_FS|SEG_GS|CET|SHSTK|IBT|TSXLDTRK|HRESET|UINTR|KL|WIDEKL|RTM|HLE|MWAITX|"
+    r"LWP|ENQCMD|INVPCID|PCONFIG|PTWRITE|SGX|WBNOINVD|RAOINT|USERMSR|PREFETCHI|AMX_[A-Z0-9]+|"
+    r"AVX10_[0-9_]+(?:_512)?|APX_F|EVEX512|MOVRS|ZU|NF|PPX|PUSH2POP2|NDD|CCMP|CFCMP)__"
+)
+
+
+def _is_isa(macro: str) -> bool:
+    """A macro naming an instruction set extension tfbuild does not map (not a system macro)."""
+    upper = macro.strip("_")
+    looks = upper.startswith(("AVX", "SSE", "AMX", "SHA", "SM", "FMA", "BMI", "AES", "GFNI"))
+    return looks and not _NOT_ISA.fullmatch(macro)
+
+
+#: Eigen's AVX512-FP16 packet math (Eigen/src/Core/arch/AVX512/PacketMathFP16.h, as TensorFlow 2.21
+#: ships it) does not compile with clang before 18 ("no function template matches ...
+#: predux_half_dowto4"); TensorFlow builds with clang 18. None of the overlay's kernels computes in
+#: FP16 arithmetic, so an older clang builds them without it.
+FP16_CLANG = 18
+
+
+def workarounds(compiler: CompilerUsed, cflags: Sequence[str], *, cwd: Path) -> tuple[str, ...]:
+    """Flags added to the target's for this compiler, each for a reason above."""
+    found = re.search(r"clang version (\d+)", compiler.version)
+    old_clang = found is not None and int(found.group(1)) < FP16_CLANG
+    if (
+        old_clang
+        and "-mno-avx512fp16" not in cflags
+        and "avx512_fp16" in target_features(compiler.path, cflags, cwd=cwd)
+    ):
+        return ("-mno-avx512fp16",)
+    return ()
+
+
+def _stage(scratch: Path, registration: Registration) -> None:
+    package = resources.files("tfbuild.overlay")
+    for name in SOURCES:
+        (scratch / name).write_bytes(package.joinpath(name).read_bytes())
+    for name, text in inc_files(registration).items():
+        (scratch / name).write_text(text)
+
+
+def _defines(stock: StockTensorFlow, target: str, features: Sequence[str]) -> list[str]:
+    def string(name: str, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_.,+-]*", value):
+            raise ValueError(f"{name}: {value!r}")  # decoded values only: never reached
+        return f'-D{name}="{value}"'
+
+    return [
+        string("TFB_FEATURES", ",".join(features)),
+        string("TFB_TARGET", target),
+        string("TFB_TENSORFLOW", stock.version),
+        f"-DTFB_FRAMEWORK_SIZE={stock.framework_size}LL",
+        string("TFB_KERNELS", KERNELS),
+    ]
+
+
+def compile_overlay(
+    *,
+    compiler: str,
+    stock: StockTensorFlow,
+    registration: Registration,
+    target: str,
+    cflags: Sequence[str],
+    scratch: Path,
+) -> Compiled:
+    """The kernels and the loader, compiled in ``scratch``."""
+    _stage(scratch, registration)
+    features = target_features(compiler, cflags, cwd=scratch)
+    include = str(Path(stock.include).resolve())
+    maps = [
+        f"-ffile-prefix-map={scratch}=overlay",
+        f"-ffile-prefix-map={include}=tensorflow/include",
+    ]
+    tf_flags = [f for f in stock.compile_flags if not f.startswith("-I")]
+    common = [*KERNEL_FLAGS, *REPRODUCIBLE, *maps, f"-I{scratch}", f"-I{include}", *tf_flags]
+    objects = []
+    jobs = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for source in ("cwise_kernels.cc", "nn_kernels.cc"):
+            obj = scratch / source.replace(".cc", ".o")
+            objects.append(obj)
+            argv = [compiler, "-c", *cflags, *common, source, "-o", obj.name]
+            jobs.append(pool.submit(_run, argv, cwd=scratch, what=f"compiling {source}"))
+        for job in jobs:
+            job.result()
+    framework_dir = str(Path(stock.framework).parent)
+    _run(
+        [
+            compiler,
+            *LINK_FLAGS,
+            *(o.name for o in objects),
+            "-o",
+            KERNELS,
+            f"-L{framework_dir}",
+            "-l:libtensorflow_framework.so.2",
+        ],
+        cwd=scratch,
+        what="linking the kernels",
+    )
+    c_compiler = _c_driver(compiler)
+    _run(
+        [
+            c_compiler,
+            "-x",
+            "c",
+            LOADER_MARCH,
+            "-O2",
+            "-fPIC",
+            "-fvisibility=hidden",
+            *REPRODUCIBLE,
+            *maps,
+            *_defines(stock, target, features),
+            "loader.c",
+            "-o",
+            LOADER,
+            *LINK_FLAGS,
+            "-ldl",
+        ],
+        cwd=scratch,
+        what="compiling the loader",
+    )
+    return Compiled(kernels=scratch / KERNELS, loader=scratch / LOADER, features=features)
+
+
+def _c_driver(compiler: str) -> str:
+    """The C driver beside a C++ one (clang++-16 -> clang-16, g++ -> gcc), else the same."""
+    path = Path(compiler)
+    name = path.name
+    for cxx, c in (("clang++", "clang"), ("g++", "gcc"), ("c++", "cc")):
+        if name.startswith(cxx):
+            sibling = path.with_name(c + name[len(cxx) :])
+            found = shutil.which(str(sibling)) if sibling.parent != Path() else shutil.which(c)
+            if found:
+                return found
+    return compiler

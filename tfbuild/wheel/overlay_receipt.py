@@ -1,0 +1,141 @@
+"""The receipt of an overlay wheel (``tfbuild overlay``): what it was built from, and what it proved.
+
+Beside the wheel as ``<wheel stem>.json``, like a build's receipt, with its own schema
+(``tfbuild.overlay/1``): an overlay has no plan, image or bazel, but a stock TensorFlow it was
+compiled against, the kernels it registers and the numerical check of each. ``tfbuild verify``
+rebuilds from it, so every value that reaches the compiler's command line is held to a grammar
+here, after the same bounded JSON read as a build's receipt
+(:func:`tfbuild.wheel.receipt.decode_receipt`'s limits).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Final, Literal
+
+from tfbuild.core import serial
+from tfbuild.core.errors import InputError
+from tfbuild.core.files import read_input
+from tfbuild.wheel.receipt import (
+    MAX_RECEIPT_BYTES,
+    MAX_RECEIPT_DEPTH,
+    WheelRecord,
+    json_depth,
+)
+
+SCHEMA: Final = "tfbuild.overlay/1"
+FIX = "Rebuild the overlay with tfbuild overlay, which writes its receipt beside the wheel."
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
+_CFLAG = re.compile(r"-m[a-z0-9][a-z0-9_=.,+-]{0,127}")
+_KERNEL = re.compile(r"[A-Za-z0-9]+:[a-z0-9]+(?:->[a-z0-9]+)?")
+_WHEEL = re.compile(r"tfbuild_overlay-[A-Za-z0-9_.+!-]+\.whl")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelCheck:
+    """One replaced kernel against stock TensorFlow on the special-value corpus."""
+
+    kernel: str  # "Exp:float32", "Cast:float32->bfloat16"
+    values: int
+    exact: int
+    max_ulp: int
+    bound: int  # the most it may differ, in ulp (0: exact)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OverlayReceipt:
+    schema: Literal["tfbuild.overlay/1"] = SCHEMA
+    created: str
+    tfbuild: str
+    wheel: WheelRecord
+    tensorflow: str  # the release: "2.21.0"
+    distribution: str  # the distribution it was built against: "tensorflow-cpu"
+    git_version: str
+    framework_size: int  # libtensorflow_framework.so.2, as the loader checks it
+    framework_sha256: str
+    stock: str  # the stock wheel as asked for (a requirement, a file name, or an interpreter)
+    target: str
+    cflags: tuple[str, ...]
+    features: tuple[str, ...]  # what the loader checks, /proc/cpuinfo names
+    compiler: str  # its path
+    compiler_version: str  # the first line of its --version
+    kernels: tuple[str, ...]
+    skipped: tuple[str, ...]  # ops or types left to the stock kernels, and why
+    checks: tuple[KernelCheck, ...]
+    seconds: float
+
+
+def _text_ok(value: str) -> bool:
+    return len(value) <= 4096 and not _CONTROL.search(value)
+
+
+def _grammar(receipt: OverlayReceipt) -> str | None:
+    """Why a field breaks its grammar, or None."""
+    rules: list[tuple[str, bool]] = [
+        ("wheel.name", bool(_WHEEL.fullmatch(receipt.wheel.name))),
+        ("wheel.sha256", bool(_SHA256.fullmatch(receipt.wheel.sha256))),
+        ("tensorflow", bool(_RELEASE.fullmatch(receipt.tensorflow))),
+        ("distribution", bool(_WORD.fullmatch(receipt.distribution))),
+        ("framework_sha256", bool(_SHA256.fullmatch(receipt.framework_sha256))),
+        ("target", bool(_WORD.fullmatch(receipt.target))),
+        ("cflags", all(_CFLAG.fullmatch(f) for f in receipt.cflags)),
+        ("features", all(re.fullmatch(r"[a-z0-9_]{1,32}", f) for f in receipt.features)),
+        ("kernels", all(_KERNEL.fullmatch(k) for k in receipt.kernels)),
+        ("checks", all(_KERNEL.fullmatch(c.kernel) for c in receipt.checks)),
+        ("framework_size", 0 < receipt.framework_size < 1 << 40),
+    ]
+    texts = (receipt.created, receipt.tfbuild, receipt.git_version, receipt.stock, receipt.compiler)
+    rules.append(("text fields", all(_text_ok(t) for t in (*texts, receipt.compiler_version))))
+    rules.append(("skipped", all(_text_ok(t) for t in receipt.skipped)))
+    for name, fine in rules:
+        if not fine:
+            return f"its {name} is not what tfbuild writes there"
+    return None
+
+
+def decode_overlay_receipt(raw: bytes, *, source: str) -> OverlayReceipt:
+    """The overlay receipt in ``raw``; one :class:`InputError` line for anything else."""
+    what = f"{source} is not a tfbuild overlay receipt"
+    if len(raw) > MAX_RECEIPT_BYTES:
+        raise InputError(what, why=f"it is larger than {MAX_RECEIPT_BYTES >> 20} MiB", fix=FIX)
+    if json_depth(raw, limit=MAX_RECEIPT_DEPTH) > MAX_RECEIPT_DEPTH:
+        raise InputError(what, why=f"it nests deeper than {MAX_RECEIPT_DEPTH} levels", fix=FIX)
+    try:
+        receipt = serial.from_data(json.loads(raw.decode("utf-8")), OverlayReceipt)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(what, why=str(exc), fix=FIX) from None
+    broken = _grammar(receipt)
+    if broken:
+        raise InputError(f"{source} is not a usable overlay receipt", why=broken, fix=FIX)
+    return receipt
+
+
+def read_overlay_receipt(path: Path, *, wheel: Path | None = None) -> OverlayReceipt:
+    try:
+        raw = read_input(path, limit=MAX_RECEIPT_BYTES + 1, what=f"the receipt {path}", fix=FIX)
+    except FileNotFoundError:
+        what = f"{wheel.name} has no receipt" if wheel else f"no receipt at {path}"
+        raise InputError(what, why=f"{path} does not exist", fix=FIX) from None
+    receipt = decode_overlay_receipt(raw, source=str(path))
+    if wheel is not None and receipt.wheel.name != wheel.name:
+        raise InputError(
+            f"{path} is not the receipt of {wheel.name}",
+            why=f"it describes {receipt.wheel.name}",
+            fix=FIX,
+        )
+    return receipt
+
+
+def is_overlay_wheel(wheel: Path) -> bool:
+    """An overlay's wheel, by its name (the distribution tfbuild-overlay)."""
+    return wheel.name.startswith("tfbuild_overlay-") and wheel.suffix == ".whl"
+
+
+FIELDS = tuple(f.name for f in fields(OverlayReceipt))
