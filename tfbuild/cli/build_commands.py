@@ -201,7 +201,13 @@ def verify_command(
     """Rebuild a wheel from its receipt in isolation and check the rebuild is the same, byte for byte."""
     from tfbuild.build.rebuild import prepare_verify, verify
     from tfbuild.core.engine import DockerEngine
+    from tfbuild.wheel.overlay_receipt import is_overlay_wheel
 
+    if is_overlay_wheel(wheel):
+        from tfbuild.cli.overlay_command import verify_overlay_command
+
+        verify_overlay_command(wheel, as_json=as_json)
+        return
     # The receipt (and the wheel against it) read and checked first: a bad one needs no engine.
     request = prepare_verify(wheel, receipt=receipt)
     with contextlib.closing(DockerEngine.connect()) as engine:

@@ -164,3 +164,24 @@ def smoke_overlay(
             why=f"on {', '.join(proof.slower)}",
             fix="Report it with the receipt; meanwhile pip uninstall tfbuild-overlay.",
         )
+
+
+def verify_overlay_command(wheel: Path, *, as_json: bool) -> None:
+    """``tfbuild verify OVERLAY.whl``: rebuilt from its receipt, the same bytes or exit 8."""
+    from tfbuild.overlay.build import verify_overlay
+
+    def progress(message: str) -> None:
+        if not as_json:
+            sys.stderr.write(f"[verify] {printable(message)}\n")
+
+    again = verify_overlay(wheel, progress=progress)
+    if as_json:
+        data = {"wheel": wheel.name, "reproducible": True, "sha256": again.receipt.wheel.sha256}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    typer.echo(
+        printable(
+            f"{wheel.name}: rebuilt from its receipt with {again.receipt.compiler_version}, "
+            f"the same bytes (sha256 {again.receipt.wheel.sha256})"
+        )
+    )

@@ -222,28 +222,28 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
 
 
 def _check(python: str, site: Path, registration: Registration) -> tuple[KernelCheck, ...]:
-    """Every kernel against stock on the special-value corpus; a kernel beyond its bound fails the
-    build (nothing is published)."""
+    """Every kernel against stock on the special-value corpus (:mod:`.check`); a kernel beyond its
+    bound fails the build, and nothing is published."""
     from tfbuild.overlay import check as numeric
 
-    results = numeric.check_ops(python, env=clean_env(), pythonpath=str(site))
+    results = numeric.check_ops(python, clean_env(), str(site))
     registered = set(registration.names)
     found = tuple(
         KernelCheck(
-            kernel=r.kernel,
+            kernel=f"{r.op}:{r.dtype}",
             values=r.values,
             exact=r.exact,
             max_ulp=r.max_ulp,
             bound=r.bound,
         )
         for r in results
-        if r.kernel in registered
+        if r.overlaid and f"{r.op}:{r.dtype}" in registered
     )
-    failures = numeric.failures(results)
-    if failures:
+    failed = numeric.failures(r for r in results if r.overlaid)
+    if failed:
         raise BuildFailed(
-            f"{len(failures)} kernel(s) differ from stock TensorFlow beyond their bound",
-            why="; ".join(failures[:3]),
+            f"{len(failed)} kernel(s) differ from stock TensorFlow beyond their bound",
+            why=failed[0].line(),
             fix="Report it to tfbuild with the receipt's compiler and target; --target picks "
             "another target meanwhile.",
         )
@@ -283,9 +283,18 @@ def verify_overlay(wheel: Path, *, progress: Progress | None = None) -> OverlayR
                 fix="Install that compiler version to verify.",
             )
         if again.receipt.wheel.sha256 != receipt.wheel.sha256:
+            gone = sorted(set(receipt.kernels) - set(again.receipt.kernels))
+            new = sorted(set(again.receipt.kernels) - set(receipt.kernels))
+            changed = (
+                f"; this tfbuild ({__version__}, the receipt's {receipt.tfbuild}) registers "
+                f"other kernels: {len(gone)} fewer ({', '.join(gone[:4])}), {len(new)} more "
+                f"({', '.join(new[:4])})"
+                if gone or new
+                else ""
+            )
             raise NotReproducible(
                 f"rebuilding {wheel.name} gave other bytes",
-                why=f"sha256 {again.receipt.wheel.sha256}, not {receipt.wheel.sha256}",
-                fix="Compare the two with tfbuild diff; report it to tfbuild.",
+                why=f"sha256 {again.receipt.wheel.sha256}, not {receipt.wheel.sha256}{changed}",
+                fix="Verify with the tfbuild that built it, or rebuild the overlay with this one.",
             )
         return again

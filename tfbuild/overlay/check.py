@@ -1,0 +1,398 @@
+"""Whether the overlay's kernels compute what TensorFlow's own compute, on the same inputs.
+
+:mod:`tfbuild.overlay._check_tf` runs in the stock wheel's environment twice, with
+TFBUILD_OVERLAY=off (TensorFlow's kernels) and on (the overlay's), and keeps every output's bits;
+this module compares the two runs element by element, per op and type:
+
+- where stock gives a NaN the overlay must give a NaN (of any payload), and no NaN elsewhere;
+- where stock gives an infinity or a zero the overlay must give the same one, sign included, and
+  no infinity where stock is finite;
+- everywhere else the distance in ulp, units in the last place of the output's type: both bit
+  patterns as integers ordered like the floats they encode (sign-magnitude to two's complement),
+  subtracted. Adjacent floats are 1 apart, +0 and -0 are 0 apart.
+
+The largest distance must stay within the op's bound (:data:`BOUNDS`, each with its reason).
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import math
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tfbuild.core import serial
+from tfbuild.core.errors import EnvironmentProblem
+
+SCRIPT = Path(__file__).with_name("_check_tf.py")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Format:
+    """A binary floating-point format: total, exponent and mantissa bits."""
+
+    width: int
+    exponent: int
+    mantissa: int
+
+    @property
+    def sign(self) -> int:
+        return 1 << (self.width - 1)
+
+    @property
+    def infinity(self) -> int:
+        return ((1 << self.exponent) - 1) << self.mantissa
+
+
+FORMATS: Mapping[str, Format] = {
+    "float16": Format(width=16, exponent=5, mantissa=10),
+    "bfloat16": Format(width=16, exponent=8, mantissa=7),
+    "float32": Format(width=32, exponent=8, mantissa=23),
+    "float64": Format(width=64, exponent=11, mantissa=52),
+}
+
+
+def ordered(bits: int, fmt: Format) -> int:
+    """The bit pattern as an integer that orders like the float: -magnitude for negatives."""
+    magnitude = bits & (fmt.sign - 1)
+    return -magnitude if bits & fmt.sign else magnitude
+
+
+def ulp_distance(a: int, b: int, fmt: Format) -> int:
+    """How many steps from one float of ``fmt`` to the other (non-NaN bit patterns; +0 = -0)."""
+    return abs(ordered(a, fmt) - ordered(b, fmt))
+
+
+def is_nan(bits: int, fmt: Format) -> bool:
+    return bits & (fmt.sign - 1) > fmt.infinity
+
+
+def value(bits: int, dtype: str) -> float:
+    """The float a bit pattern of ``dtype`` encodes."""
+    if dtype == "bfloat16":
+        return float(struct.unpack("<f", struct.pack("<I", bits << 16))[0])
+    code = {"float16": "eH", "float32": "fI", "float64": "dQ"}[dtype]
+    return float(struct.unpack(f"<{code[0]}", struct.pack(f"<{code[1]}", bits))[0])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bound:
+    """The most ulp an op may differ by, per output type, and why. With ``floor``, an output
+    smaller in magnitude than it is measured in ulp of ``floor`` (when that is fewer)."""
+
+    float32: int
+    float64: int
+    bfloat16: int
+    float16: int
+    why: str
+    floor: float = 0.0
+
+    def ulp(self, dtype: str) -> int:
+        return int(getattr(self, dtype))
+
+
+def _bound(f32: int, f64: int, bf16: int, f16: int, why: str, floor: float = 0.0) -> Bound:
+    return Bound(float32=f32, float64=f64, bfloat16=bf16, float16=f16, why=why, floor=floor)
+
+
+_POLY = "Eigen's polynomial, with FMA in the overlay's build and without in stock's"
+#: Why an op exact in IEEE terms may differ: its packet and scalar code round differently (SqrtGrad:
+#: g * (0.5 / y) against 0.5 * g / y), and the last n mod packet-width elements take the scalar code.
+_TAIL = "Eigen's packet and scalar code differ, and the overlay's packets are wider"
+#: Softmax: a row's sum of exps, in an order that follows the packet width (rows of up to 1000).
+_SUM = "a row's sum, ordered by packet width"
+_LOG_SOFTMAX = f"{_SUM}; log(sum) is off by ulp of 1, so outputs nearer 0 are measured in ulp of 1"
+
+#: Per op, the most ulp by output type (float32, float64, bfloat16, float16) and why the op may
+#: differ at all, with what was measured (in that order) on an AMD Zen 5, the full overlay built
+#: for x86_64_v4 by clang 16; a bound leaves about half again for other targets and compilers.
+BOUNDS: Mapping[str, Bound] = {
+    "Cast": _bound(0, 0, 0, 0, "correctly rounded conversions have one answer: measured 0"),
+    "Exp": _bound(2, 2, 1, 1, f"{_POLY}: measured 1, 0, 0, 0"),
+    "Expm1": _bound(4, 3, 1, 1, f"{_POLY}: measured 3, 2, 0, 0"),
+    "Log": _bound(3, 2, 1, 1, f"{_POLY}: measured 2, 1, 0, 0"),
+    "Log1p": _bound(3, 3, 1, 1, f"{_POLY}: measured 2, 2, 0, 1"),
+    "Tanh": _bound(9, 10, 1, 1, f"{_POLY}, clamped to 1 at another |x|: measured 6, 7, 0, 1"),
+    "Sigmoid": _bound(5, 2, 1, 1, f"{_POLY}: measured 3, 0, 0, 0"),
+    "Erf": _bound(8, 3, 1, 1, f"{_POLY}: measured 5, 2, 0, 0"),
+    # exp(-x^2): an ulp of x^2 (< 128 in float32, < 1024 in float64) is 64 (512) ulp of the result
+    "Erfc": _bound(96, 768, 1, 1, f"{_POLY}, of exp(-x^2): measured 53, 142, 0, 0"),
+    "Rsqrt": _bound(3, 3, 1, 1, "estimates of another width, Newton steps: measured 2, 2, 0, 0"),
+    "Sqrt": _bound(
+        3, 3, 1, 1, "stock's is exact, AVX-512 Eigen's an estimate: measured 2, 2, 0, 1"
+    ),
+    "Softplus": _bound(6, 3, 1, 1, f"exp and log1p, {_POLY}: measured 4, 2, 0, 0"),
+    "Elu": _bound(2, 2, 1, 1, f"expm1 below 0, {_POLY}: measured 1, 0, 0, 0"),
+    "Selu": _bound(2, 2, 1, 1, f"expm1 below 0, {_POLY}: measured 1, 0, 0, 0"),
+    "TanhGrad": _bound(2, 2, 1, 1, f"{_TAIL}: measured 0, 0, 0, 0"),
+    "SigmoidGrad": _bound(2, 2, 1, 1, f"{_TAIL}: measured 1, 0, 0, 0"),
+    "RsqrtGrad": _bound(2, 2, 1, 1, f"{_TAIL}: measured 0, 0, 0, 0"),
+    "SqrtGrad": _bound(2, 2, 1, 1, f"{_TAIL}: measured 1, 0, 0, 0"),
+    "SoftplusGrad": _bound(2, 2, 1, 1, f"g / (1 + exp(-x)), {_POLY}: measured 1, 0, 0, 0"),
+    "EluGrad": _bound(0, 0, 0, 0, "one Eigen expression of IEEE operations: measured 0"),
+    "SeluGrad": _bound(0, 0, 0, 0, "one Eigen expression of IEEE operations: measured 0"),
+    "Softmax": _bound(4, 40, 2, 8, f"exp, {_SUM}, in float16 for it: measured 0, 24, 0, 4"),
+    # in their own ulp, outputs near 0 differed by up to 67108863
+    "LogSoftmax": _bound(4, 24, 3, 4, f"{_LOG_SOFTMAX}: measured 2, 12, 2, 2", floor=1.0),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Part:
+    """One computation of both runs: an op on one array (or a pair of arrays) of inputs."""
+
+    name: str  # "dense", "key x key", "rows of 16", ...
+    input_dtypes: tuple[str, ...]
+    inputs: tuple[Sequence[int], ...]  # bit patterns, one sequence per input of the op
+    stock: Sequence[int]
+    overlay: Sequence[int]
+    overlaid: bool = True  # the overlay registered a kernel for this op and type
+
+
+@dataclass(frozen=True, kw_only=True)
+class Worst:
+    """The element that differs most: a NaN, infinity or zero not kept first, then the most ulp."""
+
+    part: str
+    index: int
+    inputs: tuple[float, ...]
+    stock: float
+    overlay: float
+    ulp: int | None  # None: a NaN, infinity or zero not kept
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpCheck:
+    op: str
+    dtype: str  # the op's type, or "float32->bfloat16" for a cast
+    overlaid: bool  # the overlay registered a kernel for it (else stock ran twice)
+    values: int  # elements compared
+    exact: int  # of them bit for bit the same (any two NaNs count as the same)
+    max_ulp: int
+    nan_mismatches: int
+    special_mismatches: int  # infinities and zeros (with their sign) not kept
+    bound: int
+    worst: Worst | None = None
+    problem: str = ""  # one run computed the op and the other did not
+
+    @property
+    def passed(self) -> bool:
+        failed = self.problem or self.nan_mismatches or self.special_mismatches
+        return not failed and self.max_ulp <= self.bound
+
+    def line(self) -> str:
+        """One line: the verdict, the counts and, when not exact, the worst element."""
+        text = f"{self.op} {self.dtype}: {'ok' if self.passed else 'FAILED'}, "
+        if self.problem:
+            return text + self.problem
+        text += f"{self.exact}/{self.values} exact, max {self.max_ulp} ulp (bound {self.bound})"
+        text += f", {self.nan_mismatches} NaN and {self.special_mismatches} inf/zero mismatches"
+        if (w := self.worst) is not None:
+            args = ", ".join(repr(x) for x in w.inputs)
+            text += f"; worst: {w.part} [{w.index}] of ({args}): stock {w.stock!r}, overlay {w.overlay!r}"
+        return text
+
+
+def compare(op: str, dtype: str, parts: Sequence[Part], bound: Bound) -> OpCheck:
+    """Both runs' outputs of one op and type, element by element (see the module's docstring)."""
+    out_dtype = dtype.rsplit("->", 1)[-1]
+    fmt, limit = FORMATS[out_dtype], bound.ulp(out_dtype)
+    spacing = math.ldexp(1.0, math.frexp(bound.floor)[1] - 1 - fmt.mantissa) if bound.floor else 0
+    values = exact = max_ulp = nans = specials = 0
+    worst: tuple[int, Part, int] | None = None  # (ulp, or -1 for NaN/inf/zero; part; index)
+    step = 4096  # chunks compared whole first, in C: most are the same
+    for part in parts:
+        stock, overlay = part.stock, part.overlay
+        values += len(stock)
+        for start in range(0, len(stock), step):
+            if stock[start : start + step] == overlay[start : start + step]:
+                exact += len(stock[start : start + step])
+                continue
+            for i in range(start, min(start + step, len(stock))):
+                s, o = stock[i], overlay[i]
+                s_nan, o_nan = is_nan(s, fmt), is_nan(o, fmt)
+                if s == o or (s_nan and o_nan):
+                    exact += 1
+                    continue
+                if s_nan or o_nan:
+                    nans += 1
+                elif s & (fmt.sign - 1) in (0, fmt.infinity) or o & (fmt.sign - 1) == fmt.infinity:
+                    specials += 1
+                else:
+                    ulp = ulp_distance(s, o, fmt)
+                    a = value(s, out_dtype)
+                    if spacing and abs(a) < bound.floor:
+                        ulp = min(ulp, math.ceil(abs(a - value(o, out_dtype)) / spacing))
+                    max_ulp = max(max_ulp, ulp)
+                    if worst is None or 0 <= worst[0] < ulp:
+                        worst = (ulp, part, i)
+                    continue
+                if worst is None or worst[0] >= 0:
+                    worst = (-1, part, i)
+    found = None
+    if worst is not None:
+        ulp, part, i = worst
+        found = Worst(
+            part=part.name,
+            index=i,
+            inputs=tuple(map(value, (x[i] for x in part.inputs), part.input_dtypes)),
+            stock=value(part.stock[i], out_dtype),
+            overlay=value(part.overlay[i], out_dtype),
+            ulp=None if ulp < 0 else ulp,
+        )
+    return OpCheck(
+        op=op,
+        dtype=dtype,
+        overlaid=any(p.overlaid for p in parts),
+        values=values,
+        exact=exact,
+        max_ulp=max_ulp,
+        nan_mismatches=nans,
+        special_mismatches=specials,
+        bound=limit,
+        worst=found,
+    )
+
+
+def failures(checks: Iterable[OpCheck]) -> tuple[OpCheck, ...]:
+    """The checks that failed; each one's :attr:`OpCheck.worst` and :meth:`OpCheck.line` say where."""
+    return tuple(c for c in checks if not c.passed)
+
+
+# --- running the script ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Record:
+    """One computation as index.json lists it: arrays as (dtype, file in the zip)."""
+
+    op: str
+    dtype: str
+    part: str
+    overlaid: bool
+    out: tuple[str, str] | None = None
+    inputs: tuple[tuple[str, str], ...] = ()
+    error: str = ""  # TensorFlow refused the op (no kernel): no out, no inputs
+
+
+@dataclass(frozen=True, kw_only=True)
+class Index:
+    tensorflow: str
+    overlaid: int  # computations with an overlay kernel registered
+    records: tuple[Record, ...]
+
+
+def _bits(archive: zipfile.ZipFile, entry: tuple[str, str]) -> array.array[int]:
+    width = FORMATS[entry[0]].width
+    out = array.array(next(c for c in "HILQ" if array.array(c).itemsize * 8 == width))
+    out.frombytes(archive.read(entry[1]))
+    if sys.byteorder == "big":
+        out.byteswap()
+    return out
+
+
+def _run(python: str, env: Mapping[str, str], mode: str, out: Path, timeout: float) -> Index:
+    what = f"the overlay's numerical check (TFBUILD_OVERLAY={mode}) could not run"
+    argv = [python, str(SCRIPT), str(out)]
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout, check=False, env=env
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise EnvironmentProblem(what, why=str(exc), fix=f"Check {python}.") from exc
+    lines = tuple(done.stderr.strip().splitlines()[-10:])
+    if done.returncode != 0 or not out.is_file():
+        why = lines[-1] if lines else f"{SCRIPT.name} exited with {done.returncode}"
+        fix = f"Check that {python} imports tensorflow and numpy."
+        raise EnvironmentProblem(what, why=why, fix=fix, details=lines)
+    try:
+        with zipfile.ZipFile(out) as archive:
+            index = serial.from_data(json.loads(archive.read("index.json")), Index)
+        for r in index.records:
+            types = {
+                r.dtype.rsplit("->", 1)[-1],
+                *(t for t, _ in (*r.inputs, *filter(None, [r.out]))),
+            }
+            if r.op not in BOUNDS or not types <= FORMATS.keys():
+                raise serial.DecodeFailure(f"unknown op or type: {r.op} {r.dtype}")
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+        raise EnvironmentProblem(what, why=f"its output is unreadable: {exc}") from exc
+    return index
+
+
+def check_ops(
+    python: str, env: Mapping[str, str], pythonpath: str | None = None, *, timeout: float = 900.0
+) -> tuple[OpCheck, ...]:
+    """Every op and type of the corpus, overlay against stock: ``python`` (the stock wheel's
+    interpreter) runs the script in ``env`` with ``pythonpath`` (the site-packages directory that
+    holds tensorflow-plugins/) first on PYTHONPATH. EnvironmentProblem when a run fails, when the
+    overlay is not loaded with TFBUILD_OVERLAY=on, or is with off."""
+    full = {"TF_CPP_MIN_LOG_LEVEL": "3", **env}
+    if pythonpath is not None:
+        full["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
+    with tempfile.TemporaryDirectory(prefix="tfbuild-check-") as tmp:
+        off_zip, on_zip = Path(tmp) / "off.zip", Path(tmp) / "on.zip"
+        off = _run(python, {**full, "TFBUILD_OVERLAY": "off"}, "off", off_zip, timeout)
+        if off.overlaid:
+            raise EnvironmentProblem(
+                "TFBUILD_OVERLAY=off did not keep the overlay's kernels out",
+                why=f"{off.overlaid} of the computations had a kernel above TensorFlow's own",
+                fix="Check the loader in tensorflow-plugins/: it must not load when off.",
+            )
+        on = _run(python, {**full, "TFBUILD_OVERLAY": "on"}, "on", on_zip, timeout)
+        if not on.overlaid:
+            raise EnvironmentProblem(
+                "the overlay's kernels were not loaded with TFBUILD_OVERLAY=on",
+                why="no op checked had a kernel above TensorFlow's own",
+                fix=f"Check that {pythonpath or 'PYTHONPATH'} holds tensorflow-plugins/; "
+                "python -c 'import tensorflow' there shows the loader's message.",
+            )
+        with zipfile.ZipFile(off_zip) as off_archive, zipfile.ZipFile(on_zip) as on_archive:
+            return _compare_runs(off.records, off_archive, on.records, on_archive)
+
+
+def _compare_runs(
+    off: Sequence[Record], off_zip: zipfile.ZipFile, on: Sequence[Record], on_zip: zipfile.ZipFile
+) -> tuple[OpCheck, ...]:
+    on_by_key = {(r.op, r.dtype, r.part): r for r in on}
+    grouped: dict[tuple[str, str], list[Part]] = {}
+    problems: dict[tuple[str, str], str] = {}
+    for stock in off:
+        grouped.setdefault((stock.op, stock.dtype), [])
+        other = on_by_key.pop((stock.op, stock.dtype, stock.part), None)
+        if other is None or (stock.out is None) != (other.out is None):
+            said = "nothing" if other is None else other.error or "computed it"
+            problem = f"{stock.part}: stock {stock.error or 'computed it'}, the overlay {said}"
+            problems[stock.op, stock.dtype] = problem
+        elif stock.out is not None and other.out is not None:  # else neither registers it
+            inputs = tuple(_bits(off_zip, e) for e in stock.inputs)
+            if inputs != tuple(_bits(on_zip, e) for e in other.inputs):
+                raise EnvironmentProblem(
+                    "the overlay's numerical check computed on other inputs in its second run",
+                    why=f"{stock.op} {stock.dtype} {stock.part}: the corpus is not deterministic",
+                    fix="Report this as a bug of tfbuild.",
+                )
+            part = Part(
+                name=stock.part,
+                input_dtypes=tuple(t for t, _ in stock.inputs),
+                inputs=inputs,
+                stock=_bits(off_zip, stock.out),
+                overlay=_bits(on_zip, other.out),
+                overlaid=other.overlaid,
+            )
+            grouped[stock.op, stock.dtype].append(part)
+    for op, dtype, part_name in on_by_key:
+        grouped.setdefault((op, dtype), [])
+        problems[op, dtype] = f"{part_name}: computed with the overlay only"
+    checks = {key: compare(*key, parts, BOUNDS[key[0]]) for key, parts in grouped.items()}
+    for key, problem in problems.items():
+        checks[key] = replace(checks[key], overlaid=True, problem=problem)
+    return tuple(c for key, c in checks.items() if grouped[key] or key in problems)
