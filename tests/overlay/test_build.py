@@ -36,7 +36,9 @@ def overlay_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith("tfbuild overlay")]
 
 
-def test_loaded_its_kernels_sit_above_stock_and_off_means_stock(built_overlay: BuiltOverlay) -> None:
+def test_loaded_its_kernels_sit_above_stock_and_off_means_stock(
+    built_overlay: BuiltOverlay,
+) -> None:
     on = run_tf(built_overlay.python, built_overlay.site, REGISTERED)
     assert overlay_lines(on.stderr) == []
     assert on.stdout.split()[0] == "1"

@@ -17,9 +17,9 @@ neighbours, values about 0 and 1, a log-spaced sweep over the whole range and li
 special values, and the dense corpus against fixed gradients and against itself, permuted);
 Softmax and LogSoftmax take rows of several widths (rows of special values, of the corpus, of
 random logits and of logits with a large offset); the casts from float32 take every rounding case
-(for bfloat16 every upper half with the low halves 0, 1, 0x7fff, 0x8000, 0x8001, 0xffff; for
-float16 every kept mantissa of the exponents float16 can reach, with the same cases of the dropped
-bits), the casts to float32 every bit pattern.
+(every kept part, for float16 of the exponents that reach it, with the dropped bits 0, 1, just
+below a tie, the tie, just above it and all ones: ties to even, overflow to infinity, subnormals,
+NaNs whose payload is all dropped), the casts to float32 every bit pattern.
 
 OUT is a zip: ``index.json`` (``{"tensorflow": VERSION, "overlaid": N, "records": [...]}``, a
 record per op, type and part: ``{"op", "dtype", "part", "overlaid": bool, "out": [DTYPE, FILE],

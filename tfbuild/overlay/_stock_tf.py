@@ -18,8 +18,8 @@ os.environ["TFBUILD_OVERLAY"] = "off"  # an overlay installed here must not answ
 
 from importlib import metadata
 
-import tensorflow as tf
-from tensorflow.python.framework import kernels
+import tensorflow as tf  # type: ignore[import-untyped]
+from tensorflow.python.framework import kernels  # type: ignore[import-untyped]
 
 
 def distribution() -> str:
