@@ -26,12 +26,12 @@ from tfbuild import __version__
 from tfbuild.core import serial
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem, NotReproducible, UsageError
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, write_files
-from tfbuild.overlay.compile import KERNELS, LOADER, CompilerUsed, compile_overlay, workarounds
+from tfbuild.overlay.compile import KERNELS, LOADER, compile_overlay, workarounds
 from tfbuild.overlay.ops import Registration, plan_kernels
 from tfbuild.overlay.package import MANIFEST, PLUGINS, WheelName, members, write_wheel
 from tfbuild.overlay.stock import StockTensorFlow, read_stock
 from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
-from tfbuild.smoke.forecast import find_compiler
+from tfbuild.smoke.forecast import Compiler, find_compiler
 from tfbuild.smoke.session import stock_spec
 from tfbuild.wheel.labels import cpu_label
 from tfbuild.wheel.overlay_receipt import KernelCheck, OverlayReceipt, read_overlay_receipt
@@ -76,10 +76,9 @@ def _stock_python(request: OverlayRequest, say: Progress) -> tuple[str, str]:
     return env.python, spec.value
 
 
-def _compiler(request: OverlayRequest) -> CompilerUsed:
+def _compiler(request: OverlayRequest) -> Compiler:
     if request.compiler_path is None:
-        found = find_compiler(request.compiler)
-        return CompilerUsed(path=found.path, version=found.version)
+        return find_compiler(request.compiler)
     path = shutil.which(request.compiler_path)
     if path is None:
         raise UsageError(
@@ -93,7 +92,8 @@ def _compiler(request: OverlayRequest) -> CompilerUsed:
     except (OSError, subprocess.SubprocessError) as exc:
         raise EnvironmentProblem(f"{path} does not run", why=str(exc), fix="Check it.") from exc
     first = (done.stdout.strip().splitlines() or [""])[0]
-    return CompilerUsed(path=path, version=first)
+    family = "clang" if "clang" in first.lower() else "gcc"
+    return Compiler(path=path, family=family, version=first, why="--compiler")
 
 
 def _manifest(
@@ -102,7 +102,7 @@ def _manifest(
     cflags: tuple[str, ...],
     registration: Registration,
     features: tuple[str, ...],
-    compiler: CompilerUsed,
+    compiler: Compiler,
 ) -> bytes:
     data = {
         "tensorflow": stock.version,

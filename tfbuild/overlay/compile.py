@@ -24,6 +24,7 @@ from pathlib import Path
 from tfbuild.core.errors import BuildFailed, UnsupportedError
 from tfbuild.overlay.ops import Registration, inc_files
 from tfbuild.overlay.stock import StockTensorFlow
+from tfbuild.smoke.forecast import Compiler
 
 #: The loader's flags: the x86-64 baseline (SSE2), whatever the target.
 LOADER_MARCH = "-march=x86-64"
@@ -120,12 +121,6 @@ BASELINE = ("mmx", "sse", "sse2")
 
 
 @dataclass(frozen=True, kw_only=True)
-class CompilerUsed:
-    path: str
-    version: str  # the first line of --version
-
-
-@dataclass(frozen=True, kw_only=True)
 class Compiled:
     kernels: Path
     loader: Path
@@ -196,7 +191,7 @@ def _is_isa(macro: str) -> bool:
 FP16_CLANG = 18
 
 
-def workarounds(compiler: CompilerUsed, cflags: Sequence[str], *, cwd: Path) -> tuple[str, ...]:
+def workarounds(compiler: Compiler, cflags: Sequence[str], *, cwd: Path) -> tuple[str, ...]:
     """Flags added to the target's for this compiler, each for a reason above."""
     found = re.search(r"clang version (\d+)", compiler.version)
     old_clang = found is not None and int(found.group(1)) < FP16_CLANG
