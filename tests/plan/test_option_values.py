@@ -6,8 +6,7 @@ import pytest
 
 from tests.conftest import one_error_line, run_cli
 from tfbuild.core.errors import UsageError
-from tfbuild.plan.options import PlanOptions
-from tfbuild.plan.resources import MAX_JOBS
+from tfbuild.plan.options import MAX_JOBS, PlanOptions
 
 
 @pytest.mark.parametrize("value", ["5", "sm_8", "1.", "0.0", "sm_00", "8.10", "compute_", "x"])

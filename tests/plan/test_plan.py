@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, recorded_host
 from tfbuild.core import serial
-from tfbuild.core.errors import EnvironmentProblem, UnsupportedError, UsageError
+from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import GIB, BuildPlan, PlanOptions, isolated, make_plan
 from tfbuild.plan.render import render_files
@@ -169,11 +170,15 @@ def test_resource_overrides() -> None:
     assert "asked for with --jobs" in reason(p, "jobs")
 
 
-def test_disk_check() -> None:
-    with pytest.raises(EnvironmentProblem, match=r"10.0 GiB free, about 40 GiB needed"):
-        plan(facts=host(build_disk_free_bytes=10 * GIB))
-    p = plan(PlanOptions(skip_disk_check=True), facts=host(build_disk_free_bytes=10 * GIB))
-    assert p.resources.disk_needed_gib == 40
+def test_a_plan_is_never_refused_for_disk() -> None:
+    """A plan writes nothing: too little free disk is tfbuild wheel's refusal (tests/plan/
+    test_plan_notes.py), never the planner's, with or without --skip-disk-check."""
+    for options in (PlanOptions(variant="mkl"), PlanOptions(variant="cuda")):
+        for skip in (False, True):
+            asked = replace(options, skip_disk_check=skip)
+            p = plan(asked, facts=host(build_disk_free_bytes=1 * GIB))
+            assert p.resources.disk_needed_gib == (70 if options.variant == "cuda" else 40)
+            assert not any("disk" in w for w in p.warnings), p.warnings
 
 
 def test_the_plan_holds_no_fact_about_the_moment() -> None:

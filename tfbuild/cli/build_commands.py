@@ -110,6 +110,10 @@ def wheel_command(
         from tfbuild.build.rebuild import from_receipt as rebuild
 
         rebuilt = rebuild(from_receipt, args, run)
+    else:  # the disk the build needs, before the engine: plan only warns of it, a build refuses
+        from tfbuild.plan.resources import check_disk_here
+
+        check_disk_here(args)
     with contextlib.closing(DockerEngine.connect()) as engine:
         if rebuilt is not None:
             from tfbuild.build.rebuild import check_base_image

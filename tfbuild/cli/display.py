@@ -16,7 +16,7 @@ from tfbuild.core.errors import printable
 from tfbuild.core.files import human_size
 from tfbuild.detect.report import DetectReport, MachineReport
 from tfbuild.plan import BuildPlan
-from tfbuild.recipes.recipe import RecipeSet
+from tfbuild.recipes.recipe import VERIFIED_PARTS, RecipeSet
 
 if TYPE_CHECKING:  # types of other commands' results: importing them would load docker and more
     from tfbuild.build.doctor import Check
@@ -247,9 +247,14 @@ def print_detect(report: DetectReport) -> None:
 
 def print_recipes(recipes: RecipeSet) -> None:
     table = Table(
-        title="TensorFlow recipes", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
+        title="TensorFlow recipes",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,  # two spaces between columns, none at the edges: 80 columns hold it
+        show_edge=False,
     )
-    for column in ("TF", "Python", "compiler", "bazel", "wheel", "CUDA/cuDNN", "read"):
+    for column in ("TF", "Python", "compiler", "bazel", "wheel", "CUDA/cuDNN", "checked"):
         table.add_column(column, no_wrap=True)
     for r in recipes.recipes:
         cuda = "-" if r.cuda is None else f"{r.cuda.cuda}/{r.cuda.cudnn}"
@@ -262,20 +267,25 @@ def print_recipes(recipes: RecipeSet) -> None:
             safe(r.bazel),
             ":wheel" if r.wheel_flow == "wheel" else "script",
             safe(cuda),
-            f"{r.verified.counts()['read']}/{len(r.verified.parts)}" if r.verified else "-",
+            r.verified.checked if r.verified else "no record",
         )
     console = make_console()
     console.print(table)
+    parts = len(VERIFIED_PARTS)
+    console.print()
     console.print(
         "wheel: ':wheel' target (2.17+) or the build_pip_package script; (h) hermetic: bazel "
-        "downloads CUDA/cuDNN at build time; read: parts of the recipe read in the release's own "
-        "files, of those its verified record names (tfbuild recipes show VERSION says how each "
-        "was checked, and when; tfbuild recipes verify VERSION checks the release)",
+        "downloads CUDA/cuDNN at build time. checked: whether the recipe was checked against "
+        f"the release's own files; no (0 of {parts}): none of the {parts} parts its verified "
+        "record names was read there, each is cited from another source or not verified (tfbuild recipes "
+        "show VERSION says how). tfbuild recipes verify VERSION checks it (it downloads the "
+        "release).",
         highlight=False,
     )
     user = [r.path for r in recipes.recipes if not r.path.startswith("recipes/")]
     for path in user:
-        console.print(f"from a user directory: {safe(path)}", highlight=False)
+        # soft_wrap: a path is one line, copied whole, never folded at the terminal's width
+        console.print(f"from a user directory: {safe(path)}", highlight=False, soft_wrap=True)
 
 
 def print_matrix(matrix: Matrix, *, explain: bool) -> None:
@@ -373,16 +383,25 @@ def _print_rows(
                 console.print(f"{indent}[dim]{safe(line)}[/dim]")
 
 
-def print_plan(plan: BuildPlan, *, why: bool = False) -> None:
+def print_plan(
+    plan: BuildPlan,
+    *,
+    why: bool = False,
+    lead: Sequence[str] = (),
+    here: Sequence[str] = (),
+) -> None:
     """``tfbuild plan``: the decisions first, one line each, with a short reason where it fits on
     the line (never cut). ``why``: every choice with its reason in full below it, then what
     compiles, the flags and the CPU features each covers, the whole bazel command, the runtime
-    environment."""
+    environment. ``lead``: warnings said right below the title, before the decisions (no GPU seen
+    for a CUDA build); ``here``: warnings about this build host now, said after the plan's own."""
     console = make_console(highlight=False, soft_wrap=True)  # soft: the lines are wrapped here
     console.print(
         f"[bold]TensorFlow {safe(plan.tensorflow)}[/bold] {safe(plan.variant)} wheel for Python "
         f"{safe(plan.python)}, target {safe(plan.target)} ({safe(plan.target_kind)})"
     )
+    for warning in lead:
+        _hanging(console, "warning:", f" {warning}", style="yellow")
     if why:
         rows: list[tuple[str, str, tuple[str, ...]]] = [
             (r.what, r.value, (r.why,)) for r in plan.reasons
@@ -414,7 +433,7 @@ def print_plan(plan: BuildPlan, *, why: bool = False) -> None:
         _print_rows(console, rows, why=True)
     else:
         _print_rows(console, _plan_rows(plan), why=False)
-    for warning in plan.warnings:  # escaped (in _hanging): archspec's say "[supported ...]"
+    for warning in (*plan.warnings, *here):  # escaped (in _hanging): archspec's say "[supported"
         _hanging(console, "warning:", f" {warning}", style="yellow")
     if not why:
         console.print("[dim]every choice with its reason: the same command with --why[/dim]")

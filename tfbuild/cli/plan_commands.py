@@ -291,7 +291,7 @@ def plan_command(
     else:
         from tfbuild.cli.display import print_plan, print_preflight
 
-        print_plan(plan, why=why)
+        print_plan(plan, why=why, lead=planned.lead, here=planned.here)
         if report is not None:
             print_preflight(report)
     failure = report.error(shown=not as_json) if report is not None else None

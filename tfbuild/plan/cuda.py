@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
-from tfbuild.core.errors import UnsupportedError, UsageError
+from tfbuild.core.errors import UnsupportedError
+from tfbuild.core.variants import Variant
 from tfbuild.detect.host import HostFacts
 from tfbuild.detect.nvidia import min_driver_for_cuda
 from tfbuild.plan.model import CudaPlan, Reason
-from tfbuild.plan.options import PlanOptions
+from tfbuild.plan.options import PlanOptions, parse_capability
 from tfbuild.recipes import tfversions
 from tfbuild.recipes.recipe import Recipe
 
@@ -23,25 +22,26 @@ MAX_CAPABILITY = {
     (13, 0): (12, 1),
 }
 
-#: A compute capability as written: "8.9" (major.minor), or "89", "sm_89", "compute_90", "sm_120"
-#: (major digits then one minor digit). The minor is one digit in every capability NVIDIA has named.
-_CAPABILITY = re.compile(r"([0-9]{1,2})\.([0-9])|(?:sm_|compute_)?([0-9]{1,2})([0-9])")
+#: The GPU generation of each compute capability from which it starts (NVIDIA's CUDA GPUs table):
+#: 7.2 is Volta (Xavier), 8.6 and 8.7 Ampere, 10.x to 12.x Blackwell.
+GENERATIONS = (
+    ((1, 0), "Tesla"),
+    ((2, 0), "Fermi"),
+    ((3, 0), "Kepler"),
+    ((5, 0), "Maxwell"),
+    ((6, 0), "Pascal"),
+    ((7, 0), "Volta"),
+    ((7, 5), "Turing"),
+    ((8, 0), "Ampere"),
+    ((8, 9), "Ada Lovelace"),
+    ((9, 0), "Hopper"),
+    ((10, 0), "Blackwell"),
+)
 
 
-def _capability(text: str) -> tuple[int, int]:
-    found = _CAPABILITY.fullmatch(text.strip())
-    major, minor = (
-        (int(found.group(1) or found.group(3)), int(found.group(2) or found.group(4)))
-        if found
-        else (0, 0)
-    )
-    if major < 1:  # not the pattern, or 0.x: NVIDIA's capabilities start at 1.0
-        raise UsageError(
-            f"--cuda-capabilities value {text!r} is not a compute capability",
-            why="one is a major and a one-digit minor version, from 1.0 up",
-            fix="Use 8.9, sm_89 or compute_90.",
-        )
-    return major, minor
+def generation(capability: tuple[int, int]) -> str:
+    """The GPU generation of a compute capability: (8, 9) -> "Ada Lovelace"."""
+    return [name for start, name in GENERATIONS if start <= capability][-1]
 
 
 def _max_capability(cuda: str) -> tuple[int, int]:
@@ -57,14 +57,14 @@ def _capabilities(
     assert recipe.cuda is not None
     limit = _max_capability(version)
     if options.cuda_capabilities:
-        caps = [_capability(c) for c in options.cuda_capabilities]
+        caps = [parse_capability(c) for c in options.cuda_capabilities]
         cap_why = "asked for with --cuda-capabilities"
     elif host.gpu_capabilities:
-        caps = [_capability(c) for c in host.gpu_capabilities]
+        caps = [parse_capability(c) for c in host.gpu_capabilities]
         cap_why = "this machine's GPUs, plus PTX of the newest for GPUs to come"
     else:
         caps = []
-        cap_why = f"no GPU seen: TensorFlow {recipe.short}'s default list"
+        cap_why = f"{_no_gpu(options, host)}: TensorFlow {recipe.short}'s own default list"
     too_new = [c for c in caps if c > limit]
     if too_new:
         shown = ", ".join(f"{a}.{b}" for a, b in too_new)
@@ -155,4 +155,59 @@ def plan_cuda(
     return (
         CudaPlan(hermetic=row.hermetic, cuda=version, cudnn=cudnn, capabilities=capabilities),
         reasons,
+    )
+
+
+def _no_gpu(options: PlanOptions, host: HostFacts) -> str:
+    """Why no GPU decided the capabilities: none here, none whose capability shows, or a machine
+    described by its CPU alone."""
+    if not host.machine_is_build_host:  # a --cpuinfo dump, or the CI matrix's nominal runner
+        whose = f"the machine of {options.cpuinfo}" if options.cpuinfo else "the machine it is for"
+        return f"the GPUs of {whose} are unknown"
+    if host.driver_version is None:
+        return "no NVIDIA GPU or driver on this machine"
+    return f"no GPU with a known compute capability here (NVIDIA driver {host.driver_version})"
+
+
+def _named(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def describe_capabilities(capabilities: tuple[str, ...]) -> str:
+    """What a list of capabilities runs on, in GPU generations: ``sm_60, sm_70, sm_80 and sm_89
+    (Pascal to Ada Lovelace) and PTX compute_90 (Hopper and newer compile it on first load)``."""
+    native = [c for c in capabilities if not c.startswith("compute_")]
+    ptx = [c for c in capabilities if c.startswith("compute_")]
+    parts = []
+    if native:
+        found = sorted({generation(parse_capability(c)) for c in native}, key=_generation_order)
+        span = found[0] if len(found) == 1 else f"{found[0]} to {found[-1]}"
+        parts.append(f"{_named(native)} ({span})")
+    if ptx:
+        top = max(parse_capability(c) for c in ptx)
+        which = (
+            "newer GPUs"
+            if top in {parse_capability(c) for c in native}
+            else f"{generation(top)} and newer"
+        )
+        parts.append(f"PTX {_named(ptx)} ({which} compile it on first load)")
+    return " and ".join(parts)
+
+
+def _generation_order(name: str) -> int:
+    return [n for _, n in GENERATIONS].index(name)
+
+
+def gpu_lead(
+    options: PlanOptions, recipe: Recipe, host: HostFacts, capabilities: tuple[str, ...]
+) -> str | None:
+    """What a CUDA plan says before its decisions when no GPU chose its compute capabilities: that
+    none was seen, what it builds for instead and why, and how to build for the GPUs it will run
+    on. None when the capabilities were asked for, or are this machine's GPUs'."""
+    if options.variant != Variant.cuda or options.cuda_capabilities or host.gpu_capabilities:
+        return None
+    return (
+        f"{_no_gpu(options, host)}, so the wheel is built for TensorFlow {recipe.short}'s default "
+        f"GPU list instead: {describe_capabilities(capabilities)}. For the GPUs it will run on "
+        "alone: --cuda-capabilities, e.g. 8.9."
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from pathlib import Path
 
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.core.variants import Variant
@@ -175,6 +176,35 @@ def _tcmalloc(host: HostFacts, base: BaseImage) -> tuple[tuple[str, str], Reason
     return ("LD_PRELOAD", tcmalloc), reason
 
 
+def unchecked_recipe(recipe: Recipe) -> str | None:
+    """The plan's warning when its recipe was not checked against the release's own files (every
+    part its verified record names read there), with how to check it; None once it was."""
+    record = recipe.verified
+    if record is not None and record.parts and not record.unread:
+        return None
+    release = f"TensorFlow {recipe.tensorflow}'s own files"
+    if record is None or not record.parts:
+        state = f"{recipe.path} was not yet checked against {release} (it has no verified record)"
+    elif len(record.unread) == len(record.parts):
+        counts = record.counts()
+        state = (
+            f"{recipe.path} was not yet checked against {release} (none of its "
+            f"{len(record.parts)} parts read there: {counts['cited']} cited elsewhere, "
+            f"{counts['not verified']} not verified)"
+        )
+    else:
+        state = (
+            f"{recipe.path} was checked against {release} only in part (not its "
+            f"{', '.join(record.unread)})"
+        )
+    shipped = recipe.path.startswith("recipes/")
+    where = "" if shipped else f" --recipes-dir {Path(recipe.path).parent}"
+    return (
+        f"{state}. To check it: tfbuild recipes verify {recipe.short}{where} (it downloads the "
+        "release)."
+    )
+
+
 def _label(
     options: PlanOptions, target: str, cuda_plan: CudaPlan | None
 ) -> tuple[str | None, Reason]:
@@ -338,6 +368,10 @@ def make_plan(
 
     wheel_label, label_reason = _label(options, target.name, variant.cuda)
     reasons.append(label_reason)
+
+    unchecked = None if options.canary else unchecked_recipe(recipe)
+    if unchecked is not None:  # said once, last: the recipe, not this machine
+        warnings.append(unchecked)
 
     return BuildPlan(
         tensorflow=recipe.tensorflow,

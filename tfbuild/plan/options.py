@@ -22,6 +22,16 @@ from tfbuild.core.errors import UsageError
 from tfbuild.core.variants import MklThreading, Variant
 
 _PYTHON = re.compile(r"[23]\.[0-9]{1,2}")
+#: A CUDA or cuDNN version as the recipes list them: X.Y or X.Y.Z (12.5.1, 8.6).
+_VERSION = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){1,2}")
+#: A compute capability as written: "8.9" (major.minor), or "89", "sm_89", "compute_90", "sm_120"
+#: (major digits then one minor digit). The minor is one digit in every capability NVIDIA has named.
+_CAPABILITY = re.compile(r"([0-9]{1,2})\.([0-9])|(?:sm_|compute_)?([0-9]{1,2})([0-9])")
+#: The most --jobs bazel takes: its own option refuses more ("Values must be between 1 and 5000";
+#: MAX_JOBS in bazelbuild/bazel src/main/java/com/google/devtools/build/lib/buildtool/
+#: BuildRequestOptions.java, commit 00f8974146e77a96499be1ecc53a554dad299e83). Not a multiple of
+#: this host's CPUs: with --remote-executor many more jobs than local cores are the point.
+MAX_JOBS = 5000
 _CLI = "tfbuild.cli"
 
 
@@ -59,6 +69,25 @@ def cli_declaration(option: dataclasses.Field[Any]) -> Cli:
 
 def _capabilities(text: str | None) -> tuple[str, ...]:
     return tuple(c.strip() for c in (text or "").split(",") if c.strip())
+
+
+def parse_capability(text: str) -> tuple[int, int]:
+    """A compute capability as (major, minor): ``8.9``, ``89``, ``sm_89`` or ``compute_90``; any
+    other text is a UsageError naming ``--cuda-capabilities``."""
+    found = _CAPABILITY.fullmatch(text.strip())
+    major, minor = (
+        (int(found.group(1) or found.group(3)), int(found.group(2) or found.group(4)))
+        if found
+        else (0, 0)
+    )
+    if major < 1:  # not the pattern, or 0.x: NVIDIA's capabilities start at 1.0
+        raise UsageError(
+            f"--cuda-capabilities value {text!r} is not a compute capability",
+            why="one is a major and a one-digit minor version, from 1.0 up",
+            fix="Use 8.9, sm_89 or compute_90 (nvidia-smi --query-gpu=compute_cap --format=csv "
+            "prints a GPU's).",
+        )
+    return major, minor
 
 
 def _paths(paths: list[Path] | None) -> tuple[Path, ...]:
@@ -188,7 +217,11 @@ class PlanOptions:
     )
     skip_disk_check: bool = field(
         default=False,
-        metadata=cli("--skip-disk-check", help="Plan even when free disk looks too small."),
+        metadata=cli(
+            "--skip-disk-check",
+            help="Build even when free disk looks too small (tfbuild wheel checks it before it "
+            "builds; plan only warns).",
+        ),
     )
     #: Put the target in the wheel's PEP 440 local version label (+x86_64v4).
     label: bool = field(
@@ -289,11 +322,51 @@ class PlanOptions:
                     why="it must be a positive whole number",
                     fix=f"Pass a positive {option}, or leave it out for the default.",
                 )
+        if self.jobs is not None and self.jobs > MAX_JOBS:
+            raise UsageError(
+                f"--jobs {self.jobs} is not a number of jobs bazel runs",
+                why=f"bazel's --jobs takes 1 to {MAX_JOBS}",
+                fix=f"Pass --jobs between 1 and {MAX_JOBS}, or leave it out for cores and memory "
+                "to decide.",
+            )
         if self.target and self.cpuinfo:
             raise UsageError(
                 "--target and --cpuinfo together",
                 why="a build is for a named portable target or for one machine, not both",
                 fix="Drop one of them.",
+            )
+        self._check_cuda()
+
+    def _check_cuda(self) -> None:
+        """The CUDA options are well formed, and given with --cuda: checked here, when the
+        request is made, so that a bad value is one line before anything of the machine is read."""
+        for capability in self.cuda_capabilities:
+            parse_capability(capability)
+        for option, value in (
+            ("--cuda-version", self.cuda_version),
+            ("--cudnn-version", self.cudnn_version),
+        ):
+            if value is not None and not _VERSION.fullmatch(value):
+                raise UsageError(
+                    f"{option} {value!r} is not a version",
+                    why="it is X.Y.Z or X.Y, as the recipe lists them",
+                    fix=f"Pass e.g. {option} {'12.5.1' if option == '--cuda-version' else '9.3.0'} "
+                    "('tfbuild recipes show VERSION' lists a release's), or leave it out.",
+                )
+        given = [
+            option
+            for option, value in (
+                ("--cuda-capabilities", self.cuda_capabilities),
+                ("--cuda-version", self.cuda_version),
+                ("--cudnn-version", self.cudnn_version),
+            )
+            if value
+        ]
+        if given and self.variant != Variant.cuda:
+            raise UsageError(
+                f"{' and '.join(given)} without --cuda",
+                why=f"{'they apply' if len(given) > 1 else 'it applies'} to a CUDA build only",
+                fix="Add --cuda, or drop " + " and ".join(given) + ".",
             )
 
     @staticmethod

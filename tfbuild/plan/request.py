@@ -26,10 +26,18 @@ if TYPE_CHECKING:  # imported where used: the command line imports this module o
 @dataclass(frozen=True, kw_only=True)
 class Planned:
     """A finished plan and the recipe it was made from (the renderer checks configs against it);
-    a rebuild from a receipt has the receipt's plan and no recipe."""
+    a rebuild from a receipt has the receipt's plan and no recipe.
+
+    ``lead`` and ``here`` are what this build host means for the plan, for ``tfbuild plan`` to say
+    with it, kept out of the plan (plan.json and a receipt hold no fact of the moment): ``lead``
+    before its decisions (a CUDA build for the release's default GPUs, no GPU being seen here),
+    ``here`` among its warnings (less free disk than the build needs, which ``tfbuild wheel``
+    refuses)."""
 
     plan: BuildPlan
     recipe: Recipe | None
+    lead: tuple[str, ...] = ()
+    here: tuple[str, ...] = ()
 
 
 def choose_recipe(args: PlanOptions, recipes: RecipeSet | None = None) -> Recipe:
@@ -55,6 +63,8 @@ def plan_request(
     """The plan of ``args`` on this host (or ``host``), with every base image already resolved."""
     from tfbuild.detect.host import host_facts
     from tfbuild.plan import make_plan
+    from tfbuild.plan.cuda import gpu_lead
+    from tfbuild.plan.resources import disk_warning
 
     recipe = recipe or choose_recipe(args)
     if args.canary and args.sysroot_from:
@@ -65,4 +75,11 @@ def plan_request(
             recipe = canary.for_sysroot(recipe, build_image)
     host = host or host_facts(cpuinfo=args.cpuinfo, with_gpu=args.variant == Variant.cuda)
     plan = make_plan(args, recipe, host, base_images=dict(base_images))
-    return Planned(plan=plan, recipe=recipe)
+    lead = gpu_lead(args, recipe, host, plan.cuda.capabilities) if plan.cuda else None
+    disk = disk_warning(args, host)
+    return Planned(
+        plan=plan,
+        recipe=recipe,
+        lead=() if lead is None else (lead,),
+        here=() if disk is None else (disk,),
+    )

@@ -1,9 +1,15 @@
-"""Resources: how many compile jobs, how much memory for bazel, and whether the disk has room."""
+"""Resources: how many compile jobs, how much memory for bazel, and whether the disk has room.
+
+The disk is a fact of the moment, never of the plan: ``tfbuild wheel`` refuses a build the disk
+cannot hold (:func:`check_disk`, before anything is fetched or built), ``tfbuild plan`` warns
+(:func:`disk_warning`), and the plan itself only says how much a build needs.
+"""
 
 from __future__ import annotations
 
-from tfbuild.core.errors import EnvironmentProblem, UnsupportedError, UsageError
+from tfbuild.core.errors import EnvironmentProblem, UnsupportedError
 from tfbuild.detect.host import HostFacts
+from tfbuild.detect.system import Disk, default_cache_dir, disk_for
 from tfbuild.plan.model import GIB, MIB, Reason, Resources
 from tfbuild.plan.options import PlanOptions
 
@@ -14,11 +20,6 @@ JOB_MIB = {"cpu": 2560, "mkl": 2560, "cuda": 4096}
 DISK_NEEDED_GIB = {"cpu": 40, "mkl": 40, "cuda": 70}
 #: Memory left to the system beside bazel's server heap and its actions.
 SYSTEM_MIB = 1024
-#: The most --jobs bazel takes: its own option refuses more ("Values must be between 1 and 5000";
-#: MAX_JOBS in bazelbuild/bazel src/main/java/com/google/devtools/build/lib/buildtool/
-#: BuildRequestOptions.java, commit 00f8974146e77a96499be1ecc53a554dad299e83). Not a multiple of
-#: this host's CPUs: with --remote-executor many more jobs than local cores are the point.
-MAX_JOBS = 5000
 #: Jobs against a remote executor: TensorFlow's own ``build:rbe_base --jobs=800`` (.bazelrc,
 #: tensorflow/tensorflow commit 0071ad1d1f9e35ead7169c50dbe754ce5c27cae1). The workers' cores bound
 #: them, not this host's; --local_ram_resources still bounds the actions that run here.
@@ -80,15 +81,9 @@ def _check_memory(options: PlanOptions, memory_mib: int, jvm: int, per_job: int)
 
 
 def choose_resources(options: PlanOptions, host: HostFacts) -> tuple[Resources, list[Reason]]:
-    """bazel's jobs, memory budget and server heap from this host's cores and memory; the disk check."""
+    """bazel's jobs, memory budget and server heap from this host's cores and memory, and the disk
+    a build needs (--jobs within bazel's range was checked when the request was made)."""
     variant = options.variant
-    if options.jobs is not None and not 1 <= options.jobs <= MAX_JOBS:
-        raise UsageError(
-            f"--jobs {options.jobs} is not a number of jobs bazel runs",
-            why=f"bazel's --jobs takes 1 to {MAX_JOBS}",
-            fix=f"Pass --jobs between 1 and {MAX_JOBS} ({host.build_cpus} cpus here), or leave it "
-            "out for cores and memory to decide.",
-        )
     memory_mib = (host.build_memory_bytes or 8 * GIB) // MIB
     memory_note = "" if host.build_memory_bytes else " (memory unknown: assumed 8 GiB)"
     heap_cap = 6144 if variant == "cuda" else 4096
@@ -128,25 +123,58 @@ def choose_resources(options: PlanOptions, host: HostFacts) -> tuple[Resources, 
             else f"a tenth of memory, between 1 GiB and {heap_cap // 1024} GiB",
         ),
     ]
-    needed = DISK_NEEDED_GIB[variant]
-    free = (
-        round(host.build_disk_free_bytes / GIB, 1)
-        if host.build_disk_free_bytes is not None
-        else None
-    )
-    if free is not None and free < needed and not options.skip_disk_check:
-        raise EnvironmentProblem(
-            f"not enough free disk for a {variant} build at {host.build_disk_path}",
-            why=f"{free} GiB free, about {needed} GiB needed for bazel's output, caches and the wheel",
-            fix="Free some space, point TFBUILD_CACHE_DIR at a larger disk, or pass "
-            "--skip-disk-check.",
-        )
     return (
         Resources(
             jobs=jobs,
             local_ram_mb=local_ram,
             jvm_heap_mb=jvm,
-            disk_needed_gib=needed,
+            disk_needed_gib=DISK_NEEDED_GIB[variant],
         ),
         reasons,
     )
+
+
+def _disk_short(options: PlanOptions, free_bytes: int | None) -> tuple[float, int] | None:
+    """``(free GiB, needed GiB)`` when ``free_bytes`` are less than a build of ``options`` needs;
+    None when they are enough, unknown, or the build is the canary (a stand-in of megabytes)."""
+    if free_bytes is None or options.canary:
+        return None
+    needed = DISK_NEEDED_GIB[options.variant]
+    free = round(free_bytes / GIB, 1)
+    return (free, needed) if free < needed else None
+
+
+def disk_warning(options: PlanOptions, host: HostFacts) -> str | None:
+    """The plan's warning when this build host's disk holds less than the build needs (none with
+    --skip-disk-check): a plan writes nothing, so it warns; ``tfbuild wheel`` is the one to refuse."""
+    short = _disk_short(options, host.build_disk_free_bytes)
+    if short is None or host.build_disk_path is None or options.skip_disk_check:
+        return None
+    free, needed = short
+    return (
+        f"a {options.variant} build needs about {needed} GiB free at {host.build_disk_path}, "
+        f"{free} GiB are free: tfbuild wheel will refuse to start. Free some space, point "
+        "TFBUILD_CACHE_DIR at a larger disk, or pass --skip-disk-check."
+    )
+
+
+def check_disk(options: PlanOptions, disk: Disk | None) -> None:
+    """Refuse a build of ``options`` that ``disk`` cannot hold (``tfbuild wheel``, before anything
+    is fetched or built), unless --skip-disk-check; an unknown disk is not second-guessed."""
+    if disk is None or options.skip_disk_check:
+        return
+    short = _disk_short(options, disk.free_bytes)
+    if short is None:
+        return
+    free, needed = short
+    raise EnvironmentProblem(
+        f"not enough free disk for a {options.variant} build at {disk.path}",
+        why=f"{free} GiB free, about {needed} GiB needed for bazel's output, caches and the wheel",
+        fix="Free some space, point TFBUILD_CACHE_DIR at a larger disk, or pass --skip-disk-check.",
+    )
+
+
+def check_disk_here(options: PlanOptions) -> None:
+    """:func:`check_disk` on this host's disk where builds go ($TFBUILD_CACHE_DIR, else
+    ~/.cache/tfbuild): what ``tfbuild wheel`` checks before it connects to Docker."""
+    check_disk(options, disk_for(default_cache_dir()))

@@ -188,6 +188,20 @@ class Verified:
         levels = [part.level for part in self.parts]
         return {level: levels.count(level) for level in VERIFIED_LEVELS}
 
+    @property
+    def unread(self) -> tuple[str, ...]:
+        """The parts the record names that were not read in the release's own files."""
+        return tuple(part.part for part in self.parts if part.level != "read")
+
+    @property
+    def checked(self) -> str:
+        """Whether the recipe was checked against its release's own files, in a word and how many
+        of the parts the record names were read there: ``no (0 of 8)``, ``some (3 of 8)``,
+        ``yes (8 of 8)``."""
+        read, named = len(self.parts) - len(self.unread), len(self.parts)
+        word = "no" if read == 0 else "yes" if read == named else "some"
+        return f"{word} ({read} of {named})"
+
 
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
