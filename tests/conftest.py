@@ -1,5 +1,5 @@
 """Shared test helpers: the recorded cpuinfo dumps, running the real CLI in a subprocess and reading
-its one error line."""
+its one error line; the real overlay fixtures (tests/overlays.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ from typing import Any, Protocol
 
 import pytest
 
+# The real stock TensorFlow and a real overlay built against it, one per session for every
+# directory: tests/overlay, tests/index and tests/pick use them.
+from tests.overlays import built_overlay, stock_python  # noqa: F401 (fixtures)
 from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import GIB
@@ -172,3 +175,11 @@ def mounted_tmpfs(where: Path, *, size: str) -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], check=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that run the stock TensorFlow are slow (``make quick`` leaves them out)."""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "stock_python" in names or "built_overlay" in names:
+            item.add_marker(pytest.mark.slow)

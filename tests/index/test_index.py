@@ -206,6 +206,7 @@ def test_json_lists_the_wheels_and_where_their_facts_came_from(dist: Path) -> No
         "receipt": None,
         "described_by": "label",
         "floor": None,  # no receipt: never inspected
+        "overlay": None,  # a wheel, not an overlay
     }
     assert entries[TF_V4]["receipt"] == TF_V4.removesuffix(".whl") + ".json"
     assert entries[TF_V4]["described_by"] == "receipt"

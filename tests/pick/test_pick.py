@@ -323,8 +323,10 @@ def test_bad_pick_options_are_usage_errors(tf: str | None, variant: str | None) 
 def test_variant_option_is_the_shared_variant() -> None:
     options = PickOptions.parse(tf="2.21", variant=" MKL ")
     assert options.variant is Variant.mkl
-    assert serial.to_data(options) == {"tf": "2.21", "variant": "mkl"}
-    assert json.dumps(serial.to_data(options)) == '{"tf": "2.21", "variant": "mkl"}'
+    assert serial.to_data(options) == {"tf": "2.21", "variant": "mkl", "overlay": False}
+    assert (
+        json.dumps(serial.to_data(options)) == '{"tf": "2.21", "variant": "mkl", "overlay": false}'
+    )
     with pytest.raises(UsageError, match=r"unknown --variant 'avx'"):
         PickOptions.parse(tf=None, variant="avx")
 

@@ -36,9 +36,12 @@ def progress(tag: str, *, quiet: bool) -> Callable[[str], None]:
 
 
 def print_index(result: IndexResult) -> None:
-    """``tfbuild index``: each wheel's sha256 and name (STAND-IN marked), then what was written."""
+    """``tfbuild index``: each wheel's sha256 and name (STAND-IN marked, an overlay marked with the
+    TensorFlow it goes on), then what was written."""
     for entry in result.entries:
         standin = "  STAND-IN" if entry.standin else ""
+        if entry.overlay is not None:
+            standin += f"  OVERLAY on {entry.overlay.requirement}"
         _line(f"{entry.sha256}  {entry.name}{standin}")
     count = len(result.entries)
     wheels = f"{count} wheel" if count == 1 else f"{count} wheels"

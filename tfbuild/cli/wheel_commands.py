@@ -327,9 +327,18 @@ def pick_command(
             help="--install a wheel whose index link carries no #sha256= (pip cannot check it).",
         ),
     ] = False,
+    overlay: Annotated[
+        bool,
+        typer.Option(
+            "--overlay",
+            help="Only overlays (tfbuild overlay) for the TensorFlow the interpreter has: "
+            "--install then installs one beside it instead of a wheel.",
+        ),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the choice as JSON.")] = False,
 ) -> None:
-    """Choose the wheel that runs best here (or on a --cpuinfo machine), and say why."""
+    """Choose the wheel that runs best here (or on a --cpuinfo machine), and say why; apart, the
+    best overlay for the TensorFlow installed."""
     from tfbuild.pick.session import PickRequest, choose, install_choice
 
     request = PickRequest(
@@ -347,6 +356,7 @@ def pick_command(
         timeout=timeout,
         allow_origins=tuple(allow_origin or ()),
         allow_unhashed=allow_unhashed,
+        overlay=overlay,
     )
     picked = choose(request)
     if not as_json:

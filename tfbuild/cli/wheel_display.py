@@ -15,8 +15,10 @@ from tfbuild.core.stats import FASTER, SLOWER, UNDECIDED, describe
 from tfbuild.smoke.run import LOSES, WINS
 
 if TYPE_CHECKING:  # types of other commands' results: importing them would load docker and more
+    from rich.console import Console
+
     from tfbuild.build.rebuild import VerifyResult
-    from tfbuild.pick import PickResult
+    from tfbuild.pick import Assessment, PickResult
     from tfbuild.smoke.loads import LoadReport
     from tfbuild.smoke.report import SmokeReport
 
@@ -106,10 +108,13 @@ def print_smoke(report: SmokeReport) -> None:
 
 
 def print_pick(result: PickResult) -> None:
-    """``tfbuild pick``: the host, the chosen wheel and why, then every wheel with its status.
+    """``tfbuild pick``: the host, the chosen wheel and why, the chosen overlay and why, then every
+    wheel with its status, and every overlay.
 
     One block per wheel, never a table: a wheel's file name is shown whole (to copy), its reason
     wrapped under it."""
+    from tfbuild.pick.machine import TENSORFLOW_NOT_ASKED
+
     console = make_console(highlight=False, soft_wrap=True)
     host = result.host
     glibc = f"glibc {host.glibc}" if host.glibc else "glibc unknown"
@@ -127,6 +132,13 @@ def print_pick(result: PickResult) -> None:
         6,
         f"{glibc} ({host.glibc_source}), {libstdcxx} ({host.libstdcxx_source})",
     )
+    if host.tensorflow_source != TENSORFLOW_NOT_ASKED:  # there were overlays to judge
+        installed = (
+            f"{host.tensorflow.text} ({host.tensorflow_source})"
+            if host.tensorflow is not None
+            else host.tensorflow_source
+        )
+        print_hanging(console, " " * 6, 6, f"TensorFlow: {installed}")
     if result.chosen is not None:
         standin = "  (STAND-IN canary, not TensorFlow)" if result.chosen.standin else ""
         print_hanging(
@@ -137,16 +149,45 @@ def print_pick(result: PickResult) -> None:
         )
         for line in result.why:
             print_hanging(console, "  - ", 4, line)
-    else:
+    elif not result.options.overlay and (result.wheels or not result.overlays):
         console.print("[bold red]no wheel runs here[/bold red]")
-    source = result.source.source
-    if len("wheels in ") + len(source) <= console.width:
-        console.print(f"[bold]wheels in {safe(source)}[/bold]", soft_wrap=True)
+    if result.overlay is not None:
+        print_hanging(
+            console, "[bold green]overlay[/bold green]: ", 9, result.overlay.wheel.filename
+        )
+        for line in result.overlay_why:
+            print_hanging(console, "  - ", 4, line)
+        if result.chosen is not None:
+            print_hanging(
+                console,
+                "  - ",
+                4,
+                "an overlay goes on the TensorFlow installed, which the chosen wheel would "
+                "replace: --overlay chooses among overlays alone (and --install installs it)",
+            )
+    elif result.overlays:
+        console.print("[bold red]no overlay runs here on the TensorFlow installed[/bold red]")
+    _print_assessments(console, "wheels", result.source.source, result.wheels)
+    _print_assessments(console, "overlays", result.source.source, result.overlays)
+    for warning in result.warnings:
+        print_hanging(console, "[yellow]warning:[/yellow] ", 9, warning)
+
+
+def _print_assessments(
+    console: Console, kind: str, source: str, assessments: Sequence[Assessment]
+) -> None:
+    """``wheels in SOURCE`` (or ``overlays in``), then one block per wheel: its rank and status,
+    its whole name, its reason wrapped beneath."""
+    if not assessments:
+        return
+    head = f"{kind} in "
+    if len(head) + len(source) <= console.width:
+        console.print(f"[bold]{head}{safe(source)}[/bold]", soft_wrap=True)
     else:  # a long path on a line of its own, whole, to copy
-        console.print("[bold]wheels in[/bold]")
+        console.print(f"[bold]{head.strip()}[/bold]")
         console.print(f"  [bold]{safe(source)}[/bold]", soft_wrap=True)
     colors = {"runs": "green", "refused": "red", "filtered": "yellow"}
-    for assessment in result.wheels:
+    for assessment in assessments:
         status = assessment.status
         reason = (
             assessment.reason
@@ -163,8 +204,6 @@ def print_pick(result: PickResult) -> None:
                 reason = f"STAND-IN, not TensorFlow: {reason}"
         print_hanging(console, rank, 13, name)
         print_hanging(console, " " * 13, 13, reason)
-    for warning in result.warnings:
-        print_hanging(console, "[yellow]warning:[/yellow] ", 9, warning)
 
 
 # --- verify --------------------------------------------------------------------------------------

@@ -33,6 +33,13 @@ then a usable CUDA build over CPU builds, then the most specific CPU target (a t
 ancestors; among unrelated ones, more features), then the plain build over oneDNN (``mkl``), then an
 exact ``cpXY`` build over ``abi3`` over ``py3-none``.
 
+Overlays (``tfbuild_overlay-*.whl``, :mod:`tfbuild.overlay`) are judged by the same platform, python,
+glibc and CPU checks (the CPU must have every instruction set the overlay's loader checks for), and
+one more, **tensorflow**: the interpreter chosen for (``--pip-python``, else tfbuild's own) has
+exactly the TensorFlow its receipt names installed, the same distribution, release and build. They
+are chosen apart from the wheels (:mod:`~tfbuild.pick.rank` says why): ``chosen`` is still the best
+wheel, ``overlay`` the best overlay for the TensorFlow installed.
+
 One module a job, each importing only those before it:
 
 - :mod:`~tfbuild.pick.fetch`: an http(s) GET bounded by the pick's one deadline and by size,

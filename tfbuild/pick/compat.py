@@ -7,6 +7,16 @@ platform, python, glibc (the C and C++ runtimes: glibc, and libstdc++'s GLIBCXX_
 cuda (see :mod:`tfbuild.pick`). :func:`evaluate` is pure: it reads the wheel's file name, label and
 receipt (with its :class:`~tfbuild.wheel.receipt.WheelFloor`), and the :class:`~tfbuild.pick.machine.Host`,
 and returns an :class:`Assessment`.
+
+An overlay (``tfbuild overlay``) passes the same platform, python and glibc checks, then two of its
+own. **cpu**: its target runs here by the same rule as a wheel's (archspec on instruction sets), and
+the CPU has every instruction set its receipt says its loader checks for (``features``, /proc/cpuinfo
+names, the loader's own list); where it does not, the loader would not load the kernels (stock ones
+would run), which is no use. **tensorflow**: the interpreter pick chooses for has exactly the
+TensorFlow the overlay goes on: the distribution and release its receipt names (its wheel's
+``Requires-Dist``) and the build it was compiled against (the size of
+``libtensorflow_framework.so.2``, which the loader checks too). An overlay without a usable receipt
+is refused there: nothing else says which TensorFlow build it goes on.
 """
 
 from __future__ import annotations
@@ -24,12 +34,13 @@ from tfbuild.pick.listing import WheelFile
 from tfbuild.pick.machine import IMPLEMENTATIONS, Host
 from tfbuild.recipes.tfversions import parse_version
 from tfbuild.wheel.labels import NATIVE, WheelLabel, parse_label, spelt_label, spelt_version
+from tfbuild.wheel.overlay_receipt import OverlayReceipt
 from tfbuild.wheel.receipt import Receipt, WheelFloor
 
 if TYPE_CHECKING:
     from archspec.cpu import Microarchitecture
 
-Stage = Literal["integrity", "platform", "python", "glibc", "cpu", "cuda", "ok"]
+Stage = Literal["integrity", "platform", "python", "glibc", "cpu", "cuda", "tensorflow", "ok"]
 #: How far a wheel got: a refusal at a later stage is the nearer miss.
 STAGE_ORDER: dict[str, int] = {
     "integrity": -1,  # not the wheel its receipt describes: judged on nothing else
@@ -38,7 +49,8 @@ STAGE_ORDER: dict[str, int] = {
     "glibc": 2,
     "cpu": 3,
     "cuda": 4,
-    "ok": 5,
+    "tensorflow": 5,  # an overlay's last check: the TensorFlow installed is the one it goes on
+    "ok": 6,
 }
 UNLABELLED_REASON = "no CPU label: assumed portable (like the stock wheel)"
 
@@ -81,6 +93,11 @@ class Assessment:
     @property
     def variant(self) -> Variant:
         return Variant(self.label.variant)
+
+    @property
+    def overlay(self) -> bool:
+        """An overlay: chosen apart from the wheels, for the TensorFlow installed."""
+        return self.wheel.is_overlay
 
     @property
     def status(self) -> Literal["runs", "refused", "filtered"]:
@@ -310,6 +327,88 @@ def _cpu_check(
     return True, reason, target
 
 
+#: Said of an overlay whose kernels would not load: it is no use, though nothing breaks.
+_NOT_LOADED = "its loader would not load it here (stock kernels would run)"
+#: The loader's names for instruction sets are /proc/cpuinfo's, but one: SSE3, which the kernel
+#: calls "pni" (Prescott New Instructions) and archspec and the loader "sse3".
+_LOADER_NAMES = {"pni": "sse3"}
+
+
+def _instruction_sets(host: Host) -> set[str]:
+    """The CPU's flags by the names an overlay's loader checks."""
+    flags = set(host.cpu.flags)
+    return flags | {_LOADER_NAMES[f] for f in flags if f in _LOADER_NAMES}
+
+
+def _overlay_cpu_check(
+    label: WheelLabel, overlay: OverlayReceipt | None, host: Host
+) -> tuple[bool, str, str | None]:
+    """(runs, reason, the target) for an overlay: its target by a wheel's rule, then every
+    instruction set its receipt says the loader checks for."""
+    from archspec.cpu import TARGETS
+
+    target = overlay.target if overlay is not None else label.target
+    if target is None:
+        return False, "its label names no CPU target, and no receipt says what it is for", None
+    reason = ""
+    if target == NATIVE:
+        if overlay is None:
+            return (
+                False,
+                "compiled with -march=native on some machine, and no receipt beside it says "
+                "which instructions its loader checks for",
+                target,
+            )
+        reason = "compiled with -march=native"
+    elif target not in TARGETS:
+        return False, f"it names the target {target!r}, which archspec does not know", target
+    else:
+        micro = TARGETS[target]
+        fit = cpu.why_not(micro, host.cpu)
+        if not fit.runs and micro.vendor in (host.cpu.vendor, "generic"):
+            return False, f"{_NOT_LOADED}: {fit.reason}", target
+        if not fit.runs:  # another vendor's target: refused as a wheel is, whatever it loads
+            return False, f"not for this CPU: {fit.reason}", target
+        reason = fit.reason
+    if overlay is not None:
+        present = _instruction_sets(host)
+        missing = [f for f in overlay.features if f not in present]
+        if missing:
+            return (
+                False,
+                f"{_NOT_LOADED}: it checks the CPU for {', '.join(missing)}, which this CPU lacks "
+                "(from its receipt)",
+                target,
+            )
+        reason += "; the CPU has every instruction set its loader checks for"
+    return True, reason, target
+
+
+def _tensorflow_check(overlay: OverlayReceipt | None, host: Host) -> tuple[bool, str]:
+    """Does the interpreter pick chooses for have exactly the TensorFlow the overlay goes on?"""
+    if overlay is None:
+        return (
+            False,
+            "no usable receipt beside it says which TensorFlow build it goes on (an overlay is "
+            "judged by its receipt; tfbuild overlay writes it)",
+        )
+    need = f"{overlay.stock_name} {overlay.tensorflow}"
+    have = host.tensorflow
+    if have is None:
+        return False, f"goes on {need}, but {host.tensorflow_source}"
+    if have.distribution != overlay.stock_name or have.version != overlay.tensorflow:
+        return False, f"goes on {need}, but {have.python} has {have.text}"
+    if have.framework_size != overlay.framework_size:
+        size = "none" if have.framework_size is None else f"{have.framework_size} bytes"
+        return (
+            False,
+            f"goes on the {need} it was compiled against, but the {have.text} of {have.python} "
+            f"is another build (libtensorflow_framework.so.2: {size}, not "
+            f"{overlay.framework_size}); {_NOT_LOADED}",
+        )
+    return True, f"goes on the {have.text} of {have.python}, the build it was compiled against"
+
+
 def _cuda_check(cuda: str, host: Host) -> tuple[bool, str]:
     if host.driver_cuda is None and host.driver_source.startswith("NVIDIA driver"):
         return (
@@ -383,6 +482,14 @@ def evaluate(wheel: WheelFile, host: Host) -> Assessment:
     if libstdcxx_refusal := _libstdcxx_refusal(floor, host):
         return assessment("glibc", libstdcxx_refusal)
     rank = max(python_rank(t, host) for t in usable)
+    if wheel.is_overlay:
+        runs, reason, target = _overlay_cpu_check(label, wheel.overlay, host)
+        if not runs:
+            return assessment("cpu", reason, target=target, rank=rank)
+        tf_ok, tf_reason = _tensorflow_check(wheel.overlay, host)
+        if not tf_ok:
+            return assessment("tensorflow", tf_reason, target=target, rank=rank)
+        return assessment("ok", f"{reason}; {tf_reason}", target=target, rank=rank)
     runs, reason, target = _cpu_check(label, wheel.receipt, host)
     if not runs:
         return assessment("cpu", reason, target=target, rank=rank)

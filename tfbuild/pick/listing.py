@@ -11,6 +11,9 @@ An unusable receipt (another schema, another wheel's, a plan edited since the bu
 a redirect to an origin the page may not link to) is a warning, and the wheel is judged without it.
 A wheel whose sha256 is not the one its receipt records (a local file's, computed; a link's
 ``#sha256=``) is not the wheel that build wrote: :attr:`WheelFile.mismatch` says so, and it is refused.
+An overlay (``tfbuild_overlay-*.whl``) has a receipt of its own schema (``tfbuild.overlay/1``, decoded
+by :func:`~tfbuild.wheel.overlay_receipt.decode_overlay_receipt` into :attr:`WheelFile.overlay`),
+looked for beside it on a page too even when the page does not link it: it is judged by it.
 Every local file (a page, a receipt) is read by :func:`tfbuild.core.files.read_input`: regular files only,
 bounded while reading.
 """
@@ -32,6 +35,7 @@ from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.core.files import read_input, sha256_file, wheel_files
 from tfbuild.pick.fetch import Deadline, FetchLimits, fetch, fetch_all
 from tfbuild.wheel.labels import NATIVE, parse_label, spelt_label
+from tfbuild.wheel.overlay_receipt import OverlayReceipt, decode_overlay_receipt, is_overlay_wheel
 from tfbuild.wheel.receipt import InvalidReceipt, Receipt, decode_receipt, receipt_path
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -61,6 +65,29 @@ def parse_receipt(raw: bytes, *, charset: str = "utf-8", wheel: str) -> Receipt:
     return receipt
 
 
+def parse_overlay_receipt(raw: bytes, *, charset: str = "utf-8", wheel: str) -> OverlayReceipt:
+    """An overlay's receipt read; a ValueError (:class:`InvalidReceipt`) says why it is not a
+    usable receipt of the overlay ``wheel``."""
+    try:
+        receipt = decode_overlay_receipt(raw, source="it", charset=charset)
+    except InputError as exc:
+        raise InvalidReceipt(exc.why or exc.what) from None
+    if receipt.wheel.name != wheel:
+        raise InvalidReceipt(f"it describes {receipt.wheel.name!r}, not this overlay")
+    return receipt
+
+
+#: A receipt of either kind: a build's (tfbuild.receipt/2) or an overlay's (tfbuild.overlay/1).
+AnyReceipt = Receipt | OverlayReceipt
+
+
+def parse_any_receipt(raw: bytes, *, charset: str = "utf-8", wheel: str) -> AnyReceipt:
+    """The receipt of ``wheel`` by its kind: an overlay's for an overlay, a build's otherwise."""
+    if is_overlay_wheel(Path(wheel)):
+        return parse_overlay_receipt(raw, charset=charset, wheel=wheel)
+    return parse_receipt(raw, charset=charset, wheel=wheel)
+
+
 @dataclass(frozen=True, kw_only=True)
 class WheelFile:
     """One wheel found: its file name, where it is, its checksum and receipt when known."""
@@ -74,6 +101,12 @@ class WheelFile:
     # Why the wheel is not the file its receipt describes (its sha256: a local file's computed, a
     # link's #sha256=), or None; such a wheel is refused (pick.compat's "integrity" stage).
     mismatch: str | None = None
+    overlay: OverlayReceipt | None = None  # an overlay's receipt (then ``receipt`` is None)
+
+    @property
+    def is_overlay(self) -> bool:
+        """An overlay (``tfbuild overlay``), by its name: it goes on an installed TensorFlow."""
+        return is_overlay_wheel(Path(self.filename))
 
     @property
     def install_spec(self) -> str:
@@ -328,7 +361,7 @@ def parse_index(
 
 def _fetch_receipt(
     job: tuple[str, str], policy: LinkPolicy, limits: FetchLimits, deadline: Deadline
-) -> tuple[Receipt | None, str | None]:
+) -> tuple[AnyReceipt | None, str | None]:
     """(the receipt, or None and the warning why not) of wheel ``job[0]`` at URL ``job[1]``.
 
     A redirect is followed only where ``policy`` follows a link (the page's origin or an allowed
@@ -340,7 +373,7 @@ def _fetch_receipt(
         )
         if refused := policy.refusal(final):  # fetch checked each redirect; the end, once more
             return None, f"receipt of {wheel} not used: {url} led to {_short(final)}: {refused}"
-        return parse_receipt(body, charset=charset, wheel=wheel), None
+        return parse_any_receipt(body, charset=charset, wheel=wheel), None
     except EnvironmentProblem as exc:
         if deadline.expired():
             raise  # the whole pick is out of time
@@ -354,7 +387,7 @@ def _fetch_receipt(
 _FIX = "Put the receipt tfbuild wheel wrote beside the wheel, or remove what is in its place."
 
 
-def _read_receipt_file(path: Path, wheel: str, warnings: list[str]) -> Receipt | None:
+def _read_receipt_file(path: Path, wheel: str, warnings: list[str]) -> AnyReceipt | None:
     """The receipt at ``path``; None when there is none, or (with a warning saying why) when it
     cannot be used. Read by :func:`read_input`: a receipt that is a FIFO or a device (or a link to
     one) is refused with one line, exit 3, never waited on or read without end."""
@@ -379,13 +412,13 @@ def _read_receipt_file(path: Path, wheel: str, warnings: list[str]) -> Receipt |
         warnings.append(f"receipt {path} not used: {exc.why}")  # too large, unreadable
         return None
     try:
-        return parse_receipt(raw, wheel=wheel)
+        return parse_any_receipt(raw, wheel=wheel)
     except (ValueError, UnicodeDecodeError) as exc:
         warnings.append(f"receipt {path} not used: {exc}")
     return None
 
 
-def _mismatch(receipt: Receipt | None, sha256: str | None, *, said: str) -> str | None:
+def _mismatch(receipt: AnyReceipt | None, sha256: str | None, *, said: str) -> str | None:
     """Why a wheel whose sha256 is ``sha256`` (as ``said`` puts it) is not the wheel ``receipt``
     describes; None when it is, or when there is nothing to compare."""
     if receipt is None or sha256 is None or sha256 == receipt.wheel.sha256:
@@ -396,7 +429,7 @@ def _mismatch(receipt: Receipt | None, sha256: str | None, *, said: str) -> str 
     )
 
 
-def _file_mismatch(path: Path, receipt: Receipt | None) -> str | None:
+def _file_mismatch(path: Path, receipt: AnyReceipt | None) -> str | None:
     """A local wheel against its receipt: the size first (no read), then the sha256."""
     if receipt is None:
         return None
@@ -423,15 +456,24 @@ def _valid(name: str, warnings: list[str]) -> bool:
     return True
 
 
+def _receipts(receipt: AnyReceipt | None) -> tuple[Receipt | None, OverlayReceipt | None]:
+    """(a build's receipt, an overlay's receipt): WheelFile's two fields, at most one of them set."""
+    if isinstance(receipt, OverlayReceipt):
+        return None, receipt
+    return receipt, None
+
+
 def _local_wheel(wheel: Path, warnings: list[str]) -> WheelFile:
     beside = receipt_path(wheel)
-    receipt = _read_receipt_file(beside, wheel.name, warnings)
+    found = _read_receipt_file(beside, wheel.name, warnings)
+    receipt, overlay = _receipts(found)
     return WheelFile(
         filename=wheel.name,
         location=str(wheel),
         receipt=receipt,
-        receipt_source=str(beside) if receipt else None,
-        mismatch=_file_mismatch(wheel, receipt),
+        overlay=overlay,
+        receipt_source=str(beside) if found else None,
+        mismatch=_file_mismatch(wheel, found),
     )
 
 
@@ -550,22 +592,24 @@ def _linked_local_wheel(
     if receipt_url is None or urlsplit(receipt_url).scheme != "file":
         receipt_url = receipt_path(path).as_uri()
     receipt_file = _file_path(receipt_url)
-    receipt = None
+    found = None
     refused = policy.refusal(receipt_url) if receipt_file.exists() else None
     if refused:
         warnings.append(f"receipt of {name} not used: {refused}")
     else:
-        receipt = _read_receipt_file(receipt_file, name, warnings)
-    mismatch = _file_mismatch(path, receipt) or _mismatch(
-        receipt, sha256, said="the page links it with sha256"
+        found = _read_receipt_file(receipt_file, name, warnings)
+    mismatch = _file_mismatch(path, found) or _mismatch(
+        found, sha256, said="the page links it with sha256"
     )
+    receipt, overlay = _receipts(found)
     return WheelFile(
         filename=name,
         location=str(path),
         sha256=sha256,
         from_index=True,
         receipt=receipt,
-        receipt_source=str(receipt_file) if receipt else None,
+        overlay=overlay,
+        receipt_source=str(receipt_file) if found else None,
         mismatch=mismatch,
     )
 
@@ -598,8 +642,11 @@ def _from_links(
             if local is not None:
                 found.append(local)
             continue
-        if receipt_url is None and parse_label(spelt_label(name)).target == NATIVE:
-            # Whether a native build runs depends on its receipt: look beside it even unlinked.
+        if receipt_url is None and (
+            parse_label(spelt_label(name)).target == NATIVE or is_overlay_wheel(Path(name))
+        ):
+            # Whether a native build or an overlay runs depends on its receipt: look beside it
+            # even unlinked.
             receipt_url = location[: -len(".whl")] + ".json"
         remote.append((name, location, sha256, receipt_url))
     jobs = [(name, url) for name, _loc, _sha, url in remote if url is not None]
@@ -617,9 +664,10 @@ def _from_links(
     )
     fetched = dict(zip((job for job in jobs), results, strict=True))
     for name, location, sha256, receipt_url in remote:
-        receipt, warning = fetched.get((name, receipt_url or ""), (None, None))
+        read, warning = fetched.get((name, receipt_url or ""), (None, None))
         if warning:
             warnings.append(warning)
+        receipt, overlay = _receipts(read)
         found.append(
             WheelFile(
                 filename=name,
@@ -627,8 +675,9 @@ def _from_links(
                 sha256=sha256,
                 from_index=True,
                 receipt=receipt,
-                receipt_source=receipt_url if receipt else None,
-                mismatch=_mismatch(receipt, sha256, said="the page links it with sha256"),
+                overlay=overlay,
+                receipt_source=receipt_url if read else None,
+                mismatch=_mismatch(read, sha256, said="the page links it with sha256"),
             )
         )
     if not found:

@@ -5,20 +5,30 @@ and the interpreter, reads glibc's version and the newest ``GLIBCXX_`` version t
 libstdc++ defines (:func:`libstdcxx_here`, pyelftools); :class:`Host` is what it found, plain data.
 A saved dump carries neither runtime: ``--glibc`` and ``--libstdcxx`` state them, else they are not
 checked.
+
+An overlay goes on the TensorFlow of the interpreter pick chooses for, so when there is one to judge
+:func:`with_tensorflow` asks that interpreter (``--pip-python``, else tfbuild's own; no interpreter
+for ``--python X.Y`` or a ``--cpuinfo`` machine) what it has installed (:func:`tensorflow_of`).
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
+import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfbuild.core.errors import InputError, UsageError
+from packaging.utils import canonicalize_name
+
+from tfbuild.core import serial
+from tfbuild.core.errors import InputError, UsageError, printable
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.recipes.tfversions import parse_version
@@ -35,6 +45,24 @@ _GLIBCXX_DEFINED = re.compile(r"^GLIBCXX_(\d+(?:\.\d+)+)$")
 _RTLD_DI_LINKMAP = 2
 #: The interpreter codes of wheel tags, as people name them.
 IMPLEMENTATIONS = {"cp": "CPython", "pp": "PyPy", "py": "Python"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstalledTensorFlow:
+    """The TensorFlow an interpreter has, as that interpreter says (decoded, each value checked)."""
+
+    python: str  # the interpreter asked
+    distribution: str  # the distribution that installed it, normalised: tensorflow-cpu
+    version: str  # tensorflow.__version__: 2.21.0
+    framework_size: int | None  # its libtensorflow_framework.so.2 (None: it has none)
+
+    @property
+    def text(self) -> str:
+        return f"{self.distribution} {self.version}"
+
+
+#: Host.tensorflow_source when no overlay was to be judged, so no interpreter was asked.
+TENSORFLOW_NOT_ASKED = "not asked: no overlay among the wheels"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,6 +84,9 @@ class Host:
     libstdcxx_source: str  # where that came from, or why it is not checked
     driver_cuda: str | None  # the newest CUDA the NVIDIA driver supports; None: no GPU
     driver_source: str
+    # The TensorFlow an overlay would go on (:func:`with_tensorflow`); None: none, or not known.
+    tensorflow: InstalledTensorFlow | None = None
+    tensorflow_source: str = TENSORFLOW_NOT_ASKED  # where it was read, or why there is none
 
     @property
     def python_text(self) -> str:
@@ -335,3 +366,117 @@ def describe_host(
         driver_cuda=cuda,
         driver_source=cuda_source,
     )
+
+
+# --- the TensorFlow an overlay goes on ----------------------------------------------------------------
+
+#: Run by the interpreter asked: does it have TensorFlow, which distribution installed it (the one
+#: that owns tensorflow/__init__.py), its release (tensorflow.__version__, what an overlay's loader
+#: compares), its framework library's size (the loader's other check). One JSON line, decoded here.
+_TENSORFLOW_PROBE = """\
+import json, os
+from importlib import metadata, util
+if util.find_spec("tensorflow") is None:
+    print(json.dumps({"installed": False}))
+    raise SystemExit(0)
+import tensorflow
+owner = ""
+for dist in metadata.distributions():
+    if any(str(f).replace(chr(92), "/") == "tensorflow/__init__.py" for f in dist.files or ()):
+        owner = dist.metadata["Name"] or ""
+        break
+framework = os.path.join(os.path.dirname(tensorflow.__file__), "libtensorflow_framework.so.2")
+print(json.dumps({
+    "installed": True,
+    "distribution": owner,
+    "version": str(tensorflow.__version__),
+    "framework_size": os.path.getsize(framework) if os.path.isfile(framework) else None,
+}))
+"""
+#: What the probe may say: a release such as 2.21.0 or 2.21.0rc1, a distribution's name (PEP 508).
+_TF_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+[A-Za-z0-9.+_-]{0,40}")
+_DISTRIBUTION = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,78}[A-Za-z0-9])?")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Probed:
+    installed: bool
+    distribution: str = ""
+    version: str = ""
+    framework_size: int | None = None
+
+
+def tensorflow_of(python: str, *, timeout: float = 300) -> tuple[InstalledTensorFlow | None, str]:
+    """(the TensorFlow ``python`` has, where that was read) or (None, why there is none: not
+    installed, not importable, or an answer that is not the probe's). Imports TensorFlow there, with
+    any overlay already installed off (``TFBUILD_OVERLAY=off``), so it takes a few seconds."""
+    env = {**os.environ, "TFBUILD_OVERLAY": "off", "TF_CPP_MIN_LOG_LEVEL": "3"}
+    try:
+        done = subprocess.run(  # argv built here, no shell
+            [python, "-c", _TENSORFLOW_PROBE],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"the TensorFlow of {python} is not known: it did not run ({exc})"
+    if done.returncode < 0:  # SIGILL: a stock TensorFlow built for more than this CPU has
+        try:
+            killed = signal.Signals(-done.returncode).name
+        except ValueError:
+            killed = f"signal {-done.returncode}"
+        return None, f"the TensorFlow of {python} does not import: it was killed by {killed}"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return None, f"the TensorFlow of {python} does not import: {printable(last)[:300]}"
+    try:
+        probed = serial.from_data(json.loads(done.stdout.strip().splitlines()[-1]), _Probed)
+    except (IndexError, ValueError) as exc:
+        return None, f"the TensorFlow of {python} is not known: its answer is not JSON ({exc})"
+    if not probed.installed:
+        return None, f"{python} has no TensorFlow installed"
+    size = probed.framework_size
+    if (
+        not _TF_VERSION.fullmatch(probed.version)
+        or not _DISTRIBUTION.fullmatch(probed.distribution)
+        or (size is not None and not 0 <= size < 1 << 40)
+    ):
+        return None, (
+            f"the TensorFlow of {python} is not known: no installed distribution owns its "
+            "tensorflow package, or it names a version that is not a release"
+        )
+    found = InstalledTensorFlow(
+        python=python,
+        distribution=str(canonicalize_name(probed.distribution)),
+        version=probed.version,
+        framework_size=size,
+    )
+    return found, f"import tensorflow in {python}"
+
+
+def with_tensorflow(
+    host: Host,
+    *,
+    pip_python: str | None,
+    python: str | None,
+) -> Host:
+    """``host`` with the TensorFlow an overlay would go on: that of the interpreter pick chooses
+    for, ``--pip-python`` (where ``--install`` installs), else tfbuild's own on this machine. A
+    ``--python X.Y`` version or a ``--cpuinfo`` machine names no interpreter to ask."""
+    if pip_python is None and not host.live:
+        why = (
+            "the TensorFlow of a --cpuinfo machine is not known; name an interpreter with the "
+            "same TensorFlow with --pip-python PATH"
+        )
+        return replace(host, tensorflow=None, tensorflow_source=why)
+    if pip_python is None and python is not None:
+        why = (
+            f"--python {python} names a version, not an interpreter whose TensorFlow can be asked; "
+            "name one with --pip-python PATH"
+        )
+        return replace(host, tensorflow=None, tensorflow_source=why)
+    found, source = tensorflow_of(pip_python or sys.executable)
+    return replace(host, tensorflow=found, tensorflow_source=source)

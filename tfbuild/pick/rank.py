@@ -2,7 +2,15 @@
 
 Newest TensorFlow, then a usable CUDA build, then the most specific CPU target, then plain over
 oneDNN (``mkl``), then an exact ``cpXY`` build over ``abi3`` over ``py3-none``. The user narrows the
-choice with :class:`PickOptions` (``--tf``, ``--variant``).
+choice with :class:`PickOptions` (``--tf``, ``--variant``, ``--overlay``).
+
+Overlays are a choice of their own, never ranked against wheels: a wheel is a TensorFlow to install
+(in place of the one there), an overlay goes on top of the stock TensorFlow already installed, and
+runs only on that exact build. So :attr:`PickResult.chosen` is the best wheel, as before, and
+:attr:`PickResult.overlay` the best overlay for the TensorFlow the interpreter has (the most
+specific CPU target among those that run: they all go on the same TensorFlow). ``--install``
+installs the chosen wheel, or the overlay when no wheel is chosen; ``--overlay`` leaves the wheels
+out, so that it installs the overlay.
 """
 
 from __future__ import annotations
@@ -33,9 +41,10 @@ class PickOptions:
 
     tf: str | None = None  # "2.20" or "2.20.1": wheels of that release
     variant: Variant | None = None
+    overlay: bool = False  # --overlay: only overlays, for the TensorFlow installed
 
     @staticmethod
-    def parse(*, tf: str | None, variant: str | None) -> PickOptions:
+    def parse(*, tf: str | None, variant: str | None, overlay: bool = False) -> PickOptions:
         chosen: Variant | None = None
         if variant is not None:
             try:
@@ -52,7 +61,7 @@ class PickOptions:
                 raise UsageError(
                     f"--tf {tf!r} is not a version", fix="Write it like 2.20 or 2.20.1."
                 ) from None
-        return PickOptions(tf=tf, variant=chosen)
+        return PickOptions(tf=tf, variant=chosen, overlay=overlay)
 
 
 def _specificity(target: Microarchitecture) -> tuple[int, int]:
@@ -107,12 +116,15 @@ def _filter(assessment: Assessment, options: PickOptions) -> str | None:
             reasons.append(f"not TensorFlow {options.tf} (--tf)")
     if options.variant is not None and assessment.variant != options.variant:
         reasons.append(f"not a {options.variant} build (--variant)")
+    if options.overlay and not assessment.overlay:
+        reasons.append("not an overlay (--overlay)")
     return "; ".join(reasons) or None
 
 
 @dataclass(frozen=True, kw_only=True)
 class PickResult:
-    """The wheels of a source judged on one host, the best first, and the choice."""
+    """The wheels of a source judged on one host, the best first, and the choice; the overlays
+    apart, with their own choice."""
 
     source: WheelSource
     host: Host
@@ -121,23 +133,41 @@ class PickResult:
     chosen: Assessment | None
     why: tuple[str, ...]  # why the chosen wheel, one sentence each
     warnings: tuple[str, ...] = ()
+    overlays: tuple[Assessment, ...] = ()  # the same order, ranked among themselves
+    overlay: Assessment | None = None  # the best overlay for the TensorFlow installed
+    overlay_why: tuple[str, ...] = ()
+
+    @property
+    def to_install(self) -> Assessment | None:
+        """What ``--install`` installs: the chosen wheel, else the chosen overlay."""
+        return self.chosen if self.chosen is not None else self.overlay
 
     def no_choice(self) -> UnsupportedError:
         """The error for "nothing runs here": the host target and the nearest miss."""
         where = f"{self.host.target} ({self.host.source}, {self.host.python_text})"
-        asked = [v for v in self.wheels if v.filtered is None]
+        overlays_only = self.options.overlay or not self.wheels  # --overlay leaves the wheels out
+        noun = "wheel" if not self.overlays else "overlay" if overlays_only else "wheel or overlay"
+        everything = (*self.wheels, *self.overlays)  # each kind's nearest miss first
+        asked = [v for v in everything if v.filtered is None]
         refused = [v for v in asked if not v.runs]
         if refused:
             best = refused[0]
             why = f"the nearest, {best.wheel.filename}: {best.reason}"
         else:
-            runs = [v for v in self.wheels if v.runs]
-            why = f"{len(runs)} wheel(s) run here, but {runs[0].filtered}" if runs else ""
+            runs = [v for v in everything if v.runs]
+            why = f"{len(runs)} {noun}(s) run here, but {runs[0].filtered}" if runs else ""
+        if not self.overlays:
+            fix = "Build one for this machine with tfbuild wheel; every wheel's reason is in the "
+            fix += "list (wheels[] in --json)."
+        elif overlays_only:
+            fix = "Build one for this machine and the TensorFlow installed with tfbuild overlay; "
+            fix += "every overlay's reason is in the list (overlays[] in --json)."
+        else:
+            fix = "Build a wheel for this machine with tfbuild wheel, or an overlay for it and the "
+            fix += "TensorFlow installed with tfbuild overlay; every reason is in the list "
+            fix += "(wheels[] and overlays[] in --json)."
         return UnsupportedError(
-            f"no wheel in {self.source.source} runs on {where}",
-            why=why,
-            fix="Build one for this machine with tfbuild wheel; every wheel's reason is in the "
-            "list (wheels[] in --json).",
+            f"no {noun} in {self.source.source} runs on {where}", why=why, fix=fix
         )
 
 
@@ -165,11 +195,21 @@ def _why(chosen: Assessment, others: Sequence[Assessment]) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def pick(source: WheelSource, host: Host, options: PickOptions | None = None) -> PickResult:
-    """Judge every wheel on the host and choose the best one that runs (pure)."""
-    options = options or PickOptions()
-    assessments = [evaluate(w, host) for w in source.wheels]
-    assessments = [replace(v, filtered=_filter(v, options)) for v in assessments]
+def _overlay_why(chosen: Assessment, others: Sequence[Assessment]) -> tuple[str, ...]:
+    lines = [chosen.reason]
+    if not others:
+        return (*lines, "the only overlay that runs here and goes on the TensorFlow installed")
+    below = sorted({v.target or "unlabelled" for v in others if v.target != chosen.target})
+    if below:
+        lines.append(
+            f"the most specific CPU target that runs here: {chosen.target} (over {', '.join(below)})"
+        )
+    return tuple(lines)
+
+
+def _ordered(assessments: Sequence[Assessment], host: Host) -> tuple[Assessment, ...]:
+    """The best first, ranked 1, 2, ...; then those that run but were not asked for; then the
+    refused, the nearest miss first."""
     eligible = sorted(
         (v for v in assessments if v.runs and v.filtered is None),
         key=lambda v: (_rank_key(v, host), v.wheel.filename),
@@ -193,14 +233,32 @@ def pick(source: WheelSource, host: Host, options: PickOptions | None = None) ->
         ),
         reverse=True,
     )
-    chosen = eligible[0] if eligible else None
-    why = _why(chosen, eligible[1:]) if chosen else ()
+    return (*eligible, *filtered, *refused)
+
+
+def pick(source: WheelSource, host: Host, options: PickOptions | None = None) -> PickResult:
+    """Judge every wheel on the host and choose the best one that runs, and apart from them the
+    best overlay (pure)."""
+    options = options or PickOptions()
+    assessments = [evaluate(w, host) for w in source.wheels]
+    assessments = [replace(v, filtered=_filter(v, options)) for v in assessments]
+    wheels = _ordered([v for v in assessments if not v.overlay], host)
+    overlays = _ordered([v for v in assessments if v.overlay], host)
+    chosen = wheels[0] if wheels and wheels[0].rank == 1 else None
+    overlay = overlays[0] if overlays and overlays[0].rank == 1 else None
     return PickResult(
         source=source,
         host=host,
         options=options,
-        wheels=(*eligible, *filtered, *refused),
+        wheels=wheels,
         chosen=chosen,
-        why=why,
+        why=_why(chosen, [v for v in wheels[1:] if v.rank is not None]) if chosen else (),
         warnings=(*host.cpu.warnings, *source.warnings),  # what reading --cpuinfo left out
+        overlays=overlays,
+        overlay=overlay,
+        overlay_why=(
+            _overlay_why(overlay, [v for v in overlays[1:] if v.rank is not None])
+            if overlay
+            else ()
+        ),
     )

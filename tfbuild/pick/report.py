@@ -3,6 +3,10 @@
 The report is a view, not the pick's own values: a wheel's entry joins the file, its receipt and its
 assessment in one object, and the host leaves out the CPU's details. So it has types of its own,
 which say field by field what the JSON says; :mod:`tfbuild.core.serial` writes them.
+
+Overlays are listed apart (``overlays``, ``overlay``, ``overlay_why``; each entry's ``overlay`` says
+what its receipt says it goes on), and ``host.tensorflow`` is the TensorFlow they were judged
+against: keys added to ``tfbuild.pick/1``, whose ``wheels`` and ``chosen`` keep their meaning.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from tfbuild.core.variants import Variant
 from tfbuild.pick.compat import Assessment, Stage
 from tfbuild.pick.install import InstallResult
 from tfbuild.pick.listing import WheelFile, WheelSource
-from tfbuild.pick.machine import Host
+from tfbuild.pick.machine import Host, InstalledTensorFlow
 from tfbuild.pick.rank import SCHEMA, PickOptions, PickResult
 from tfbuild.wheel.labels import WheelLabel
 from tfbuild.wheel.receipt import WheelFloor
@@ -49,6 +53,8 @@ class HostSummary:
     libstdcxx_source: str
     driver_cuda: str | None
     driver_cuda_source: str
+    tensorflow: InstalledTensorFlow | None  # what an overlay would go on (null: none, or not known)
+    tensorflow_source: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +68,21 @@ class ReceiptSummary:
     cflags: tuple[str, ...]
     covered: tuple[str, ...]
     floor: WheelFloor | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OverlaySummary:
+    """What the report shows of an overlay's receipt: the TensorFlow it goes on, what its loader
+    checks."""
+
+    source: str | None  # where the receipt was read
+    distribution: str  # the TensorFlow it goes on, normalised: tensorflow-cpu
+    tensorflow: str  # that TensorFlow's exact release
+    framework_size: int
+    target: str
+    cflags: tuple[str, ...]
+    features: tuple[str, ...]  # the instruction sets its loader checks for
+    kernels: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +108,9 @@ class WheelEntry:
     reason: str
     filtered: str | None
     rank: int | None
+    overlay: (
+        OverlaySummary | None
+    )  # an overlay's receipt (null: a wheel, or an overlay without one)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,6 +126,9 @@ class PickReport:
     wheels: tuple[WheelEntry, ...]
     warnings: tuple[str, ...]
     install: InstallResult | None
+    overlay: WheelEntry | None  # the overlay chosen for the TensorFlow installed
+    overlay_why: tuple[str, ...]
+    overlays: tuple[WheelEntry, ...]
 
 
 def source_summary(source: WheelSource) -> SourceSummary:
@@ -126,6 +153,8 @@ def host_summary(host: Host) -> HostSummary:
         libstdcxx_source=host.libstdcxx_source,
         driver_cuda=host.driver_cuda,
         driver_cuda_source=host.driver_source,
+        tensorflow=host.tensorflow,
+        tensorflow_source=host.tensorflow_source,
     )
 
 
@@ -141,6 +170,22 @@ def receipt_summary(wheel: WheelFile) -> ReceiptSummary | None:
         cflags=receipt.cflags,
         covered=receipt.covered,
         floor=receipt.floor,
+    )
+
+
+def overlay_summary(wheel: WheelFile) -> OverlaySummary | None:
+    receipt = wheel.overlay
+    if receipt is None:
+        return None
+    return OverlaySummary(
+        source=wheel.receipt_source,
+        distribution=receipt.stock_name,
+        tensorflow=receipt.tensorflow,
+        framework_size=receipt.framework_size,
+        target=receipt.target,
+        cflags=receipt.cflags,
+        features=receipt.features,
+        kernels=len(receipt.kernels),
     )
 
 
@@ -166,6 +211,7 @@ def wheel_entry(assessment: Assessment) -> WheelEntry:
         reason=assessment.reason,
         filtered=assessment.filtered,
         rank=assessment.rank,
+        overlay=overlay_summary(wheel),
     )
 
 
@@ -180,4 +226,7 @@ def pick_report(result: PickResult, installed: InstallResult | None = None) -> P
         wheels=tuple(wheel_entry(v) for v in result.wheels),
         warnings=result.warnings,
         install=installed,
+        overlay=wheel_entry(result.overlay) if result.overlay else None,
+        overlay_why=result.overlay_why,
+        overlays=tuple(wheel_entry(v) for v in result.overlays),
     )

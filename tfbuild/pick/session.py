@@ -1,10 +1,10 @@
 """``tfbuild pick`` end to end: the request's steps in order, the choice, the install, the outcome.
 
-Checked first (``--install`` with ``--cpuinfo``), then the machine described, the wheels loaded, the
-choice made (:func:`choose`); a chosen wheel linked without ``#sha256=`` is refused for
-``--install`` before anything is printed. :func:`install_choice` runs pip, and
-:meth:`Picked.failure` is the error the command ends with, if any. The command line prints between
-the steps; nothing here prints.
+Checked first (``--install`` with ``--cpuinfo``), then the machine described, the wheels loaded (and
+when there is an overlay among them, the interpreter asked which TensorFlow it has), the choice made
+(:func:`choose`); a chosen wheel linked without ``#sha256=`` is refused for ``--install`` before
+anything is printed. :func:`install_choice` runs pip, and :meth:`Picked.failure` is the error the
+command ends with, if any. The command line prints between the steps; nothing here prints.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tfbuild.core.variants import Variant
 from tfbuild.pick.fetch import FetchLimits
 from tfbuild.pick.install import InstallResult, check_hash, check_install_here, install
 from tfbuild.pick.listing import load_wheels
-from tfbuild.pick.machine import describe_host
+from tfbuild.pick.machine import describe_host, with_tensorflow
 from tfbuild.pick.rank import PickOptions, PickResult, pick
 
 
@@ -41,6 +41,7 @@ class PickRequest:
     timeout: float = PICK_TIMEOUT_S
     allow_origins: tuple[str, ...] = ()
     allow_unhashed: bool = False
+    overlay: bool = False  # --overlay: only overlays, for the TensorFlow installed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,8 +52,9 @@ class Picked:
     unhashed: str | None = None
 
     def failure(self, installed: InstallResult | None) -> TfbuildError | None:
-        """The error the command ends with: nothing runs here, or pip failed; else None."""
-        if self.result.chosen is None:
+        """The error the command ends with: nothing runs here (no wheel, no overlay), or pip
+        failed; else None."""
+        if self.result.to_install is None:
             return self.result.no_choice()
         return installed.error() if installed is not None else None
 
@@ -61,7 +63,7 @@ def choose(request: PickRequest) -> Picked:
     """The wheel of ``request.source`` that runs best on the machine, and why."""
     check_install_here(install=request.install, cpuinfo=request.cpuinfo)
     limits = FetchLimits(timeout=request.timeout)
-    options = PickOptions.parse(tf=request.tf, variant=request.variant)
+    options = PickOptions.parse(tf=request.tf, variant=request.variant, overlay=request.overlay)
     host = describe_host(
         cpuinfo=request.cpuinfo,
         python=request.python,
@@ -71,22 +73,25 @@ def choose(request: PickRequest) -> Picked:
         libstdcxx=request.libstdcxx,
     )
     wheels = load_wheels(request.source, limits=limits, allow_origins=request.allow_origins)
+    if any(w.is_overlay for w in wheels.wheels):  # only then: importing TensorFlow takes seconds
+        host = with_tensorflow(host, pip_python=request.pip_python, python=request.python)
     result = pick(wheels, host, options)
     unhashed = None
-    if request.install and result.chosen is not None:
+    if request.install and result.to_install is not None:
         unhashed = check_hash(
-            result.chosen, source=request.source, allow_unhashed=request.allow_unhashed
+            result.to_install, source=request.source, allow_unhashed=request.allow_unhashed
         )
     return Picked(result=result, unhashed=unhashed)
 
 
 def install_choice(request: PickRequest, picked: Picked, *, capture: bool) -> InstallResult | None:
-    """pip installs the chosen wheel with ``--install`` (``capture``: pip's output kept for
-    --json); None when there is nothing to install."""
-    if not request.install or picked.result.chosen is None:
+    """pip installs the chosen wheel (else the chosen overlay) with ``--install`` (``capture``:
+    pip's output kept for --json); None when there is nothing to install."""
+    chosen = picked.result.to_install
+    if not request.install or chosen is None:
         return None
     return install(
-        picked.result.chosen,
+        chosen,
         python=request.pip_python or sys.executable,
         pip_args=request.pip_args,
         capture=capture,

@@ -7,6 +7,13 @@ TensorFlow version, Python tag, CPU target, variant, CUDA, size and sha256. What
 comes from its receipt (``<stem>.json`` beside it, written by ``tfbuild wheel``) when there is one,
 else from the local version label of its file name (:mod:`tfbuild.wheel.labels`).
 
+An overlay (``tfbuild_overlay-*.whl``, written by ``tfbuild overlay``) is listed like a wheel and
+marked OVERLAY: its "runs on" is the stock TensorFlow it goes on (``tensorflow-cpu 2.21.0``), and
+``--json`` gives ``overlay`` (:class:`OverlayOn`; null for other wheels). It is described by its
+receipt (``tfbuild.overlay/1``, :func:`~tfbuild.wheel.overlay_receipt.read_overlay_receipt`) only:
+without one nothing says which TensorFlow build it goes on or what its loader checks, so an overlay
+without its receipt is refused like a wheel that does not match its receipt.
+
 Every sha256 is computed from the wheel itself. Where a receipt exists, it must be a readable
 :class:`~tfbuild.wheel.receipt.Receipt` whose ``wheel.sha256`` (and name and size) agree and whose plan still
 hashes to its ``plan_sha256``, or nothing is written: a corrupted, swapped or edited artifact is never
@@ -45,12 +52,28 @@ from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, shown, write_files
 from tfbuild.wheel.labels import parse_label, spelt_label, spelt_version
-from tfbuild.wheel.receipt import Receipt, WheelFloor, read_receipt, receipt_path
+from tfbuild.wheel.overlay_receipt import OverlayReceipt, is_overlay_wheel, read_overlay_receipt
+from tfbuild.wheel.receipt import Receipt, WheelFloor, WheelRecord, read_receipt, receipt_path
 
 SCHEMA = "tfbuild.index/1"
 INDEX_NAME = "index.html"
 SUMS_NAME = "SHA256SUMS"
 DEFAULT_TITLE = "TensorFlow wheels built by tfbuild"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OverlayOn:
+    """What an overlay goes on and what its loader checks, from its receipt."""
+
+    distribution: str  # the stock TensorFlow it is installed beside, normalised: tensorflow-cpu
+    release: str  # that TensorFlow's exact release: 2.21.0
+    framework_size: int  # the size of its libtensorflow_framework.so.2, which the loader checks
+    features: tuple[str, ...]  # the instruction sets the loader checks for (/proc/cpuinfo names)
+    kernels: int  # how many kernels it registers above stock's
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.distribution}=={self.release}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,10 +96,14 @@ class IndexEntry:
     receipt: str | None  # the receipt's file name, when there is one
     described_by: Literal["receipt", "label"]
     floor: WheelFloor | None = None  # from the receipt: the glibc/libstdc++ it needs, its policy
+    overlay: OverlayOn | None = None  # an overlay's: the TensorFlow it goes on (None: a wheel)
 
     @property
     def runs_on(self) -> str:
-        """The oldest system it loads on, for people: "glibc 2.27, libstdc++ 3.4.22"."""
+        """The oldest system it loads on, for people: "glibc 2.27, libstdc++ 3.4.22"; for an overlay,
+        the TensorFlow it goes on: "tensorflow-cpu 2.21.0 (that build)"."""
+        if self.overlay is not None:
+            return f"{self.overlay.distribution} {self.overlay.release} (that build)"
         if self.floor is None:
             return "not inspected"
         return self.floor.needs or "any glibc"
@@ -107,15 +134,16 @@ class IndexResult:
 # --- reading the directory -------------------------------------------------------------------------
 
 
-def _checked_receipt(path: Path, wheel: Path, sha256: str, size: int) -> Receipt:
-    """The receipt must describe exactly this file (same name, sha256 and size), and its plan must
-    be the one the build recorded."""
-    receipt = read_receipt(path)
-    recorded = receipt.wheel
-    fix = (
+def _publish_fix(wheel: Path) -> str:
+    return (
         f"Do not publish {wheel.name}: rebuild it (or fetch it again) so that the wheel and its "
         "receipt come from the same build."
     )
+
+
+def _same_file(recorded: WheelRecord, path: Path, wheel: Path, sha256: str, size: int) -> None:
+    """The receipt at ``path`` must describe exactly this file: the same name, sha256 and size."""
+    fix = _publish_fix(wheel)
     if recorded.name != wheel.name:
         raise InputError(
             f"{wheel} does not match its receipt",
@@ -135,6 +163,14 @@ def _checked_receipt(path: Path, wheel: Path, sha256: str, size: int) -> Receipt
             why=f"{path.name} records {recorded.size} bytes",
             fix=fix,
         )
+
+
+def _checked_receipt(path: Path, wheel: Path, sha256: str, size: int) -> Receipt:
+    """The receipt must describe exactly this file (same name, sha256 and size), and its plan must
+    be the one the build recorded."""
+    receipt = read_receipt(path)
+    _same_file(receipt.wheel, path, wheel, sha256, size)
+    fix = _publish_fix(wheel)
     if not receipt.plan_intact():
         raise InputError(
             f"{path} was edited after {wheel.name} was built",
@@ -148,6 +184,24 @@ def _checked_receipt(path: Path, wheel: Path, sha256: str, size: int) -> Receipt
             fix=fix,
         )
     return receipt
+
+
+def _checked_overlay(path: Path, wheel: Path, sha256: str, size: int) -> OverlayReceipt:
+    """An overlay's receipt, read whole and strictly (a missing one is an error), describing exactly
+    this file."""
+    receipt = read_overlay_receipt(path, wheel=wheel)
+    _same_file(receipt.wheel, path, wheel, sha256, size)
+    return receipt
+
+
+def _overlay_on(receipt: OverlayReceipt) -> OverlayOn:
+    return OverlayOn(
+        distribution=receipt.stock_name,
+        release=receipt.tensorflow,
+        framework_size=receipt.framework_size,
+        features=receipt.features,
+        kernels=len(receipt.kernels),
+    )
 
 
 #: The characters a wheel's file name can hold. Each component is escaped to letters, digits, "_"
@@ -239,7 +293,12 @@ def _entry(wheel: Path) -> IndexEntry:
     beside = receipt_path(wheel)
     receipt_name: str | None = None
     described_by: Literal["receipt", "label"] = "label"
-    if os.path.lexists(beside):  # a FIFO or a device there is refused by the reader, not skipped
+    overlay: OverlayOn | None = None
+    if is_overlay_wheel(wheel):  # described by its receipt only, which must be there
+        found = _checked_overlay(beside, wheel, sha256, size)
+        receipt_name, described_by, overlay = beside.name, "receipt", _overlay_on(found)
+        target = found.target
+    elif os.path.lexists(beside):  # a FIFO or a device there is refused by the reader, not skipped
         receipt = _checked_receipt(beside, wheel, sha256, size)
         receipt_name = beside.name
         described_by = "receipt"
@@ -268,6 +327,7 @@ def _entry(wheel: Path) -> IndexEntry:
         receipt=receipt_name,
         described_by=described_by,
         floor=floor,
+        overlay=overlay,
     )
 
 
@@ -361,7 +421,8 @@ table { border-collapse: collapse; }
 th, td { border: 1px solid #ccc; padding: 0.3rem 0.6rem; text-align: left; vertical-align: top; }
 td.num { text-align: right; white-space: nowrap; }
 code { font-size: 0.85em; word-break: break-all; }
-.standin { color: #b00; font-weight: bold; }"""
+.standin { color: #b00; font-weight: bold; }
+.overlay { color: #05a; font-weight: bold; }"""
 
 _COLUMNS = (
     "wheel",
@@ -385,6 +446,8 @@ def render_html(entries: tuple[IndexEntry, ...], *, title: str, base_url: str | 
     rows = []
     for e in entries:
         standin = ' <strong class="standin">STAND-IN</strong>' if e.standin else ""
+        if e.overlay is not None:
+            standin += ' <strong class="overlay">OVERLAY</strong>'
         cells = (
             f'<a href="{esc(_href(e, base_url))}">{esc(e.name)}</a>{standin}',
             esc(e.tensorflow),
@@ -408,6 +471,15 @@ def render_html(entries: tuple[IndexEntry, ...], *, title: str, base_url: str | 
         if standins
         else ""
     )
+    overlays = sum(e.overlay is not None for e in entries)
+    if overlays:
+        note += (
+            f'<p class="overlay">OVERLAY: {overlays} of these {len(entries)} wheels are overlays, '
+            "not TensorFlow: TensorFlow's element-wise CPU kernels compiled for the target, "
+            "installed beside the exact stock TensorFlow named under <em>runs on</em> "
+            "(pip install it next to that one; tfbuild pick chooses one for the TensorFlow you "
+            "have).</p>\n"
+        )
     head = "".join(f"<th>{esc(c)}</th>" for c in _COLUMNS)
     count = f"{len(entries)} wheel{'s' if len(entries) != 1 else ''}"
     return (

@@ -14,7 +14,9 @@ import json
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
+
+from packaging.utils import canonicalize_name
 
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError
@@ -34,7 +36,12 @@ _RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
 _CFLAG = re.compile(r"-m[a-z0-9][a-z0-9_=.,+-]{0,127}")
 _KERNEL = re.compile(r"[A-Za-z0-9]+:[a-z0-9]+(?:->[a-z0-9]+)?")
-_WHEEL = re.compile(r"tfbuild_overlay-[A-Za-z0-9_.+!-]+\.whl")
+#: tfbuild_overlay-RELEASE+LABEL-py3-none-PLATFORM.whl: the platform auditwheel's best manylinux
+#: policy for its libraries, or linux_x86_64 where none allows them (tfbuild.overlay.build).
+_WHEEL = re.compile(
+    r"tfbuild_overlay-[0-9]+\.[0-9]+\.[0-9]+\+[A-Za-z0-9_.]{1,64}-py3-none-"
+    r"(?:linux|manylinux_[0-9]+_[0-9]+)_x86_64\.whl"
+)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
@@ -71,6 +78,16 @@ class OverlayReceipt:
     checks: tuple[KernelCheck, ...]
     seconds: float
 
+    @property
+    def stock_name(self) -> str:
+        """The TensorFlow distribution it goes on, normalised as pip names it: ``tensorflow-cpu``."""
+        return str(canonicalize_name(self.distribution))
+
+    @property
+    def requirement(self) -> str:
+        """Its wheel's ``Requires-Dist``, normalised: ``tensorflow-cpu==2.21.0``."""
+        return f"{self.stock_name}=={self.tensorflow}"
+
 
 def _text_ok(value: str) -> bool:
     return len(value) <= 4096 and not _CONTROL.search(value)
@@ -100,16 +117,32 @@ def _grammar(receipt: OverlayReceipt) -> str | None:
     return None
 
 
-def decode_overlay_receipt(raw: bytes, *, source: str) -> OverlayReceipt:
-    """The overlay receipt in ``raw``; one :class:`InputError` line for anything else."""
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different: a second value for a key is not chosen between."""
+    keys = [key for key, _value in pairs]
+    if len(set(keys)) != len(keys):
+        twice = next(key for key in keys if keys.count(key) > 1)
+        raise ValueError(f"the key {twice!r} appears twice in one object")
+    return dict(pairs)
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def decode_overlay_receipt(raw: bytes, *, source: str, charset: str = "utf-8") -> OverlayReceipt:
+    """The overlay receipt in ``raw`` (a file's bytes, an HTTP body in ``charset``); one
+    :class:`InputError` line for anything else: too large or deep, not JSON, a key twice, NaN or
+    infinity, an unknown key or a wrong type, a field out of its grammar."""
     what = f"{source} is not a tfbuild overlay receipt"
     if len(raw) > MAX_RECEIPT_BYTES:
         raise InputError(what, why=f"it is larger than {MAX_RECEIPT_BYTES >> 20} MiB", fix=FIX)
     if json_depth(raw, limit=MAX_RECEIPT_DEPTH) > MAX_RECEIPT_DEPTH:
         raise InputError(what, why=f"it nests deeper than {MAX_RECEIPT_DEPTH} levels", fix=FIX)
     try:
-        receipt = serial.from_data(json.loads(raw.decode("utf-8")), OverlayReceipt)
-    except (UnicodeDecodeError, ValueError) as exc:
+        data = json.loads(raw.decode(charset), object_pairs_hook=_unique, parse_constant=_constant)
+        receipt = serial.from_data(data, OverlayReceipt)
+    except (UnicodeDecodeError, LookupError, ValueError) as exc:
         raise InputError(what, why=str(exc), fix=FIX) from None
     broken = _grammar(receipt)
     if broken:
