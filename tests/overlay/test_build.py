@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import zipfile
 from pathlib import Path
 
 import archspec.cpu
 import pytest
+from packaging.utils import parse_wheel_filename
 
 from tfbuild.core.errors import InputError
 from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.overlay.build import build_overlay, verify_overlay
+from tfbuild.overlay.compile import FRAMEWORK
+from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.overlay_receipt import decode_overlay_receipt, read_overlay_receipt
 from tfbuild.wheel.receipt import receipt_path
 
@@ -57,6 +61,10 @@ def test_the_receipt_says_what_the_wheel_holds(built_overlay: BuiltOverlay) -> N
     with pytest.raises(InputError, match="cflags"):
         decode_overlay_receipt(json.dumps(data).encode(), source="planted")
     data = json.loads(receipt_path(result.wheel).read_text())
+    data["wheel"]["name"] = result.wheel.name.rsplit("-", 1)[0] + "-any.whl"  # not a tag it gets
+    with pytest.raises(InputError, match=r"wheel\.name"):
+        decode_overlay_receipt(json.dumps(data).encode(), source="planted")
+    data = json.loads(receipt_path(result.wheel).read_text())
     data["extra"] = 1
     with pytest.raises(InputError, match="extra"):
         decode_overlay_receipt(json.dumps(data).encode(), source="planted")
@@ -65,6 +73,21 @@ def test_the_receipt_says_what_the_wheel_holds(built_overlay: BuiltOverlay) -> N
 def test_rebuilding_gives_the_same_bytes_and_verify_says_so(built_overlay: BuiltOverlay) -> None:
     again = verify_overlay(built_overlay.result.wheel)
     assert again.receipt.wheel.sha256 == built_overlay.result.receipt.wheel.sha256
+
+
+def test_the_wheel_carries_the_manylinux_tag_auditwheel_finds_for_its_libraries(
+    built_overlay: BuiltOverlay,
+) -> None:
+    wheel = built_overlay.result.wheel
+    floor = inspect_wheel(wheel, exclude=(FRAMEWORK,))
+    assert floor.policy is not None and floor.policy.startswith("manylinux_"), floor
+    _, _, _, tags = parse_wheel_filename(wheel.name)
+    assert {(t.interpreter, t.abi, t.platform) for t in tags} == {("py3", "none", floor.policy)}
+    with zipfile.ZipFile(wheel) as archive:
+        (info,) = [n for n in archive.namelist() if n.endswith(".dist-info/WHEEL")]
+        assert f"Tag: py3-none-{floor.policy}" in archive.read(info).decode().splitlines()
+    # stock TensorFlow's framework library is what keeps it out of every policy when counted
+    assert inspect_wheel(wheel).too_new == (FRAMEWORK,)
 
 
 def _foreign_target() -> tuple[str, set[str]]:

@@ -319,3 +319,6 @@ def test_the_overlay_computes_what_stock_tensorflow_computes(built_overlay: Any)
     assert all(c.values > 0 for c in checks)
     failed = failures(checks)
     assert not failed, "\n".join(c.line() for c in failed)
+    for dtype in DTYPES:  # compiled without Eigen's fast math: the sqrt instruction, as stock's
+        sqrt = by_key["Sqrt", dtype]
+        assert sqrt.overlaid and sqrt.exact == sqrt.values, sqrt.line()

@@ -36,6 +36,8 @@ def test_every_type_tensorflow_registers_and_no_other() -> None:
     assert ("Erf", "float32") in registration.kernels
     assert ("Exp", "complex64") not in registration.kernels  # no functor of ours takes complex
     assert ("Softmax", "float32") not in registration.kernels  # measured: no gain
+    assert ("Log1p", "float32") not in registration.kernels  # stock flushes subnormals, AVX-512 not
+    assert {("Sqrt", t) for t in ("float32", "float64", "bfloat16")} <= set(registration.kernels)
     assert registration.casts == (("float32", "bfloat16"), ("bfloat16", "float32"))
 
 
@@ -65,6 +67,9 @@ def test_the_inc_files_name_only_registered_kernels_in_a_fixed_order() -> None:
     assert len(lines) == len(registration.names)
     assert 'TFB_UNARY("Exp", exp, float);' in files["cwise_ops.inc"]
     assert 'TFB_CLASS("Elu", EluOp, Eigen::half);' in files["nn_ops.inc"]
+    assert files["exact_ops.inc"].count("TFB_") == 4  # Sqrt of each float type, no fast math
+    assert 'TFB_UNARY("Sqrt", sqrt, float);' in files["exact_ops.inc"]
+    assert '"Sqrt",' not in files["cwise_ops.inc"]
     assert "TFB_CAST(float, bfloat16);" in files["cwise_ops.inc"]
     assert files == inc_files(plan_kernels(recorded_registry()))
 

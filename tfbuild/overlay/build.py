@@ -26,21 +26,22 @@ from tfbuild import __version__
 from tfbuild.core import serial
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem, NotReproducible, UsageError
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, write_files
-from tfbuild.overlay.compile import KERNELS, LOADER, compile_overlay, workarounds
+from tfbuild.overlay.compile import FRAMEWORK, KERNELS, LOADER, compile_overlay, workarounds
 from tfbuild.overlay.ops import Registration, plan_kernels
 from tfbuild.overlay.package import MANIFEST, PLUGINS, WheelName, members, write_wheel
 from tfbuild.overlay.stock import StockTensorFlow, read_stock
 from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.forecast import Compiler, find_compiler
 from tfbuild.smoke.session import stock_spec
+from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.labels import cpu_label
 from tfbuild.wheel.overlay_receipt import KernelCheck, OverlayReceipt, read_overlay_receipt
 from tfbuild.wheel.receipt import WheelRecord, receipt_path
 
 Progress = Callable[[str], None]
-#: The platform tag of the wheel: its two libraries need glibc's dlopen/dl_iterate_phdr and the
-#: libstdc++ TensorFlow itself needs, no newer than the stock wheel's own manylinux tag.
-PLATFORM = "linux_x86_64"
+#: The platform tag of the wheel before auditwheel has read its libraries, and where no manylinux
+#: policy allows them.
+UNTAGGED = "linux_x86_64"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,7 +150,7 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
         f"{request.target} ({' '.join(cflags)}) with {compiler.version}"
     )
     label = cpu_label(request.target)
-    name = WheelName(version=f"{stock.version}+{label}", platform=PLATFORM)
+    version = f"{stock.version}+{label}"
     with tempfile.TemporaryDirectory(prefix="tfbuild-overlay-") as scratch_dir:
         scratch = Path(scratch_dir)
         (scratch / "src").mkdir()
@@ -168,16 +169,24 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
                 stock, request, cflags, registration, compiled.features, compiler
             ),
         }
-        content = members(
-            name,
-            files=files,
-            requires=f"{stock.distribution}=={stock.version}",
-            summary=f"TensorFlow {stock.version}'s element-wise CPU kernels compiled for "
-            f"{request.target} (tfbuild overlay)",
-        )
-        wheel = scratch / name.filename
         executable = frozenset(p for p in files if p.endswith(".so"))
-        write_wheel(wheel, content, executable=executable)
+
+        def write(platform: str) -> Path:
+            name = WheelName(version=version, platform=platform)
+            content = members(
+                name,
+                files=files,
+                requires=f"{stock.distribution}=={stock.version}",
+                summary=f"TensorFlow {stock.version}'s element-wise CPU kernels compiled for "
+                f"{request.target} (tfbuild overlay)",
+            )
+            path = scratch / name.filename
+            write_wheel(path, content, executable=executable)
+            return path
+
+        untagged = write(UNTAGGED)
+        platform = _platform(untagged, say)
+        wheel = untagged if platform == UNTAGGED else write(platform)
         checks: tuple[KernelCheck, ...] = ()
         if request.check:
             site = scratch / "check" / "site-packages"
@@ -219,6 +228,20 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
     return OverlayResult(
         wheel=out / wheel.name, receipt=receipt, receipt_file=receipt_file, stock_python=python
     )
+
+
+def _platform(wheel: Path, say: Progress) -> str:
+    """The best manylinux tag auditwheel finds for the wheel (:mod:`tfbuild.wheel.floor`): the
+    newest glibc, libstdc++ and libgcc symbol versions its two libraries need, which the host's
+    compiler and libraries decide. The stock TensorFlow's ``libtensorflow_framework.so.2``, which
+    the kernels link against, comes with the stock wheel the overlay requires: auditwheel leaves it
+    out (``exclude``) instead of calling it a library no policy allows."""
+    floor = inspect_wheel(wheel, exclude=(FRAMEWORK,))
+    if floor.policy is None:
+        say(f"no manylinux policy allows it ({', '.join(floor.too_new)}): tagged {UNTAGGED}")
+        return UNTAGGED
+    say(f"tagged {floor.policy}: it needs {floor.needs or 'no versioned glibc symbol'}")
+    return floor.policy
 
 
 def _check(python: str, site: Path, registration: Registration) -> tuple[KernelCheck, ...]:

@@ -16,13 +16,16 @@ import concurrent.futures
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
+
 from tfbuild.core.errors import BuildFailed, UnsupportedError
-from tfbuild.overlay.ops import Registration, inc_files
+from tfbuild.overlay.ops import PARTS, Part, Registration, inc_files
 from tfbuild.overlay.stock import StockTensorFlow
 from tfbuild.smoke.forecast import Compiler
 
@@ -40,9 +43,32 @@ KERNEL_FLAGS = (
 )
 REPRODUCIBLE = ("-g0", "-fno-ident")
 LINK_FLAGS = ("-shared", "-Wl,-Bsymbolic", "-Wl,--no-undefined", "-Wl,--build-id=none")
-SOURCES = ("cwise_kernels.cc", "nn_kernels.cc", "overlay_kernels.h", "loader.c")
+SOURCES = (
+    *(f"{part}_kernels.cc" for part in PARTS),
+    "overlay_kernels.h",
+    "loader.c",
+)
+#: Flags one kernel file is compiled with besides the target's and :data:`KERNEL_FLAGS`.
+#:
+#: exact (Sqrt): Eigen's fast math off. Eigen/src/Core/util/Macros.h defines EIGEN_FAST_MATH 1
+#: unless told; TensorFlow's headers and tf.sysconfig's flags do not set it, and stock's kernels
+#: were built with it (its tanh is Eigen's vectorized one; its float32 Rsqrt is the rsqrt estimate
+#: and a Newton step, up to 2 ulp from 1/sqrt). With it, psqrt of an AVX-512
+#: packet is a Newton step from the rsqrt14 estimate (arch/AVX512/MathFunctions.h, ``#if
+#: EIGEN_FAST_MATH``), where the AVX packets stock is built with always take vsqrtps/vsqrtpd
+#: (arch/AVX/MathFunctions.h): up to 2 ulp off, and under TensorFlow's denormals-are-zero it
+#: returns a subnormal input itself (MathFunctionsImpl.h, generic_sqrt_newton_step returns ``a``
+#: where a == 0, which a subnormal is under DAZ) where stock's instruction returns 0. Without it the
+#: AVX-512 packets take the instruction too: measured bit for bit stock's, 1.7x (float32) to 2.7x
+#: (bfloat16) stock's speed. Not the whole library's flag: fast math off also takes the packet
+#: path from tanh, erf and erfc (``HasTanh``, ``HasErf``, ``HasErfc = EIGEN_FAST_MATH`` in
+#: arch/AVX512/PacketMath.h's packet_traits<float>): tanh measured 110x slower (std::tanh per
+#: element), gelu (erfc) 3.6x; erf's scalar code vectorizes and keeps its speed.
+PART_FLAGS: Mapping[Part, tuple[str, ...]] = {"exact": ("-DEIGEN_FAST_MATH=0",)}
 KERNELS = "kernels.so"
 LOADER = "libtfbuild_overlay.so"
+#: The stock TensorFlow's library the kernels link against (its soname), in the stock wheel.
+FRAMEWORK = "libtensorflow_framework.so.2"
 
 #: The compiler's predefined macro -> the instruction set's /proc/cpuinfo name (loader.c's table).
 MACROS = {
@@ -249,13 +275,16 @@ def compile_overlay(
     objects = []
     jobs = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        for source in ("cwise_kernels.cc", "nn_kernels.cc"):
-            obj = scratch / source.replace(".cc", ".o")
+        for part in PARTS:
+            source = f"{part}_kernels.cc"
+            obj = scratch / f"{part}_kernels.o"
             objects.append(obj)
-            argv = [compiler, "-c", *cflags, *common, source, "-o", obj.name]
+            own = PART_FLAGS.get(part, ())
+            argv = [compiler, "-c", *cflags, *common, *own, source, "-o", obj.name]
             jobs.append(pool.submit(_run, argv, cwd=scratch, what=f"compiling {source}"))
         for job in jobs:
             job.result()
+    _keep_apart(scratch, objects)
     framework_dir = str(Path(stock.framework).parent)
     _run(
         [
@@ -265,7 +294,7 @@ def compile_overlay(
             "-o",
             KERNELS,
             f"-L{framework_dir}",
-            "-l:libtensorflow_framework.so.2",
+            f"-l:{FRAMEWORK}",
         ],
         cwd=scratch,
         what="linking the kernels",
@@ -293,6 +322,50 @@ def compile_overlay(
         what="compiling the loader",
     )
     return Compiled(kernels=scratch / KERNELS, loader=scratch / LOADER, features=features)
+
+
+#: Mangled-name pieces of the code EIGEN_FAST_MATH changes: Eigen's packet math (Eigen::internal),
+#: and the tensor evaluators and executors it is inlined into.
+_FAST_MATH_CODE = re.compile(r"5Eigen8internal|TensorEvaluator|TensorExecutor|EvalRange")
+
+
+def _defined(obj: Path) -> set[str]:
+    """The global and weak symbols an object file defines (what the linker merges across files)."""
+    with obj.open("rb") as stream:
+        table = ELFFile(stream).get_section_by_name(".symtab")
+        if not isinstance(table, SymbolTableSection):
+            return set()
+        return {
+            symbol.name
+            for symbol in table.iter_symbols()
+            if symbol["st_shndx"] != "SHN_UNDEF"
+            and symbol["st_info"]["bind"] in ("STB_GLOBAL", "STB_WEAK", "STB_LOOS")  # GNU_UNIQUE
+        }
+
+
+def shared_math(own: Path, others: Sequence[Path]) -> tuple[str, ...]:
+    """The symbols of the code fast math changes that ``own`` defines and one of ``others`` does too,
+    sorted. The linker keeps one definition of each, whichever file it met first: the kernels of
+    ``own`` would run the others' code, compiled with the other setting."""
+    mine = {name for name in _defined(own) if _FAST_MATH_CODE.search(name)}
+    theirs = set().union(*(_defined(other) for other in others))
+    return tuple(sorted(mine & theirs))
+
+
+def _keep_apart(scratch: Path, objects: Sequence[Path]) -> None:
+    """Each part compiled with flags of its own (:data:`PART_FLAGS`) shares none of the code those
+    flags change with the other parts."""
+    for part in PART_FLAGS:
+        own = scratch / f"{part}_kernels.o"
+        clash = shared_math(own, [o for o in objects if o != own])
+        if clash:
+            raise BuildFailed(
+                f"the {part} kernels share code with the others that their flags "
+                f"({' '.join(PART_FLAGS[part])}) change",
+                why=f"{len(clash)} symbol(s) both define, the first {clash[0]}",
+                fix="Report it to tfbuild with the compiler and target; the linker would keep "
+                "one of the two.",
+            )
 
 
 def _c_driver(compiler: str) -> str:

@@ -1,4 +1,4 @@
-// tfbuild overlay, part 1 of 2: TensorFlow's own element-wise CPU kernels, compiled for one CPU target.
+// tfbuild overlay, part 1 of 3: TensorFlow's own element-wise CPU kernels, compiled for one CPU target.
 //
 // Every kernel here is a class or functor of the headers the stock wheel ships
 // (tensorflow/include/tensorflow/core/kernels/*.h), instantiated in this library and registered for
@@ -78,10 +78,8 @@ class CastOp : public OpKernel {
   bool truncate_ = false;
 };
 
-// One line per kernel: the op, its kind and its type (cwise_ops.inc).
-#define TFB_UNARY(NAME, FUNCTOR, T) TFB_KERNEL(NAME, T, UnaryOp<CPUDevice, functor::FUNCTOR<T>>)
-#define TFB_GRAD(NAME, FUNCTOR, T) \
-  TFB_KERNEL(NAME, T, SimpleBinaryOp<CPUDevice, functor::FUNCTOR<T>>)
+// One line per kernel: the op, its kind and its type (cwise_ops.inc; TFB_UNARY and TFB_GRAD are
+// overlay_kernels.h's).
 #define TFB_CAST(IN, OUT)                                                                    \
   REGISTER_KERNEL_BUILDER(Name("Cast")                                                       \
                               .Device(DEVICE_CPU)                                            \

@@ -1,7 +1,7 @@
-// tfbuild overlay, part 2 of 2: the activations whose kernel classes build on numeric_op.h's
+// tfbuild overlay, part 2 of 3: the activations whose kernel classes build on numeric_op.h's
 // UnaryElementWiseOp (Elu, Selu and their gradients in relu_op.h; Softplus as softplus_op.cc
 // defines it). numeric_op.h and cwise_ops_common.h both define tensorflow::UnaryOp, so the two
-// parts are two translation units. What the library is and why: cwise_kernels.cc.
+// parts are separate translation units. What the library is and why: cwise_kernels.cc.
 
 #define EIGEN_USE_THREADS
 

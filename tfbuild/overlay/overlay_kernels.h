@@ -24,4 +24,10 @@ constexpr int kPriority = 1;
 #define TFB_CLASS(NAME, CLASS, T) TFB_KERNEL(NAME, T, CLASS<CPUDevice, T>)
 #define TFB_OWN(NAME, CLASS, T) TFB_KERNEL(NAME, T, CLASS<T>)
 
+// A functor of cwise_ops.h in cwise_ops_common.h's UnaryOp, or cwise_ops_gradients.h's in
+// SimpleBinaryOp (only where cwise_ops_common.h is included: numeric_op.h has another UnaryOp).
+#define TFB_UNARY(NAME, FUNCTOR, T) TFB_KERNEL(NAME, T, UnaryOp<CPUDevice, functor::FUNCTOR<T>>)
+#define TFB_GRAD(NAME, FUNCTOR, T) \
+  TFB_KERNEL(NAME, T, SimpleBinaryOp<CPUDevice, functor::FUNCTOR<T>>)
+
 #endif  // TFBUILD_OVERLAY_KERNELS_H_
