@@ -7,8 +7,8 @@ and one inter-op thread: the overlay's, and stock's (``TFBUILD_OVERLAY=off``, th
 otherwise). Every op is timed repetition by repetition in alternation (tfbuild.smoke.run.alternate:
 a calibrated inner loop of at least ``--min-rep`` seconds, ABBA order, undecided ops timed again
 while ``--budget`` lasts). Ops: the smoke worker's element-wise ops the overlay is for
-(tfbuild.overlay.prove.REPLACED, on 2^18 float32) and the controls it must leave alone
-(add, relu, reduce_sum).
+(tfbuild.overlay.prove.REPLACED, on 2^18 float32), those it leaves to stock (LEFT_TO_STOCK) and
+the controls it must leave alone (add, relu, reduce_sum).
 
     python benchmarks/overlay_ops.py [--wheel dist/tfbuild_overlay-...whl] [--budget 120]
         [--pairs 15] [--ops exp,sigmoid,erf]
@@ -34,7 +34,7 @@ from pathlib import Path
 from tfbuild.detect.contention import between, snapshot
 from tfbuild.overlay.build import OverlayRequest, build_overlay
 from tfbuild.overlay.package import MANIFEST, PLUGINS
-from tfbuild.overlay.prove import CONTROLS, OFF, REPLACED, load_line
+from tfbuild.overlay.prove import CONTROLS, LEFT_TO_STOCK, OFF, REPLACED, load_line
 from tfbuild.plan.here import plan_here
 from tfbuild.plan.options import PlanOptions
 from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=120.0, help="seconds for extra rounds")
     parser.add_argument("--pairs", type=int, default=15, help="pairs of repetitions a round")
     parser.add_argument("--min-rep", type=float, default=0.05, help="seconds a repetition")
-    parser.add_argument("--ops", default=",".join((*REPLACED, *CONTROLS)))
+    parser.add_argument("--ops", default=",".join((*REPLACED, *LEFT_TO_STOCK, *CONTROLS)))
     args = parser.parse_args(argv)
     ops = tuple(o for o in args.ops.split(",") if o)
     with overlay_wheel(args.wheel, args.tf) as wheel:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tfbuild.core import serial
 from tfbuild.core.errors import printable
+
+if TYPE_CHECKING:
+    from tfbuild.overlay.models import ModelResult
 
 
 def overlay_command(
@@ -122,19 +127,32 @@ def overlay_command(
 
 
 def smoke_overlay(
-    wheel: Path, *, python: str | None, quick: bool, budget: float | None, as_json: bool
+    wheel: Path,
+    *,
+    python: str | None,
+    quick: bool,
+    budget: float | None,
+    bench: bool,
+    as_json: bool,
 ) -> None:
-    """``tfbuild smoke OVERLAY.whl``: each replaced op and control, overlay against stock."""
+    """``tfbuild smoke OVERLAY.whl``: each replaced op and control, then whole models, overlay
+    against stock."""
+    from tfbuild.cli.forecast_command import print_forecast_beside
     from tfbuild.core.errors import SmokeFailed
     from tfbuild.core.stats import describe
-    from tfbuild.overlay.prove import prove_overlay
+    from tfbuild.overlay.prove import CONTROLS, LEFT_TO_STOCK, prove_overlay
 
     def progress(message: str) -> None:
         if not as_json:
             sys.stderr.write(f"[smoke] {printable(message)}\n")
 
     proof = prove_overlay(
-        wheel, python=python or sys.executable, quick=quick, budget=budget, progress=progress
+        wheel,
+        python=python or sys.executable,
+        quick=quick,
+        budget=budget,
+        bench=bench,
+        progress=progress,
     )
     if as_json:
         data = serial.to_data(proof)
@@ -153,17 +171,63 @@ def smoke_overlay(
                 f"  {r.op:<15}{r.threads:>8}{base}{r.candidate.throughput.median:>9.2f}  {found}"
             )
         if proof.ops:
-            lines.append(
-                "  (Gelem/s, medians; stock: the same environment with TFBUILD_OVERLAY=off)"
-            )
-        lines += [f"  scope: {note}" for note in proof.scope]
+            lines += [
+                "  (Gelem/s, medians; stock: the same environment with TFBUILD_OVERLAY=off;",
+                f"  {', '.join(LEFT_TO_STOCK)}: left to stock, and {', '.join(CONTROLS)}: "
+                "controls, the same)",
+            ]
+        lines += _model_lines(proof.models)
+        scope = textwrap.TextWrapper(width=80, initial_indent="  ", subsequent_indent="    ")
+        lines += [line for note in proof.scope for line in scope.wrap(f"scope: {note}")]
         typer.echo(printable("\n".join(lines)))
+        if proof.forecast is not None:
+            print_forecast_beside(proof.forecast)
+        elif proof.receipt is not None and proof.ops:
+            typer.echo(
+                f"  no forecast kept for {proof.receipt.target}: 'tfbuild forecast --tf "
+                f"{proof.receipt.tensorflow} --target {proof.receipt.target}' predicts these "
+                "gains, and smoke shows them side by side"
+            )
     if proof.slower:
         raise SmokeFailed(
             f"the overlay {proof.wheel} is slower than stock",
             why=f"on {', '.join(proof.slower)}",
             fix="Report it with the receipt; meanwhile pip uninstall tfbuild-overlay.",
         )
+
+
+def _model_lines(models: Sequence[ModelResult]) -> list[str]:
+    """Each model: the replaced kernels' share of its time, the gain that predicts, the gain
+    measured with its interval, then what it is and where its time went; 80 columns."""
+    if not models:
+        return []
+    lines = [
+        "  models, default threads: the replaced kernels' share of the op time (stock),",
+        "  their speedup, what that predicts for the model (Amdahl), what it measured:",
+        f"  {'model':<13}{'share':>7}{'kernels':>9}{'predicts':>10}  measured [interval]",
+    ]
+    wrap = textwrap.TextWrapper(width=80, initial_indent=" " * 6, subsequent_indent=" " * 8)
+    for m in models:
+        found = m.measured.verdict
+        if found is None:
+            measured = "-"
+        else:
+            low, high = found.interval
+            measured = f"{found.ratio:.3f}x [{low:.3f}, {high:.3f}] {found.label}"
+        lines.append(
+            f"  {m.model:<13}{m.share * 100:>6.1f}%{m.speedup:>8.2f}x{m.predicted:>9.3f}x  "
+            f"{measured}"
+        )
+        top = ", ".join(f"{op} {seconds * 1e3:.1f}" for op, seconds in m.top)
+        lines += wrap.wrap(f"{m.what}; ms a step: {top}")
+        if m.kernels:
+            kernels = ", ".join(
+                f"{k.kernel} {k.stock_s * 1e3:.2f}->{k.overlay_s * 1e3:.2f}" for k in m.kernels
+            )
+            lines += wrap.wrap(f"replaced, ms a step: {kernels}")
+        if m.not_run:
+            lines += wrap.wrap(f"fused or rewritten before they ran: {', '.join(m.not_run)}")
+    return lines
 
 
 def verify_overlay_command(wheel: Path, *, as_json: bool) -> None:

@@ -120,7 +120,9 @@ def smoke_command(
     if wheel is not None and not in_image and is_overlay_wheel(Path(wheel)):
         from tfbuild.cli.overlay_command import smoke_overlay
 
-        smoke_overlay(Path(wheel), python=python, quick=quick, budget=budget, as_json=as_json)
+        smoke_overlay(
+            Path(wheel), python=python, quick=quick, budget=budget, bench=bench, as_json=as_json
+        )
         return
     if in_image and wheel is not None:  # checked: --in-image has a .whl file
         _smoke_in_images(wheel, in_image, wheelhouse=wheelhouse, as_json=as_json)

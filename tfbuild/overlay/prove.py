@@ -5,39 +5,35 @@ smoke makes one for any wheel). Both sides run in that one environment: the base
 have ``TFBUILD_OVERLAY=off``, which the loader obeys, so the only difference is the kernels. Ops are
 timed as smoke times a wheel (:func:`tfbuild.smoke.run.compare`: repetitions in alternation, rounds
 until decided, every claim rechecked in fresh processes), at one thread and the machine's default;
-then models end to end (:mod:`tfbuild.overlay.models`).
+then whole models at the machine's default threads (:mod:`tfbuild.overlay.models`): the share of
+their time the replaced kernels take, the gain that share predicts, the gain measured.
 
 What the overlay cannot change, said with every result (:data:`SCOPE`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from tfbuild.core.stats import SLOWER
+from tfbuild.overlay.models import ModelResult, prove_models
 from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.run import Method, OpResult, compare
+from tfbuild.smoke.session import forecast_beside
 from tfbuild.wheel.overlay_receipt import OverlayReceipt, read_overlay_receipt
 from tfbuild.wheel.receipt import receipt_path
 
 Progress = Callable[[str], None]
 
-#: The smoke worker's ops the overlay replaces, then controls it must leave alone.
-REPLACED = (
-    "exp",
-    "tanh",
-    "sigmoid",
-    "erf",
-    "gelu",
-    "log1p",
-    "softmax",
-    "log_softmax",
-    "cast_f32_bf16",
-    "cast_f32_f16",
-)
+#: The smoke worker's ops whose kernels the overlay replaces.
+REPLACED = ("exp", "tanh", "sigmoid", "erf", "gelu", "log_softmax", "cast_f32_bf16")
+#: Ops whose kernels it leaves to stock (``tfbuild.overlay.ops.LEFT_OUT`` says why), and controls
+#: it never touches: every one of them must come out the same.
+LEFT_TO_STOCK = ("log1p", "softmax", "cast_f32_f16")
 CONTROLS = ("add", "relu", "reduce_sum")
 OFF = {"TFBUILD_OVERLAY": "off"}
 
@@ -56,13 +52,18 @@ class OverlayProof:
     loaded: bool
     load_message: str | None  # the loader's line when it did not load the kernels
     ops: tuple[OpResult, ...]
+    models: tuple[ModelResult, ...] = ()
+    #: ``tfbuild forecast``'s prediction for this release and target (when one was kept), per op
+    #: class beside the one-thread ratios measured here (:func:`tfbuild.smoke.session.forecast_beside`)
+    forecast: dict[str, object] | None = None
     scope: tuple[str, ...] = SCOPE
 
     @property
     def slower(self) -> tuple[str, ...]:
+        timed = (*self.ops, *(m.measured for m in self.models))
         return tuple(
             f"{r.op} ({r.threads} thread{'s' if r.threads != '1' else ''})"
-            for r in self.ops
+            for r in timed
             if r.verdict is not None and r.verdict.label == SLOWER
         )
 
@@ -92,32 +93,38 @@ def prove_overlay(
     python: str,
     quick: bool = False,
     budget: float | None = None,
+    bench: bool = True,
+    models: bool = True,
     progress: Progress | None = None,
 ) -> OverlayProof:
+    """Whether the overlay loads here; with ``bench``, each op (and with ``models`` each model)
+    with the overlay against stock. The ops get two thirds of the budget, the models the rest."""
     say = progress or (lambda _m: None)
     receipt_file = receipt_path(wheel)
     receipt = read_overlay_receipt(receipt_file, wheel=wheel) if receipt_file.exists() else None
     say(f"an environment with {wheel.name} and its stock TensorFlow (made once, then reused)")
     env = ensure_env(WheelSpec(kind="file", value=str(wheel.resolve())), python=python)
     line = load_line(env.python)
-    if line is not None:
-        say(line)
+    if line is not None or not bench:
+        if line is not None:
+            say(line)
         return OverlayProof(
             wheel=wheel.name,
             receipt=receipt,
             python=env.python,
-            loaded=False,
+            loaded=line is None,
             load_message=line,
             ops=(),
         )
     seconds = budget if budget is not None else (90.0 if quick else 300.0)
+    share = 2 / 3 if models else 1.0
     method = Method.quick(budget=seconds) if quick else Method(budget=seconds)
     method = Method(
         pairs=method.pairs,
         min_rep_seconds=method.min_rep_seconds,
-        ops=(*REPLACED, *CONTROLS),
+        ops=(*REPLACED, *LEFT_TO_STOCK, *CONTROLS),
         min_margin=method.min_margin,
-        budget=method.budget,
+        budget=method.budget * share,
     )
     say("each op with the overlay against stock, in alternation (TFBUILD_OVERLAY=off)")
     results = compare(
@@ -128,6 +135,17 @@ def prove_overlay(
         method=method,
         progress=say,
     )
+    timed_models = (
+        prove_models(
+            env.python,
+            stock_env={**clean_env(), **OFF},
+            overlay_env=clean_env(),
+            method=dataclasses.replace(method, budget=seconds - method.budget),
+            progress=say,
+        )
+        if models
+        else ()
+    )
     return OverlayProof(
         wheel=wheel.name,
         receipt=receipt,
@@ -135,4 +153,8 @@ def prove_overlay(
         loaded=True,
         load_message=None,
         ops=tuple(results),
+        models=timed_models,
+        forecast=forecast_beside(receipt.tensorflow, receipt.target, tuple(results))
+        if receipt is not None
+        else None,
     )

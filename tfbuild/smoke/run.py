@@ -88,13 +88,16 @@ class Worker:
             text=True,
             env=dict(env),
         )
-        self.info = self._read()
-        if not self.info.get("ready"):
+        try:
+            self.info = self._read()
+            if not self.info.get("ready"):
+                problem = self.info.get("model_error")
+                if model is not None and isinstance(problem, dict):
+                    raise model_failed(model, problem)
+                raise self._died("did not start")
+        except BaseException:  # a worker that never started leaves no process, pipe or log open
             self.close()
-            problem = self.info.get("model_error")
-            if model is not None and isinstance(problem, dict):
-                raise model_failed(model, problem)
-            raise self._died("did not start")
+            raise
 
     def _died(self, what: str) -> SmokeFailed:
         self._log.seek(0)
@@ -304,7 +307,10 @@ def _round(cand: Worker, base: Worker | None, op: str, timings: _Timings, method
 
 
 def _margin(meta: Mapping[str, Any], method: Method) -> float:
-    if meta["unit"] != "GFLOP/s":
+    """The method's margin; at least :data:`MEMORY_BOUND_MARGIN` for the element-wise and cast ops,
+    whose speed differs steadily between two processes of one build. A matmul, a convolution or a
+    whole model (mostly matmuls) is compute-bound and keeps the method's."""
+    if meta["unit"] != "GFLOP/s" and meta.get("group") != "model":
         return max(method.min_margin, MEMORY_BOUND_MARGIN)
     return method.min_margin
 
@@ -457,11 +463,14 @@ def compare(
     thread_settings: Sequence[tuple[str, int, int]] = THREAD_SETTINGS,
     peak: PeakCeiling | None = None,
     progress: Callable[[str], object] | None = None,
+    script: Path = WORKER,
+    extra: Sequence[str] = (),
 ) -> list[OpResult]:
     """Time every op for the candidate (and the baseline, in alternation) at each thread setting,
     within ``method.budget`` seconds: each setting's extra rounds get an equal share of what is
     left when it starts. A claimed difference is rechecked in fresh processes
-    (:func:`time_and_recheck`)."""
+    (:func:`time_and_recheck`). ``script`` and ``extra``: another program speaking the worker's
+    protocol and its arguments (the overlay's models, ``tfbuild/overlay/_models_tf.py``)."""
     results: list[OpResult] = []
     end = time.monotonic() + method.budget
     for index, (label, intra, inter) in enumerate(thread_settings):
@@ -483,6 +492,8 @@ def compare(
                         bf16=bf16,
                         label="candidate",
                         cpus=cpus,
+                        script=script,
+                        extra=extra,
                     )
                 )
                 base = None
@@ -496,6 +507,8 @@ def compare(
                             bf16=bf16,
                             label="baseline",
                             cpus=cpus,
+                            script=script,
+                            extra=extra,
                         )
                     )
                 yield cand, base

@@ -1,0 +1,197 @@
+"""Whole models with the overlay and without: the replaced kernels' share of each, the gain that
+share predicts, and the gain measured.
+
+Both sides run in the overlay's environment; the stock side has ``TFBUILD_OVERLAY=off``. Each model
+(``_models_tf.py``) is first profiled in one process per side (TensorFlow's profiler: each op
+type's own time per step, and the time of each replaced kernel), then timed as smoke times an op
+(:func:`tfbuild.smoke.run.compare` driving ``_models_tf.py``, which speaks the smoke worker's
+protocol: repetitions in alternation, rounds until decided, a claim rechecked in fresh processes),
+at the machine's default threads.
+
+The prediction is Amdahl's: a model spending a share ``s`` of its op time in the replaced kernels,
+which the overlay makes ``k`` times faster (their stock time over their overlay time, both
+profiled), runs ``1 / (1 - s + s / k)`` times faster. Op time is summed over threads, so with
+inter-op parallelism the share of wall time can differ; a prediction far from the measurement is
+shown, not hidden, and the profile's op table says where the time went.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfbuild.core import serial
+from tfbuild.core.errors import SmokeFailed
+from tfbuild.core.stats import MARGIN
+from tfbuild.smoke.run import Method, OpResult, compare
+
+SCRIPT = Path(__file__).with_name("_models_tf.py")
+MODELS = ("lstm", "mlp_gelu", "mlp_bf16", "transformer")
+#: What each model is, for the reader (``_models_tf.py`` builds them).
+WHAT = {
+    "lstm": "LSTM(64) inference, 1024 sequences of 32 steps",
+    "mlp_gelu": "gelu MLP 64-2048-64 training step, batch 4096",
+    "mlp_bf16": "the same MLP in mixed bfloat16",
+    "transformer": "transformer block inference (attention, gelu MLP, layer norms)",
+}
+#: Profiled calls per model and side: after one warm call, every op of each is traced.
+PROFILE_STEPS = 5
+#: Seconds a side's profiling process may take (TensorFlow's import, four models built and traced).
+PROFILE_TIMEOUT = 600
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    """One profiling process's line for one model (``_models_tf.py --profile``), seconds per step."""
+
+    model: str
+    steps: int
+    overlay_loaded: bool
+    host_tracer_level: int | None
+    total_op_s: float  # every op's own time, summed over threads
+    wall_s: float
+    replaced_s: float
+    share: float  # replaced_s / total_op_s
+    unknown_s: float  # ops of a replaced type whose dtypes could not be told: in no share
+    not_run: tuple[str, ...]  # replaced op types in the graph that never ran (rewritten, fused)
+    kernels: tuple[str, ...]  # the kernels counted as replaced
+    replaced: dict[str, float]  # "Sigmoid:float32" -> seconds
+    ops: dict[str, float]  # op type -> seconds
+
+
+@dataclass(frozen=True, kw_only=True)
+class KernelTime:
+    kernel: str  # "Erfc:bfloat16"
+    stock_s: float  # per step, profiled with the overlay off
+    overlay_s: float  # ... on
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelResult:
+    """One model: where its time goes, what that predicts, what was measured."""
+
+    model: str
+    what: str
+    share: float  # the replaced kernels' share of the model's op time, stock
+    speedup: float  # the replaced kernels together, stock time over overlay time (profiled)
+    predicted: float  # amdahl(share, speedup)
+    kernels: tuple[KernelTime, ...]  # slowest (stock) first
+    top: tuple[tuple[str, float], ...]  # the op types taking most of the stock time, seconds
+    not_run: tuple[str, ...]
+    measured: OpResult  # overlay against stock, timed in alternation
+
+
+def amdahl(share: float, speedup: float) -> float:
+    """The whole's speedup when a ``share`` of its time runs ``speedup`` times faster."""
+    if not 0 <= share <= 1 or speedup <= 0:
+        raise ValueError(f"share lies in [0, 1] and speedup above 0, not {share}, {speedup}")
+    return 1 / (1 - share + share / speedup)
+
+
+def predict(stock: Profile, overlay: Profile) -> tuple[float, float, tuple[KernelTime, ...]]:
+    """The replaced kernels' speedup together, the model's predicted speedup, each kernel's times."""
+    kernels = tuple(
+        KernelTime(kernel=k, stock_s=s, overlay_s=overlay.replaced.get(k, 0.0))
+        for k, s in sorted(stock.replaced.items(), key=lambda item: -item[1])
+    )
+    after = sum(k.overlay_s for k in kernels)
+    speedup = stock.replaced_s / after if after > 0 and stock.replaced_s > 0 else 1.0
+    return speedup, amdahl(stock.share, speedup), kernels
+
+
+def profile_models(
+    python: str,
+    models: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    replaced: Sequence[str] | None = None,
+    steps: int = PROFILE_STEPS,
+) -> dict[str, Profile]:
+    """Each model profiled in one process of ``python`` (default threads); ``replaced``: the
+    kernels to count (default: those the process runs at the overlay's priority)."""
+    argv = [python, str(SCRIPT), "--models", ",".join(models), "--profile", "--steps", str(steps)]
+    if replaced is not None:
+        argv += ["--replaced", ",".join(replaced)]
+    done = subprocess.run(  # argv built here, no shell
+        argv, env=dict(env), capture_output=True, text=True, timeout=PROFILE_TIMEOUT, check=False
+    )
+    if done.returncode != 0:
+        tail = [line for line in done.stderr.splitlines() if line.strip()][-2:]
+        raise SmokeFailed(
+            "the models' profile failed",
+            why=" | ".join(tail) or f"exit code {done.returncode}",
+            fix="Report it with the output of 'tfbuild --debug smoke OVERLAY.whl'.",
+        )
+    found = {}
+    for line in done.stdout.splitlines():
+        profile = serial.from_data(json.loads(line), Profile)
+        found[profile.model] = profile
+    missing = sorted(set(models) - set(found))
+    if missing:
+        raise SmokeFailed(
+            "the models' profile is incomplete",
+            why=f"no profile of {', '.join(missing)}",
+            fix="Report it with the output of 'tfbuild --debug smoke OVERLAY.whl'.",
+        )
+    return found
+
+
+def prove_models(
+    python: str,
+    *,
+    stock_env: Mapping[str, str],
+    overlay_env: Mapping[str, str],
+    method: Method,
+    models: Sequence[str] = MODELS,
+    progress: Callable[[str], object] | None = None,
+) -> tuple[ModelResult, ...]:
+    """Profile, predict, then time each model with the overlay against stock (default threads)."""
+    say = progress or (lambda _message: None)
+    say(f"profiling {', '.join(models)}: where each model's time goes, overlay on, then off")
+    on = profile_models(python, models, env=overlay_env)
+    kernels = next(iter(on.values())).kernels
+    off = profile_models(python, models, env=stock_env, replaced=kernels)
+    say("each model with the overlay against stock, in alternation")
+    timed = compare(
+        python,
+        python,
+        candidate_env=overlay_env,
+        baseline_env=stock_env,
+        method=Method(
+            pairs=method.pairs,
+            min_rep_seconds=method.min_rep_seconds,
+            ops=tuple(f"model_{m}" for m in models),
+            min_margin=MARGIN,
+            budget=method.budget,
+            looks=method.looks,
+        ),
+        thread_settings=(("default", 0, 0),),
+        script=SCRIPT,
+        extra=("--models", ",".join(models)),
+        progress=say,
+    )
+    by_op = {r.op: r for r in timed}
+    results = []
+    for model in models:
+        measured = by_op.get(f"model_{model}")
+        if measured is None:
+            continue
+        speedup, predicted, times = predict(off[model], on[model])
+        top = sorted(off[model].ops.items(), key=lambda item: -item[1])[:4]
+        results.append(
+            ModelResult(
+                model=model,
+                what=WHAT[model],
+                share=off[model].share,
+                speedup=speedup,
+                predicted=predicted,
+                kernels=times,
+                top=tuple(top),
+                not_run=off[model].not_run,
+                measured=measured,
+            )
+        )
+    return tuple(results)
