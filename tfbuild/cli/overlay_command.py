@@ -58,7 +58,9 @@ def overlay_command(
         typer.Option(
             "--compiler",
             metavar="CXX",
-            help="The C++ compiler (default: the recipe's family found on PATH).",
+            help="Compile on this host with this C++ compiler (clang++-16, g++). Default: the "
+            "recipe's clang in tfbuild's overlay toolchain image (Docker, and the base images "
+            "tfbuild base makes), against Debian 11's C library: the wheel loads on glibc 2.31+.",
             show_default=False,
         ),
     ] = None,
@@ -100,6 +102,7 @@ def overlay_command(
             cflags=plan.cflags,
             compiler=plan.compiler,
             compiler_path=compiler,
+            in_image=compiler is None,
             stock=stock,
             python=python if installed else None,
             venv_python=python,

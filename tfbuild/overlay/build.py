@@ -1,17 +1,21 @@
 """``tfbuild overlay``: TensorFlow's own element-wise kernels compiled for a target, as a wheel that
 installs beside the stock wheel, checked against it, with a receipt; and ``verify`` of one.
 
-The steps, each its module's: the stock TensorFlow (:mod:`.stock`, an environment of the stock wheel
-made as smoke makes one, or the interpreter ``--python`` names), the kernels its registry allows
-(:mod:`.ops`), the compile (:mod:`.compile`), the wheel (:mod:`.package`), the numerical check of every
-kernel against stock on special values (:mod:`.check`), then the wheel and its receipt published
-together in the output directory under its lock, or nothing at all.
+The steps, each its module's: where it compiles (the overlay's toolchain image, :mod:`.image`, with
+the recipe's clang against an older C library; or the host's ``--compiler``), the stock TensorFlow
+(:mod:`.stock`, an environment of the stock wheel made as smoke makes one, or the interpreter
+``--python`` names), the kernels its registry allows (:mod:`.ops`), the compile (:mod:`.compile`, one
+toolchain whichever the place), the wheel (:mod:`.package`), the numerical check of every kernel
+against stock on special values (:mod:`.check`), then the wheel and its receipt published together in
+the output directory under its lock, or nothing at all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -26,7 +30,15 @@ from tfbuild import __version__
 from tfbuild.core import serial
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem, NotReproducible, UsageError
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, write_files
-from tfbuild.overlay.compile import FRAMEWORK, KERNELS, LOADER, compile_overlay, workarounds
+from tfbuild.overlay.compile import (
+    FRAMEWORK,
+    KERNELS,
+    LOADER,
+    Toolchain,
+    compile_overlay,
+    host_toolchain,
+    workarounds,
+)
 from tfbuild.overlay.ops import Registration, plan_kernels
 from tfbuild.overlay.package import MANIFEST, PLUGINS, WheelName, members, write_wheel
 from tfbuild.overlay.stock import StockTensorFlow, read_stock
@@ -35,7 +47,12 @@ from tfbuild.smoke.forecast import Compiler, find_compiler
 from tfbuild.smoke.session import stock_spec
 from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.labels import cpu_label
-from tfbuild.wheel.overlay_receipt import KernelCheck, OverlayReceipt, read_overlay_receipt
+from tfbuild.wheel.overlay_receipt import (
+    KernelCheck,
+    OverlayImage,
+    OverlayReceipt,
+    read_overlay_receipt,
+)
 from tfbuild.wheel.receipt import WheelRecord, receipt_path
 
 Progress = Callable[[str], None]
@@ -50,8 +67,12 @@ class OverlayRequest:
     architecture: str
     target: str
     cflags: tuple[str, ...]
-    compiler: str  # the recipe's compiler, whose family is looked for ("clang-18.1.8")
+    compiler: str  # the recipe's compiler ("clang-18.1.8"): the image's, or the family on the host
     compiler_path: str | None = None  # --compiler: this one, on the host
+    #: In the overlay's toolchain image with the recipe's compiler (the command's default; needs
+    #: Docker and tfbuild base images), not on the host with its family found on PATH.
+    in_image: bool = False
+    image: OverlayImage | None = None  # verify: the receipt's image, reused or made again pinned
     stock: str | None = None  # --stock: a .whl or a requirement (default: the index's)
     python: str | None = None  # --installed --python: the TensorFlow of this interpreter instead
     venv_python: str | None = None  # --python: the interpreter the stock environment is made with
@@ -131,31 +152,90 @@ def _install_into(wheel: Path, site: Path) -> None:
             target.chmod((info.external_attr >> 16) & 0o777 or 0o644)
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Where:
+    """Where a build compiles: its compiler, its image (None: the host), and its toolchain once
+    the stock TensorFlow it compiles against is known."""
+
+    compiler: Compiler
+    image: OverlayImage | None
+    toolchain: Callable[[StockTensorFlow], Toolchain]
+
+
+def _host_fallback(request: OverlayRequest) -> str:
+    """How to build on this host instead of in the image: ``--compiler clang++-16``."""
+    try:
+        found = find_compiler(request.compiler or "clang")
+    except EnvironmentProblem:
+        return "--compiler CXX (a C++ compiler on PATH)"
+    return f"--compiler {Path(found.path).name}"
+
+
+def _where(request: OverlayRequest, say: Progress, stack: contextlib.ExitStack) -> _Where:
+    """On the host (``--compiler``, or the library's default), or in the overlay's toolchain image
+    (``in_image``, the command's default: its engine open until ``stack`` closes)."""
+    if request.compiler_path is not None or not request.in_image:
+        compiler = _compiler(request)
+        return _Where(
+            compiler=compiler, image=None, toolchain=lambda _stock: host_toolchain(compiler.path)
+        )
+    from tfbuild.build.run import proxies_from
+    from tfbuild.overlay.image import image_toolchain
+
+    found = stack.enter_context(
+        image_toolchain(
+            request.image.compiler if request.image else request.compiler,
+            fallback=_host_fallback(request),
+            say=say,
+            pinned=request.image,
+            proxies=dict(proxies_from(os.environ)),
+        )
+    )
+    return _Where(
+        compiler=found.compiler,
+        image=found.image,
+        # the stock TensorFlow's package, read-only at its own path
+        toolchain=lambda stock: found.toolchain((str(Path(stock.package).resolve()),)),
+    )
+
+
 def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) -> OverlayResult:
     say = progress or (lambda _m: None)
     started = time.monotonic()
-    python, stock_name = _stock_python(request, say)
-    stock = read_stock(python)
-    if stock.version != request.tensorflow:
-        raise UsageError(
-            f"the TensorFlow of {python} is {stock.version}, not {request.tensorflow}",
-            fix=f"Ask for --tf {stock.version}, or pass an interpreter with TensorFlow "
-            f"{request.tensorflow}.",
-        )
-    registration = plan_kernels(stock.registry())
-    compiler = _compiler(request)
-    cflags = request.cflags + workarounds(compiler, request.cflags, cwd=Path.cwd())
-    say(
-        f"compiling {len(registration.names)} kernels of TensorFlow {stock.version} for "
-        f"{request.target} ({' '.join(cflags)}) with {compiler.version}"
-    )
-    label = cpu_label(request.target)
-    version = f"{stock.version}+{label}"
-    with tempfile.TemporaryDirectory(prefix="tfbuild-overlay-") as scratch_dir:
-        scratch = Path(scratch_dir)
+    with contextlib.ExitStack() as stack:
+        # Where it compiles first: a missing engine or base image is said before the stock
+        # environment is made (a download of hundreds of MB the first time).
+        where = _where(request, say, stack)
+        compiler, image = where.compiler, where.image
+        python, stock_name = _stock_python(request, say)
+        stock = read_stock(python)
+        if stock.version != request.tensorflow:
+            raise UsageError(
+                f"the TensorFlow of {python} is {stock.version}, not {request.tensorflow}",
+                fix=f"Ask for --tf {stock.version}, or pass an interpreter with TensorFlow "
+                f"{request.tensorflow}.",
+            )
+        registration = plan_kernels(stock.registry())
+        label = cpu_label(request.target)
+        version = f"{stock.version}+{label}"
+        toolchain = where.toolchain(stock)
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tfbuild-overlay-")))
+        scratch = scratch.resolve()
         (scratch / "src").mkdir()
+        cflags = request.cflags + workarounds(
+            compiler, toolchain, request.cflags, cwd=scratch / "src"
+        )
+        say(
+            f"compiling {len(registration.names)} kernels of TensorFlow {stock.version} for "
+            f"{request.target} ({' '.join(cflags)}) with {compiler.version} "
+            + (
+                f"in {image.tag}, against Debian {image.sysroot_suite}'s C library"
+                if image
+                else "on this host"
+            )
+        )
         compiled = compile_overlay(
-            compiler=compiler.path,
+            toolchain=toolchain,
             stock=stock,
             registration=registration,
             target=request.target,
@@ -210,6 +290,7 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
             features=compiled.features,
             compiler=compiler.path,
             compiler_version=compiler.version,
+            image=image,
             kernels=registration.names,
             skipped=registration.skipped,
             checks=checks,
@@ -232,8 +313,8 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
 
 def _platform(wheel: Path, say: Progress) -> str:
     """The best manylinux tag auditwheel finds for the wheel (:mod:`tfbuild.wheel.floor`): the
-    newest glibc, libstdc++ and libgcc symbol versions its two libraries need, which the host's
-    compiler and libraries decide. The stock TensorFlow's ``libtensorflow_framework.so.2``, which
+    newest glibc, libstdc++ and libgcc symbol versions its two libraries need, which the C library
+    and libstdc++ compiled against decide (the image's sysroot, or the host's). The stock TensorFlow's ``libtensorflow_framework.so.2``, which
     the kernels link against, comes with the stock wheel the overlay requires: auditwheel leaves it
     out (``exclude``) instead of calling it a library no policy allows."""
     floor = inspect_wheel(wheel, exclude=(FRAMEWORK,))
@@ -290,14 +371,26 @@ def verify_overlay(wheel: Path, *, progress: Progress | None = None) -> OverlayR
             architecture="x86_64",
             target=receipt.target,
             cflags=receipt.cflags,
-            compiler="",
-            compiler_path=receipt.compiler,
+            compiler=receipt.image.compiler if receipt.image else "",
+            compiler_path=None if receipt.image else receipt.compiler,
+            in_image=receipt.image is not None,
+            image=receipt.image,
             stock=None if python else receipt.stock,
             python=python,
             out=Path(out),
             check=False,
         )
         again = build_overlay(request, progress=progress)
+        if receipt.image is not None and again.receipt.image is not None:
+            changed_packages = _changed_packages(receipt.image, again.receipt.image)
+            if changed_packages:
+                raise NotReproducible(
+                    f"cannot rebuild {wheel.name} with the same toolchain",
+                    why=f"the toolchain image {again.receipt.image.tag} has "
+                    f"{', '.join(changed_packages[:4])}",
+                    fix="Verify where the receipt's toolchain image is (docker save TAG | docker "
+                    "load), or where the package sources still offer those versions.",
+                )
         if again.receipt.compiler_version != receipt.compiler_version:
             raise NotReproducible(
                 f"cannot rebuild {wheel.name} with the same compiler",
@@ -321,3 +414,16 @@ def verify_overlay(wheel: Path, *, progress: Progress | None = None) -> OverlayR
                 fix="Verify with the tfbuild that built it, or rebuild the overlay with this one.",
             )
         return again
+
+
+def _changed_packages(was: OverlayImage, now: OverlayImage) -> list[str]:
+    """Each recorded package of the image that differs: ``libc6-dev 2.31-13+deb11u15, the
+    receipt's 2.31-13+deb11u14``."""
+    changed = []
+    for old, new in ((was.packages, now.packages), (was.sysroot_packages, now.sysroot_packages)):
+        for name in sorted(old.keys() | new.keys()):
+            if old.get(name) != new.get(name):
+                changed.append(
+                    f"{name} {new.get(name, '(none)')}, the receipt's {old.get(name, '(none)')}"
+                )
+    return changed

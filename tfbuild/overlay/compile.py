@@ -5,6 +5,12 @@ directory, with every path that could reach the binaries mapped to a fixed name
 (``-ffile-prefix-map``), no debug information and no build id: the same compiler, flags and headers
 give the same bytes wherever and whenever they run (``tfbuild verify`` rebuilds and compares).
 
+Each compiler command goes through a :class:`Toolchain`: its drivers, the flags every command gets
+(a sysroot), and where the commands run: on the host (:func:`host_toolchain`, ``--compiler``), or
+each in a one-shot container of the overlay's toolchain image (:mod:`.image`), which sees the
+scratch directory and the stock TensorFlow at their own paths. The commands are the same either way,
+so the paths in them, and the bytes, do not depend on where they ran.
+
 The instruction sets the kernels need are what the compiler itself says the target flags enable
 (its predefined macros, ``-dM -E``), by the names ``/proc/cpuinfo`` gives them: the loader checks
 each on the CPU it lands on before loading the kernels.
@@ -16,7 +22,7 @@ import concurrent.futures
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -153,33 +159,78 @@ class Compiled:
     features: tuple[str, ...]  # what the loader checks, by /proc/cpuinfo name, sorted
 
 
-def _run(argv: Sequence[str], *, cwd: Path, what: str) -> str:
+@dataclass(frozen=True, kw_only=True)
+class Ran:
+    """How one compiler command ended: its exit code and what it said (its stderr)."""
+
+    code: int
+    output: str
+
+
+#: Runs one compiler command (argv, in the directory given), wherever the toolchain lives.
+Runner = Callable[[Sequence[str], Path], Ran]
+
+
+def run_here(argv: Sequence[str], cwd: Path) -> Ran:
+    """A compiler command on this host."""
     try:
         done = subprocess.run(
             list(argv), cwd=cwd, capture_output=True, text=True, timeout=900, check=False
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        raise BuildFailed(f"{what} did not run", why=str(exc), fix="Check the compiler.") from exc
-    if done.returncode != 0:
-        errors = [line for line in done.stderr.splitlines() if "error" in line] or [
-            (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise BuildFailed(
+            f"{argv[0]} did not run", why=str(exc), fix="Check the compiler."
+        ) from exc
+    return Ran(code=done.returncode, output=done.stderr)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toolchain:
+    """The compilers of a build and where their commands run."""
+
+    cxx: str  # the C++ driver, as ``run`` finds it
+    cc: str  # the C driver beside it (the loader)
+    flags: tuple[str, ...] = ()  # given to every command after the driver: a sysroot
+    run: Runner = run_here
+    where: str = "on this host"  # for messages: "in tfbuild/overlay-toolchain:..."
+
+
+def host_toolchain(compiler: str) -> Toolchain:
+    """``compiler`` (a C++ driver on this host) and the C driver beside it."""
+    return Toolchain(cxx=compiler, cc=_c_driver(compiler))
+
+
+def _run(toolchain: Toolchain, argv: Sequence[str], *, cwd: Path, what: str) -> None:
+    """``argv`` (its first word a driver of ``toolchain``, the toolchain's flags added after it)."""
+    ran = toolchain.run([argv[0], *toolchain.flags, *argv[1:]], cwd)
+    if ran.code != 0:
+        errors = [line for line in ran.output.splitlines() if "error" in line] or [
+            (ran.output.strip().splitlines() or ["(no output)"])[-1]
         ]
         raise BuildFailed(
-            f"{what} failed",
+            f"{what} failed ({toolchain.where})",
             why=errors[0][:400],
             fix="Check that the compiler supports the target's flags and C++17; --compiler picks "
             "another.",
         )
-    return done.stdout
 
 
-def target_features(compiler: str, cflags: Sequence[str], *, cwd: Path) -> tuple[str, ...]:
-    """The instruction sets ``cflags`` let the compiler use, by /proc/cpuinfo name."""
-    out = _run(
-        [compiler, *cflags, "-dM", "-E", "-x", "c++", "/dev/null"],
+#: Where the compiler writes its predefined macros (in the scratch directory it runs in).
+MACROS_FILE = "predefined-macros.h"
+
+
+def target_features(toolchain: Toolchain, cflags: Sequence[str], *, cwd: Path) -> tuple[str, ...]:
+    """The instruction sets ``cflags`` let the compiler use, by /proc/cpuinfo name. ``cwd`` is a
+    scratch directory: the compiler writes its macros there (a file, since a container's output
+    mixes stdout and stderr)."""
+    _run(
+        toolchain,
+        [toolchain.cxx, *cflags, "-dM", "-E", "-x", "c++", "/dev/null", "-o", MACROS_FILE],
         cwd=cwd,
         what="asking the compiler what the target enables",
     )
+    out = (cwd / MACROS_FILE).read_text(errors="replace")
+    (cwd / MACROS_FILE).unlink()
     names = set()
     for macro in _DEFINE.findall(out):
         name = MACROS.get(macro)
@@ -217,14 +268,16 @@ def _is_isa(macro: str) -> bool:
 FP16_CLANG = 18
 
 
-def workarounds(compiler: Compiler, cflags: Sequence[str], *, cwd: Path) -> tuple[str, ...]:
+def workarounds(
+    compiler: Compiler, toolchain: Toolchain, cflags: Sequence[str], *, cwd: Path
+) -> tuple[str, ...]:
     """Flags added to the target's for this compiler, each for a reason above."""
     found = re.search(r"clang version (\d+)", compiler.version)
     old_clang = found is not None and int(found.group(1)) < FP16_CLANG
     if (
         old_clang
         and "-mno-avx512fp16" not in cflags
-        and "avx512_fp16" in target_features(compiler.path, cflags, cwd=cwd)
+        and "avx512_fp16" in target_features(toolchain, cflags, cwd=cwd)
     ):
         return ("-mno-avx512fp16",)
     return ()
@@ -255,16 +308,16 @@ def _defines(stock: StockTensorFlow, target: str, features: Sequence[str]) -> li
 
 def compile_overlay(
     *,
-    compiler: str,
+    toolchain: Toolchain,
     stock: StockTensorFlow,
     registration: Registration,
     target: str,
     cflags: Sequence[str],
     scratch: Path,
 ) -> Compiled:
-    """The kernels and the loader, compiled in ``scratch``."""
+    """The kernels and the loader, compiled in ``scratch`` (an absolute path)."""
     _stage(scratch, registration)
-    features = target_features(compiler, cflags, cwd=scratch)
+    features = target_features(toolchain, cflags, cwd=scratch)
     include = str(Path(stock.include).resolve())
     maps = [
         f"-ffile-prefix-map={scratch}=overlay",
@@ -280,15 +333,16 @@ def compile_overlay(
             obj = scratch / f"{part}_kernels.o"
             objects.append(obj)
             own = PART_FLAGS.get(part, ())
-            argv = [compiler, "-c", *cflags, *common, *own, source, "-o", obj.name]
-            jobs.append(pool.submit(_run, argv, cwd=scratch, what=f"compiling {source}"))
+            argv = [toolchain.cxx, "-c", *cflags, *common, *own, source, "-o", obj.name]
+            jobs.append(pool.submit(_run, toolchain, argv, cwd=scratch, what=f"compiling {source}"))
         for job in jobs:
             job.result()
     _keep_apart(scratch, objects)
-    framework_dir = str(Path(stock.framework).parent)
+    framework_dir = str(Path(stock.framework).resolve().parent)
     _run(
+        toolchain,
         [
-            compiler,
+            toolchain.cxx,
             *LINK_FLAGS,
             *(o.name for o in objects),
             "-o",
@@ -299,10 +353,10 @@ def compile_overlay(
         cwd=scratch,
         what="linking the kernels",
     )
-    c_compiler = _c_driver(compiler)
     _run(
+        toolchain,
         [
-            c_compiler,
+            toolchain.cc,
             "-x",
             "c",
             LOADER_MARCH,

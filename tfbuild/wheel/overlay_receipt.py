@@ -1,10 +1,12 @@
 """The receipt of an overlay wheel (``tfbuild overlay``): what it was built from, and what it proved.
 
 Beside the wheel as ``<wheel stem>.json``, like a build's receipt, with its own schema
-(``tfbuild.overlay/1``): an overlay has no plan, image or bazel, but a stock TensorFlow it was
-compiled against, the kernels it registers and the numerical check of each. ``tfbuild verify``
-rebuilds from it, so every value that reaches the compiler's command line is held to a grammar
-here, after the same bounded JSON read as a build's receipt
+(``tfbuild.overlay/1``): an overlay has no plan or bazel, but a stock TensorFlow it was compiled
+against, the kernels it registers and the numerical check of each, and where it was compiled:
+``image`` (:class:`OverlayImage`) for tfbuild's overlay toolchain image, ``null`` for the host's
+``compiler`` (``--compiler``; every receipt written before the image existed, which reads the same).
+``tfbuild verify`` rebuilds from it, so every value that reaches the compiler's command line, a
+Dockerfile or apt is held to a grammar here, after the same bounded JSON read as a build's receipt
 (:func:`tfbuild.wheel.receipt.decode_receipt`'s limits).
 """
 
@@ -25,10 +27,14 @@ from tfbuild.wheel.receipt import (
     MAX_RECEIPT_BYTES,
     MAX_RECEIPT_DEPTH,
     WheelRecord,
+    is_debian_package,
+    is_debian_version,
     json_depth,
 )
 
 SCHEMA: Final = "tfbuild.overlay/1"
+#: The overlay's toolchain images (tfbuild.overlay.image): ``REPOSITORY:<input hash[:16]>``.
+IMAGE_REPOSITORY: Final = "tfbuild/overlay-toolchain"
 FIX = "Rebuild the overlay with tfbuild overlay, which writes its receipt beside the wheel."
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -43,6 +49,12 @@ _WHEEL = re.compile(
     r"(?:linux|manylinux_[0-9]+_[0-9]+)_x86_64\.whl"
 )
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+_IMAGE_TAG = re.compile(re.escape(IMAGE_REPOSITORY) + r":[0-9a-f]{16}")
+_IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
+_CLANG = re.compile(r"clang-[0-9]{1,3}")
+_SUITE = re.compile(r"[a-z]{2,32}")
+_GLIBC = re.compile(r"[0-9]{1,2}\.[0-9]{1,3}")
+MAX_PACKAGES = 64  # recorded packages of one stage of the image
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +66,27 @@ class KernelCheck:
     exact: int
     max_ulp: int
     bound: int  # the most it may differ, in ulp (0: exact)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OverlayImage:
+    """Where an overlay was compiled when not on the host: tfbuild's overlay toolchain image."""
+
+    tag: str  # tfbuild/overlay-toolchain:<input hash[:16]>
+    id: str  # the image's id, sha256:<hex>
+    compiler: str  # the package of the recipe's clang: "clang-18"
+    suite: str  # the suite that packages it: "trixie"
+    sysroot_suite: str  # whose C library and libstdc++ it compiled against: "bullseye"
+    glibc: str  # that suite's glibc, the newest the wheel can need: "2.31"
+    #: Each package whose files the compile and link read, name -> version as installed: the
+    #: compiler's (clang-18, its headers, LLVM, binutils) and the sysroot's (libc6-dev, libstdc++).
+    packages: dict[str, str]
+    sysroot_packages: dict[str, str]
+
+    def __post_init__(self) -> None:
+        # Written in name order, as a reader compares them.
+        object.__setattr__(self, "packages", dict(sorted(self.packages.items())))
+        object.__setattr__(self, "sysroot_packages", dict(sorted(self.sysroot_packages.items())))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,8 +104,9 @@ class OverlayReceipt:
     target: str
     cflags: tuple[str, ...]
     features: tuple[str, ...]  # what the loader checks, /proc/cpuinfo names
-    compiler: str  # its path
+    compiler: str  # its path on the host; in the image, its name there ("clang++-18")
     compiler_version: str  # the first line of its --version
+    image: OverlayImage | None = None  # the toolchain image it was compiled in; None: on the host
     kernels: tuple[str, ...]
     skipped: tuple[str, ...]  # ops or types left to the stock kernels, and why
     checks: tuple[KernelCheck, ...]
@@ -108,6 +142,8 @@ def _grammar(receipt: OverlayReceipt) -> str | None:
         ("checks", all(_KERNEL.fullmatch(c.kernel) for c in receipt.checks)),
         ("framework_size", 0 < receipt.framework_size < 1 << 40),
     ]
+    if receipt.image is not None:
+        rules += _image_grammar(receipt.image)
     texts = (receipt.created, receipt.tfbuild, receipt.git_version, receipt.stock, receipt.compiler)
     rules.append(("text fields", all(_text_ok(t) for t in (*texts, receipt.compiler_version))))
     rules.append(("skipped", all(_text_ok(t) for t in receipt.skipped)))
@@ -115,6 +151,25 @@ def _grammar(receipt: OverlayReceipt) -> str | None:
         if not fine:
             return f"its {name} is not what tfbuild writes there"
     return None
+
+
+def _packages(packages: dict[str, str]) -> bool:
+    return len(packages) <= MAX_PACKAGES and all(
+        is_debian_package(name) and is_debian_version(version) for name, version in packages.items()
+    )
+
+
+def _image_grammar(image: OverlayImage) -> list[tuple[str, bool]]:
+    return [
+        ("image.tag", bool(_IMAGE_TAG.fullmatch(image.tag))),
+        ("image.id", bool(_IMAGE_ID.fullmatch(image.id))),
+        ("image.compiler", bool(_CLANG.fullmatch(image.compiler))),
+        ("image.suite", bool(_SUITE.fullmatch(image.suite))),
+        ("image.sysroot_suite", bool(_SUITE.fullmatch(image.sysroot_suite))),
+        ("image.glibc", bool(_GLIBC.fullmatch(image.glibc))),
+        ("image.packages", _packages(image.packages) and image.compiler in image.packages),
+        ("image.sysroot_packages", _packages(image.sysroot_packages)),
+    ]
 
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
