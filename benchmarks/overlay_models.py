@@ -54,14 +54,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(serial.to_data(results), indent=2))
         return 0
     side = "stock (again)" if args.control else "overlay"
-    print(f"{'model':<13}{'stock ms':>9}{side + ' ms':>12}  measured [interval]   predicted")
+    print(f"{'model':<13}{'stock ms':>9}{side + ' ms':>17}  measured [interval]   predicted")
     for r in results:
         found, timed = r.measured.verdict, r.measured
         assert found is not None and timed.baseline is not None
         low, high = found.interval
         print(
             f"{r.model:<13}{timed.baseline.seconds.median * 1e3:>9.2f}"
-            f"{timed.candidate.seconds.median * 1e3:>12.2f}  {found.ratio:.3f}x "
+            f"{timed.candidate.seconds.median * 1e3:>17.2f}  {found.ratio:.3f}x "
             f"[{low:.3f}, {high:.3f}] {found.label:<9} {r.predicted:.3f}x "
             f"(share {r.share * 100:.1f}%, kernels {r.speedup:.2f}x)"
         )

@@ -16,6 +16,7 @@ from tfbuild.core.errors import printable
 
 if TYPE_CHECKING:
     from tfbuild.overlay.models import ModelResult
+    from tfbuild.wheel.overlay_receipt import OverlayReceipt
 
 
 def overlay_command(
@@ -113,20 +114,54 @@ def overlay_command(
     if as_json:
         sys.stdout.write(json.dumps(serial.to_data(result.receipt), indent=2) + "\n")
         return
-    receipt = result.receipt
-    checked = ", ".join(f"{c.kernel} {c.max_ulp}/{c.bound}" for c in receipt.checks)
+    typer.echo(printable("\n".join(built_lines(result.wheel, result.receipt))))
+
+
+def _block(text: str, *, width: int = 80) -> list[str]:
+    """One statement, two columns in, its further lines four in (paths and commands kept whole)."""
+    from tfbuild.cli.text import wrap
+
+    lines = wrap(text, width, first=2, rest=4)
+    return [(" " * (4 if i else 2)) + line for i, line in enumerate(lines)]
+
+
+def built_lines(wheel: Path, receipt: OverlayReceipt) -> list[str]:
+    """What ``tfbuild overlay`` says of the wheel it made: each fact once, in 80 columns; the
+    receipt (``--json``) holds every kernel's check and reason."""
+    exact = sum(1 for c in receipt.checks if c.max_ulp == 0)
+    widest = max(receipt.checks, key=lambda c: (c.max_ulp, c.bound), default=None)
+    checked = (
+        f"checked against stock on special values: {len(receipt.checks)} kernels, {exact} "
+        f"exact, the rest within their ulp bounds (widest: {widest.kernel} {widest.max_ulp} of "
+        f"{widest.bound}); each kernel's in the receipt"
+        if widest is not None
+        else "not checked against stock"
+    )
+    left: dict[str, list[str]] = {}
+    for entry in receipt.skipped:  # "Log1p float32: why"
+        kernel, _, why = entry.partition(": ")
+        op, _, dtype = kernel.partition(" ")
+        left.setdefault(f"{op}: {why}", []).append(dtype)
     lines = [
-        f"{result.wheel}",
-        f"  {len(receipt.kernels)} kernels of {receipt.distribution} {receipt.tensorflow} for "
-        f"{receipt.target} ({' '.join(receipt.cflags)}), {receipt.compiler_version}, "
-        f"{receipt.seconds:.0f} s",
-        f"  loads only where the CPU has: {' '.join(receipt.features)}",
-        f"  checked against stock (max ulp / bound): {checked or 'not checked'}",
-        *(f"  left to stock: {why}" for why in receipt.skipped),
-        f"  install: pip install {result.wheel}   (beside {receipt.distribution}=={receipt.tensorflow})",
-        f"  prove:   tfbuild smoke {result.wheel}",
+        str(wheel),
+        *_block(
+            f"{len(receipt.kernels)} kernels of {receipt.distribution} {receipt.tensorflow} for "
+            f"{receipt.target}, {receipt.compiler_version}, {receipt.seconds:.0f} s"
+        ),
+        *_block(f"flags: {' '.join(receipt.cflags)}"),
+        *_block(f"loads only where the CPU has: {' '.join(receipt.features)}"),
+        *_block(checked),
     ]
-    typer.echo(printable("\n".join(lines)))
+    for reason, dtypes in left.items():
+        op, _, why = reason.partition(": ")
+        lines += _block(f"left to stock: {op} ({', '.join(dtypes)}): {why}")
+    lines += [
+        *_block(
+            f"install: pip install {wheel}  (beside {receipt.distribution}=={receipt.tensorflow})"
+        ),
+        *_block(f"prove: tfbuild smoke {wheel}"),
+    ]
+    return lines
 
 
 def smoke_overlay(

@@ -154,7 +154,12 @@ def prove_overlay(
         load_message=None,
         ops=tuple(results),
         models=timed_models,
-        forecast=forecast_beside(receipt.tensorflow, receipt.target, tuple(results))
+        # beside the ops the overlay replaces: the forecast is of a build, which would change all
+        forecast=forecast_beside(
+            receipt.tensorflow,
+            receipt.target,
+            tuple(r for r in results if r.op in (*REPLACED, *CONTROLS)),
+        )
         if receipt is not None
         else None,
     )
