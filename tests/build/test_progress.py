@@ -6,16 +6,19 @@ import io
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
 from tests.conftest import ROOT
+from tfbuild.build import progress
 from tfbuild.build.progress import (
     BuildProgress,
     choose_mode,
     clean_line,
     parse_phase,
     parse_progress,
+    parse_step,
 )
 
 #: What build.sh and bazel 7 print for a TensorFlow wheel whose compile fails (shortened).
@@ -54,6 +57,51 @@ INFO: 2016 processes: 1102 internal, 914 local.
 ERROR: Build did NOT complete successfully
 FAILED: Build did NOT complete successfully
 """.splitlines()
+
+#: What Docker's image builder printed for a canary's toolchain image built afresh (recorded on the
+#: project's VM; the apt lines of step 4 shortened to a few of their 960).
+IMAGE_LOG = """\
+Step 1/8 : FROM tfbuild-test/base:fresh-after
+ ---> 16701f3c07c3
+Step 2/8 : SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ ---> Running in bc328c342597
+Removing intermediate container bc328c342597
+ ---> f11f34a08350
+Step 3/8 : ENV DEBIAN_FRONTEND=noninteractive     LANG=C.UTF-8
+ ---> Running in 4d2317fc765f
+Removing intermediate container 4d2317fc765f
+ ---> 5450d071887d
+Step 4/8 : RUN apt-get update  && apt-get install -y --no-install-recommends       bazel-bootstrap       ca-certificates       curl       g++-12       gcc-12       git       libgoogle-perftools4       patchelf       python3       python3-dev       python3-pip       python3-setuptools       python3-venv       python3-wheel       unzip       zip  && rm -rf /var/lib/apt/lists/*
+ ---> Running in a5846e438705
+Get:1 http://deb.debian.org/debian bookworm InRelease [151 kB]
+Fetched 15.8 MB in 2s (10.4 MB/s)
+Reading package lists...
+Get:134 http://deb.debian.org/debian-security bookworm-security/main amd64 zip amd64 3.0-13+deb12u1 [230 kB]
+Setting up bazel-bootstrap (4.2.3+ds-9) ...
+Removing intermediate container a5846e438705
+ ---> 2d8e0c7f9a11
+Step 5/8 : RUN bazel --version
+ ---> Running in 9724526dbe17
+bazel no_version
+Removing intermediate container 9724526dbe17
+ ---> cbe994608168
+Step 6/8 : LABEL org.tfbuild.tensorflow="2.21.0"       org.tfbuild.compiler="gcc-12.2.0"       org.tfbuild.bazel="7.4.1"
+ ---> Running in 713ef73d8523
+Removing intermediate container 713ef73d8523
+ ---> d056c52e02d7
+Step 7/8 : LABEL org.tfbuild=1
+ ---> Running in 57e37e67c953
+Removing intermediate container 57e37e67c953
+ ---> 9f74b9d5ccc9
+Step 8/8 : LABEL org.tfbuild.input-hash=fb2bc5be1870dccb84c39a3ab87886759fbf737a0d62a8a818d0d665220fbd93
+ ---> Running in b5a3ccabfd82
+Removing intermediate container b5a3ccabfd82
+ ---> b89075b86af4
+Successfully built b89075b86af4
+Successfully tagged tfbuild/toolchain:fb2bc5be1870dccb
+""".splitlines()
+#: The image builder's chatter and the steps' own output: in the log, not on the screen.
+IMAGE_CHATTER = (" ---> ", "Removing intermediate", "Get:", "Fetched", "Setting up", "Successfully")
 
 #: The lines a user must see even without --verbose.
 ALERTS = [
@@ -318,6 +366,160 @@ def test_plain_odd_input_never_raises() -> None:
         assert display.current_phase == "compile"
     assert "\x1b" not in stream.getvalue()
     assert "ERROR\n" in stream.getvalue()
+
+
+# --- the image's steps, and a heartbeat when nothing else is said -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("Step 1/8 : FROM tfbuild/base:bookworm", (1, 8, "FROM tfbuild/base:bookworm")),
+        ("Step 12/12 : LABEL org.tfbuild=1", (12, 12, "LABEL org.tfbuild=1")),
+        ("Step 0/8 : FROM x", None),
+        ("Step 9/8 : FROM x", None),
+        (" ---> Running in 9724526dbe17", None),
+        ("Removing intermediate container 9724526dbe17", None),
+        ("echo Step 1/2 : not at the start", None),
+    ],
+)
+def test_parse_step(line: str, expected: tuple[int, int, str] | None) -> None:
+    assert parse_step(line) == expected
+
+
+def image_build(*, verbose: bool = False, tag: str = "tfbuild") -> list[str]:
+    stream = io.StringIO()
+    clock = Clock()
+    display = BuildProgress(
+        mode="plain", stream=stream, verbose=verbose, github=False, clock=clock, tag=tag
+    )
+    with display:
+        display.phase("toolchain image")
+        for line in IMAGE_LOG:
+            display.line(line)
+        display.note("toolchain image tfbuild/toolchain:fb2bc5be1870dccb: built")
+    return stream.getvalue().splitlines()
+
+
+def test_plain_says_each_step_of_the_image_and_not_the_builders_chatter() -> None:
+    lines = image_build()
+    assert lines[:4] == [
+        "[tfbuild] toolchain image (0.0 s)",
+        "[tfbuild] toolchain image: step 1/8 FROM tfbuild-test/base:fresh-after",
+        '[tfbuild] toolchain image: step 2/8 SHELL ["/bin/bash", "-o", "pipefail", "-c"]',
+        "[tfbuild] toolchain image: step 3/8 ENV DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8",
+    ]
+    # A long instruction is cut (whole in the log), on one line.
+    assert lines[4] == (
+        "[tfbuild] toolchain image: step 4/8 RUN apt-get update && apt-get install -y "
+        "--no-install-recommends baze..."
+    )
+    assert lines[5] == "[tfbuild] toolchain image: step 5/8 RUN bazel --version"
+    assert [line.split(":")[1].split()[1] for line in lines[1:9]] == [f"{n}/8" for n in range(1, 9)]
+    assert lines[-1] == "[tfbuild] toolchain image tfbuild/toolchain:fb2bc5be1870dccb: built"
+    assert len(lines) == 10
+    assert not [line for line in lines for chatter in IMAGE_CHATTER if chatter in line]
+
+
+def test_plain_verbose_shows_the_builders_own_lines() -> None:
+    lines = image_build(verbose=True)
+    assert [line for line in IMAGE_LOG if line not in lines] == []
+
+
+def test_every_line_says_whose_it_is() -> None:
+    lines = image_build(tag="verify")
+    assert lines and all(line.startswith("[verify] ") for line in lines)
+    assert "[verify] toolchain image: step 5/8 RUN bazel --version" in lines
+
+
+def test_a_silent_while_is_said_with_where_the_phase_is_and_for_how_long() -> None:
+    beat = progress.HEARTBEAT_S
+    stream = io.StringIO()
+    clock = Clock()
+    display = BuildProgress(mode="plain", stream=stream, github=False, clock=clock)
+    said = lambda: stream.getvalue().splitlines()  # noqa: E731
+    display.phase("toolchain image")
+    display.line(IMAGE_LOG[10])  # step 4/8, then apt's lines for a while, then nothing at all
+    display.line("Get:1 http://deb.debian.org/debian bookworm InRelease [151 kB]")
+    clock.now += beat - 1
+    display.tick()
+    assert len(said()) == 2  # the header and the step: less than HEARTBEAT_S since then
+    clock.now += 1
+    display.tick()
+    assert said()[-1] == (
+        "[tfbuild] toolchain image: step 4/8 RUN apt-get update && apt-get install -y "
+        f"--no-install-recommends baze...; {beat:.0f} s so far"
+    )
+    display.tick()
+    assert len(said()) == 3  # said: not again before another while
+    clock.now += beat
+    display.tick()
+    assert len(said()) == 3  # the second time, after twice as long
+    clock.now += beat
+    display.tick()
+    assert said()[-1].endswith(f"; {3 * beat:.0f} s so far")
+    for _ in range(20):  # then less and less often, never less than every HEARTBEAT_MAX_S
+        clock.now += progress.HEARTBEAT_MAX_S
+        display.tick()
+    assert said()[-1].endswith("so far") and len(said()) == 4 + 20
+
+    display.phase("compile")
+    display.line("Analyzing: target //tensorflow/tools/pip_package:wheel (128 packages loaded)")
+    clock.now += beat
+    display.tick()
+    assert said()[-1] == (
+        "[tfbuild] compile: Analyzing: target //tensorflow/tools/pip_package:wheel (128 "
+        f"packages...; {beat:.0f} s so far"
+    )
+    display.line("[1,234 / 5,678] Compiling tensorflow/core/kernels/cwise_op_add_1.cc; 12s local")
+    display.line("[1,240 / 5,678] Compiling tensorflow/core/kernels/cwise_op_add_2.cc; 3s local")
+    clock.now += beat
+    display.tick()
+    assert said()[-2:] == [
+        "[tfbuild] compile: 1234/5678 actions (21%)",  # a new tenth: said at once
+        f"[tfbuild] compile: 1240/5678 actions (21%); {2 * beat:.0f} s so far",
+    ]
+
+
+def test_the_ticker_says_it_by_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plain display's own thread says it: a tool that prints nothing (a package's postinst,
+    bazel's analysis) cannot leave a silent minute."""
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.2)
+    monkeypatch.setattr(progress, "HEARTBEAT_MAX_S", 0.4)
+    monkeypatch.setattr(progress, "_TICK_S", 0.05)
+    stream = io.StringIO()
+    with BuildProgress(mode="plain", stream=stream, github=False) as display:
+        display.phase("toolchain image")
+        display.line(IMAGE_LOG[10])
+        time.sleep(1.0)
+    heartbeats = [line for line in stream.getvalue().splitlines() if line.endswith("so far")]
+    assert heartbeats and heartbeats[0].startswith("[tfbuild] toolchain image: step 4/8 RUN ")
+
+
+def test_quiet_and_live_have_no_heartbeat() -> None:
+    for mode in ("quiet", "live"):
+        stream = Tty()
+        clock = Clock()
+        with BuildProgress(mode=mode, stream=stream, clock=clock) as display:
+            display.phase("compile")
+            clock.now += 300
+            display.tick()
+        assert "so far" not in stream.getvalue()
+
+
+@pytest.mark.usefixtures("wide_terminal")
+def test_live_shows_each_step_and_counts_them_on_the_bar() -> None:
+    stream = Tty()
+    clock = Clock()
+    with BuildProgress(mode="live", stream=stream, clock=clock) as display:
+        display.phase("toolchain image")
+        for line in IMAGE_LOG[:11]:
+            display.line(line)
+    out = _ANSI.sub("", stream.getvalue())
+    assert "[tfbuild] toolchain image: step 1/8 FROM tfbuild-test/base:fresh-after" in out
+    assert "[tfbuild] toolchain image: step 4/8 RUN apt-get update" in out
+    assert re.search(r"toolchain image ━+╺?━* step 4/8", out)
+    assert not [chatter for chatter in IMAGE_CHATTER if chatter in out]
 
 
 # --- quiet mode ------------------------------------------------------------------------------

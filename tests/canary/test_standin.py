@@ -51,7 +51,7 @@ def real_bazel() -> None:
 
 def make_rc(tree: Path, cflags: tuple[str, ...], *lines: str) -> None:
     """The rc file tfbuild renders, in small: the compiler, the wheel's name, the target flags."""
-    rc = ['build --action_env CC="gcc"', "build --repo_env=WHEEL_NAME=tensorflow_cpu"]
+    rc = ['build --action_env CC="gcc"', "build --repo_env=WHEEL_NAME=tfbuild_canary"]
     rc += [f"build:opt --copt={flag}" for flag in cflags]
     (tree / ".tf_configure.bazelrc").write_text("\n".join((*rc, *lines)) + "\n")
 
@@ -103,7 +103,7 @@ def build(
     result = run_bazel(tree, *args)
     wheels = list((tree / WHEEL_HOUSE).glob("*.whl")) if result.returncode == 0 else []
     for wheel in wheels:
-        assert wheel.name.startswith("tensorflow_cpu-0.0.0+tfbuild.canary-")
+        assert wheel.name.startswith("tfbuild_canary-0.0.0+tfbuild.canary-")
         (tree.parent / f"{name}.so").write_bytes(
             zipfile.ZipFile(wheel).read("tfbuild_canary/libcanary.so")
         )
@@ -242,7 +242,7 @@ def test_the_canary_tree_ships_in_the_package() -> None:
 
 #: The wheel rule's staging directory (a tree artifact), through bazel's convenience link.
 STAGING = "bazel-bin/tensorflow/tools/pip_package/wheel_staging"
-RECORD = "tensorflow_cpu-0.0.0+tfbuild.canary.dist-info/RECORD"
+RECORD = "tfbuild_canary-0.0.0+tfbuild.canary.dist-info/RECORD"
 EPOCH = 1_700_000_000  # 2023-11-14 22:13:20 UTC, an even second (zip times have two-second steps)
 
 
@@ -259,7 +259,7 @@ def source_times(tree: Path, seconds: int) -> None:
 
 def the_wheel(tree: Path) -> zipfile.ZipFile:
     (wheel,) = (tree / WHEEL_HOUSE).glob("*.whl")
-    assert wheel.name.startswith("tensorflow_cpu-0.0.0+tfbuild.canary-")
+    assert wheel.name.startswith("tfbuild_canary-0.0.0+tfbuild.canary-")
     return zipfile.ZipFile(wheel)
 
 

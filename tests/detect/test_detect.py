@@ -13,7 +13,7 @@ import archspec.cpu
 import pytest
 
 from tests.conftest import cpuinfo_fixture, one_error_line, run_cli
-from tfbuild.detect import cpu, system
+from tfbuild.detect import compilers, cpu, system
 from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.detect.report import SCHEMA
 
@@ -198,6 +198,30 @@ def test_a_compiler_too_old_for_the_machine_is_exit_4() -> None:
     assert haswell.returncode == 0, haswell.stderr
     (machine,) = haswell.json()["machines"]
     assert machine["compiler_flags"]["flags"] == "-march=core-avx2 -mtune=core-avx2"
+
+
+def test_a_compiler_version_no_release_has_is_a_usage_error(tmp_path: Path) -> None:
+    """gcc 99 does not exist: archspec's data names no gcc near it and no gcc-99 answers on PATH,
+    so its flags would be a guess; exit 2, as the README says of an unknown --compiler, before
+    any machine is read. A "gcc-99" on PATH that is really another gcc is not taken for one."""
+    newest = compilers.newest_known("gcc")
+    assert newest is not None
+    refused = run_cli("detect", "--compiler", "gcc-99")
+    line = one_error_line(refused, 2, "unknown --compiler 'gcc-99': gcc 99 is newer than any gcc")
+    assert f"its newest: {'.'.join(map(str, newest))}" in line
+    assert f"--compiler gcc-{newest[0]}" in line
+    assert "clang 99 is newer" in one_error_line(run_cli("detect", "--compiler", "clang-99"), 2)
+    real = shutil.which("gcc")
+    if real is not None:  # a gcc that calls itself gcc-99 but says it is its own version
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        (bin_dir / "gcc-99").symlink_to(real)
+        path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+        one_error_line(run_cli("detect", "--compiler", "gcc-99", env={"PATH": path}), 2)
+    # The newest series archspec knows is a compiler, and its flags are given.
+    known = run_cli("detect", "--compiler", f"gcc-{newest[0]}", "--no-gpu", "--json")
+    assert known.returncode == 0, known.stderr
+    assert known.json()["machines"][0]["compiler_flags"]["compiler"]["spec"] == f"gcc-{newest[0]}"
 
 
 def test_non_x86_machines_say_the_guard_does_not_apply() -> None:

@@ -145,3 +145,52 @@ def test_noble_is_prepared_on_this_host_and_an_unreachable_mirror_is_its_fault(
     assert any(line.startswith("[base] keyring: ") for line in lines)
     assert "No such script" not in result.stderr and "Traceback" not in result.stderr
     assert not engine.image_exists(tag)
+
+
+@pytest.mark.slow  # a real debootstrap from the Debian mirror: about a minute
+def test_a_base_image_made_now_says_what_debootstrap_does_and_logs_its_lines(
+    engine: Any, tmp_path: Path
+) -> None:
+    """On stderr, a few lines: debootstrap's stages and counts, the tar, the import; its own
+    hundreds of lines (one per package and stage) in the log file the first line names."""
+    import uuid
+
+    _can_debootstrap()
+    tag = f"tfbuild-test/base:progress-{uuid.uuid4().hex[:12]}"
+    cache = tmp_path / "cache"
+    try:
+        result = run_cli(
+            "base", "--suite", "bookworm", "--tag", tag,
+            env={"TFBUILD_CACHE_DIR": str(cache)}, timeout=900,
+        )  # fmt: skip
+    finally:
+        created = engine.image_exists(tag)
+        engine.remove_image(tag)
+    assert result.returncode == 0, result.stderr
+    assert created and result.stdout.startswith(f"{tag} (") and "created in" in result.stdout
+    lines = result.stderr.splitlines()
+    assert all(line.startswith("[base] ") for line in lines), result.stderr
+    assert len(lines) < 40, result.stderr
+    (log,) = (cache / "logs").glob("base-bookworm-*.log")
+    start = "[base] debootstrap bookworm from http://deb.debian.org/debian into a temporary "
+    assert f"{start}directory; its output: {log}" in lines
+    stages = [line.removeprefix("[base] debootstrap: ") for line in lines]
+    expected = [
+        "checking the release file",
+        "resolving the packages' dependencies",
+        "downloading packages",
+        "unpacking the required packages",
+        "configuring the base system",
+        "the base system is installed",
+    ]
+    assert [stage for stage in stages if stage in expected] == expected
+    assert any(stage.startswith("downloaded ") and stage.endswith(" packages") for stage in stages)
+    packing = lines.index("[base] packing the bookworm root filesystem (tar)")
+    importing = f"[base] importing it into the engine as {tag} ("
+    assert lines[packing + 1].startswith(importing) or lines[packing + 1].startswith(
+        "[base] packing the bookworm root filesystem (tar): "  # a slow disk: said again
+    )
+    assert lines[-1].startswith(importing)  # then, for a large image, how long it has taken
+    kept = log.read_text().splitlines()
+    assert sum(line.startswith("I: Retrieving ") for line in kept) > 100
+    assert not [line for line in lines if "I: " in line]

@@ -26,6 +26,7 @@ def test_doctor_builds_smokes_checks_and_times_the_canary(base_image: str, tmp_p
         check=False,
     )
     report = json.loads(result.stdout)
+    assert "[doctor]" not in result.stderr  # --json: the document alone
     statuses = {c["name"]: c["status"] for c in report["checks"]}
     assert statuses["engine"] == "ok"
     assert statuses["base image"] == "ok"  # the local tfbuild base image: no registry needed
@@ -137,6 +138,18 @@ def test_doctor_in_an_80_column_terminal_writes_for_people(base_image: str) -> N
 
     result = run_cli("doctor", env={"COLUMNS": "80"}, timeout=900)
     assert result.returncode in (0, 5), result.stderr
+    # On stderr, what it is doing: each canary build's phases and bazel's actions, as a build
+    # says them; no tool's own lines (those are in each build's log).
+    said = result.stderr.splitlines()
+    assert all(line.startswith(("[doctor] ", "tfbuild: error: ")) for line in said), said
+    for line in (
+        "[doctor] canary: building the host wheel (STAND-IN source, real pipeline)",
+        "[doctor] canary: building the baseline wheel (STAND-IN source, real pipeline)",
+    ):
+        assert line in said
+    assert sum(line.startswith("[doctor] compile (") for line in said) == 2  # each build's
+    for chatter in ("Starting local Bazel server", "INFO: ", " ---> ", "I: Retrieving"):
+        assert chatter not in result.stderr
     lines = result.stdout.splitlines()
     assert reprs_in(result.stdout) == [], result.stdout
     # Paths and flags are never cut: a line runs over only by one word longer than the room.

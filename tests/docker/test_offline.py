@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import ROOT, CliResult, run_cli
 from tests.preflight.test_wheel_refuses import toolchain_tag
+from tfbuild.core.defaults import DOCTOR_TIMES
 
 pytestmark = pytest.mark.docker
 
@@ -32,6 +33,8 @@ def assert_error_then_hint(result: CliResult, error: str) -> None:
     assert hint.startswith("tfbuild: hint: ")
     assert "tfbuild doctor proves this machine and the whole pipeline" in hint
     assert "without the network" in hint
+    # How long that takes, said once (tfbuild.core.defaults), as measured: not "in seconds".
+    assert f"({DOCTOR_TIMES})" in hint
     assert "proxy (HTTPS_PROXY" in hint and "remote cache (--remote-cache URL)" in hint
     assert result.stdout == ""
 

@@ -72,9 +72,20 @@ def test_two_builds_agree_to_the_byte_and_verify_says_so(
 
     verified = tfbuild("verify", str(first), "--json")
     assert verified.returncode == 0, verified.stderr
+    assert "[verify]" not in verified.stderr  # --json: the document alone
     report = json.loads(verified.stdout)
     assert report["reproducible"] is True
     assert report["rebuilt_sha256"] == report["sha256"] == first_receipt["wheel"]["sha256"]
+    # For people, the rebuild says what it does as a build says it, and no tool's own lines.
+    said = tfbuild("verify", str(first))
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.startswith(f"reproducible {first.name}")
+    lines = said.stderr.splitlines()
+    assert lines and all(line.startswith("[verify] ") for line in lines), said.stderr
+    for phase in ("toolchain image", "configure", "compile", "package", "publish"):
+        assert any(line.startswith(f"[verify] {phase} (") for line in lines), said.stderr
+    for chatter in ("Starting local Bazel server", "INFO: ", "Loading:", "Target //"):
+        assert chatter not in said.stderr
     # verify rebuilt in isolation, in a volume of its own, removed afterwards.
     left = subprocess.run(
         ["docker", "volume", "ls", "-q", "--filter", "name=tfbuild-verify-"],
@@ -169,7 +180,7 @@ def test_another_target_differs_in_the_library_and_what_names_its_flags(
     assert host.name == baseline.name
     diff = compare(host, baseline)
     assert not diff.only_in_a and not diff.only_in_b
-    dist_info = "tensorflow_cpu-0.0.0+tfbuild.canary.dist-info"
+    dist_info = "tfbuild_canary-0.0.0+tfbuild.canary.dist-info"
     # The library, the flags file that says how it was compiled, and RECORD listing both hashes.
     assert {m.path for m in diff.changed} == {
         canary.LIBRARY,

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from tests.canary.test_standin import assert_planned_isa, disassembly
+from tfbuild.build.progress import parse_progress
 from tfbuild.core.files import sha256_file
 from tfbuild.detect import cpu
 from tfbuild.recipes import canary
@@ -75,10 +76,15 @@ def wheel_argv(
 
 
 def wheel_cli(
-    dist: Path, volume: str, *args: str, timeout: float = 600, env: dict[str, str] | None = None
+    dist: Path,
+    volume: str,
+    *args: str,
+    timeout: float = 600,
+    env: dict[str, str] | None = None,
+    base: str = "tfbuild/base:bookworm",
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        wheel_argv(dist, volume, *args),
+        wheel_argv(dist, volume, *args, base=base),
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -117,9 +123,11 @@ def test_canary_wheel_lands_with_receipt_and_the_planned_instructions(
     host_target = str(cpu.identify(cpu.host_cpuinfo()).name)
     assert receipt["target"] == host_target
     assert receipt["label"] == cpu_label(host_target)
-    assert wheel.name.startswith(f"tensorflow_cpu-0.0.0+tfbuild.canary.{receipt['label']}-")
+    # Its own name: installing it never replaces a TensorFlow.
+    assert wheel.name.startswith(f"tfbuild_canary-0.0.0+tfbuild.canary.{receipt['label']}-")
     base_wheel = Path(json.loads(baseline.stdout)["wheel"])
-    assert base_wheel.name.startswith("tensorflow_cpu-0.0.0+tfbuild.canary.x86_64-")
+    assert base_wheel.name.startswith("tfbuild_canary-0.0.0+tfbuild.canary.x86_64-")
+    assert receipt["plan"]["wheel_name"] == "tfbuild_canary"
     assert receipt["schema"] == "tfbuild.receipt/2"
     assert receipt["standin"] is True
     assert receipt["wheel"]["sha256"] == sha256_file(wheel) == result["sha256"]
@@ -566,7 +574,54 @@ def test_the_summary_and_github_folding(base_image: str, volume: str, tmp_path: 
     assert summary["size"].endswith(("bytes", "KiB", "MiB"))
     assert summary["sha256"] == sha256_file(wheel)
     assert Path(summary["receipt"]) == wheel.with_suffix(".json")
-    assert "next" not in summary  # a stand-in wheel is not for tfbuild smoke
+    # Last, the next command; for the stand-in too, which smoke tests as what it is.
+    assert lines[-1] == f"next      tfbuild smoke {wheel}"
+    smoke = subprocess.run(
+        [sys.executable, "-m", "tfbuild", *lines[-1].split()[2:], "--no-bench"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert smoke.returncode == 0, smoke.stderr
+    assert "STAND-IN" in smoke.stdout and "PASSED" in smoke.stdout
+    assert "No module named" not in smoke.stdout + smoke.stderr
+
+
+def test_a_new_toolchain_image_says_its_steps_and_keeps_the_tools_lines_in_the_log(
+    engine: Any, base_image: str, volume: str, tmp_path: Path
+) -> None:
+    """A toolchain image built now (its base image under a tag of its own, so a Dockerfile no
+    other build has): each step of it on stderr as it starts, then bazel's actions; the image
+    builder's and bazel's own lines only in the build's log."""
+    import uuid
+
+    base = f"tfbuild-test/base:steps-{uuid.uuid4().hex[:12]}"
+    engine._client.api.tag(base_image, *base.split(":"))
+    try:
+        result = wheel_cli(tmp_path / "dist", volume, base=base)  # as a person (or CI) sees it
+        assert result.returncode == 0, result.stderr
+    finally:
+        engine.remove_image(base)
+    summary = {line[:10].strip(): line[10:] for line in result.stdout.splitlines()}
+    receipt = json.loads(Path(summary["receipt"]).read_text())
+    engine.remove_image(receipt["inputs"]["toolchain_image"])  # a tag of the shared layers
+    assert receipt["host"]["toolchain_image_built"] is True
+    lines = result.stderr.splitlines()
+    steps = [line for line in lines if line.startswith("[tfbuild] toolchain image: step ")]
+    total = int(steps[0].split()[4].split("/")[1])
+    assert [line.split()[4] for line in steps] == [f"{n}/{total}" for n in range(1, total + 1)]
+    assert steps[0] == f"[tfbuild] toolchain image: step 1/{total} FROM {base}"
+    assert any(" RUN apt-get update " in line for line in steps)
+    assert all(len(line) <= 120 for line in steps)
+    assert all(line.startswith("[tfbuild] ") for line in lines), result.stderr
+    log = Path(summary["log"]).read_text()
+    if any(parse_progress(line) for line in log.splitlines()):  # bazel said its actions
+        assert any(line.startswith("[tfbuild] compile: ") for line in lines)
+    for chatter in (" ---> ", "Successfully tagged", "Starting local Bazel server", "INFO: "):
+        assert chatter not in result.stderr
+        assert chatter in log
+    assert f"Step 1/{total} : FROM {base}" in log
 
 
 def test_labelled_wheels_through_index_and_pick(
@@ -611,6 +666,15 @@ def test_labelled_wheels_through_index_and_pick(
     have = set(cpu.guard_features(cpu.host_cpuinfo()))
     expected = "x86_64v4" if "AVX512F" in have else "x86_64v3" if "AVX2" in have else "x86_64v2"
     assert f"+tfbuild.canary.{expected}-" in name
+    # Installed under its own name: a TensorFlow in that environment would have stayed.
+    owners = subprocess.run(
+        [venv / "bin" / "python", "-m", "pip", "list", "--format=freeze"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "tfbuild_canary==0.0.0+tfbuild.canary." in owners.replace("-", "_")
+    assert "tensorflow" not in owners.replace("tfbuild_canary", "")
     ran = subprocess.run(
         [venv / "bin" / "python", "-c", "import tfbuild_canary as c; print(c.run(1024, 2))"],
         capture_output=True,

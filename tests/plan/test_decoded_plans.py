@@ -267,6 +267,29 @@ def test_apt_sources_other_than_the_snapshot_are_refused() -> None:
     assert caught.value.field == "snapshot"
 
 
+def test_the_stand_ins_wheel_name_is_its_own_and_only_a_stand_in_plans() -> None:
+    """The canary's wheel is tfbuild_canary (so installing it never replaces a TensorFlow); a
+    TensorFlow plan that names its wheel so is refused, and so is an rc line that gives bazel
+    another name than the plan's. A stand-in's plan of before the name (tensorflow_cpu) reads."""
+    standin = BRANCHES["standin"]
+    assert standin.wheel_name == "tfbuild_canary"
+    assert "build --repo_env=WHEEL_NAME=tfbuild_canary" in standin.rc_lines
+    with pytest.raises(RefusedField) as caught:
+        BuildPlan.from_json(_with(("wheel_name",), "tfbuild_canary"))
+    assert caught.value.field == "wheel_name"
+    line = f"build --repo_env=WHEEL_NAME={BASE.wheel_name}"
+    index = BASE.rc_lines.index(line)
+    with pytest.raises(RefusedField) as caught:
+        BuildPlan.from_json(
+            _with(("rc_lines", index), "build --repo_env=WHEEL_NAME=tensorflow_cpu")
+        )
+    assert caught.value.field == f"rc_lines[{index}]"
+    index = standin.rc_lines.index("build --repo_env=WHEEL_NAME=tfbuild_canary")
+    before = _with(("rc_lines", index), "build --repo_env=WHEEL_NAME=tensorflow_cpu", standin)
+    before["wheel_name"] = "tensorflow_cpu"
+    assert BuildPlan.from_json(before).wheel_name == "tensorflow_cpu"
+
+
 # --- any one value changed: refused, or data in the rendered files ----------------------------
 
 #: Fragments with a meaning in the Dockerfile, in sh, in the rc file or in runtime.env.

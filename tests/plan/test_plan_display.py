@@ -4,6 +4,7 @@ line each, in about 30 lines of an 80-column terminal; ``--why`` says every reas
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 
@@ -42,6 +43,30 @@ def _squeezed(text: str) -> str:
     return "".join(text.split())
 
 
+def _bazel_command(plan: dict[str, Any]) -> str:
+    """The bazel command ``--why`` shows (after its label, ``bazel VERSION``)."""
+    configs = " ".join(f"--config={c}" for c in plan["bazel_configs"])
+    return f"build {configs} {' '.join(plan['build_options'])} {plan['build_target']}"
+
+
+#: The rows whose value is a command line, kept whole on one line (beside the label, or below it).
+COMMAND_ROWS = ("compiler flags", "runtime env", "bazel ")
+
+
+def _too_wide(text: str, width: int = 80) -> list[str]:
+    """Lines wider than ``width`` that should have been broken: not a command line (whole, by
+    design), and more than one word in the value (a digest or a path runs over whole)."""
+    lines = text.splitlines()
+    return [
+        line
+        for before, line in zip(["", *lines], lines, strict=False)
+        if len(line) > width
+        and not line.startswith(COMMAND_ROWS)
+        and not (before.startswith(COMMAND_ROWS) and before.strip() == before.split("  ")[0])
+        and len(re.split(r"\s{2,}", line.strip())[-1].split()) > 1
+    ]
+
+
 def _reprs(text: str) -> list[str]:
     return [
         line
@@ -65,7 +90,13 @@ def test_the_default_is_the_decisions_in_about_30_lines_at_80_columns(
     decisions = _without_warnings(lines)
     assert len(decisions) <= 32, shown  # the warnings come on top: as many as this host calls for
     assert len(lines) - len(decisions) <= 4 * (len(plan["warnings"]) + 2), shown  # each in brief
-    assert max(len(line) for line in lines) <= 80, shown
+    assert _too_wide(shown) == [], shown
+    # Never a digest, a path or a command broken: each is whole on one line.
+    assert any(line.endswith(f"  {plan['base_image']['reference']}") for line in lines), shown
+    flags = " ".join(plan["cflags"])
+    assert f"  {flags}" in lines or any(
+        line.startswith("compiler flags ") and line.endswith(f"  {flags}") for line in lines
+    ), shown
     assert lines[0].startswith(f"TensorFlow {plan['tensorflow']} {plan['variant']} wheel")
     # One line per decision, its label first.
     labels = {line.split("  ")[0] for line in lines[1:] if line[:1].strip()}
@@ -105,7 +136,9 @@ def test_why_says_every_reason_and_every_detail_in_full(shape: tuple[str, ...]) 
     for env in (NARROW, {"COLUMNS": "200"}):
         shown = _plan(*shape, "--why", env=env).stdout
         if env is NARROW:
-            assert max(len(line) for line in shown.splitlines()) <= 80, shown
+            assert _too_wide(shown) == [], shown
+        # The bazel command, whole on one line, to be copied.
+        assert any(line.endswith(_bazel_command(plan)) for line in shown.splitlines()), shown
         assert not _reprs(shown)
         everything = _squeezed(shown)
         said = [
@@ -153,7 +186,7 @@ def test_the_readme_example_is_todays_output() -> None:
     shown = _plan("--tf", "2.21", "--mkl", env=NARROW).stdout
     assert _labels(example) == _labels(shown)
     assert example.splitlines()[-1] == shown.splitlines()[-1]
-    assert max(len(line) for line in example.splitlines()) <= 80
+    assert _too_wide(example) == [], example
 
 
 def test_a_feature_the_flags_do_not_cover_is_named_by_default(

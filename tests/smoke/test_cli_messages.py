@@ -1,5 +1,6 @@
 """`tfbuild smoke`'s one-line refusals before any measuring: a missing TensorFlow for --installed, an
-interpreter that does not run, and --plot without matplotlib (whose advice must really work)."""
+interpreter that does not run, --plot without matplotlib (whose advice must really work), a path
+that is no wheel file (smoke's and tune's)."""
 
 from __future__ import annotations
 
@@ -88,3 +89,24 @@ def test_the_plot_extra_the_advice_names_is_matplotlib() -> None:
         if r.marker is not None and r.marker.evaluate({"extra": "plot"})
     ]
     assert plot == ["matplotlib"]
+
+
+@pytest.mark.parametrize("command", ["smoke", "tune"])
+def test_a_path_that_is_no_wheel_file_says_what_it_is(command: str, tmp_path: Path) -> None:
+    """/dev/null exists: it is a character device, and the refusal says so, as it says a
+    directory is one, and only a path that is not there "does not exist"."""
+    fix = "Pass the path of a .whl file, or a requirement such as tensorflow-cpu==2.21.0."
+    device = run_cli(command, "/dev/null")
+    assert one_error_line(device, 3) == (
+        f"tfbuild: error: cannot test wheel /dev/null: it is a character device, not a wheel "
+        f"file. {fix}"
+    )
+    directory = run_cli(command, str(tmp_path))
+    assert f"cannot test wheel {tmp_path}: it is a directory, not a wheel file." in (
+        one_error_line(directory, 3)
+    )
+    missing = run_cli(command, str(tmp_path / "gone.whl"))
+    assert f"{tmp_path / 'gone.whl'}: it does not exist." in one_error_line(missing, 3)
+    (tmp_path / "dangling.whl").symlink_to(tmp_path / "gone.whl")
+    dangling = run_cli(command, str(tmp_path / "dangling.whl"))
+    assert "dangling.whl: it is a symbolic link to nothing." in one_error_line(dangling, 3)

@@ -52,7 +52,12 @@ def test_the_forecast_for_this_host_measures_every_op_class(stock_python: str) -
     assert result.returncode == 0, result.stderr
     data = result.json()
     assert data["schema"] == "tfbuild.forecast/1"
-    assert data["summary"].startswith(f"a build for {data['target']} would run")
+    (head,) = [c for c in data["classes"] if c["class"] == "transcendental"]
+    assert data["summary"].startswith(
+        f"a build for {data['target']} would run TensorFlow's transcendental ops "
+        f"({', '.join(head['ops'])}) "
+    ), data["summary"]
+    assert "element-wise ops" not in data["summary"]  # it speaks for one class, and says which
     assert {o["op"] for o in data["ops"]} == OPS
     assert [c["class"] for c in data["classes"]] == [
         "transcendental",
@@ -118,11 +123,17 @@ def test_a_target_below_stock_forecasts_a_loss_or_nothing(stock_python: str) -> 
     result = run_cli("forecast", "--target", "x86_64", timeout=600)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    summary = lines[0]
-    assert summary.startswith("a build for x86_64 would run TensorFlow's element-wise ops")
+    blank = lines.index("")  # the summary first, wrapped under itself, then a blank line
+    summary = " ".join(line.strip() for line in lines[:blank])
+    assert all(line.startswith("  ") for line in lines[1:blank]), lines
+    # The headline names the class it speaks for, and its ops (the casts, row ops and controls
+    # have rows of their own).
+    assert summary.startswith(
+        "a build for x86_64 would run TensorFlow's transcendental ops (exp, tanh, sigmoid, erf, "
+        "log1p)"
+    ), summary
     assert "faster" not in summary, summary
-    assert lines[1] == ""
-    assert lines[2].split()[:2] == ["op", "stock"]
+    assert lines[blank + 1].split()[:2] == ["op", "stock"]
     rows = {line.split()[0]: line.split() for line in lines if line.startswith("  ")}
     assert set(rows) >= OPS
     # SSE2 against AVX on the same Eigen code: never a gain beyond the noise.

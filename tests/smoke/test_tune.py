@@ -3,7 +3,9 @@ refusals."""
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import subprocess
 import zipfile
 from pathlib import Path
@@ -11,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import one_error_line, run_cli
+from tests.terminal import run_cli_on_terminal
 
 
 @pytest.mark.slow
@@ -38,6 +41,41 @@ def test_tune_measures_a_knob_and_writes_the_profile(stock_python: str, tmp_path
         assert f"{name}={value}" in text.splitlines()
     if not data["kept"]:
         assert "TensorFlow's defaults are the profile" in text
+
+
+#: A trial's line: its word, its setting, its gain and interval, each op's verdict.
+TRIAL = re.compile(r"  (kept|rejected|undecided) +threads ")
+WHOLE_TRIAL = re.compile(
+    r"  (kept|rejected|undecided) +threads intra=\d+ inter=\d+: \d+\.\d\dx "
+    r"\(\d+\.\d\d-\d+\.\d\dx; (matmul_1024|conv2d_nhwc|exp|add|softmax) \w+"
+    r"(, (matmul_1024|conv2d_nhwc|exp|add|softmax) \w+){4}\)"
+)
+
+
+@pytest.mark.slow
+def test_tune_wraps_its_lines_to_a_terminal_and_leaves_piped_ones_whole(
+    stock_python: str, tmp_path: Path
+) -> None:
+    """Each trial's line (its word, its gain, each op's verdict) is longer than 80 columns: on an
+    80-column terminal it goes on under its name, never wider; piped, it is one line."""
+    args = ("tune", "tensorflow-cpu==2.21.0", "--budget", "1", "--output", str(tmp_path / "p.env"))
+    shown = run_cli_on_terminal(*args, terminal=("stdout",), timeout=900)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert all(len(line) <= 80 or len(line.split()) == 1 for line in lines), lines
+    (trial,) = [i for i, line in enumerate(lines) if TRIAL.match(line)]
+    rest = list(itertools.takewhile(lambda line: line.startswith(" " * 12), lines[trial + 1 :]))
+    assert rest and all(line[12] != " " for line in rest), lines  # under the trial's name
+    assert WHOLE_TRIAL.fullmatch(" ".join([lines[trial], *(line.strip() for line in rest)]))
+    written = next(i for i, line in enumerate(lines) if line.startswith("profile written to"))
+    # The path whole, on a line of its own if it does not fit after the words.
+    assert " ".join(line.strip() for line in lines[written:]) == (
+        f"profile written to {tmp_path / 'p.env'}"
+    )
+    piped = run_cli(*args, timeout=900)
+    assert piped.returncode == 0, piped.stderr
+    (whole,) = [line for line in piped.stdout.splitlines() if TRIAL.match(line)]
+    assert len(whole) > 80 and WHOLE_TRIAL.fullmatch(whole), whole
 
 
 def test_tune_needs_a_wheel_or_installed() -> None:

@@ -19,23 +19,33 @@ distribution and release (:func:`debootstrap_for`, checked before debootstrap ru
 A debootstrap that fails is read back (its output and its ``debootstrap.log``): a mirror that cannot
 be reached, or has no such suite, is said in one line as the mirror's fault (exit 5).
 
+What the user sees meanwhile: a line per stage of debootstrap (the release checked, dependencies
+resolved, packages downloaded, unpacked, configured: each count again at most every
+:data:`PROGRESS_EVERY_S` seconds, :class:`DebootstrapProgress`), then the tar and the import. The
+tools' own lines (several hundred: one per package and stage) go to a log file, named at the start
+(``<cache>/logs/base-<suite>-<time>.log``), and are shown only with ``verbose``, or their last lines
+when debootstrap fails for a reason tfbuild cannot name.
+
 The suites, their default tags and the label that names an image's suite are in
 :mod:`tfbuild.recipes.images`; :mod:`tfbuild.plan.here` reads such an image back for a plan.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from tfbuild.core.engine import DockerEngine
@@ -243,10 +253,16 @@ def _wget_reason(log: Sequence[str], host: str) -> tuple[str, bool]:
 
 
 def debootstrap_failure(
-    boot: Debootstrap, code: int, output: Sequence[str], log: Sequence[str]
+    boot: Debootstrap,
+    code: int,
+    output: Sequence[str],
+    log: Sequence[str],
+    *,
+    kept: Path | None = None,
 ) -> TfbuildError:
     """The one-line error for debootstrap exiting with ``code``, from its ``output`` and the
-    target's ``debootstrap.log``: the mirror's fault (exit 5) where it is, else a failed build."""
+    target's ``debootstrap.log``: the mirror's fault (exit 5) where it is, else a failed build
+    (with the last lines of ``output`` shown above it, and ``kept``, the file of all of them)."""
     name = boot.distro.capitalize()
     an = "an" if name[0] in "AEIOU" else "a"
     host = urllib.parse.urlsplit(boot.mirror).hostname or boot.mirror
@@ -283,14 +299,179 @@ def debootstrap_failure(
             fix=f"Pass --mirror URL of {an} {name} archive that has {boot.suite}.",
         )
     missing = next((m for line in output if (m := _MISSING_DEBS.search(line))), None)
-    tail = [line for line in output if line.strip()][-3:]
+    lines = [line for line in output if line.strip()]
+    where = f"its last lines above, all of them in {kept}" if kept else "its last lines above"
     return BuildFailed(
         f"debootstrap {boot.suite} from {boot.mirror} failed (exit code {code})",
         why=f"the mirror has no {missing['debs'].strip()}"
         if missing
-        else " | ".join(tail) or "no output",
-        fix="Read debootstrap's output above; check --mirror URL and that the suite exists there.",
+        else " | ".join(lines[-3:]) or "no output",
+        fix=f"Read debootstrap's output ({where}); check --mirror URL and that the suite exists "
+        "there.",
+        details=tuple(lines[-FAILURE_TAIL:]),
     )
+
+
+# --- what debootstrap is doing, in a few lines ------------------------------------------------------
+
+#: Seconds between two counts of the same stage (downloading, unpacking, configuring).
+PROGRESS_EVERY_S = 10.0
+#: The lines of a failed debootstrap's output shown above its error.
+FAILURE_TAIL = 20
+#: debootstrap's stages, by the start of the line that opens each: what the user is told.
+_STAGES = (
+    ("I: Retrieving InRelease", "checking the release file"),
+    ("I: Retrieving Release", "checking the release file"),
+    ("I: Valid Release signature", "the release file's signature is valid"),
+    ("I: Retrieving Packages", "reading the package lists"),
+    ("I: Resolving dependencies", "resolving the packages' dependencies"),
+    ("I: Installing core packages", "installing the core packages"),
+    ("I: Unpacking required packages", "unpacking the required packages"),
+    ("I: Configuring required packages", "configuring the required packages"),
+    ("I: Unpacking the base system", "unpacking the base system"),
+    ("I: Configuring the base system", "configuring the base system"),
+    ("I: Base system installed successfully", "the base system is installed"),
+)
+#: debootstrap's per-package lines: "I: Retrieving adduser 3.134", "I: Unpacking bash...".
+_PACKAGE_STEP = re.compile(r"I: (Retrieving|Extracting|Unpacking|Configuring) \S+(?:\.\.\.| \S+)$")
+#: The stages per-package lines open themselves (the others open with a line of their own).
+_OPENED_BY = {
+    "Retrieving": "downloading packages",
+    "Extracting": "extracting the essential packages",
+}
+
+
+class DebootstrapProgress:
+    """debootstrap's output read as it comes: each stage said once, then where it is at most every
+    :data:`PROGRESS_EVERY_S` seconds (its count of packages as lines come, or, from :meth:`tick`,
+    how long a stage that prints nothing has taken); its warnings and errors as they are."""
+
+    def __init__(
+        self, say: Callable[[str], None], clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._say = say
+        self._clock = clock
+        self._stage = ""
+        self._count = 0
+        self._last = clock()  # when something was last said
+        self._opened = clock()  # when the stage opened
+        self._lock = threading.Lock()  # the ticker says things too
+
+    def line(self, text: str) -> None:
+        text = text.rstrip()
+        with self._lock:
+            for start, said in _STAGES:
+                if text.startswith(start):
+                    self._open(said)
+                    return
+            step = _PACKAGE_STEP.match(text)
+            if step is not None:
+                opened = _OPENED_BY.get(step.group(1))
+                if opened is not None and opened != self._stage:
+                    self._open(opened)
+                self._count += 1
+                if self._clock() - self._last >= PROGRESS_EVERY_S:
+                    self._tell(f"{self._stage}: {self._count} so far")
+            elif text.startswith(("E:", "W:")):
+                self._tell(f"debootstrap says: {text}")
+
+    def tick(self) -> None:
+        """Say where debootstrap is when nothing was said for :data:`PROGRESS_EVERY_S` seconds."""
+        with self._lock:
+            if not self._stage or self._clock() - self._last < PROGRESS_EVERY_S:
+                return
+            seconds = self._clock() - self._opened
+            if self._count:
+                self._tell(f"{self._stage}: {self._count} so far, {seconds:.0f} s")
+            else:
+                self._tell(f"{self._stage}: {seconds:.0f} s so far")
+
+    def _open(self, stage: str) -> None:
+        if stage == self._stage:
+            return  # "Resolving dependencies" of the required packages, then of the base ones
+        if self._stage == _OPENED_BY["Retrieving"]:
+            self._tell(f"downloaded {self._count} packages")
+        self._stage, self._count, self._opened = stage, 0, self._clock()
+        self._tell(stage)
+
+    def _tell(self, text: str) -> None:
+        self._last = self._clock()
+        self._say(text)
+
+
+class Lasting:
+    """One step that prints nothing (tar, docker import): said again with how long it has taken,
+    every :data:`PROGRESS_EVERY_S` seconds, by :meth:`tick`."""
+
+    def __init__(
+        self, what: str, say: Callable[[str], None], clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._what = what
+        self._say = say
+        self._clock = clock
+        self._started = self._last = clock()
+
+    def tick(self) -> None:
+        if self._clock() - self._last >= PROGRESS_EVERY_S:
+            self._last = self._clock()
+            self._say(f"{self._what}: {self._last - self._started:.0f} s so far")
+
+
+@contextlib.contextmanager
+def ticking(tick: Callable[[], None], every: float = 2.0) -> Iterator[None]:
+    """``tick`` called every ``every`` seconds from a thread of its own while the block runs."""
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(every):
+            tick()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+class ToolLog:
+    """A tool's own lines: every one into ``path`` (and to ``say`` with ``verbose``), else read by
+    ``progress`` into a few lines said instead."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        say: Callable[[str], None],
+        progress: Callable[[str], None],
+        verbose: bool,
+    ) -> None:
+        self.path = path
+        self._say = say
+        self._progress = progress
+        self._verbose = verbose
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: TextIO = path.open("a", encoding="utf-8", errors="replace")
+
+    def line(self, text: str) -> None:
+        self._file.write(text + "\n")
+        self._file.flush()
+        if self._verbose:
+            self._say(text)
+        else:
+            self._progress(text)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def base_log_path(suite: str, now: datetime | None = None) -> Path:
+    """Where a `tfbuild base` run keeps its tools' output: ``<cache>/logs/base-SUITE-TIME.log``."""
+    from tfbuild.detect.system import default_cache_dir
+
+    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    return default_cache_dir() / "logs" / f"base-{suite}-{stamp}-{os.getpid()}.log"
 
 
 def _stream(argv: Sequence[str], on_line: Callable[[str], None]) -> tuple[int, list[str]]:
@@ -323,8 +504,14 @@ def make_base_image(
     packages: Sequence[str] = DEFAULT_PACKAGES,
     force: bool = False,
     on_line: Callable[[str], None] = lambda _line: None,
+    verbose: bool = False,
+    log_path: Path | None = None,
 ) -> MadeImage:
-    """The base image for ``suite``, made with debootstrap and imported; reused when it exists."""
+    """The base image for ``suite``, made with debootstrap and imported; reused when it exists.
+
+    ``on_line`` is told what is being done (:class:`DebootstrapProgress`); debootstrap's and
+    tar's own lines go to ``log_path`` (default :func:`base_log_path`), and to ``on_line`` as
+    well only with ``verbose``."""
     started = time.perf_counter()
     name = tag or default_tag(suite)
     if not force and engine.image_exists(name):
@@ -335,21 +522,31 @@ def make_base_image(
     )
     for note in boot.notes:
         on_line(note)
+    kept = log_path or base_log_path(suite)
+    progress = DebootstrapProgress(lambda text: on_line(f"debootstrap: {text}"))
+    log = ToolLog(kept, say=on_line, progress=progress.line, verbose=verbose)
     workdir = Path(tempfile.mkdtemp(prefix="tfbuild-base-"))
     try:
         rootfs = workdir / "rootfs"
-        code, output = _stream(boot.argv(rootfs, packages), on_line)
+        on_line(
+            f"debootstrap {suite} from {boot.mirror} into a temporary directory; its output: {kept}"
+        )
+        with ticking(progress.tick):  # a stage that prints nothing for a while is said too
+            code, output = _stream(boot.argv(rootfs, packages), log.line)
         if code != 0:
-            log = _log_lines(rootfs / "debootstrap" / "debootstrap.log")
-            raise debootstrap_failure(boot, code, output, log)
+            lines = _log_lines(rootfs / "debootstrap" / "debootstrap.log")
+            raise debootstrap_failure(boot, code, output, lines, kept=kept)
         (rootfs / "etc/apt/sources.list").write_text(boot.sources_list(), encoding="utf-8")
         # Package lists and caches make the image bigger and are stale the day after.
         for leftover in ("var/lib/apt/lists", "var/cache/apt/archives"):
             shutil.rmtree(rootfs / leftover, ignore_errors=True)
         archive = workdir / "rootfs.tar"
-        code, output = _stream(
-            ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(archive), "."], on_line
-        )
+        packing = f"packing the {suite} root filesystem (tar)"
+        on_line(packing)
+        with ticking(Lasting(packing, on_line).tick):
+            code, output = _stream(
+                ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(archive), "."], log.line
+            )
         if code != 0:
             raise BuildFailed(
                 f"tar of the {suite} root filesystem failed (exit code {code})",
@@ -357,17 +554,22 @@ def make_base_image(
                 fix=f"Check the free space under {workdir.parent}.",
             )
         repository, _, image_tag = name.rpartition(":")
-        image_id = engine.import_image(
-            archive,
-            repository=repository,
-            tag=image_tag,
-            changes=[
-                'CMD ["/bin/bash"]',
-                "ENV LANG=C.UTF-8",
-                f"LABEL {BASE_LABEL}={suite} org.tfbuild.mirror={boot.mirror}",
-            ],
-        )
+        size = archive.stat().st_size / 1024**2
+        importing = f"importing it into the engine as {name} ({size:.0f} MiB)"
+        on_line(importing)
+        with ticking(Lasting(importing, on_line).tick):
+            image_id = engine.import_image(
+                archive,
+                repository=repository,
+                tag=image_tag,
+                changes=[
+                    'CMD ["/bin/bash"]',
+                    "ENV LANG=C.UTF-8",
+                    f"LABEL {BASE_LABEL}={suite} org.tfbuild.mirror={boot.mirror}",
+                ],
+            )
     finally:
+        log.close()
         shutil.rmtree(workdir, ignore_errors=True)
     return MadeImage(
         tag=name, image_id=image_id, created=True, seconds=time.perf_counter() - started

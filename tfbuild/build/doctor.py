@@ -162,8 +162,11 @@ def network_check(env: dict[str, str]) -> Check:
 # --- the canary -------------------------------------------------------------------------------------
 
 
-def canary_base(engine: DockerEngine, *, on_line: Callable[[str], None]) -> tuple[str, Check]:
-    """The canary's base image: the local `tfbuild base` image, made now when possible."""
+def canary_base(
+    engine: DockerEngine, *, on_line: Callable[[str], None], verbose: bool = False
+) -> tuple[str, Check]:
+    """The canary's base image: the local `tfbuild base` image, made now when possible (what it
+    does said through ``on_line``; debootstrap's own lines only with ``verbose``)."""
     from tfbuild.build.base_images import make_base_image
     from tfbuild.recipes.images import default_tag
 
@@ -178,7 +181,7 @@ def canary_base(engine: DockerEngine, *, on_line: Callable[[str], None]) -> tupl
     if lacking:
         return "debian-12", base_image_warning(tag, canary.SUITE, lacking)
     try:
-        made = make_base_image(engine, suite=canary.SUITE, on_line=on_line)
+        made = make_base_image(engine, suite=canary.SUITE, on_line=on_line, verbose=verbose)
     except TfbuildError as exc:
         return "debian-12", Check(
             name="base image",
@@ -248,8 +251,10 @@ def run_canary(
     facts: HostFacts,
     say: Callable[[str], None],
     verbose: bool = False,
+    quiet: bool = False,
 ) -> dict[str, Any]:
-    """Build the canary for this machine and for x86_64, smoke both, check and time them."""
+    """Build the canary for this machine and for x86_64, smoke both, check and time them (each
+    build's progress shown as a build shows it, ``[doctor] ...``, unless ``quiet``)."""
     builds: dict[str, Any] = {}
     plans: dict[str, BuildPlan] = {}
     for name, target in (("host", None), ("baseline", "x86_64")):
@@ -263,7 +268,7 @@ def run_canary(
         )
         planned = plan_here(args, engine, host=facts)
         plans[name] = planned.plan
-        run = BuildRun(dist=dist / name, quiet=not verbose, verbose=verbose)
+        run = BuildRun(dist=dist / name, quiet=quiet, verbose=verbose, tag="doctor")
         builds[name] = run.execute(planned, engine=engine)
     host, baseline = builds["host"], builds["baseline"]
     say("canary: smoke (install, import, run), instruction check and timing in the toolchain image")
@@ -411,6 +416,7 @@ def run_doctor(
     say: Callable[[str], None] = lambda _text: None,
     show: Say = lambda _check: None,
     verbose: bool = False,
+    quiet: bool = False,
 ) -> DoctorReport:
     checks: list[Check] = []
 
@@ -418,7 +424,9 @@ def run_doctor(
         checks.append(check)
         show(check)
 
-    canary_report = _diagnose(add, with_canary=with_canary, dist=dist, say=say, verbose=verbose)
+    canary_report = _diagnose(
+        add, with_canary=with_canary, dist=dist, say=say, verbose=verbose, quiet=quiet
+    )
     return DoctorReport(checks=tuple(checks), canary=canary_report)
 
 
@@ -429,6 +437,7 @@ def _diagnose(
     dist: Path | None,
     say: Callable[[str], None],
     verbose: bool,
+    quiet: bool = False,
 ) -> dict[str, Any] | None:
     """Run the checks, each said through ``add``; the canary's report, None when it did not run."""
     canary_report: dict[str, Any] | None = None
@@ -446,13 +455,21 @@ def _diagnose(
         add(network_check(dict(os.environ)))
         if not with_canary:
             return None
-        base, base_check = canary_base(engine, on_line=lambda line: say(f"base: {line}"))
+        base, base_check = canary_base(
+            engine, on_line=lambda line: say(f"base: {line}"), verbose=verbose
+        )
         add(base_check)
         holder = dist or Path(tempfile.mkdtemp(prefix="tfbuild-doctor-"))
         started = time.monotonic()
         try:
             canary_report = run_canary(
-                engine, base=base, dist=holder, facts=facts, say=say, verbose=verbose
+                engine,
+                base=base,
+                dist=holder,
+                facts=facts,
+                say=say,
+                verbose=verbose,
+                quiet=quiet,
             )
         except Interrupted:
             raise  # SIGINT or SIGTERM stopped the canary: no failed check, the run ends (130)

@@ -2,26 +2,37 @@
 
 The orchestrator (``tfbuild.build.run``) reports events -- a phase starts, the build printed a line,
 tfbuild has something to say -- and this module only shows them; it never decides anything about
-the build. It reads two kinds of build lines itself: ``[tfbuild] phase: NAME`` (printed by
-``build.sh``) switches the phase, and bazel's action counter ``[1,234 / 5,678] ...`` moves the bar.
+the build. It reads three kinds of build lines itself: ``[tfbuild] phase: NAME`` (printed by
+``build.sh``) switches the phase, the image builder's ``Step 3/9 : RUN ...`` says which stage of the
+toolchain image is being built, and bazel's action counter ``[1,234 / 5,678] ...`` moves the bar.
+The tools' other lines are in the build's log file; here they show only with ``verbose`` (and the
+errors and warnings among them always).
 
 Three modes (``choose_mode`` picks one):
 
-- ``live``, a terminal: a rich progress bar with the phase, bazel's done/total and the elapsed time;
-  errors and warnings (every line with ``verbose``) and tfbuild's notes scroll above it.
+- ``live``, a terminal: a rich progress bar with the phase, the image's step or bazel's done/total
+  and the elapsed time; each image step, errors and warnings (every line with ``verbose``) and
+  tfbuild's notes scroll above it.
 - ``plain``, CI or a pipe: no control codes. A header line per phase (a foldable group on GitHub
-  Actions), errors and warnings, and a progress line every 10 percent of bazel's counter (every
-  line with ``verbose`` or on GitHub, where the groups keep the log readable).
+  Actions), each image step, errors and warnings, a progress line every 10 percent of bazel's
+  counter (every line with ``verbose`` or on GitHub, where the groups keep the log readable), and
+  whenever :data:`HEARTBEAT_S` seconds passed without a line, one that says where the phase is and
+  for how long (then less often while nothing else is said).
 - ``quiet``: nothing at all; the phase and the counter are still tracked for the caller.
+
+Every line says whose it is: ``[tfbuild]`` for ``tfbuild wheel``, ``[verify]`` for a rebuild,
+``[doctor]`` for the canary's builds (``tag``).
 
 rich is imported only on the live path, so importing this module stays fast.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal, TextIO
@@ -51,6 +62,19 @@ _ERROR_PREFIXES = ("ERROR", "error:", "fatal error:", "FAILED")
 _WARNING_PREFIXES = ("WARNING:",)
 #: A compiler's or linker's error after its location: ``foo.cc:12:3: error: ...``.
 _LOCATED_ERROR = re.compile(r": (?:fatal )?error: ")
+#: The image builder's step (Docker's legacy builder): ``Step 3/9 : RUN apt-get update ...``.
+_STEP = re.compile(r"Step ([0-9]{1,4})/([0-9]{1,4}) : (.*)")
+#: bazel's lines that say where it is before its action counter starts (or while it waits).
+_BAZEL_STATUS = ("Loading:", "Analyzing:", "Fetching ", "Computing main repo mapping")
+#: Seconds without a line shown after which a plain display says where the phase is; each time it
+#: says so again with nothing else said between, it waits twice as long, up to HEARTBEAT_MAX_S (an
+#: hour of one bazel counter decile is a dozen lines, not hundreds).
+HEARTBEAT_S = 15.0
+HEARTBEAT_MAX_S = 300.0
+#: How often the plain display's ticker looks (real seconds).
+_TICK_S = 2.0
+#: The most of a step's instruction or a bazel status line a plain or live display shows.
+_SHOWN = 72
 
 
 def clean_line(text: str) -> str:
@@ -75,6 +99,32 @@ def parse_progress(line: str) -> tuple[int, int] | None:
     if total <= 0 or done > total:
         return None
     return done, total
+
+
+def parse_step(line: str) -> tuple[int, int, str] | None:
+    """The image builder's ``(step, steps, instruction)`` from ``Step 3/9 : RUN ...``, or None."""
+    match = _STEP.fullmatch(line.strip())
+    if match is None:
+        return None
+    step, steps = int(match.group(1)), int(match.group(2))
+    if not 0 < step <= steps:
+        return None
+    return step, steps, match.group(3).strip()
+
+
+def shortened(text: str, width: int = _SHOWN) -> str:
+    """``text`` on one line, whitespace runs collapsed, cut to ``width`` characters with ``...``."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
+
+
+def _minutes(seconds: float) -> str:
+    """``45 s``, ``3 min 05 s``, ``1 h 02 min``: how long a phase has run, for people."""
+    minutes, rest = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours} h {minutes:02d} min"
+    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
 
 
 def severity(line: str) -> Literal["error", "warning"] | None:
@@ -121,65 +171,140 @@ class _Output:
     def note(self, text: str) -> None:
         return None
 
+    def tick(self) -> None:
+        return None
+
 
 class _Plain(_Output):
-    """Plain lines, flushed one by one; GitHub Actions groups when ``github``."""
+    """Plain lines, flushed one by one; GitHub Actions groups when ``github``. A ticker thread
+    (:meth:`tick`, every few seconds while started) says where the phase is whenever nothing was
+    written for :data:`HEARTBEAT_S` seconds: a silent tool (a package's postinst, bazel's analysis)
+    never leaves a silent minute."""
 
-    def __init__(self, stream: TextIO, *, verbose: bool, github: bool) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        verbose: bool,
+        github: bool,
+        tag: str = "tfbuild",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._stream = stream
         self._verbose = verbose
         self._github = github
+        self._tag = tag
+        self._clock = clock
         self._group_open = False
         self._phase = "build"
         self._decile = -1  # the last tenth of bazel's counter reported in this phase
+        self._started = clock()  # when the phase started
+        self._written = clock()  # when a line was last written
+        self._beats = 0  # heartbeats since the last other line
+        self._where = ""  # the image's step, bazel's counter or status, as last seen
+        self._lock = threading.RLock()  # the ticker writes too
+        self._stopped = threading.Event()
+        self._ticker: threading.Thread | None = None
 
     def _write(self, text: str) -> None:
-        self._stream.write(printable(text) + "\n")  # a build's lines are shown, never obeyed
-        self._stream.flush()
+        with self._lock:
+            self._stream.write(printable(text) + "\n")  # a build's lines are shown, never obeyed
+            self._stream.flush()
+            self._written = self._clock()
+            self._beats = 0
 
     def _close_group(self) -> None:
         if self._group_open:
             self._write("::endgroup::")
             self._group_open = False
 
+    def start(self) -> None:
+        self._stopped.clear()
+        self._ticker = threading.Thread(target=self._tick_until_stopped, daemon=True)
+        self._ticker.start()
+
     def stop(self) -> None:
-        self._close_group()
+        self._stopped.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=5)
+            self._ticker = None
+        with self._lock:
+            self._close_group()
+
+    def _tick_until_stopped(self) -> None:
+        while not self._stopped.wait(_TICK_S):
+            with contextlib.suppress(OSError, ValueError):  # a closed stream: nothing to say
+                self.tick()
+
+    def tick(self) -> None:
+        """Say where the phase is, when nothing was written for :data:`HEARTBEAT_S` seconds
+        (twice as long after each such line, up to :data:`HEARTBEAT_MAX_S`)."""
+        with self._lock:
+            wait = min(HEARTBEAT_S * 2**self._beats, HEARTBEAT_MAX_S)
+            if self._clock() - self._written < wait:
+                return
+            where = f"{self._where}; " if self._where else ""
+            since = _minutes(self._clock() - self._started)
+            beats = self._beats
+            self._write(f"[{self._tag}] {self._phase}: {where}{since} so far")
+            self._beats = beats + 1
 
     def phase(self, name: str, elapsed: float) -> None:
-        self._phase = name
-        self._decile = -1
-        if self._github:
-            self._close_group()
-            self._write(f"::group::tfbuild: {name}")
-            self._group_open = True
-        else:
-            self._write(f"[tfbuild] {name} ({elapsed:.1f} s)")
+        with self._lock:
+            self._phase = name
+            self._decile = -1
+            self._started = self._clock()
+            self._where = ""
+            if self._github:
+                self._close_group()
+                self._write(f"::group::{self._tag}: {name}")
+                self._group_open = True
+            else:
+                self._write(f"[{self._tag}] {name} ({elapsed:.1f} s)")
 
     def line(self, text: str, counter: tuple[int, int] | None) -> None:
         text = printable(text)  # first: "ESC[0m::cmd" is a workflow command once ESC[0m is gone
-        if self._github:
-            # The runner would take a build line starting with "::" as a workflow command.
-            self._write("> " + text if text.lstrip().startswith("::") else text)
-        elif self._verbose or severity(text):
-            self._write(text)
-        elif counter is not None:
-            self._report(*counter)
+        with self._lock:
+            step = parse_step(text)
+            if step is not None:
+                number, steps, instruction = step
+                self._where = f"step {number}/{steps} {shortened(instruction)}"
+            elif counter is not None:
+                done, total = counter
+                self._where = f"{done}/{total} actions ({done * 100 // total}%)"
+            elif text.strip().startswith(_BAZEL_STATUS):
+                self._where = shortened(text.strip())
+            if self._github:
+                # The runner would take a build line starting with "::" as a workflow command.
+                self._write("> " + text if text.lstrip().startswith("::") else text)
+            elif self._verbose or severity(text):
+                self._write(text)
+            elif step is not None:
+                self._write(f"[{self._tag}] {self._phase}: {self._where}")
+            elif counter is not None:
+                self._report(*counter)
 
     def _report(self, done: int, total: int) -> None:
         decile = done * 10 // total
         if decile > self._decile:
             self._decile = decile
-            percent = done * 100 // total
-            self._write(f"[tfbuild] {self._phase}: {done}/{total} actions ({percent}%)")
+            self._write(f"[{self._tag}] {self._phase}: {self._where}")
 
     def note(self, text: str) -> None:
-        self._write(f"[tfbuild] {text}")
+        self._write(f"[{self._tag}] {text}")
 
 
 class _Live(_Output):
     """A rich progress bar for the current phase, with lines printed above it."""
 
-    def __init__(self, stream: TextIO, *, verbose: bool, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        verbose: bool,
+        clock: Callable[[], float],
+        tag: str = "tfbuild",
+    ) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -197,7 +322,9 @@ class _Live(_Output):
             redirect_stderr=False,
         )
         self._verbose = verbose
+        self._tag = tag
         self._task: TaskID | None = None
+        self._phase = ""
 
     def start(self) -> None:
         self._progress.start()
@@ -211,17 +338,29 @@ class _Live(_Output):
         self._console.print(Text(printable(text), style=style))  # shown, never obeyed
 
     def phase(self, name: str, elapsed: float) -> None:
-        self._print(f"[tfbuild] {name} ({elapsed:.1f} s)", style="dim")
+        self._print(f"[{self._tag}] {name} ({elapsed:.1f} s)", style="dim")
+        self._phase = name
         if self._task is not None:
             self._progress.remove_task(self._task)
         self._task = self._progress.add_task(name, total=None, counter="")
 
     def line(self, text: str, counter: tuple[int, int] | None) -> None:
         level = severity(text)
+        step = parse_step(text)
         if level is not None:
             self._print(text, style="red" if level == "error" else "yellow")
         elif self._verbose:
             self._print(text)
+        elif step is not None:
+            self._print(
+                f"[{self._tag}] {self._phase}: step {step[0]}/{step[1]} {shortened(step[2])}",
+                style="dim",
+            )
+        if step is not None and self._task is not None:
+            number, steps, _ = step
+            self._progress.update(
+                self._task, total=steps, completed=number - 1, counter=f"step {number}/{steps}"
+            )
         if counter is not None and self._task is not None:
             done, total = counter
             self._progress.update(
@@ -229,16 +368,22 @@ class _Live(_Output):
             )
 
     def note(self, text: str) -> None:
-        self._print(f"[tfbuild] {text}", style="cyan")
+        self._print(f"[{self._tag}] {text}", style="cyan")
 
 
 def _make_output(
-    mode: Mode, stream: TextIO, *, verbose: bool, github: bool, clock: Callable[[], float]
+    mode: Mode,
+    stream: TextIO,
+    *,
+    verbose: bool,
+    github: bool,
+    clock: Callable[[], float],
+    tag: str,
 ) -> _Output:
     if mode == "live":
-        return _Live(stream, verbose=verbose, clock=clock)
+        return _Live(stream, verbose=verbose, clock=clock, tag=tag)
     if mode == "plain":
-        return _Plain(stream, verbose=verbose, github=github)
+        return _Plain(stream, verbose=verbose, github=github, tag=tag, clock=clock)
     return _Output()
 
 
@@ -253,9 +398,11 @@ class BuildProgress:
         stream: TextIO | None = None,
         github: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
+        tag: str = "tfbuild",
     ) -> None:
         """``stream`` defaults to the ``sys.stderr`` of the time of the call; ``github`` (GitHub
-        Actions groups in plain mode) defaults to whether ``GITHUB_ACTIONS`` is set."""
+        Actions groups in plain mode) defaults to whether ``GITHUB_ACTIONS`` is set; ``tag`` is
+        whose lines they are (``[tfbuild] ...``, ``[verify] ...``)."""
         if github is None:
             github = bool(os.environ.get("GITHUB_ACTIONS"))
         self._clock = clock
@@ -268,6 +415,7 @@ class BuildProgress:
             verbose=verbose,
             github=github,
             clock=clock,
+            tag=tag,
         )
 
     def __enter__(self) -> BuildProgress:
@@ -309,6 +457,11 @@ class BuildProgress:
         """tfbuild's own message (one line per line of ``text``)."""
         for part in text.splitlines() or [""]:
             self._output.note(clean_line(part))
+
+    def tick(self) -> None:
+        """What the plain display's ticker does every few seconds: say where the phase is when
+        nothing was shown for :data:`HEARTBEAT_S` seconds (the other modes: nothing)."""
+        self._output.tick()
 
     def progress(self) -> tuple[int, int] | None:
         """The last bazel ``(done, total)`` seen in the current phase."""

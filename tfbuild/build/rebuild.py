@@ -296,7 +296,10 @@ def verify(
             holder = Path(tempfile.mkdtemp(prefix="tfbuild-verify-"))
             cleanup.callback(_remove_verify, engine, holder, volume)
         run = rebuild_run(
-            found, BuildRun(dist=holder / "dist", source=source, quiet=quiet, verbose=verbose)
+            found,
+            BuildRun(
+                dist=holder / "dist", source=source, quiet=quiet, verbose=verbose, tag="verify"
+            ),
         )
         rebuilt: WheelResult = run.execute(planned, engine=engine)
         diff = compare(wheel, rebuilt.wheel)

@@ -343,6 +343,8 @@ class BuildRun:
     keep_container: bool = False
     quiet: bool = False
     verbose: bool = False
+    #: Whose progress lines they are: ``[tfbuild] ...``, ``[verify] ...``, ``[doctor] ...``.
+    tag: str = "tfbuild"
     user: str | None = None  # uid:gid; default: the calling user's
     recipe_sha256: str | None = None  # a rebuild: the original recipe's identity, kept
     #: Headers for a remote cache or executor (credentials, read by read_remote_headers): never
@@ -376,7 +378,9 @@ class BuildRun:
                 engine = DockerEngine.connect()
                 stack.callback(engine.close)
             mode = choose_mode(quiet=self.quiet, stream=sys.stderr, env=os.environ)
-            progress = stack.enter_context(BuildProgress(mode=mode, verbose=self.verbose))
+            progress = stack.enter_context(
+                BuildProgress(mode=mode, verbose=self.verbose, tag=self.tag)
+            )
             source = stack.enter_context(self._source(plan, ca_bundle, progress))
             # The tree against the plan, before any image or container: seconds, not hours.
             failure = preflight(plan, recipe, source.path).error()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -25,6 +25,7 @@ from tfbuild.cli.forecast_command import forecast_command
 from tfbuild.cli.overlay_command import overlay_command
 from tfbuild.cli.plan_options import PlanCommand
 from tfbuild.cli.tune_command import tune_command
+from tfbuild.cli.usage import CommandLineError, NoArgsIsHelp, as_usage_error
 from tfbuild.core.errors import TfbuildError, printable
 
 app = typer.Typer(
@@ -66,38 +67,101 @@ def _root(
     _state["debug"] = debug or _debug_from_env()
 
 
-# The commands, in the order --help lists them; each lives in the module of its kind.
-app.command()(plan_commands.detect)
-app.command("matrix")(plan_commands.matrix_command)
-app.command("plan", cls=PlanCommand)(plan_commands.plan_command)
-app.command("forecast", cls=PlanCommand)(forecast_command)
-app.command("render", cls=PlanCommand)(plan_commands.render_command)
-app.command("wheel", cls=PlanCommand)(build_commands.wheel_command)
-app.command("doctor")(build_commands.doctor_command)
-app.command("overlay")(overlay_command)
-app.command("verify")(build_commands.verify_command)
-app.command("smoke")(wheel_commands.smoke_command)
-app.command("tune")(tune_command)
-app.command("base")(build_commands.base_command)
-app.command("index")(wheel_commands.index_command)
-app.command("pick")(wheel_commands.pick_command)
-app.add_typer(plan_commands.recipes_app, name="recipes")
+# The commands, in the order --help lists them; each lives in the module of its kind. Each has its
+# one-line summary here, short enough for the list of an 80-column --help (click would cut a
+# longer first sentence of the docstring with "..."); the docstring is the command's own --help.
+app.command(short_help="Describe a machine: CPU, TensorFlow's CPU features, flags, GPUs")(
+    plan_commands.detect
+)
+app.command("matrix", short_help="The CI build matrix: TensorFlow x Python x target x variant")(
+    plan_commands.matrix_command
+)
+app.command(
+    "plan",
+    cls=PlanCommand,
+    short_help="Every choice of a build, one line each (--why: with its reason)",
+)(plan_commands.plan_command)
+app.command(
+    "forecast",
+    cls=PlanCommand,
+    short_help="What a build would gain over the stock wheel, before building",
+)(forecast_command)
+app.command(
+    "render",
+    cls=PlanCommand,
+    short_help="Write the build context (Dockerfile, rc, build.sh, env, plan)",
+)(plan_commands.render_command)
+app.command(
+    "wheel",
+    cls=PlanCommand,
+    short_help="Build the wheel in Docker: wheel, receipt and env file in dist/",
+)(build_commands.wheel_command)
+app.command("doctor", short_help="Check this machine, then prove the pipeline with a canary")(
+    build_commands.doctor_command
+)
+app.command(
+    "overlay", short_help="A wheel of stock TensorFlow's element-wise kernels for this CPU"
+)(overlay_command)
+app.command("verify", short_help="Rebuild a wheel from its receipt; check it byte for byte")(
+    build_commands.verify_command
+)
+app.command("smoke", short_help="Prove a wheel: no unused-instruction message, faster than stock")(
+    wheel_commands.smoke_command
+)
+app.command("tune", short_help="Measure a wheel's runtime settings here; keep those that win")(
+    tune_command
+)
+app.command("base", short_help="Make a base image with debootstrap (no registry needed)")(
+    build_commands.base_command
+)
+app.command("index", short_help="Write index.html (a pip --find-links page) and SHA256SUMS")(
+    wheel_commands.index_command
+)
+app.command("pick", short_help="Choose the wheel (or overlay) that runs best here; install it")(
+    wheel_commands.pick_command
+)
+app.add_typer(
+    plan_commands.recipes_app,
+    name="recipes",
+    short_help="The TensorFlow releases tfbuild can build, one recipe each",
+)
+
+
+def _say(tag: str, text: str) -> None:
+    """One ``tfbuild: TAG: ...`` line on stderr: whole when stderr is piped (scripts read it as one
+    line), wrapped to the terminal's width, further lines two columns in, when it is a terminal."""
+    from tfbuild.cli.text import hanging, terminal_width
+
+    for line in hanging(f"tfbuild: {tag}: {text}", terminal_width(sys.stderr)):
+        sys.stderr.write(line + "\n")
+
+
+def _refuse(exc: TfbuildError) -> NoReturn:
+    for detail in exc.details:  # a build log's lines: verbatim, never wrapped
+        sys.stderr.write(f"  | {printable(detail)}\n")
+    _say("error", exc.line())  # line(): printable already
+    if exc.hint:
+        _say("hint", exc.hint)
+    sys.exit(exc.exit_code)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``tfbuild`` console script: the only place that catches errors."""
     _state["debug"] = _debug_from_env() or "--debug" in (argv or sys.argv[1:])
     try:
-        app(args=argv, prog_name="tfbuild")
+        # Not standalone: click's usage errors come here, to be said as tfbuild says its own.
+        code = app(args=argv, prog_name="tfbuild", standalone_mode=False)
     except TfbuildError as exc:
         if _state["debug"]:
             raise
-        for detail in exc.details:
-            sys.stderr.write(f"  | {printable(detail)}\n")
-        sys.stderr.write(f"tfbuild: error: {exc.line()}\n")  # line(): printable already
-        if exc.hint:
-            sys.stderr.write(f"tfbuild: hint: {exc.hint}\n")
+        _refuse(exc)
+    except NoArgsIsHelp as exc:  # bare tfbuild: the help, as click gives it
+        exc.show()
         sys.exit(exc.exit_code)
+    except CommandLineError as exc:
+        if _state["debug"]:
+            raise
+        _refuse(as_usage_error(exc, sys.argv[1:] if argv is None else argv))
     except KeyboardInterrupt:
         if _state["debug"]:
             raise
@@ -111,3 +175,5 @@ def main(argv: list[str] | None = None) -> None:
             "Run again with --debug for the traceback, and please report it.\n"
         )
         sys.exit(1)
+    if isinstance(code, int) and code:  # an exit code typer returns instead of exiting (130)
+        sys.exit(code)

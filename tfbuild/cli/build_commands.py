@@ -10,6 +10,7 @@ import typer
 
 from tfbuild.cli.output import print_base_image, print_json, progress
 from tfbuild.cli.plan_options import plan_args
+from tfbuild.core.defaults import DOCTOR_TIMES
 
 
 def wheel_command(
@@ -137,7 +138,7 @@ def doctor_command(
         bool,
         typer.Option(
             "--canary/--no-canary",
-            help="Build the stand-in canary through the whole pipeline (a few minutes).",
+            help=f"Build the stand-in canary through the whole pipeline ({DOCTOR_TIMES}).",
         ),
     ] = True,
     dist: Annotated[
@@ -150,7 +151,10 @@ def doctor_command(
         ),
     ] = None,
     verbose: Annotated[
-        bool, typer.Option("-v", "--verbose", help="Show every line of the canary builds.")
+        bool,
+        typer.Option(
+            "-v", "--verbose", help="Show every line of the canary builds and of debootstrap."
+        ),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
@@ -164,6 +168,7 @@ def doctor_command(
         say=progress("doctor", quiet=as_json),
         show=(lambda _check: None) if as_json else print_doctor_check,
         verbose=verbose and not as_json,
+        quiet=as_json,
     )
     if as_json:
         from tfbuild.core import serial
@@ -219,7 +224,7 @@ def verify_command(
             request,
             engine=engine,
             source=source,
-            quiet=as_json or not verbose,
+            quiet=as_json,  # else what the rebuild does, as a build shows it (-v: every line)
             verbose=verbose,
         )
     if as_json:
@@ -257,6 +262,10 @@ def base_command(
         str | None, typer.Option("--tag", help="Image tag (default: tfbuild/base:SUITE).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if the tag exists.")] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option("-v", "--verbose", help="Show every line of debootstrap (else in its log)."),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Make a base image with debootstrap + docker import (for sites without registry access)."""
@@ -272,6 +281,7 @@ def base_command(
             tag=tag,
             force=force,
             on_line=progress("base", quiet=as_json),
+            verbose=verbose,
         )
     finally:
         engine.close()

@@ -1,14 +1,15 @@
-"""The consoles every printer uses: input text shown, never obeyed, and the one text wrapper."""
+"""The consoles every printer uses: input text shown, never obeyed; the one text wrapper
+(:func:`tfbuild.cli.text.wrap`, here too) for their hanging lines."""
 
 from __future__ import annotations
 
 import re
-import textwrap
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
+from tfbuild.cli.text import wrap
 from tfbuild.core.errors import printable
 
 # Text from inputs (a cpuinfo's model name, paths, file names, recipe fields, a wheel's METADATA,
@@ -53,24 +54,10 @@ def _literal(text: str) -> str:
 
 
 def safe(value: object) -> str:
-    """An input's text for a markup string: terminal controls removed, markup shown literally."""
-    return _literal(printable(str(value)))
-
-
-def wrap(text: str, width: int, *, first: int = 0, rest: int = 0, fold: bool = False) -> list[str]:
-    """``text`` in lines of at most ``width`` columns after ``first`` columns on the first line and
-    ``rest`` on the others (not included), broken between words (never at hyphens); a word longer
-    than the line (a path, a file name) runs over, or with ``fold`` is folded. No line for a blank
-    text. Every printer here wraps with this (a terminal's own wrap would start lines at column 0)."""
-    lines = textwrap.wrap(
-        text,
-        width,
-        initial_indent=" " * first,
-        subsequent_indent=" " * rest,
-        break_long_words=fold,
-        break_on_hyphens=False,
-    )
-    return [line[first if i == 0 else rest :] for i, line in enumerate(lines)]
+    """An input's text for a markup string: terminal controls removed, markup shown literally, a
+    tab a space (rich measures a tab as one column and prints it as eight: a table's title then
+    wraps inside a word)."""
+    return _literal(printable(str(value)).replace("\t", " "))
 
 
 def print_hanging(

@@ -10,7 +10,8 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from tfbuild.cli.console import make_console, print_hanging, safe, wrap
+from tfbuild.cli.console import make_console, print_hanging, safe
+from tfbuild.cli.text import wrap
 from tfbuild.core import serial
 from tfbuild.core.errors import printable
 from tfbuild.core.files import human_size
@@ -173,6 +174,38 @@ def _hanging(console: Console, head: str, text: str, *, indent: int = 2, style: 
         console.print(safe(line), highlight=False, soft_wrap=True)
 
 
+def _print_answers(console: Console, report: DetectReport) -> None:
+    """What ``--target`` and ``--why-not`` asked: the target's flags and where it runs, and
+    whether each target fits each machine, and why not."""
+    if report.target is not None:
+        target = report.target
+        console.print(
+            f"[bold]Target {safe(target.name)}[/bold] ({safe(target.compiler_flags.compiler.spec)}): "
+            f"{safe(target.compiler_flags.command_line)}",
+            soft_wrap=True,  # a command line: left whole to be copied
+        )
+        for fit in target.runs_on:
+            mark, style = ("runs", "green") if fit.runs else ("does not run", "red")
+            _hanging(console, f"  {mark}:", f" {fit.reason}", indent=4, style=style)
+    for fit in report.why_not:
+        mark, style = ("fits", "green") if fit.runs else ("does not fit", "red")
+        where = "" if report.live else f" on {fit.machine}"
+        _hanging(console, f"why not {fit.target + where}? {mark}:", f" {fit.reason}", style=style)
+
+
+def print_detect_answers(report: DetectReport) -> None:
+    """``tfbuild detect --target NAME`` or ``--why-not NAME``: the answers alone, first line
+    first, then what reading a dump left out (it may change the answer) and the target's own
+    flag warnings; the whole report is ``tfbuild detect`` without them."""
+    console = make_console()
+    _print_answers(console, report)
+    warnings = [w for m in report.machines for w in m.cpu.warnings]
+    if report.target is not None:
+        warnings.extend(report.target.compiler_flags.warnings)
+    for warning in dict.fromkeys(warnings):
+        _hanging(console, "warning:", f" {warning}", style="yellow")
+
+
 def print_detect(report: DetectReport) -> None:
     console = make_console()
     for machine in report.machines:
@@ -207,21 +240,7 @@ def print_detect(report: DetectReport) -> None:
                 soft_wrap=True,
             )
         console.print()
-    if report.target is not None:
-        target = report.target
-        console.print(
-            f"[bold]Target {safe(target.name)}[/bold] ({safe(target.compiler_flags.compiler.spec)}): "
-            f"{safe(target.compiler_flags.command_line)}",
-            soft_wrap=True,
-        )
-        for fit in target.runs_on:
-            mark, style = ("runs", "green") if fit.runs else ("does not run", "red")
-            _hanging(console, f"  {mark}:", f" {fit.reason}", indent=4, style=style)
-        console.print()
-    for fit in report.why_not:
-        mark, style = ("fits", "green") if fit.runs else ("does not fit", "red")
-        where = "" if report.live else f" on {fit.machine}"
-        _hanging(console, f"why not {fit.target + where}? {mark}:", f" {fit.reason}", style=style)
+    _print_answers(console, report)
     system = _system_rows(report)
     if system is not None:
         console.print(system)
@@ -359,27 +378,39 @@ def _plan_rows(plan: BuildPlan) -> list[tuple[str, str, tuple[str, ...]]]:
     return rows
 
 
+#: The rows whose value is a command line, or part of one (a bazel command is labelled "bazel
+#: VERSION"): never broken, since a command pasted from two lines runs as two.
+_COMMAND_ROWS = ("compiler flags", "runtime env")
+
+
 def _print_rows(
     console: Console, rows: Sequence[tuple[str, str, tuple[str, ...]]], *, why: bool
 ) -> None:
-    """Rows of a plan: the label, its value wrapped in the value column (a word longer than the
-    column, a digest, folded, never cut); then the first reason that fits on the value's line, or
-    with ``why`` every reason in full below its value."""
+    """Rows of a plan: the label, its value wrapped in the value column between words (a word
+    longer than the column, a digest or a path, runs over it whole: never folded, never cut);
+    then the first reason that fits on the value's line, or with ``why`` every reason in full below
+    its value. A command line is never broken: when it does not fit the value column it goes whole
+    on a line of its own below its label, two columns in."""
     label = max(len(what) for what, _, _ in rows)
     room = max(console.width - label - 2, 20)  # the value column: after the label and a gap
     indent = " " * (label + 2)
     for what, value, reasons in rows:
         shown = printable(value)
-        lines = wrap(shown, room, fold=True) or [""]
+        command = what in _COMMAND_ROWS or (what.startswith("bazel ") and why)
         fits = [r for r in reasons if len(shown) + len(printable(r)) + 3 <= room]
         tail = f" [dim]({safe(fits[0])})[/dim]" if fits and not why else ""  # never cut
-        console.print(
-            f"[bold]{safe(what)}[/bold]{' ' * (label + 2 - len(what))}{safe(lines[0])}{tail}"
-        )
-        for line in lines[1:]:
-            console.print(f"{indent}{safe(line)}")
+        if command and room < len(shown) <= console.width - 2:  # whole, below its label
+            console.print(f"[bold]{safe(what)}[/bold]")
+            console.print(f"  {safe(shown)}{tail}")
+        else:  # a command too long for any line runs over beside its label, whole
+            first, *rest = [shown] if command else wrap(shown, room) or [""]
+            console.print(
+                f"[bold]{safe(what)}[/bold]{' ' * (label + 2 - len(what))}{safe(first)}{tail}"
+            )
+            for line in rest:
+                console.print(f"{indent}{safe(line)}")
         for reason in reasons if why else ():
-            for line in wrap(printable(reason), room, fold=True):
+            for line in wrap(printable(reason), room):
                 console.print(f"{indent}[dim]{safe(line)}[/dim]")
 
 
@@ -474,6 +505,20 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {rest:02d} s" if minutes else f"{seconds:.1f} s"
 
 
+def _shell_path(path: str) -> str:
+    """``path`` as a command line takes it: relative to the working directory when it lies below
+    it (``dist/...whl``), quoted for the shell when it needs quoting."""
+    import os
+    import shlex
+    from pathlib import PurePath
+
+    try:
+        relative = os.path.relpath(path)
+    except (ValueError, OSError):  # no working directory, or another drive
+        relative = path
+    return shlex.quote(path if PurePath(relative).parts[:1] == ("..",) else relative)
+
+
 def print_wheel_result(result: WheelResult, *, quiet: bool = False) -> None:
     """The end of `tfbuild wheel`: where the wheel is, what it is, and what to do next."""
     console = make_console(highlight=False, soft_wrap=True)
@@ -503,8 +548,8 @@ def print_wheel_result(result: WheelResult, *, quiet: bool = False) -> None:
     ]
     if result.replaced:
         rows.append(("note", "a wheel of the same name was replaced"))
-    if not standin:
-        rows.append(("next", f"tfbuild smoke {result.wheel}"))
+    # Last: what to run next (the stand-in too: smoke tests it as the stand-in it is).
+    rows.append(("next", f"tfbuild smoke {_shell_path(str(result.wheel))}"))
     for name, value in rows:
         console.print(f"{name:9} {safe(value)}")
 

@@ -114,7 +114,8 @@ def forecast_command(
 
 def print_forecast(forecast: Any) -> None:
     """The summary line, then one row per op class and per op, then what was compiled how."""
-    from tfbuild.cli.console import make_console, wrap
+    from tfbuild.cli.console import make_console
+    from tfbuild.cli.text import wrap
     from tfbuild.smoke.forecast_report import CLASSES, TENSORFLOW
 
     width = make_console().width
@@ -175,7 +176,8 @@ def print_forecast_beside(forecast: dict[str, Any] | None) -> None:
     per op class (one thread), so that a wrong forecast shows."""
     if not forecast:
         return
-    from tfbuild.cli.console import make_console, wrap
+    from tfbuild.cli.console import make_console
+    from tfbuild.cli.text import wrap
     from tfbuild.smoke.forecast_report import CLASSES
 
     width = make_console().width

@@ -43,8 +43,8 @@ def detect(
         typer.Option(
             "--target",
             metavar="NAME",
-            help="Also show flags for a portable target (x86_64_v3, haswell, ...) and whether it "
-            "runs on the machine(s).",
+            help="Only the flags for a portable target (x86_64_v3, haswell, ...) and whether it "
+            "runs on the machine(s): the answer alone (--json: the whole report with it).",
             show_default=False,
         ),
     ] = None,
@@ -53,7 +53,8 @@ def detect(
         typer.Option(
             "--why-not",
             metavar="NAME",
-            help="Explain whether code built for this target runs on the machine, and why not.",
+            help="Only whether code built for this target runs on the machine, and why not: the "
+            "answer alone (--json: the whole report with it).",
             show_default=False,
         ),
     ] = None,
@@ -66,21 +67,26 @@ def detect(
     CUDA and GPUs, resources."""
     from tfbuild.detect.gather import gather
 
+    # A question (--target, --why-not) gets its answer alone; --json is always the whole report.
+    question = bool(target or why_not) and not as_json
     report = gather(
         cpuinfo_files=tuple(cpuinfo or ()),
         compiler_spec=compiler,
         target=target,
         why_not=tuple(why_not or ()),
-        with_gpu=gpu,
+        with_gpu=gpu and not question,
     )
     if as_json:
         from tfbuild.core import serial
 
         print_json(serial.to_data(report))
         return
-    from tfbuild.cli.display import print_detect
+    from tfbuild.cli.display import print_detect, print_detect_answers
 
-    print_detect(report)
+    if question:
+        print_detect_answers(report)
+    else:
+        print_detect(report)
 
 
 # --- recipes ---------------------------------------------------------------------------------------

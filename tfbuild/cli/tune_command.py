@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from tfbuild.core.errors import printable
+
+if TYPE_CHECKING:
+    from tfbuild.smoke.tune import TuneReport
 
 
 def tune_command(
@@ -67,10 +70,9 @@ def tune_command(
 ) -> None:
     """Measure the runtime settings that matter for a wheel here; keep those that win."""
     from tfbuild.core.errors import UsageError
-    from tfbuild.core.stats import UNDECIDED
     from tfbuild.smoke.models import check_model
     from tfbuild.smoke.session import wheel_to_test
-    from tfbuild.smoke.tune import TuneOptions, gain, run_tune, write_profile
+    from tfbuild.smoke.tune import TuneOptions, run_tune, write_profile
 
     interpreter = python or sys.executable
     if installed == (wheel is not None):
@@ -94,21 +96,38 @@ def tune_command(
         data = report.to_json() | {"written": str(target) if target else None}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return
+    print_tune(report, target)
+
+
+def print_tune(report: TuneReport, written: Path | None) -> None:
+    """What tune kept and why, a line each (each trial's under its word): wrapped to the terminal
+    when standard output is one, every line whole when it is piped."""
+    from tfbuild.cli.text import terminal_width
+    from tfbuild.core.stats import UNDECIDED
+    from tfbuild.smoke.tune import gain
+
     kept = ", ".join(t.name for t in report.kept) or "nothing (TensorFlow's defaults stay)"
     note = report.undecided_note()
-    lines = [f"undecided: {note}"] if note else []  # first: it qualifies all that follows
-    lines.append(f"kept for {report.wheel}: {kept} ({report.seconds:.0f} s)")
+    lines = [(f"undecided: {note}", 2)] if note else []  # first: it qualifies all that follows
+    lines.append((f"kept for {report.wheel}: {kept} ({report.seconds:.0f} s)", 2))
     if report.model is not None:
         per_call = report.model_seconds()
         took = f", {per_call * 1e3:.3g} ms a call with the defaults" if per_call else ""
         lines.append(
-            f"  timed {report.model.op} beside the smoke's ops (batch {report.model.batch}{took})"
+            (
+                f"  timed {report.model.op} beside the smoke's ops (batch {report.model.batch}"
+                f"{took})",
+                4,
+            )
         )
     if report.confirmation is not None:
         median, low, high = gain(report.confirmation)
         verdict = "confirmed" if report.confirmation.wins else "not confirmed"
         lines.append(
-            f"  together against the defaults: {median:.2f}x ({low:.2f}-{high:.2f}x), {verdict}"
+            (
+                f"  together against the defaults: {median:.2f}x ({low:.2f}-{high:.2f}x), {verdict}",
+                4,
+            )
         )
     for trial in report.tried:
         median, low, high = gain(trial)
@@ -120,13 +139,29 @@ def tune_command(
             else "rejected"
         )
         ops = ", ".join(f"{r.op} {r.verdict.label}" for r in trial.results if r.verdict)
-        lines.append(f"  {word:<10}{trial.name}: {median:.2f}x ({low:.2f}-{high:.2f}x; {ops})")
-    lines.extend(f"  not tried {name} (the --budget ran out)" for name in report.not_tried)
+        lines.append(
+            (f"  {word:<10}{trial.name}: {median:.2f}x ({low:.2f}-{high:.2f}x; {ops})", 12)
+        )
+    lines.extend((f"  not tried {name} (the --budget ran out)", 4) for name in report.not_tried)
     if report.machine is not None:
-        lines.append(f"machine: {report.machine.describe()}")
+        lines.append((f"machine: {report.machine.describe()}", 2))
     lines.append(
-        f"profile written to {target}"
-        if target is not None
-        else "profile not written: pass --output FILE (a requirement has no env file)"
+        (
+            f"profile written to {written}"
+            if written is not None
+            else "profile not written: pass --output FILE (a requirement has no env file)",
+            2,
+        )
     )
-    typer.echo(printable("\n".join(lines)))
+    width = terminal_width(sys.stdout)
+    shown = [row for text, indent in lines for row in _indented(text, width, indent)]
+    typer.echo(printable("\n".join(shown)))
+
+
+def _indented(text: str, width: int | None, indent: int) -> list[str]:
+    """``text`` (its own leading spaces kept) wrapped under column ``indent``."""
+    from tfbuild.cli.text import hanging
+
+    lead = len(text) - len(text.lstrip(" "))
+    rows = hanging(text.lstrip(" "), None if width is None else width - lead, indent=indent - lead)
+    return [" " * lead + row for row in rows]

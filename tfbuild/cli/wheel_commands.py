@@ -127,6 +127,11 @@ def smoke_command(
     if in_image and wheel is not None:  # checked: --in-image has a .whl file
         _smoke_in_images(wheel, in_image, wheelhouse=wheelhouse, as_json=as_json)
         return
+    from tfbuild.smoke.standin import is_standin_wheel
+
+    if wheel is not None and is_standin_wheel(Path(wheel)):  # the canary: not TensorFlow
+        _smoke_standin(Path(wheel), python=python, bench=bench, as_json=as_json)
+        return
     from tfbuild.smoke.report import Rules, check_plot
     from tfbuild.smoke.session import SmokeOptions, run_smoke, with_wheel_files
 
@@ -164,6 +169,27 @@ def smoke_command(
         print_forecast_beside(report.forecast)
     if not report.passed:
         raise SmokeFailed(f"{report.candidate_label} did not pass", why="; ".join(report.failures))
+
+
+def _smoke_standin(wheel: Path, *, python: str | None, bench: bool, as_json: bool) -> None:
+    """``smoke`` of the canary's STAND-IN wheel: installed, imported and run as what it is, its
+    flags checked (recorded, and in its machine code); exit 7 when it does not work."""
+    from tfbuild.core.errors import SmokeFailed
+    from tfbuild.smoke.standin import run_standin_smoke
+
+    report = run_standin_smoke(
+        wheel, python=python or sys.executable, say=progress("smoke", quiet=as_json)
+    )
+    if as_json:
+        print_json(serial.to_data(report))
+    else:
+        from tfbuild.cli.wheel_display import print_standin_smoke
+
+        print_standin_smoke(report, bench=bench)
+    if not report.passed:
+        raise SmokeFailed(
+            f"{wheel.name} (the STAND-IN canary) did not pass", why="; ".join(report.failures)
+        )
 
 
 def _smoke_in_images(

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # types of other commands' results: importing them would load
     from tfbuild.pick import Assessment, PickResult
     from tfbuild.smoke.loads import LoadReport
     from tfbuild.smoke.report import SmokeReport
+    from tfbuild.smoke.standin import StandinSmoke
 
 
 def _rate(value: float) -> str:
@@ -102,6 +103,73 @@ def print_smoke(report: SmokeReport) -> None:
         console.print(f"runtime env file: {safe(report.env_file)}", highlight=False)
     if report.passed:
         console.print(f"[green]PASSED[/green] in {report.seconds:.0f} s", highlight=False)
+    else:
+        for failure in report.failures:
+            print_hanging(console, "[red]FAILED[/red]: ", 8, failure)
+
+
+def print_standin_smoke(report: StandinSmoke, *, bench: bool) -> None:
+    """``tfbuild smoke`` of the canary's stand-in: what it is, that it runs, and what shows its
+    flags (recorded, and in its machine code)."""
+    console = make_console(highlight=False, soft_wrap=True)
+    console.print(f"[bold]{safe(report.wheel)}[/bold]")
+    print_hanging(
+        console,
+        "[yellow]STAND-IN[/yellow]: ",
+        10,
+        "tfbuild's canary, not TensorFlow: tested as the stand-in it is",
+    )
+    environment = "a reused environment" if report.reused else "a new environment"
+    if report.ran:
+        print_hanging(
+            console,
+            "[green]runs[/green]: ",
+            6,
+            f"installs into {environment}, imports {report.module}, its kernel ran (sum "
+            f"{report.checksum:.6g}) and its C++ part (a thread, a libstdc++ string: "
+            f"{report.runtime})",
+        )
+    else:
+        print_hanging(console, "[red]does NOT run[/red]: ", 6, report.failure or "", head_width=14)
+    if report.flags is not None:
+        said = " ".join(report.flags) or "no flags"
+        if report.receipt_flags is None:
+            where = "recorded in the wheel; no receipt beside it to compare with"
+        elif report.flags == report.receipt_flags:
+            where = f"recorded in the wheel, as its receipt says; target {report.target}"
+        else:
+            where = f"recorded in the wheel; its receipt says {' '.join(report.receipt_flags)}"
+        print_hanging(console, "flags: ", 7, f"{said} ({where})")
+    found = report.instructions
+    if found.counted is not None:
+        counts = ", ".join(f"{found.counted.get(kind, 0)} {kind}" for kind in ("zmm", "ymm", "fma"))
+        said = ""
+        if found.expected is not None:
+            kinds = " and ".join(found.expected)
+            said = (
+                f": the {kinds} its flags call for"
+                if kinds
+                else ": no vector extensions, as its flags enable none"
+            )
+        print_hanging(console, "machine code: ", 14, f"{counts} instructions{said}")
+    if found.note:
+        print_hanging(console, "machine code: ", 14, found.note)
+    if bench:
+        print_hanging(
+            console,
+            "no benchmark: ",
+            14,
+            "a stand-in has no stock wheel to be compared with; tfbuild doctor times the canary "
+            "built for this machine against its x86_64 build",
+        )
+    if report.passed:
+        print_hanging(
+            console,
+            "[green]PASSED[/green] ",
+            7,
+            f"in {report.seconds:.1f} s: the stand-in works (it proves the pipeline, not "
+            "TensorFlow)",
+        )
     else:
         for failure in report.failures:
             print_hanging(console, "[red]FAILED[/red]: ", 8, failure)

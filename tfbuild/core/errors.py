@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from typing import ClassVar
 
+from tfbuild.core.defaults import DOCTOR_TIMES
+
 # What a terminal would act on instead of showing: escape sequences (CSI ``ESC [ ... final``; OSC
 # ``ESC ] ... BEL|ST``, e.g. OSC 8 hyperlinks and window titles; DCS/SOS/PM/APC ``ESC P|X|^|_ ... ST``;
 # two-byte ``ESC x``), their 8-bit C1 forms, then any other C0 control but tab and newline, DEL, C1,
@@ -113,10 +115,11 @@ class Unreachable(EnvironmentProblem):
     a TLS certificate that does not verify (the source tarball, the toolchain image's packages)."""
 
     hint = (
-        "without the network, tfbuild doctor proves this machine and the whole pipeline in "
-        "seconds (a STAND-IN canary that needs none of TensorFlow's downloads). A real build "
-        "gets its downloads through a proxy (HTTPS_PROXY, passed to every step) and can take its "
-        "compiling from a remote cache (--remote-cache URL)."
+        "without the network, tfbuild doctor proves this machine and the whole pipeline with a "
+        "STAND-IN canary that needs none of TensorFlow's downloads "
+        f"({DOCTOR_TIMES}). A real build gets its downloads through a proxy (HTTPS_PROXY, "
+        "passed to every step) and can take its compiling from a remote cache "
+        "(--remote-cache URL)."
     )
 
 

@@ -70,13 +70,14 @@ def _first_release(name: str, major: int) -> str:
     return f"{major}.0.0"
 
 
-def _probe_version(name: str, run: Runner) -> str | None:
+def _probe_version(name: str, run: Runner, program: str | None = None) -> str | None:
+    """The version ``program`` (default: ``name``) on PATH says it is, or None."""
     if name == "gcc":
-        result = run(["gcc", "-dumpfullversion", "-dumpversion"])
+        result = run([program or "gcc", "-dumpfullversion", "-dumpversion"])
         if result and result.returncode == 0:
             return result.stdout.strip() or None
         return None
-    result = run([name, "--version"])
+    result = run([program or name, "--version"])
     if result and result.returncode == 0:
         found = re.search(r"version (\d+(?:\.\d+)*)", result.stdout)
         return found.group(1) if found else None
@@ -110,7 +111,9 @@ def parse_compiler(spec: str, *, run: Runner = run_command) -> Compiler:
             why=f"{name!r} is not a compiler tfbuild knows flags for",
             fix=f"{hint}Known: {', '.join(KNOWN_COMPILERS)}.",
         )
-    if version is None:
+    if version is not None:
+        _check_released(name, version, spec, run)
+    else:
         probed = _probe_version(name, run)
         if probed is None:
             raise UsageError(
@@ -125,6 +128,48 @@ def parse_compiler(spec: str, *, run: Runner = run_command) -> Compiler:
     while len(version.split(".")) < 3:
         version += ".0"
     return Compiler(name=name, version=version, spec=spec)
+
+
+#: The compilers whose release series archspec's data follows: each new microarchitecture names
+#: the version of each that first spells it, so its newest named major is the newest it knows.
+_TRACKED = ("gcc", "clang")
+
+
+def newest_known(name: str) -> tuple[int, ...] | None:
+    """The newest version of compiler ``name`` that archspec's microarchitectures name (the bounds
+    of their version ranges), or None when they name none."""
+    from archspec.cpu import TARGETS
+
+    found = [
+        tuple(int(p) for p in re.findall(r"\d+", bound))
+        for target in TARGETS.values()
+        for entry in target.compilers.get(name, ())
+        for bound in str(entry.get("versions", "")).split(":")
+        if re.search(r"\d", bound)
+    ]
+    return max(found, default=None)
+
+
+def _check_released(name: str, version: str, spec: str, run: Runner) -> None:
+    """Refuse a gcc or clang version no release has (``gcc-99``): one whose major is beyond the
+    newest archspec knows is taken only when that compiler is on PATH (``gcc-17``, or ``gcc``
+    itself) and says it is that version; flags for a compiler neither knows would be a guess."""
+    newest = newest_known(name) if name in _TRACKED else None
+    major = int(version.split(".", maxsplit=1)[0])
+    if newest is None or major <= newest[0]:
+        return
+    for program in (f"{name}-{major}", name):
+        found = _probe_version(name, run, program)
+        if found is not None and found.split(".", maxsplit=1)[0] == str(major):
+            return
+    known = ".".join(str(p) for p in newest)
+    raise UsageError(
+        f"unknown --compiler {spec!r}",
+        why=f"{name} {major} is newer than any {name} archspec knows (its newest: {known}), and "
+        f"no {name}-{major} on PATH says it exists",
+        fix=f"Name a released version (e.g. --compiler {name}-{newest[0]}; archspec spells the "
+        f"flags of every newer one the same), or install {name} {major} first.",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -33,7 +33,14 @@ from tfbuild.detect import cpu
 from tfbuild.pick.listing import WheelFile
 from tfbuild.pick.machine import IMPLEMENTATIONS, Host
 from tfbuild.recipes.tfversions import parse_version
-from tfbuild.wheel.labels import NATIVE, WheelLabel, parse_label, spelt_label, spelt_version
+from tfbuild.wheel.labels import (
+    NATIVE,
+    WheelLabel,
+    is_standin_name,
+    parse_label,
+    spelt_label,
+    spelt_version,
+)
 from tfbuild.wheel.overlay_receipt import OverlayReceipt
 from tfbuild.wheel.receipt import Receipt, WheelFloor
 
@@ -54,10 +61,6 @@ STAGE_ORDER: dict[str, int] = {
 }
 UNLABELLED_REASON = "no CPU label: assumed portable (like the stock wheel)"
 
-#: The canary's own local version label (``0.0.0+tfbuild.canary``, written by its wheel packer,
-#: tfbuild/recipes/canary/tree/tensorflow/tools/pip_package/pack_wheel.py), which the target's label then extends (``+tfbuild.canary.x86_64v4``):
-#: such a wheel is the STAND-IN, not TensorFlow, whether or not a receipt (``standin: true``) says so.
-STANDIN_LABEL = ("tfbuild", "canary")
 
 _INTERPRETER = re.compile(r"([a-z]+?)(\d)(\d*)")
 _MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_(.+)")
@@ -235,9 +238,10 @@ def _describe_tag(tag: Tag) -> str:
     return f"{tag.interpreter}-{tag.abi} ({who} {version})"
 
 
-def is_standin(label: WheelLabel, receipt: Receipt | None) -> bool:
-    """Is this the canary's STAND-IN wheel? Its receipt says so, or its version label does."""
-    return (receipt is not None and receipt.standin) or label.other[:2] == STANDIN_LABEL
+def is_standin(filename: str, receipt: Receipt | None) -> bool:
+    """Is this the canary's STAND-IN wheel? Its receipt says so, or its name (``tfbuild_canary``)
+    or version label (``0.0.0+tfbuild.canary``) does."""
+    return (receipt is not None and receipt.standin) or is_standin_name(filename)
 
 
 def _illegal(fit_reason: str, target: Microarchitecture, host: Host) -> str:
@@ -451,7 +455,7 @@ def evaluate(wheel: WheelFile, host: Host) -> Assessment:
             stage=stage,
             reason=reason,
             python_rank=rank,
-            standin=is_standin(label, wheel.receipt),
+            standin=is_standin(wheel.filename, wheel.receipt),
         )
 
     if wheel.mismatch is not None:

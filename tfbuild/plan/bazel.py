@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
+from tfbuild.core.defaults import STANDIN_WHEEL, TOOLCHAIN_REPOSITORY
 from tfbuild.core.errors import UnsupportedError
 from tfbuild.core.variants import MklThreading, Variant
 from tfbuild.detect.host import HostFacts
@@ -172,6 +172,8 @@ def configure_rc(
         if family == "clang" and compiler_path is not None and route != "sysroot":
             rc.append(f"build --action_env CLANG_CUDA_COMPILER_PATH={_quoted(compiler_path)}")
     wheel_name = {"cuda": "tensorflow"}.get(options.variant, "tensorflow_cpu")
+    if options.canary:  # the stand-in is not TensorFlow: a wheel of its own, never tensorflow_cpu
+        wheel_name = STANDIN_WHEEL
     if recipe.wheel_flow == "wheel":
         rc.append(f"build --repo_env=WHEEL_NAME={wheel_name}")
     build_target = WHEEL_TARGETS[recipe.wheel_flow]
@@ -384,7 +386,7 @@ REPO_ENV: dict[str, str | None] = {
     "HERMETIC_CUDA_VERSION": _quoted_re(_VERSION),
     "HERMETIC_CUDNN_VERSION": _quoted_re(_VERSION),
     "HERMETIC_CUDA_COMPUTE_CAPABILITIES": _quoted_re(_CAPABILITIES),
-    "WHEEL_NAME": "tensorflow|tensorflow_cpu",
+    "WHEEL_NAME": f"tensorflow|tensorflow_cpu|{STANDIN_WHEEL}",
     "USE_PYWRAP_RULES": "1",
     "ML_WHEEL_TYPE": "release",
 }
@@ -434,6 +436,9 @@ WHEEL_TARGETS = {
     "build_pip_package": "//tensorflow/tools/pip_package:build_pip_package",
 }
 WHEEL_NAMES = ("tensorflow", "tensorflow_cpu")
+#: The canary's (a stand-in plan's only; its receipts before it had a name of its own say
+#: tensorflow_cpu).
+STANDIN_WHEEL_NAMES = (STANDIN_WHEEL, "tensorflow_cpu")
 
 _OPTION = re.compile(r"(--[A-Za-z0-9_@/:.-]+)(?:([= ])(.*))?", re.DOTALL)
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
 from tfbuild.plan.bazel import (
     CONFIGS,
+    STANDIN_WHEEL_NAMES,
     SYSROOT_DIST,
     SYSROOT_NAME,
     WHEEL_NAMES,
@@ -38,6 +39,7 @@ _VERSION2 = r"[0-9]+\.[0-9]+"
 _RELEASE = r"[0-9]+(?:\.[0-9]+){0,3}"
 _SHA256 = r"[0-9a-f]{64}"
 _PACKAGE = r"[a-z0-9][a-z0-9+.-]+"
+_WHEEL_NAME_LINE = re.compile(r"build --repo_env[= ]WHEEL_NAME=(.*)")
 _TOKEN = r"[A-Za-z0-9][A-Za-z0-9_.+-]*"
 _SUITE = r"[a-z][a-z0-9-]*"
 #: A Docker image reference as a receipt holds one (no spaces, no shell, no Dockerfile variable).
@@ -152,8 +154,12 @@ def check_plan(plan: BuildPlan) -> None:
     check_startup_options(plan.startup_options)
     if WHEEL_TARGETS.get(plan.wheel_flow) != plan.build_target:
         raise RefusedField("build_target", plan.build_target, "not the wheel target tfbuild builds")
-    if plan.wheel_name not in WHEEL_NAMES:
+    if plan.wheel_name not in (STANDIN_WHEEL_NAMES if plan.standin else WHEEL_NAMES):
         raise RefusedField("wheel_name", plan.wheel_name, "not a wheel tfbuild builds")
+    for i, line in enumerate(plan.rc_lines):  # the wheel bazel names is the one the plan says
+        named = _WHEEL_NAME_LINE.fullmatch(line)
+        if named is not None and named.group(1) != plan.wheel_name:
+            raise RefusedField(f"rc_lines[{i}]", line, f"the plan's wheel is {plan.wheel_name}")
     # cache_volume is not checked: no file renders it, and a rebuild never mounts the one a
     # receipt names (rebuild.with_cache_volume, plan.isolated).
     _environment(plan)

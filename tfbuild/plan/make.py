@@ -135,7 +135,7 @@ def _choose_base_image(
         "asked for with --base-image"
         + (f" (local image {base.image_id}, made by tfbuild base)" if base.image_id else "")
         if options.base_image
-        else "pinned by digest in base-images.yaml; it ships the recipe's compiler"
+        else "pinned by digest in base-images.yaml: the toolchain image is built on it"
     )
     return base, Reason(what="base image", value=base.reference, why=why)
 

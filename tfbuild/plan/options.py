@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfbuild.core.defaults import CACHE_VOLUME
+from tfbuild.core.defaults import CACHE_VOLUME, DOCTOR_TIMES
 from tfbuild.core.errors import UsageError
 from tfbuild.core.variants import MklThreading, Variant
 
@@ -271,7 +271,7 @@ class PlanOptions:
         metadata=cli(
             "--canary",
             help="tfbuild's STAND-IN source (a miniature, not TensorFlow) through the same "
-            "pipeline, in a minute: what tfbuild doctor builds.",
+            f"pipeline: what tfbuild doctor builds, twice (doctor: {DOCTOR_TIMES}).",
         ),
     )
     #: The determinism measures (SOURCE_DATE_EPOCH, ..., normalised wheel; tfbuild.plan.reproducible).

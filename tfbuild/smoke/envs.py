@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
-from tfbuild.core.files import sha256_file
+from tfbuild.core.files import kind_of, sha256_file
 from tfbuild.detect.system import default_cache_dir
 
 _MARKER = ".tfbuild-ready"
@@ -47,7 +47,7 @@ class WheelSpec:
             if not path.is_file():
                 raise InputError(
                     f"cannot test wheel {text}",
-                    why="the file does not exist",
+                    why=_not_a_file(path),
                     fix="Pass the path of a .whl file, or a requirement such as tensorflow-cpu==2.21.0.",
                 )
             return WheelSpec(kind="file", value=str(path.resolve()))
@@ -57,6 +57,19 @@ class WheelSpec:
                 fix="Pass a .whl path or a requirement such as tensorflow-cpu==2.21.0.",
             )
         return WheelSpec(kind="requirement", value=text)
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` is not a wheel file, in words: missing, a dangling link, or what it is instead
+    (a directory, a character device such as /dev/null, a FIFO...)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "it is a symbolic link to nothing" if path.is_symlink() else "it does not exist"
+    except OSError as exc:
+        return f"it cannot be read ({exc.strerror or exc})"
+    kind = kind_of(mode)
+    return f"it is {kind}, not a wheel file" if kind.startswith("a ") else f"it is {kind}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -448,28 +448,65 @@ def onednn_dispatch(python: str) -> OneDnn:
             env=env,
         )
     except (OSError, subprocess.SubprocessError) as exc:
-        out, error = "", str(exc)
-    else:
-        out = proc.stdout + proc.stderr
-        error = "" if proc.returncode == 0 else f"the probe exited with {proc.returncode}"
+        return OneDnn(isa=None, kernels={}, error=f"tfbuild's oneDNN probe did not run: {exc}")
+    failed = ""
+    if proc.returncode != 0:
+        last = next((line for line in reversed(proc.stderr.splitlines()) if line.strip()), "")
+        failed = f"tfbuild's oneDNN probe exited with {proc.returncode}" + (
+            f": {last.strip()[:200]}" if last else ""
+        )
+    return read_onednn_verbose(proc.stdout + proc.stderr, failed=failed)
+
+
+#: The verbose lines of oneDNN: "onednn_verbose," (2.x, 3.x), "dnnl_verbose," (before 2.x).
+_VERBOSE_PREFIXES = ("onednn_verbose", "dnnl_verbose")
+
+
+def _verbose_fields(line: str) -> list[str] | None:
+    """A oneDNN verbose line's fields after its prefix, the same for every format oneDNN has had:
+    without the format marker ("v1", from oneDNN 3.1) and the "primitive" category (3.x), so
+    that "info,cpu,isa:..." and "exec,cpu,KIND,IMPLEMENTATION,..." come first."""
+    fields = line.split(",")
+    if fields[0] not in _VERBOSE_PREFIXES:
+        return None
+    rest = fields[1:]
+    if rest and re.fullmatch(r"v\d+", rest[0]):
+        rest = rest[1:]
+    if rest and rest[0] == "primitive":
+        rest = rest[1:]
+    return rest
+
+
+def read_onednn_verbose(output: str, *, failed: str = "") -> OneDnn:
+    """What oneDNN's verbose ``output`` says it ran (see :func:`onednn_dispatch`); ``failed``: how
+    the probe failed, when it did. Every failure to read it is said as tfbuild's, never as a
+    question about the wheel."""
     isa = None
     kernels: dict[str, list[str]] = {}
-    for line in out.splitlines():
-        fields = line.split(",")
-        if not line.startswith("onednn_verbose,") or len(fields) < 5:
+    seen = False
+    for line in output.splitlines():
+        fields = _verbose_fields(line.strip())
+        if fields is None:
             continue
-        if fields[2:4] == ["info", "cpu"] and fields[4].startswith("isa:"):
-            isa = ",".join(fields[4:])[4:].strip()
-        if fields[2:5] == ["primitive", "exec", "cpu"] and len(fields) > 6 and fields[5] in _KINDS:
-            impl = fields[6] or ("oneDNN's sgemm" if fields[5] == "gemm_api" else "?")
-            kind = _KINDS[fields[5]]
+        seen = True
+        if fields[:2] == ["info", "cpu"] and len(fields) > 2 and fields[2].startswith("isa:"):
+            isa = ",".join(fields[2:])[4:].strip()
+        if fields[:2] == ["exec", "cpu"] and len(fields) > 3 and fields[2] in _KINDS:
+            impl = fields[3] or ("oneDNN's sgemm" if fields[2] == "gemm_api" else "?")
+            kind = _KINDS[fields[2]]
             if impl not in kernels.setdefault(kind, []):
                 kernels[kind].append(impl)
-    return OneDnn(
-        isa=isa,
-        kernels={k: tuple(v) for k, v in sorted(kernels.items())},
-        error=error or (None if isa else "oneDNN printed no ISA (is oneDNN on in this wheel?)"),
-    )
+    error = failed or None
+    if error is None and not seen:
+        error = (
+            "the stock wheel printed no oneDNN verbose line under tfbuild's probe: oneDNN ran "
+            "none of its matmul and conv there"
+        )
+    elif error is None and isa is None:
+        error = "tfbuild's oneDNN probe could not read the ISA from oneDNN's verbose lines"
+    elif error is None and not kernels:
+        error = "tfbuild's oneDNN probe read no matmul or conv kernel from oneDNN's verbose lines"
+    return OneDnn(isa=isa, kernels={k: tuple(v) for k, v in sorted(kernels.items())}, error=error)
 
 
 # --- the forecast ---------------------------------------------------------------------------------

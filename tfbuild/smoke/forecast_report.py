@@ -308,7 +308,7 @@ class OneDnn:
 
     def describe(self) -> str:
         if not self.measured:
-            return f"not measured ({self.error or 'oneDNN ran no kernel'})"
+            return f"not measured: {self.error or 'oneDNN ran no kernel'}"
         ran = "; ".join(f"{kind}: {', '.join(impls)}" for kind, impls in self.kernels.items())
         return f"oneDNN picks its kernels at run time for this CPU ({self.isa}): {ran}"
 
@@ -338,7 +338,7 @@ class Forecast:
     """The whole forecast: what was compiled how, each op and class, and oneDNN's dispatch."""
 
     schema: Literal["tfbuild.forecast/1"] = SCHEMA
-    summary: str = field(init=False)  # the one line: the element-wise ops, and matmul/conv
+    summary: str = field(init=False)  # the one line: the transcendental ops, and matmul/conv
     tensorflow: str
     target: str
     stock_wheel: str
@@ -357,8 +357,9 @@ class Forecast:
         return next((c for c in self.classes if c.klass == name), None)
 
     def _summary(self) -> str:
-        """The one line: what the element-wise ops would do in TensorFlow (and the kernel alone),
-        and matmul/conv."""
+        """The one line: what the transcendental ops (the class a build gains most on, named with
+        its ops) would do in TensorFlow (and the kernel alone), and matmul/conv. The other
+        classes are in the rows below it, each with its own verdict."""
         head = self.klass("transcendental")
         build = f"a build for {self.target}"
         if head is None:
@@ -384,8 +385,8 @@ def _faster_or_slower(label: str, low: float, high: float) -> str:
 
 
 def _element_words(head: ClassResult, ops: Sequence[OpResult]) -> str:
-    """What the class's verdict says about TensorFlow's element-wise ops."""
-    ops_here = "TensorFlow's element-wise ops"
+    """What the class's verdict says about TensorFlow's ops of that class, named with its ops."""
+    ops_here = f"TensorFlow's {head.klass} ops ({', '.join(head.ops)})"
     if head.label == FASTER:
         return f"would run {ops_here} about {_times(head.low, head.high)} faster here"
     if head.label == SLOWER:

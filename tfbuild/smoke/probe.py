@@ -71,7 +71,7 @@ class ProbeResult:
         object.__setattr__(self, "tcmalloc_loaded", bool(self.tcmalloc_maps))
 
 
-def _failure_line(stderr: str, returncode: int) -> str:
+def failure_line(stderr: str, returncode: int) -> str:
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
@@ -125,7 +125,7 @@ def run_probe(python: str, *, env: Mapping[str, str], timeout: float = 600) -> P
         except ValueError:
             signal_name = f"signal {-code}"
     ok = code == 0 and bool(data.get("ok"))
-    failure = None if ok else _failure_line(stderr, code)
+    failure = None if ok else failure_line(stderr, code)
     if not ok and guard.missing:
         failure = (
             f"{failure}; the binary was compiled for {' '.join(guard.missing)}, "

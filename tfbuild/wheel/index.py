@@ -51,7 +51,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, shown, write_files
-from tfbuild.wheel.labels import parse_label, spelt_label, spelt_version
+from tfbuild.wheel.labels import is_standin_name, parse_label, spelt_label, spelt_version
 from tfbuild.wheel.overlay_receipt import OverlayReceipt, is_overlay_wheel, read_overlay_receipt
 from tfbuild.wheel.receipt import Receipt, WheelFloor, WheelRecord, read_receipt, receipt_path
 
@@ -288,7 +288,7 @@ def _entry(wheel: Path) -> IndexEntry:
     from_label = parse_label(label_text or None)
     target, cuda = from_label.target, from_label.cuda
     variant: str = from_label.variant
-    standin = False
+    standin = is_standin_name(wheel.name)  # the canary's, by its name or label, receipt or not
     floor: WheelFloor | None = None
     beside = receipt_path(wheel)
     receipt_name: str | None = None
@@ -302,7 +302,7 @@ def _entry(wheel: Path) -> IndexEntry:
         receipt = _checked_receipt(beside, wheel, sha256, size)
         receipt_name = beside.name
         described_by = "receipt"
-        standin = receipt.standin
+        standin = standin or receipt.standin
         floor = receipt.floor
         target, variant = receipt.target, receipt.variant
         if receipt.label:

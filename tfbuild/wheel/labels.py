@@ -17,6 +17,7 @@ import functools
 import re
 from dataclasses import dataclass
 
+from tfbuild.core.defaults import STANDIN_WHEEL
 from tfbuild.core.variants import Variant
 
 # Matched whole (re.fullmatch: with re.match, '$' also matches before a final newline).
@@ -120,3 +121,19 @@ def parse_label(local: str | None) -> WheelLabel:
         if target is not None:
             break
     return WheelLabel(text=text, target=target, variant=variant, cuda=cuda, other=tuple(other))
+
+
+#: The canary's own local version label (``0.0.0+tfbuild.canary``, written by its wheel packer,
+#: tfbuild/recipes/canary/tree/tensorflow/tools/pip_package/pack_wheel.py), which the target's
+#: label then extends (``+tfbuild.canary.x86_64v4``).
+STANDIN_LABEL = ("tfbuild", "canary")
+
+
+def is_standin_name(filename: str) -> bool:
+    """Is a wheel of this file name the canary's STAND-IN (not TensorFlow)? Its distribution is
+    ``tfbuild_canary``, or (a canary built before it had a name of its own, as
+    ``tensorflow_cpu-0.0.0+tfbuild.canary...``) its version label is the canary's. A receipt's
+    ``standin: true`` says so too: the callers that read one ask it as well."""
+    if filename.split("-", 1)[0].lower().replace("-", "_").replace(".", "_") == STANDIN_WHEEL:
+        return True
+    return parse_label(spelt_label(filename)).other[:2] == STANDIN_LABEL

@@ -26,7 +26,9 @@ TensorFlow's C++ compiles take (tree/third_party/canary.bzl):
   own, //third_party:crosstool), TF_SYSROOT changes nothing, as in TensorFlow's build;
 - ``--@rules_ml_toolchain//common:enable_hermetic_cc``: a build setting of a local stand-in
   repository; True is refused (the canary has no hermetic toolchain);
-- WHEEL_NAME: a repository rule reads it, as TensorFlow's python repository rule does.
+- WHEEL_NAME: a repository rule reads it, as TensorFlow's python repository rule does. The plan
+  gives the canary a name of its own, ``tfbuild_canary`` (``core.defaults.STANDIN_WHEEL``, also its
+  import name), so that installing the stand-in never replaces a TensorFlow.
 
 The wheel is packed by a Python script run as a bazel action
 (tree/tensorflow/tools/pip_package/pack_wheel.py), deliberately NOT reproducible (its docstring

@@ -4,8 +4,9 @@ bazel 4.2.3's --repo_env reaches repository rules only (not actions), as in Tens
 whose repository rules turn WHEEL_NAME, TF_SYSROOT, ... into generated files. The canary does
 the same, offline:
 
-- @canary_wheel_config: WHEEL_NAME (tensorflow_cpu / tensorflow) for the wheel rule, as
-  TensorFlow's python repository rule writes it for tf_wheel.
+- @canary_wheel_config: WHEEL_NAME for the wheel rule, as TensorFlow's python repository rule
+  writes it for tf_wheel. tfbuild's plan for the canary says tfbuild_canary: the stand-in's wheel
+  has a name of its own, so installing it never replaces a TensorFlow (tensorflow_cpu).
 - @local_config_cuda: TensorFlow's crosstool repository (third_party/gpus/cuda_configure.bzl reads
   TF_SYSROOT and its crosstool compiles and links with --sysroot). Here
   @local_config_cuda//crosstool:toolchain is a canary_crosstool carrying TF_SYSROOT, which
@@ -16,7 +17,7 @@ the same, offline:
 """
 
 def _wheel_config_impl(repository_ctx):
-    name = repository_ctx.os.environ.get("WHEEL_NAME", "tensorflow_cpu")
+    name = repository_ctx.os.environ.get("WHEEL_NAME", "tfbuild_canary")
     repository_ctx.file("BUILD", "exports_files([\"wheel.bzl\"])\n")
     repository_ctx.file("wheel.bzl", "WHEEL_NAME = %r\n" % name)
 
