@@ -16,7 +16,7 @@ from tfbuild.cli.plan_options import RecipesDir, plan_args
 
 def detect(
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the report as JSON (schema in the README).")
+        bool, typer.Option("--json", help="Print the report as JSON (schema: docs/schemas.md).")
     ] = False,
     cpuinfo: Annotated[
         list[Path] | None,

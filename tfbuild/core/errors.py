@@ -6,7 +6,7 @@ Only the CLI boundary (``tfbuild.cli.main``) catches them; it prints :meth:`Tfbu
 exits with :attr:`TfbuildError.exit_code`. A traceback is shown only with ``--debug`` or
 ``TFBUILD_DEBUG=1``.
 
-Exit codes (also documented in the README):
+Exit codes (also documented in docs/exit-codes.md):
 
 ====  ======================  ==========================================================================
 code  class                   meaning

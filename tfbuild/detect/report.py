@@ -1,6 +1,6 @@
 """Assembling what ``tfbuild detect`` reports, as one frozen value with a stable JSON form.
 
-The JSON schema (``tfbuild.detect/1``) is documented in the README; change it only by adding keys,
+The JSON schema (``tfbuild.detect/1``) is documented in docs/schemas.md; change it only by adding keys,
 or bump the version.
 """
 

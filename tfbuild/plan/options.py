@@ -111,7 +111,7 @@ class PlanOptions:
         default=Variant.cpu,
         metadata=cli(
             choices=(
-                ("--mkl", Variant.mkl, "The oneDNN CPU build (see the README for its threading)."),
+                ("--mkl", Variant.mkl, "The oneDNN CPU build (docs/plan.md says how it threads)."),
                 ("--cuda", Variant.cuda, "The CUDA build."),
             ),
         ),

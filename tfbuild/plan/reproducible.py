@@ -1,7 +1,7 @@
 """Reproducibility: the measures that make two builds of the same inputs give the same wheel.
 
-Each measure answers a known source of difference between TensorFlow builds (see the README's
-"Reproducible builds" section for the list and what remains):
+Each measure answers a known source of difference between TensorFlow builds (docs/verify.md has
+the list and what remains):
 
 - ``SOURCE_DATE_EPOCH`` from the source (the commit time, or the newest file in the tarball):
   compilers take ``__DATE__``/``__TIME__`` from it, and the wheel's member times;
