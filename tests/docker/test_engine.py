@@ -231,18 +231,24 @@ def test_a_host_apt_cannot_resolve_is_named_as_the_cause(
     assert error.exit_code == 5
     assert error.failure.hosts == ("snapshot.invalid",)
     line = error.line()
-    assert line.startswith(
-        f"cannot reach snapshot.invalid while building image {tag}: "
-        "Could not resolve 'snapshot.invalid' (step 2/3, RUN echo "
-    )
+    # apt says "Could not resolve" for an answer that the name does not exist and "Temporary
+    # failure resolving" when the resolver gave none in time: which one depends on the network's
+    # DNS at that moment, and both name the host that could not be reached.
+    cause = "(Could not resolve|Temporary failure resolving) 'snapshot.invalid'"
+    assert re.match(
+        f"cannot reach snapshot.invalid while building image {re.escape(tag)}: {cause} "
+        r"\(step 2/3, RUN echo ",
+        line,
+    ), line
     assert line.count("apt-get update") <= 1 and "\x1b" not in line
     # apt's last word is an "E:" line (the install's "Unable to locate package", or the update's
     # own where an apt fails there), and the line names the cause, not that last word. Where the
     # cause stands among apt's lines is not asserted: apt writes "Err:" lines to stdout and "W:"/
     # "E:" lines to stderr, and the engine interleaves the two pipes in no fixed order.
+    # The engine does not always pass on the step's last stderr line: the container can exit
+    # before its attach copies it (1 run in 20 here had no "E:" line at all, though apt wrote one).
     errors = [text for text in lines if text.startswith("E: ")]
-    assert errors, lines
-    if "snapshot.invalid" not in errors[-1]:
+    if errors and "snapshot.invalid" not in errors[-1]:
         assert errors[-1].removeprefix("E: ") not in line, (errors[-1], line)
 
 
