@@ -34,7 +34,7 @@ from tfbuild.overlay.compile import (
     FRAMEWORK,
     KERNELS,
     LOADER,
-    Toolchain,
+    CompilerDrivers,
     compile_overlay,
     host_toolchain,
     workarounds,
@@ -159,7 +159,7 @@ class _Where:
 
     compiler: Compiler
     image: OverlayImage | None
-    toolchain: Callable[[StockTensorFlow], Toolchain]
+    toolchain: Callable[[StockTensorFlow], CompilerDrivers]
 
 
 def _host_fallback(request: OverlayRequest) -> str:

@@ -5,10 +5,10 @@ directory, with every path that could reach the binaries mapped to a fixed name
 (``-ffile-prefix-map``), no debug information and no build id: the same compiler, flags and headers
 give the same bytes wherever and whenever they run (``tfbuild verify`` rebuilds and compares).
 
-Each compiler command goes through a :class:`Toolchain`: its drivers, the flags every command gets
-(a sysroot), and where the commands run: on the host (:func:`host_toolchain`, ``--compiler``), or
-each in a one-shot container of the overlay's toolchain image (:mod:`.image`), which sees the
-scratch directory and the stock TensorFlow at their own paths. The commands are the same either way,
+Each compiler command goes through a :class:`CompilerDrivers`: its drivers, the flags every
+command gets (a sysroot), and where the commands run: on the host (:func:`host_toolchain`,
+``--compiler``), or each in a one-shot container of the overlay's toolchain image (:mod:`.image`),
+which sees the scratch directory and the stock TensorFlow at their own paths. The commands are the same either way,
 so the paths in them, and the bytes, do not depend on where they ran.
 
 The instruction sets the kernels need are what the compiler itself says the target flags enable
@@ -185,7 +185,7 @@ def run_here(argv: Sequence[str], cwd: Path) -> Ran:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Toolchain:
+class CompilerDrivers:
     """The compilers of a build and where their commands run."""
 
     cxx: str  # the C++ driver, as ``run`` finds it
@@ -195,12 +195,12 @@ class Toolchain:
     where: str = "on this host"  # for messages: "in tfbuild/overlay-toolchain:..."
 
 
-def host_toolchain(compiler: str) -> Toolchain:
+def host_toolchain(compiler: str) -> CompilerDrivers:
     """``compiler`` (a C++ driver on this host) and the C driver beside it."""
-    return Toolchain(cxx=compiler, cc=_c_driver(compiler))
+    return CompilerDrivers(cxx=compiler, cc=_c_driver(compiler))
 
 
-def _run(toolchain: Toolchain, argv: Sequence[str], *, cwd: Path, what: str) -> None:
+def _run(toolchain: CompilerDrivers, argv: Sequence[str], *, cwd: Path, what: str) -> None:
     """``argv`` (its first word a driver of ``toolchain``, the toolchain's flags added after it)."""
     ran = toolchain.run([argv[0], *toolchain.flags, *argv[1:]], cwd)
     if ran.code != 0:
@@ -219,7 +219,9 @@ def _run(toolchain: Toolchain, argv: Sequence[str], *, cwd: Path, what: str) -> 
 MACROS_FILE = "predefined-macros.h"
 
 
-def target_features(toolchain: Toolchain, cflags: Sequence[str], *, cwd: Path) -> tuple[str, ...]:
+def target_features(
+    toolchain: CompilerDrivers, cflags: Sequence[str], *, cwd: Path
+) -> tuple[str, ...]:
     """The instruction sets ``cflags`` let the compiler use, by /proc/cpuinfo name. ``cwd`` is a
     scratch directory: the compiler writes its macros there (a file, since a container's output
     mixes stdout and stderr)."""
@@ -269,7 +271,7 @@ FP16_CLANG = 18
 
 
 def workarounds(
-    compiler: Compiler, toolchain: Toolchain, cflags: Sequence[str], *, cwd: Path
+    compiler: Compiler, toolchain: CompilerDrivers, cflags: Sequence[str], *, cwd: Path
 ) -> tuple[str, ...]:
     """Flags added to the target's for this compiler, each for a reason above."""
     found = re.search(r"clang version (\d+)", compiler.version)
@@ -308,7 +310,7 @@ def _defines(stock: StockTensorFlow, target: str, features: Sequence[str]) -> li
 
 def compile_overlay(
     *,
-    toolchain: Toolchain,
+    toolchain: CompilerDrivers,
     stock: StockTensorFlow,
     registration: Registration,
     target: str,

@@ -46,7 +46,7 @@ from tfbuild.core.errors import (
 )
 from tfbuild.core.image_failure import DownloadFailed, ImageUnavailable
 from tfbuild.core.resources import data_dir
-from tfbuild.overlay.compile import Ran, Toolchain
+from tfbuild.overlay.compile import CompilerDrivers, Ran
 from tfbuild.plan.render import SYSROOT_BUILDER_PACKAGES, dockerfile_string
 from tfbuild.plan.toolchain import IMAGE_SYSROOT
 from tfbuild.recipes.images import SUITES, default_tag, load_base_images, suite_facts
@@ -420,9 +420,9 @@ class InImage:
     engine: DockerEngine
     spec: ImageSpec
 
-    def toolchain(self, read_only: Sequence[str]) -> Toolchain:
+    def toolchain(self, read_only: Sequence[str]) -> CompilerDrivers:
         """Its commands each in a container that sees ``read_only`` (the stock TensorFlow)."""
-        return Toolchain(
+        return CompilerDrivers(
             cxx=self.spec.cxx,
             cc=self.spec.cc,
             flags=SYSROOT_FLAGS,
