@@ -22,7 +22,6 @@ from packaging.utils import canonicalize_name
 
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError
-from tfbuild.core.files import read_input
 from tfbuild.wheel.receipt import (
     MAX_RECEIPT_BYTES,
     MAX_RECEIPT_DEPTH,
@@ -30,6 +29,7 @@ from tfbuild.wheel.receipt import (
     is_debian_package,
     is_debian_version,
     json_depth,
+    read_receipt_file,
 )
 
 SCHEMA: Final = "tfbuild.overlay/1"
@@ -206,19 +206,12 @@ def decode_overlay_receipt(raw: bytes, *, source: str, charset: str = "utf-8") -
 
 
 def read_overlay_receipt(path: Path, *, wheel: Path | None = None) -> OverlayReceipt:
-    try:
-        raw = read_input(path, limit=MAX_RECEIPT_BYTES + 1, what=f"the receipt {path}", fix=FIX)
-    except FileNotFoundError:
-        what = f"{wheel.name} has no receipt" if wheel else f"no receipt at {path}"
-        raise InputError(what, why=f"{path} does not exist", fix=FIX) from None
-    receipt = decode_overlay_receipt(raw, source=str(path))
-    if wheel is not None and receipt.wheel.name != wheel.name:
-        raise InputError(
-            f"{path} is not the receipt of {wheel.name}",
-            why=f"it describes {receipt.wheel.name}",
-            fix=FIX,
-        )
-    return receipt
+    return read_receipt_file(
+        path,
+        wheel=wheel,
+        decode=lambda raw, source: decode_overlay_receipt(raw, source=source),
+        fix=FIX,
+    )
 
 
 def is_overlay_wheel(wheel: Path) -> bool:

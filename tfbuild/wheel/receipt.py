@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError
@@ -451,16 +451,26 @@ def decode_receipt(
         raise InputError(f"{source} is not a usable receipt", why=str(exc), fix=fix) from None
 
 
-def read_receipt(path: Path, *, wheel: Path | None = None) -> Receipt:
-    """The receipt at ``path`` (of ``wheel``, when given); one InputError line for anything else."""
-    fix = READ_FIX
+class _OfAWheel(Protocol):
+    @property
+    def wheel(self) -> WheelRecord: ...
+
+
+_R = TypeVar("_R", bound=_OfAWheel)
+
+
+def read_receipt_file(
+    path: Path, *, wheel: Path | None, decode: Callable[[bytes, str], _R], fix: str
+) -> _R:
+    """The receipt at ``path``, read bounded and decoded by ``decode(raw, source)`` (a build's or an
+    overlay's decoder), and of ``wheel`` when given; one InputError line for anything else."""
     try:
         # One byte over the bound is read, so that the decoder says "larger than" for every source.
         raw = read_input(path, limit=MAX_RECEIPT_BYTES + 1, what=f"the receipt {path}", fix=fix)
     except FileNotFoundError:
         what = f"{wheel.name} has no receipt" if wheel else f"no receipt at {path}"
         raise InputError(what, why=f"{path} does not exist", fix=fix) from None
-    receipt = decode_receipt(raw, source=str(path))
+    receipt = decode(raw, str(path))
     if wheel is not None and receipt.wheel.name != wheel.name:
         raise InputError(
             f"{path} is not the receipt of {wheel.name}",
@@ -468,6 +478,16 @@ def read_receipt(path: Path, *, wheel: Path | None = None) -> Receipt:
             fix=fix,
         )
     return receipt
+
+
+def read_receipt(path: Path, *, wheel: Path | None = None) -> Receipt:
+    """The receipt at ``path`` (of ``wheel``, when given); one InputError line for anything else."""
+    return read_receipt_file(
+        path,
+        wheel=wheel,
+        decode=lambda raw, source: decode_receipt(raw, source=source),
+        fix=READ_FIX,
+    )
 
 
 # --- field readers: each checks one value to its type and grammar -----------------------------------
