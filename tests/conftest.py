@@ -18,6 +18,8 @@ from typing import Any, Protocol
 
 import pytest
 
+from tests.http_server import Server, serve
+
 # The real stock TensorFlow and a real overlay built against it, one per session for every
 # directory: tests/overlay, tests/index and tests/pick use them.
 from tests.overlays import built_overlay, stock_python  # noqa: F401 (fixtures)
@@ -149,6 +151,24 @@ def own_signals() -> Iterator[None]:
     for signum, handler in before.items():
         signal.signal(signum, handler)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+@pytest.fixture
+def http_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    """The loopback HTTP server of tests/http_server.py, serving ``tmp_path / "www"``. The loopback
+    address is kept out of any proxy the environment names (NO_PROXY), here and in the CLI's
+    subprocesses."""
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.setenv(name, "127.0.0.1,localhost")
+    with serve(tmp_path / "www") as server:
+        yield server
+
+
+@pytest.fixture
+def other_http_server(tmp_path: Path, http_server: Server) -> Iterator[Server]:
+    """A second server, serving ``tmp_path / "other"``: another origin (another port)."""
+    with serve(tmp_path / "other") as server:
+        yield server
 
 
 #: The inputs that are no file: a FIFO with no writer (reading it would wait forever) and a link to

@@ -1,4 +1,5 @@
-"""Small, valid stand-in wheels and a loopback HTTP server: shared by the label, index and pick tests.
+"""Small, valid stand-in wheels: shared by the label, index and pick tests (their HTTP server is
+tests/http_server.py).
 
 The wheels are real (a module, METADATA, WHEEL and a RECORD with true hashes): pip installs them,
 zipfile and ``sha256sum`` check them. They are STAND-INs, not TensorFlow.
@@ -7,15 +8,9 @@ zipfile and ``sha256sum`` check them. They are STAND-INs, not TensorFlow.
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
-import http.server
-import threading
 import zipfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 
 def record_hash(data: bytes) -> str:
@@ -53,26 +48,6 @@ def make_wheel(
             archive.writestr(name, data)
         archive.writestr(f"{dist_info}/RECORD", record)
     return path
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@contextmanager
-def served(directory: Path) -> Iterator[str]:
-    """``directory`` over real HTTP on the loopback address (an ephemeral port), for the block."""
-    handler = functools.partial(_Quiet, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 def flip_compressed_byte(wheel: Path, member: str, *, where: str = "middle") -> int:

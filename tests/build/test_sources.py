@@ -1,7 +1,7 @@
 """Where a build's TensorFlow tree comes from: a local checkout, or the recipe's release tarball.
 
-The tarballs are tiny real ``.tar.gz`` archives served by a real HTTP server on 127.0.0.1; nothing
-here reaches any other host.
+The tarballs are tiny real ``.tar.gz`` archives served by a real HTTP server on 127.0.0.1
+(tests/http_server.py's); nothing here reaches any other host.
 """
 
 from __future__ import annotations
@@ -12,21 +12,18 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tarfile
-import threading
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import NO_FILE_KINDS, plant_no_file
-from tfbuild.build import source_tree as sources
+from tests.http_server import Server, closed_port, hang, oversized, redirect_to, trickle
+from tfbuild.build import source_download
+from tfbuild.build import tarball as archives
 from tfbuild.build.source_tree import Source, default_cache_dir, fetch_source, local_source
 from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError
@@ -89,70 +86,8 @@ def partials(root: Path) -> list[Path]:
     return sorted(root.rglob("*.partial-*")) if root.exists() else []
 
 
-@dataclass
-class Server:
-    """A real HTTP server: ``files`` maps a path to its body; ``hits`` counts requests per path."""
-
-    base: str
-    files: dict[str, bytes] = field(default_factory=dict)
-    #: A Content-Length to announce instead of the body's (to cut a download short).
-    lengths: dict[str, int] = field(default_factory=dict)
-    hits: Counter[str] = field(default_factory=Counter)
-    #: Stop the server: from then on, a connection to it is refused.
-    stop: Callable[[], None] = lambda: None
-
-    def url(self, path: str = PATH) -> str:
-        return self.base + path
-
-
-@pytest.fixture
-def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("NO_PROXY", "no_proxy"):
-        monkeypatch.setenv(name, "127.0.0.1,localhost")
-
-
-@pytest.fixture
-def server(no_proxy: None) -> Iterator[Server]:
-    state = Server(base="")
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            state.hits[self.path] += 1
-            body = state.files.get(self.path)
-            if body is None:
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "application/gzip")
-            self.send_header("Content-Length", str(state.lengths.get(self.path, len(body))))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.base = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    stopped: list[bool] = []
-
-    def stop() -> None:
-        if not stopped:
-            stopped.append(True)
-            httpd.shutdown()
-            httpd.server_close()
-            thread.join()
-
-    state.stop = stop
-    try:
-        yield state
-    finally:
-        stop()
-
-
 def fetch(
-    server: Server,
+    http_server: Server,
     cache: Path,
     sha: str | None,
     lines: list[str] | None = None,
@@ -160,7 +95,7 @@ def fetch(
     path: str = PATH,
 ) -> Source:
     return fetch_source(
-        server.url(path),
+        http_server.at(path),
         version=VERSION,
         sha256=sha,
         cache_dir=cache,
@@ -173,20 +108,24 @@ def fetch(
 
 
 def test_pinned_tarball_is_downloaded_verified_and_extracted(
-    server: Server, tmp_path: Path
+    http_server: Server, tmp_path: Path
 ) -> None:
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
     lines: list[str] = []
 
-    source = fetch(server, cache, sha256(data).upper(), lines)  # case does not matter
+    source = fetch(http_server, cache, sha256(data).upper(), lines)  # case does not matter
 
     assert source.path == tree_dir(cache, data) / TOP
     assert (source.path / "tensorflow/tools/pip_package/BUILD").read_bytes() == TREE[
         f"{TOP}/tensorflow/tools/pip_package/BUILD"
     ]
-    assert (source.kind, source.origin, source.sha256) == ("tarball", server.url(), sha256(data))
+    assert (source.kind, source.origin, source.sha256) == (
+        "tarball",
+        http_server.at(PATH),
+        sha256(data),
+    )
     assert source.pinned is True
     assert (source.git_commit, source.git_dirty) == (None, None)
     assert source.epoch == MTIME
@@ -196,16 +135,16 @@ def test_pinned_tarball_is_downloaded_verified_and_extracted(
         "sha256": sha256(data),
         "epoch": MTIME,
     }
-    assert server.hits[PATH] == 1
-    assert f"downloading {server.url()}" in lines
+    assert http_server.hits[PATH] == 1
+    assert f"downloading {http_server.at(PATH)}" in lines
     assert any(re.fullmatch(r"downloaded [0-9.]+ / [0-9.]+ MB", line) for line in lines)
     assert partials(cache) == []
     assert source.record() == SourceRecord(
-        kind="tarball", url=server.url(), sha256=sha256(data), pinned=True, epoch=MTIME
+        kind="tarball", url=http_server.at(PATH), sha256=sha256(data), pinned=True, epoch=MTIME
     )
     assert serial.to_data(source.record()) == {
         "kind": "tarball",
-        "url": server.url(),
+        "url": http_server.at(PATH),
         "sha256": sha256(data),
         "pinned": True,
         "path": None,
@@ -217,105 +156,107 @@ def test_pinned_tarball_is_downloaded_verified_and_extracted(
 
 @pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "trust-on-first-use"])
 def test_a_cached_entry_is_reused_with_the_server_stopped(
-    server: Server, tmp_path: Path, pinned: bool
+    http_server: Server, tmp_path: Path, pinned: bool
 ) -> None:
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
     sha = sha256(data) if pinned else None
-    first = fetch(server, cache, sha)
-    server.stop()  # any request would now be refused
+    first = fetch(http_server, cache, sha)
+    http_server.stop()  # any request would now be refused
     lines: list[str] = []
 
-    second = fetch(server, cache, sha, lines)
+    second = fetch(http_server, cache, sha, lines)
 
     assert second == first
-    assert server.hits[PATH] == 1
+    assert http_server.hits[PATH] == 1
     assert lines == []
 
 
 @pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "trust-on-first-use"])
 def test_a_cached_tarball_is_extracted_again_without_network(
-    server: Server, tmp_path: Path, pinned: bool
+    http_server: Server, tmp_path: Path, pinned: bool
 ) -> None:
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
     sha = sha256(data) if pinned else None
-    first = fetch(server, cache, sha)
+    first = fetch(http_server, cache, sha)
     shutil.rmtree(tree_dir(cache, data))
-    server.stop()
+    http_server.stop()
 
-    second = fetch(server, cache, sha)
+    second = fetch(http_server, cache, sha)
 
     assert second == first
     assert (second.path / "README.md").read_bytes() == TREE[f"{TOP}/README.md"]
-    assert server.hits[PATH] == 1
+    assert http_server.hits[PATH] == 1
 
 
-def test_a_pinned_sha256_mismatch_leaves_nothing(server: Server, tmp_path: Path) -> None:
+def test_a_pinned_sha256_mismatch_leaves_nothing(http_server: Server, tmp_path: Path) -> None:
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
     wrong = "0" * 64
 
     with pytest.raises(InputError) as info:
-        fetch(server, cache, wrong)
+        fetch(http_server, cache, wrong)
 
     message = str(info.value)
     assert "\n" not in message
-    assert f"the download of {server.url()} does not match its pinned sha256" in message
+    assert f"the download of {http_server.at(PATH)} does not match its pinned sha256" in message
     assert f"expected {wrong}, got {sha256(data)}" in message
     assert "source.sha256" in message
     assert info.value.exit_code == 3
     assert files(cache) == []
 
 
-def test_trust_on_first_use_records_the_url_and_its_sha256(server: Server, tmp_path: Path) -> None:
+def test_trust_on_first_use_records_the_url_and_its_sha256(
+    http_server: Server, tmp_path: Path
+) -> None:
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
     lines: list[str] = []
 
-    source = fetch(server, cache, None, lines)
+    source = fetch(http_server, cache, None, lines)
 
-    record = json.loads(record_file(cache, server.url()).read_text())
-    assert (record["url"], record["sha256"]) == (server.url(), sha256(data))
+    record = json.loads(record_file(cache, http_server.at(PATH)).read_text())
+    assert (record["url"], record["sha256"]) == (http_server.at(PATH), sha256(data))
     assert datetime.fromisoformat(record["first_seen"]).tzinfo is not None
     assert source.sha256 == sha256(data)
     assert source.pinned is False
     assert source.record().pinned is False
     assert source.record().sha256 == sha256(data)  # the receipt names the content all the same
     assert source.path == tree_dir(cache, data) / TOP
-    assert files(cache / "urls") == [record_file(cache, server.url()).name]
+    assert files(cache / "urls") == [record_file(cache, http_server.at(PATH)).name]
     assert (
-        f"the recipe pins no sha256 for {server.url()}: recorded {sha256(data)} at this first "
+        f"the recipe pins no sha256 for {http_server.at(PATH)}: recorded {sha256(data)} at this first "
         "download; later runs verify against it"
     ) in lines
 
 
 def test_an_upstream_that_serves_other_bytes_later_is_refused(
-    server: Server, tmp_path: Path
+    http_server: Server, tmp_path: Path
 ) -> None:
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
-    fetch(server, cache, None)
+    fetch(http_server, cache, None)
     # The cache loses the download and the tree, and the same URL now serves other bytes.
     tarball_file(cache, data).unlink()
     shutil.rmtree(tree_dir(cache, data))
     other = tar_gz(OTHER_TREE)
-    server.files[PATH] = other
+    http_server.files[PATH] = other
 
     with pytest.raises(InputError) as info:
-        fetch(server, cache, None)
+        fetch(http_server, cache, None)
 
     message = str(info.value)
     assert "does not match the sha256 recorded at its first download" in message
     assert f"expected {sha256(data)}" in message
     assert f"got {sha256(other)}" in message
-    assert server.hits[PATH] == 2
-    record = record_file(cache, server.url())
+    assert http_server.hits[PATH] == 2
+    record = record_file(cache, http_server.at(PATH))
     assert json.loads(record.read_text())["sha256"] == sha256(data)  # the record is kept
     assert files(cache) == [f"urls/{record.name}"]  # the other bytes are not kept
 
@@ -326,30 +267,32 @@ def test_an_upstream_that_serves_other_bytes_later_is_refused(
 @pytest.mark.parametrize("override_pinned", [True, False], ids=["override-pinned", "override-tofu"])
 @pytest.mark.parametrize("shipped_pinned", [True, False], ids=["shipped-pinned", "shipped-tofu"])
 def test_an_override_tarball_never_stands_in_for_the_shipped_one(
-    server: Server, tmp_path: Path, override_pinned: bool, shipped_pinned: bool
+    http_server: Server, tmp_path: Path, override_pinned: bool, shipped_pinned: bool
 ) -> None:
     shipped, other = tar_gz(TREE), tar_gz(OTHER_TREE)  # the same version, other bytes
-    server.files[PATH] = shipped
-    server.files[OTHER_PATH] = other
+    http_server.files[PATH] = shipped
+    http_server.files[OTHER_PATH] = other
     cache = tmp_path / "cache"
     # A run with an override recipe fills the cache with its tarball, for the same version.
-    override = fetch(server, cache, sha256(other) if override_pinned else None, path=OTHER_PATH)
+    override = fetch(
+        http_server, cache, sha256(other) if override_pinned else None, path=OTHER_PATH
+    )
     assert (override.path / "injected.py").is_file()
 
-    source = fetch(server, cache, sha256(shipped) if shipped_pinned else None)
+    source = fetch(http_server, cache, sha256(shipped) if shipped_pinned else None)
 
-    assert server.hits[PATH] == 1  # the shipped tarball was downloaded
+    assert http_server.hits[PATH] == 1  # the shipped tarball was downloaded
     assert source.path == tree_dir(cache, shipped) / TOP
     assert not (source.path / "injected.py").exists()
-    assert (source.origin, source.sha256) == (server.url(), sha256(shipped))
-    assert source.record().url == server.url()
+    assert (source.origin, source.sha256) == (http_server.at(PATH), sha256(shipped))
+    assert source.record().url == http_server.at(PATH)
     assert source.record().sha256 == sha256(shipped)
-    assert server.hits[OTHER_PATH] == 1
+    assert http_server.hits[OTHER_PATH] == 1
 
 
-def test_entries_of_the_per_version_layout_are_ignored(server: Server, tmp_path: Path) -> None:
+def test_entries_of_the_per_version_layout_are_ignored(http_server: Server, tmp_path: Path) -> None:
     shipped, other = tar_gz(TREE), tar_gz(OTHER_TREE)
-    server.files[PATH] = shipped
+    http_server.files[PATH] = shipped
     cache = tmp_path / "cache"
     # What tfbuild 0.1 left after a run with an override recipe: the other tarball, its recorded
     # sha256 and its complete tree, all named by the version.
@@ -359,51 +302,51 @@ def test_entries_of_the_per_version_layout_are_ignored(server: Server, tmp_path:
     old_tree = cache / f"tensorflow-{VERSION}-{sha256(other)[:12]}"
     (old_tree / TOP).mkdir(parents=True)
     (old_tree / TOP / "injected.py").write_text("import os\n")
-    (old_tree / ".complete").write_text(f"{server.url()}\n{sha256(other)}\n")
+    (old_tree / ".complete").write_text(f"{http_server.at(PATH)}\n{sha256(other)}\n")
 
     for sha in (None, sha256(shipped)):
-        source = fetch(server, cache, sha)
+        source = fetch(http_server, cache, sha)
 
         assert source.path == tree_dir(cache, shipped) / TOP
         assert not (source.path / "injected.py").exists()
-    assert server.hits[PATH] == 1
+    assert http_server.hits[PATH] == 1
 
 
 # --- a damaged or tampered cache -----------------------------------------------------------------
 
 
 def test_a_tampered_pinned_tarball_is_downloaded_and_extracted_again(
-    server: Server, tmp_path: Path
+    http_server: Server, tmp_path: Path
 ) -> None:
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
-    fetch(server, cache, sha256(data))
+    fetch(http_server, cache, sha256(data))
     tarball = tarball_file(cache, data)
     tarball.write_bytes(tar_gz(OTHER_TREE))  # swapped in behind tfbuild's back
     (tree_dir(cache, data) / TOP / "injected.py").write_text("import os\n")
     lines: list[str] = []
 
-    source = fetch(server, cache, sha256(data), lines)
+    source = fetch(http_server, cache, sha256(data), lines)
 
-    assert server.hits[PATH] == 2
+    assert http_server.hits[PATH] == 2
     assert tarball.read_bytes() == data
     assert (source.path / "configure.py").is_file()
     assert not (source.path / "injected.py").exists()  # the tree went with its tarball
     assert f"{tarball} does not match its sha256; downloading it again" in lines
 
 
-def test_a_tampered_first_seen_tarball_is_refused(server: Server, tmp_path: Path) -> None:
+def test_a_tampered_first_seen_tarball_is_refused(http_server: Server, tmp_path: Path) -> None:
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
-    fetch(server, cache, None)
+    fetch(http_server, cache, None)
     tarball = tarball_file(cache, data)
     bad = data[:100] + b"\0" * 100
     tarball.write_bytes(bad)
 
     with pytest.raises(InputError) as info:
-        fetch(server, cache, None)
+        fetch(http_server, cache, None)
 
     message = str(info.value)
     assert "\n" not in message
@@ -411,20 +354,20 @@ def test_a_tampered_first_seen_tarball_is_refused(server: Server, tmp_path: Path
     assert f"expected {sha256(data)}" in message
     assert f"got {sha256(bad)}" in message
     assert f"delete {tarball}" in message
-    assert server.hits[PATH] == 1  # refused before any download
+    assert http_server.hits[PATH] == 1  # refused before any download
     assert tarball.read_bytes() == bad  # left for the user to look at
 
 
-def test_a_malformed_record_is_discarded(server: Server, tmp_path: Path) -> None:
+def test_a_malformed_record_is_discarded(http_server: Server, tmp_path: Path) -> None:
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
-    record = record_file(cache, server.url())
+    record = record_file(cache, http_server.at(PATH))
     record.parent.mkdir(parents=True)
     record.write_text('{"url": "http://elsewhere/", "sha256": "' + "1" * 64 + '"}\n')
     lines: list[str] = []
 
-    source = fetch(server, cache, None, lines)
+    source = fetch(http_server, cache, None, lines)
 
     assert source.sha256 == sha256(data)
     assert json.loads(record.read_text())["sha256"] == sha256(data)
@@ -433,14 +376,14 @@ def test_a_malformed_record_is_discarded(server: Server, tmp_path: Path) -> None
 
 @pytest.mark.parametrize("kind", NO_FILE_KINDS)
 def test_a_record_or_marker_that_is_no_file_is_discarded_not_waited_on(
-    server: Server, tmp_path: Path, kind: str
+    http_server: Server, tmp_path: Path, kind: str
 ) -> None:
     """Issue 21, item 15: the cache's own files are read by the one reader too. A record (or a
     tree's marker) that is a FIFO or a link to /dev/zero is no record: discarded, downloaded again."""
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
-    record = record_file(cache, server.url())
+    record = record_file(cache, http_server.at(PATH))
     record.parent.mkdir(parents=True)
     marker = cache / "sha256" / sha256(data) / ".complete"
     marker.parent.mkdir(parents=True)
@@ -448,48 +391,49 @@ def test_a_record_or_marker_that_is_no_file_is_discarded_not_waited_on(
         plant_no_file(path, kind)
     lines: list[str] = []
 
-    source = fetch(server, cache, None, lines)
+    source = fetch(http_server, cache, None, lines)
 
     assert source.sha256 == sha256(data)
     assert record.is_file() and not record.is_symlink()
     assert json.loads(record.read_text())["sha256"] == sha256(data)
     assert any(line.startswith(f"discarding {record}") for line in lines)
-    assert server.hits[PATH] == 1
+    assert http_server.hits[PATH] == 1
     assert marker.is_file() and not marker.is_symlink()  # the tree extracted again, marked
 
 
 def test_several_top_level_entries_give_the_extraction_directory(
-    server: Server, tmp_path: Path
+    http_server: Server, tmp_path: Path
 ) -> None:
     data = tar_gz({"tensorflow/tools/pip_package/BUILD": b"", "configure.py": b""})
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
 
-    source = fetch(server, cache, sha256(data))
+    source = fetch(http_server, cache, sha256(data))
 
     assert source.path == tree_dir(cache, data)
     assert (source.path / "tensorflow/tools/pip_package/BUILD").is_file()
 
 
 def test_another_run_that_finished_first_wins(
-    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    http_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
     theirs = tree_dir(cache, data)
-    real_extract = sources._extract_archive
+    real_extract = archives.extract_archive
 
-    def extract_while_another_run_finishes(tarball: Path, into: Path) -> int | None:
-        epoch = real_extract(tarball, into)
+    def extract_while_another_run_finishes(archive: Path, into: Path) -> float | None:
+        newest = real_extract(archive, into)
+        epoch = None if newest is None else int(newest)
         (theirs / TOP).mkdir(parents=True)
         (theirs / TOP / "theirs.txt").write_text("extracted by another run\n")
         (theirs / ".complete").write_text(json.dumps({"sha256": sha256(data), "epoch": epoch}))
-        return epoch
+        return newest
 
-    monkeypatch.setattr(sources, "_extract_archive", extract_while_another_run_finishes)
+    monkeypatch.setattr(archives, "extract_archive", extract_while_another_run_finishes)
 
-    source = fetch(server, cache, sha256(data))
+    source = fetch(http_server, cache, sha256(data))
 
     assert source.path == theirs / TOP
     assert (source.path / "theirs.txt").is_file()
@@ -498,27 +442,27 @@ def test_another_run_that_finished_first_wins(
     assert partials(cache) == []
 
 
-def test_an_invalid_pinned_sha256_is_an_input_error(server: Server, tmp_path: Path) -> None:
-    server.files[PATH] = tar_gz(TREE)
+def test_an_invalid_pinned_sha256_is_an_input_error(http_server: Server, tmp_path: Path) -> None:
+    http_server.files[PATH] = tar_gz(TREE)
 
     with pytest.raises(InputError, match="is not a sha256: expected 64 hexadecimal digits"):
-        fetch(server, tmp_path / "cache", "abc123")
+        fetch(http_server, tmp_path / "cache", "abc123")
 
-    assert server.hits[PATH] == 0
+    assert http_server.hits[PATH] == 0
 
 
 # --- the epoch -----------------------------------------------------------------------------------
 
 
 def test_a_tarball_epoch_is_its_newest_member_and_is_read_once(
-    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    http_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     newest = 1_750_000_000
     data = tar_gz(TREE, {f"{TOP}/README.md": newest, f"{TOP}/configure.py": 1_600_000_000})
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
 
-    first = fetch(server, cache, sha256(data))
+    first = fetch(http_server, cache, sha256(data))
 
     assert first.epoch == newest
     assert first.record().epoch == newest
@@ -526,17 +470,17 @@ def test_a_tarball_epoch_is_its_newest_member_and_is_read_once(
     def no_reading(*args: object, **kwargs: object) -> None:
         raise AssertionError("the tarball was read again")
 
-    monkeypatch.setattr(sources.tarfile, "open", no_reading)
-    again = fetch(server, cache, sha256(data))
+    monkeypatch.setattr(tarfile, "open", no_reading)
+    again = fetch(http_server, cache, sha256(data))
 
     assert again.epoch == newest  # from the tree's marker
 
 
-def test_an_archive_without_members_has_no_epoch(server: Server, tmp_path: Path) -> None:
+def test_an_archive_without_members_has_no_epoch(http_server: Server, tmp_path: Path) -> None:
     data = tar_gz({})
-    server.files[PATH] = data
+    http_server.files[PATH] = data
 
-    source = fetch(server, tmp_path / "cache", sha256(data))
+    source = fetch(http_server, tmp_path / "cache", sha256(data))
 
     assert source.epoch is None
 
@@ -556,22 +500,23 @@ def assert_network_problem(error: EnvironmentProblem, url: str, why: str) -> Non
     assert error.exit_code == 5
 
 
-def test_a_missing_file_is_an_environment_problem(server: Server, tmp_path: Path) -> None:
+def test_a_missing_file_is_an_environment_problem(http_server: Server, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
 
     with pytest.raises(EnvironmentProblem) as info:
-        fetch(server, cache, None)
+        fetch(http_server, cache, None)
 
-    assert_network_problem(info.value, server.url(), "the server answered HTTP 404 Not Found")
-    assert server.hits[PATH] == 1
+    assert_network_problem(
+        info.value, http_server.at(PATH), "the server answered HTTP 404 Not Found"
+    )
+    assert http_server.hits[PATH] == 1
     assert files(cache) == []
 
 
-def test_a_refused_connection_is_an_environment_problem(no_proxy: None, tmp_path: Path) -> None:
-    with socket.socket() as probe:  # a port nobody listens on once the socket is closed
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/v9.9.9.tar.gz"
+def test_a_refused_connection_is_an_environment_problem(
+    http_server: Server, tmp_path: Path
+) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v9.9.9.tar.gz"
     cache = tmp_path / "cache"
 
     with pytest.raises(EnvironmentProblem) as info:
@@ -581,52 +526,110 @@ def test_a_refused_connection_is_an_environment_problem(no_proxy: None, tmp_path
     assert files(cache) == []
 
 
-def test_a_silent_server_times_out(no_proxy: None, tmp_path: Path) -> None:
+def test_a_silent_server_times_out(http_server: Server, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    with socket.create_server(("127.0.0.1", 0)) as listener:  # accepts, never answers
-        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v9.9.9.tar.gz"
-        with pytest.raises(EnvironmentProblem) as info:
-            fetch_source(url, version=VERSION, sha256=None, cache_dir=cache, timeout=0.3)
+    http_server.routes[PATH] = hang(http_server)  # accepts, never answers
+    url = http_server.at(PATH)
+    with pytest.raises(EnvironmentProblem) as info:
+        fetch_source(url, version=VERSION, sha256=None, cache_dir=cache, timeout=0.3)
 
     assert_network_problem(info.value, url, "no answer within 0.3 s")
     assert files(cache) == []
 
 
-def test_a_download_cut_short_is_an_environment_problem(server: Server, tmp_path: Path) -> None:
+def test_a_redirect_to_another_host_is_followed_and_the_sha256_decides(
+    http_server: Server, other_http_server: Server, tmp_path: Path
+) -> None:
+    """GitHub's archive URLs redirect to codeload.github.com: the download follows a redirect to
+    another origin, and the pinned sha256 decides whether the bytes are used."""
     data = tar_gz(TREE)
-    server.files[PATH] = data
-    server.lengths[PATH] = len(data) + 1000
+    other_http_server.files[PATH] = data
+    http_server.routes[PATH] = redirect_to(other_http_server.at(PATH))
+
+    source = fetch(http_server, tmp_path / "cache", sha256(data))
+
+    assert (source.origin, source.sha256) == (http_server.at(PATH), sha256(data))
+    assert other_http_server.hits[PATH] == 1
+    with pytest.raises(InputError, match="does not match its pinned sha256"):
+        fetch(http_server, tmp_path / "other-cache", "0" * 64)
+
+
+def test_a_body_over_the_cap_is_refused_with_the_recipe_to_check(
+    http_server: Server, tmp_path: Path
+) -> None:
+    http_server.routes[PATH] = oversized(http_server, 5000)
+    url = http_server.at(PATH)
+    partial = tmp_path / "download.partial"
+    lines: list[str] = []
+
+    with pytest.raises(InputError) as info:
+        source_download.download_to(url, partial, ca_bundle=None, limit=1000, on_line=lines.append)
+
+    assert str(info.value) == (
+        f"cannot download {url}: it is 5000 bytes, over 1000 bytes. Check the recipe's "
+        "source.tarball."
+    )
+    assert info.value.exit_code == 3
+    assert lines == [f"downloading {url}"]  # refused before any byte of it
+    assert partial.read_bytes() == b""  # the caller deletes it
+
+
+def test_a_download_cut_at_its_deadline_is_an_environment_problem(
+    http_server: Server, tmp_path: Path
+) -> None:
+    http_server.routes[PATH] = trickle(http_server)
+    url = http_server.at(PATH)
+
+    with pytest.raises(EnvironmentProblem) as info:
+        source_download.download_to(
+            url, tmp_path / "download.partial", ca_bundle=None, deadline=1.0, on_line=[].append
+        )
+
+    assert_network_problem(info.value, url, "it ")
+    assert "1 s deadline" in str(info.value)
+
+
+def test_a_download_cut_short_is_an_environment_problem(
+    http_server: Server, tmp_path: Path
+) -> None:
+    data = tar_gz(TREE)
+    http_server.files[PATH] = data
+    http_server.lengths[PATH] = len(data) + 1000
     cache = tmp_path / "cache"
 
     with pytest.raises(EnvironmentProblem) as info:
-        fetch(server, cache, sha256(data))
+        fetch(http_server, cache, sha256(data))
 
     why = f"the download ended after {len(data)} of {len(data) + 1000} bytes"
-    assert_network_problem(info.value, server.url(), why)
+    assert_network_problem(info.value, http_server.at(PATH), why)
     assert files(cache) == []
 
 
 @pytest.mark.parametrize("evil", ["../evil", "{outside}/evil", "{top}/../../evil"])
 def test_an_archive_with_members_outside_is_refused(
-    server: Server, tmp_path: Path, evil: str
+    http_server: Server, tmp_path: Path, evil: str
 ) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     name = evil.format(outside=outside, top=TOP)
     data = tar_gz({**TREE, name: b"owned\n"})
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
 
     with pytest.raises(InputError) as info:
-        fetch(server, cache, sha256(data))
+        fetch(http_server, cache, sha256(data))
 
-    assert f"the archive downloaded from {server.url()} is unsafe to extract" in str(info.value)
+    assert f"the archive downloaded from {http_server.at(PATH)} is unsafe to extract" in str(
+        info.value
+    )
     assert list(outside.iterdir()) == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "outside"]
+    # Nothing landed beside the cache either (the server's own directory, "www", stays empty).
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "outside", "www"]
+    assert list(http_server.root.iterdir()) == []
     assert files(cache) == []  # the tarball is deleted, no partial tree remains
 
 
-def test_a_symlink_pointing_outside_is_refused(server: Server, tmp_path: Path) -> None:
+def test_a_symlink_pointing_outside_is_refused(http_server: Server, tmp_path: Path) -> None:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         link = tarfile.TarInfo(f"{TOP}/escape")
@@ -634,48 +637,56 @@ def test_a_symlink_pointing_outside_is_refused(server: Server, tmp_path: Path) -
         link.linkname = str(tmp_path)
         archive.addfile(link)
     data = buffer.getvalue()
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
 
     with pytest.raises(InputError, match="unsafe to extract"):
-        fetch(server, cache, None)
+        fetch(http_server, cache, None)
 
     assert files(cache) == []  # unpinned: the URL's record goes with the tarball
 
 
 @pytest.mark.parametrize("pinned", [True, False], ids=["pinned", "trust-on-first-use"])
 def test_a_corrupt_archive_is_an_input_error_and_is_deleted(
-    server: Server, tmp_path: Path, pinned: bool
+    http_server: Server, tmp_path: Path, pinned: bool
 ) -> None:
     data = b"<html>a captive portal, not a tarball</html>"
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
 
     with pytest.raises(InputError) as info:
-        fetch(server, cache, sha256(data) if pinned else None)
+        fetch(http_server, cache, sha256(data) if pinned else None)
 
-    assert f"the archive downloaded from {server.url()} cannot be extracted" in str(info.value)
+    assert f"the archive downloaded from {http_server.at(PATH)} cannot be extracted" in str(
+        info.value
+    )
     assert "rerun to download it again" in str(info.value)
     assert files(cache) == []
 
 
-def test_after_a_captive_portal_the_real_tarball_is_trusted(server: Server, tmp_path: Path) -> None:
-    server.files[PATH] = b"<html>a captive portal, not a tarball</html>"
+def test_after_a_captive_portal_the_real_tarball_is_trusted(
+    http_server: Server, tmp_path: Path
+) -> None:
+    http_server.files[PATH] = b"<html>a captive portal, not a tarball</html>"
     cache = tmp_path / "cache"
     with pytest.raises(InputError, match="cannot be extracted"):
-        fetch(server, cache, None)
+        fetch(http_server, cache, None)
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
 
-    source = fetch(server, cache, None)
+    source = fetch(http_server, cache, None)
 
     assert source.sha256 == sha256(data)
-    assert json.loads(record_file(cache, server.url()).read_text())["sha256"] == sha256(data)
+    assert json.loads(record_file(cache, http_server.at(PATH)).read_text())["sha256"] == sha256(
+        data
+    )
 
 
-def test_ctrl_c_during_the_download_leaves_no_partial_file(server: Server, tmp_path: Path) -> None:
+def test_ctrl_c_during_the_download_leaves_no_partial_file(
+    http_server: Server, tmp_path: Path
+) -> None:
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
 
     def interrupt(line: str) -> None:
@@ -683,29 +694,31 @@ def test_ctrl_c_during_the_download_leaves_no_partial_file(server: Server, tmp_p
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        fetch_source(server.url(), version=VERSION, sha256=None, cache_dir=cache, on_line=interrupt)
+        fetch_source(
+            http_server.at(PATH), version=VERSION, sha256=None, cache_dir=cache, on_line=interrupt
+        )
 
     assert files(cache) == []
 
 
 def test_ctrl_c_during_extraction_leaves_no_partial_tree(
-    server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    http_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data = tar_gz(TREE)
-    server.files[PATH] = data
+    http_server.files[PATH] = data
     cache = tmp_path / "cache"
-    real_extract = sources._extract_archive
+    real_extract = archives.extract_archive
     seen: list[Path] = []
 
-    def extract_then_interrupt(tarball: Path, into: Path) -> int | None:
-        real_extract(tarball, into)
+    def extract_then_interrupt(archive: Path, into: Path) -> float | None:
+        real_extract(archive, into)
         seen.append(into)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(sources, "_extract_archive", extract_then_interrupt)
+    monkeypatch.setattr(archives, "extract_archive", extract_then_interrupt)
 
     with pytest.raises(KeyboardInterrupt):
-        fetch(server, cache, sha256(data))
+        fetch(http_server, cache, sha256(data))
 
     assert len(seen) == 1
     assert ".partial-" in seen[0].name

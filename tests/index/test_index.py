@@ -24,8 +24,8 @@ import pytest
 
 from tests import wheels
 from tests.conftest import one_error_line, run_cli
+from tests.http_server import served
 from tests.receipts import make_receipt, write_receipt
-from tests.wheels import served
 from tfbuild.core.errors import InputError
 from tfbuild.wheel.index import collect, render_html, write_index
 from tfbuild.wheel.receipt import WheelFloor

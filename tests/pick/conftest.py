@@ -7,12 +7,12 @@ so that a test can tell which wheel pip installed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests import receipts, wheels
+from tests.http_server import Server
 
 DIST = "tfbuild_standin"
 
@@ -93,9 +93,18 @@ def standin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def http_root(tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    """A real HTTP server (threads, an ephemeral port) serving a temporary directory: (dir, URL)."""
-    root = tmp_path / "www"
-    root.mkdir()
-    with wheels.served(root) as url:
-        yield root, url
+def http_root(http_server: Server) -> tuple[Path, str]:
+    """The loopback HTTP server (tests/http_server.py) serving a temporary directory: (dir, URL)."""
+    return http_server.root, http_server.url
+
+
+@pytest.fixture
+def server(http_server: Server) -> Server:
+    """The pick tests' name for the loopback server (tests/conftest.py's ``http_server``)."""
+    return http_server
+
+
+@pytest.fixture
+def other(other_http_server: Server) -> Server:
+    """A second server: another origin (another port)."""
+    return other_http_server

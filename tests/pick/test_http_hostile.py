@@ -1,5 +1,6 @@
-"""`tfbuild pick URL` against hostile servers: real HTTP servers on 127.0.0.1, started here, that
-trickle bytes, hang, send huge pages, link other schemes and other origins, or leave out hashes.
+"""`tfbuild pick URL` against hostile servers: real HTTP servers on 127.0.0.1 (tests/http_server.py's
+server and routes) that trickle bytes, hang, send huge pages, link other schemes and other origins,
+or leave out hashes.
 
 Each test replays one finding of issue 15 ("Hostile input", item 3) and checks the one line (and
 exit code) pick answers with, or what it read and skipped. No network beyond the loopback address.
@@ -7,137 +8,27 @@ exit code) pick answers with, or what it read and skipped. No network beyond the
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import http.server
 import itertools
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import pytest
 
 from tests.conftest import cpuinfo_fixture, one_error_line, run_cli
+from tests.http_server import Server, endless, hang, oversized, redirect_to, trickle
 from tests.pick.conftest import DIST, WHEELS, make_wheel, make_wheels, write_receipt
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
-from tfbuild.pick.fetch import Deadline, FetchLimits
+from tfbuild.pick.fetch import FetchLimits, PickDeadline
 from tfbuild.pick.listing import LinkPolicy, Origin, load_wheels, parse_index
 from tfbuild.wheel.index import write_index
 
 PY = f"cp{sys.version_info.major}{sys.version_info.minor}"
 ZEN4 = ("--cpuinfo", str(cpuinfo_fixture("zen4")), "--python", "3.11")
-
-Route = Callable[[http.server.BaseHTTPRequestHandler], None]
-
-
-@dataclass
-class Server:
-    """A loopback server: routes by path, else the files of ``root``; what it was asked, and how
-    many requests it held at once."""
-
-    root: Path
-    routes: dict[str, Route] = field(default_factory=dict)
-    url: str = ""
-    asked: list[str] = field(default_factory=list)
-    in_flight: int = 0
-    most_in_flight: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    stop: threading.Event = field(default_factory=threading.Event)
-
-
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    server_state: Server
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        state = self.server_state
-        with state.lock:
-            state.asked.append(self.path)
-            state.in_flight += 1
-            state.most_in_flight = max(state.most_in_flight, state.in_flight)
-        try:
-            route = state.routes.get(self.path.split("?")[0])
-            if route is not None:
-                route(self)
-            else:
-                super().do_GET()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client hung up: what pick does at its deadline
-        finally:
-            with state.lock:
-                state.in_flight -= 1
-
-
-@contextmanager
-def serve(root: Path) -> Iterator[Server]:
-    root.mkdir(parents=True, exist_ok=True)
-    state = Server(root=root)
-    handler = type("Handler", (_Handler,), {"server_state": state})
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(handler, directory=str(root))
-    )
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        state.stop.set()  # releases the handlers that hang
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    with serve(tmp_path / "www") as state:
-        yield state
-
-
-@pytest.fixture
-def other(tmp_path: Path) -> Iterator[Server]:
-    """A second server: another origin (another port)."""
-    with serve(tmp_path / "other") as state:
-        yield state
-
-
-def trickle(state: Server, *, headers_too: bool = False) -> Route:
-    """One byte every 0.2 s until the client hangs up or the test ends."""
-
-    def route(handler: http.server.BaseHTTPRequestHandler) -> None:
-        if headers_too:
-            handler.wfile.write(b"HTTP/1.0 200 OK\r\n")
-            data = b"X-Slow: " + b"a" * 10_000
-        else:
-            handler.send_response(200)
-            handler.send_header("Content-Type", "text/html")
-            handler.send_header("Content-Length", "100000")
-            handler.end_headers()
-            data = b"<html>" + b" " * 100_000
-        for byte in data:
-            if state.stop.wait(0.2):
-                return
-            handler.wfile.write(bytes([byte]))
-            handler.wfile.flush()
-
-    return route
-
-
-def hang(state: Server) -> Route:
-    """Accepts and never answers (until the test ends)."""
-
-    def route(handler: http.server.BaseHTTPRequestHandler) -> None:
-        state.stop.wait(60)
-
-    return route
+#: A page's worth of wheel links, over and over: what the oversized pages send.
+LINKS = b'<a href="x-1.0-py3-none-any.whl">x</a>' * 1000
 
 
 def page(state: Server, path: str, links: list[str]) -> str:
@@ -213,18 +104,7 @@ def test_a_bad_timeout_exit_2(server: Server) -> None:
 
 def test_a_huge_page_is_refused_by_its_length_before_reading(server: Server) -> None:
     big = 15 * 2**20
-
-    def huge(handler: http.server.BaseHTTPRequestHandler) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Length", str(big))
-        handler.end_headers()
-        chunk = b'<a href="x-1.0-py3-none-any.whl">x</a>' * 1000
-        sent = 0
-        while sent < big and not server.stop.is_set():
-            handler.wfile.write(chunk)
-            sent += len(chunk)
-
-    server.routes["/huge.html"] = huge
+    server.routes["/huge.html"] = oversized(server, big, LINKS)
     result = run_cli("pick", server.url + "/huge.html", *ZEN4)
     assert result.returncode == 3
     assert one_error_line(result) == (
@@ -233,13 +113,7 @@ def test_a_huge_page_is_refused_by_its_length_before_reading(server: Server) -> 
 
 
 def test_a_huge_page_without_a_length_is_cut_at_the_cap(server: Server) -> None:
-    def endless(handler: http.server.BaseHTTPRequestHandler) -> None:
-        handler.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n")
-        chunk = b'<a href="x-1.0-py3-none-any.whl">x</a>' * 1000
-        while not server.stop.is_set():
-            handler.wfile.write(chunk)
-
-    server.routes["/endless.html"] = endless
+    server.routes["/endless.html"] = endless(server, LINKS)
     result = run_cli("pick", server.url + "/endless.html", *ZEN4)
     assert result.returncode == 3
     assert one_error_line(result) == (
@@ -274,7 +148,7 @@ def test_parsing_is_bounded_in_tags_tag_length_and_time() -> None:
     links = parse_index(page, "http://h/")
     assert links.wheels == (("a-1.0-py3-none-any.whl", "http://h/a-1.0-py3-none-any.whl", None),)
     ticks = itertools.count(0.0, 0.5)  # a clock that moves half a second each time it is read
-    deadline = Deadline(2.5, clock=lambda: next(ticks))
+    deadline = PickDeadline(2.5, clock=lambda: next(ticks))
     with pytest.raises(
         EnvironmentProblem, match=r"reading the links of http://h/ was not finished"
     ):
@@ -376,12 +250,7 @@ def test_a_bad_allow_origin_exit_2() -> None:
 
 
 def test_a_redirect_to_another_scheme_is_not_followed(server: Server) -> None:
-    def to_file(handler: http.server.BaseHTTPRequestHandler) -> None:
-        handler.send_response(302)
-        handler.send_header("Location", "ftp://127.0.0.1/index.html")
-        handler.end_headers()
-
-    server.routes["/moved.html"] = to_file
+    server.routes["/moved.html"] = redirect_to("ftp://127.0.0.1/index.html")
     result = run_cli("pick", server.url + "/moved.html", *ZEN4)
     assert result.returncode == 3
     assert one_error_line(result) == (
@@ -451,7 +320,7 @@ def test_install_refuses_a_link_without_a_hash_exit_3(server: Server, tmp_path: 
     # An interpreter without pip: had pip been run, it would say "No module named pip" (exit 5).
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
-    result = run_cli("pick", url, "--install", "--pip-python", str(bare / "bin" / "python"))
+    result = run_cli("pick", url, "--install", "--python", str(bare / "bin" / "python"))
     assert result.returncode == 3, result.stderr
     assert one_error_line(result) == (
         f"tfbuild: error: will not install {wheel.name}: its link on {url} carries no #sha256=, "

@@ -9,10 +9,8 @@ ports: two origins), real FIFOs, through the real CLI.
 
 from __future__ import annotations
 
-import http.server
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
@@ -20,24 +18,12 @@ import pytest
 
 from tests import wheels
 from tests.conftest import NO_FILE_KINDS, one_error_line, plant_no_file, run_cli
+from tests.http_server import Server, redirect_to
 from tests.pick.conftest import WHEELS, make_wheel, make_wheels, write_receipt
-from tests.pick.test_http_hostile import ZEN4, Server, page, serve, sha
+from tests.pick.test_http_hostile import ZEN4, page, sha
 from tfbuild.wheel.index import write_index
 
 MEMBER = "tfbuild_standin/__init__.py"
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    with serve(tmp_path / "www") as state:
-        yield state
-
-
-@pytest.fixture
-def other(tmp_path: Path) -> Iterator[Server]:
-    """A second server: another origin (another port)."""
-    with serve(tmp_path / "other") as state:
-        yield state
 
 
 def by_name(report: dict[str, object]) -> dict[str, dict[str, object]]:
@@ -125,16 +111,6 @@ def test_a_local_index_page_is_checked_against_the_files_too(tmp_path: Path) -> 
 # --- item 4: a receipt comes from where its wheel may ----------------------------------------------
 
 
-def redirect_to(location: str) -> object:
-    def route(handler: http.server.BaseHTTPRequestHandler) -> None:
-        handler.send_response(302)
-        handler.send_header("Location", location)
-        handler.send_header("Content-Length", "0")
-        handler.end_headers()
-
-    return route
-
-
 def test_a_receipt_redirected_to_another_origin_is_not_used(server: Server, other: Server) -> None:
     """The page's receipt of the zen4 wheel redirects to another server, whose receipt says
     the wheel was built for x86-64-v2: followed, it would decide the pick."""
@@ -146,7 +122,7 @@ def test_a_receipt_redirected_to_another_origin_is_not_used(server: Server, othe
     shutil.copyfile(zen4, other.root / zen4.name)
     lying = write_receipt(other.root / zen4.name, "zen4", ("SSE3", "AMX_TILE"))
     receipt = zen4.with_suffix(".json").name
-    server.routes[f"/{quote(receipt)}"] = redirect_to(f"{other.url}/{quote(lying.name)}")  # type: ignore[assignment]
+    server.routes[f"/{quote(receipt)}"] = redirect_to(f"{other.url}/{quote(lying.name)}")
     links = [f"{quote(w.name)}#sha256={sha(w)}" for w in (zen4, v3)]
     links += [quote(receipt), quote(v3.with_suffix(".json").name)]
     url = page(server, "/index.html", links)

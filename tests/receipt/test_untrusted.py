@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests import wheels
 from tests.conftest import ROOT, cpuinfo_fixture, one_error_line, run_cli
+from tests.http_server import served
 from tfbuild.core.errors import InputError
 from tfbuild.wheel.receipt import (
     MAX_RECEIPT_DEPTH,
@@ -253,7 +253,7 @@ def test_pick_sets_a_hostile_receipt_aside_over_http(case: str, dist: Path) -> N
     page = f'<a href="{quote(WHEEL)}">{WHEEL}</a>\n<a href="{quote(RECEIPT)}">{RECEIPT}</a>\n'
     (dist / "index.html").write_text(page, encoding="utf-8")
     (dist / RECEIPT).write_bytes(make())
-    with wheels.served(dist) as url:
+    with served(dist) as url:
         result = run_cli("pick", f"{url}/index.html", *ZEN4, "--json")
     assert "Traceback" not in result.stderr
     assert result.returncode == 0, result.stderr

@@ -33,7 +33,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.core.files import read_input, sha256_file, wheel_files
-from tfbuild.pick.fetch import Deadline, FetchLimits, fetch, fetch_all
+from tfbuild.pick.fetch import FetchLimits, PickDeadline, fetch, fetch_all
 from tfbuild.wheel.labels import NATIVE, parse_label, spelt_label
 from tfbuild.wheel.overlay_receipt import OverlayReceipt, decode_overlay_receipt, is_overlay_wheel
 from tfbuild.wheel.receipt import InvalidReceipt, Receipt, decode_receipt, receipt_path
@@ -321,7 +321,7 @@ def parse_index(
     page_url: str,
     *,
     max_links: int = FetchLimits().max_links,
-    deadline: Deadline | None = None,
+    deadline: PickDeadline | None = None,
 ) -> IndexLinks:
     """Every ``.whl`` (and ``.json``) link of an HTML page; relative links resolved, hashes kept.
 
@@ -360,7 +360,7 @@ def parse_index(
 
 
 def _fetch_receipt(
-    job: tuple[str, str], policy: LinkPolicy, limits: FetchLimits, deadline: Deadline
+    job: tuple[str, str], policy: LinkPolicy, limits: FetchLimits, deadline: PickDeadline
 ) -> tuple[AnyReceipt | None, str | None]:
     """(the receipt, or None and the warning why not) of wheel ``job[0]`` at URL ``job[1]``.
 
@@ -484,7 +484,7 @@ _NO_WHEELS_FIX = (
 
 
 def _load_directory(
-    path: Path, policy: LinkPolicy, limits: FetchLimits, deadline: Deadline
+    path: Path, policy: LinkPolicy, limits: FetchLimits, deadline: PickDeadline
 ) -> WheelSource:
     what = f"cannot use {path}"
     try:
@@ -520,7 +520,7 @@ def _file_path(url: str) -> Path:
 
 
 def _load_local_page(
-    path: Path, source: str, policy: LinkPolicy, limits: FetchLimits, deadline: Deadline
+    path: Path, source: str, policy: LinkPolicy, limits: FetchLimits, deadline: PickDeadline
 ) -> WheelSource:
     """A local index page (``dist/index.html``): its links resolved against the file's own place,
     followed only to files inside its directory (or to an ``--allow-origin`` host)."""
@@ -548,7 +548,7 @@ def _load_local_page(
 
 
 def _load_index(
-    url: str, policy: LinkPolicy, limits: FetchLimits, deadline: Deadline
+    url: str, policy: LinkPolicy, limits: FetchLimits, deadline: PickDeadline
 ) -> WheelSource:
     scheme = urlsplit(url).scheme.lower()
     if scheme == "file":
@@ -615,7 +615,7 @@ def _linked_local_wheel(
 
 
 def _from_links(
-    links: IndexLinks, source: str, policy: LinkPolicy, limits: FetchLimits, deadline: Deadline
+    links: IndexLinks, source: str, policy: LinkPolicy, limits: FetchLimits, deadline: PickDeadline
 ) -> WheelSource:
     """The wheels a page links to, by ``policy``: local files for a local page's ``file:`` links,
     URLs otherwise; the receipts of remote wheels fetched concurrently under the deadline."""
@@ -707,7 +707,7 @@ def load_wheels(
     ``allow_origins`` (``--allow-origin``) are hosts a page's links may point to besides its own."""
     limits = limits or FetchLimits()
     policy = LinkPolicy(allowed=tuple(Origin.parse(text) for text in allow_origins))
-    deadline = Deadline(limits.timeout)
+    deadline = PickDeadline(limits.timeout)
     if is_url(source):
         return _load_index(source, policy, limits, deadline)
     return _load_directory(Path(source), policy, limits, deadline)
