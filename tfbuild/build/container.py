@@ -15,10 +15,10 @@ from tfbuild.build.source_tree import Source
 from tfbuild.core.defaults import ZIP_EPOCH
 from tfbuild.core.engine import (
     ContainerGone,
-    DockerEngine,
     Mount,
     RunResult,
 )
+from tfbuild.core.engine_protocol import Engine
 from tfbuild.core.errors import BuildFailed
 from tfbuild.core.rounded import round_fields
 from tfbuild.plan import CACHE_ROOT, OUTPUT_BASE, OUTPUT_DIR, SOURCE_DIR, BuildPlan, with_jobs
@@ -102,7 +102,7 @@ def output_base_volume(cache_volume: str, key: str) -> str:
     return f"{cache_volume}.output-base.{key}"
 
 
-def prepare_cache(engine: DockerEngine, tag: str, volume: str, output_base: str, user: str) -> None:
+def prepare_cache(engine: Engine, tag: str, volume: str, output_base: str, user: str) -> None:
     """A new volume belongs to root: give its top directories to the build's user (not -R: a big
     cache would take minutes, and everything below was written by that user anyway)."""
     engine.ensure_volume(volume)
@@ -160,7 +160,7 @@ def _environment(request: BuildJob, exec_image: str | None) -> dict[str, str]:
 
 
 def run_build(
-    engine: DockerEngine,
+    engine: Engine,
     request: BuildJob,
     *,
     tag: str,

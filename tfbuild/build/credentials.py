@@ -13,10 +13,8 @@ from pathlib import Path
 
 from tfbuild.build.log import BuildLog
 from tfbuild.build.remotes import remote_urls
-from tfbuild.core.engine import (
-    DockerEngine,
-    Mount,
-)
+from tfbuild.core.engine import Mount
+from tfbuild.core.engine_protocol import Engine
 from tfbuild.core.errors import InputError
 from tfbuild.core.files import read_input
 from tfbuild.plan import OUTPUT_BASE, BuildPlan
@@ -192,7 +190,7 @@ def write_remote_credentials(
 SERVER_LOGS = ("java.log", "java.log.*", "command.log")
 
 
-def remove_server_logs(engine: DockerEngine, tag: str, output_base: str, log: BuildLog) -> None:
+def remove_server_logs(engine: Engine, tag: str, output_base: str, log: BuildLog) -> None:
     """Remove bazel's server logs from the output base volume after a credentialed build, however
     it ended (the bazel server died with its container). Run as root: bazel's files are the build
     user's, and a root-owned leftover must go too."""

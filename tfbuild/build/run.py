@@ -60,6 +60,7 @@ from tfbuild.build.source_tree import Source, default_cache_dir, fetch_source, l
 from tfbuild.build.toolchain_image import ensure_toolchain_image, toolchain_packages
 from tfbuild.core import serial
 from tfbuild.core.engine import DockerEngine
+from tfbuild.core.engine_protocol import Engine
 from tfbuild.core.errors import (
     BuildFailed,
     EnvironmentProblem,
@@ -204,7 +205,7 @@ def _the_wheel(out: Path, log: BuildLog) -> Path:
     return wheels[0]
 
 
-def build_wheel(engine: DockerEngine, request: BuildJob, progress: Progress) -> WheelResult:
+def build_wheel(engine: Engine, request: BuildJob, progress: Progress) -> WheelResult:
     """Build the wheel of ``request.plan`` in ``engine``; everything lands in ``request.dist``."""
     started = time.monotonic()
     dist = request.dist.resolve()
@@ -357,7 +358,7 @@ class BuildRun:
                 f"--memory {self.memory!r} is not a size", fix="Write it like 8g or 16384m."
             )
 
-    def execute(self, planned: Planned, *, engine: DockerEngine | None = None) -> WheelResult:
+    def execute(self, planned: Planned, *, engine: Engine | None = None) -> WheelResult:
         """Build ``planned`` in ``engine`` (default: a new connection, closed afterwards)."""
         from tfbuild.build.progress import BuildProgress, choose_mode
 
@@ -375,8 +376,9 @@ class BuildRun:
                 credentials = write_remote_credentials(self.remote_headers, plan, private)
                 give_to(private, user)
             if engine is None:
-                engine = DockerEngine.connect()
-                stack.callback(engine.close)
+                connected = DockerEngine.connect()
+                stack.callback(connected.close)
+                engine = connected
             mode = choose_mode(quiet=self.quiet, stream=sys.stderr, env=os.environ)
             progress = stack.enter_context(
                 BuildProgress(mode=mode, verbose=self.verbose, tag=self.tag)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tfbuild.build.log import BuildLog
 from tfbuild.core.defaults import BASE_REPOSITORY, TOOLCHAIN_REPOSITORY
-from tfbuild.core.engine import DockerEngine
+from tfbuild.core.engine_protocol import Engine
 from tfbuild.core.errors import (
     BuildFailed,
     EnvironmentProblem,
@@ -25,7 +25,7 @@ _PACKAGE_LINE = re.compile(r"^(\S+)\t(\S+)$")
 
 
 def ensure_toolchain_image(
-    engine: DockerEngine,
+    engine: Engine,
     plan: BuildPlan,
     files: dict[str, str],
     work: Path,
@@ -126,7 +126,7 @@ def _download_fix(exc: DownloadFailed, proxies: tuple[tuple[str, str], ...]) -> 
     return f"Check the proxy {proxy} that the image build uses{where}; or {premade}."
 
 
-def toolchain_packages(engine: DockerEngine, tag: str) -> dict[str, str]:
+def toolchain_packages(engine: Engine, tag: str) -> dict[str, str]:
     """Every package installed in the toolchain image, with its exact version (dpkg-query -W)."""
     lines: list[str] = []
     result = engine.run(

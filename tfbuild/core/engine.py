@@ -35,6 +35,7 @@ import docker.errors
 import docker.types
 import requests
 
+from tfbuild.core.controls import printable, printable_line
 from tfbuild.core.errors import (
     BuildFailed,
     EnvironmentProblem,
@@ -43,7 +44,7 @@ from tfbuild.core.errors import (
     UsageError,
 )
 from tfbuild.core.files import held_signals, sha256_file
-from tfbuild.core.image_failure import StepOutput, one_reason, plain
+from tfbuild.core.image_failure import StepOutput, one_reason
 from tfbuild.core.rounded import round_fields
 
 DEFAULT_SOCKET = "unix:///var/run/docker.sock"
@@ -144,7 +145,7 @@ def _chunk_error(chunk: Mapping[str, Any]) -> str | None:
     """The engine's error in one chunk of a build or push stream (plain text), else None."""
     if "error" not in chunk and "errorDetail" not in chunk:
         return None
-    return plain(str(chunk.get("error") or chunk.get("errorDetail", {}).get("message", "")))
+    return printable(str(chunk.get("error") or chunk.get("errorDetail", {}).get("message", "")))
 
 
 #: A manifest digest as a registry reports it.
@@ -235,18 +236,28 @@ class ContainerGone(BuildFailed):
         self.short_id = short_id
 
 
+def container_gone(short_id: str, exc: docker.errors.APIError) -> ContainerGone | None:
+    """The engine's answer ``exc`` about a container it was following, as ContainerGone when it
+    means the container was removed ("no such container", 409 "dead or marked for removal", "in
+    progress"); None for any other answer. (tests/engine_fake.py replays recorded answers here.)"""
+    if isinstance(exc, docker.errors.NotFound):
+        return ContainerGone(short_id, "the engine no longer knows it")
+    if exc.status_code == 409:
+        return ContainerGone(short_id, one_reason(str(exc.explanation or exc)))
+    return None
+
+
 @contextlib.contextmanager
 def _gone(container: Any) -> Iterator[None]:
     """The engine's "no such container" and "marked for removal" about ``container`` while it is
     followed, waited for and inspected: it was removed from outside (ContainerGone)."""
     try:
         yield
-    except docker.errors.NotFound as exc:
-        raise ContainerGone(container.short_id, "the engine no longer knows it") from exc
     except docker.errors.APIError as exc:
-        if exc.status_code != 409:  # 409 Conflict: "dead or marked for removal", "in progress"
+        gone = container_gone(container.short_id, exc)
+        if gone is None:
             raise
-        raise ContainerGone(container.short_id, one_reason(str(exc.explanation or exc))) from exc
+        raise gone from exc
 
 
 class DockerEngine:
@@ -411,18 +422,18 @@ class DockerEngine:
 
         for chunk in chunks:
             for line in lines.feed(chunk.get("stream", "")):
-                say(plain(line))
+                say(printable_line(line))
             if chunk.get("status"):  # e.g. "Downloading" lines, one status per chunk
                 say(" ".join(str(chunk[key]) for key in ("status", "progress") if chunk.get(key)))
             error = _chunk_error(chunk)
             if error is not None:
                 for line in lines.flush():
-                    say(plain(line))
+                    say(printable_line(line))
                 # Not the builder's "The command '<the whole RUN again>' returned ...".
                 emit(f"[the step failed: {one_reason(error)}]")
                 raise log.failure(tag, error)
         for line in lines.flush():
-            say(plain(line))
+            say(printable_line(line))
 
     def ensure_image(
         self,
@@ -488,7 +499,7 @@ class DockerEngine:
                     if error is not None:
                         raise PushFailed(target, error)
                     if chunk.get("status") and chunk.get("id") is None:
-                        emit(plain(str(chunk["status"])))
+                        emit(printable_line(str(chunk["status"])))
                     found = (chunk.get("aux") or {}).get("Digest")
                     if found:
                         digest = str(found)
