@@ -15,7 +15,6 @@ from tfbuild.build import progress
 from tfbuild.build.progress import (
     BuildProgress,
     choose_mode,
-    clean_line,
     parse_phase,
     parse_progress,
     parse_step,
@@ -203,11 +202,6 @@ def test_parse_progress(line: str, expected: tuple[int, int] | None) -> None:
 )
 def test_parse_phase(line: str, expected: str | None) -> None:
     assert parse_phase(line) == expected
-
-
-def test_clean_line_removes_escapes_and_control_characters() -> None:
-    colored = "\x1b[31m\x1b[1mERROR: \x1b[0mfoo\x07\r\x1b(B\tbar\x00"
-    assert clean_line(colored) == "ERROR: foo\tbar"
 
 
 # --- choosing the mode -----------------------------------------------------------------------

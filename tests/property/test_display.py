@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tfbuild.cli.console import make_console as _console
 from tfbuild.cli.console import safe
-from tfbuild.core.errors import printable
+from tfbuild.core.controls import printable
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
 _OSC8 = re.compile(r"\x1b\]8;[^\x1b\x07]*(?:\x1b\\|\x07)")  # rich's own links: none here

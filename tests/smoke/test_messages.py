@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tfbuild.core import serial
-from tfbuild.smoke.messages import FORMS, GuardReport, log_level_hides_info, parse_messages
+from tfbuild.smoke.messages import FORMS, TensorFlowMessages, log_level_hides_info, parse_messages
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tf-logs"
 
@@ -31,7 +31,7 @@ def fx(name: str) -> str:
     return (FIXTURES / name).read_text(encoding="utf-8")
 
 
-def parsed(name: str) -> GuardReport:
+def parsed(name: str) -> TensorFlowMessages:
     return parse_messages(fx(name))
 
 
@@ -237,7 +237,7 @@ def test_no_guard_message() -> None:
         assert report.form is None
         assert report.silent
     empty = parse_messages("")
-    assert empty == GuardReport(
+    assert empty == TensorFlowMessages(
         form=None, unused=(), missing=(), onednn_custom_ops=False, benign=(), errors=()
     )
     assert empty.silent
@@ -337,7 +337,7 @@ def test_2_12_head_line_alone_names_the_form() -> None:
 )
 def test_odd_input_does_not_raise(junk: Any) -> None:
     report = parse_messages(junk, junk)
-    assert isinstance(report, GuardReport)
+    assert isinstance(report, TensorFlowMessages)
     json.dumps(serial.to_data(report))
 
 
@@ -351,7 +351,7 @@ def test_random_bytes_neither_raise_nor_invent_findings() -> None:
     assert expected.form is not None and expected.unused  # the log has findings to keep
     line_starts = [0, *(i + 1 for i, c in enumerate(stock) if c == ord("\n"))]
 
-    def findings(report: GuardReport) -> tuple[object, ...]:
+    def findings(report: TensorFlowMessages) -> tuple[object, ...]:
         return report.form, report.unused, report.missing
 
     for _ in range(200):

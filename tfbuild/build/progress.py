@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal, TextIO
 
-from tfbuild.core.errors import printable
+from tfbuild.core.controls import printable, printable_line
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -53,9 +53,6 @@ _PHASE = re.compile(r"\[tfbuild\] phase: (.*)")
 _COUNT = r"([0-9]{1,3}(?:,[0-9]{3}){1,5}|[0-9]{1,18})"
 #: bazel's action counter at the start of a line: ``[1,234 / 5,678]``.
 _PROGRESS = re.compile(rf"\s*\[{_COUNT}\s*/\s*{_COUNT}\]")
-#: Terminal escape sequences (CSI, OSC, two-character escapes), then any other control character.
-_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[ -/]*[0-~]?")
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 #: How bazel and compilers start the lines worth showing when the rest is hidden (case matters:
 #: compilers' lower-case ``warning:`` lines are far too many in a TensorFlow build).
 _ERROR_PREFIXES = ("ERROR", "error:", "fatal error:", "FAILED")
@@ -75,11 +72,6 @@ HEARTBEAT_MAX_S = 300.0
 _TICK_S = 2.0
 #: The most of a step's instruction or a bazel status line a plain or live display shows.
 _SHOWN = 72
-
-
-def clean_line(text: str) -> str:
-    """``text`` without terminal escape sequences and control characters (tabs are kept)."""
-    return _CONTROL.sub("", _ESCAPE.sub("", text))
 
 
 def parse_phase(line: str) -> str | None:
@@ -434,7 +426,7 @@ class BuildProgress:
     def phase(self, name: str) -> None:
         """A new phase starts (the same phase again is ignored: the orchestrator and build.sh may
         both announce it)."""
-        name = clean_line(name).strip()
+        name = printable_line(name).strip()
         if not name or name == self._phase:
             return
         self._phase = name
@@ -443,7 +435,7 @@ class BuildProgress:
 
     def line(self, text: str) -> None:
         """One line of the build's output, without its newline."""
-        text = clean_line(text)
+        text = printable_line(text)
         phase = parse_phase(text)
         if phase is not None:
             self.phase(phase)
@@ -456,7 +448,7 @@ class BuildProgress:
     def note(self, text: str) -> None:
         """tfbuild's own message (one line per line of ``text``)."""
         for part in text.splitlines() or [""]:
-            self._output.note(clean_line(part))
+            self._output.note(printable_line(part))
 
     def tick(self) -> None:
         """What the plain display's ticker does every few seconds: say where the phase is when

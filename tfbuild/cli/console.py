@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from tfbuild.cli.text import wrap
-from tfbuild.core.errors import printable
+from tfbuild.core.controls import printable
 
 # Text from inputs (a cpuinfo's model name, paths, file names, recipe fields, a wheel's METADATA,
 # a build's log) is shown, never obeyed: every console here is a _SafeConsole, which removes what a

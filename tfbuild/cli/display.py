@@ -13,7 +13,7 @@ from rich.table import Table
 from tfbuild.cli.console import make_console, print_hanging, safe
 from tfbuild.cli.text import wrap
 from tfbuild.core import serial
-from tfbuild.core.errors import printable
+from tfbuild.core.controls import printable
 from tfbuild.core.files import human_size
 from tfbuild.detect.report import DetectReport, MachineReport
 from tfbuild.plan import BuildPlan

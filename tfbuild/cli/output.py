@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from tfbuild.core.errors import printable
+from tfbuild.core.controls import printable
 
 if TYPE_CHECKING:
     from tfbuild.build.base_images import MadeImage

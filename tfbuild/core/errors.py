@@ -26,28 +26,10 @@ code  class                   meaning
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar
 
+from tfbuild.core.controls import printable
 from tfbuild.core.defaults import DOCTOR_TIMES
-
-# What a terminal would act on instead of showing: escape sequences (CSI ``ESC [ ... final``; OSC
-# ``ESC ] ... BEL|ST``, e.g. OSC 8 hyperlinks and window titles; DCS/SOS/PM/APC ``ESC P|X|^|_ ... ST``;
-# two-byte ``ESC x``), their 8-bit C1 forms, then any other C0 control but tab and newline, DEL, C1,
-# and the Unicode bidirectional overrides and isolates that reorder what is shown ("Trojan Source",
-# CVE-2021-42574). An unterminated string sequence is removed up to the end of its line.
-_TERMINAL_CONTROLS = re.compile(
-    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
-    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
-    r"|\x1b[ -~]?"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
-)
-
-
-def printable(text: str) -> str:
-    """``text`` without anything a terminal would act on (escape sequences, control characters but
-    tab and newline, bidi overrides): for every string that came from an input before it is shown."""
-    return _TERMINAL_CONTROLS.sub("", text)
 
 
 def _one_line(text: str) -> str:

@@ -63,8 +63,6 @@ class StepOutput:
 
 # --- the forms a failure takes in a step's output -------------------------------------------------
 
-#: Control sequences (colours) in a build's output: the engine paints a RUN's stderr red.
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 _STEP = re.compile(r"^Step (\d+/\d+) : (.*)$")
 _EXIT_CODE = re.compile(r"returned a non-zero code: (\d+)")
 #: The legacy builder's error for a failed RUN, which repeats the whole command.
@@ -98,11 +96,6 @@ _TLS_FAILED = re.compile(
     r"Certificate verification failed|server certificate verification failed"
 )
 _HTTPS_HOST = re.compile(r"https://([A-Za-z0-9.-]+)")
-
-
-def plain(line: str) -> str:
-    """``line`` without its control sequences (colours)."""
-    return _ANSI.sub("", line)
 
 
 @dataclass(frozen=True, kw_only=True)

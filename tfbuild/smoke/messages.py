@@ -1,7 +1,7 @@
 """TensorFlow's CPU-feature messages, in every form it has printed them since 1.0.
 
 Input is what a process that ran ``import tensorflow`` and one op wrote to stderr (and stdout).
-Output is a :class:`GuardReport`: the instructions the binary leaves unused (what ``tfbuild
+Output is :class:`TensorFlowMessages`: the instructions the binary leaves unused (what ``tfbuild
 smoke`` wants empty), the ones it needs but the CPU lacks (fatal), whether oneDNN's custom
 operations are on, recognised harmless lines, and any other ERROR/FATAL lines.
 
@@ -35,14 +35,16 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from tfbuild.core.controls import printable_line
+
 __all__ = [
     "FORMS",
-    "GuardReport",
+    "TensorFlowMessages",
     "log_level_hides_info",
     "parse_messages",
 ]
 
-#: Every value :attr:`GuardReport.form` can take besides None, oldest first.
+#: Every value :attr:`TensorFlowMessages.form` can take besides None, oldest first.
 FORMS: tuple[str, ...] = (
     "1.x-per-feature",
     "supports-not-compiled",
@@ -124,12 +126,11 @@ _SEVERE = re.compile(
     """,
     re.VERBOSE,
 )
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")  # colour codes, if the output went through a terminal
 _LEVEL = re.compile(r"\s*\+?(\d+)")
 
 
 @dataclass(frozen=True, kw_only=True)
-class GuardReport:
+class TensorFlowMessages:
     """What TensorFlow said about CPU instructions, and what else it printed at ERROR or worse.
 
     Not :class:`tfbuild.detect.report.GuardReport`, which is what the CPU has.
@@ -181,14 +182,17 @@ def _text(value: str | bytes | None) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def parse_messages(stderr: str | bytes | None, stdout: str | bytes | None = None) -> GuardReport:
+def parse_messages(
+    stderr: str | bytes | None, stdout: str | bytes | None = None
+) -> TensorFlowMessages:
     """Read TensorFlow's CPU-feature messages from a process's output; never raises."""
     form: str | None = None
     unused, missing, benign, errors = _Ordered(), _Ordered(), _Ordered(), _Ordered()
     onednn = False
     text = _text(stderr) + "\n" + _text(stdout)
     for raw in text.splitlines():
-        line = _ANSI.sub("", raw[:_MAX_LINE]).strip()
+        # Colour codes, if the output went through a terminal, and controls: shown, never obeyed.
+        line = printable_line(raw[:_MAX_LINE]).strip()
         if not line:
             continue
         found = _guard(line)
@@ -209,7 +213,7 @@ def parse_messages(stderr: str | bytes | None, stdout: str | bytes | None = None
             continue
         if _SEVERE.search(line):
             errors.add(line)
-    return GuardReport(
+    return TensorFlowMessages(
         form=form,
         unused=unused.items(),
         missing=missing.items(),

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfbuild.smoke.messages import GuardReport, parse_messages
+from tfbuild.smoke.messages import TensorFlowMessages, parse_messages
 
 #: Runs inside the wheel's interpreter: stdlib and tensorflow only. The JSON result is the last
 #: stdout line; TensorFlow's own messages go to stderr.
@@ -62,7 +62,7 @@ class ProbeResult:
     version: str | None
     git_version: str | None
     build_info: dict[str, BuildInfoValue] = field(default_factory=dict)  # kept sorted by key
-    guard: GuardReport
+    guard: TensorFlowMessages
     tcmalloc_loaded: bool = field(init=False)
     tcmalloc_maps: tuple[str, ...] = ()
 

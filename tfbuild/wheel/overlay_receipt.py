@@ -21,6 +21,7 @@ from typing import Any, Final, Literal
 from packaging.utils import canonicalize_name
 
 from tfbuild.core import serial
+from tfbuild.core.controls import control_in
 from tfbuild.core.errors import InputError
 from tfbuild.wheel.receipt import (
     MAX_RECEIPT_BYTES,
@@ -48,7 +49,6 @@ _WHEEL = re.compile(
     r"tfbuild_overlay-[0-9]+\.[0-9]+\.[0-9]+\+[A-Za-z0-9_.]{1,64}-py3-none-"
     r"(?:linux|manylinux_[0-9]+_[0-9]+)_x86_64\.whl"
 )
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 _IMAGE_TAG = re.compile(re.escape(IMAGE_REPOSITORY) + r":[0-9a-f]{16}")
 _IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
 _CLANG = re.compile(r"clang-[0-9]{1,3}")
@@ -124,7 +124,7 @@ class OverlayReceipt:
 
 
 def _text_ok(value: str) -> bool:
-    return len(value) <= 4096 and not _CONTROL.search(value)
+    return len(value) <= 4096 and control_in(value) is None
 
 
 def _grammar(receipt: OverlayReceipt) -> str | None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, Protocol, TypeVar
 
 from tfbuild.core import serial
+from tfbuild.core.controls import control_in
 from tfbuild.core.errors import InputError
 from tfbuild.core.files import read_input
 from tfbuild.core.variants import Variant
@@ -79,9 +80,6 @@ _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")  # build ids, targets, tool 
 _LABEL = re.compile(r"[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*")  # a PEP 440 local version label
 _CFLAG = re.compile(r"-[A-Za-z0-9][A-Za-z0-9_=.,+/:-]*")
 _DOTTED = re.compile(r"[0-9]+(?:\.[0-9]+)*")
-#: Anything a line of text for people may hold: no control character (C0, DEL, C1) and no line
-#: break, no bidirectional override.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 MAX_TEXT = 4096  # characters of one text field
 MAX_SIZE = 1 << 40  # bytes of a wheel (1 TiB); counts and seconds are bounded alike
 MAX_COUNT = 1 << 53
@@ -247,7 +245,7 @@ class Receipt:
     remote_cache_hits: int | None = None
     plan_sha256: str
     #: The plan as the build wrote it (its JSON: this module sits below the planner, and the plan's
-    #: hash is of this data); ``BuildPlan.from_json`` reads it as a plan.
+    #: hash is of this data); ``plan.decode.decode_plan`` reads it as a plan.
     plan: dict[str, Any]
     #: doctor's canary check (instruction sets found, speedup), added to the published receipt by
     #: ``update_receipt``; written only once added.
@@ -507,10 +505,10 @@ def _bad(name: str, value: Any, wanted: str) -> InvalidReceipt:
 
 
 def _text(value: Any, name: str) -> str:
-    """One line of text for people: not empty, bounded, no control characters."""
+    """One line of text for people: not empty, bounded, no control character (core.controls)."""
     if not isinstance(value, str) or not value:
         raise _bad(name, value, "text")
-    if len(value) > MAX_TEXT or _CONTROL.search(value):
+    if len(value) > MAX_TEXT or control_in(value) is not None:
         raise _bad(name, value, f"one line of text (at most {MAX_TEXT} characters, no controls)")
     return value
 
