@@ -29,6 +29,7 @@ from tfbuild.build.run import BuildRun
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UnsupportedError
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
+from tfbuild.plan.decode import decode_plan
 from tfbuild.plan.render import render_files, toolchain_packages
 from tfbuild.recipes.images import load_base_images
 from tfbuild.recipes.recipe import load_recipes
@@ -236,7 +237,7 @@ def test_a_hostile_pin_is_refused_where_the_plan_is_made_and_where_it_is_rendere
     data = serial.to_data(plan)
     data["package_versions"] = {**data["package_versions"], "zip": pin}
     with pytest.raises(ValueError, match=r"is not a Debian version|holds a control character"):
-        BuildPlan.from_json(data)
+        decode_plan(data)
 
 
 def _install_words(dockerfile: str) -> list[str]:

@@ -36,6 +36,7 @@ from tfbuild.build.remotes import check_remote_reachable, remote_failure, waitin
 from tfbuild.core.errors import EnvironmentProblem, InputError
 from tfbuild.plan import BuildPlan
 from tfbuild.plan.bazel import REMOTE_CACHE, REMOTE_CACHE_RETRIES, REMOTE_CACHE_TIMEOUT_S
+from tfbuild.plan.decode import decode_plan
 from tfbuild.recipes.recipe import load_recipes
 
 TOKEN = "s3cr3t-t0ken with spaces 'and quotes'"
@@ -46,7 +47,7 @@ GOLDEN = Path(__file__).parents[1] / "render" / "golden"
 
 def golden(case: str, *extra: str) -> BuildPlan:
     """A rendered plan of the golden cases, with ``extra`` build options (a remote URL)."""
-    plan = BuildPlan.from_json(json.loads((GOLDEN / case / "plan.json").read_text()))
+    plan = decode_plan(json.loads((GOLDEN / case / "plan.json").read_text()))
     return dataclasses.replace(plan, build_options=(*plan.build_options, *extra))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from tfbuild.core import serial
-from tfbuild.detect._run import CommandResult, Runner, run_command
+from tfbuild.core.commands import CommandResult, Runner, run_command
 from tfbuild.detect.cuda import (
     CudaReport,
     locate_cuda,

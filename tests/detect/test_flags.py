@@ -16,9 +16,9 @@ import archspec.cpu
 import pytest
 
 from tests.conftest import cpuinfo_fixture, cpuinfo_fixtures
+from tfbuild.core.commands import CommandResult
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import cpu, features
-from tfbuild.detect._run import CommandResult
 from tfbuild.detect.compilers import Compiler, first_version, flags_for, parse_compiler
 from tfbuild.detect.cpuinfo import read_cpuinfo
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tfbuild.core import serial
-from tfbuild.detect._run import CommandResult
+from tfbuild.core.commands import CommandResult
 from tfbuild.detect.nvidia import (
     CUDA_DRIVER_TABLE,
     QUERY_FIELDS,

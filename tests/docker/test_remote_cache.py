@@ -36,8 +36,8 @@ from tfbuild.build.container import build_key, output_base_volume
 from tfbuild.build.log import bazel_processes
 from tfbuild.build.remotes import host_network
 from tfbuild.core.engine import PART_OF_LABEL, Mount
-from tfbuild.plan import BuildPlan
 from tfbuild.plan.bazel import REMOTE_CACHE_RETRIES, REMOTE_CACHE_TIMEOUT_S
+from tfbuild.plan.decode import decode_plan
 from tfbuild.recipes import canary
 
 #: A rendered plan (no remote cache in it) to add remote URLs to.
@@ -431,7 +431,7 @@ def test_bazels_process_summary_is_read_as_counts(line: str, counts: dict[str, i
     ],
 )
 def test_only_a_loopback_remote_needs_the_hosts_network(url: str | None, host: bool) -> None:
-    plan = BuildPlan.from_json(json.loads(GOLDEN_PLAN.read_text()))
+    plan = decode_plan(json.loads(GOLDEN_PLAN.read_text()))
     assert not any(o.startswith("--remote") for o in plan.build_options)
     options = (*plan.build_options, *((f"--remote_cache={url}",) if url else ()))
     assert host_network(dataclasses.replace(plan, build_options=options)) is host

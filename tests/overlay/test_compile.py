@@ -8,11 +8,18 @@ from pathlib import Path
 
 import pytest
 
+from tfbuild.core.compilers import CompilerExecutable, compiler_at, find_compiler
 from tfbuild.core.errors import EnvironmentProblem
 from tfbuild.overlay import compile as overlay_compile
-from tfbuild.overlay.compile import PART_FLAGS, SOURCES, shared_math
+from tfbuild.overlay.compile import (
+    FP16_CLANG,
+    PART_FLAGS,
+    SOURCES,
+    host_toolchain,
+    shared_math,
+    workarounds,
+)
 from tfbuild.overlay.ops import PARTS
-from tfbuild.smoke.forecast import find_compiler
 
 PACKAGE = Path(overlay_compile.__file__).parent
 
@@ -30,7 +37,7 @@ template <typename T> __attribute__((noinline)) T twice(T x) { return x + x; }
 
 def compiled(tmp_path: Path, name: str, body: str) -> Path:
     try:
-        compiler = find_compiler("clang").path
+        compiler = find_compiler("clang", needed_for="these tests compile").path
     except EnvironmentProblem:
         pytest.skip("no C++ compiler on this host")
     source = tmp_path / f"{name}.cc"
@@ -74,3 +81,28 @@ def test_every_part_is_a_kernel_file_of_the_package_that_includes_its_inc_file()
         assert f"{part}_kernels.cc" in SOURCES
         assert f'#include "{part}_ops.inc"' in (PACKAGE / f"{part}_kernels.cc").read_text()
     assert set(PART_FLAGS) <= set(PARTS)
+
+
+#: Sapphire Rapids enables AVX512-FP16, Haswell does not.
+FP16_TARGET, OLDER_TARGET = "-march=sapphirerapids", "-march=haswell"
+
+
+def host_compiler(program: str) -> CompilerExecutable:
+    compiler = compiler_at(program, why="this test")
+    if compiler is None:
+        pytest.skip(f"no {program} on this machine")
+    return compiler
+
+
+def test_clang_16_builds_a_target_with_fp16_without_it(tmp_path: Path) -> None:
+    clang = host_compiler("clang++-16")
+    assert clang.family == "clang" and clang.major == 16 < FP16_CLANG
+    toolchain = host_toolchain(clang.path)
+    assert workarounds(clang, toolchain, [FP16_TARGET], cwd=tmp_path) == ("-mno-avx512fp16",)
+    assert workarounds(clang, toolchain, [OLDER_TARGET], cwd=tmp_path) == ()  # nothing to leave out
+
+
+def test_gcc_builds_a_target_with_fp16_as_it_is(tmp_path: Path) -> None:
+    gcc = host_compiler("g++")
+    assert gcc.family == "gcc"
+    assert workarounds(gcc, host_toolchain(gcc.path), [FP16_TARGET], cwd=tmp_path) == ()

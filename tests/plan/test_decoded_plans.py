@@ -24,6 +24,7 @@ from tfbuild.core import serial
 from tfbuild.core.errors import TfbuildError
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import BuildPlan, PlanOptions, isolated, make_plan, with_jobs
+from tfbuild.plan.decode import decode_plan
 from tfbuild.plan.matrix import RUNNER
 from tfbuild.plan.model import RefusedField
 from tfbuild.plan.render import render_files, toolchain_packages
@@ -117,12 +118,11 @@ def test_the_allowlist_admits_every_plan_tfbuild_makes() -> None:
     seen = {(p.tensorflow, p.variant, p.route, p.architecture, p.standin) for p in plans}
     assert len(plans) > 1000 and len(seen) > 40  # every recipe, variant, route, both machines
     for plan in plans:
-        assert BuildPlan.from_json(json.loads(json.dumps(serial.to_data(plan)))) == plan
+        assert decode_plan(json.loads(json.dumps(serial.to_data(plan)))) == plan
         # As plan.json and a receipt hold it: keys sorted, so build_env and runtime_env too.
         written = json.dumps(serial.to_data(plan), sort_keys=True)
         assert (
-            json.dumps(serial.to_data(BuildPlan.from_json(json.loads(written))), sort_keys=True)
-            == written
+            json.dumps(serial.to_data(decode_plan(json.loads(written))), sort_keys=True) == written
         )
 
 
@@ -220,7 +220,7 @@ def test_an_option_tfbuild_never_writes_is_refused_naming_field_and_option(
     field: str, option: str, named: str
 ) -> None:
     with pytest.raises(RefusedField) as caught:
-        BuildPlan.from_json(_with((field, "+"), option))
+        decode_plan(_with((field, "+"), option))
     assert caught.value.field.startswith(f"{field}[")
     assert caught.value.value.startswith(named)
 
@@ -251,7 +251,7 @@ def test_a_value_tfbuild_never_writes_is_refused_naming_its_field(
 ) -> None:
     data = _with(path, value)
     with pytest.raises(ValueError) as caught:  # RefusedField, or the control-character check
-        BuildPlan.from_json(data)
+        decode_plan(data)
     if field is not None:
         assert isinstance(caught.value, RefusedField) and caught.value.field == field
 
@@ -263,7 +263,7 @@ def test_apt_sources_other_than_the_snapshot_are_refused() -> None:
         ("snapshot", "sources", 0), "deb [trusted=yes] http://evil.example/ jammy main", plan
     )
     with pytest.raises(RefusedField, match="snapshot archive tfbuild uses") as caught:
-        BuildPlan.from_json(data)
+        decode_plan(data)
     assert caught.value.field == "snapshot"
 
 
@@ -275,19 +275,17 @@ def test_the_stand_ins_wheel_name_is_its_own_and_only_a_stand_in_plans() -> None
     assert standin.wheel_name == "tfbuild_canary"
     assert "build --repo_env=WHEEL_NAME=tfbuild_canary" in standin.rc_lines
     with pytest.raises(RefusedField) as caught:
-        BuildPlan.from_json(_with(("wheel_name",), "tfbuild_canary"))
+        decode_plan(_with(("wheel_name",), "tfbuild_canary"))
     assert caught.value.field == "wheel_name"
     line = f"build --repo_env=WHEEL_NAME={BASE.wheel_name}"
     index = BASE.rc_lines.index(line)
     with pytest.raises(RefusedField) as caught:
-        BuildPlan.from_json(
-            _with(("rc_lines", index), "build --repo_env=WHEEL_NAME=tensorflow_cpu")
-        )
+        decode_plan(_with(("rc_lines", index), "build --repo_env=WHEEL_NAME=tensorflow_cpu"))
     assert caught.value.field == f"rc_lines[{index}]"
     index = standin.rc_lines.index("build --repo_env=WHEEL_NAME=tfbuild_canary")
     before = _with(("rc_lines", index), "build --repo_env=WHEEL_NAME=tensorflow_cpu", standin)
     before["wheel_name"] = "tensorflow_cpu"
-    assert BuildPlan.from_json(before).wheel_name == "tensorflow_cpu"
+    assert decode_plan(before).wheel_name == "tensorflow_cpu"
 
 
 # --- any one value changed: refused, or data in the rendered files ----------------------------
@@ -384,7 +382,7 @@ def test_any_one_value_changed_is_refused_or_stays_data(data: st.DataObject) -> 
     )
     changed = _with(path, value, plan)
     try:
-        decoded = BuildPlan.from_json(changed)
+        decoded = decode_plan(changed)
         files = render_files(decoded)
     except (ValueError, KeyError, TfbuildError):
         return  # refused where it is decoded (or rendered)

@@ -12,7 +12,8 @@ from tests.conftest import ROOT, recorded_host
 from tfbuild.core import serial
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect.host import HostFacts
-from tfbuild.plan import GIB, BuildPlan, PlanOptions, isolated, make_plan
+from tfbuild.plan import GIB, PlanOptions, isolated, make_plan
+from tfbuild.plan.decode import decode_plan
 from tfbuild.plan.render import render_files
 from tfbuild.recipes.images import BaseImage
 from tfbuild.recipes.recipe import Recipe, load_recipes, parse_recipe
@@ -217,7 +218,7 @@ def test_a_plan_survives_its_json() -> None:
 
     for options in (PlanOptions(), PlanOptions(variant="mkl", mkl_threading="openmp")):
         original = plan(options)
-        assert BuildPlan.from_json(serial.to_data(original)) == original
+        assert decode_plan(serial.to_data(original)) == original
 
 
 def test_caches_and_remote() -> None:
@@ -250,7 +251,7 @@ def test_remote_execution_runs_as_tensorflows_rbe_config_in_the_pushed_image() -
         assert option in options
     assert p.resources.jobs == 800
     assert p.exec_image == "registry.example.org:5000/ml/tfbuild/toolchain"
-    assert BuildPlan.from_json(serial.to_data(p)) == p
+    assert decode_plan(serial.to_data(p)) == p
     # The digest is the build's to know: build.sh takes it from the environment, by digest only.
     script = render_files(p)["build.sh"]
     assert '--remote_default_exec_properties=container-image="docker://$exec_image"' in script

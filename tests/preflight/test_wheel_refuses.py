@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import ROOT, run_cli
 from tfbuild.core.engine import input_hash
-from tfbuild.plan import BuildPlan
+from tfbuild.plan.decode import decode_plan
 from tfbuild.plan.render import render_files
 from tfbuild.recipes import canary
 
@@ -51,7 +51,7 @@ def toolchain_tag(plan_args: tuple[str, ...], tmp_path: Path) -> str:
     """The tag `tfbuild wheel` would build the toolchain image under (its input hash)."""
     planned = tfbuild("plan", *plan_args, "--json")
     assert planned.returncode == 0, planned.stderr
-    plan = BuildPlan.from_json(json.loads(planned.stdout))
+    plan = decode_plan(json.loads(planned.stdout))
     context = tmp_path / "context"
     context.mkdir()
     (context / "Dockerfile").write_text(render_files(plan)["Dockerfile"])

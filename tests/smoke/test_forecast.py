@@ -11,28 +11,25 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cpuinfo_fixture, run_cli
-from tfbuild.cli.forecast_command import print_forecast_beside
+from tfbuild.cli.forecast import print_forecast_beside
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError
 from tfbuild.core.stats import Summary, verdict
-from tfbuild.smoke.forecast import (
-    copy_eigen,
-    save_forecast,
-    saved_forecast,
-    tensorflow_dir,
-    tensorflow_times,
-)
+from tfbuild.smoke.eigen_headers import copy_eigen
+from tfbuild.smoke.envs import tensorflow_dir
 from tfbuild.smoke.forecast_report import (
     CompilerUsed,
     Forecast,
     OneDnn,
-    OpResult,
+    OpForecast,
     StockFlags,
     beside,
     compare,
     tensorflow_ratio,
 )
-from tfbuild.smoke.run import OpResult as SmokeOp
+from tfbuild.smoke.forecast_store import save_forecast, saved_forecast
+from tfbuild.smoke.forecast_tensorflow import tensorflow_times
+from tfbuild.smoke.run import OpResult
 from tfbuild.smoke.session import forecast_beside
 
 OPS = {
@@ -237,10 +234,10 @@ def test_the_class_verdict_is_mixed_only_when_its_ops_disagree() -> None:
     fast = [1.0, 1.01, 0.99, 1.02, 0.98] * 2
     slow = [3.0, 3.03, 2.97, 3.06, 2.94] * 2
     ops = [
-        OpResult.of("exp", "transcendental", 1000, stock=slow, plan=fast),
-        OpResult.of("tanh", "transcendental", 1000, stock=slow, plan=fast),
-        OpResult.of("add", "control", 1000, stock=fast, plan=fast),
-        OpResult.of("relu", "control", 1000, stock=slow, plan=fast),
+        OpForecast.of("exp", "transcendental", 1000, stock=slow, plan=fast),
+        OpForecast.of("tanh", "transcendental", 1000, stock=slow, plan=fast),
+        OpForecast.of("add", "control", 1000, stock=fast, plan=fast),
+        OpForecast.of("relu", "control", 1000, stock=slow, plan=fast),
     ]
     transcendental, control = compare(ops)
     assert transcendental.label == "faster"
@@ -268,7 +265,7 @@ def test_an_op_timed_in_tensorflow_gets_the_shifted_verdict_and_interval() -> No
     fast = [1.0, 1.01, 0.99, 1.02, 0.98] * 2
     slow = [3.0, 3.03, 2.97, 3.06, 2.94] * 2
     tf = [x + 7.0 for x in slow]  # stock TensorFlow: the kernel plus 7 s around it
-    op = OpResult.of("exp", "transcendental", 1000, stock=slow, plan=fast, tensorflow=tf)
+    op = OpForecast.of("exp", "transcendental", 1000, stock=slow, plan=fast, tensorflow=tf)
     assert op.ratio == pytest.approx(3.0) and op.tensorflow is not None
     assert op.tensorflow.ratio == pytest.approx(10.0 / 8.0)
     assert op.tensorflow.label == "faster" and not op.tensorflow.clamped
@@ -277,7 +274,7 @@ def test_an_op_timed_in_tensorflow_gets_the_shifted_verdict_and_interval() -> No
     # Without noise in T the interval is the kernel interval's ends through T / (T - D); noise in T
     # (timed at another moment) widens it.
     steady = [10.0] * len(slow)
-    quiet = OpResult.of("exp", "transcendental", 1000, stock=slow, plan=fast, tensorflow=steady)
+    quiet = OpForecast.of("exp", "transcendental", 1000, stock=slow, plan=fast, tensorflow=steady)
     assert quiet.tensorflow is not None
     q_low, q_high = quiet.tensorflow.interval
     assert q_low == pytest.approx(tensorflow_ratio(op.low, stock_kernel=3.0, tensorflow=10.0), 1e-2)
@@ -285,17 +282,17 @@ def test_an_op_timed_in_tensorflow_gets_the_shifted_verdict_and_interval() -> No
         tensorflow_ratio(op.high, stock_kernel=3.0, tensorflow=10.0), 1e-2
     )
     noisy = [t * f for t, f in zip(steady, (0.8, 1.2) * 5, strict=True)]
-    wide = OpResult.of("exp", "transcendental", 1000, stock=slow, plan=fast, tensorflow=noisy)
+    wide = OpForecast.of("exp", "transcendental", 1000, stock=slow, plan=fast, tensorflow=noisy)
     assert wide.tensorflow is not None
     assert wide.tensorflow.interval[0] < q_low and wide.tensorflow.interval[1] > q_high
     # A kernel gain of 3 % amid ±2 % noise in ten values each cannot rule out 5 %: undecided;
     # over a TensorFlow op ten times longer, it is within the margin there: the same.
     near = [x * 0.97 for x in slow]
-    small = OpResult.of("tanh", "transcendental", 1000, stock=slow, plan=near, tensorflow=tf)
+    small = OpForecast.of("tanh", "transcendental", 1000, stock=slow, plan=near, tensorflow=tf)
     assert small.label == "undecided" and small.tensorflow is not None
     assert small.high > 1.05
     assert small.tensorflow.label == "same"
-    clamped = OpResult.of("erf", "transcendental", 1000, stock=slow, plan=fast, tensorflow=fast)
+    clamped = OpForecast.of("erf", "transcendental", 1000, stock=slow, plan=fast, tensorflow=fast)
     assert clamped.tensorflow is not None and clamped.tensorflow.clamped
     assert clamped.tensorflow.ratio == pytest.approx(clamped.ratio)
 
@@ -305,9 +302,9 @@ def _forecast(target: str) -> Forecast:
     slow = [3.0, 3.03, 2.97, 3.06, 2.94] * 2
     tf_exp = [x + 1.0 for x in slow]  # 4 s a call in TensorFlow, 2 s after the kernel's saving
     ops = (
-        OpResult.of("exp", "transcendental", 1000, stock=slow, plan=fast, tensorflow=tf_exp),
-        OpResult.of("sum", "control", 1000, stock=fast, plan=fast),
-        OpResult.of("relu", "control", 1000, stock=fast, plan=fast),
+        OpForecast.of("exp", "transcendental", 1000, stock=slow, plan=fast, tensorflow=tf_exp),
+        OpForecast.of("sum", "control", 1000, stock=fast, plan=fast),
+        OpForecast.of("relu", "control", 1000, stock=fast, plan=fast),
     )
     return Forecast(
         tensorflow="2.21.0",
@@ -330,9 +327,9 @@ def test_smoke_shows_the_kept_forecast_beside_what_it_measured(
     assert kept == tmp_path / "forecasts/tf-2.21.0-haswell.json"
     one = [0.01] * 10
 
-    def result(op: str, ratio: float, threads: str = "1") -> SmokeOp:
+    def result(op: str, ratio: float, threads: str = "1") -> OpResult:
         base = [s * ratio for s in one]
-        return SmokeOp(
+        return OpResult(
             op=op,
             threads=threads,
             candidate=Summary.of(one, 1, "Gelem/s"),

@@ -8,18 +8,17 @@ from __future__ import annotations
 from tests.smoke.results import timed
 from tests.smoke.test_golden import check
 from tfbuild.core import serial
-from tfbuild.smoke.forecast import Emitted
+from tfbuild.smoke.forecast_emit import Emitted
 from tfbuild.smoke.forecast_report import (
     CompilerUsed,
     Forecast,
     OneDnn,
-    OpResult,
+    OpForecast,
     StockFlags,
     compare,
 )
 from tfbuild.smoke.models import ModelFile
-from tfbuild.smoke.run import OpResult as SmokeOp
-from tfbuild.smoke.run import SettingTrial
+from tfbuild.smoke.run import OpResult, SettingTrial
 from tfbuild.smoke.tune import TuneReport
 
 FAST = [1.0, 1.01, 0.99, 1.02, 0.98] * 3
@@ -33,12 +32,12 @@ TF = [s + 1.0 for s in SLOW]
 
 def _forecast(onednn: OneDnn) -> Forecast:
     ops = (
-        OpResult.of("exp", "transcendental", 1000, stock=SLOW, plan=FAST, tensorflow=TF),
-        OpResult.of("tanh", "transcendental", 1000, stock=EVEN, plan=FAST, tensorflow=TF),
-        OpResult.of("cast_f32_bf16", "cast", 4096, stock=FAST, plan=FAST, tensorflow=FAST),
-        OpResult.of("add", "control", 1000, stock=FAST, plan=FAST, tensorflow=EVEN),
+        OpForecast.of("exp", "transcendental", 1000, stock=SLOW, plan=FAST, tensorflow=TF),
+        OpForecast.of("tanh", "transcendental", 1000, stock=EVEN, plan=FAST, tensorflow=TF),
+        OpForecast.of("cast_f32_bf16", "cast", 4096, stock=FAST, plan=FAST, tensorflow=FAST),
+        OpForecast.of("add", "control", 1000, stock=FAST, plan=FAST, tensorflow=EVEN),
         # Not timed in TensorFlow: its class shows the kernel's ratios.
-        OpResult.of("relu", "control", 1000, stock=FAST, plan=SLOW),
+        OpForecast.of("relu", "control", 1000, stock=FAST, plan=SLOW),
     )
     return Forecast(
         tensorflow="2.21.0",
@@ -79,7 +78,7 @@ def test_an_emitted_forecast() -> None:
     check("forecast-emit", serial.to_data(emitted))
 
 
-def _op(op: str, candidate: list[float], baseline: list[float]) -> SmokeOp:
+def _op(op: str, candidate: list[float], baseline: list[float]) -> OpResult:
     return timed(op, candidate, baseline, work=1000, unit="Gelem/s")
 
 

@@ -41,6 +41,7 @@ from tfbuild.core.rounded import round_fields
 from tfbuild.core.stopping import stop_on_signals
 from tfbuild.detect.cpu import family_root
 from tfbuild.plan import BuildPlan, PlanOptions, Reason, with_resources
+from tfbuild.plan.decode import decode_plan
 from tfbuild.plan.make import isolated, without_remote
 from tfbuild.plan.model import RefusedField, check_package_versions
 from tfbuild.plan.render import package_name, toolchain_packages
@@ -50,7 +51,7 @@ from tfbuild.wheel.receipt import Receipt, read_receipt, receipt_path
 from tfbuild.wheel.wheeldiff import WheelDiff, compare
 
 if TYPE_CHECKING:
-    from tfbuild.core.engine import DockerEngine
+    from tfbuild.core.engine_protocol import Engine
     from tfbuild.detect.host import HostFacts
 
 
@@ -91,7 +92,7 @@ UNCOVERED = (
 def plan_from_receipt(receipt: Receipt, *, host: HostFacts | None = None) -> Planned:
     """The receipt's plan, with every toolchain package pinned and this machine's resources."""
     try:
-        plan = BuildPlan.from_json(receipt.plan)
+        plan = decode_plan(receipt.plan)
     except RefusedField as exc:
         raise InputError(
             f"the plan in the receipt of {receipt.wheel.name} is refused: its {exc}",
@@ -148,7 +149,7 @@ def plan_from_receipt(receipt: Receipt, *, host: HostFacts | None = None) -> Pla
     return Planned(plan=plan, recipe=None)
 
 
-def check_base_image(engine: DockerEngine, plan: BuildPlan) -> None:
+def check_base_image(engine: Engine, plan: BuildPlan) -> None:
     """A local base image (tfbuild base) must be the very image the build used, by id; so must a
     local image the sysroot was made from (--sysroot-from)."""
     images = [("base image", plan.base_image)]
@@ -282,7 +283,7 @@ def prepare_verify(wheel: Path, *, receipt: Path | None = None) -> VerifyRequest
 def verify(
     request: VerifyRequest,
     *,
-    engine: DockerEngine,
+    engine: Engine,
     source: Path | None = None,
     quiet: bool = True,
     verbose: bool = False,
@@ -316,7 +317,7 @@ def verify(
         )
 
 
-def _remove_verify(engine: DockerEngine, holder: Path, volume: str) -> None:
+def _remove_verify(engine: Engine, holder: Path, volume: str) -> None:
     """verify's temporary directory and its volume pair (the cache and its output base), whole
     whatever signal comes meanwhile."""
     with held_signals():

@@ -23,9 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from tfbuild.core.commands import Runner, run_command
+from tfbuild.core.compilers import release_of
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import features
-from tfbuild.detect._run import Runner, run_command
 from tfbuild.detect.values import CommandLine
 
 if TYPE_CHECKING:
@@ -70,20 +71,6 @@ def _first_release(name: str, major: int) -> str:
     return f"{major}.0.0"
 
 
-def _probe_version(name: str, run: Runner, program: str | None = None) -> str | None:
-    """The version ``program`` (default: ``name``) on PATH says it is, or None."""
-    if name == "gcc":
-        result = run([program or "gcc", "-dumpfullversion", "-dumpversion"])
-        if result and result.returncode == 0:
-            return result.stdout.strip() or None
-        return None
-    result = run([program or name, "--version"])
-    if result and result.returncode == 0:
-        found = re.search(r"version (\d+(?:\.\d+)*)", result.stdout)
-        return found.group(1) if found else None
-    return None
-
-
 def parse_compiler(spec: str, *, run: Runner = run_command) -> Compiler:
     """Parse ``gcc-12``, ``clang-18.1.8``, ``gcc@11.4`` or a bare ``gcc`` (version read from PATH)."""
     text = spec.strip().lower()
@@ -114,7 +101,7 @@ def parse_compiler(spec: str, *, run: Runner = run_command) -> Compiler:
     if version is not None:
         _check_released(name, version, spec, run)
     else:
-        probed = _probe_version(name, run)
+        probed = release_of(name, family=name, run=run)
         if probed is None:
             raise UsageError(
                 f"cannot tell the version of --compiler {spec!r}",
@@ -159,7 +146,7 @@ def _check_released(name: str, version: str, spec: str, run: Runner) -> None:
     if newest is None or major <= newest[0]:
         return
     for program in (f"{name}-{major}", name):
-        found = _probe_version(name, run, program)
+        found = release_of(program, family=name, run=run)
         if found is not None and found.split(".", maxsplit=1)[0] == str(major):
             return
     known = ".".join(str(p) for p in newest)

@@ -21,7 +21,7 @@ import site
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from tfbuild.detect._run import Runner, run_command
+from tfbuild.core.commands import Runner, run_command
 from tfbuild.detect.cuda_libraries import locate_libraries
 from tfbuild.detect.cuda_report import SOURCES, CudaReport, CudaToolkit, LibraryInstall
 from tfbuild.detect.cuda_search import Search, Tree

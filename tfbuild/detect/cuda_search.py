@@ -8,7 +8,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
-from tfbuild.detect._run import Runner
+from tfbuild.core.commands import Runner
 from tfbuild.detect.cuda_versions import soname_version, versions_agree
 
 # NVIDIA names its per-architecture trees after the CPU (x86_64, sbsa for arm64 servers, aarch64 for

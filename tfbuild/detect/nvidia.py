@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.detect._run import CommandResult, Runner, run_command
+from tfbuild.core.commands import CommandResult, Runner, run_command
 
 #: Fields asked of ``nvidia-smi --query-gpu``, in output order. ``name`` is last because nvidia-smi
 #: does not quote its CSV: a comma in a product name can then only spill into the last column.

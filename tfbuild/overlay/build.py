@@ -16,8 +16,6 @@ import contextlib
 import datetime
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +26,7 @@ from pathlib import Path
 
 from tfbuild import __version__
 from tfbuild.core import serial
+from tfbuild.core.compilers import CompilerExecutable, compiler_at, find_compiler
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem, NotReproducible, UsageError
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, write_files
 from tfbuild.overlay.compile import (
@@ -42,9 +41,7 @@ from tfbuild.overlay.compile import (
 from tfbuild.overlay.ops import Registration, plan_kernels
 from tfbuild.overlay.package import MANIFEST, PLUGINS, WheelName, members, write_wheel
 from tfbuild.overlay.stock import StockTensorFlow, read_stock
-from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
-from tfbuild.smoke.forecast import Compiler, find_compiler
-from tfbuild.smoke.session import stock_spec
+from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env, stock_spec
 from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.labels import cpu_label
 from tfbuild.wheel.overlay_receipt import (
@@ -98,24 +95,21 @@ def _stock_python(request: OverlayRequest, say: Progress) -> tuple[str, str]:
     return env.python, spec.value
 
 
-def _compiler(request: OverlayRequest) -> Compiler:
+#: Why the overlay needs a compiler on this host, said when there is none.
+_ON_HOST = "the overlay's kernels are compiled on this host"
+
+
+def _compiler(request: OverlayRequest) -> CompilerExecutable:
     if request.compiler_path is None:
-        return find_compiler(request.compiler)
-    path = shutil.which(request.compiler_path)
-    if path is None:
+        return find_compiler(request.compiler, needed_for=_ON_HOST)
+    found = compiler_at(request.compiler_path, why="--compiler")
+    if found is None:
         raise UsageError(
             f"--compiler {request.compiler_path}: no such compiler",
+            why="it is not on PATH, or it does not run and say its version (--version)",
             fix="Name a C++ compiler on PATH (clang++-16, g++) or give its path.",
         )
-    try:
-        done = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=30, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise EnvironmentProblem(f"{path} does not run", why=str(exc), fix="Check it.") from exc
-    first = (done.stdout.strip().splitlines() or [""])[0]
-    family = "clang" if "clang" in first.lower() else "gcc"
-    return Compiler(path=path, family=family, version=first, why="--compiler")
+    return found
 
 
 def _manifest(
@@ -124,7 +118,7 @@ def _manifest(
     cflags: tuple[str, ...],
     registration: Registration,
     features: tuple[str, ...],
-    compiler: Compiler,
+    compiler: CompilerExecutable,
 ) -> bytes:
     data = {
         "tensorflow": stock.version,
@@ -157,7 +151,7 @@ class _Where:
     """Where a build compiles: its compiler, its image (None: the host), and its toolchain once
     the stock TensorFlow it compiles against is known."""
 
-    compiler: Compiler
+    compiler: CompilerExecutable
     image: OverlayImage | None
     toolchain: Callable[[StockTensorFlow], CompilerDrivers]
 
@@ -165,7 +159,7 @@ class _Where:
 def _host_fallback(request: OverlayRequest) -> str:
     """How to build on this host instead of in the image: ``--compiler clang++-16``."""
     try:
-        found = find_compiler(request.compiler or "clang")
+        found = find_compiler(request.compiler or "clang", needed_for=_ON_HOST)
     except EnvironmentProblem:
         return "--compiler CXX (a C++ compiler on PATH)"
     return f"--compiler {Path(found.path).name}"

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import re
-import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,10 +29,10 @@ from pathlib import Path
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from tfbuild.core.compilers import CompilerExecutable, c_driver
 from tfbuild.core.errors import BuildFailed, UnsupportedError
 from tfbuild.overlay.ops import PARTS, Part, Registration, inc_files
 from tfbuild.overlay.stock import StockTensorFlow
-from tfbuild.smoke.forecast import Compiler
 
 #: The loader's flags: the x86-64 baseline (SSE2), whatever the target.
 LOADER_MARCH = "-march=x86-64"
@@ -197,7 +196,7 @@ class CompilerDrivers:
 
 def host_toolchain(compiler: str) -> CompilerDrivers:
     """``compiler`` (a C++ driver on this host) and the C driver beside it."""
-    return CompilerDrivers(cxx=compiler, cc=_c_driver(compiler))
+    return CompilerDrivers(cxx=compiler, cc=c_driver(compiler))
 
 
 def _run(toolchain: CompilerDrivers, argv: Sequence[str], *, cwd: Path, what: str) -> None:
@@ -271,11 +270,11 @@ FP16_CLANG = 18
 
 
 def workarounds(
-    compiler: Compiler, toolchain: CompilerDrivers, cflags: Sequence[str], *, cwd: Path
+    compiler: CompilerExecutable, toolchain: CompilerDrivers, cflags: Sequence[str], *, cwd: Path
 ) -> tuple[str, ...]:
     """Flags added to the target's for this compiler, each for a reason above."""
-    found = re.search(r"clang version (\d+)", compiler.version)
-    old_clang = found is not None and int(found.group(1)) < FP16_CLANG
+    major = compiler.major if compiler.family == "clang" else None
+    old_clang = major is not None and major < FP16_CLANG
     if (
         old_clang
         and "-mno-avx512fp16" not in cflags
@@ -422,16 +421,3 @@ def _keep_apart(scratch: Path, objects: Sequence[Path]) -> None:
                 fix="Report it to tfbuild with the compiler and target; the linker would keep "
                 "one of the two.",
             )
-
-
-def _c_driver(compiler: str) -> str:
-    """The C driver beside a C++ one (clang++-16 -> clang-16, g++ -> gcc), else the same."""
-    path = Path(compiler)
-    name = path.name
-    for cxx, c in (("clang++", "clang"), ("g++", "gcc"), ("c++", "cc")):
-        if name.startswith(cxx):
-            sibling = path.with_name(c + name[len(cxx) :])
-            found = shutil.which(str(sibling)) if sibling.parent != Path() else shutil.which(c)
-            if found:
-                return found
-    return compiler

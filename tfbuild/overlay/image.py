@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from tfbuild.core.compilers import CompilerExecutable
 from tfbuild.core.engine import DockerEngine, Mount
 from tfbuild.core.errors import (
     BuildFailed,
@@ -50,7 +51,6 @@ from tfbuild.overlay.compile import CompilerDrivers, Ran
 from tfbuild.plan.render import SYSROOT_BUILDER_PACKAGES, dockerfile_string
 from tfbuild.plan.toolchain import IMAGE_SYSROOT
 from tfbuild.recipes.images import SUITES, default_tag, load_base_images, suite_facts
-from tfbuild.smoke.forecast import Compiler
 from tfbuild.wheel.overlay_receipt import IMAGE_REPOSITORY, OverlayImage
 from tfbuild.wheel.receipt import is_debian_package, is_debian_version
 
@@ -415,7 +415,7 @@ class ImageRunner:
 class InImage:
     """The image, ready: its compiler, what the receipt says of it, and its toolchain."""
 
-    compiler: Compiler
+    compiler: CompilerExecutable
     image: OverlayImage
     engine: DockerEngine
     spec: ImageSpec
@@ -482,7 +482,7 @@ def image_toolchain(
         yield InImage(
             engine=engine,
             spec=spec,
-            compiler=Compiler(
+            compiler=CompilerExecutable(
                 path=spec.cxx,
                 family="clang",
                 version=facts.compiler,

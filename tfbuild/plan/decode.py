@@ -3,7 +3,7 @@
 A plan that comes from a receipt (``tfbuild verify``, ``wheel --from-receipt``) is untrusted: its
 ``plan_sha256`` shows that it is whole, not who wrote it, and anyone can recompute it. Its values
 become a Dockerfile, a shell script, bazel's options and an rc file, so :func:`check_plan` (which
-:meth:`BuildPlan.from_json` runs on every plan it decodes) holds each value that reaches a rendered
+:func:`decode_plan` runs on every plan it decodes) holds each value that reaches a rendered
 file to the grammar of what the planner writes there: bazel's options to the allowlist of
 :mod:`tfbuild.plan.bazel`, the rest below. The renderer shell-quotes plan text as well; this is
 the other half: a value that would mean something else in any of those languages is refused with a
@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
+from tfbuild.core import serial
 from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
 from tfbuild.plan.bazel import (
     CONFIGS,
@@ -28,11 +30,20 @@ from tfbuild.plan.bazel import (
     check_rc_lines,
     check_startup_options,
 )
-from tfbuild.plan.model import BuildPlan, RefusedField
+from tfbuild.plan.model import (
+    PLAN_SCHEMA,
+    BuildPlan,
+    RefusedField,
+    check_package_versions,
+    check_single_lines,
+)
 from tfbuild.plan.reproducible import BUILD_ENV, SNAPSHOT_URLS, snapshot_for
 from tfbuild.recipes.images import BaseImage
 
-__all__ = ["CONFIGS", "check_plan"]
+__all__ = ["CONFIGS", "check_plan", "decode_plan"]
+
+#: Older plans a receipt may carry, still read (a /2 plan compiled with the image's compiler).
+READABLE_SCHEMAS = ("tfbuild.plan/2", PLAN_SCHEMA)
 
 _VERSION3 = r"[0-9]+\.[0-9]+\.[0-9]+"
 _VERSION2 = r"[0-9]+\.[0-9]+"
@@ -177,3 +188,21 @@ def check_plan(plan: BuildPlan) -> None:
         rf"{_REGISTRY}/{re.escape(TOOLCHAIN_REPOSITORY)}",
         "a repository",
     )
+
+
+# hand-written: a receipt's plan is untrusted; the planner's grammar checks run on it
+def decode_plan(data: dict[str, Any]) -> BuildPlan:
+    """The plan a receipt carries, back as a value (a ValueError if it is not one; a
+    :class:`RefusedField` if it holds a value tfbuild's planner never writes). Kept by hand for the
+    checks around the decoding: the readable schemas and the planner's grammar."""
+    if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
+        shown = data.get("schema") if isinstance(data, dict) else None
+        raise ValueError(f"plan schema {shown!r}, not {PLAN_SCHEMA}")
+    check_single_lines(data)
+    # An older schema reads as this one (it is written as this one again).
+    plan = serial.from_data({**data, "schema": PLAN_SCHEMA}, BuildPlan)
+    check_package_versions(tuple(plan.package_versions.items()))
+    # What the planner could have written, and nothing else (a RefusedField names the first other
+    # value).
+    check_plan(plan)
+    return plan

@@ -5,11 +5,10 @@ Frozen values only; the decisions that fill them live in the other modules of th
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from tfbuild.core import serial
+from tfbuild.core.controls import char_name, control_in
 from tfbuild.core.variants import Variant
 from tfbuild.detect.compilers import Coverage
 from tfbuild.recipes.images import BaseImage
@@ -32,8 +31,6 @@ TargetKind = Literal["machine", "portable", "native"]
 #: reproducibility measures, the snapshot and package pins; /3 says which toolchain really compiles
 #: (the route: the image's compiler, TF's hermetic one, or the image's clang against a sysroot).
 PLAN_SCHEMA: Final = "tfbuild.plan/3"
-#: Older plans a receipt may carry, still read (a /2 plan compiled with the image's compiler).
-_READABLE_SCHEMAS = ("tfbuild.plan/2", PLAN_SCHEMA)
 
 Route = Literal["image", "hermetic", "sysroot"]
 
@@ -185,26 +182,6 @@ class BuildPlan:
             return f"{where}, against the sysroot {self.sysroot.name} ({glibc})"
         return f"{where}, against the image's own glibc"
 
-    # hand-written: a receipt's plan is untrusted; the planner's grammar checks run on it
-    @staticmethod
-    def from_json(data: dict[str, Any]) -> BuildPlan:
-        """The plan a receipt carries, back as a value (a ValueError if it is not one; a
-        :class:`RefusedField` if it holds a value tfbuild's planner never writes). Kept by hand
-        for the checks around the decoding: the readable schemas and the planner's grammar."""
-        if not isinstance(data, dict) or data.get("schema") not in _READABLE_SCHEMAS:
-            shown = data.get("schema") if isinstance(data, dict) else None
-            raise ValueError(f"plan schema {shown!r}, not {PLAN_SCHEMA}")
-        _single_lines(data)
-        # An older schema reads as this one (it is written as this one again).
-        plan = serial.from_data({**data, "schema": PLAN_SCHEMA}, BuildPlan)
-        check_package_versions(tuple(plan.package_versions.items()))
-        # What the planner could have written, and nothing else (a RefusedField names the first
-        # other value). Imported here: the check knows the planner's modules, which import this.
-        from tfbuild.plan.decode import check_plan
-
-        check_plan(plan)
-        return plan
-
 
 def check_package_versions(pins: tuple[tuple[Any, Any], ...]) -> tuple[tuple[str, str], ...]:
     """``pins`` (name, version), each a Debian package name and version (deb-version(7)): what
@@ -221,18 +198,19 @@ def check_package_versions(pins: tuple[tuple[Any, Any], ...]) -> tuple[tuple[str
     return tuple((str(name), str(version)) for name, version in pins)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _single_lines(data: Any) -> None:
+def check_single_lines(data: Any) -> None:
     """A plan's text renders into line-based files (the Dockerfile, the rc file, runtime.env): no
-    string in it holds a line break or another control character, which would start a line of its
-    own there. A ValueError names the first one."""
+    string in it holds a line break or another control character (``core.controls.CONTROL``),
+    which would start a line of its own there or make a line read as something else. A ValueError
+    names the first one."""
     stack: list[tuple[str, Any]] = [("plan", data)]
     while stack:
         where, value = stack.pop()
-        if isinstance(value, str) and _CONTROL.search(value):
-            raise ValueError(f"{where} holds a control character: {value[:60]!r}")
+        char = control_in(value) if isinstance(value, str) else None
+        if char is not None:
+            raise ValueError(
+                f"{where} holds a control character ({char_name(char)}): {value[:60]!r}"
+            )
         if isinstance(value, dict):
             stack.extend((f"{where}.{key}", item) for key, item in value.items())
             stack.extend((f"{where} key", key) for key in value)

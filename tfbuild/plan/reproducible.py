@@ -113,7 +113,7 @@ def choose_snapshot(recipe: Recipe, base: BaseImage) -> tuple[AptSnapshot | None
 
 def snapshot_for(base: BaseImage, time: str) -> AptSnapshot:
     """The snapshot of ``base``'s distribution at ``time``: its archive and sources.list lines. A
-    plan read back must hold exactly these (BuildPlan.from_json): apt would trust any other line."""
+    plan read back must hold exactly these (decode.decode_plan): apt would trust any other line."""
     url = SNAPSHOT_URLS[base.distro].format(time=time)
     security = SECURITY_URLS[base.distro].format(time=time)
     parts = COMPONENTS[base.distro]

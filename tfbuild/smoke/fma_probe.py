@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from tfbuild.core.commands import run_command
 from tfbuild.core.errors import UsageError
 from tfbuild.core.rounded import Round3, round_fields
-from tfbuild.detect._run import run_command
 
 #: The kernel's C source, shipped next to this module (in the wheel too): 12 independent
 #: multiply-add chains on the widest vectors the compiler enables; its header comment says more.

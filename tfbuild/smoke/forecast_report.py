@@ -141,7 +141,7 @@ class TensorFlowLevel(
         )
 
 
-class OpResult(
+class OpForecast(
     msgspec.Struct,
     frozen=True,
     kw_only=True,
@@ -181,12 +181,12 @@ class OpResult(
         stock: Sequence[float],
         plan: Sequence[float],
         tensorflow: Sequence[float] | None = None,
-    ) -> OpResult:
+    ) -> OpForecast:
         """``tensorflow``: stock TensorFlow's seconds per call of the same op on the same
         elements."""
         judged = verdict(plan, stock, paired=False, margin=class_margin(klass))
         low, high = judged.interval
-        return OpResult(
+        return OpForecast(
             name=name,
             klass=klass,
             stock=Summary.of(stock, elements, "Gelem/s"),
@@ -221,7 +221,7 @@ class Range(
     label: str  # faster, same, slower, or mixed
 
     @staticmethod
-    def of(members: Sequence[OpResult], level: str) -> Range:
+    def of(members: Sequence[OpForecast], level: str) -> Range:
         shown = [o.shown(level) for o in members]
         labels = {label for _, _, label in shown}
         return Range(
@@ -248,7 +248,7 @@ class ClassResult(
     ``level`` (TensorFlow's when stock TensorFlow timed every op of the class), and the same for
     the Eigen kernel alone.
 
-    A msgspec Struct for its JSON key "class" (see :class:`OpResult`).
+    A msgspec Struct for its JSON key "class" (see :class:`OpForecast`).
     """
 
     klass: str
@@ -268,7 +268,7 @@ class ClassResult(
         return self.ratio[1]
 
 
-def compare(ops: Sequence[OpResult]) -> tuple[ClassResult, ...]:
+def compare(ops: Sequence[OpForecast]) -> tuple[ClassResult, ...]:
     classes = []
     for klass in CLASSES:
         members = [o for o in ops if o.klass == klass]
@@ -347,7 +347,7 @@ class Forecast:
     plan_flags: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
     classes: tuple[ClassResult, ...]
-    ops: tuple[OpResult, ...]
+    ops: tuple[OpForecast, ...]
     onednn: OneDnn
 
     def __post_init__(self) -> None:
@@ -384,7 +384,7 @@ def _faster_or_slower(label: str, low: float, high: float) -> str:
     return f"{_times(low, high)} the stock speed"
 
 
-def _element_words(head: ClassResult, ops: Sequence[OpResult]) -> str:
+def _element_words(head: ClassResult, ops: Sequence[OpForecast]) -> str:
     """What the class's verdict says about TensorFlow's ops of that class, named with its ops."""
     ops_here = f"TensorFlow's {head.klass} ops ({', '.join(head.ops)})"
     if head.label == FASTER:
@@ -449,7 +449,7 @@ class Beside(
 ):
     """One op class: the forecast's ratio range and the one smoke measured for the same ops.
 
-    A msgspec Struct for its JSON key "class" (see :class:`OpResult`).
+    A msgspec Struct for its JSON key "class" (see :class:`OpForecast`).
     """
 
     klass: str

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shlex
 import stat
 import subprocess
@@ -18,7 +17,9 @@ from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.core.files import read_input
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
-from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env
+from tfbuild.smoke import forecast_report
+from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env, stock_spec
+from tfbuild.smoke.forecast_store import saved_forecast
 from tfbuild.smoke.probe import ProbeResult, run_probe
 from tfbuild.smoke.report import PeakFigures, Rules, SmokeReport, write_env_file
 from tfbuild.smoke.run import Method, OpResult, SettingTrial, compare, try_setting
@@ -113,15 +114,6 @@ def _regular(path: Path) -> bool:
         return stat.S_ISREG(path.stat().st_mode)
     except OSError:
         return True  # a dangling link or an unreadable one: missing, as far as smoke is concerned
-
-
-def stock_spec(version: str | None, architecture: str) -> str:
-    """The package index's stock wheel of the same release (local labels and dev parts dropped)."""
-    package = "tensorflow-cpu" if architecture == "x86_64" else "tensorflow"
-    if not version:
-        return package
-    release = re.match(r"\d+\.\d+\.\d+", version)
-    return f"{package}=={release.group(0)}" if release else package
 
 
 #: Run in the interpreter --python names: exit 0 when it finds a tensorflow package, 3 when not.
@@ -262,9 +254,6 @@ def forecast_beside(
 ) -> dict[str, object] | None:
     """The forecast kept for this version and target, per op class beside the one-thread ratios
     measured (``tfbuild forecast`` keeps one each run); None without one."""
-    from tfbuild.smoke.forecast import saved_forecast
-    from tfbuild.smoke.forecast_report import beside
-
     saved = saved_forecast(version, built_for)
     if saved is None or not results:
         return None
@@ -273,7 +262,7 @@ def forecast_beside(
         "file": saved["saved"],
         "target": saved.get("target"),
         "summary": saved.get("summary"),
-        "classes": serial.to_data(beside(saved, measured)),
+        "classes": serial.to_data(forecast_report.beside(saved, measured)),
     }
 
 

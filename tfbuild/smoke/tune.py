@@ -25,7 +25,7 @@ from tfbuild.core.files import write_text
 from tfbuild.core.stats import UNDECIDED
 from tfbuild.detect import contention, cpu
 from tfbuild.detect.contention import Contention
-from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
+from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env, tensorflow_dir
 from tfbuild.smoke.models import ModelFile
 from tfbuild.smoke.run import Method, SettingTrial, try_setting, why_undecided
 
@@ -58,8 +58,6 @@ def _multiarch(architecture: str) -> str:
 
 def _openmp_build(python: str) -> bool:
     """Does this TensorFlow ship an OpenMP runtime (an OpenMP oneDNN build, --config=mkl)?"""
-    from tfbuild.smoke.forecast import tensorflow_dir
-
     where = tensorflow_dir(python)
     if where is None:
         return False

@@ -1,6 +1,7 @@
-"""Running the few external commands detection needs, behind one injectable seam.
+"""Running the few external commands tfbuild asks questions of, behind one injectable seam.
 
-Detectors take a ``run`` argument of type :data:`Runner` so that tests can replay recorded real output
+Detectors and probers (a compiler's version, ``nvidia-smi``, the CUDA toolkit, the FMA probe's
+compile) take a ``run`` argument of type :data:`Runner` so that tests can replay recorded real output
 of commands this machine cannot produce (``nvidia-smi`` without a GPU) instead of monkeypatching
 ``subprocess``.
 """

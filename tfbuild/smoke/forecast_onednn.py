@@ -1,0 +1,102 @@
+"""Which kernels oneDNN runs for matmul and conv in the stock wheel, read from its verbose output.
+
+matmul and conv run oneDNN's JIT kernels, chosen at run time, so the forecast forecasts no gain
+there: it says which ISA oneDNN detected and which implementation each primitive ran.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from tfbuild.smoke.envs import clean_env
+from tfbuild.smoke.forecast_report import OneDnn
+
+_ONEDNN_PROBE = """
+import tensorflow as tf
+a = tf.random.normal([512, 512]); tf.linalg.matmul(a, a)
+x = tf.random.normal([1, 32, 32, 16]); k = tf.random.normal([3, 3, 16, 16])
+tf.nn.conv2d(x, k, 1, "SAME")
+"""
+
+_KINDS = {
+    "matmul": "matmul",
+    "gemm_api": "matmul",
+    "inner_product": "matmul",
+    "convolution": "conv",
+}
+
+
+def onednn_dispatch(python: str) -> OneDnn:
+    """Which kernels oneDNN runs for matmul and conv in the stock wheel on this machine, from its
+    verbose output (ONEDNN_VERBOSE=1): the ISA it detected and each primitive's implementation."""
+    env = clean_env() | {"ONEDNN_VERBOSE": "1", "TF_CPP_MIN_LOG_LEVEL": "1"}
+    try:
+        proc = subprocess.run(
+            [python, "-c", _ONEDNN_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+            env=env,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return OneDnn(isa=None, kernels={}, error=f"tfbuild's oneDNN probe did not run: {exc}")
+    failed = ""
+    if proc.returncode != 0:
+        last = next((line for line in reversed(proc.stderr.splitlines()) if line.strip()), "")
+        failed = f"tfbuild's oneDNN probe exited with {proc.returncode}" + (
+            f": {last.strip()[:200]}" if last else ""
+        )
+    return read_onednn_verbose(proc.stdout + proc.stderr, failed=failed)
+
+
+#: The verbose lines of oneDNN: "onednn_verbose," (2.x, 3.x), "dnnl_verbose," (before 2.x).
+_VERBOSE_PREFIXES = ("onednn_verbose", "dnnl_verbose")
+
+
+def _verbose_fields(line: str) -> list[str] | None:
+    """A oneDNN verbose line's fields after its prefix, the same for every format oneDNN has had:
+    without the format marker ("v1", from oneDNN 3.1) and the "primitive" category (3.x), so
+    that "info,cpu,isa:..." and "exec,cpu,KIND,IMPLEMENTATION,..." come first."""
+    fields = line.split(",")
+    if fields[0] not in _VERBOSE_PREFIXES:
+        return None
+    rest = fields[1:]
+    if rest and re.fullmatch(r"v\d+", rest[0]):
+        rest = rest[1:]
+    if rest and rest[0] == "primitive":
+        rest = rest[1:]
+    return rest
+
+
+def read_onednn_verbose(output: str, *, failed: str = "") -> OneDnn:
+    """What oneDNN's verbose ``output`` says it ran (see :func:`onednn_dispatch`); ``failed``: how
+    the probe failed, when it did. Every failure to read it is said as tfbuild's, never as a
+    question about the wheel."""
+    isa = None
+    kernels: dict[str, list[str]] = {}
+    seen = False
+    for line in output.splitlines():
+        fields = _verbose_fields(line.strip())
+        if fields is None:
+            continue
+        seen = True
+        if fields[:2] == ["info", "cpu"] and len(fields) > 2 and fields[2].startswith("isa:"):
+            isa = ",".join(fields[2:])[4:].strip()
+        if fields[:2] == ["exec", "cpu"] and len(fields) > 3 and fields[2] in _KINDS:
+            impl = fields[3] or ("oneDNN's sgemm" if fields[2] == "gemm_api" else "?")
+            kind = _KINDS[fields[2]]
+            if impl not in kernels.setdefault(kind, []):
+                kernels[kind].append(impl)
+    error = failed or None
+    if error is None and not seen:
+        error = (
+            "the stock wheel printed no oneDNN verbose line under tfbuild's probe: oneDNN ran "
+            "none of its matmul and conv there"
+        )
+    elif error is None and isa is None:
+        error = "tfbuild's oneDNN probe could not read the ISA from oneDNN's verbose lines"
+    elif error is None and not kernels:
+        error = "tfbuild's oneDNN probe read no matmul or conv kernel from oneDNN's verbose lines"
+    return OneDnn(isa=isa, kernels={k: tuple(v) for k, v in sorted(kernels.items())}, error=error)
