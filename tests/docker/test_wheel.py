@@ -658,7 +658,7 @@ def test_labelled_wheels_through_index_and_pick(
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     installed = run_cli(
-        "pick", str(dist), "--install", "--pip-python", str(venv / "bin" / "python"),
+        "pick", str(dist), "--install", "--python", str(venv / "bin" / "python"),
         "--pip-arg=--no-index", "--pip-arg=--no-deps", "--json",
     )  # fmt: skip
     assert installed.returncode == 0, installed.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from tfbuild.cli.overlay_command import built_lines
+from tfbuild.cli.overlay import built_lines
 from tfbuild.wheel.overlay_receipt import KernelCheck, read_overlay_receipt
 from tfbuild.wheel.receipt import receipt_path
 

@@ -55,13 +55,13 @@ def wheel_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_install_from_a_directory(venv_python: Path, wheel_dir: Path) -> None:
     result = run_cli(
-        "pick", str(wheel_dir), "--install", "--pip-python", str(venv_python), *OFFLINE, "--json"
+        "pick", str(wheel_dir), "--install", "--python", str(venv_python), *OFFLINE, "--json"
     )
     assert result.returncode == 0, result.stderr
     data = result.json()
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert data["host"]["python"] == python
-    assert data["host"]["python_source"] == f"--pip-python {venv_python}"
+    assert data["host"]["python_source"] == f"--python {venv_python}"
     assert data["install"]["returncode"] == 0
     assert data["install"]["command"][:4] == [str(venv_python), "-m", "pip", "install"]
     # What pip installed is the wheel pick chose (which one depends on this machine's CPU).
@@ -79,7 +79,7 @@ def test_install_from_an_index_checks_the_sha256(
     good = hashlib.sha256(wheel.read_bytes()).hexdigest()
     (root / "good.html").write_text(f'<a href="{quote(wheel.name)}#sha256={good}">w</a>')
     (root / "bad.html").write_text(f'<a href="{quote(wheel.name)}#sha256={"0" * 64}">w</a>')
-    args = ("--install", "--pip-python", str(venv_python), *OFFLINE)
+    args = ("--install", "--python", str(venv_python), *OFFLINE)
     ok = run_cli("pick", f"{base}/good.html", *args, "--pip-arg=--force-reinstall")
     assert ok.returncode == 0, ok.stderr
     assert f"installed {wheel.name} into {venv_python}" in ok.stdout
@@ -98,7 +98,7 @@ def test_an_interpreter_without_pip(tmp_path: Path, wheel_dir: Path) -> None:
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     python = bare / "bin" / "python"
-    result = run_cli("pick", str(wheel_dir), "--install", "--pip-python", str(python), "--json")
+    result = run_cli("pick", str(wheel_dir), "--install", "--python", str(python), "--json")
     assert result.returncode == 5
     assert "No module named pip" in result.stderr  # pip's (here: Python's) output, shown
     last = result.stderr.splitlines()[-1]
@@ -119,7 +119,7 @@ def test_install_from_a_local_page_has_pip_check_the_sha256(
     wheel.write_bytes((wheel_dir / wheel.name).read_bytes())
     good = hashlib.sha256(wheel.read_bytes()).hexdigest()
     (dist / "index.html").write_text(f'<a href="{quote(wheel.name)}#sha256={good}">w</a>')
-    args = ("--install", "--pip-python", str(venv_python), *OFFLINE, "--pip-arg=--force-reinstall")
+    args = ("--install", "--python", str(venv_python), *OFFLINE, "--pip-arg=--force-reinstall")
     ok = run_cli("pick", str(dist / "index.html"), *args, "--json")
     assert ok.returncode == 0, ok.stderr
     assert ok.json()["install"]["command"][-1] == f"{wheel.as_uri()}#sha256={good}"
@@ -137,7 +137,7 @@ def test_install_without_a_hash_only_when_allowed(
     wheel = wheel_dir / f"{DIST}-2.21.0+x86_64-{PY}-{PY}-linux_x86_64.whl"
     (root / wheel.name).write_bytes(wheel.read_bytes())
     (root / "unhashed.html").write_text(f'<a href="{quote(wheel.name)}">w</a>')
-    args = ("--install", "--pip-python", str(venv_python), *OFFLINE, "--pip-arg=--force-reinstall")
+    args = ("--install", "--python", str(venv_python), *OFFLINE, "--pip-arg=--force-reinstall")
     refused = run_cli("pick", f"{base}/unhashed.html", *args)
     assert refused.returncode == 3
     assert "carries no #sha256=" in refused.stderr.splitlines()[-1]

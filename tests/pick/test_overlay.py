@@ -20,9 +20,9 @@ import pytest
 from archspec.cpu import TARGETS
 
 from tests.conftest import cpuinfo_fixture, one_error_line, run_cli
+from tests.http_server import served
 from tests.overlays import BuiltOverlay, foreign_target, overlay_name, place_overlay
 from tests.pick.conftest import DIST, make_wheel
-from tests.wheels import served
 from tfbuild.cli.wheel_display import print_pick
 from tfbuild.core import serial
 from tfbuild.core.errors import UnsupportedError
@@ -217,13 +217,13 @@ def test_without_a_tensorflow_to_go_on_every_overlay_says_why(
     assert reason == f"{need}{sys.executable} has no TensorFlow installed"
     # A --cpuinfo machine, or a --python version, names no interpreter to ask.
     dump = describe_host(cpuinfo=cpuinfo_fixture("haswell"), python="3.11")
-    unknown = with_tensorflow(dump, pip_python=None, python="3.11")
+    unknown = with_tensorflow(dump, interpreter=None, python="3.11")
     assert unknown.tensorflow is None
     assert pick(source, unknown).overlays[0].reason == (
         f"{need}the TensorFlow of a --cpuinfo machine is not known; name an interpreter with the "
-        "same TensorFlow with --pip-python PATH"
+        "same TensorFlow with --python PATH"
     )
-    here = with_tensorflow(describe_host(python="3.11"), pip_python=None, python="3.11")
+    here = with_tensorflow(describe_host(python="3.11"), interpreter=None, python="3.11")
     assert here.tensorflow_source.startswith("--python 3.11 names a version, not an interpreter")
 
 
@@ -289,7 +289,7 @@ def test_pick_asks_the_interpreter_then_installs_the_overlay_that_loads_here(
     python = venv / "bin" / "python"
     site = Path(_purelib(str(python)))
     (site / "stock.pth").write_text(_purelib(built_overlay.python) + "\n")
-    args = ("--overlay", "--install", "--pip-python", str(python), "--pip-arg=--no-index")
+    args = ("--overlay", "--install", "--python", str(python), "--pip-arg=--no-index")
     result = run_cli("pick", str(dist), *args, "--json")
     assert result.returncode == 0, result.stderr
     data = result.json()

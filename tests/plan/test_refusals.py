@@ -246,8 +246,9 @@ def test_cli_refuses_a_heap_beyond_this_machines_memory() -> None:
 def test_cli_a_malformed_python_is_a_usage_error() -> None:
     line = one_error_line(run_cli("plan", "--python", "abc"), 2)
     assert (
-        line
-        == "tfbuild: error: --python 'abc' is not a Python version. Write it as X.Y, e.g. --python 3.12."
+        line == "tfbuild: error: --python 'abc' names no Python: it is not a version (3.Y), and no "
+        "'abc' is on PATH. Pass a version such as 3.12, or an interpreter: its path "
+        "(.venv/bin/python) or name (python3.12)."
     )
     # Well formed, but no recipe allows it: a request that cannot be met.
     assert "cannot be built for Python 3.99" in one_error_line(

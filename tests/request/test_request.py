@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import cpuinfo_fixture, recorded_host, run_cli
-from tfbuild.cli.plan_options import _plan_options
+from tfbuild.cli import request_of
 from tfbuild.core.errors import UsageError
+from tfbuild.core.options import parameters
 from tfbuild.core.variants import MklThreading, Variant
 from tfbuild.plan.options import PlanOptions
 from tfbuild.plan.request import choose_recipe, plan_request
@@ -19,9 +19,16 @@ from tfbuild.recipes.images import load_base_images
 
 def test_every_plan_option_is_a_field_of_the_request() -> None:
     """The command line declares exactly the request's fields (--mkl and --cuda: variant's)."""
-    options = set(inspect.signature(_plan_options).parameters)
+    options = {p.name for p in parameters(PlanOptions)}
     fields = {f.name for f in dataclasses.fields(PlanOptions)}
     assert options == fields - {"variant"} | {"mkl", "cuda"}
+
+
+def _plan_options(*argv: str) -> PlanOptions:
+    """The PlanOptions ``tfbuild plan ARGV`` hands to the planner."""
+    options = request_of(["plan", *argv]).plan
+    assert isinstance(options, PlanOptions)
+    return options
 
 
 def test_the_command_line_defaults_are_the_request_defaults() -> None:
@@ -47,10 +54,10 @@ def test_a_bad_request_is_refused_when_made(changes: dict[str, object], message:
 
 
 def test_the_variant_comes_from_the_flags() -> None:
-    assert _plan_options(mkl=True).variant is Variant.mkl
-    assert _plan_options(cuda=True).variant is Variant.cuda
+    assert _plan_options("--mkl").variant is Variant.mkl
+    assert _plan_options("--cuda").variant is Variant.cuda
     with pytest.raises(UsageError, match="--mkl and --cuda together") as caught:
-        _plan_options(mkl=True, cuda=True)
+        _plan_options("--mkl", "--cuda")
     assert caught.value.exit_code == 2
     assert PlanOptions(mkl_threading="openmp").mkl_threading is MklThreading.openmp  # type: ignore[arg-type]
 

@@ -20,7 +20,7 @@ from tests.terminal import run_cli_on_terminal
 def test_tune_measures_a_knob_and_writes_the_profile(stock_python: str, tmp_path: Path) -> None:
     profile = tmp_path / "stock.env"
     result = run_cli(
-        "tune", "tensorflow-cpu==2.21.0", "--budget", "1", "--output", str(profile), "--json",
+        "tune", "tensorflow-cpu==2.21.0", "--budget", "1", "--env-file", str(profile), "--json",
         timeout=900,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -58,7 +58,14 @@ def test_tune_wraps_its_lines_to_a_terminal_and_leaves_piped_ones_whole(
 ) -> None:
     """Each trial's line (its word, its gain, each op's verdict) is longer than 80 columns: on an
     80-column terminal it goes on under its name, never wider; piped, it is one line."""
-    args = ("tune", "tensorflow-cpu==2.21.0", "--budget", "1", "--output", str(tmp_path / "p.env"))
+    args = (
+        "tune",
+        "tensorflow-cpu==2.21.0",
+        "--budget",
+        "1",
+        "--env-file",
+        str(tmp_path / "p.env"),
+    )
     shown = run_cli_on_terminal(*args, terminal=("stdout",), timeout=900)
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()

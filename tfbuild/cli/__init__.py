@@ -15,18 +15,33 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated, NoReturn
+from collections.abc import Sequence
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from tfbuild import __version__
-from tfbuild.cli import build_commands, plan_commands, wheel_commands
-from tfbuild.cli.forecast_command import forecast_command
-from tfbuild.cli.overlay_command import overlay_command
-from tfbuild.cli.plan_options import PlanCommand
-from tfbuild.cli.tune_command import tune_command
+from tfbuild.cli import (
+    base,
+    detect,
+    doctor,
+    forecast,
+    index,
+    matrix,
+    overlay,
+    pick,
+    plan,
+    recipes,
+    render,
+    smoke,
+    tune,
+    verify,
+    wheel,
+)
+from tfbuild.cli.options import parsing
 from tfbuild.cli.usage import CommandLineError, NoArgsIsHelp, as_usage_error
-from tfbuild.core.errors import TfbuildError, printable
+from tfbuild.core.controls import printable
+from tfbuild.core.errors import TfbuildError
 
 app = typer.Typer(
     name="tfbuild",
@@ -67,64 +82,67 @@ def _root(
     _state["debug"] = debug or _debug_from_env()
 
 
-# The commands, in the order --help lists them; each lives in the module of its kind. Each has its
-# one-line summary here, short enough for the list of an 80-column --help (click would cut a
-# longer first sentence of the docstring with "..."); the docstring is the command's own --help.
-app.command(short_help="Describe a machine: CPU, TensorFlow's CPU features, flags, GPUs")(
-    plan_commands.detect
+# The commands, in the order --help lists them; each lives in the module of its name, and takes
+# one request, declared once as a dataclass (tfbuild.cli.options). Each has its one-line summary
+# here, short enough for the list of an 80-column --help (click would cut a longer first sentence of
+# the docstring with "..."); the docstring is the command's own --help.
+_COMMANDS = (
+    ("detect", detect.detect, "Describe a machine: CPU, TensorFlow's CPU features, flags, GPUs"),
+    (
+        "matrix",
+        matrix.matrix_command,
+        "The CI build matrix: TensorFlow x Python x target x variant",
+    ),
+    ("plan", plan.plan_command, "Every choice of a build, one line each (--why: with its reason)"),
+    (
+        "forecast",
+        forecast.forecast_command,
+        "What a build would gain over the stock wheel, before building",
+    ),
+    (
+        "render",
+        render.render_command,
+        "Write the build context (Dockerfile, rc, build.sh, env, plan)",
+    ),
+    (
+        "wheel",
+        wheel.wheel_command,
+        "Build the wheel in Docker: wheel, receipt and env file in dist/",
+    ),
+    ("doctor", doctor.doctor_command, "Check this machine, then prove the pipeline with a canary"),
+    (
+        "overlay",
+        overlay.overlay_command,
+        "A wheel of stock TensorFlow's element-wise kernels for this CPU",
+    ),
+    ("verify", verify.verify_command, "Rebuild a wheel from its receipt; check it byte for byte"),
+    (
+        "smoke",
+        smoke.smoke_command,
+        "Prove a wheel: no unused-instruction message, faster than stock",
+    ),
+    ("tune", tune.tune_command, "Measure a wheel's runtime settings here; keep those that win"),
+    ("base", base.base_command, "Make a base image with debootstrap (no registry needed)"),
+    ("index", index.index_command, "Write index.html (a pip --find-links page) and SHA256SUMS"),
+    ("pick", pick.pick_command, "Choose the wheel (or overlay) that runs best here; install it"),
 )
-app.command("matrix", short_help="The CI build matrix: TensorFlow x Python x target x variant")(
-    plan_commands.matrix_command
-)
-app.command(
-    "plan",
-    cls=PlanCommand,
-    short_help="Every choice of a build, one line each (--why: with its reason)",
-)(plan_commands.plan_command)
-app.command(
-    "forecast",
-    cls=PlanCommand,
-    short_help="What a build would gain over the stock wheel, before building",
-)(forecast_command)
-app.command(
-    "render",
-    cls=PlanCommand,
-    short_help="Write the build context (Dockerfile, rc, build.sh, env, plan)",
-)(plan_commands.render_command)
-app.command(
-    "wheel",
-    cls=PlanCommand,
-    short_help="Build the wheel in Docker: wheel, receipt and env file in dist/",
-)(build_commands.wheel_command)
-app.command("doctor", short_help="Check this machine, then prove the pipeline with a canary")(
-    build_commands.doctor_command
-)
-app.command(
-    "overlay", short_help="A wheel of stock TensorFlow's element-wise kernels for this CPU"
-)(overlay_command)
-app.command("verify", short_help="Rebuild a wheel from its receipt; check it byte for byte")(
-    build_commands.verify_command
-)
-app.command("smoke", short_help="Prove a wheel: no unused-instruction message, faster than stock")(
-    wheel_commands.smoke_command
-)
-app.command("tune", short_help="Measure a wheel's runtime settings here; keep those that win")(
-    tune_command
-)
-app.command("base", short_help="Make a base image with debootstrap (no registry needed)")(
-    build_commands.base_command
-)
-app.command("index", short_help="Write index.html (a pip --find-links page) and SHA256SUMS")(
-    wheel_commands.index_command
-)
-app.command("pick", short_help="Choose the wheel (or overlay) that runs best here; install it")(
-    wheel_commands.pick_command
-)
+for _name, _command, _summary in _COMMANDS:
+    app.command(_name, short_help=_summary)(_command)
 app.add_typer(
-    plan_commands.recipes_app,
+    recipes.recipes_app,
     name="recipes",
     short_help="The TensorFlow releases tfbuild can build, one recipe each",
 )
+
+
+def request_of(argv: Sequence[str]) -> Any:
+    """The request ``tfbuild ARGV`` hands to its command, made and checked as a run makes it,
+    with nothing run: a bad value raises the run's error (a UsageError, click's usage error)."""
+    with parsing() as made:
+        app(args=list(argv), prog_name="tfbuild", standalone_mode=False)
+    if not made:
+        raise LookupError(f"tfbuild {' '.join(argv)} made no request")
+    return made[-1]
 
 
 def _say(tag: str, text: str) -> None:

@@ -4,65 +4,59 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from tfbuild.cli.plan_options import plan_args
+from tfbuild.cli.options import takes
 from tfbuild.core import serial
-from tfbuild.core.errors import printable
+from tfbuild.core.controls import printable
+from tfbuild.core.options import BUDGET, JSON, STOCK, Cli, group, option
+from tfbuild.plan.options import PlanOptions
 
 
 def _print_json(data: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
-def forecast_command(
-    ctx: typer.Context,
-    stock: Annotated[
-        str | None,
-        typer.Option(
-            "--stock",
-            metavar="SPEC",
+@dataclass(frozen=True, kw_only=True)
+class ForecastArgs:
+    """What ``tfbuild forecast`` was asked: the plan options, and the forecast's own."""
+
+    stock: str | None = option(
+        STOCK.but(
             help="The stock wheel whose Eigen headers are compiled: a .whl or a requirement "
-            "(default: the package index's tensorflow-cpu of the plan's version).",
-            show_default=False,
+            "(default: the package index's tensorflow-cpu of the plan's version)."
         ),
-    ] = None,
-    emit: Annotated[
-        Path | None,
-        typer.Option(
-            "--emit",
+        default=None,
+    )
+    emit: Path | None = option(
+        Cli(
+            flags=("--emit",),
             metavar="DIR",
             help="For a --cpuinfo plan: write the benchmark and a one-line script (run.sh) that "
             "runs it on that machine (a C++ compiler is all it needs).",
             show_default=False,
         ),
-    ] = None,
-    budget: Annotated[
-        float,
-        typer.Option(
-            "--budget",
-            metavar="SECONDS",
-            min=1.0,
-            help="Time for the timing: ops still undecided after 4 rounds get more rounds while "
-            "it lasts.",
-        ),
-    ] = 120.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the forecast as JSON.")] = False,
-) -> None:
+        default=None,
+    )
+    budget: float = option(BUDGET, default=120.0)
+    as_json: bool = option(JSON, default=False)
+    plan: PlanOptions = group(PlanOptions)
+
+
+@takes(ForecastArgs)
+def forecast_command(forecast_args: ForecastArgs) -> None:
     """What a build would gain over the stock wheel on this machine, before anything is built."""
     from tfbuild.core.errors import UsageError
     from tfbuild.plan.here import plan_here
-    from tfbuild.smoke.forecast import (
-        ForecastRequest,
-        emit_forecast,
-        run_forecast,
-        save_forecast,
-    )
+    from tfbuild.smoke.forecast import ForecastRequest, run_forecast
+    from tfbuild.smoke.forecast_emit import emit_forecast
+    from tfbuild.smoke.forecast_store import save_forecast
 
-    args = plan_args(ctx)
+    args, emit, as_json = forecast_args.plan, forecast_args.emit, forecast_args.as_json
     if emit is not None and args.cpuinfo is None:
         raise UsageError(
             "--emit is for a plan for another machine",
@@ -79,8 +73,8 @@ def forecast_command(
         cflags=plan.cflags,
         compiler=plan.compiler,
         elsewhere=str(args.cpuinfo) if args.cpuinfo is not None else None,
-        stock=stock,
-        budget=budget,
+        stock=forecast_args.stock,
+        budget=forecast_args.budget,
     )
 
     def progress(message: str) -> None:

@@ -6,70 +6,53 @@ import json
 import sys
 import textwrap
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
+from tfbuild.cli.options import takes
 from tfbuild.core import serial
-from tfbuild.core.errors import printable
+from tfbuild.core.controls import printable
+from tfbuild.core.options import CPUINFO, DIST, INSTALLED, JSON, STOCK, TARGET, TF, Cli, option
+from tfbuild.core.pythons import PYTHON_INTERPRETER
 
 if TYPE_CHECKING:
     from tfbuild.overlay.models import ModelResult
     from tfbuild.wheel.overlay_receipt import OverlayReceipt
 
 
-def overlay_command(
-    tf: Annotated[
-        str | None,
-        typer.Option(
-            "--tf", metavar="VERSION", help="TensorFlow release (default: the newest recipe)."
-        ),
-    ] = None,
-    target: Annotated[
-        str | None,
-        typer.Option("--target", metavar="NAME", help="A portable target, e.g. x86_64_v3."),
-    ] = None,
-    cpuinfo: Annotated[
-        Path | None,
-        typer.Option("--cpuinfo", metavar="FILE", help="For the machine of a saved /proc/cpuinfo."),
-    ] = None,
-    stock: Annotated[
-        str | None,
-        typer.Option(
-            "--stock",
-            metavar="SPEC",
-            help="The stock wheel to build against: a .whl or a requirement (default: the package "
-            "index's tensorflow-cpu of the release).",
-            show_default=False,
-        ),
-    ] = None,
-    installed: Annotated[
-        bool,
-        typer.Option(
-            "--installed", help="Build against the TensorFlow of the --python interpreter."
-        ),
-    ] = False,
-    python: Annotated[
-        str | None,
-        typer.Option("--python", metavar="PATH", help="Interpreter for the stock environment."),
-    ] = None,
-    compiler: Annotated[
-        str | None,
-        typer.Option(
-            "--compiler",
-            metavar="CXX",
+@dataclass(frozen=True, kw_only=True)
+class OverlayArgs:
+    """What ``tfbuild overlay`` was asked: the machine and release (as plan takes them), the stock
+    TensorFlow to build against, the compiler, where the wheel goes."""
+
+    tf: str | None = option(TF, default=None)
+    target: str | None = option(TARGET, default=None)
+    cpuinfo: Path | None = option(CPUINFO, default=None)
+    stock: str | None = option(
+        STOCK.but(help=f"{STOCK.help} The overlay is built against it."), default=None
+    )
+    installed: bool = option(INSTALLED, default=False)
+    python: str = option(PYTHON_INTERPRETER, default=sys.executable)
+    compiler: str | None = option(
+        Cli(
+            flags=("--compiler",),
+            metavar="COMPILER",
             help="Compile on this host with this C++ compiler (clang++-16, g++). Default: the "
             "recipe's clang in tfbuild's overlay toolchain image (Docker, and the base images "
             "tfbuild base makes), against Debian 11's C library: the wheel loads on glibc 2.31+.",
             show_default=False,
         ),
-    ] = None,
-    out: Annotated[
-        Path, typer.Option("--out", metavar="DIR", help="Where the wheel and receipt go.")
-    ] = Path("dist"),
-    as_json: Annotated[bool, typer.Option("--json", help="Print the receipt as JSON.")] = False,
-) -> None:
+        default=None,
+    )
+    dist: Path = option(DIST, default=Path("dist"))
+    as_json: bool = option(JSON, default=False)
+
+
+@takes(OverlayArgs)
+def overlay_command(args: OverlayArgs) -> None:
     """A faster stock TensorFlow in minutes: its element-wise kernels compiled for this CPU, as a
     wheel installed beside it (pip uninstall it and TensorFlow is stock again)."""
     from tfbuild.core.errors import UsageError
@@ -77,13 +60,9 @@ def overlay_command(
     from tfbuild.plan.here import plan_here
     from tfbuild.plan.options import PlanOptions
 
-    if installed and python is None:
-        raise UsageError(
-            "--installed needs --python PATH", fix="Name the interpreter to build against."
-        )
-    if installed and stock is not None:
+    if args.installed and args.stock is not None:
         raise UsageError("--installed and --stock both name the TensorFlow", fix="Drop one.")
-    planned = plan_here(PlanOptions(tf=tf, target=target, cpuinfo=cpuinfo))
+    planned = plan_here(PlanOptions(tf=args.tf, target=args.target, cpuinfo=args.cpuinfo))
     plan = planned.plan
     if plan.architecture != "x86_64":
         raise UsageError(
@@ -92,7 +71,7 @@ def overlay_command(
         )
 
     def progress(message: str) -> None:
-        if not as_json:
+        if not args.as_json:
             sys.stderr.write(f"[overlay] {printable(message)}\n")
 
     result = build_overlay(
@@ -102,16 +81,16 @@ def overlay_command(
             target=plan.target,
             cflags=plan.cflags,
             compiler=plan.compiler,
-            compiler_path=compiler,
-            in_image=compiler is None,
-            stock=stock,
-            python=python if installed else None,
-            venv_python=python,
-            out=out,
+            compiler_path=args.compiler,
+            in_image=args.compiler is None,
+            stock=args.stock,
+            python=args.python if args.installed else None,
+            venv_python=args.python,
+            out=args.dist,
         ),
         progress=progress,
     )
-    if as_json:
+    if args.as_json:
         sys.stdout.write(json.dumps(serial.to_data(result.receipt), indent=2) + "\n")
         return
     typer.echo(printable("\n".join(built_lines(result.wheel, result.receipt))))
@@ -175,7 +154,7 @@ def smoke_overlay(
 ) -> None:
     """``tfbuild smoke OVERLAY.whl``: each replaced op and control, then whole models, overlay
     against stock."""
-    from tfbuild.cli.forecast_command import print_forecast_beside
+    from tfbuild.cli.forecast import print_forecast_beside
     from tfbuild.core.errors import SmokeFailed
     from tfbuild.core.stats import describe
     from tfbuild.overlay.prove import CONTROLS, LEFT_TO_STOCK, prove_overlay

@@ -4,48 +4,43 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
-from tfbuild.core.errors import printable
+from tfbuild.cli.options import takes
+from tfbuild.core.controls import printable
+from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, Cli, option
+from tfbuild.core.pythons import PYTHON_INTERPRETER
+from tfbuild.smoke.models import MAX_BATCH
 
 if TYPE_CHECKING:
     from tfbuild.smoke.tune import TuneReport
 
 
-def tune_command(
-    wheel: Annotated[
-        str | None,
-        typer.Argument(
-            help="A .whl file, or a requirement such as tensorflow-cpu==2.21.0.", show_default=False
-        ),
-    ] = None,
-    installed: Annotated[
-        bool, typer.Option("--installed", help="Tune the TensorFlow of the --python interpreter.")
-    ] = False,
-    python: Annotated[
-        str | None,
-        typer.Option("--python", metavar="PATH", help="Interpreter for the test environments."),
-    ] = None,
-    budget: Annotated[
-        float,
-        typer.Option("--budget", metavar="SECONDS", min=1.0, help="Time for the search."),
-    ] = 300.0,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
+@dataclass(frozen=True, kw_only=True)
+class TuneArgs:
+    """What ``tfbuild tune`` was asked (the wheel, --installed and --python as smoke takes them)."""
+
+    wheel: str | None = option(WHEEL, default=None)
+    installed: bool = option(INSTALLED, default=False)
+    python: str = option(PYTHON_INTERPRETER, default=sys.executable)
+    budget: float = option(BUDGET, default=300.0)
+    env_file: Path | None = option(
+        Cli(
+            flags=("--env-file",),
             metavar="FILE",
-            help="Where to write the profile (default: the wheel's env file, <wheel>.env).",
+            help="The wheel's runtime env file, where the profile is written (default: "
+            "<wheel>.env beside a wheel file).",
             show_default=False,
         ),
-    ] = None,
-    model: Annotated[
-        Path | None,
-        typer.Option(
-            "--model",
+        default=None,
+    )
+    model: Path | None = option(
+        Cli(
+            flags=("--model",),
             metavar="PATH",
             help=(
                 "Time your model too, as one more op (model:NAME) under each setting: a SavedModel "
@@ -55,40 +50,47 @@ def tune_command(
             ),
             show_default=False,
         ),
-    ] = None,
-    model_batch: Annotated[
-        int,
-        typer.Option(
-            "--model-batch",
+        default=None,
+    )
+    model_batch: int = option(
+        Cli(
+            flags=("--model-batch",),
             metavar="N",
             min=1,
-            max=4096,
+            max=MAX_BATCH,
             help="The batch given to the model's inputs whose first dimension is open.",
         ),
-    ] = 1,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-) -> None:
+        default=1,
+    )
+    as_json: bool = option(JSON, default=False)
+
+
+@takes(TuneArgs)
+def tune_command(args: TuneArgs) -> None:
     """Measure the runtime settings that matter for a wheel here; keep those that win."""
     from tfbuild.core.errors import UsageError
     from tfbuild.smoke.models import check_model
     from tfbuild.smoke.session import wheel_to_test
     from tfbuild.smoke.tune import TuneOptions, run_tune, write_profile
 
-    interpreter = python or sys.executable
-    if installed == (wheel is not None):
+    interpreter, wheel, as_json = args.python, args.wheel, args.as_json
+    if args.installed == (wheel is not None):
         raise UsageError(
             "tune needs one wheel: a WHEEL argument or --installed",
             fix="Name a .whl or a requirement, or pass --installed (with --python PATH).",
         )
-    timed_model = check_model(model, batch=model_batch) if model is not None else None
-    spec = wheel_to_test(wheel, installed=installed, python=interpreter)
-    target = output or (Path(spec.value).with_suffix(".env") if spec.kind == "file" else None)
+    model = args.model
+    timed_model = check_model(model, batch=args.model_batch) if model is not None else None
+    spec = wheel_to_test(wheel, installed=args.installed, python=interpreter)
+    target = args.env_file or (
+        Path(spec.value).with_suffix(".env") if spec.kind == "file" else None
+    )
 
     def progress(message: str) -> None:
         if not as_json:
             sys.stderr.write(f"[tune] {printable(message)}\n")
 
-    options = TuneOptions(spec=spec, python=interpreter, budget=budget, model=timed_model)
+    options = TuneOptions(spec=spec, python=interpreter, budget=args.budget, model=timed_model)
     report = run_tune(options, progress=progress)
     if target is not None:
         write_profile(target, report)
@@ -149,7 +151,7 @@ def print_tune(report: TuneReport, written: Path | None) -> None:
         (
             f"profile written to {written}"
             if written is not None
-            else "profile not written: pass --output FILE (a requirement has no env file)",
+            else "profile not written: pass --env-file FILE (a requirement has no env file)",
             2,
         )
     )

@@ -35,7 +35,7 @@ exact ``cpXY`` build over ``abi3`` over ``py3-none``.
 
 Overlays (``tfbuild_overlay-*.whl``, :mod:`tfbuild.overlay`) are judged by the same platform, python,
 glibc and CPU checks (the CPU must have every instruction set the overlay's loader checks for), and
-one more, **tensorflow**: the interpreter chosen for (``--pip-python``, else tfbuild's own) has
+one more, **tensorflow**: the interpreter chosen for (``--python``'s, else tfbuild's own) has
 exactly the TensorFlow its receipt names installed, the same distribution, release and build. They
 are chosen apart from the wheels (:mod:`~tfbuild.pick.rank` says why): ``chosen`` is still the best
 wheel, ``overlay`` the best overlay for the TensorFlow installed.
@@ -43,7 +43,8 @@ wheel, ``overlay`` the best overlay for the TensorFlow installed.
 One module a job, each importing only those before it:
 
 - :mod:`~tfbuild.pick.fetch`: an http(s) GET bounded by the pick's one deadline and by size,
-  receipts fetched a few at a time (:func:`~tfbuild.pick.fetch.fetch`);
+  receipts fetched a few at a time (:func:`~tfbuild.pick.fetch.fetch`, through
+  :mod:`tfbuild.core.http`, tfbuild's one HTTP client);
 - :mod:`~tfbuild.pick.listing`: the wheels and their receipts, from a directory or an index page
   (:func:`load_wheels`, a directory or page read, or an HTTP fetch), following only http(s) links
   to the page's own origin (or an ``--allow-origin`` one), or a local page's files inside its

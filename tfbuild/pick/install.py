@@ -88,7 +88,7 @@ def install(
         raise EnvironmentProblem(
             f"cannot run {python} -m pip",
             why=exc.strerror or str(exc),
-            fix="Give an interpreter with --pip-python PATH.",
+            fix="Name the interpreter with --python PATH.",
         ) from None
     return InstallResult(
         wheel=assessment.wheel.filename,

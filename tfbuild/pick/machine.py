@@ -7,7 +7,7 @@ A saved dump carries neither runtime: ``--glibc`` and ``--libstdcxx`` state them
 checked.
 
 An overlay goes on the TensorFlow of the interpreter pick chooses for, so when there is one to judge
-:func:`with_tensorflow` asks that interpreter (``--pip-python``, else tfbuild's own; no interpreter
+:func:`with_tensorflow` asks that interpreter (``--python PATH``, else tfbuild's own; no interpreter
 for ``--python X.Y`` or a ``--cpuinfo`` machine) what it has installed (:func:`tensorflow_of`).
 """
 
@@ -28,7 +28,9 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from tfbuild.core import serial
-from tfbuild.core.errors import InputError, UsageError, printable
+from tfbuild.core.controls import printable
+from tfbuild.core.errors import UsageError
+from tfbuild.core.pythons import query_interpreter
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.recipes.tfversions import parse_version
@@ -164,23 +166,6 @@ def _abi_prefix(name: str) -> str:
     return {"cpython": "cp", "pypy": "pp"}.get(name, name)
 
 
-def query_python(executable: str) -> tuple[str, str]:
-    """(implementation code, "X.Y") of another interpreter, asked in a subprocess."""
-    code = "import sys; print(sys.implementation.name, sys.version_info[0], sys.version_info[1])"
-    what = f"cannot use --pip-python {executable}"
-    try:
-        proc = subprocess.run(  # argv built here, no shell
-            [executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise InputError(what, why=str(exc), fix="Give the path of a Python interpreter.") from None
-    parts = proc.stdout.split()
-    if proc.returncode != 0 or len(parts) != 3 or not all(p.isdigit() for p in parts[1:]):
-        last = (proc.stderr.strip().splitlines() or ["it printed no version"])[-1]
-        raise InputError(what, why=last, fix="Give the path of a Python interpreter.")
-    return _abi_prefix(parts[0]), f"{parts[1]}.{parts[2]}"
-
-
 def _driver_here() -> tuple[str | None, str]:
     from tfbuild.detect.nvidia import detect_nvidia
 
@@ -313,7 +298,7 @@ def describe_host(
     *,
     cpuinfo: Path | None = None,
     python: str | None = None,
-    pip_python: str | None = None,
+    interpreter: str | None = None,
     driver_cuda: str | None = None,
     glibc: str | None = None,
     libstdcxx: str | None = None,
@@ -328,11 +313,12 @@ def describe_host(
     stated_libstdcxx = parse_libstdcxx(libstdcxx) if libstdcxx is not None else None
     live = cpuinfo is None
     info = cpu.host_cpuinfo() if cpuinfo is None else read_cpuinfo(cpuinfo)
-    if python is not None:
+    if interpreter is not None:
+        asked = query_interpreter(interpreter)
+        implementation, version = asked.implementation, asked.version
+        python_source = f"--python {interpreter}"
+    elif python is not None:
         implementation, version, python_source = "cp", parse_python(python), "--python"
-    elif pip_python is not None:
-        implementation, version = query_python(pip_python)
-        python_source = f"--pip-python {pip_python}"
     else:
         implementation = _abi_prefix(sys.implementation.name)
         version = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -460,23 +446,23 @@ def tensorflow_of(python: str, *, timeout: float = 300) -> tuple[InstalledTensor
 def with_tensorflow(
     host: Host,
     *,
-    pip_python: str | None,
+    interpreter: str | None,
     python: str | None,
 ) -> Host:
     """``host`` with the TensorFlow an overlay would go on: that of the interpreter pick chooses
-    for, ``--pip-python`` (where ``--install`` installs), else tfbuild's own on this machine. A
+    for, ``--python``'s (where ``--install`` installs), else tfbuild's own on this machine. A
     ``--python X.Y`` version or a ``--cpuinfo`` machine names no interpreter to ask."""
-    if pip_python is None and not host.live:
+    if interpreter is None and not host.live:
         why = (
             "the TensorFlow of a --cpuinfo machine is not known; name an interpreter with the "
-            "same TensorFlow with --pip-python PATH"
+            "same TensorFlow with --python PATH"
         )
         return replace(host, tensorflow=None, tensorflow_source=why)
-    if pip_python is None and python is not None:
+    if interpreter is None and python is not None:
         why = (
             f"--python {python} names a version, not an interpreter whose TensorFlow can be asked; "
-            "name one with --pip-python PATH"
+            "name one with --python PATH"
         )
         return replace(host, tensorflow=None, tensorflow_source=why)
-    found, source = tensorflow_of(pip_python or sys.executable)
+    found, source = tensorflow_of(interpreter or sys.executable)
     return replace(host, tensorflow=found, tensorflow_source=source)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tfbuild.core.defaults import PICK_TIMEOUT_S
 from tfbuild.core.errors import TfbuildError
+from tfbuild.core.pythons import python_executable
 from tfbuild.core.variants import Variant
 from tfbuild.pick.fetch import FetchLimits
 from tfbuild.pick.install import InstallResult, check_hash, check_install_here, install
@@ -36,7 +37,9 @@ class PickRequest:
     tf: str | None = None
     variant: Variant | None = None
     install: bool = False
-    pip_python: str | None = None
+    #: The interpreter ``--python`` named (its version is matched, its TensorFlow asked, --install
+    #: installs into it); None when --python gave a version (``python``) or was not given.
+    interpreter: str | None = None
     pip_args: tuple[str, ...] = ()
     timeout: float = PICK_TIMEOUT_S
     allow_origins: tuple[str, ...] = ()
@@ -67,14 +70,14 @@ def choose(request: PickRequest) -> Picked:
     host = describe_host(
         cpuinfo=request.cpuinfo,
         python=request.python,
-        pip_python=request.pip_python,
+        interpreter=request.interpreter,
         driver_cuda=request.driver_cuda,
         glibc=request.glibc,
         libstdcxx=request.libstdcxx,
     )
     wheels = load_wheels(request.source, limits=limits, allow_origins=request.allow_origins)
     if any(w.is_overlay for w in wheels.wheels):  # only then: importing TensorFlow takes seconds
-        host = with_tensorflow(host, pip_python=request.pip_python, python=request.python)
+        host = with_tensorflow(host, interpreter=request.interpreter, python=request.python)
     result = pick(wheels, host, options)
     unhashed = None
     if request.install and result.to_install is not None:
@@ -92,7 +95,17 @@ def install_choice(request: PickRequest, picked: Picked, *, capture: bool) -> In
         return None
     return install(
         chosen,
-        python=request.pip_python or sys.executable,
+        python=_install_into(request),
         pip_args=request.pip_args,
         capture=capture,
     )
+
+
+def _install_into(request: PickRequest) -> str:
+    """The interpreter ``--install`` installs into: ``--python``'s; for ``--python X.Y`` one of
+    that version here (:func:`~tfbuild.core.pythons.python_executable`); else tfbuild's own."""
+    if request.interpreter is not None:
+        return request.interpreter
+    if request.python is not None:
+        return python_executable(request.python)
+    return sys.executable

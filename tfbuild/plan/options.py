@@ -10,18 +10,16 @@ field with its declaration here, and its use. The field is named after its optio
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tfbuild.core.defaults import CACHE_VOLUME, DOCTOR_TIMES
 from tfbuild.core.errors import UsageError
+from tfbuild.core.options import CPUINFO, RECIPES_DIR, TARGET, TF, cli, option
+from tfbuild.core.pythons import PYTHON, VERSION, python_version
 from tfbuild.core.variants import MklThreading, Variant
 
-_PYTHON = re.compile(r"[23]\.[0-9]{1,2}")
 #: A CUDA or cuDNN version as the recipes list them: X.Y or X.Y.Z (12.5.1, 8.6).
 _VERSION = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){1,2}")
 #: A compute capability as written: "8.9" (major.minor), or "89", "sm_89", "compute_90", "sm_120"
@@ -32,39 +30,6 @@ _CAPABILITY = re.compile(r"([0-9]{1,2})\.([0-9])|(?:sm_|compute_)?([0-9]{1,2})([
 #: BuildRequestOptions.java, commit 00f8974146e77a96499be1ecc53a554dad299e83). Not a multiple of
 #: this host's CPUs: with --remote-executor many more jobs than local cores are the point.
 MAX_JOBS = 5000
-_CLI = "tfbuild.cli"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Cli:
-    """A field's command-line declaration (typer.Option's arguments, without importing typer).
-
-    ``flags``: the option names (``--x/--no-x`` for a switch). ``choices``: instead of one option,
-    one flag per value of the field (``--mkl`` -> Variant.mkl), at most one of them given.
-    ``cli_type``/``convert``: where the command line reads another type than the field holds
-    (``--cuda-capabilities 8.9,9.0`` -> ``("8.9", "9.0")``).
-    """
-
-    flags: tuple[str, ...]
-    help: str
-    metavar: str | None = None
-    min: int | None = None
-    show_default: bool = True
-    choices: tuple[tuple[str, Any, str], ...] = ()  # (flag, field value, help)
-    cli_type: Any = None
-    convert: Callable[[Any], Any] | None = None
-
-
-def cli(*flags: str, help: str = "", **declaration: Any) -> dict[str, Cli]:
-    """A field's metadata: its command-line declaration."""
-    return {_CLI: Cli(flags=flags, help=help, **declaration)}
-
-
-def cli_declaration(option: dataclasses.Field[Any]) -> Cli:
-    """The command-line declaration of one of PlanOptions' fields."""
-    declaration = option.metadata[_CLI]
-    assert isinstance(declaration, Cli)
-    return declaration
 
 
 def _capabilities(text: str | None) -> tuple[str, ...]:
@@ -90,23 +55,11 @@ def parse_capability(text: str) -> tuple[int, int]:
     return major, minor
 
 
-def _paths(paths: list[Path] | None) -> tuple[Path, ...]:
-    return tuple(paths or ())
-
-
 @dataclass(frozen=True, kw_only=True)
 class PlanOptions:
     """The plan options of one build (one field per option, in ``--help`` order), checked when made."""
 
-    tf: str | None = field(
-        default=None,
-        metadata=cli(
-            "--tf",
-            metavar="VERSION",
-            help="TensorFlow version: 2.21 or 2.21.0 (default: the newest recipe).",
-            show_default=False,
-        ),
-    )
+    tf: str | None = option(TF, default=None)
     variant: Variant = field(
         default=Variant.cpu,
         metadata=cli(
@@ -124,22 +77,20 @@ class PlanOptions:
         ),
     )
     #: A portable archspec target; None: the machine described (this host or --cpuinfo).
-    target: str | None = field(
-        default=None,
-        metadata=cli("--target", metavar="NAME", help="A portable target, e.g. x86_64_v3."),
-    )
-    cpuinfo: Path | None = field(
-        default=None,
-        metadata=cli(
-            "--cpuinfo", metavar="FILE", help="Build for the machine of a saved /proc/cpuinfo."
-        ),
-    )
+    target: str | None = option(TARGET, default=None)
+    cpuinfo: Path | None = option(CPUINFO, default=None)
     native: bool = field(
         default=False,
         metadata=cli("--native", help="Literal -march=native (a build on the machine itself)."),
     )
-    python: str | None = field(
-        default=None, metadata=cli("--python", metavar="X.Y", help="Python the wheel is for.")
+    #: X.Y; the command line also takes an interpreter, whose version it asks.
+    python: str | None = option(
+        PYTHON.but(
+            help="The Python the wheel is for: 3.12, or an interpreter (its version) "
+            "(default: the recipe's newest).",
+            convert=python_version,
+        ),
+        default=None,
     )
     jobs: int | None = field(default=None, metadata=cli("--jobs", min=1, help="bazel --jobs."))
     local_ram_resources: int | None = field(  # MB
@@ -283,17 +234,7 @@ class PlanOptions:
             "normalised wheel, so that a rebuild gives the same bytes.",
         ),
     )
-    recipes_dir: tuple[Path, ...] = field(
-        default=(),
-        metadata=cli(
-            "--recipes-dir",
-            metavar="DIR",
-            help="Extra recipes that add to or override the shipped ones (also $TFBUILD_RECIPES_DIR).",
-            show_default=False,
-            cli_type=list[Path] | None,
-            convert=_paths,
-        ),
-    )
+    recipes_dir: tuple[Path, ...] = option(RECIPES_DIR, default=())
 
     def __post_init__(self) -> None:
         # Callers (tests, the matrix) may pass the plain text; the request holds the enum members.
@@ -306,21 +247,21 @@ class PlanOptions:
             ) from None
         object.__setattr__(self, "recipes_dir", tuple(self.recipes_dir))
         object.__setattr__(self, "cuda_capabilities", tuple(self.cuda_capabilities))
-        if self.python is not None and not _PYTHON.fullmatch(self.python):
+        if self.python is not None and not VERSION.fullmatch(self.python):
             raise UsageError(
                 f"--python {self.python!r} is not a Python version",
                 fix="Write it as X.Y, e.g. --python 3.12.",
             )
-        for option, value in (
+        for flag, value in (
             ("--jobs", self.jobs),
             ("--local-ram-resources", self.local_ram_resources),
             ("--jvm-heap", self.jvm_heap),
         ):
             if value is not None and value < 1:
                 raise UsageError(
-                    f"{option} {value} is not a count",
+                    f"{flag} {value} is not a count",
                     why="it must be a positive whole number",
-                    fix=f"Pass a positive {option}, or leave it out for the default.",
+                    fix=f"Pass a positive {flag}, or leave it out for the default.",
                 )
         if self.jobs is not None and self.jobs > MAX_JOBS:
             raise UsageError(
@@ -342,15 +283,15 @@ class PlanOptions:
         request is made, so that a bad value is one line before anything of the machine is read."""
         for capability in self.cuda_capabilities:
             parse_capability(capability)
-        for option, value in (
+        for flag, value in (
             ("--cuda-version", self.cuda_version),
             ("--cudnn-version", self.cudnn_version),
         ):
             if value is not None and not _VERSION.fullmatch(value):
                 raise UsageError(
-                    f"{option} {value!r} is not a version",
+                    f"{flag} {value!r} is not a version",
                     why="it is X.Y.Z or X.Y, as the recipe lists them",
-                    fix=f"Pass e.g. {option} {'12.5.1' if option == '--cuda-version' else '9.3.0'} "
+                    fix=f"Pass e.g. {flag} {'12.5.1' if flag == '--cuda-version' else '9.3.0'} "
                     "('tfbuild recipes show VERSION' lists a release's), or leave it out.",
                 )
         given = [
@@ -368,34 +309,3 @@ class PlanOptions:
                 why=f"{'they apply' if len(given) > 1 else 'it applies'} to a CUDA build only",
                 fix="Add --cuda, or drop " + " and ".join(given) + ".",
             )
-
-    @staticmethod
-    def from_command_line(values: Mapping[str, Any]) -> PlanOptions:
-        """The request of the command line's values: one per flag, by the names
-        that :func:`command_line_name` gives (a ``choices`` field's flags each give a bool)."""
-        fields: dict[str, Any] = {}
-        for option in dataclasses.fields(PlanOptions):
-            declaration = cli_declaration(option)
-            if declaration.choices:
-                given = [
-                    (flag, value)
-                    for flag, value, _ in declaration.choices
-                    if values[command_line_name(option.name, flag)]
-                ]
-                if len(given) > 1:
-                    raise UsageError(
-                        " and ".join(flag for flag, _ in given) + " together",
-                        fix="Choose one variant.",
-                    )
-                if given:
-                    fields[option.name] = given[0][1]
-                continue
-            value = values[option.name]
-            fields[option.name] = declaration.convert(value) if declaration.convert else value
-        return PlanOptions(**fields)
-
-
-def command_line_name(field: str, flag: str | None = None) -> str:
-    """The name of a command-line parameter of PlanOptions: the field's, or for one flag of a
-    ``choices`` field, the flag's (``--mkl`` -> ``mkl``)."""
-    return field if flag is None else flag.lstrip("-").replace("-", "_")

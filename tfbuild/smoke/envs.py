@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.core.files import kind_of, sha256_file
+from tfbuild.core.pythons import query_interpreter
 from tfbuild.detect.system import default_cache_dir
 
 _MARKER = ".tfbuild-ready"
@@ -59,6 +60,15 @@ class WheelSpec:
         return WheelSpec(kind="requirement", value=text)
 
 
+def stock_spec(version: str | None, architecture: str) -> str:
+    """The package index's stock wheel of the same release (local labels and dev parts dropped)."""
+    package = "tensorflow-cpu" if architecture == "x86_64" else "tensorflow"
+    if not version:
+        return package
+    release = re.match(r"\d+\.\d+\.\d+", version)
+    return f"{package}=={release.group(0)}" if release else package
+
+
 def _not_a_file(path: Path) -> str:
     """Why ``path`` is not a wheel file, in words: missing, a dangling link, or what it is instead
     (a directory, a character device such as /dev/null, a FIFO...)."""
@@ -82,26 +92,9 @@ class TestEnv:
     location: str | None  # the environment's directory (None for --installed)
 
 
-def _python_version(python: str) -> str:
-    try:
-        out = subprocess.run(
-            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.SubprocessError):
-        raise UsageError(
-            f"--python {python} does not run",
-            fix="Pass the path of a working Python interpreter.",
-        ) from None
-    return out.stdout.strip()
-
-
 def env_key(spec: WheelSpec, python: str) -> str:
     identity = sha256_file(Path(spec.value)) if spec.kind == "file" else spec.value
-    version = _python_version(python)
+    version = query_interpreter(python).version
     return hashlib.sha256(f"{identity}\n{version}".encode()).hexdigest()[:16] + f"-py{version}"
 
 
@@ -160,3 +153,26 @@ def clean_env() -> dict[str, str]:
     env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # any value >= 1 hides the INFO-level guard message
     env.pop("PYTHONPATH", None)
     return env
+
+
+_FIND_TENSORFLOW = (
+    "import importlib.util, sys; s = importlib.util.find_spec('tensorflow'); "
+    "sys.stdout.write(s.submodule_search_locations[0] if s and s.submodule_search_locations "
+    "else '')"
+)
+
+
+def tensorflow_dir(python: str) -> Path | None:
+    """Where the interpreter's tensorflow package lives (found, not imported)."""
+    try:
+        out = subprocess.run(
+            [python, "-c", _FIND_TENSORFLOW],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=clean_env(),
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(out.stdout) if out.returncode == 0 and out.stdout else None

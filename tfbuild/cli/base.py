@@ -1,0 +1,66 @@
+"""``tfbuild base``: make a base image with debootstrap (no registry needed)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from tfbuild.cli.options import takes
+from tfbuild.cli.output import print_base_image, print_json, progress
+from tfbuild.core.options import JSON, VERBOSE, Cli, option
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaseArgs:
+    """What ``tfbuild base`` was asked."""
+
+    suite: str = option(
+        Cli(
+            flags=("--suite",),
+            help="Debian or Ubuntu suite: bullseye, bookworm, trixie, jammy, noble (on any host "
+            "with debootstrap: tfbuild brings the script and keyring a suite needs).",
+        ),
+        default="bookworm",
+    )
+    mirror: str | None = option(
+        Cli(
+            flags=("--mirror",),
+            metavar="URL",
+            help="Package mirror (default: the distribution's).",
+            show_default=False,
+        ),
+        default=None,
+    )
+    tag: str | None = option(
+        Cli(flags=("--tag",), help="Image tag (default: tfbuild/base:SUITE).", show_default=False),
+        default=None,
+    )
+    force: bool = option(
+        Cli(flags=("--force",), help="Rebuild even if the tag exists."), default=False
+    )
+    verbose: bool = option(VERBOSE, default=False)
+    as_json: bool = option(JSON, default=False)
+
+
+@takes(BaseArgs)
+def base_command(request: BaseArgs) -> None:
+    """Make a base image with debootstrap + docker import (for sites without registry access)."""
+    from tfbuild.build.base_images import make_base_image
+    from tfbuild.core.engine import DockerEngine
+
+    with contextlib.closing(DockerEngine.connect()) as engine:
+        result = make_base_image(
+            engine,
+            suite=request.suite,
+            mirror=request.mirror,
+            tag=request.tag,
+            force=request.force,
+            on_line=progress("base", quiet=request.as_json),
+            verbose=request.verbose,
+        )
+    if request.as_json:
+        from tfbuild.core import serial
+
+        print_json(serial.to_data(result))
+    else:
+        print_base_image(result)

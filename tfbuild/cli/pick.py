@@ -1,0 +1,174 @@
+"""``tfbuild pick``: choose the wheel (or overlay) that runs best here, say why; install it."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+
+from tfbuild.cli.options import takes
+from tfbuild.cli.output import print_json
+from tfbuild.core.controls import printable
+from tfbuild.core.defaults import PICK_TIMEOUT_S
+from tfbuild.core.options import CPUINFO, JSON, TF, Cli, option
+from tfbuild.core.pythons import PYTHON, PythonChoice, parse_python
+from tfbuild.core.variants import Variant
+
+
+@dataclass(frozen=True, kw_only=True)
+class PickArgs:
+    """What ``tfbuild pick`` was asked (the command line's; :class:`PickRequest` is pick's)."""
+
+    source: str = option(
+        Cli(
+            argument=True,
+            metavar="DIR_OR_INDEX_URL",
+            help="A directory of wheels (e.g. dist), one .whl, or an index page that links to "
+            "them: a file (e.g. dist/index.html, written by tfbuild index) or an http(s) URL.",
+        )
+    )
+    cpuinfo: Path | None = option(CPUINFO, default=None)
+    python: PythonChoice | None = option(
+        PYTHON.but(
+            help="The Python to pick for: an interpreter (its version is matched, its TensorFlow "
+            "asked for overlays, --install installs into it) or a version (default: tfbuild's "
+            "own).",
+            convert=parse_python,
+        ),
+        default=None,
+    )
+    driver_cuda: str | None = option(
+        Cli(
+            flags=("--driver-cuda",),
+            metavar="X.Y|none",
+            help="The newest CUDA the GPU driver supports (default: from nvidia-smi; none with "
+            "--cpuinfo).",
+            show_default=False,
+        ),
+        default=None,
+    )
+    glibc: str | None = option(
+        Cli(
+            flags=("--glibc",),
+            metavar="X.Y",
+            help="The machine's glibc (default: this machine's; not checked with --cpuinfo).",
+            show_default=False,
+        ),
+        default=None,
+    )
+    libstdcxx: str | None = option(
+        Cli(
+            flags=("--libstdcxx",),
+            metavar="X.Y.Z",
+            help="The newest GLIBCXX_ version of the machine's libstdc++, e.g. 3.4.25 (default: "
+            "this machine's; not checked with --cpuinfo).",
+            show_default=False,
+        ),
+        default=None,
+    )
+    tf: str | None = option(TF.but(help="Only this TensorFlow release, e.g. 2.20."), default=None)
+    variant: Variant | None = option(
+        Cli(
+            flags=("--variant",),
+            case_sensitive=False,
+            help="Only this kind of build.",
+            show_default=False,
+        ),
+        default=None,
+    )
+    install: bool = option(
+        Cli(
+            flags=("--install",), help="pip install the chosen wheel into the --python interpreter."
+        ),
+        default=False,
+    )
+    pip_arg: tuple[str, ...] = option(
+        Cli(
+            flags=("--pip-arg",),
+            metavar="ARG",
+            help="Pass ARG to pip install (repeat), e.g. --pip-arg=--no-deps.",
+            show_default=False,
+        ),
+        default=(),
+    )
+    timeout: float = option(
+        Cli(
+            flags=("--timeout",),
+            metavar="SECONDS",
+            help="One deadline for reading the index page and its receipts.",
+        ),
+        default=PICK_TIMEOUT_S,
+    )
+    allow_origin: tuple[str, ...] = option(
+        Cli(
+            flags=("--allow-origin",),
+            metavar="HOST",
+            help="Also follow an index page's links to HOST (HOST:PORT, https://HOST) (repeat); "
+            "by default only links to the page's own origin.",
+            show_default=False,
+        ),
+        default=(),
+    )
+    allow_unhashed: bool = option(
+        Cli(
+            flags=("--allow-unhashed",),
+            help="--install a wheel whose index link carries no #sha256= (pip cannot check it).",
+        ),
+        default=False,
+    )
+    overlay: bool = option(
+        Cli(
+            flags=("--overlay",),
+            help="Only overlays (tfbuild overlay) for the TensorFlow the interpreter has: "
+            "--install then installs one beside it instead of a wheel.",
+        ),
+        default=False,
+    )
+    as_json: bool = option(JSON, default=False)
+
+
+@takes(PickArgs)
+def pick_command(command: PickArgs) -> None:
+    """Choose the wheel that runs best here (or on a --cpuinfo machine), and say why; apart, the
+    best overlay for the TensorFlow installed."""
+    from tfbuild.pick.session import PickRequest, choose, install_choice
+
+    python = command.python
+    request = PickRequest(
+        source=command.source,
+        cpuinfo=command.cpuinfo,
+        python=python.version if python is not None else None,
+        interpreter=python.executable if python is not None else None,
+        driver_cuda=command.driver_cuda,
+        glibc=command.glibc,
+        libstdcxx=command.libstdcxx,
+        tf=command.tf,
+        variant=command.variant,
+        install=command.install,
+        pip_args=command.pip_arg,
+        timeout=command.timeout,
+        allow_origins=command.allow_origin,
+        allow_unhashed=command.allow_unhashed,
+        overlay=command.overlay,
+    )
+    picked = choose(request)
+    as_json = command.as_json
+    if not as_json:
+        from tfbuild.cli.wheel_display import print_pick
+
+        print_pick(picked.result)
+    if picked.unhashed:
+        sys.stderr.write(f"tfbuild: warning: {picked.unhashed}\n")
+    installed = install_choice(request, picked, capture=as_json)
+    if as_json:
+        from tfbuild.core import serial
+        from tfbuild.pick.report import pick_report
+
+        print_json(serial.to_data(pick_report(picked.result, installed)))
+    failure = picked.failure(installed)
+    if failure is not None:
+        raise failure
+    if installed is not None and not as_json:
+        typer.echo(printable(f"installed {installed.wheel} into {installed.python}"))

@@ -1,0 +1,71 @@
+"""``tfbuild verify``: rebuild a wheel (or an overlay) from its receipt; check it byte for byte."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfbuild.cli.options import takes
+from tfbuild.cli.output import print_json
+from tfbuild.cli.plan import SOURCE
+from tfbuild.core.options import JSON, VERBOSE, Cli, option
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerifyArgs:
+    """What ``tfbuild verify`` was asked."""
+
+    wheel: Path = option(
+        Cli(argument=True, metavar="WHEEL", help="A wheel built by tfbuild wheel or overlay.")
+    )
+    receipt: Path | None = option(
+        Cli(
+            flags=("--receipt",),
+            metavar="FILE",
+            help="Its receipt (default: <wheel>.json beside it).",
+            show_default=False,
+        ),
+        default=None,
+    )
+    source: Path | None = option(
+        SOURCE.but(help="The checkout it was built from, when it was built with --source."),
+        default=None,
+    )
+    verbose: bool = option(VERBOSE, default=False)
+    as_json: bool = option(JSON, default=False)
+
+
+@takes(VerifyArgs)
+def verify_command(request: VerifyArgs) -> None:
+    """Rebuild a wheel from its receipt in isolation and check the rebuild is the same, byte for byte."""
+    from tfbuild.build.rebuild import prepare_verify, verify
+    from tfbuild.core.engine import DockerEngine
+    from tfbuild.wheel.overlay_receipt import is_overlay_wheel
+
+    if is_overlay_wheel(request.wheel):
+        from tfbuild.cli.overlay import verify_overlay_command
+
+        verify_overlay_command(request.wheel, as_json=request.as_json)
+        return
+    # The receipt (and the wheel against it) read and checked first: a bad one needs no engine.
+    prepared = prepare_verify(request.wheel, receipt=request.receipt)
+    with contextlib.closing(DockerEngine.connect()) as engine:
+        result = verify(
+            prepared,
+            engine=engine,
+            source=request.source,
+            quiet=request.as_json,  # else what the rebuild does, as a build shows it
+            verbose=request.verbose,
+        )
+    if request.as_json:
+        from tfbuild.core import serial
+
+        print_json(serial.to_data(result))
+    else:
+        from tfbuild.cli.wheel_display import print_verify
+
+        print_verify(result)
+    failure = result.error()
+    if failure is not None:
+        raise failure
