@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli_process import as_a_process
 from tfbuild.build.base_images import MadeImage
 from tfbuild.build.container import Attempt
-from tfbuild.build.doctor import Check, DoctorReport
+from tfbuild.build.doctor import CanaryBuild, CanaryReport, Check, DoctorReport
 from tfbuild.build.preflight.report import Finding, PreflightReport
 from tfbuild.build.rebuild import VerifyResult
 from tfbuild.build.release_check import ReleaseCheck
@@ -21,6 +20,8 @@ from tfbuild.build.run import WheelResult
 from tfbuild.build.source_tree import Source
 from tfbuild.core import serial
 from tfbuild.core.engine import EngineInfo, RunResult
+from tfbuild.core.stats import sequential
+from tfbuild.wheel.receipt import InstructionCheck, SmokeOutcome
 from tfbuild.wheel.wheeldiff import WheelDiff
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "build"
@@ -61,6 +62,39 @@ SOURCE = Source(
 )
 
 
+CANARY = CanaryReport(
+    isa=InstructionCheck(
+        expected=("zmm", "fma"),
+        found={"host": {"zmm": 32, "ymm": 0, "fma": 6}, "baseline": {"zmm": 0, "ymm": 0, "fma": 0}},
+        ok=True,
+    ),
+    smoke={
+        "host": SmokeOutcome(ok=True),
+        "baseline": SmokeOutcome(ok=False, exit_code=132, stderr="Illegal instruction"),
+    },
+    median_ms={"host": 0.7, "baseline": 3.4},
+    rounds=15,
+    speedup=4.86,
+    verdict=sequential([0.7e-3] * 15, [3.4e-3] * 15, per_look=15),
+    base_image="tfbuild/base:bookworm",
+    builds={
+        name: CanaryBuild(
+            wheel=Path(f"/dist/{name}/tfbuild_canary.whl"),
+            receipt=Path(f"/dist/{name}/tfbuild_canary.json"),
+            target=target,
+            cflags=cflags,
+            seconds=12.3,
+            toolchain_image_built=name == "host",
+            sha256="f" * 64,
+        )
+        for name, target, cflags in (
+            ("host", "x86_64_v4", ("-march=x86-64-v4",)),
+            ("baseline", "x86_64", ("-march=x86-64", "-mtune=generic")),
+        )
+    },
+)
+
+
 def values() -> dict[str, Any]:
     return {
         "engine_info": EngineInfo(
@@ -83,7 +117,7 @@ def values() -> dict[str, Any]:
                 Check(name="engine", status="ok", detail="Docker 27"),
                 Check(name="disk", status="fail", detail="3 GiB free", fix="Free some disk."),
             ],
-            canary={"seconds": 1.5},
+            canary=CANARY,
         ),
         "doctor_ok": DoctorReport(checks=[Check(name="engine", status="ok", detail="d")]),
         "finding": FINDINGS[0],
@@ -165,15 +199,8 @@ def test_value_json_is_golden(name: str) -> None:
 
 
 def cli(*args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "tfbuild", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    return done.stdout
+    """What ``tfbuild ARGS`` prints, run in this process with this environment (no $COLUMNS)."""
+    return as_a_process(args, {**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120).stdout
 
 
 @pytest.mark.parametrize(

@@ -3,28 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli_process import as_a_process
+from tfbuild.core import serial
 from tfbuild.core.stats import LABELS
+from tfbuild.wheel.receipt import CanaryCheck, read_receipt
 
 pytestmark = pytest.mark.docker
 
 
 def test_doctor_builds_smokes_checks_and_times_the_canary(base_image: str, tmp_path: Path) -> None:
     dist = tmp_path / "doctor"
-    result = subprocess.run(
-        [sys.executable, "-m", "tfbuild", "doctor", "--json", "--dist", str(dist)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+    result = as_a_process(["doctor", "--json", "--dist", str(dist)], dict(os.environ), timeout=900)
     report = json.loads(result.stdout)
     assert "[doctor]" not in result.stderr  # --json: the document alone
     statuses = {c["name"]: c["status"] for c in report["checks"]}
@@ -54,21 +50,26 @@ def test_doctor_builds_smokes_checks_and_times_the_canary(base_image: str, tmp_p
     assert low <= found["ratio"] <= high
     assert canary["speedup"] == round(found["ratio"], 2)
 
-    receipt: dict[str, Any] = json.loads(Path(canary["builds"]["host"]["receipt"]).read_text())
-    assert receipt["canary"]["speedup"] == canary["speedup"]
+    path = Path(canary["builds"]["host"]["receipt"])
+    receipt: dict[str, Any] = json.loads(path.read_text())
+    # The receipt holds the report's canary section, key for key, read back by its decoder.
+    section = {key: value for key, value in canary.items() if key not in ("base_image", "builds")}
+    assert receipt["canary"] == section
     assert receipt["canary"]["isa"]["ok"] is True
+    read = read_receipt(path).canary
+    assert isinstance(read, CanaryCheck) and read.judged is not None
+    assert read.judged.label == canary["verdict"]["label"] and read.speedup == canary["speedup"]
+    again = serial.to_data(read)
+    spread = again["verdict"].pop("spread")  # computed again, from the interval as written
+    written = dict(section["verdict"])
+    assert spread == pytest.approx(written.pop("spread"), abs=2e-4)
+    assert again == {**section, "verdict": written}
 
 
 def test_doctor_without_an_engine_fails_in_one_line(tmp_path: Path) -> None:
     socket = f"unix://{tmp_path}/no-engine.sock"
-    result = subprocess.run(
-        [sys.executable, "-m", "tfbuild", "doctor"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={"DOCKER_HOST": socket, "PATH": "/usr/bin:/bin"},
-    )
+    env = {"DOCKER_HOST": socket, "PATH": "/usr/bin:/bin"}  # this environment only
+    result = as_a_process(["doctor"], env, timeout=60)
     assert result.returncode == 5
     # The detail wraps under itself in the report (80 columns here): read it as words.
     assert f"cannot reach the Docker engine at {socket}" in " ".join(result.stdout.split())

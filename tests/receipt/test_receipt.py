@@ -10,7 +10,16 @@ import pytest
 from tests import wheels
 from tests.receipts import make_receipt, write_receipt
 from tfbuild.core.errors import InputError
-from tfbuild.wheel.receipt import SCHEMA, InvalidReceipt, Receipt, read_receipt, receipt_path
+from tfbuild.wheel.receipt import (
+    SCHEMA,
+    CanaryCheck,
+    InstructionCheck,
+    InvalidReceipt,
+    Receipt,
+    SmokeOutcome,
+    read_receipt,
+    receipt_path,
+)
 
 NAME = "tensorflow_cpu-2.21.0+zen4.cu125-cp311-cp311-linux_x86_64.whl"
 CUDA_PLAN = {"hermetic": True, "cuda": "12.5.1", "cudnn": "9.3.0", "capabilities": ["8.9"]}
@@ -46,13 +55,30 @@ def test_the_json_round_trip_is_exact(wheel: Path) -> None:
     assert receipt.to_json()["schema"] == SCHEMA == "tfbuild.receipt/2"
 
 
+#: A receipt written by an earlier tfbuild, with the canary section doctor added to it.
+SAMPLE = Path(__file__).parent / "samples" / "tf2.21-mkl-zen5.c6ab0f0.json"
+
+
 def test_sections_added_later_survive_the_round_trip(wheel: Path) -> None:
     data = make_receipt(wheel)
-    canary = {"instructions": {"ok": True, "found": ["vfmadd231ps"]}, "speedup": 1.7}
-    data["canary"] = canary  # as doctor adds it to a published receipt
+    canary = json.loads(SAMPLE.read_text())["canary"]  # as doctor added it to a published receipt
+    data["canary"] = canary
     receipt = Receipt.from_json(data)
-    assert receipt.sections == {"canary": canary}
+    section = receipt.canary
+    assert isinstance(section, CanaryCheck) and receipt.sections == {"canary": section}
+    assert section.isa == InstructionCheck(
+        expected=("zmm",), found={"host": {"zmm": 12}, "baseline": {}}, ok=True
+    )
+    assert section.smoke == {"host": SmokeOutcome(ok=True), "baseline": SmokeOutcome(ok=True)}
+    assert (section.median_ms, section.rounds, section.speedup) == (
+        {"host": 1.5, "baseline": 3.0},
+        5,
+        2.0,
+    )
+    # Written before doctor kept the verdict: none is read, and no key is written back.
+    assert section.judged is None and "verdict" not in canary
     assert receipt.to_json()["canary"] == canary
+    assert json.dumps(receipt.to_json()["canary"]) == json.dumps(canary)  # key order too
     assert Receipt.from_json(receipt.to_json()) == receipt
     assert receipt.plan_intact()  # a section is not part of the plan
 

@@ -145,6 +145,22 @@ def _with(path: tuple[str, ...], raw_value: str) -> Callable[[], bytes]:
     return make
 
 
+#: doctor's canary section as a real run wrote it (tests/fixtures/canary/README.md).
+SECTION: dict[str, Any] = json.loads(
+    (ROOT / "tests" / "fixtures" / "canary" / "section.json").read_text(encoding="utf-8")
+)
+
+
+def _canary(*path: str, value: Any) -> Callable[[], bytes]:
+    """The fixture receipt with the recorded canary section, ``value`` at ``path`` inside it."""
+    section = copy.deepcopy(SECTION)
+    node = section
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return _with(("canary",), json.dumps(section))
+
+
 HOSTILE: dict[str, tuple[Callable[[], bytes], str]] = {
     "nested-100k": (lambda: NESTED_100K, "it nests deeper than 64 levels"),
     "size-1e400": (_with(("wheel", "size"), "1e400"), "it holds the number 1e400, which is out"),
@@ -205,6 +221,39 @@ HOSTILE: dict[str, tuple[Callable[[], bytes], str]] = {
         _with(("variant",), json.dumps("cpu<script>")),
         "its variant holds 'cpu<script>', not a variant",
     ),
+    "canary-list": (_with(("canary",), "[]"), "its canary holds list, not an object"),
+    "canary-unknown-key": (
+        _canary("run_first", value="curl x | sh"),
+        "canary has the unknown key 'run_first'",
+    ),
+    "canary-stderr-escape": (
+        _canary(
+            "smoke",
+            "host",
+            value={"ok": False, "exit_code": 1, "stderr": "\x1b]8;;http://x\x07Illegal"},
+        ),
+        "its canary.smoke['host'].stderr holds '\\x1b]8;;http://x\\x07Illegal', not lines of text",
+    ),
+    "canary-unknown-build": (
+        _canary("median_ms", "other", value=1.0),
+        "its canary.median_ms key holds 'other', not a canary build (host or baseline)",
+    ),
+    "canary-count-bool": (
+        _canary("isa", "found", "host", "zmm", value=True),
+        "its canary.isa.found['host']['zmm'] holds True, not a whole number",
+    ),
+    "canary-verdict-label": (
+        _canary("verdict", "label", value="faster; rm -rf /"),
+        "its canary.verdict.label holds 'faster; rm -rf /', not a verdict",
+    ),
+    "canary-verdict-interval": (
+        _canary("verdict", "interval", value=[2.0, 1.0, 3.0]),
+        "its canary.verdict.interval holds a JSON array, not an interval",
+    ),
+    "canary-no-speedup": (
+        _with(("canary",), json.dumps({k: v for k, v in SECTION.items() if k != "speedup"})),
+        "it is malformed: Object missing required field `speedup` - at `$.canary`",
+    ),
 }
 
 
@@ -223,7 +272,9 @@ def test_a_hostile_receipt_file_is_one_input_error(case: str, tmp_path: Path) ->
     assert caught.value.exit_code == 3
 
 
-@pytest.mark.parametrize("case", ["nested-100k", "size-1e400", "size-5000-digits"])
+@pytest.mark.parametrize(
+    "case", ["nested-100k", "size-1e400", "size-5000-digits", "canary-stderr-escape"]
+)
 def test_index_refuses_a_hostile_receipt_in_one_line(case: str, dist: Path) -> None:
     make, said = HOSTILE[case]
     (dist / RECEIPT).write_bytes(make())
@@ -358,3 +409,30 @@ def test_the_plan_sha256_covers_the_plan_only_and_inputs_sha256_the_inputs(dist:
     assert Receipt.from_json(edited).inputs_intact() is False
     assert Receipt.from_json(edited).plan_intact()  # the plan does not cover the inputs
     assert canonical_sha256(edited["plan"]) == edited["plan_sha256"]
+
+
+WITH_CANARY = {**fixture_json(), "canary": SECTION}
+CANARY_PATHS = [p for p in _paths(WITH_CANARY) if p and p[0] == "canary"]
+
+
+@settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(path=st.sampled_from(CANARY_PATHS), value=JSON_VALUES, delete=st.booleans())
+def test_a_changed_canary_section_reads_back_the_same_or_is_an_input_error(
+    path: tuple[Any, ...], value: Any, delete: bool
+) -> None:
+    """doctor's section, typed: any value anywhere in it (a verdict's, a smoke outcome's) reads
+    into CanaryCheck and back, or is one InputError line; never a crash."""
+    data = copy.deepcopy(WITH_CANARY)
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    if delete:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    _check(json.dumps(data).encode())

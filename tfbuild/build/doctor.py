@@ -10,30 +10,44 @@ the ``speedup`` of the host-targeted build.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from tfbuild.build.publish import update_receipt
 from tfbuild.build.run import BuildRun, ca_bundle_from, proxies_from
 from tfbuild.core import serial
+from tfbuild.core.controls import printable, printable_line
 from tfbuild.core.engine import DockerEngine, EngineInfo, Mount
 from tfbuild.core.errors import EnvironmentProblem, Interrupted, TfbuildError
 from tfbuild.core.image_failure import ImageUnavailable
-from tfbuild.core.stats import FASTER, UNDECIDED, sequential
+from tfbuild.core.stats import FASTER, UNDECIDED, Verdict, sequential
 from tfbuild.detect.host import HostFacts, host_facts
 from tfbuild.plan import GIB, MIB, BuildPlan
 from tfbuild.plan.here import plan_here
 from tfbuild.plan.options import PlanOptions
 from tfbuild.plan.resources import DISK_NEEDED_GIB, JOB_MIB, few_cpus
 from tfbuild.recipes import canary
+from tfbuild.wheel.receipt import (
+    CANARY_BUILDS,
+    INSTRUCTIONS,
+    MAX_COUNT,
+    MAX_SIZE,
+    CanaryBuildName,
+    CanaryCheck,
+    Instruction,
+    InstructionCheck,
+    SmokeOutcome,
+    json_depth,
+)
 
 Status = Literal["ok", "warn", "fail", "skip"]
 #: Storage drivers that make a multi-gigabyte build slow or fragile.
@@ -53,13 +67,35 @@ class Check:
 
 
 @dataclass(frozen=True, kw_only=True)
+class CanaryBuild:
+    """One of the canary's two builds, as doctor reports it."""
+
+    wheel: Path
+    receipt: Path
+    target: str
+    cflags: tuple[str, ...]
+    seconds: float  # the build's, to a tenth
+    toolchain_image_built: bool
+    sha256: str  # the wheel's
+
+
+@dataclass(frozen=True, kw_only=True)
+class CanaryReport(CanaryCheck):
+    """The canary in ``doctor --json``: the section it adds to the host wheel's receipt, then the
+    base image both builds were made on and each build."""
+
+    base_image: str
+    builds: dict[CanaryBuildName, CanaryBuild]
+
+
+@dataclass(frozen=True, kw_only=True)
 class DoctorReport:
     """Every check, in the order run, and the canary's report (None when it did not run)."""
 
     schema: Literal["tfbuild.doctor/1"] = "tfbuild.doctor/1"
     ok: bool = field(init=False)  # no check failed
     checks: tuple[Check, ...] = ()
-    canary: dict[str, Any] | None = None
+    canary: CanaryReport | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ok", all(c.status != "fail" for c in self.checks))
@@ -236,11 +272,13 @@ def canary_failure(exc: TfbuildError, base_check: Check) -> Check:
     return Check(name="canary build", status="fail", detail=detail, fix=exc.fix)
 
 
-def expected_instructions(plan: BuildPlan) -> list[str]:
+def expected_instructions(plan: BuildPlan) -> list[Instruction]:
     """What the host build's machine code must contain: the widest vectors and FMA, when planned."""
     enabled = {c.feature for c in plan.coverage if c.flag}
-    expected = ["zmm"] if "AVX512F" in enabled else ["ymm"] if "AVX2" in enabled else []
-    return [*expected, "fma"] if "FMA" in enabled else expected
+    vectors: list[Instruction] = (
+        ["zmm"] if "AVX512F" in enabled else ["ymm"] if "AVX2" in enabled else []
+    )
+    return [*vectors, "fma"] if "FMA" in enabled else vectors
 
 
 def run_canary(
@@ -252,12 +290,16 @@ def run_canary(
     say: Callable[[str], None],
     verbose: bool = False,
     quiet: bool = False,
-) -> dict[str, Any]:
+) -> CanaryReport:
     """Build the canary for this machine and for x86_64, smoke both, check and time them (each
     build's progress shown as a build shows it, ``[doctor] ...``, unless ``quiet``)."""
-    builds: dict[str, Any] = {}
-    plans: dict[str, BuildPlan] = {}
-    for name, target in (("host", None), ("baseline", "x86_64")):
+    builds = {}
+    plans: dict[CanaryBuildName, BuildPlan] = {}
+    targets: tuple[tuple[CanaryBuildName, str | None], ...] = (
+        ("host", None),
+        ("baseline", "x86_64"),
+    )
+    for name, target in targets:
         say(f"canary: building the {name} wheel (STAND-IN source, real pipeline)")
         args = PlanOptions(
             canary=True,
@@ -273,64 +315,91 @@ def run_canary(
     host, baseline = builds["host"], builds["baseline"]
     say("canary: smoke (install, import, run), instruction check and timing in the toolchain image")
     probe = _probe(engine, host.data.inputs.toolchain_image, host.wheel, baseline.wheel)
-    expected = expected_instructions(plans["host"])
-    counts = probe.get("instructions", {})
+    section = canary_check(probe, expected_instructions(plans["host"]))
+    update_receipt(host.receipt, "canary", section)
+    return CanaryReport(
+        **{f.name: getattr(section, f.name) for f in dataclasses.fields(CanaryCheck)},
+        base_image=base,
+        builds={
+            name: CanaryBuild(
+                wheel=result.wheel,
+                receipt=result.receipt,
+                target=result.data.target,
+                cflags=tuple(result.data.cflags),
+                seconds=round(result.seconds, 1),
+                toolchain_image_built=result.image_built,
+                sha256=result.sha256,
+            )
+            for name, result in builds.items()
+        },
+    )
+
+
+def canary_check(probe: CanaryProbe, expected: Sequence[Instruction]) -> CanaryCheck:
+    """The canary's section from what its probe found: the instruction check (the host build holds
+    every ``expected`` instruction, the baseline none of the three), each wheel's smoke, and the
+    kernels' timing judged by core.stats 15 pairs at a time."""
+    counts = probe.instructions
     isa_ok = (
         bool(counts)
         and all(counts["host"].get(m, 0) > 0 for m in expected)
-        and not any(counts["baseline"].get(m, 0) for m in ("zmm", "ymm", "fma"))
+        and not any(counts["baseline"].get(m, 0) for m in INSTRUCTIONS)
     )
-    seconds = probe.get("seconds", {})
-    medians = {k: statistics.median(v) for k, v in seconds.items()}
+    seconds = probe.seconds
+    medians = {name: statistics.median(times) for name, times in seconds.items()}
     judged = (
         sequential(seconds["host"], seconds["baseline"], per_look=CANARY_PAIRS_PER_LOOK)
-        if len(medians) == 2
+        if seconds
         else None
     )
-    section = {
-        "standin": True,
-        "isa": {"expected": expected, "found": counts, "ok": isa_ok},
-        "smoke": {k: {"ok": v["ok"]} | ({} if v["ok"] else v) for k, v in probe["smoke"].items()},
-        "median_ms": {k: round(v * 1e3, 3) for k, v in medians.items()},
-        "rounds": len(seconds.get("host", [])),
-        "speedup": None if judged is None else round(judged.ratio, 2),
-        "verdict": None if judged is None else serial.to_data(judged),
-    }
-    update_receipt(host.receipt, "canary", section)
-    return {
-        **section,
-        "base_image": base,
-        "builds": {
-            name: {
-                "wheel": str(result.wheel),
-                "receipt": str(result.receipt),
-                "target": result.data.target,
-                "cflags": list(result.data.cflags),
-                "seconds": round(result.seconds, 1),
-                "toolchain_image_built": result.image_built,
-                "sha256": result.sha256,
-            }
-            for name, result in builds.items()
-        },
-    }
+    return CanaryCheck(
+        isa=InstructionCheck(expected=tuple(expected), found=counts, ok=isa_ok),
+        smoke={name: _outcome(probe.smoke[name]) for name in CANARY_BUILDS},
+        median_ms={name: round(value * 1e3, 3) for name, value in medians.items()},
+        rounds=len(seconds.get("host", ())),
+        speedup=None if judged is None else round(judged.ratio, 2),
+        verdict=judged,
+    )
+
+
+def _outcome(found: ProbeSmoke) -> SmokeOutcome:
+    """A wheel's smoke as the receipt keeps it: ok, or its exit code and its errors' last lines."""
+    if found.ok:
+        return SmokeOutcome(ok=True)
+    return SmokeOutcome(
+        ok=False,
+        exit_code=serial.UNSET if found.exit_code is None else found.exit_code,
+        stderr=serial.UNSET if found.stderr is None else _last_lines(found.stderr),
+    )
+
+
+#: What a receipt keeps of a canary wheel's errors: the last lines, at most so many characters.
+STDERR_KEPT_LINES, STDERR_KEPT_CHARS = 20, 2000
+
+
+def _last_lines(text: str) -> str:
+    """The end of a program's errors, shown text only (no escape sequence, no control character
+    but line breaks and tabs: core.controls), as a receipt may hold them."""
+    lines = printable(text).splitlines()[-STDERR_KEPT_LINES:]
+    return "\n".join(lines)[-STDERR_KEPT_CHARS:]
 
 
 # --- the canary's findings in words (the JSON keeps the numbers) ----------------------------------------
 
 
-def _counts(found: dict[str, int]) -> str:
+def _counts(found: dict[Instruction, int]) -> str:
     """``32 zmm, 0 ymm, 6 fma``: how many instructions of each kind a library holds."""
-    return ", ".join(f"{found.get(m, 0)} {m}" for m in ("zmm", "ymm", "fma"))
+    return ", ".join(f"{found.get(m, 0)} {m}" for m in INSTRUCTIONS)
 
 
-def isa_text(expected: list[str], found: dict[str, dict[str, int]]) -> str:
+def isa_text(isa: InstructionCheck) -> str:
     """The instruction check as a sentence: what the host build was to use, and what was counted."""
-    wanted = " and ".join(expected) or "no vector extensions"
-    if not found:
+    wanted = " and ".join(isa.expected) or "no vector extensions"
+    if not isa.found:
         return f"host build to use {wanted}: no instructions counted (the probe did not run)"
     return (
-        f"host build uses {wanted} ({_counts(found.get('host', {}))} instructions), "
-        f"the baseline none ({_counts(found.get('baseline', {}))})"
+        f"host build uses {wanted} ({_counts(isa.found.get('host', {}))} instructions), "
+        f"the baseline none ({_counts(isa.found.get('baseline', {}))})"
     )
 
 
@@ -338,42 +407,141 @@ def isa_text(expected: list[str], found: dict[str, dict[str, int]]) -> str:
 CANARY_PAIRS_PER_LOOK = 15
 
 
-def speedup_text(found: Mapping[str, Any] | None, median_ms: dict[str, float]) -> str:
-    """The timing as a sentence: the verdict (JSON of a core.stats.Verdict), each median with its
-    unit."""
+def speedup_text(found: Verdict | None, median_ms: dict[CanaryBuildName, float]) -> str:
+    """The timing as a sentence: core.stats' verdict, each median with its unit."""
     if found is None:
         return "the canary kernels could not be timed"
     medians = " and ".join(
-        f"{median_ms[name]:.3f} ms {name}" for name in ("host", "baseline") if name in median_ms
+        f"{median_ms[name]:.3f} ms {name}" for name in CANARY_BUILDS if name in median_ms
     )
-    low, high = found["interval"]
-    if found["label"] == UNDECIDED:
-        reach = f"±{found['spread'] * 100:.0f}%"
-        said = f"undecided: {found['ratio']:.2f}x ({reach}) the speed of the x86_64 build"
+    low, high = found.interval
+    if found.label == UNDECIDED:
+        reach = f"±{found.spread * 100:.0f}%"
+        said = f"undecided: {found.ratio:.2f}x ({reach}) the speed of the x86_64 build"
     else:
         said = (
-            f"{found['label']}: {found['ratio']:.2f}x ({low:.2f}-{high:.2f}) the speed of the "
+            f"{found.label}: {found.ratio:.2f}x ({low:.2f}-{high:.2f}) the speed of the "
             "x86_64 build"
         )
-    pairs = found["n_candidate"]
+    pairs = found.n_candidate
     return f"the host-targeted canary kernel is {said} ({pairs} alternating pairs: {medians})"
 
 
-def smoke_failure_text(smoke: dict[str, dict[str, Any]]) -> str:
+def smoke_failure_text(smoke: dict[CanaryBuildName, SmokeOutcome]) -> str:
     """Which canary wheel did not run, with its exit code and last line of errors."""
     parts = []
-    for name, outcome in smoke.items():
-        if outcome.get("ok"):
+    for name in CANARY_BUILDS:
+        outcome = smoke.get(name, SmokeOutcome(ok=False))
+        if outcome.ok:
             continue
-        said = [f"exit {outcome['exit_code']}"] if outcome.get("exit_code") is not None else []
-        lines = str(outcome.get("stderr") or outcome.get("error") or "").strip().splitlines()
+        said = [f"exit {outcome.exit_code}"] if isinstance(outcome.exit_code, int) else []
+        errors = outcome.stderr if isinstance(outcome.stderr, str) else ""
+        lines = errors.strip().splitlines()
         if lines:
             said.append(lines[-1].strip())
         parts.append(f"the {name} wheel did not run" + (f" ({': '.join(said)})" if said else ""))
     return "; ".join(parts) or "a canary wheel did not run"
 
 
-def _probe(engine: DockerEngine, image: str, host: Path, baseline: Path) -> dict[str, Any]:
+# --- the canary's probe, run in the toolchain image: what it prints is untrusted --------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeSmoke:
+    """One wheel's smoke as the probe printed it (probe.py's ``install``)."""
+
+    ok: bool
+    exit_code: int | None = None
+    stderr: str | None = None
+    checksum: float | None = None  # the kernel's result, when it ran
+    library: str | None = None  # where the wheel's library was installed, in the container
+
+
+@dataclass(frozen=True, kw_only=True)
+class CanaryProbe:
+    """What the canary's probe printed (its one JSON line), decoded strictly: each wheel's smoke,
+    and when both ran, the instructions counted in each library and each kernel's seconds per
+    call, timed in alternating pairs."""
+
+    smoke: dict[CanaryBuildName, ProbeSmoke]
+    instructions: dict[CanaryBuildName, dict[Instruction, int]] = field(default_factory=dict)
+    seconds: dict[CanaryBuildName, tuple[float, ...]] = field(default_factory=dict)
+
+
+#: Bounds on the probe's line: it prints about 4 KB, nested three levels, 75 pairs of timings.
+MAX_PROBE_LINE, MAX_PROBE_DEPTH, MAX_PROBE_PAIRS = 1 << 20, 8, 10_000
+#: The calls of the canary kernel believed: it takes milliseconds. Within these, every figure of the
+#: verdict (a ratio below 1e9, its interval's cap) is one a receipt's decoder reads back.
+MIN_PROBE_SECONDS, MAX_PROBE_SECONDS = 1e-6, 600.0
+
+
+def decode_probe(lines: Sequence[str], *, exit_code: int) -> CanaryProbe:
+    """The probe's result from the lines its container printed: the last one that starts with
+    ``{``, decoded strictly. A probe that printed none is a failed smoke of the host wheel, with the
+    container's exit code and last lines; one whose result cannot be read (too long or deep, not
+    JSON, not the probe's fields, impossible values) is one too, its last line saying why."""
+    found = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("{")), None)
+    if found is None:
+        return _not_run(exit_code, "\n".join(lines[-STDERR_KEPT_LINES:]))
+    try:
+        return _probed(lines[found])
+    except ValueError as exc:  # serial.DecodeFailure and json's errors too
+        others = [*lines[:found], *lines[found + 1 :]][-STDERR_KEPT_LINES:]
+        why = printable_line(str(exc))[:500]
+        return _not_run(
+            exit_code, "\n".join([*others, f"tfbuild cannot read the probe's result: {why}"])
+        )
+
+
+def _not_run(exit_code: int, stderr: str) -> CanaryProbe:
+    return CanaryProbe(
+        smoke={
+            "host": ProbeSmoke(ok=False, exit_code=exit_code, stderr=stderr),
+            "baseline": ProbeSmoke(ok=False),
+        }
+    )
+
+
+def _not_json(text: str) -> None:
+    raise ValueError(f"it holds {text}, which is not JSON")
+
+
+def _probed(line: str) -> CanaryProbe:
+    """The probe's line decoded and checked; a ValueError says why it cannot be read."""
+    if len(line) > MAX_PROBE_LINE:
+        raise ValueError(f"it is longer than {MAX_PROBE_LINE} characters")
+    if json_depth(line.encode("utf-8", "replace"), limit=MAX_PROBE_DEPTH) > MAX_PROBE_DEPTH:
+        raise ValueError(
+            f"it nests deeper than {MAX_PROBE_DEPTH} levels, or its brackets do not pair"
+        )
+    probe = serial.from_data(json.loads(line, parse_constant=_not_json), CanaryProbe)
+    missing = [name for name in CANARY_BUILDS if name not in probe.smoke]
+    if missing:
+        raise ValueError(f"it has no smoke of the {missing[0]} wheel")
+    for name, smoke in probe.smoke.items():
+        if smoke.exit_code is not None and abs(smoke.exit_code) > MAX_COUNT:
+            raise ValueError(f"the {name} wheel's exit code is {smoke.exit_code}")
+    for part, values in (("instructions", probe.instructions), ("seconds", probe.seconds)):
+        if values and set(values) != set(CANARY_BUILDS):
+            raise ValueError(f"its {part} are not those of both wheels")
+    counts = [n for found in probe.instructions.values() for n in found.values()]
+    if not all(0 <= n <= MAX_SIZE for n in counts):
+        raise ValueError("it holds an instruction count out of range")
+    times = probe.seconds
+    if times:
+        pairs = len(times["host"])
+        if len(times["baseline"]) != pairs or not 1 <= pairs <= MAX_PROBE_PAIRS:
+            raise ValueError(f"its timings are not pairs (as many of each, 1 to {MAX_PROBE_PAIRS})")
+        every = (*times["host"], *times["baseline"])
+        if not all(MIN_PROBE_SECONDS <= t <= MAX_PROBE_SECONDS for t in every):
+            raise ValueError(
+                f"it holds a timing out of range ({MIN_PROBE_SECONDS:g} to "
+                f"{MAX_PROBE_SECONDS:g} seconds)"
+            )
+    return probe
+
+
+def _probe(engine: DockerEngine, image: str, host: Path, baseline: Path) -> CanaryProbe:
     lines: list[str] = []
     result = engine.run(
         image,
@@ -394,16 +562,7 @@ def _probe(engine: DockerEngine, image: str, host: Path, baseline: Path) -> dict
         env={"HOME": "/tmp"},
         on_line=lines.append,
     )
-    for line in reversed(lines):
-        if line.startswith("{"):
-            data: dict[str, Any] = json.loads(line)
-            return data
-    return {
-        "smoke": {
-            "host": {"ok": False, "exit_code": result.exit_code, "stderr": "\n".join(lines[-20:])},
-            "baseline": {"ok": False},
-        }
-    }
+    return decode_probe(lines, exit_code=result.exit_code)
 
 
 # --- the doctor -------------------------------------------------------------------------------------
@@ -438,9 +597,9 @@ def _diagnose(
     say: Callable[[str], None],
     verbose: bool,
     quiet: bool = False,
-) -> dict[str, Any] | None:
+) -> CanaryReport | None:
     """Run the checks, each said through ``add``; the canary's report, None when it did not run."""
-    canary_report: dict[str, Any] | None = None
+    canary_report: CanaryReport | None = None
     try:
         engine = DockerEngine.connect()
     except TfbuildError as exc:
@@ -479,41 +638,41 @@ def _diagnose(
         finally:
             if dist is None:
                 shutil.rmtree(holder, ignore_errors=True)
-        host = canary_report["builds"]["host"]
+        host = canary_report.builds["host"]
         add(
             Check(
                 name="canary build",
                 status="ok",
                 detail=f"both wheels built through the pipeline in {time.monotonic() - started:.0f} s "
-                f"(host target {host['target']}: {' '.join(host['cflags'])})",
+                f"(host target {host.target}: {' '.join(host.cflags)})",
             )
         )
-        smoke_ok = all(s["ok"] for s in canary_report["smoke"].values())
+        smoke_ok = canary_report.smoke_ok
         add(
             Check(
                 name="canary smoke",
                 status="ok" if smoke_ok else "fail",
                 detail="both wheels install, import and run"
                 if smoke_ok
-                else smoke_failure_text(canary_report["smoke"]),
+                else smoke_failure_text(canary_report.smoke),
                 fix="" if smoke_ok else "Read the canary's build log; report it if it persists.",
             )
         )
-        isa = canary_report["isa"]
+        isa = canary_report.isa
         add(
             Check(
                 name="instruction set",
-                status="ok" if isa["ok"] else "fail",
-                detail=isa_text(isa["expected"], isa["found"]),
-                fix="" if isa["ok"] else "The planned flags did not reach the compiler: report it.",
+                status="ok" if isa.ok else "fail",
+                detail=isa_text(isa),
+                fix="" if isa.ok else "The planned flags did not reach the compiler: report it.",
             )
         )
-        found = canary_report["verdict"]
+        found = canary_report.judged
         add(
             Check(
                 name="speedup",
-                status="ok" if found and found["label"] == FASTER else "warn",
-                detail=speedup_text(found, canary_report["median_ms"]),
+                status="ok" if found is not None and found.label == FASTER else "warn",
+                detail=speedup_text(found, canary_report.median_ms),
             )
         )
     finally:

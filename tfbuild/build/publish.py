@@ -10,7 +10,6 @@ import stat
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from tfbuild.core.errors import (
     InputError,
@@ -28,6 +27,7 @@ from tfbuild.core.files import (
 from tfbuild.core.stopping import Stopped
 from tfbuild.wheel.receipt import (
     SECTIONS,
+    CanaryCheck,
     Receipt,
     read_receipt,
     receipt_path,
@@ -157,12 +157,12 @@ def _cannot_publish(dist: Path, exc: OSError, *, needed: int, what: str) -> Inpu
     )
 
 
-def update_receipt(receipt: Path, key: str, value: Any) -> None:
+def update_receipt(receipt: Path, key: str, value: CanaryCheck) -> None:
     """Add one section to a published receipt (the canary's instruction-set check and speedup),
     whole and under the lock of its ``dist/``, as the build published it."""
     with locked(receipt.parent / DIST_LOCK):
         found = read_receipt(receipt)
         if key not in SECTIONS:
             raise ValueError(f"{key!r} is a field of the receipt, not a section to add")
-        text = json.dumps(replace(found, **{key: value}).to_json(), indent=2)
+        text = json.dumps(replace(found, canary=value).to_json(), indent=2)  # the one section
         write_files(receipt.parent, {receipt.name: (text + "\n", 0o644)})

@@ -27,11 +27,17 @@ import types
 import typing
 from collections.abc import Mapping
 from pathlib import PurePath
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 
 T = TypeVar("T")
+
+#: The default of a field whose key older writers left out (``x: int | Unset = UNSET``): a field
+#: that holds it is written as no key, and a key that is absent reads as it, so that what was read
+#: is written back the same (None stays ``null``).
+UNSET: Final = msgspec.UNSET
+Unset = msgspec.UnsetType
 
 
 class DecodeFailure(ValueError):
@@ -137,7 +143,9 @@ def _refuse_unknown_keys(data: Any, kind: Any, where: str) -> None:
         if not isinstance(data, Mapping):
             return  # msgspec says what was expected
         hints = typing.get_type_hints(kind, include_extras=True)
-        declared = {field.name for field in dataclasses.fields(kind) if field.init}
+        # A field computed in __post_init__ (init=False) is read too, then computed again when the
+        # value is made through its __init__ (_complete): the data written holds it.
+        declared = {field.name for field in dataclasses.fields(kind)}
         for key, value in data.items():
             if key not in declared:
                 raise DecodeFailure(f"Object contains unknown field `{key}`", where=where)

@@ -36,6 +36,7 @@ from tfbuild.core import serial
 from tfbuild.core.controls import control_in
 from tfbuild.core.errors import InputError
 from tfbuild.core.files import read_input
+from tfbuild.core.stats import LABELS, Verdict
 from tfbuild.core.variants import Variant
 
 SCHEMA: Final = "tfbuild.receipt/2"
@@ -209,6 +210,64 @@ class BuildAttempt:
     seconds: float
 
 
+#: The canary's two builds (``tfbuild doctor``): for this machine, and for the x86_64 baseline.
+CanaryBuildName = Literal["host", "baseline"]
+CANARY_BUILDS: tuple[CanaryBuildName, ...] = ("host", "baseline")
+#: The instructions the canary's probe counts in each build's library (objdump): 512-bit and
+#: 256-bit vector registers, and fused multiply-adds.
+Instruction = Literal["zmm", "ymm", "fma"]
+INSTRUCTIONS: tuple[Instruction, ...] = ("zmm", "ymm", "fma")
+#: The most characters of a canary wheel's errors a receipt may hold (doctor keeps the last 2000).
+MAX_STDERR = 16384
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstructionCheck:
+    """The canary's instruction check: the host build holds what its plan enabled (``expected``),
+    the baseline none of them."""
+
+    expected: tuple[Instruction, ...]  # the widest vectors and FMA, when planned
+    #: Each build's counts (an instruction not counted is absent); empty when none were counted.
+    found: dict[CanaryBuildName, dict[Instruction, int]]
+    ok: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmokeOutcome:
+    """Whether a canary wheel installed, imported and ran; when it did not, its exit code and the
+    last lines of its errors (keys absent when there is none to say)."""
+
+    ok: bool
+    exit_code: int | serial.Unset = serial.UNSET
+    stderr: str | serial.Unset = serial.UNSET  # its last lines
+
+
+@dataclass(frozen=True, kw_only=True)
+class CanaryCheck:
+    """doctor's canary section of the host build's receipt: its instruction check, both wheels'
+    smoke, and their kernels timed side by side."""
+
+    standin: bool = True  # the canary is a STAND-IN, not TensorFlow
+    isa: InstructionCheck
+    smoke: dict[CanaryBuildName, SmokeOutcome]
+    median_ms: dict[CanaryBuildName, float]  # each kernel's median milliseconds per call
+    rounds: int  # pairs timed
+    speedup: float | None  # the verdict's ratio to two decimals; None: not timed
+    #: core.stats' verdict over the pairs (None: not timed); no key in a receipt written before
+    #: tfbuild kept it, and none written back.
+    verdict: Verdict | serial.Unset | None = serial.UNSET
+
+    @property
+    def judged(self) -> Verdict | None:
+        """The timing's verdict, None when there is none."""
+        return self.verdict if isinstance(self.verdict, Verdict) else None
+
+    @property
+    def smoke_ok(self) -> bool:
+        """Both wheels installed, imported and ran."""
+        return all(self.smoke.get(name, SmokeOutcome(ok=False)).ok for name in CANARY_BUILDS)
+
+
 #: Sections other commands add to a published receipt (``update_receipt``): doctor's canary check.
 SECTIONS = ("canary",)
 
@@ -249,10 +308,10 @@ class Receipt:
     plan: dict[str, Any]
     #: doctor's canary check (instruction sets found, speedup), added to the published receipt by
     #: ``update_receipt``; written only once added.
-    canary: dict[str, Any] | None = None
+    canary: CanaryCheck | None = None
 
     @property
-    def sections(self) -> dict[str, dict[str, Any]]:
+    def sections(self) -> dict[str, CanaryCheck]:
         """The sections other commands added, by name."""
         return {"canary": self.canary} if self.canary is not None else {}
 
@@ -331,7 +390,7 @@ class Receipt:
         checked = _RECEIPT(found, "the receipt")
         try:
             return serial.from_data({**checked, "schema": SCHEMA}, Receipt)
-        except serial.DecodeFailure as exc:  # not reached: every value was checked to its type
+        except serial.DecodeFailure as exc:  # every value was checked: a required key is absent
             raise InvalidReceipt(f"it is malformed: {exc}") from None
 
 
@@ -731,6 +790,86 @@ _ATTEMPT_KEYS: dict[str, Check] = {
     "seconds": _seconds,
 }
 _ATTEMPT = _record(_ATTEMPT_KEYS, required=tuple(_ATTEMPT_KEYS))
+
+
+# --- doctor's canary section -------------------------------------------------------------------------
+
+
+def _one_of(values: tuple[str, ...], wanted: str) -> Check:
+    def check(value: Any, name: str) -> str:
+        if not isinstance(value, str) or value not in values:
+            raise _bad(name, value, wanted)
+        return value
+
+    return check
+
+
+_canary_build = _one_of(CANARY_BUILDS, "a canary build (host or baseline)")
+_instruction = _one_of(INSTRUCTIONS, "an instruction (zmm, ymm or fma)")
+
+
+def _instructions(value: Any, name: str) -> list[str]:
+    found: list[str] = _each(_instruction)(value, name)
+    if len(set(found)) != len(found):
+        raise _bad(name, value, "instructions, each once")
+    return found
+
+
+def _stderr(value: Any, name: str) -> str:
+    """The last lines of a program's errors: bounded text whose only controls are line breaks and
+    tabs (core.controls)."""
+    if not isinstance(value, str) or len(value) > MAX_STDERR:
+        raise _bad(name, value, f"text (at most {MAX_STDERR} characters)")
+    if control_in(value.replace("\n", " ").replace("\t", " ")) is not None:
+        raise _bad(name, value, "lines of text (no controls but line breaks and tabs)")
+    return value
+
+
+def _interval(value: Any, name: str) -> list[float]:
+    found: list[float] = _each(_seconds)(value, name)
+    if len(found) != 2 or found[0] > found[1]:
+        raise _bad(name, value, "an interval (two numbers, low then high)")
+    return found
+
+
+_VERDICT_KEYS: dict[str, Check] = {
+    "label": _one_of(LABELS, f"a verdict ({', '.join(LABELS)})"),
+    "ratio": _seconds,  # a non-negative finite number, as each figure here
+    "interval": _interval,
+    "confidence": _seconds,
+    "margin": _seconds,
+    "paired": _bool,
+    "n_candidate": _count,
+    "n_baseline": _count,
+    "looks": _count,
+    "cv_candidate": _seconds,
+    "cv_baseline": _seconds,
+    "spread": _seconds,  # computed again from the interval when the Verdict is made
+}
+_VERDICT = _record(_VERDICT_KEYS, required=tuple(_VERDICT_KEYS))
+
+_SMOKE_OUTCOME = _record({"ok": _bool, "exit_code": _integer, "stderr": _stderr}, required=("ok",))
+#: doctor's canary section (CanaryCheck); ``speedup`` has no default: its absence is refused by
+#: the type.
+_CANARY = _record(
+    {
+        "standin": _bool,
+        "isa": _record(
+            {
+                "expected": _instructions,
+                "found": _pairs(_canary_build, _pairs(_instruction, _count)),
+                "ok": _bool,
+            },
+            required=("expected", "found", "ok"),
+        ),
+        "smoke": _pairs(_canary_build, _SMOKE_OUTCOME),
+        "median_ms": _pairs(_canary_build, _seconds),
+        "rounds": _count,
+        "speedup": _maybe(_seconds),
+        "verdict": _maybe(_VERDICT),
+    },
+    required=("isa", "smoke", "median_ms", "rounds"),
+)
 #: The receipt's keys, each with its check, in the order they are checked.
 _RECEIPT = _record(
     {
@@ -755,7 +894,7 @@ _RECEIPT = _record(
         "floor": _maybe(_FLOOR),
         "processes": _pairs(_text, _count),
         "remote_cache_hits": _maybe(_count),
-        "canary": _object,
+        "canary": _CANARY,
     },
     required=("plan_sha256",),
     top=True,
