@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import signal
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from tfbuild.core.errors import InputError, Interrupted
 from tfbuild.core.files import held_signals
 from tfbuild.core.stopping import Stopped, stop_on_signals
 from tfbuild.plan import PlanOptions, make_plan, with_jobs
+from tfbuild.plan.bazel import bazel_command
 from tfbuild.recipes.images import load_base_images
 from tfbuild.recipes.recipe import load_recipes
 
@@ -60,15 +62,16 @@ def test_a_retry_plan_halves_the_jobs_and_says_why() -> None:
     recipe = load_recipes().get("2.21")
     host = recorded_host("zen4", memory_gib=64, disk_gib=200, build_cpus=16)
     plan = make_plan(PlanOptions(), recipe, host, base_images=load_base_images())
-    assert "--jobs=16" in plan.build_options
+    assert "--jobs=16" in bazel_command(plan).build
     retry = with_jobs(plan, 8, why="--jobs=16 ran out of memory (OOM kill)")
-    assert "--jobs=8" in retry.build_options and "--jobs=16" not in retry.build_options
     assert retry.resources.jobs == 8
     assert retry.reasons[-1].why == "--jobs=16 ran out of memory (OOM kill)"
     assert plan.resources.jobs == 16  # the original plan is untouched (frozen)
-    assert [o for o in retry.build_options if not o.startswith("--jobs=")] == [
-        o for o in plan.build_options if not o.startswith("--jobs=")
-    ]
+    # Only the jobs changed: bazel's command made from the retry differs in --jobs alone.
+    assert replace(retry, reasons=plan.reasons) == replace(plan, resources=retry.resources)
+    before, after = bazel_command(plan), bazel_command(retry)
+    assert after.startup == before.startup
+    assert after.build == ("--jobs=8", *before.build[1:]) and "--jobs=16" not in after.build
 
 
 def test_proxies_pass_through_in_both_spellings_and_empty_ones_do_not() -> None:
@@ -196,7 +199,18 @@ def test_a_receipt_is_updated_under_the_dist_lock(tmp_path: Path) -> None:
 
     from tests.receipts import make_receipt
     from tfbuild.build.publish import update_receipt
+    from tfbuild.core import serial
     from tfbuild.core.files import DIST_LOCK
+    from tfbuild.wheel.receipt import CanaryCheck, InstructionCheck, SmokeOutcome, read_receipt
+
+    section = CanaryCheck(  # a canary whose probe printed nothing
+        isa=InstructionCheck(expected=("zmm",), found={}, ok=False),
+        smoke={"host": SmokeOutcome(ok=False, exit_code=1), "baseline": SmokeOutcome(ok=False)},
+        median_ms={},
+        rounds=0,
+        speedup=None,
+        verdict=None,
+    )
 
     wheel = tmp_path / "tensorflow_cpu-2.21.0-cp311-cp311-linux_x86_64.whl"
     wheel.write_bytes(b"stand-in")
@@ -205,7 +219,7 @@ def test_a_receipt_is_updated_under_the_dist_lock(tmp_path: Path) -> None:
     receipt.write_text(json.dumps(original))
     with (tmp_path / DIST_LOCK).open("a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        worker = threading.Thread(target=update_receipt, args=(receipt, "canary", {"ok": True}))
+        worker = threading.Thread(target=update_receipt, args=(receipt, "canary", section))
         worker.start()
         worker.join(timeout=0.5)
         assert worker.is_alive(), "the update did not wait for the lock"
@@ -213,7 +227,8 @@ def test_a_receipt_is_updated_under_the_dist_lock(tmp_path: Path) -> None:
         fcntl.flock(held, fcntl.LOCK_UN)
     worker.join(timeout=60)
     assert not worker.is_alive()
-    assert json.loads(receipt.read_text()) == original | {"canary": {"ok": True}}
+    assert json.loads(receipt.read_text()) == original | {"canary": serial.to_data(section)}
+    assert read_receipt(receipt).canary == section
     # A section never overwrites a field of the receipt.
     with pytest.raises(ValueError, match="'plan' is a field"):
-        update_receipt(receipt, "plan", {})
+        update_receipt(receipt, "plan", section)

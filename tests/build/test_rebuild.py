@@ -29,8 +29,9 @@ from tfbuild.build.run import BuildRun
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UnsupportedError
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
+from tfbuild.plan.bazel import bazel_command
 from tfbuild.plan.decode import decode_plan
-from tfbuild.plan.render import render_files, toolchain_packages
+from tfbuild.plan.render import package_name, render_files, toolchain_packages
 from tfbuild.recipes.images import load_base_images
 from tfbuild.recipes.recipe import load_recipes
 from tfbuild.wheel.receipt import Receipt, SourceRecord, canonical_sha256, receipt_path
@@ -73,15 +74,62 @@ def test_the_rebuild_keeps_the_plan_and_fits_the_resources_to_this_machine(wheel
     # What is built is the receipt's: target, flags, configs, rc lines, base image, versions.
     for key in ("target", "cflags", "bazel_configs", "rc_lines", "base_image", "bazel"):
         assert serial.to_data(plan)[key] == original[key], key
-    # How fast it runs is this machine's: 2 jobs, not 64.
-    assert "--jobs=64" in original["build_options"] and "--jobs=2" in plan.build_options
-    assert plan.resources.jobs == 2
+    # How fast it runs is this machine's: 2 jobs, not 64, and bazel is told so once.
+    assert original["resources"]["jobs"] == 64 and plan.resources.jobs == 2
+    assert "--jobs=2" in bazel_command(plan).build
+    assert render_files(plan)["build.sh"].count("--jobs=") == 1
     # Every toolchain package at the version the receipt records, and the Dockerfile says so.
     assert dict(plan.package_versions) == {name: f"1.0-{name}" for name in toolchain_packages(plan)}
     dockerfile = render_files(plan)["Dockerfile"]
     assert "python3-dev=1.0-python3-dev" in dockerfile and "libc6" not in dockerfile
     # 2.21's hermetic clang is bazel's download: the image installs no compiler.
     assert not [name for name in plan.package_versions if name.startswith(("clang", "lld"))]
+
+
+#: Receipts earlier tfbuilds wrote (tfbuild.plan/3: the resource options in the plan's option
+#: lists as well as in its resources).
+OLDER_RECEIPTS = [
+    *sorted((ROOT / "tests" / "receipt" / "samples").glob("*.json")),
+    *sorted((ROOT / "tests" / "fixtures" / "receipts").glob("*.json")),
+]
+
+
+@pytest.mark.parametrize("path", OLDER_RECEIPTS, ids=[p.name for p in OLDER_RECEIPTS])
+def test_an_older_receipt_rebuilds_with_the_bazel_command_it_planned_before(path: Path) -> None:
+    """verify and --from-receipt of a receipt written before the plan held its resources once:
+    bazel's options are the receipt's own, in their order, with this machine's jobs, memory and
+    heap where the receipt had its build's (what the rebuild planned before), each named once."""
+    receipt = load_receipt(None, path)
+    assert receipt.plan["schema"] == "tfbuild.plan/3"
+    # A sample records only some packages: the others recorded too, as a build records them (the
+    # plan, what this is about, stays the receipt's, byte for byte).
+    wanted = {package_name(spec) for spec in toolchain_packages(decode_plan(receipt.plan))}
+    inputs = dataclasses.replace(
+        receipt.inputs, packages=dict.fromkeys(wanted, "1.0") | receipt.inputs.packages
+    )
+    receipt = dataclasses.replace(receipt, inputs=inputs, inputs_sha256=inputs.sha256)
+    here = recorded_host("haswell", memory_gib=16, disk_gib=100, build_cpus=3)
+    plan = plan_from_receipt(receipt, host=here).plan
+    jobs, ram, heap = (plan.resources.jobs, plan.resources.local_ram_mb, plan.resources.jvm_heap_mb)
+    assert (jobs, ram, heap) == (3, 13722, 1638)  # this machine's, not the receipt's
+    here_now = {
+        "--jobs=": f"--jobs={jobs}",
+        "--local_ram_resources=": f"--local_ram_resources={ram}",
+        "--host_jvm_args=-Xmx": f"--host_jvm_args=-Xmx{heap}m",
+    }
+
+    def planned_before(options: list[str]) -> tuple[str, ...]:
+        return tuple(
+            next((new for old, new in here_now.items() if o.startswith(old)), o) for o in options
+        )
+
+    command = bazel_command(plan)
+    assert command.build == planned_before(receipt.plan["build_options"])
+    assert command.startup == planned_before(receipt.plan["startup_options"])
+    script = render_files(plan)["build.sh"]
+    for option in here_now.values():
+        assert script.count(f"  {option} \\\n") == 1, option
+    assert script.count("--jobs=") == script.count("--local_ram_resources=") == 1
 
 
 def test_a_receipt_without_a_package_version_is_refused(wheel: Path) -> None:

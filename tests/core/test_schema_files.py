@@ -29,7 +29,7 @@ FILES: list[tuple[str, Any]] = [
 ]
 #: What each file describes, for people reading it (its title); the type's docstring follows.
 TITLES = {
-    "plan.schema.json": "tfbuild plan (tfbuild.plan/3): plan --json, plan.json, a receipt's plan",
+    "plan.schema.json": "tfbuild plan (tfbuild.plan/4): plan --json, plan.json, a receipt's plan",
     "receipt.schema.json": "tfbuild receipt (tfbuild.receipt/2): <wheel>.json beside a wheel",
 }
 

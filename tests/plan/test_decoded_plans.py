@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterator
 from functools import cache
 from typing import Any
@@ -24,6 +25,7 @@ from tfbuild.core import serial
 from tfbuild.core.errors import TfbuildError
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import BuildPlan, PlanOptions, isolated, make_plan, with_jobs
+from tfbuild.plan.bazel import bazel_command
 from tfbuild.plan.decode import decode_plan
 from tfbuild.plan.matrix import RUNNER
 from tfbuild.plan.model import RefusedField
@@ -286,6 +288,98 @@ def test_the_stand_ins_wheel_name_is_its_own_and_only_a_stand_in_plans() -> None
     before = _with(("rc_lines", index), "build --repo_env=WHEEL_NAME=tensorflow_cpu", standin)
     before["wheel_name"] = "tensorflow_cpu"
     assert decode_plan(before).wheel_name == "tensorflow_cpu"
+
+
+# --- plans of before tfbuild.plan/4: the resource options in their lists as well -------------
+
+
+def _as_before(plan: BuildPlan, schema: str = "tfbuild.plan/3") -> dict[str, Any]:
+    """``plan`` as a tfbuild before /4 wrote it: bazel's resource options in its option lists as
+    well as in its resources (jobs and memory first among the build options, the heap last among
+    the startup options), kept in step."""
+    data = json.loads(json.dumps(serial.to_data(plan)))
+    made = bazel_command(plan)
+    return {
+        **data,
+        "schema": schema,
+        "build_options": list(made.build),
+        "startup_options": list(made.startup),
+    }
+
+
+@pytest.mark.parametrize("schema", ["tfbuild.plan/2", "tfbuild.plan/3"])
+@pytest.mark.parametrize("name", sorted(BRANCHES))
+def test_an_older_plan_reads_with_its_resource_options_lifted_and_renders_the_same(
+    name: str, schema: str
+) -> None:
+    plan = BRANCHES[name]
+    before = _as_before(plan, schema)
+    assert before["build_options"][0].startswith("--jobs=")
+    decoded = decode_plan(before)
+    assert decoded == plan  # the options gone from the lists, their values in resources
+    assert render_files(decoded) == render_files(plan)
+    script = render_files(decoded)["build.sh"]
+    for prefix in ("--jobs=", "--local_ram_resources=", "--host_jvm_args="):
+        assert script.count(prefix) == 1, prefix
+
+
+def test_an_older_plans_resource_options_say_what_its_build_ran_with() -> None:
+    """Were an older plan's options and resources apart, the options are what its build.sh gave
+    bazel: they are the values read."""
+    before = _as_before(BASE)
+    before["build_options"][0] = "--jobs=7"
+    before["startup_options"][-1] = "--host_jvm_args=-Xmx3000m"
+    decoded = decode_plan(before)
+    assert (decoded.resources.jobs, decoded.resources.jvm_heap_mb) == (7, 3000)
+    assert decoded.resources.local_ram_mb == BASE.resources.local_ram_mb
+    assert bazel_command(decoded).build[0] == "--jobs=7"
+
+
+@pytest.mark.parametrize(
+    ("field", "index", "option", "why"),
+    [
+        ("build_options", 0, "--jobs=4 --run_under=/tmp/x", "not a value tfbuild writes"),
+        ("build_options", 1, "--local_ram_resources=HOST_RAM*.9", "not a value tfbuild writes"),
+        ("build_options", 0, "--jobs=0", "not a value tfbuild writes"),
+        ("startup_options", -1, "--host_jvm_args=-javaagent:/tmp/a.jar", "not a value"),
+        ("build_options", "+", "--jobs=3", "--jobs a second time"),
+        ("build_options", "+", "--host_jvm_args=-Xmx1024m", "only from the plan's resources"),
+        ("startup_options", "+", "--jobs=3", "only from the plan's resources"),
+    ],
+)
+def test_an_older_plans_resource_option_off_its_grammar_is_refused(
+    field: str, index: int | str, option: str, why: str
+) -> None:
+    before = _as_before(BASE)
+    if index == "+":
+        before[field].append(option)
+    else:
+        before[field][index] = option  # type: ignore[index]
+    with pytest.raises(RefusedField, match=re.escape(why)) as caught:
+        decode_plan(before)
+    assert caught.value.field.startswith(f"{field}[") and caught.value.value == option
+
+
+@pytest.mark.parametrize("field", ["build_options", "startup_options"])
+@pytest.mark.parametrize(
+    "option", ["--jobs=8", "--local_ram_resources=4096", "--host_jvm_args=-Xmx1024m"]
+)
+def test_a_current_plan_holds_no_resource_option_in_its_lists(field: str, option: str) -> None:
+    """A tfbuild.plan/4 plan holds its resources once: a resource option in its lists would be
+    rendered beside the one made from its resources, and is refused."""
+    with pytest.raises(RefusedField, match="only from the plan's resources") as caught:
+        decode_plan(_with((field, "+"), option))
+    assert caught.value.field.startswith(f"{field}[")
+
+
+@pytest.mark.parametrize(
+    ("resource", "value"),
+    [("jobs", 0), ("jobs", -4), ("local_ram_mb", 0), ("jvm_heap_mb", 10**7), ("jvm_heap_mb", -1)],
+)
+def test_a_resource_that_is_no_count_bazel_takes_is_refused(resource: str, value: int) -> None:
+    with pytest.raises(RefusedField, match="not a count bazel takes") as caught:
+        decode_plan(_with(("resources", resource), value))
+    assert caught.value.field == f"resources.{resource}"
 
 
 # --- any one value changed: refused, or data in the rendered files ----------------------------

@@ -13,6 +13,7 @@ from tfbuild.core import serial
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import GIB, PlanOptions, isolated, make_plan
+from tfbuild.plan.bazel import bazel_command
 from tfbuild.plan.decode import decode_plan
 from tfbuild.plan.render import render_files
 from tfbuild.recipes.images import BaseImage
@@ -160,9 +161,15 @@ def test_resources_fit_memory(
     facts = host(build_memory_bytes=memory_gib * GIB, build_cpus=cpus)
     p = plan(PlanOptions(variant=variant), facts=facts)  # type: ignore[arg-type]
     assert (p.resources.jobs, p.resources.jvm_heap_mb, p.resources.local_ram_mb) == (jobs, jvm, ram)
-    assert f"--jobs={jobs}" in p.build_options
-    assert f"--local_ram_resources={ram}" in p.build_options
-    assert f"--host_jvm_args=-Xmx{jvm}m" in p.startup_options
+    # bazel gets them as options made from the resources, the plan's one record of them.
+    command = bazel_command(p)
+    assert command.build[:2] == (f"--jobs={jobs}", f"--local_ram_resources={ram}")
+    assert command.startup[-1] == f"--host_jvm_args=-Xmx{jvm}m"
+    held = (*p.build_options, *p.startup_options)
+    assert not [o for o in held if o.startswith(("--jobs", "--local_ram", "--host_jvm"))]
+    script = render_files(p)["build.sh"]
+    for option in (*command.startup, *command.build):
+        assert script.count(f"  {option} \\\n") == 1, option
 
 
 def test_resource_overrides() -> None:
@@ -246,10 +253,10 @@ def test_remote_execution_runs_as_tensorflows_rbe_config_in_the_pushed_image() -
         "--spawn_strategy=remote,worker,standalone,local",
         "--remote_timeout=3600",
         "--remote_download_toplevel",
-        "--jobs=800",
     ):
         assert option in options
     assert p.resources.jobs == 800
+    assert "--jobs=800" in bazel_command(p).build
     assert p.exec_image == "registry.example.org:5000/ml/tfbuild/toolchain"
     assert decode_plan(serial.to_data(p)) == p
     # The digest is the build's to know: build.sh takes it from the environment, by digest only.
@@ -438,7 +445,7 @@ def test_plan_json_round_trips_through_the_cli(tmp_path: Path) -> None:
     result = run_cli("plan", "--tf", "2.21", "--mkl", "--json", "--skip-disk-check")
     assert result.returncode == 0, result.stderr
     data = result.json()
-    assert data["schema"] == "tfbuild.plan/3"
+    assert data["schema"] == "tfbuild.plan/4"
     assert data["bazel_configs"] == ["opt", "mkl_threadpool"]
 
 

@@ -44,9 +44,12 @@ def _squeezed(text: str) -> str:
 
 
 def _bazel_command(plan: dict[str, Any]) -> str:
-    """The bazel command ``--why`` shows (after its label, ``bazel VERSION``)."""
+    """The bazel command ``--why`` shows (after its label, ``bazel VERSION``): the plan's build
+    options after those made from its resources, which the plan holds once."""
     configs = " ".join(f"--config={c}" for c in plan["bazel_configs"])
-    return f"build {configs} {' '.join(plan['build_options'])} {plan['build_target']}"
+    resources = plan["resources"]
+    made = f"--jobs={resources['jobs']} --local_ram_resources={resources['local_ram_mb']}"
+    return f"build {configs} {made} {' '.join(plan['build_options'])} {plan['build_target']}"
 
 
 #: The rows whose value is a command line, kept whole on one line (beside the label, or below it).

@@ -344,7 +344,7 @@ COMMANDS = {
             ("--cuda", "--cuda-version", "12.x"),
             "--cuda-version '12.x' is not a version: it is X.Y.Z or X.Y",
         ),
-        (("--mkl", "--jobs", "5001"), "--jobs 5001 is not a number of jobs bazel runs"),
+        (("--mkl", "--jobs", "5001"), "--jobs 5001 is above its maximum: it must be at most 5000"),
     ],
     ids=["malformed-capability", "capability-without-cuda", "malformed-cuda-version", "jobs"],
 )
@@ -369,7 +369,7 @@ def test_a_bad_value_is_refused_before_the_machine_is_looked_at(
             {"cuda_capabilities": ("8.9",), "cuda_version": "12.5.1"},
             "--cuda-capabilities and --cuda-version without --cuda: they apply",
         ),
-        ({"jobs": 5001}, "--jobs 5001 is not a number of jobs bazel runs"),
+        ({"jobs": 5001}, "--jobs 5001 is above its maximum: it must be at most 5000"),
     ],
 )
 def test_the_request_checks_its_values_when_it_is_made(

@@ -36,7 +36,7 @@ def test_plan_source_prints_the_findings_and_passes_on_a_tree_that_fits(tmp_path
     as_json = run_cli(*PLAN_2_21, "--source", str(root), "--json")
     assert as_json.returncode == 0, as_json.stderr
     data = as_json.json()
-    assert data["schema"] == "tfbuild.plan/3"  # the plan, with the preflight added beside it
+    assert data["schema"] == "tfbuild.plan/4"  # the plan, with the preflight added beside it
     preflight = data["preflight"]
     assert preflight["schema"] == "tfbuild.preflight/1" and preflight["passed"] is True
     assert {f["check"] for f in preflight["findings"]} >= {"bazelversion", "configs", "toolchain"}

@@ -12,8 +12,8 @@ tests/remote/bot.py.
 from __future__ import annotations
 
 import json
+import os
 import re
-import subprocess
 import urllib.request
 import uuid
 import zipfile
@@ -22,8 +22,9 @@ from typing import Any
 
 import pytest
 
+from tests.cli_process import as_a_process
 from tests.docker.test_remote_cache import SilentServer, git_checkout, wheel
-from tests.docker.test_wheel import wheel_argv
+from tests.docker.test_wheel import wheel_args
 from tests.remote.conftest import RemoteExecutor
 from tests.remote.services import free_port
 
@@ -86,9 +87,9 @@ def test_every_canary_action_runs_on_the_remote_worker_in_the_pushed_toolchain_i
         f"--remote_instance_name={remote_executor.instance}",
         "--spawn_strategy=remote,worker,standalone,local",
         "--remote_download_toplevel",
-        "--jobs=800",
     ):
         assert option in options
+    assert receipt["plan"]["resources"]["jobs"] == 800  # bazel's --jobs=800, made from it
 
     # bazel's own count: the four actions (two compiles, the link, the wheel) ran remotely.
     log = Path(receipt["log"]).read_text()
@@ -118,7 +119,7 @@ def test_a_registry_that_cannot_be_reached_is_one_line_before_any_compile(
     volume = f"tfbuild-test-rex-{uuid.uuid4().hex[:10]}"
     registry = f"127.0.0.1:{free_port()}"
     executor = SilentServer()  # listens (tfbuild's connect succeeds); bazel never gets to it
-    argv = wheel_argv(
+    argv = wheel_args(
         tmp_path / "dist",
         volume,
         "--remote-executor",
@@ -127,7 +128,7 @@ def test_a_registry_that_cannot_be_reached_is_one_line_before_any_compile(
         registry,
     )
     try:
-        built = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+        built = as_a_process(argv, dict(os.environ), timeout=900)
     finally:
         executor.close()
         engine.remove_volume(volume)

@@ -137,9 +137,13 @@ app.add_typer(
 
 def request_of(argv: Sequence[str]) -> Any:
     """The request ``tfbuild ARGV`` hands to its command, made and checked as a run makes it,
-    with nothing run: a bad value raises the run's error (a UsageError, click's usage error)."""
+    with nothing run: a bad value raises the UsageError the run says (click's own usage errors,
+    an option's bound among them, in tfbuild's words, as :func:`main` says them)."""
     with parsing() as made:
-        app(args=list(argv), prog_name="tfbuild", standalone_mode=False)
+        try:
+            app(args=list(argv), prog_name="tfbuild", standalone_mode=False)
+        except CommandLineError as exc:
+            raise as_usage_error(exc, argv) from None
     if not made:
         raise LookupError(f"tfbuild {' '.join(argv)} made no request")
     return made[-1]

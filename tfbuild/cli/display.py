@@ -454,8 +454,11 @@ def print_plan(
                     ("TensorFlow's guard features, each with the flag that enables it",),
                 )
             )
+        from tfbuild.plan.bazel import bazel_command  # the planner's: loaded for --why only
+
         configs = " ".join(f"--config={c}" for c in plan.bazel_configs)
-        command = f"build {configs} {' '.join(plan.build_options)} {plan.build_target}"
+        options = " ".join(bazel_command(plan).build)  # with those made from plan.resources
+        command = f"build {configs} {options} {plan.build_target}"
         rows.append((f"bazel {plan.bazel}", command, ()))
         if plan.runtime_env:
             rows.append(

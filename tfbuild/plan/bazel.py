@@ -16,6 +16,7 @@ from tfbuild.detect.host import HostFacts
 from tfbuild.plan.cuda import plan_cuda
 from tfbuild.plan.model import (
     CACHE_ROOT,
+    BuildPlan,
     CudaPlan,
     Reason,
     RefusedField,
@@ -259,18 +260,42 @@ def toolchain_rc(
     return lines
 
 
-def bazel_options(options: PlanOptions, resources: Resources) -> BazelOptions:
-    """bazel's startup options and the per-build options (resources and caches)."""
-    reasons: list[Reason] = []
-    startup = (
-        f"--output_user_root={CACHE_ROOT}/output",
-        f"--host_jvm_args=-Xmx{resources.jvm_heap_mb}m",
+@dataclass(frozen=True, kw_only=True)
+class BazelCommand:
+    """bazel's startup and build options: a plan's as build.sh runs them and ``plan --why`` shows
+    them (:func:`bazel_command`), or those its resources become (:func:`resource_options`)."""
+
+    startup: tuple[str, ...]
+    build: tuple[str, ...]
+
+
+def resource_options(resources: Resources) -> BazelCommand:
+    """The options bazel's resources become: the server heap (startup), jobs and the memory
+    budget (build). Made where a plan's command is rendered or shown, never held in the plan,
+    whose ``resources`` say each value once."""
+    return BazelCommand(
+        startup=(f"--host_jvm_args=-Xmx{resources.jvm_heap_mb}m",),
+        build=(f"--jobs={resources.jobs}", f"--local_ram_resources={resources.local_ram_mb}"),
     )
-    build_options = [
-        f"--jobs={resources.jobs}",
-        f"--local_ram_resources={resources.local_ram_mb}",
-        f"--repository_cache={CACHE_ROOT}/repository",
-    ]
+
+
+def bazel_command(plan: BuildPlan) -> BazelCommand:
+    """The options bazel runs ``plan`` with: the heap after the plan's startup options, jobs and
+    memory before its build options (where plans before tfbuild.plan/4 held them, so a rebuild
+    of one runs the same command)."""
+    made = resource_options(plan.resources)
+    return BazelCommand(
+        startup=(*plan.startup_options, *made.startup),
+        build=(*made.build, *plan.build_options),
+    )
+
+
+def bazel_options(options: PlanOptions) -> BazelOptions:
+    """bazel's startup options and the per-build options (caches, remote), without the resources'
+    (:func:`resource_options`, made from the plan's ``resources``)."""
+    reasons: list[Reason] = []
+    startup = (f"--output_user_root={CACHE_ROOT}/output",)
+    build_options = [f"--repository_cache={CACHE_ROOT}/repository"]
     if options.disk_cache:
         build_options.append(f"--disk_cache={CACHE_ROOT}/disk")
     if options.remote_cache:
@@ -397,11 +422,8 @@ REPO_ENV: dict[str, str | None] = {
 Grammar = str | dict[str, str | None] | None
 STARTUP_OPTIONS: dict[str, Grammar] = {
     "--output_user_root": re.escape(f"{CACHE_ROOT}/output"),
-    "--host_jvm_args": rf"-Xmx{_NUMBER}m",
 }
 BUILD_OPTIONS: dict[str, Grammar] = {
-    "--jobs": _NUMBER,
-    "--local_ram_resources": _NUMBER,
     "--repository_cache": re.escape(f"{CACHE_ROOT}/repository"),
     "--disk_cache": re.escape(f"{CACHE_ROOT}/disk"),
     "--remote_cache": _URL,
@@ -413,6 +435,17 @@ BUILD_OPTIONS: dict[str, Grammar] = {
     "--spawn_strategy": re.escape(REMOTE_EXECUTION[0].partition("=")[2]),
     "--remote_download_toplevel": None,
     "--action_env": ACTION_ENV,
+}
+#: The options :func:`resource_options` makes, never held in a plan's option lists: name -> the
+#: field of ``Resources`` it is made from, and the grammar of its value (the number, its one
+#: group). A plan before tfbuild.plan/4 held them in its lists as well (startup and build options
+#: each their own): tfbuild.plan.decode lifts their values into ``resources``.
+STARTUP_RESOURCES: dict[str, tuple[str, str]] = {
+    "--host_jvm_args": ("jvm_heap_mb", rf"-Xmx({_NUMBER})m"),
+}
+BUILD_RESOURCES: dict[str, tuple[str, str]] = {
+    "--jobs": ("jobs", f"({_NUMBER})"),
+    "--local_ram_resources": ("local_ram_mb", f"({_NUMBER})"),
 }
 RC_OPTIONS: dict[str, Grammar] = {
     "--action_env": ACTION_ENV,
@@ -469,16 +502,41 @@ def _check_option(field: str, text: str, allowed: dict[str, Grammar], *, sep: st
         raise RefusedField(field, text, f"not a value tfbuild writes for {name}")
 
 
+def _not_a_resource(field: str, text: str) -> None:
+    found = _OPTION.fullmatch(text)
+    if found is not None and found.group(1) in {*STARTUP_RESOURCES, *BUILD_RESOURCES}:
+        raise RefusedField(
+            field, text, f"tfbuild gives bazel {found.group(1)} only from the plan's resources"
+        )
+
+
 def check_startup_options(options: tuple[str, ...]) -> None:
     """Each is an option :func:`bazel_options` writes, with a value of its grammar."""
     for i, option in enumerate(options):
+        _not_a_resource(f"startup_options[{i}]", option)
         _check_option(f"startup_options[{i}]", option, STARTUP_OPTIONS, sep="=")
 
 
 def check_build_options(options: tuple[str, ...]) -> None:
     """Each is an option :func:`bazel_options` (or the reproducible measures) writes."""
     for i, option in enumerate(options):
+        _not_a_resource(f"build_options[{i}]", option)
         _check_option(f"build_options[{i}]", option, BUILD_OPTIONS, sep="=")
+
+
+def check_resources(resources: Resources) -> None:
+    """Each resource is a number the options made from it (:func:`resource_options`) may hold:
+    what a plan's resources become on bazel's command line, held to the grammar of
+    :data:`STARTUP_RESOURCES` and :data:`BUILD_RESOURCES`."""
+    made = resource_options(resources)
+    for options, table in ((made.startup, STARTUP_RESOURCES), (made.build, BUILD_RESOURCES)):
+        for option in options:
+            name, _, value = option.partition("=")
+            field, grammar = table[name]
+            if re.fullmatch(grammar, value) is None:
+                raise RefusedField(
+                    f"resources.{field}", str(getattr(resources, field)), "not a count bazel takes"
+                )
 
 
 _RC_LINE = re.compile(r"([A-Za-z0-9_:-]+) (.*)", re.DOTALL)

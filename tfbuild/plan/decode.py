@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 from tfbuild.core import serial
 from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
 from tfbuild.plan.bazel import (
+    BUILD_RESOURCES,
     CONFIGS,
     STANDIN_WHEEL_NAMES,
+    STARTUP_RESOURCES,
     SYSROOT_DIST,
     SYSROOT_NAME,
     WHEEL_NAMES,
@@ -28,6 +31,7 @@ from tfbuild.plan.bazel import (
     check_build_options,
     check_configs,
     check_rc_lines,
+    check_resources,
     check_startup_options,
 )
 from tfbuild.plan.model import (
@@ -43,7 +47,10 @@ from tfbuild.recipes.images import BaseImage
 __all__ = ["CONFIGS", "check_plan", "decode_plan"]
 
 #: Older plans a receipt may carry, still read (a /2 plan compiled with the image's compiler).
-READABLE_SCHEMAS = ("tfbuild.plan/2", PLAN_SCHEMA)
+READABLE_SCHEMAS = ("tfbuild.plan/2", "tfbuild.plan/3", PLAN_SCHEMA)
+#: The schemas whose plans held bazel's resource options in their option lists as well as in
+#: ``resources`` (the planner kept the two in step); read back, those options are lifted out.
+RESOURCES_AMONG_OPTIONS = ("tfbuild.plan/2", "tfbuild.plan/3")
 
 _VERSION3 = r"[0-9]+\.[0-9]+\.[0-9]+"
 _VERSION2 = r"[0-9]+\.[0-9]+"
@@ -163,6 +170,7 @@ def check_plan(plan: BuildPlan) -> None:
     check_rc_lines(plan.rc_lines)
     check_build_options(plan.build_options)
     check_startup_options(plan.startup_options)
+    check_resources(plan.resources)
     if WHEEL_TARGETS.get(plan.wheel_flow) != plan.build_target:
         raise RefusedField("build_target", plan.build_target, "not the wheel target tfbuild builds")
     if plan.wheel_name not in (STANDIN_WHEEL_NAMES if plan.standin else WHEEL_NAMES):
@@ -190,6 +198,45 @@ def check_plan(plan: BuildPlan) -> None:
     )
 
 
+def _lift_resources(plan: BuildPlan) -> BuildPlan:
+    """A plan of before tfbuild.plan/4, whose option lists held bazel's resource options beside
+    its ``resources``, as this version holds it: each such option's value in ``resources`` (the
+    value its build ran with) and the option gone from the list, so that the command made from the
+    plan (plan.bazel.bazel_command) names each once, where the build named it. A value off its
+    grammar, or an option given twice, is a :class:`RefusedField`; any other option stays, for
+    :func:`check_plan` to judge."""
+    lifted: dict[str, int] = {}
+
+    def kept(
+        field: str, options: tuple[str, ...], table: dict[str, tuple[str, str]]
+    ) -> tuple[str, ...]:
+        keep = []
+        for i, option in enumerate(options):
+            name, _, value = option.partition("=")
+            if name not in table:
+                keep.append(option)
+                continue
+            resource, grammar = table[name]
+            found = re.fullmatch(grammar, value)
+            if found is None:
+                raise RefusedField(
+                    f"{field}[{i}]", option, f"not a value tfbuild writes for {name}"
+                )
+            if resource in lifted:
+                raise RefusedField(f"{field}[{i}]", option, f"{name} a second time")
+            lifted[resource] = int(found.group(1))
+        return tuple(keep)
+
+    build = kept("build_options", plan.build_options, BUILD_RESOURCES)
+    startup = kept("startup_options", plan.startup_options, STARTUP_RESOURCES)
+    return replace(
+        plan,
+        build_options=build,
+        startup_options=startup,
+        resources=replace(plan.resources, **lifted),
+    )
+
+
 # hand-written: a receipt's plan is untrusted; the planner's grammar checks run on it
 def decode_plan(data: dict[str, Any]) -> BuildPlan:
     """The plan a receipt carries, back as a value (a ValueError if it is not one; a
@@ -199,8 +246,11 @@ def decode_plan(data: dict[str, Any]) -> BuildPlan:
         shown = data.get("schema") if isinstance(data, dict) else None
         raise ValueError(f"plan schema {shown!r}, not {PLAN_SCHEMA}")
     check_single_lines(data)
-    # An older schema reads as this one (it is written as this one again).
+    # An older schema reads as this one (it is written as this one again), its resource options
+    # lifted into its resources.
     plan = serial.from_data({**data, "schema": PLAN_SCHEMA}, BuildPlan)
+    if data["schema"] in RESOURCES_AMONG_OPTIONS:
+        plan = _lift_resources(plan)
     check_package_versions(tuple(plan.package_versions.items()))
     # What the planner could have written, and nothing else (a RefusedField names the first other
     # value).

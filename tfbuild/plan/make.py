@@ -225,28 +225,19 @@ def with_jobs(plan: BuildPlan, jobs: int, *, why: str) -> BuildPlan:
 
 def with_resources(plan: BuildPlan, resources: Resources, *, why: str) -> BuildPlan:
     """The same plan with other resources (jobs, bazel's memory budget and heap): they decide how
-    fast a build runs on a machine, never what it builds."""
-    changed = {
-        "--jobs=": f"--jobs={resources.jobs}",
-        "--local_ram_resources=": f"--local_ram_resources={resources.local_ram_mb}",
-        "--host_jvm_args=-Xmx": f"--host_jvm_args=-Xmx{resources.jvm_heap_mb}m",
-    }
-
-    def swap(option: str) -> str:
-        return next((new for prefix, new in changed.items() if option.startswith(prefix)), option)
-
+    fast a build runs on a machine, never what it builds. The plan holds them once, in
+    ``resources``; bazel's options are made from them where the command is rendered or shown
+    (plan.bazel.bazel_command)."""
     reasons = [Reason(what="jobs", value=str(resources.jobs), why=why)]
     if resources.local_ram_mb != plan.resources.local_ram_mb:
         reasons.append(
             Reason(what="local_ram_resources", value=f"{resources.local_ram_mb} MiB", why=why)
         )
-    return replace(
-        plan,
-        build_options=tuple(swap(o) for o in plan.build_options),
-        startup_options=tuple(swap(o) for o in plan.startup_options),
-        resources=resources,
-        reasons=(*plan.reasons, *reasons),
-    )
+    if resources.jvm_heap_mb != plan.resources.jvm_heap_mb:
+        reasons.append(
+            Reason(what="bazel server heap", value=f"{resources.jvm_heap_mb} MiB", why=why)
+        )
+    return replace(plan, resources=resources, reasons=(*plan.reasons, *reasons))
 
 
 #: The options that reach a remote cache or executor (and their settings).
@@ -357,7 +348,7 @@ def make_plan(
         cuda_plan=variant.cuda,
     )
 
-    bazel = bazel_options(options, resources)
+    bazel = bazel_options(options)
     reasons.extend(bazel.reasons)
 
     measures = choose_measures(options)

@@ -29,8 +29,12 @@ OUTPUT_BASE = "/output-base"
 TargetKind = Literal["machine", "portable", "native"]
 #: plan.json's schema: /2 moved facts about the moment (free disk) out to the receipt and added the
 #: reproducibility measures, the snapshot and package pins; /3 says which toolchain really compiles
-#: (the route: the image's compiler, TF's hermetic one, or the image's clang against a sysroot).
-PLAN_SCHEMA: Final = "tfbuild.plan/3"
+#: (the route: the image's compiler, TF's hermetic one, or the image's clang against a sysroot); /4
+#: holds bazel's resources once, in ``resources``: ``build_options`` and ``startup_options`` no
+#: longer hold the --jobs, --local_ram_resources and --host_jvm_args=-Xmx made from them
+#: (plan.bazel.bazel_command makes them where the command is rendered or shown; a /2 or /3 plan's
+#: are lifted into its resources when it is read, plan.decode).
+PLAN_SCHEMA: Final = "tfbuild.plan/4"
 
 Route = Literal["image", "hermetic", "sysroot"]
 
@@ -71,6 +75,9 @@ class CudaPlan:
 
 @dataclass(frozen=True, kw_only=True)
 class Resources:
+    """bazel's jobs, memory budget (MiB) and server heap (MiB), and the disk a build needs: the
+    plan's only record of them (bazel's options are made from them, plan.bazel.resource_options)."""
+
     jobs: int
     local_ram_mb: int
     jvm_heap_mb: int
@@ -113,7 +120,7 @@ class BuildPlan:
     :mod:`tfbuild.core.serial`; :meth:`from_json` reads one back and checks it.
     """
 
-    schema: Literal["tfbuild.plan/3"] = PLAN_SCHEMA
+    schema: Literal["tfbuild.plan/4"] = PLAN_SCHEMA
     tensorflow: str
     recipe: str
     source: PlanSource
@@ -133,7 +140,9 @@ class BuildPlan:
     bazel: str
     bazel_configs: tuple[str, ...]  # --config=X on the command line
     rc_lines: tuple[str, ...]  # the rendered .tf_configure.bazelrc, line by line
-    build_options: tuple[str, ...]  # per-build options (resources, caches)
+    #: bazel's per-build options (caches, remote) and startup options (the output root), without
+    #: those made from ``resources`` (plan.bazel.bazel_command adds them).
+    build_options: tuple[str, ...]
     startup_options: tuple[str, ...]
     build_target: str
     wheel_flow: str

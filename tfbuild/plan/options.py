@@ -11,12 +11,12 @@ field with its declaration here, and its use. The field is named after its optio
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from tfbuild.core.defaults import CACHE_VOLUME, DOCTOR_TIMES
 from tfbuild.core.errors import UsageError
-from tfbuild.core.options import CPUINFO, RECIPES_DIR, TARGET, TF, cli, option
+from tfbuild.core.options import CPUINFO, RECIPES_DIR, TARGET, TF, cli, declaration, option
 from tfbuild.core.pythons import PYTHON, VERSION, python_version
 from tfbuild.core.variants import MklThreading, Variant
 
@@ -25,11 +25,20 @@ _VERSION = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){1,2}")
 #: A compute capability as written: "8.9" (major.minor), or "89", "sm_89", "compute_90", "sm_120"
 #: (major digits then one minor digit). The minor is one digit in every capability NVIDIA has named.
 _CAPABILITY = re.compile(r"([0-9]{1,2})\.([0-9])|(?:sm_|compute_)?([0-9]{1,2})([0-9])")
+#: The bounds of the resource options, each said here once, as its field's declaration's min (and
+#: max): typer checks them on the command line, PlanOptions checks the declarations' bounds when a
+#: request is made without it (the matrix, the tests), and tfbuild.plan.resources names them where
+#: it suggests a value. Above them, the planner holds --jvm-heap and --local-ram-resources to this
+#: machine's memory (exit 4).
+MIN_JOBS = 1
 #: The most --jobs bazel takes: its own option refuses more ("Values must be between 1 and 5000";
 #: MAX_JOBS in bazelbuild/bazel src/main/java/com/google/devtools/build/lib/buildtool/
 #: BuildRequestOptions.java, commit 00f8974146e77a96499be1ecc53a554dad299e83). Not a multiple of
 #: this host's CPUs: with --remote-executor many more jobs than local cores are the point.
 MAX_JOBS = 5000
+#: The smallest memory budget (--local-ram-resources, MB) and bazel server heap (--jvm-heap, MB).
+MIN_LOCAL_RAM_MB = 512
+MIN_JVM_HEAP_MB = 256
 
 
 def _capabilities(text: str | None) -> tuple[str, ...]:
@@ -92,13 +101,21 @@ class PlanOptions:
         ),
         default=None,
     )
-    jobs: int | None = field(default=None, metadata=cli("--jobs", min=1, help="bazel --jobs."))
+    jobs: int | None = field(
+        default=None, metadata=cli("--jobs", min=MIN_JOBS, max=MAX_JOBS, help="bazel --jobs.")
+    )
     local_ram_resources: int | None = field(  # MB
         default=None,
-        metadata=cli("--local-ram-resources", metavar="MB", min=512, help="bazel's memory budget."),
+        metadata=cli(
+            "--local-ram-resources",
+            metavar="MB",
+            min=MIN_LOCAL_RAM_MB,
+            help="bazel's memory budget.",
+        ),
     )
     jvm_heap: int | None = field(  # MB
-        default=None, metadata=cli("--jvm-heap", metavar="MB", min=256, help="bazel server heap.")
+        default=None,
+        metadata=cli("--jvm-heap", metavar="MB", min=MIN_JVM_HEAP_MB, help="bazel server heap."),
     )
     cache_volume: str = field(
         default=CACHE_VOLUME,
@@ -252,24 +269,7 @@ class PlanOptions:
                 f"--python {self.python!r} is not a Python version",
                 fix="Write it as X.Y, e.g. --python 3.12.",
             )
-        for flag, value in (
-            ("--jobs", self.jobs),
-            ("--local-ram-resources", self.local_ram_resources),
-            ("--jvm-heap", self.jvm_heap),
-        ):
-            if value is not None and value < 1:
-                raise UsageError(
-                    f"{flag} {value} is not a count",
-                    why="it must be a positive whole number",
-                    fix=f"Pass a positive {flag}, or leave it out for the default.",
-                )
-        if self.jobs is not None and self.jobs > MAX_JOBS:
-            raise UsageError(
-                f"--jobs {self.jobs} is not a number of jobs bazel runs",
-                why=f"bazel's --jobs takes 1 to {MAX_JOBS}",
-                fix=f"Pass --jobs between 1 and {MAX_JOBS}, or leave it out for cores and memory "
-                "to decide.",
-            )
+        self._check_bounds()
         if self.target and self.cpuinfo:
             raise UsageError(
                 "--target and --cpuinfo together",
@@ -277,6 +277,30 @@ class PlanOptions:
                 fix="Drop one of them.",
             )
         self._check_cuda()
+
+    def _check_bounds(self) -> None:
+        """Each option within the bounds its declaration gives the command line (the resources':
+        MIN_JOBS ...), in the words the command line says a bound in (tfbuild.cli.usage): typer
+        checks them first there, this for a request made without it (the matrix, the tests)."""
+        for item in fields(self):
+            found = declaration(item)
+            value = getattr(self, item.name)
+            if found is None or not isinstance(value, int):
+                continue
+            least, most, flag = found.min, found.max, found.flags[0]
+            if least is not None and value < least:
+                what, why = f"{flag} {value} is below its minimum", f"it must be at least {least}"
+            elif most is not None and value > most:
+                what, why = f"{flag} {value} is above its maximum", f"it must be at most {most}"
+            else:
+                continue
+            given = f"between {least} and {most}" if most is not None else f"{least} or more"
+            raise UsageError(
+                what,
+                why=why,
+                fix=f"Pass {flag} {given}, or leave it out for this machine's cores and memory "
+                "to decide.",
+            )
 
     def _check_cuda(self) -> None:
         """The CUDA options are well formed, and given with --cuda: checked here, when the

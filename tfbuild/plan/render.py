@@ -22,6 +22,7 @@ from tfbuild.core.errors import InputError, UnsupportedError, UsageError
 from tfbuild.core.files import TEMP_PREFIX, sha256_file, shown, write_files
 from tfbuild.core.resources import data_dir
 from tfbuild.plan import CACHE_ROOT, OUTPUT_BASE, OUTPUT_DIR, SOURCE_DIR, BuildPlan
+from tfbuild.plan.bazel import bazel_command
 from tfbuild.plan.model import check_package_versions
 from tfbuild.recipes.recipe import Recipe
 from tfbuild.recipes.tools import load_tools
@@ -180,6 +181,7 @@ def render_files(plan: BuildPlan) -> dict[str, str]:
         )
     context = {
         "plan": plan,
+        "bazel_command": bazel_command(plan),  # the plan's options with its resources'
         "packages": packages,
         "package_pins": pins,
         "tfbuild_version": __version__,

@@ -11,7 +11,7 @@ from tfbuild.core.errors import EnvironmentProblem, UnsupportedError
 from tfbuild.detect.host import HostFacts
 from tfbuild.detect.system import Disk, default_cache_dir, disk_for
 from tfbuild.plan.model import GIB, MIB, Reason, Resources
-from tfbuild.plan.options import PlanOptions
+from tfbuild.plan.options import MIN_JVM_HEAP_MB, MIN_LOCAL_RAM_MB, PlanOptions
 
 #: Memory a compile job may take: clang on TensorFlow's largest translation units peaks near 2.5 GB;
 #: CUDA units (clang in CUDA mode, or nvcc) need more.
@@ -56,7 +56,9 @@ def _check_memory(options: PlanOptions, memory_mib: int, jvm: int, per_job: int)
     usable = f"this build host has {memory_mib} MiB of usable memory"
     if options.jvm_heap and jvm > max_heap:
         instead = (
-            f"Pass at most --jvm-heap {max_heap}, or" if max_heap >= 256 else "Use more memory, or"
+            f"Pass at most --jvm-heap {max_heap}, or"
+            if max_heap >= MIN_JVM_HEAP_MB
+            else "Use more memory, or"
         )
         raise UnsupportedError(
             f"--jvm-heap {jvm} is more than this machine's memory"
@@ -75,7 +77,8 @@ def _check_memory(options: PlanOptions, memory_mib: int, jvm: int, per_job: int)
             "than this machine's memory",
             why=f"{usable}; bazel would start actions for memory that is not there, and the "
             "kernel would kill the compilers",
-            fix=f"Pass at most --local-ram-resources {max(512, memory_mib - jvm - SYSTEM_MIB)}, "
+            fix="Pass at most --local-ram-resources "
+            f"{max(MIN_LOCAL_RAM_MB, memory_mib - jvm - SYSTEM_MIB)}, "
             "or leave it out (the default is memory less the heap and 1 GiB for the system).",
         )
 
