@@ -386,14 +386,14 @@ def test_a_plan_with_a_line_break_in_its_text_is_not_read(
 
 
 def test_whether_a_rebuild_needs_the_source_is_the_plans_word(wheel: Path, tmp_path: Path) -> None:
-    """``standin`` outside the plan is not covered by plan_sha256: a receipt that says so there
+    """``standin`` outside the plan (the receipt's word for its wheel) is not covered by plan_sha256: a receipt that says so there
     alone still needs --source for a tree that was not the canary's."""
     source = SourceRecord(kind="directory", path="/elsewhere", commit=None, dirty=None)
     receipt = real_receipt(wheel, standin=True)
     receipt = dataclasses.replace(
         receipt, inputs=dataclasses.replace(receipt.inputs, source=source)
     )
-    assert receipt.plan["standin"] is False
+    assert receipt.plan["canary"] is False
     with pytest.raises(InputError, match="Pass it with --source DIR"):
         rebuild_run(receipt, BuildRun(dist=tmp_path / "dist"))
 

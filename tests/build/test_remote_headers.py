@@ -136,7 +136,7 @@ def test_every_recipes_bazel_gets_a_credential_helper_and_the_canary_an_rc_file(
         "6.5.0": "--credential_helper",
         "7.4.1": "--credential_helper",
     }
-    assert credential_helper_flag(dataclasses.replace(plan, standin=True)) is None
+    assert credential_helper_flag(dataclasses.replace(plan, canary=True)) is None
     assert credential_helper_flag(dataclasses.replace(plan, bazel="4.2.3")) is None
 
 
@@ -193,7 +193,7 @@ def test_the_credential_helper_answers_the_remotes_hosts_only(tmp_path: Path) ->
 
 def test_without_a_credential_helper_the_rc_file_quotes_each_header(tmp_path: Path) -> None:
     plan = golden("tf2.18-cpu-haswell", "--remote_cache=grpc://127.0.0.1:50071")
-    canary = dataclasses.replace(plan, standin=True)
+    canary = dataclasses.replace(plan, canary=True)
     private = tmp_path / "private"
     private.mkdir(mode=0o700)
     headers = read_remote_headers(

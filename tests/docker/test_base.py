@@ -71,7 +71,7 @@ def test_plan_and_render_take_a_local_base_image(
     image_id = engine.image_id(base_image)
     assert plan["base_image"]["reference"] == base_image
     assert plan["base_image"]["image_id"] == image_id
-    assert plan["standin"] is True
+    assert plan["canary"] is True
     out = tmp_path / "ctx"
     rendered = run_cli("render", "--canary", "--base-image", base_image, "-o", str(out))
     assert rendered.returncode == 0, rendered.stderr

@@ -117,7 +117,7 @@ def own_plans() -> tuple[BuildPlan, ...]:
 @pytest.mark.slow  # every plan of every recipe, each decoded: many seconds
 def test_the_allowlist_admits_every_plan_tfbuild_makes() -> None:
     plans = own_plans()
-    seen = {(p.tensorflow, p.variant, p.route, p.architecture, p.standin) for p in plans}
+    seen = {(p.tensorflow, p.variant, p.route, p.architecture, p.canary) for p in plans}
     assert len(plans) > 1000 and len(seen) > 40  # every recipe, variant, route, both machines
     for plan in plans:
         assert decode_plan(json.loads(json.dumps(serial.to_data(plan)))) == plan
@@ -141,7 +141,7 @@ def _plans_with_every_branch() -> dict[str, BuildPlan]:
             ("image-sysroot", plan.sysroot is not None and plan.sysroot.builder == "image"),
             ("llvm-apt", plan.llvm_apt_suite is not None and plan.snapshot is not None),
             ("cuda-cudnn", bool(plan.extra_packages)),
-            ("standin", plan.standin and plan.base_image.image_id is not None),
+            ("standin", plan.canary and plan.base_image.image_id is not None),
             ("openmp-rebuild", len(plan.runtime_env) > 1 and bool(plan.package_versions)),
             ("remote", plan.exec_image is not None),
         )
@@ -296,8 +296,9 @@ def test_the_stand_ins_wheel_name_is_its_own_and_only_a_stand_in_plans() -> None
 def _as_before(plan: BuildPlan, schema: str = "tfbuild.plan/3") -> dict[str, Any]:
     """``plan`` as a tfbuild before /4 wrote it: bazel's resource options in its option lists as
     well as in its resources (jobs and memory first among the build options, the heap last among
-    the startup options), kept in step."""
+    the startup options), kept in step; --canary's plan field under its old name, "standin"."""
     data = json.loads(json.dumps(serial.to_data(plan)))
+    data["standin"] = data.pop("canary")
     made = bazel_command(plan)
     return {
         **data,

@@ -30,11 +30,14 @@ def test_an_older_receipt_reads_and_writes_back_the_same(path: Path) -> None:
     assert receipt.plan_intact() and receipt.inputs_intact()
     plan = decode_plan(receipt.plan)
     # Read as this version's plan (tfbuild.plan/4): the resource options its lists held lifted
-    # out, their values (the same as its resources') in resources, everything else as written.
+    # out, their values (the same as its resources') in resources, its "standin" read as
+    # "canary" (--canary's word), everything else as written.
     resource_options = ("--jobs=", "--local_ram_resources=", "--host_jvm_args=-Xmx")
     assert receipt.plan["schema"] in ("tfbuild.plan/2", "tfbuild.plan/3")
+    written = {k: v for k, v in receipt.plan.items() if k != "standin"}
     assert serial.to_data(plan) == {
-        **receipt.plan,
+        **written,
+        "canary": receipt.plan["standin"],
         "schema": "tfbuild.plan/4",
         **{
             key: [o for o in receipt.plan[key] if not o.startswith(resource_options)]

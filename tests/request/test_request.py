@@ -88,7 +88,7 @@ def test_the_canary_request_swaps_in_the_stand_in_recipe() -> None:
         recipe=canary,
         host=host,
     ).plan
-    assert plan.standin is True
+    assert plan.canary is True
 
 
 def test_plan_and_render_take_the_same_options(tmp_path: Path) -> None:

@@ -110,7 +110,7 @@ json.dump({{"headers": stored["headers"] if host in stored["hosts"] else {{}}}},
 def credential_helper_flag(plan: BuildPlan) -> str | None:
     """The flag that gives the plan's bazel a credential helper; None where the bazel that runs has
     none: the canary's (Debian's bazel-bootstrap 4.2.3) and any bazel before 5.3."""
-    if plan.standin:
+    if plan.canary:
         return None
     found = _BAZEL_VERSION.match(plan.bazel)
     if found is None:

@@ -115,7 +115,7 @@ def _inspect(wheel: Path, log: BuildLog, *, exclude: tuple[str, ...] = ()) -> Wh
 def tools_seen(plan: BuildPlan, seen: dict[str, str]) -> dict[str, str]:
     """bazel, the compiler and python as the build printed them; bazelisk as the image pins it."""
     tools = dict(seen)
-    if not plan.standin:
+    if not plan.canary:
         tools["bazelisk"] = load_tools()["bazelisk"].version
     return tools
 
@@ -157,7 +157,7 @@ def make_receipt(
     return Receipt(
         build_id=job.build_id,
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        standin=plan.standin,
+        standin=plan.canary,
         wheel=WheelRecord(name=wheel.name, sha256=sha256, size=wheel.stat().st_size),
         target=plan.target,
         variant=str(plan.variant),

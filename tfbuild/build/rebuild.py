@@ -171,8 +171,9 @@ def check_base_image(engine: Engine, plan: BuildPlan) -> None:
 def rebuild_run(receipt: Receipt, run: BuildRun) -> BuildRun:
     """The run settings of a rebuild: the receipt's source hash pins the tarball."""
     source = receipt.inputs.source
-    standin = receipt.plan.get("standin") is True  # the plan's word, which plan_sha256 covers
-    if source.kind == "directory" and run.source is None and not standin:
+    # The plan's word, which plan_sha256 covers ("standin" in plans before tfbuild.plan/4).
+    canary = receipt.plan.get("canary", receipt.plan.get("standin")) is True
+    if source.kind == "directory" and run.source is None and not canary:
         raise InputError(
             f"{receipt.wheel.name} was built from a local directory ({source.path})",
             why="a rebuild needs the same tree"

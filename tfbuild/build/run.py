@@ -186,7 +186,7 @@ def _announce(plan: BuildPlan, build_id: str, log: BuildLog) -> None:
     """The build's first lines: what it builds, then the plan's warnings, before the hours of work."""
     log.note(
         f"build {build_id}: TensorFlow {plan.tensorflow} ({plan.variant}, target {plan.target})"
-        + (" — STAND-IN canary source, not TensorFlow" if plan.standin else "")
+        + (" — STAND-IN canary source, not TensorFlow" if plan.canary else "")
     )
     for warning in plan.warnings:
         log.note(f"warning: {warning}")
@@ -400,7 +400,7 @@ class BuildRun:
                 memory=self.memory,
                 keep_container=self.keep_container,
                 recipe_sha256=recipe.file_sha256 if recipe else self.recipe_sha256,
-                discard_output_base=self.source is None and plan.standin,
+                discard_output_base=self.source is None and plan.canary,
             )
             return build_wheel(engine, job, progress)
 
@@ -410,7 +410,7 @@ class BuildRun:
     ) -> Iterator[Source]:
         if self.source is not None:
             yield local_source(self.source)
-        elif plan.standin:
+        elif plan.canary:
             from tfbuild.recipes import canary
 
             self.dist.mkdir(parents=True, exist_ok=True)

@@ -173,7 +173,7 @@ def check_plan(plan: BuildPlan) -> None:
     check_resources(plan.resources)
     if WHEEL_TARGETS.get(plan.wheel_flow) != plan.build_target:
         raise RefusedField("build_target", plan.build_target, "not the wheel target tfbuild builds")
-    if plan.wheel_name not in (STANDIN_WHEEL_NAMES if plan.standin else WHEEL_NAMES):
+    if plan.wheel_name not in (STANDIN_WHEEL_NAMES if plan.canary else WHEEL_NAMES):
         raise RefusedField("wheel_name", plan.wheel_name, "not a wheel tfbuild builds")
     for i, line in enumerate(plan.rc_lines):  # the wheel bazel names is the one the plan says
         named = _WHEEL_NAME_LINE.fullmatch(line)
@@ -246,9 +246,12 @@ def decode_plan(data: dict[str, Any]) -> BuildPlan:
         shown = data.get("schema") if isinstance(data, dict) else None
         raise ValueError(f"plan schema {shown!r}, not {PLAN_SCHEMA}")
     check_single_lines(data)
-    # An older schema reads as this one (it is written as this one again), its resource options
-    # lifted into its resources.
-    plan = serial.from_data({**data, "schema": PLAN_SCHEMA}, BuildPlan)
+    # An older schema reads as this one (it is written as this one again): its resource options
+    # lifted into its resources, its "standin" (the word before --canary's) read as "canary".
+    current = {**data, "schema": PLAN_SCHEMA}
+    if data["schema"] != PLAN_SCHEMA and "standin" in current and "canary" not in current:
+        current["canary"] = current.pop("standin")
+    plan = serial.from_data(current, BuildPlan)
     if data["schema"] in RESOURCES_AMONG_OPTIONS:
         plan = _lift_resources(plan)
     check_package_versions(tuple(plan.package_versions.items()))

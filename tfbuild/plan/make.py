@@ -404,7 +404,7 @@ def make_plan(
         cuda=variant.cuda,
         reasons=tuple(reasons),
         warnings=tuple(dict.fromkeys(warnings)),
-        standin=options.canary,
+        canary=options.canary,
         label=wheel_label,
         floor_goal=toolchain.floor_goal,
         route=toolchain.route,

@@ -153,7 +153,7 @@ class BuildPlan:
     cuda: CudaPlan | None
     reasons: tuple[Reason, ...]
     warnings: tuple[str, ...] = field(default=())
-    standin: bool = False  # the canary stand-in source, not TensorFlow
+    canary: bool = False  # --canary: the STAND-IN source, not TensorFlow
     label: str | None = None  # the wheel's local version label ("x86_64v4.cu125"); None: unlabelled
     #: The determinism measures: build.sh exports these (and SOURCE_DATE_EPOCH from the source),
     #: maps the output base out of compiled paths, and the finished wheel is normalised.

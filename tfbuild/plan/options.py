@@ -233,7 +233,7 @@ class PlanOptions:
             show_default=False,
         ),
     )
-    #: The STAND-IN canary source and recipe instead of TensorFlow (the plan's ``standin``).
+    #: The STAND-IN canary source and recipe instead of TensorFlow (the plan's ``canary``).
     canary: bool = field(
         default=False,
         metadata=cli(

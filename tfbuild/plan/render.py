@@ -129,7 +129,7 @@ def toolchain_packages(plan: BuildPlan) -> list[str]:
             plan.base_image.tcmalloc_package,
             *(("linux-libc-dev",) if devtoolset else ()),
             # The canary builds with Debian's bazel (4.2.3), not bazelisk: see tfbuild/canary.
-            *((STANDIN_BAZEL_PACKAGE,) if plan.standin else ()),
+            *((STANDIN_BAZEL_PACKAGE,) if plan.canary else ()),
         }
     )
 

@@ -262,14 +262,14 @@ def _check_bazelversion(plan: BuildPlan, tree: TreeFiles) -> Finding:
     text = tree.read(".bazelversion")
     first = (text or "").splitlines()[0].strip() if (text or "").strip() else ""
     if text is None or not first:
-        runs = "its STAND-IN bazel" if plan.standin else f"the plan's bazel {plan.bazel}"
+        runs = "its STAND-IN bazel" if plan.canary else f"the plan's bazel {plan.bazel}"
         return Finding(
             check="bazelversion",
             status="note",
             what=f"the tree pins no bazel version: the build runs {runs}",
             file=".bazelversion",
             why="the STAND-IN canary runs Debian's bazel-bootstrap (4.2.3), whatever a tree pins"
-            if plan.standin
+            if plan.canary
             else "the toolchain image pins it (USE_BAZEL_VERSION) and nothing here asks for another",
         )
     if first != plan.bazel:
@@ -746,7 +746,7 @@ def _skipped(check: str, what: str, why: str) -> Finding:
 
 def describe(plan: BuildPlan) -> str:
     """The plan in a few words, for the report."""
-    standin = " (STAND-IN canary)" if plan.standin else ""
+    standin = " (STAND-IN canary)" if plan.canary else ""
     cuda = f" CUDA {plan.cuda.cuda}" if plan.cuda else ""
     return f"TensorFlow {plan.tensorflow}{standin} {plan.variant}{cuda}, Python {plan.python}"
 
@@ -766,7 +766,7 @@ def preflight(plan: BuildPlan, recipe: Recipe | None, tree: Path) -> PreflightRe
     ]
     version = tfversions.parse_version(plan.tensorflow)
     hermetic_python = recipe.hermetic_python if recipe else tfversions.hermetic_python(version)
-    if plan.standin:
+    if plan.canary:
         findings.append(
             _skipped(
                 "python_lock",
@@ -778,7 +778,7 @@ def preflight(plan: BuildPlan, recipe: Recipe | None, tree: Path) -> PreflightRe
         findings.append(_check_python_lock(plan, files))
     if plan.cuda is not None and plan.cuda.hermetic:
         findings += _check_cuda_versions(plan, files)
-    if plan.standin:
+    if plan.canary:
         findings.append(
             _skipped(
                 "toolchain",
