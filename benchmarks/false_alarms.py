@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from tfbuild.core import serial
 from tfbuild.core.stats import FASTER, SLOWER, describe
 from tfbuild.detect.contention import combine
-from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
-from tfbuild.smoke.run import THREAD_SETTINGS, Method, Worker, shared_cpu, time_and_recheck
+from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env
+from tfbuild.measure.run import THREAD_SETTINGS, Method, Worker, shared_cpu, time_and_recheck
 
 OPS = ("matmul_1024", "conv2d_nhwc", "exp", "tanh", "add", "softmax")
 

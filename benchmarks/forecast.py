@@ -22,12 +22,12 @@ import subprocess
 import sys
 import time
 
-from tfbuild.smoke import _forecast_tf
-from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
+from tfbuild.measure import _forecast_tf
+from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env
 
 FORECAST_TF = _forecast_tf.__file__
 
-#: Run in the stock environment: the forecast's own ops (tfbuild/smoke/_forecast_tf.py, the file
+#: Run in the stock environment: the forecast's own ops (tfbuild/measure/_forecast_tf.py, the file
 #: the forecast runs there), on 2^18 elements and on one 256-element row. An eager call costs 11-17
 #: us of dispatch and allocation whatever its size (the stock-wheel baseline, section 6), which the
 #: kernels compiled by the forecast never pay; the difference of the two sizes leaves the kernel's

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from tfbuild.core import serial
 from tfbuild.detect.contention import between, snapshot
+from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env
+from tfbuild.measure.run import Method
 from tfbuild.overlay.models import MODELS, prove_models
-from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
-from tfbuild.smoke.run import Method
 
 OFF = {"TFBUILD_OVERLAY": "off"}
 

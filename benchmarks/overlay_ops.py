@@ -4,7 +4,7 @@ An overlay for this host is built (``tfbuild overlay``'s plan and build, checked
 ``--wheel`` names one; it is installed with its stock TensorFlow in an environment made once (as
 ``tfbuild smoke OVERLAY.whl`` makes it). Two smoke workers run there, pinned to one CPU, one intra-
 and one inter-op thread: the overlay's, and stock's (``TFBUILD_OVERLAY=off``, the same environment
-otherwise). Every op is timed repetition by repetition in alternation (tfbuild.smoke.run.alternate:
+otherwise). Every op is timed repetition by repetition in alternation (tfbuild.measure.run.alternate:
 a calibrated inner loop of at least ``--min-rep`` seconds, ABBA order, undecided ops timed again
 while ``--budget`` lasts). Ops: the smoke worker's element-wise ops the overlay is for
 (tfbuild.overlay.prove.REPLACED, on 2^18 float32), those it leaves to stock (LEFT_TO_STOCK) and
@@ -32,13 +32,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tfbuild.detect.contention import between, snapshot
+from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env
+from tfbuild.measure.run import Method, Worker, alternate, shared_cpu
 from tfbuild.overlay.build import OverlayRequest, build_overlay
 from tfbuild.overlay.package import MANIFEST, PLUGINS
 from tfbuild.overlay.prove import CONTROLS, LEFT_TO_STOCK, OFF, REPLACED, load_line
 from tfbuild.plan.here import plan_here
 from tfbuild.plan.options import PlanOptions
-from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
-from tfbuild.smoke.run import Method, Worker, alternate, shared_cpu
 
 #: The kernel each smoke op runs that the overlay could replace (gelu's erf form is TensorFlow's
 #: erfc times x, two Mul kernels the overlay leaves alone).

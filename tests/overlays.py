@@ -76,7 +76,7 @@ def unpack(wheel: Path, into: Path) -> Path:
 def stock_python() -> str:
     if sys.version_info[:2] != (3, 11):
         pytest.skip(f"{STOCK} is tested on Python 3.11, this is {sys.version.split()[0]}")
-    from tfbuild.smoke.envs import WheelSpec, ensure_env
+    from tfbuild.measure.envs import WheelSpec, ensure_env
 
     return ensure_env(WheelSpec.parse(STOCK)).python
 

@@ -28,8 +28,8 @@ def test_the_scan_finds_each_class_where_it_is_defined() -> None:
     modules = {name: [w.split(":")[0] for w in where] for name, where in public_classes().items()}
     assert modules["BuildPlan"] == ["tfbuild/plan/model.py"]
     assert modules["CompilerExecutable"] == ["tfbuild/core/compilers.py"]
-    assert modules["OpForecast"] == ["tfbuild/smoke/forecast_report.py"]
-    assert modules["OpResult"] == ["tfbuild/smoke/run.py"]
+    assert modules["OpForecast"] == ["tfbuild/measure/forecast_report.py"]
+    assert modules["OpResult"] == ["tfbuild/measure/run.py"]
 
 
 def test_no_public_class_name_is_defined_twice() -> None:

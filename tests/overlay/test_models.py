@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tfbuild.core.errors import SmokeFailed
+from tfbuild.measure.run import Worker
 from tfbuild.overlay.models import SCRIPT, Profile, amdahl, predict, profile_models
-from tfbuild.smoke.run import Worker
 
 from .conftest import BuiltOverlay
 

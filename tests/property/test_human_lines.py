@@ -101,7 +101,7 @@ def test_smoke_keeps_each_op_on_one_line_at_80_columns(
     from dataclasses import replace
 
     from tfbuild.core.stats import Summary, verdict
-    from tfbuild.smoke.run import OpResult
+    from tfbuild.measure.run import OpResult
 
     monkeypatch.setenv("COLUMNS", "80")
     rng = random.Random(1)

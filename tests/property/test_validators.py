@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.detect.compilers import parse_compiler
+from tfbuild.measure.envs import WheelSpec
 from tfbuild.plan.make import _check_options
 from tfbuild.plan.options import PlanOptions
 from tfbuild.recipes.recipe import load_recipes
 from tfbuild.recipes.strict_yaml import VALUE_CHECKS as _CHECKS
-from tfbuild.smoke.envs import WheelSpec
 from tfbuild.wheel.labels import parse_label
 
 SETTINGS = settings(max_examples=100, deadline=None)

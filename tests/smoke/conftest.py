@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tfbuild.smoke.envs import WheelSpec, ensure_env
+from tfbuild.measure.envs import WheelSpec, ensure_env
 
 STOCK = "tensorflow-cpu==2.21.0"
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from tfbuild.core.stats import Summary, verdict
 from tfbuild.detect.contention import Contention
-from tfbuild.smoke.run import OpResult
+from tfbuild.measure.run import OpResult
 
 
 def timed(

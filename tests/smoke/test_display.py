@@ -13,10 +13,10 @@ from tests.smoke.results import timed
 from tfbuild.cli.wheel_display import print_smoke
 from tfbuild.core.stats import verdict
 from tfbuild.detect.contention import Contention
+from tfbuild.measure.run import Method, OpResult
 from tfbuild.smoke.messages import parse_messages
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.report import SmokeReport
-from tfbuild.smoke.run import Method, OpResult
 
 SHARED = shared()
 
@@ -142,7 +142,7 @@ def test_a_claim_a_fresh_pair_of_processes_does_not_repeat_is_undecided_and_said
 ) -> None:
     """The stock wheel against itself once came out 0.77x on tanh in one pair of processes, every
     pair of repetitions agreeing; the recheck in a fresh pair found it the same."""
-    from tfbuild.smoke.run import _settled
+    from tfbuild.measure.run import _settled
 
     rng = random.Random(9)
     base = noisy(rng, 1e-3, 0.01)

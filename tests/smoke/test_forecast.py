@@ -15,9 +15,9 @@ from tfbuild.cli.forecast import print_forecast_beside
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError
 from tfbuild.core.stats import Summary, verdict
-from tfbuild.smoke.eigen_headers import copy_eigen
-from tfbuild.smoke.envs import tensorflow_dir
-from tfbuild.smoke.forecast_report import (
+from tfbuild.measure.eigen_headers import copy_eigen
+from tfbuild.measure.envs import tensorflow_dir
+from tfbuild.measure.forecast_report import (
     CompilerUsed,
     Forecast,
     OneDnn,
@@ -27,9 +27,9 @@ from tfbuild.smoke.forecast_report import (
     compare,
     tensorflow_ratio,
 )
-from tfbuild.smoke.forecast_store import save_forecast, saved_forecast
-from tfbuild.smoke.forecast_tensorflow import tensorflow_times
-from tfbuild.smoke.run import OpResult
+from tfbuild.measure.forecast_store import save_forecast, saved_forecast
+from tfbuild.measure.forecast_tensorflow import tensorflow_times
+from tfbuild.measure.run import OpResult
 from tfbuild.smoke.session import forecast_beside
 
 OPS = {

@@ -15,13 +15,13 @@ from tests.conftest import cpuinfo_fixture
 from tests.smoke.test_display import _report
 from tfbuild.core import serial
 from tfbuild.detect.cpuinfo import read_cpuinfo
-from tfbuild.smoke.fma_probe import MeasuredPeak
+from tfbuild.measure.fma_probe import MeasuredPeak
+from tfbuild.measure.peak import peak_ceilings, theoretical_peak
+from tfbuild.measure.run import Method
 from tfbuild.smoke.loads import LoadReport
 from tfbuild.smoke.messages import parse_messages
-from tfbuild.smoke.peak import peak_ceilings, theoretical_peak
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.report import PeakFigures, Rules
-from tfbuild.smoke.run import Method
 
 UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
 GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "smoke"

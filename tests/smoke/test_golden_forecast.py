@@ -8,8 +8,8 @@ from __future__ import annotations
 from tests.smoke.results import timed
 from tests.smoke.test_golden import check
 from tfbuild.core import serial
-from tfbuild.smoke.forecast_emit import Emitted
-from tfbuild.smoke.forecast_report import (
+from tfbuild.measure.forecast_emit import Emitted
+from tfbuild.measure.forecast_report import (
     CompilerUsed,
     Forecast,
     OneDnn,
@@ -17,9 +17,9 @@ from tfbuild.smoke.forecast_report import (
     StockFlags,
     compare,
 )
-from tfbuild.smoke.models import ModelFile
-from tfbuild.smoke.run import OpResult, SettingTrial
-from tfbuild.smoke.tune import TuneReport
+from tfbuild.measure.models import ModelFile
+from tfbuild.measure.run import OpResult, SettingTrial
+from tfbuild.measure.tune import TuneReport
 
 FAST = [1.0, 1.01, 0.99, 1.02, 0.98] * 3
 SLOW = [3.0, 3.03, 2.97, 3.06, 2.94] * 3

@@ -1,7 +1,7 @@
 """Smoke's timing loop against known truth, quiet and under load.
 
 Two real worker processes (``known_ratio_worker.py``) whose ops differ by known factors (the
-candidate faster by 1.0x, 1.2x, 1.5x and 2x), timed by ``tfbuild.smoke.run.alternate`` as smoke
+candidate faster by 1.0x, 1.2x, 1.5x and 2x), timed by ``tfbuild.measure.run.alternate`` as smoke
 times two wheels. Quiet, and with a CPU-bound neighbour on every CPU (``tests.smoke.neighbours``).
 
 What is asserted is what more load cannot break (``make quick`` runs tests two at a time, and the
@@ -25,7 +25,7 @@ from tests.smoke import known_ratio_worker
 from tests.smoke.neighbours import neighbours
 from tfbuild.core.stats import FASTER, SAME, SLOWER, UNDECIDED, describe
 from tfbuild.detect.contention import combine
-from tfbuild.smoke.run import Method, OpResult, Worker, shared_cpu, time_and_recheck
+from tfbuild.measure.run import Method, OpResult, Worker, shared_cpu, time_and_recheck
 
 pytestmark = [
     pytest.mark.slow,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ROOT, run_cli
-from tfbuild.smoke.forecast_onednn import onednn_dispatch, read_onednn_verbose
+from tfbuild.measure.forecast_onednn import onednn_dispatch, read_onednn_verbose
 
 RECORDED = ROOT / "tests" / "fixtures" / "onednn"
 ISA = "Intel AVX-512 with Intel DL Boost and bfloat16 support"  # the recording machine's

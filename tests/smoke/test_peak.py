@@ -15,7 +15,7 @@ from tests.conftest import cpuinfo_fixture, cpuinfo_fixtures
 from tfbuild.core import serial
 from tfbuild.core.errors import UsageError
 from tfbuild.detect.cpuinfo import read_cpuinfo
-from tfbuild.smoke.fma_probe import (
+from tfbuild.measure.fma_probe import (
     MAX_PROBES,
     MeasuredPeak,
     ProbeRun,
@@ -23,7 +23,7 @@ from tfbuild.smoke.fma_probe import (
     measure_fma_peak,
     repeat_probes,
 )
-from tfbuild.smoke.peak import Peak, peak_ceilings, theoretical_peak
+from tfbuild.measure.peak import Peak, peak_ceilings, theoretical_peak
 
 
 def _peak(suffix: str, *, cores: int | None = None, ghz: float | None = None) -> Peak:

@@ -16,9 +16,9 @@ from tests.conftest import NO_FILE_KINDS, plant_no_file, run_cli
 from tests.receipts import make_receipt, write_receipt
 from tfbuild.core import serial
 from tfbuild.detect import cpu, features
-from tfbuild.smoke.envs import clean_env
+from tfbuild.measure.envs import clean_env
+from tfbuild.measure.run import Method, compare
 from tfbuild.smoke.probe import run_probe
-from tfbuild.smoke.run import Method, compare
 from tfbuild.smoke.session import built_for
 from tfbuild.wheel.receipt import receipt_path
 

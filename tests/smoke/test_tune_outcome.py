@@ -11,8 +11,8 @@ import pytest
 from tests.smoke.machines import QUIET, shared
 from tests.smoke.results import timed
 from tfbuild.detect.contention import Contention
-from tfbuild.smoke.run import LOSES, NO_GAIN, WINS, OpResult, SettingTrial
-from tfbuild.smoke.tune import TuneReport, gain, write_profile
+from tfbuild.measure.run import LOSES, NO_GAIN, WINS, OpResult, SettingTrial
+from tfbuild.measure.tune import TuneReport, gain, write_profile
 
 RNG = random.Random(11)
 SHARED = shared(others_busy=1.9, steal=0.0)

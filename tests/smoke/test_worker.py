@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tfbuild.smoke import _worker as worker
+from tfbuild.measure import _worker as worker
 
 WORKER = Path(worker.__file__)
 TF_PYTHON_ENV = "TFBUILD_TEST_TF_PYTHON"

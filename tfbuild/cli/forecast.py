@@ -51,10 +51,10 @@ class ForecastArgs:
 def forecast_command(forecast_args: ForecastArgs) -> None:
     """What a build would gain over the stock wheel on this machine, before anything is built."""
     from tfbuild.core.errors import UsageError
+    from tfbuild.measure.forecast import ForecastRequest, run_forecast
+    from tfbuild.measure.forecast_emit import emit_forecast
+    from tfbuild.measure.forecast_store import save_forecast
     from tfbuild.plan.here import plan_here
-    from tfbuild.smoke.forecast import ForecastRequest, run_forecast
-    from tfbuild.smoke.forecast_emit import emit_forecast
-    from tfbuild.smoke.forecast_store import save_forecast
 
     args, emit, as_json = forecast_args.plan, forecast_args.emit, forecast_args.as_json
     if emit is not None and args.cpuinfo is None:
@@ -110,7 +110,7 @@ def print_forecast(forecast: Any) -> None:
     """The summary line, then one row per op class and per op, then what was compiled how."""
     from tfbuild.cli.console import make_console
     from tfbuild.cli.text import wrap
-    from tfbuild.smoke.forecast_report import CLASSES, TENSORFLOW
+    from tfbuild.measure.forecast_report import CLASSES, TENSORFLOW
 
     width = make_console().width
 
@@ -172,7 +172,7 @@ def print_forecast_beside(forecast: dict[str, Any] | None) -> None:
         return
     from tfbuild.cli.console import make_console
     from tfbuild.cli.text import wrap
-    from tfbuild.smoke.forecast_report import CLASSES
+    from tfbuild.measure.forecast_report import CLASSES
 
     width = make_console().width
     head = f"forecast beside this smoke, one thread, per op class (kept in {forecast['file']}):"

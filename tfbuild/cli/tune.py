@@ -14,10 +14,10 @@ from tfbuild.cli.options import takes
 from tfbuild.core.controls import printable
 from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, Cli, option
 from tfbuild.core.pythons import PYTHON_INTERPRETER
-from tfbuild.smoke.models import MAX_BATCH
+from tfbuild.measure.models import MAX_BATCH
 
 if TYPE_CHECKING:
-    from tfbuild.smoke.tune import TuneReport
+    from tfbuild.measure.tune import TuneReport
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,9 +69,9 @@ class TuneArgs:
 def tune_command(args: TuneArgs) -> None:
     """Measure the runtime settings that matter for a wheel here; keep those that win."""
     from tfbuild.core.errors import UsageError
-    from tfbuild.smoke.models import check_model
+    from tfbuild.measure.models import check_model
+    from tfbuild.measure.tune import TuneOptions, run_tune, write_profile
     from tfbuild.smoke.session import wheel_to_test
-    from tfbuild.smoke.tune import TuneOptions, run_tune, write_profile
 
     interpreter, wheel, as_json = args.python, args.wheel, args.as_json
     if args.installed == (wheel is not None):
@@ -106,7 +106,7 @@ def print_tune(report: TuneReport, written: Path | None) -> None:
     when standard output is one, every line whole when it is piped."""
     from tfbuild.cli.text import terminal_width
     from tfbuild.core.stats import UNDECIDED
-    from tfbuild.smoke.tune import gain
+    from tfbuild.measure.tune import gain
 
     kept = ", ".join(t.name for t in report.kept) or "nothing (TensorFlow's defaults stay)"
     note = report.undecided_note()

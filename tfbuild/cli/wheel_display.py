@@ -12,7 +12,7 @@ from rich.table import Table
 
 from tfbuild.cli.console import make_console, print_hanging, safe
 from tfbuild.core.stats import FASTER, SLOWER, UNDECIDED, describe
-from tfbuild.smoke.run import LOSES, WINS
+from tfbuild.measure.run import LOSES, WINS
 
 if TYPE_CHECKING:  # types of other commands' results: importing them would load docker and more
     from rich.console import Console

@@ -8,8 +8,8 @@ valid on Python 3.9. Two ways to run it:
     PYTHON _models_tf.py [--intra N] [--inter M] [--models LIST] --profile [--steps K]
         [--replaced KERNELS]
 
-The first serves the models as ops of the smoke worker's protocol (``tfbuild/smoke/_worker.py``:
-the same ready line, requests and replies, so :mod:`tfbuild.smoke.run` times them in alternation,
+The first serves the models as ops of the smoke worker's protocol (``tfbuild/measure/_worker.py``:
+the same ready line, requests and replies, so :mod:`tfbuild.measure.run` times them in alternation,
 with verdicts and rechecks, as it times single ops): op ``model_<name>``, group "model", unit
 "Gsample/s", work = the batch. Its ready line adds ``"overlaid"``: the kernels this process runs at
 the overlay's priority (1), read from TensorFlow's own registry ("Exp:float32",
@@ -66,8 +66,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "smoke"))
-import _worker  # the smoke worker, beside this package: its protocol and loop
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "measure"))
+import _worker  # the measuring worker, beside this package: its protocol and loop
 
 MODELS = ("lstm", "mlp_gelu", "mlp_bf16", "transformer")
 #: The priority the overlay registers its kernels at (tfbuild.overlay.ops.PRIORITY).

@@ -29,6 +29,7 @@ from tfbuild.core import serial
 from tfbuild.core.compilers import CompilerExecutable, compiler_at, find_compiler
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem, NotReproducible, UsageError
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, write_files
+from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env, stock_spec
 from tfbuild.overlay.compile import (
     FRAMEWORK,
     KERNELS,
@@ -41,7 +42,6 @@ from tfbuild.overlay.compile import (
 from tfbuild.overlay.ops import Registration, plan_kernels
 from tfbuild.overlay.package import MANIFEST, PLUGINS, WheelName, members, write_wheel
 from tfbuild.overlay.stock import StockTensorFlow, read_stock
-from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env, stock_spec
 from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.labels import cpu_label
 from tfbuild.wheel.overlay_receipt import (

@@ -4,7 +4,7 @@ share predicts, and the gain measured.
 Both sides run in the overlay's environment; the stock side has ``TFBUILD_OVERLAY=off``. Each model
 (``_models_tf.py``) is first profiled in one process per side (TensorFlow's profiler: each op
 type's own time per step, and the time of each replaced kernel), then timed as smoke times an op
-(:func:`tfbuild.smoke.run.compare` driving ``_models_tf.py``, which speaks the smoke worker's
+(:func:`tfbuild.measure.run.compare` driving ``_models_tf.py``, which speaks the smoke worker's
 protocol: repetitions in alternation, rounds until decided, a claim rechecked in fresh processes),
 at the machine's default threads.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 from tfbuild.core import serial
 from tfbuild.core.errors import SmokeFailed
 from tfbuild.core.stats import MARGIN
-from tfbuild.smoke.run import Method, OpResult, compare
+from tfbuild.measure.run import Method, OpResult, compare
 
 SCRIPT = Path(__file__).with_name("_models_tf.py")
 MODELS = ("lstm", "mlp_gelu", "mlp_bf16", "transformer")

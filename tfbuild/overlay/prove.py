@@ -3,7 +3,7 @@
 The overlay is installed with its stock TensorFlow in a fresh environment (made once per wheel, as
 smoke makes one for any wheel). Both sides run in that one environment: the baseline's workers
 have ``TFBUILD_OVERLAY=off``, which the loader obeys, so the only difference is the kernels. Ops are
-timed as smoke times a wheel (:func:`tfbuild.smoke.run.compare`: repetitions in alternation, rounds
+timed as smoke times a wheel (:func:`tfbuild.measure.run.compare`: repetitions in alternation, rounds
 until decided, every claim rechecked in fresh processes), at one thread and the machine's default;
 then whole models at the machine's default threads (:mod:`tfbuild.overlay.models`): the share of
 their time the replaced kernels take, the gain that share predicts, the gain measured.
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfbuild.core.stats import SLOWER
+from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env
+from tfbuild.measure.run import Method, OpResult, compare
 from tfbuild.overlay.models import ModelResult, prove_models
-from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
-from tfbuild.smoke.run import Method, OpResult, compare
 from tfbuild.smoke.session import forecast_beside
 from tfbuild.wheel.overlay_receipt import OverlayReceipt, read_overlay_receipt
 from tfbuild.wheel.receipt import receipt_path

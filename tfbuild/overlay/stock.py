@@ -17,8 +17,8 @@ from pathlib import Path
 from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError
 from tfbuild.core.files import sha256_file
+from tfbuild.measure.envs import clean_env
 from tfbuild.overlay.ops import CASTS, OPS, StockKernel
-from tfbuild.smoke.envs import clean_env
 
 SCRIPT = Path(__file__).with_name("_stock_tf.py")
 _VERSION = re.compile(r"\d+\.\d+\.\d+")

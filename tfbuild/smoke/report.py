@@ -18,12 +18,12 @@ from tfbuild.core.files import replacing, write_text
 from tfbuild.core.stats import SLOWER
 from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
+from tfbuild.measure.run import Method, OpResult, SettingTrial, why_undecided
 from tfbuild.smoke.probe import ProbeResult
-from tfbuild.smoke.run import Method, OpResult, SettingTrial, why_undecided
 
 if TYPE_CHECKING:
-    from tfbuild.smoke.fma_probe import MeasuredPeak
-    from tfbuild.smoke.peak import Ceilings, Peak
+    from tfbuild.measure.fma_probe import MeasuredPeak
+    from tfbuild.measure.peak import Ceilings, Peak
 
 #: /2: each verdict gives its interval and "undecided"; the method times pairs within a budget;
 #: "machine" says what else ran on the CPU, "undecided" which comparisons could not tell.
@@ -62,7 +62,7 @@ class SmokeReport:
     tcmalloc_expected: bool = False  # the wheel's runtime env preloads TCMalloc
     built_for: str | None = None  # the target the wheel's receipt names
     #: The forecast kept for this wheel's version and target, beside what was measured (per op
-    #: class; tfbuild.smoke.forecast_report.Beside); None: no forecast was made for it.
+    #: class; tfbuild.measure.forecast_report.Beside); None: no forecast was made for it.
     forecast: dict[str, Any] | None = None
 
     @property

@@ -17,12 +17,12 @@ from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.core.files import read_input
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
-from tfbuild.smoke import forecast_report
-from tfbuild.smoke.envs import TestEnv, WheelSpec, clean_env, ensure_env, stock_spec
-from tfbuild.smoke.forecast_store import saved_forecast
+from tfbuild.measure import forecast_report
+from tfbuild.measure.envs import TestEnv, WheelSpec, clean_env, ensure_env, stock_spec
+from tfbuild.measure.forecast_store import saved_forecast
+from tfbuild.measure.run import Method, OpResult, SettingTrial, compare, try_setting
 from tfbuild.smoke.probe import ProbeResult, run_probe
 from tfbuild.smoke.report import PeakFigures, Rules, SmokeReport, write_env_file
-from tfbuild.smoke.run import Method, OpResult, SettingTrial, compare, try_setting
 from tfbuild.wheel.receipt import read_receipt, receipt_path
 
 Progress = Callable[[str], None]
@@ -189,8 +189,8 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
     settings: tuple[SettingTrial, ...] = ()
     peak: PeakFigures | None = None
     if candidate.ok and options.bench:
-        from tfbuild.smoke.fma_probe import measure_fma_peak
-        from tfbuild.smoke.peak import peak_ceilings, theoretical_peak
+        from tfbuild.measure.fma_probe import measure_fma_peak
+        from tfbuild.measure.peak import peak_ceilings, theoretical_peak
 
         margin = options.rules.min_margin
         method = Method.quick(margin) if options.quick else Method(min_margin=margin)

@@ -6,7 +6,7 @@ compared with. A wheel is the stand-in when its name says so (the distribution `
 or the canary's version label ``0.0.0+tfbuild.canary`` of the canaries built before it had a name of
 its own) or its receipt does (``standin: true``).
 
-Its smoke, in a fresh virtual environment (:func:`tfbuild.smoke.envs.ensure_env`, offline: it has no
+Its smoke, in a fresh virtual environment (:func:`tfbuild.measure.envs.ensure_env`, offline: it has no
 dependencies): import ``tfbuild_canary``; run its kernel, the vector code compiled with the plan's
 target flags (on a CPU without those instructions it dies with SIGILL, as a TensorFlow built for
 them would); run its C++ part (a thread through pthread_create, a string of libstdc++, strtol), which
@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from tfbuild.core.defaults import STANDIN_WHEEL
 from tfbuild.core.errors import InputError
-from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env
+from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.probe import failure_line
 from tfbuild.wheel.labels import is_standin_name
 from tfbuild.wheel.receipt import Receipt, read_receipt, receipt_path

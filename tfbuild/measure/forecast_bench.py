@@ -15,7 +15,7 @@ from pathlib import Path
 from tfbuild.core.compilers import CompilerExecutable
 from tfbuild.core.errors import EnvironmentProblem, UnsupportedError
 from tfbuild.core.stats import MAX_LOOKS, verdict
-from tfbuild.smoke.forecast_report import class_margin
+from tfbuild.measure.forecast_report import class_margin
 
 Progress = Callable[[str], None]
 #: Per op: its class, elements, the stock build's seconds per call, the plan build's.
@@ -27,7 +27,7 @@ COMMON_FLAGS = ("-O2", "-DNDEBUG", "-std=c++17")
 
 
 def kernels_source() -> str:
-    return resources.files("tfbuild.smoke").joinpath(KERNELS).read_text(encoding="utf-8")
+    return resources.files("tfbuild.measure").joinpath(KERNELS).read_text(encoding="utf-8")
 
 
 def compile_argv(compiler: str, include: str, flags: Sequence[str], output: str) -> list[str]:

@@ -6,7 +6,7 @@ single-process figure), then one copy per physical core at the same time, each p
 core (the all-cores figure). Every copy warms up (0.2 s) before it counts, and probes repeat (up to
 3, stopping once one raises neither best figure by more than 2 %, within a time budget) because
 other work only ever slows a probe down: the best of them is the real ceiling at the clock the
-machine runs under load. :mod:`tfbuild.smoke.peak` sets it beside the nominal figure, per thread
+machine runs under load. :mod:`tfbuild.measure.peak` sets it beside the nominal figure, per thread
 count.
 """
 
@@ -35,7 +35,7 @@ KERNEL_SOURCE = "peak_kernel.c"
 
 def fma_kernel() -> str:
     """The C source of the FMA kernel, read from the package (a source tree or an installed wheel)."""
-    return resources.files("tfbuild.smoke").joinpath(KERNEL_SOURCE).read_text(encoding="utf-8")
+    return resources.files("tfbuild.measure").joinpath(KERNEL_SOURCE).read_text(encoding="utf-8")
 
 
 #: Flag sets tried in order: -march=native is what the baseline measured; some Arm compilers only

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Literal
 
 from tfbuild.core.errors import UsageError
+from tfbuild.measure.eigen_headers import copy_eigen
+from tfbuild.measure.forecast import ForecastRequest, prepare_stock
+from tfbuild.measure.forecast_bench import KERNELS, compile_argv, compile_both, kernels_source
 from tfbuild.recipes.recipe import Recipe
-from tfbuild.smoke.eigen_headers import copy_eigen
-from tfbuild.smoke.forecast import ForecastRequest, prepare_stock
-from tfbuild.smoke.forecast_bench import KERNELS, compile_argv, compile_both, kernels_source
 
 Progress = Callable[[str], None]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from tfbuild.core import serial
 from tfbuild.detect.system import default_cache_dir
-from tfbuild.smoke.forecast_report import SCHEMA, Forecast
+from tfbuild.measure.forecast_report import SCHEMA, Forecast
 
 
 def forecasts_dir() -> Path:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 import subprocess
 
-from tfbuild.smoke.envs import clean_env
-from tfbuild.smoke.forecast_report import OneDnn
+from tfbuild.measure.envs import clean_env
+from tfbuild.measure.forecast_report import OneDnn
 
 _ONEDNN_PROBE = """
 import tensorflow as tf

@@ -7,7 +7,7 @@ row is compared with (that figure, or the one an FMA loop measured).
   FMA pipes per core × clock. It works for any dump (``--cpuinfo``), needs no compiler, and every guess
   it makes is written into :attr:`Peak.assumptions` as a plain sentence. Its clock is the nominal one,
   so on machines that boost (all of them) it is lower than what the cores really reach.
-* :func:`tfbuild.smoke.fma_probe.measure_fma_peak` runs a tiny FMA loop, the best of repeated
+* :func:`tfbuild.measure.fma_probe.measure_fma_peak` runs a tiny FMA loop, the best of repeated
   warmed-up probes, alone and on every core at once: the real ceiling at the clock the machine runs
   under load. On this project's Zen 5 VM (2 vCPUs) the nominal figure is 332 GFLOP/s and the
   measured one about 525 (266 for one process).
@@ -32,7 +32,7 @@ from tfbuild.core.errors import UsageError
 from tfbuild.core.rounded import Round3
 from tfbuild.detect.cpu import identify
 from tfbuild.detect.cpuinfo import CpuInfo
-from tfbuild.smoke.fma_probe import MeasuredPeak, probe_count
+from tfbuild.measure.fma_probe import MeasuredPeak, probe_count
 
 # --------------------------------------------------------------------------------------------------
 # Theoretical peak

@@ -11,7 +11,7 @@ sure it is one of the two things tune times, within bounds:
 
 Anything else is one :class:`InputError` line (exit 3). Loading and calling happen in the timing
 worker (``_worker.py``); what fails there is :class:`UnsupportedError` (exit 4), raised by
-:mod:`tfbuild.smoke.run`.
+:mod:`tfbuild.measure.run`.
 """
 
 from __future__ import annotations

@@ -11,16 +11,16 @@ oneDNN's verbose output in the stock wheel, so no gain is forecast there.
 TensorFlow's own op pays for more than the kernel (dispatch, the output's allocation and first
 touch), the same whatever the flags, so it gains less than the bare kernel does: the forecast also
 times each op in the stock wheel's TensorFlow (``_forecast_tf.py``, on the same tensors) and carries
-the kernel's saving over to it (:func:`tfbuild.smoke.forecast_report.tensorflow_ratio`).
+the kernel's saving over to it (:func:`tfbuild.measure.forecast_report.tensorflow_ratio`).
 
 Here: the forecast's request and its run, from the stock release's flags to the result. Each step
 is a module of its own: the compiler (:mod:`tfbuild.core.compilers`), the stock wheel's headers
-(:mod:`tfbuild.smoke.eigen_headers`), compiling and timing the benchmark
-(:mod:`tfbuild.smoke.forecast_bench`), stock TensorFlow's own ops
-(:mod:`tfbuild.smoke.forecast_tensorflow`), oneDNN's kernels (:mod:`tfbuild.smoke.forecast_onednn`).
-The benchmark for another machine is :mod:`tfbuild.smoke.forecast_emit`'s, the forecasts kept for
-``tfbuild smoke`` :mod:`tfbuild.smoke.forecast_store`'s; the results, the summary and the JSON are
-:mod:`tfbuild.smoke.forecast_report`'s.
+(:mod:`tfbuild.measure.eigen_headers`), compiling and timing the benchmark
+(:mod:`tfbuild.measure.forecast_bench`), stock TensorFlow's own ops
+(:mod:`tfbuild.measure.forecast_tensorflow`), oneDNN's kernels (:mod:`tfbuild.measure.forecast_onednn`).
+The benchmark for another machine is :mod:`tfbuild.measure.forecast_emit`'s, the forecasts kept for
+``tfbuild smoke`` :mod:`tfbuild.measure.forecast_store`'s; the results, the summary and the JSON are
+:mod:`tfbuild.measure.forecast_report`'s.
 """
 
 from __future__ import annotations
@@ -33,24 +33,24 @@ from pathlib import Path
 
 from tfbuild.core.compilers import CompilerExecutable, find_compiler
 from tfbuild.core.errors import InputError, UnsupportedError
-from tfbuild.recipes.recipe import Recipe
-from tfbuild.smoke.eigen_headers import copy_eigen
-from tfbuild.smoke.envs import TestEnv, WheelSpec, ensure_env, stock_spec, tensorflow_dir
-from tfbuild.smoke.forecast_bench import (
+from tfbuild.measure.eigen_headers import copy_eigen
+from tfbuild.measure.envs import TestEnv, WheelSpec, ensure_env, stock_spec, tensorflow_dir
+from tfbuild.measure.forecast_bench import (
     KERNELS,
     compile_both,
     kernels_source,
     measure_until_decided,
 )
-from tfbuild.smoke.forecast_onednn import onednn_dispatch
-from tfbuild.smoke.forecast_report import (
+from tfbuild.measure.forecast_onednn import onednn_dispatch
+from tfbuild.measure.forecast_report import (
     CompilerUsed,
     Forecast,
     OpForecast,
     StockFlags,
     compare,
 )
-from tfbuild.smoke.forecast_tensorflow import TensorFlowTimes, tensorflow_times
+from tfbuild.measure.forecast_tensorflow import TensorFlowTimes, tensorflow_times
+from tfbuild.recipes.recipe import Recipe
 
 Progress = Callable[[str], None]
 

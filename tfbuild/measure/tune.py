@@ -6,7 +6,7 @@ OpenMP oneDNN build ``OMP_NUM_THREADS``/``KMP_BLOCKTIME``/``KMP_AFFINITY``), eac
 alternation with the defaults on the smoke's op set and judged by the smoke's rule (a setting wins
 when it is faster beyond the noise on most ops and slower on none; an op still undecided is timed
 again while the budget lasts, and a setting the timings still cannot judge is "undecided", and not
-kept). With ``--model``, the user's model (:mod:`tfbuild.smoke.models`) is timed as one more op
+kept). With ``--model``, the user's model (:mod:`tfbuild.measure.models`) is timed as one more op
 beside those, in the same workers, so the same rule judges it. The winners together are then
 confirmed against the defaults, once more in alternation; only a confirmed profile is kept. A time
 budget bounds the search: knobs left when it runs out are reported as not tried.
@@ -25,9 +25,9 @@ from tfbuild.core.files import write_text
 from tfbuild.core.stats import UNDECIDED
 from tfbuild.detect import contention, cpu
 from tfbuild.detect.contention import Contention
-from tfbuild.smoke.envs import WheelSpec, clean_env, ensure_env, tensorflow_dir
-from tfbuild.smoke.models import ModelFile
-from tfbuild.smoke.run import Method, SettingTrial, try_setting, why_undecided
+from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env, tensorflow_dir
+from tfbuild.measure.models import ModelFile
+from tfbuild.measure.run import Method, SettingTrial, try_setting, why_undecided
 
 Progress = Callable[[str], None]
 SCHEMA = "tfbuild.tune/1"

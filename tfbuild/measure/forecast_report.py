@@ -1,7 +1,7 @@
 """A forecast's results: per op and per op class, the plan build against the stock flags, in words
 and as JSON.
 
-Pure values over measured seconds; :mod:`tfbuild.smoke.forecast` measures them. Each op's kernel
+Pure values over measured seconds; :mod:`tfbuild.measure.forecast` measures them. Each op's kernel
 ratio is stock time over plan time (> 1: the plan's build is faster), with its confidence interval
 and one of the four answers of :mod:`tfbuild.core.stats` (the two builds are timed in separate runs,
 so as two samples, unpaired).

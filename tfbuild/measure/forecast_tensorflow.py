@@ -1,6 +1,6 @@
 """Stock TensorFlow's own ops, timed in the stock wheel's environment (``_forecast_tf.py``: eager,
 one thread, on the tensors the benchmark's kernels take), for the TensorFlow-level ratio of
-:func:`tfbuild.smoke.forecast_report.tensorflow_ratio`.
+:func:`tfbuild.measure.forecast_report.tensorflow_ratio`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfbuild.core import serial
-from tfbuild.smoke.envs import clean_env
+from tfbuild.measure.envs import clean_env
 
 TF_TIMER = Path(__file__).with_name("_forecast_tf.py")
 

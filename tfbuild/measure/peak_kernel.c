@@ -1,4 +1,4 @@
-/* tfbuild's FP32 peak kernel, compiled and run by tfbuild/smoke/fma_probe.py (measure_fma_peak).
+/* tfbuild's FP32 peak kernel, compiled and run by tfbuild/measure/fma_probe.py (measure_fma_peak).
  *
  * 12 independent multiply-add chains on the widest vectors the compiler enables. Every chain starts
  * from a different value so that the compiler cannot merge them, and the sum of the accumulators is

@@ -36,7 +36,7 @@ from tfbuild.core.stats import (
 )
 from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
-from tfbuild.smoke.models import ModelFile
+from tfbuild.measure.models import ModelFile
 
 
 class PeakCeiling(Protocol):
