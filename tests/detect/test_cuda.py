@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -397,10 +396,7 @@ def test_this_machine_reports_what_its_files_and_nvcc_say() -> None:
     if not default.exists():
         pytest.skip("/usr/local/cuda does not exist on this machine")
     root = default.resolve()
-    started = time.perf_counter()
-    report = locate_cuda()
-    elapsed = time.perf_counter() - started
-    assert elapsed < 0.5, f"locate_cuda took {elapsed:.2f} s"
+    report = locate_cuda()  # how long it takes: benchmarks/gpu_detect_speed.py
 
     toolkit = next(t for t in report.toolkits if t.root == P(root))
     assert {"/usr/local/cuda", "/usr/local/cuda-*"} <= set(toolkit.found_by)

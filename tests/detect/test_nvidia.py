@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -639,14 +638,11 @@ def test_detect_failing_table_call_falls_back_to_the_table(tmp_path: Path) -> No
 
 
 def test_detect_on_this_machine() -> None:
-    start = time.monotonic()
-    report = detect_nvidia()
-    elapsed = time.monotonic() - start
+    report = detect_nvidia()  # how long it takes: benchmarks/gpu_detect_speed.py
     data = serial.to_data(report)
     assert json.loads(json.dumps(data)) == data
     if shutil.which("nvidia-smi") is None and not Path("/proc/driver/nvidia/version").exists():
         assert report == NvidiaReport(driver=None, gpus=(), warnings=())
-        assert elapsed < 0.5
         return
     # A machine with NVIDIA software: whatever is real, but consistent.
     if report.gpus:
