@@ -1,11 +1,13 @@
-"""Shared test helpers: the recorded cpuinfo dumps, running the real CLI in a subprocess and reading
-its one error line; the real overlay fixtures (tests/overlays.py)."""
+"""Shared test helpers: the recorded cpuinfo dumps, running the real CLI (in this process as a process
+runs it, or as a process where a test needs one) and reading its one error line; the real overlay
+fixtures (tests/overlays.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import json
+import locale
 import os
 import re
 import signal
@@ -44,6 +46,13 @@ def cpuinfo_fixture(suffix: str) -> Path:
     return matches[0]
 
 
+def in_json(path: Path) -> str:
+    """``path`` as JSON text writes it inside a string: what a golden test replaces in a command's
+    ``--json`` output (a checkout's path with a letter not ASCII, a quote or a backslash is escaped
+    there, so the path itself is not found)."""
+    return json.dumps(str(path))[1:-1]
+
+
 #: What a Python repr looks like in a line written for people: a dict, list, set or tuple of
 #: strings, an empty container, None, True or False.
 _REPR = re.compile(r"\{'|\['|\('|\{\}|\[\]|\(\)|\bNone\b|\bTrue\b|\bFalse\b")
@@ -64,19 +73,67 @@ class CliResult:
         return json.loads(self.stdout)
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> CliResult:
-    """Run ``python -m tfbuild ARGS`` exactly as a user would, and capture everything."""
+def process_env(env: dict[str, str] | None) -> dict[str, str]:
+    """The environment the CLI runs with: this one, 200 columns, no TFBUILD_DEBUG, then ``env``."""
     full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
     full_env.pop("TFBUILD_DEBUG", None)
+    return full_env
+
+
+def run_cli(
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    cwd: Path | None = None,
+    input: bytes = b"",
+) -> CliResult:
+    """Run ``tfbuild ARGS`` in this process as ``python -m tfbuild ARGS`` would run, and capture
+    everything: tests/cli_process.py gives it what a new process has (its streams and file
+    descriptors, environment, signal handlers, logging, warnings, tfbuild's own state) and puts
+    everything back after. ``input``: its standard input (empty by default). ``cwd``: a test whose
+    output holds a path it passes, laid out to a width, runs where a relative path is enough, so
+    that the layout does not depend on where the checkout is. ``timeout``: a hang guard.
+
+    With ``TFBUILD_TESTS_CLI=process`` in the environment, every run is :func:`run_cli_process`
+    instead: to compare the two runners, or to time them."""
+    if os.environ.get(CLI_RUNNER) == "process":
+        return run_cli_process(*args, env=env, timeout=timeout, cwd=cwd, input=input)
+    from tests.cli_process import as_a_process
+
+    return as_a_process(args, process_env(env), timeout=timeout, cwd=cwd, stdin=input)
+
+
+#: The variable that makes every run_cli a process (``process``).
+CLI_RUNNER = "TFBUILD_TESTS_CLI"
+
+
+def run_cli_process(
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    cwd: Path | None = None,
+    input: bytes = b"",
+) -> CliResult:
+    """Run ``python -m tfbuild ARGS`` as a process of its own, exactly as a user would, and capture
+    everything: for what only a process shows (a signal, the console script, ``sys.modules`` after
+    one command, another interpreter or user). Every other test runs :func:`run_cli`, in-process;
+    tests/cli/test_cli_runs.py counts the tests that come here."""
     proc = subprocess.run(
         [sys.executable, "-m", "tfbuild", *args],
+        input=input,  # then the end: stdin is empty by default
         capture_output=True,
-        text=True,
-        env=full_env,
+        env=process_env(env),
         timeout=timeout,  # a hang guard, never a speed check: generous on a busy 2-core machine
         check=False,
+        cwd=cwd,
     )
-    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+    return CliResult(proc.returncode, as_text(proc.stdout), as_text(proc.stderr))
+
+
+def as_text(data: bytes) -> str:
+    """A process's output as ``subprocess.run(text=True)`` gives it: decoded, newlines translated."""
+    text = data.decode(locale.getpreferredencoding(False))
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 ERROR_PREFIX = "tfbuild: error: "

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.cli_process import as_a_process
+from tests.conftest import in_json
 from tfbuild.build.base_images import MadeImage
 from tfbuild.build.container import Attempt
 from tfbuild.build.doctor import CanaryBuild, CanaryReport, Check, DoctorReport
@@ -25,7 +26,7 @@ from tfbuild.wheel.receipt import InstructionCheck, SmokeOutcome
 from tfbuild.wheel.wheeldiff import WheelDiff
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "build"
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).resolve().parents[2]  # as tfbuild names its own files
 TREES = ROOT / "tests" / "fixtures" / "trees"
 UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
 
@@ -213,7 +214,7 @@ def cli(*args: str) -> str:
     ],
 )
 def test_cli_json_is_golden(name: str, args: tuple[str, ...]) -> None:
-    text = cli(*args).replace(str(ROOT), "<ROOT>")
+    text = cli(*args).replace(in_json(ROOT), "<ROOT>")
     if args[0] == "plan":  # the plan itself depends on this host: its preflight does not
         text = json.dumps(json.loads(text)["preflight"], indent=2) + "\n"
     path = GOLDEN / f"{name}.json"

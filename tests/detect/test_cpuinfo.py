@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from tests.conftest import (
     cpuinfo_fixtures,
     plant_no_file,
     run_cli,
+    run_cli_process,
 )
 from tfbuild.core.errors import InputError
 from tfbuild.detect.cpuinfo import parse_cpuinfo, read_cpuinfo
@@ -159,7 +158,8 @@ def test_unknown_target_suggests_names() -> None:
 
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:
-    result = run_cli("--debug", "detect", "--cpuinfo", str(tmp_path / "nope"))
+    # A process: the traceback and the exit code are the interpreter's, for what leaves main().
+    result = run_cli_process("--debug", "detect", "--cpuinfo", str(tmp_path / "nope"))
     assert result.returncode == 1  # --debug lets the InputError through: Python exits 1
     assert "Traceback" in result.stderr
     assert "InputError" in result.stderr
@@ -179,12 +179,7 @@ def test_errors_print_as_what_why_fix() -> None:
 
 def test_dump_from_standard_input() -> None:
     dump = cpuinfo_fixture("alderlake")
-    proc = subprocess.run(
-        [sys.executable, "-m", "tfbuild", "detect", "--cpuinfo", "-", "--json"],
-        input=dump.read_bytes(),
-        capture_output=True,
-        check=False,
-    )
+    proc = run_cli("detect", "--cpuinfo", "-", "--json", input=dump.read_bytes())
     assert proc.returncode == 0, proc.stderr
     (machine,) = json.loads(proc.stdout)["machines"]
     assert machine["microarchitecture"] == "alderlake"
@@ -205,15 +200,9 @@ def test_a_fifo_or_a_link_to_dev_zero_is_refused_at_once(tmp_path: Path, kind: s
 
 def test_standard_input_is_read_within_the_bound() -> None:
     too_large = b"x" * (16 * 2**20 + 1)
-    proc = subprocess.run(
-        [sys.executable, "-m", "tfbuild", "detect", "--cpuinfo", "-", "--json"],
-        input=too_large,
-        capture_output=True,
-        check=False,
-        timeout=120,
-    )
+    proc = run_cli("detect", "--cpuinfo", "-", "--json", input=too_large)
     assert proc.returncode == 3
-    assert proc.stderr.decode().splitlines() == [
+    assert proc.stderr.splitlines() == [
         "tfbuild: error: --cpuinfo - is too large: standard input is larger than 16 MiB. Save one "
         "on the machine with 'cat /proc/cpuinfo > node.cpuinfo' and pass that file."
     ]

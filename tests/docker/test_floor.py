@@ -5,26 +5,27 @@ build's own system loads and imports it."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli_process import as_a_process
+from tests.conftest import CliResult
 from tests.docker.test_wheel import wheel_cli
 from tfbuild.recipes import canary
 
 pytestmark = pytest.mark.docker
 
 
-def smoke_in(wheel: Path, *images: str) -> subprocess.CompletedProcess[str]:
+def smoke_in(wheel: Path, *images: str) -> CliResult:
     """`tfbuild smoke WHEEL --in-image IMAGE ...`: each image's own loader loads the wheel's code,
     and its python3 imports it."""
-    argv = [sys.executable, "-m", "tfbuild", "smoke", str(wheel), "--json"]
+    argv = ["smoke", str(wheel), "--json"]
     for image in images:
         argv += ["--in-image", image]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    return as_a_process(argv, dict(os.environ), timeout=300)
 
 
 def test_the_floor_is_recorded_enforced_by_pick_and_real(
@@ -42,23 +43,9 @@ def test_the_floor_is_recorded_enforced_by_pick_and_real(
     assert "+tfbuild.canary." in wheel.name
 
     # pick refuses it for a machine with glibc 2.31, and says why; it takes it for glibc 2.36.
-    def pick(glibc: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tfbuild",
-                "pick",
-                str(wheel.parent),
-                "--glibc",
-                glibc,
-                "--json",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+    def pick(glibc: str) -> CliResult:
+        argv = ["pick", str(wheel.parent), "--glibc", glibc, "--json"]
+        return as_a_process(argv, dict(os.environ), timeout=120)
 
     old = pick("2.31")
     assert old.returncode == 4, old.stderr

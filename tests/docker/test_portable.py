@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import run_cli
-from tests.docker.test_wheel import wheel_argv
+from tests.docker.test_wheel import wheel_cli
 from tfbuild.recipes import canary
 
 pytestmark = pytest.mark.docker
@@ -26,13 +25,7 @@ tfbuild = functools.partial(run_cli, timeout=600)
 
 def build(dist: Path, volume: str, base: str, *args: str) -> tuple[Path, dict[str, Any]]:
     """`tfbuild wheel --canary` on ``base``: the wheel and its receipt."""
-    built = subprocess.run(
-        wheel_argv(dist, volume, "--json", *args, base=base),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    built = wheel_cli(dist, volume, "--json", *args, base=base, timeout=600)
     assert built.returncode == 0, built.stderr
     wheel = Path(json.loads(built.stdout)["wheel"])
     return wheel, json.loads(wheel.with_suffix(".json").read_text())

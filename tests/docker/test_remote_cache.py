@@ -30,7 +30,8 @@ from typing import Any
 
 import pytest
 
-from tests.docker.test_wheel import wheel_argv
+from tests.conftest import CliResult
+from tests.docker.test_wheel import wheel_argv, wheel_cli
 from tests.remote.services import start_buildgrid, stop
 from tfbuild.build.container import build_key, output_base_volume
 from tfbuild.build.log import bazel_processes
@@ -73,16 +74,8 @@ def git_checkout(tmp_path: Path, *rc_lines: str) -> Path:
     return source
 
 
-def wheel(
-    source: Path, dist: Path, volume: str, *args: str
-) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
-    built = subprocess.run(
-        wheel_argv(dist, volume, "--source", str(source), "--json", *args),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
+def wheel(source: Path, dist: Path, volume: str, *args: str) -> tuple[dict[str, Any], CliResult]:
+    built = wheel_cli(dist, volume, "--source", str(source), "--json", *args, timeout=900)
     assert built.returncode == 0, built.stderr
     receipt: dict[str, Any] = json.loads(built.stdout)["receipt_data"]
     return receipt, built
@@ -249,14 +242,9 @@ class SilentServer:
             connection.close()
 
 
-def failed_wheel(dist: Path, volume: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        wheel_argv(dist, volume, "--no-disk-cache", *args),
-        capture_output=True,
-        text=True,
-        timeout=900,  # a hang guard, never a speed check
-        check=False,
-    )
+def failed_wheel(dist: Path, volume: str, *args: str) -> CliResult:
+    # timeout: a hang guard, never a speed check
+    return wheel_cli(dist, volume, "--no-disk-cache", *args, timeout=900)
 
 
 @pytest.mark.docker

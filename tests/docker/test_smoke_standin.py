@@ -5,15 +5,15 @@ flags checked against its receipt and in its machine code), never as a TensorFlo
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import one_error_line, run_cli
+from tests.cli_process import as_a_process
+from tests.conftest import CliResult, one_error_line, run_cli
 from tests.docker.test_wheel import wheel_cli
 from tfbuild.detect import cpu
 from tfbuild.smoke.standin import expected_kinds
@@ -43,14 +43,9 @@ def copy_of(wheel: Path, into: Path, *, receipt: bool = True) -> Path:
     return into / wheel.name
 
 
-def smoke(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tfbuild", "smoke", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+def smoke(*args: str) -> CliResult:
+    """`tfbuild smoke ARGS`, run in this process with this environment (no $COLUMNS)."""
+    return as_a_process(["smoke", *args], dict(os.environ), timeout=300)
 
 
 def test_the_stand_in_is_tested_as_what_it_is_and_passes(canary_wheel: Path) -> None:

@@ -26,6 +26,8 @@ from typing import Any
 import pytest
 
 from tests.canary.test_standin import assert_planned_isa, disassembly
+from tests.cli_process import as_a_process
+from tests.conftest import CliResult
 from tfbuild.build.progress import parse_progress
 from tfbuild.core.files import sha256_file
 from tfbuild.detect import cpu
@@ -53,15 +55,12 @@ def no_leftover_containers(engine: Any, volume: str) -> Iterator[None]:
     assert not after, f"build containers left behind: {after}"
 
 
-def wheel_argv(
+def wheel_args(
     dist: Path, volume: str, *args: str, base: str = "tfbuild/base:bookworm"
 ) -> list[str]:
     """`tfbuild wheel` on the canary, on the test base image (or ``base``), with the test's own
-    cache volume."""
+    cache volume: tfbuild's arguments."""
     return [
-        sys.executable,
-        "-m",
-        "tfbuild",
         "wheel",
         "--canary",
         "--base-image",
@@ -75,6 +74,14 @@ def wheel_argv(
     ]
 
 
+def wheel_argv(
+    dist: Path, volume: str, *args: str, base: str = "tfbuild/base:bookworm"
+) -> list[str]:
+    """The same as a process's command line, for the tests that need a process: a signal sent to
+    it, a container stopped while it runs, two at once."""
+    return [sys.executable, "-m", "tfbuild", *wheel_args(dist, volume, *args, base=base)]
+
+
 def wheel_cli(
     dist: Path,
     volume: str,
@@ -82,15 +89,11 @@ def wheel_cli(
     timeout: float = 600,
     env: dict[str, str] | None = None,
     base: str = "tfbuild/base:bookworm",
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        wheel_argv(dist, volume, *args, base=base),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
+) -> CliResult:
+    """`tfbuild wheel` (:func:`wheel_args`) run in this process as a process would run it, with this
+    environment and ``env``."""
+    argv = wheel_args(dist, volume, *args, base=base)
+    return as_a_process(argv, {**os.environ, **(env or {})}, timeout=timeout)
 
 
 def standin_source(tmp_path: Path, name: str = "src") -> Path:
@@ -285,7 +288,7 @@ def test_an_oom_killed_build_is_retried_with_half_the_jobs(
     assert attempts[0]["exit_code"] != 0
     assert attempts[1]["exit_code"] == 0
     receipt = json.loads(next(dist.glob("*.json")).read_text())
-    assert "--jobs=1" in receipt["plan"]["build_options"]
+    assert receipt["plan"]["resources"]["jobs"] == 1  # the plan's one record of the jobs
     assert any(
         r["what"] == "jobs" and "out of memory" in r["why"] for r in receipt["plan"]["reasons"]
     )
@@ -576,13 +579,7 @@ def test_the_summary_and_github_folding(base_image: str, volume: str, tmp_path: 
     assert Path(summary["receipt"]) == wheel.with_suffix(".json")
     # Last, the next command; for the stand-in too, which smoke tests as what it is.
     assert lines[-1] == f"next      tfbuild smoke {wheel}"
-    smoke = subprocess.run(
-        [sys.executable, "-m", "tfbuild", *lines[-1].split()[2:], "--no-bench"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    smoke = as_a_process([*lines[-1].split()[2:], "--no-bench"], dict(os.environ), timeout=300)
     assert smoke.returncode == 0, smoke.stderr
     assert "STAND-IN" in smoke.stdout and "PASSED" in smoke.stdout
     assert "No module named" not in smoke.stdout + smoke.stderr

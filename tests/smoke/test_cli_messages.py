@@ -4,15 +4,15 @@ that is no wheel file (smoke's and tune's)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
+import shlex
 import sys
 import venv
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import CliResult, one_error_line, run_cli
+from tests.cli_process import as_a_process
+from tests.conftest import one_error_line, process_env, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -53,24 +53,21 @@ def test_an_interpreter_that_does_not_exist_is_a_usage_error(
     )
 
 
-def test_plot_without_matplotlib_names_an_install_that_works(tmp_path: Path) -> None:
-    """In an interpreter where matplotlib cannot be imported (``sys.modules[name] = None`` is
-    Python's own way to make an import fail), --plot is refused before anything is measured."""
-    code = (
-        "import sys; sys.modules['matplotlib'] = None; from tfbuild.cli import main; "
-        f"main(['smoke', '--installed', '--plot', {str(tmp_path / 'p.png')!r}])"
-    )
-    env = {**os.environ, "COLUMNS": "200"}
-    env.pop("TFBUILD_DEBUG", None)
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
-    )
-    result = CliResult(proc.returncode, proc.stdout, proc.stderr)
+def test_plot_without_matplotlib_names_an_install_that_works(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where matplotlib cannot be imported (``sys.modules[name] = None`` is Python's own way to
+    make an import fail), --plot is refused before anything is measured. In this process, whatever
+    $TFBUILD_TESTS_CLI says: the import is made to fail here."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    argv = ["smoke", "--installed", "--plot", str(tmp_path / "p.png")]
+    result = as_a_process(argv, process_env(None), timeout=120)
     assert result.returncode == 5
     line = one_error_line(result)
     assert line == (
         "tfbuild: error: --plot needs matplotlib: it is not installed for the Python tfbuild runs "
-        f"in ({sys.executable}). Install it there: {sys.executable} -m pip install matplotlib (or, "
+        f"in ({sys.executable}). Install it there: {shlex.quote(sys.executable)} -m pip install "
+        "matplotlib (or, "
         "from tfbuild's checkout, pip install '.[plot]'); or drop --plot."
     )
     assert "tfbuild[plot]" not in line  # that name on PyPI is another project
