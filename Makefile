@@ -3,6 +3,10 @@
 # Both create their own virtual environment (.venv) and install tfbuild with its test tools.
 
 PYTHON ?= python3
+# pytest keeps each test module, its assertions rewritten, as bytecode in __pycache__ (ignored by
+# git): collecting the suite then takes 3 s, not 9 (per xdist worker). An environment that turns
+# bytecode off (PYTHONDONTWRITEBYTECODE) would make every run rewrite them again.
+unexport PYTHONDONTWRITEBYTECODE
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.tfbuild-installed

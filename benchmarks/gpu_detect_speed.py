@@ -42,7 +42,9 @@ def main() -> int:
             started = time.perf_counter()
             probe()
             times[name].append(time.perf_counter() - started)
-    print(f"{args.rounds} rounds; load average (1 min) after: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(
+        f"{args.rounds} rounds; load average (1 min) after: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    )
     missed = False
     for name, seconds in times.items():
         median = statistics.median(seconds)

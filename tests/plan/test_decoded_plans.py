@@ -131,8 +131,23 @@ def test_the_allowlist_admits_every_plan_tfbuild_makes() -> None:
 # --- hostile plans ----------------------------------------------------------------------------
 
 
-def _plans_with_every_branch() -> dict[str, BuildPlan]:
-    """A few plans that between them take every branch of the templates."""
+#: The templates' branches, one plan each (:func:`branches`).
+BRANCH_NAMES = (
+    "hermetic",
+    "devtoolset",
+    "image-sysroot",
+    "llvm-apt",
+    "cuda-cudnn",
+    "canary",
+    "openmp-rebuild",
+    "remote",
+)
+
+
+@cache
+def branches() -> dict[str, BuildPlan]:
+    """A few plans that between them take every branch of the templates (made when first asked,
+    not when the module is collected: in the one process that runs these tests)."""
     chosen: dict[str, BuildPlan] = {}
     for plan in own_plans():
         kinds = (
@@ -141,22 +156,23 @@ def _plans_with_every_branch() -> dict[str, BuildPlan]:
             ("image-sysroot", plan.sysroot is not None and plan.sysroot.builder == "image"),
             ("llvm-apt", plan.llvm_apt_suite is not None and plan.snapshot is not None),
             ("cuda-cudnn", bool(plan.extra_packages)),
-            ("standin", plan.canary and plan.base_image.image_id is not None),
+            ("canary", plan.canary and plan.base_image.image_id is not None),
             ("openmp-rebuild", len(plan.runtime_env) > 1 and bool(plan.package_versions)),
             ("remote", plan.exec_image is not None),
         )
         for name, fits in kinds:
             if fits and name not in chosen:
                 chosen[name] = plan
-    assert len(chosen) == 8, sorted(chosen)
+    assert sorted(chosen) == sorted(BRANCH_NAMES), sorted(chosen)
     return chosen
 
 
-BRANCHES = _plans_with_every_branch()
-BASE = BRANCHES["hermetic"]
+def base() -> BuildPlan:
+    return branches()["hermetic"]
 
 
-def _with(path: tuple[str | int, ...], value: Any, plan: BuildPlan = BASE) -> dict[str, Any]:
+def _with(path: tuple[str | int, ...], value: Any, plan: BuildPlan | None = None) -> dict[str, Any]:
+    plan = plan or base()
     data = json.loads(json.dumps(serial.to_data(plan)))
     node = data
     for key in path[:-1]:
@@ -259,7 +275,7 @@ def test_a_value_tfbuild_never_writes_is_refused_naming_its_field(
 
 
 def test_apt_sources_other_than_the_snapshot_are_refused() -> None:
-    plan = BRANCHES["llvm-apt"]
+    plan = branches()["llvm-apt"]
     assert plan.snapshot is not None
     data = _with(
         ("snapshot", "sources", 0), "deb [trusted=yes] http://evil.example/ jammy main", plan
@@ -273,14 +289,14 @@ def test_the_stand_ins_wheel_name_is_its_own_and_only_a_stand_in_plans() -> None
     """The canary's wheel is tfbuild_canary (so installing it never replaces a TensorFlow); a
     TensorFlow plan that names its wheel so is refused, and so is an rc line that gives bazel
     another name than the plan's. A stand-in's plan of before the name (tensorflow_cpu) reads."""
-    standin = BRANCHES["standin"]
+    standin = branches()["canary"]
     assert standin.wheel_name == "tfbuild_canary"
     assert "build --repo_env=WHEEL_NAME=tfbuild_canary" in standin.rc_lines
     with pytest.raises(RefusedField) as caught:
         decode_plan(_with(("wheel_name",), "tfbuild_canary"))
     assert caught.value.field == "wheel_name"
-    line = f"build --repo_env=WHEEL_NAME={BASE.wheel_name}"
-    index = BASE.rc_lines.index(line)
+    line = f"build --repo_env=WHEEL_NAME={base().wheel_name}"
+    index = base().rc_lines.index(line)
     with pytest.raises(RefusedField) as caught:
         decode_plan(_with(("rc_lines", index), "build --repo_env=WHEEL_NAME=tensorflow_cpu"))
     assert caught.value.field == f"rc_lines[{index}]"
@@ -309,11 +325,11 @@ def _as_before(plan: BuildPlan, schema: str = "tfbuild.plan/3") -> dict[str, Any
 
 
 @pytest.mark.parametrize("schema", ["tfbuild.plan/2", "tfbuild.plan/3"])
-@pytest.mark.parametrize("name", sorted(BRANCHES))
+@pytest.mark.parametrize("name", sorted(BRANCH_NAMES))
 def test_an_older_plan_reads_with_its_resource_options_lifted_and_renders_the_same(
     name: str, schema: str
 ) -> None:
-    plan = BRANCHES[name]
+    plan = branches()[name]
     before = _as_before(plan, schema)
     assert before["build_options"][0].startswith("--jobs=")
     decoded = decode_plan(before)
@@ -327,12 +343,12 @@ def test_an_older_plan_reads_with_its_resource_options_lifted_and_renders_the_sa
 def test_an_older_plans_resource_options_say_what_its_build_ran_with() -> None:
     """Were an older plan's options and resources apart, the options are what its build.sh gave
     bazel: they are the values read."""
-    before = _as_before(BASE)
+    before = _as_before(base())
     before["build_options"][0] = "--jobs=7"
     before["startup_options"][-1] = "--host_jvm_args=-Xmx3000m"
     decoded = decode_plan(before)
     assert (decoded.resources.jobs, decoded.resources.jvm_heap_mb) == (7, 3000)
-    assert decoded.resources.local_ram_mb == BASE.resources.local_ram_mb
+    assert decoded.resources.local_ram_mb == base().resources.local_ram_mb
     assert bazel_command(decoded).build[0] == "--jobs=7"
 
 
@@ -351,7 +367,7 @@ def test_an_older_plans_resource_options_say_what_its_build_ran_with() -> None:
 def test_an_older_plans_resource_option_off_its_grammar_is_refused(
     field: str, index: int | str, option: str, why: str
 ) -> None:
-    before = _as_before(BASE)
+    before = _as_before(base())
     if index == "+":
         before[field].append(option)
     else:
@@ -448,7 +464,10 @@ def _shapes(files: dict[str, str]) -> dict[str, list[tuple[int, str]]]:
     return {name: shell_shape(text) for name, text in files.items() if name != "plan.json"}
 
 
-ORIGINALS = {name: (plan, _shapes(render_files(plan))) for name, plan in BRANCHES.items()}
+@cache
+def originals() -> dict[str, tuple[BuildPlan, dict[str, list[tuple[int, str]]]]]:
+    """Each branch's plan and the shell shape of its rendered files."""
+    return {name: (plan, _shapes(render_files(plan))) for name, plan in branches().items()}
 
 
 @settings(
@@ -459,8 +478,8 @@ ORIGINALS = {name: (plan, _shapes(render_files(plan))) for name, plan in BRANCHE
 )
 @given(data=st.data())
 def test_any_one_value_changed_is_refused_or_stays_data(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(sorted(ORIGINALS)))
-    plan, shape = ORIGINALS[name]
+    name = data.draw(st.sampled_from(sorted(BRANCH_NAMES)))
+    plan, shape = originals()[name]
     original = serial.to_data(plan)
     path = data.draw(st.sampled_from(sorted(_string_paths(original), key=repr)))
     node: Any = original
