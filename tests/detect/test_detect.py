@@ -160,9 +160,10 @@ def test_why_not(machine: str, target: str, runs: bool, fragment: str) -> None:
 def test_why_not_on_the_cli() -> None:
     result = run_cli("detect", "--cpuinfo", str(cpuinfo_fixture("haswell")), "--why-not", "icelake")
     assert result.returncode == 0, result.stderr
-    assert "why not icelake" in result.stdout
-    assert "does not fit" in result.stdout
-    assert "avx512" in result.stdout
+    said = " ".join(result.stdout.split())  # where it wraps moves with the dump's (absolute) path
+    assert "why not icelake" in said
+    assert "does not fit" in said
+    assert "avx512" in said
 
 
 def test_an_unknown_why_not_names_its_option_and_a_command_that_lists_every_name() -> None:

@@ -10,10 +10,12 @@ from tests.conftest import cpuinfo_fixture, run_cli
 
 
 def test_wrapped_sentences_stay_indented_under_their_start() -> None:
+    # The dump by its name, from its directory: the answer's first line holds the path given, so an
+    # absolute one would move where the lines wrap with where the checkout is.
     dump = cpuinfo_fixture("haswell")
     result = run_cli(
-        "detect", "--cpuinfo", str(dump), "--target", "zen4", "--why-not", "skylake_avx512",
-        env={"COLUMNS": "80"},
+        "detect", "--cpuinfo", dump.name, "--target", "zen4", "--why-not", "skylake_avx512",
+        env={"COLUMNS": "80"}, cwd=dump.parent,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
@@ -40,13 +42,15 @@ def test_wrapped_sentences_stay_indented_under_their_start() -> None:
 
 def test_why_not_answers_first_and_alone() -> None:
     """A question gets its answer on the first line, and nothing of the report it did not ask
-    for; --json still has the whole report with the answer in it."""
-    dump = str(cpuinfo_fixture("haswell"))
-    result = run_cli("detect", "--cpuinfo", dump, "--why-not", "skylake_avx512")
+    for; --json still has the whole report with the answer in it. The dump is named from its
+    directory: an absolute path as long as the line would put the answer below it."""
+    where = cpuinfo_fixture("haswell").parent
+    dump = cpuinfo_fixture("haswell").name
+    result = run_cli("detect", "--cpuinfo", dump, "--why-not", "skylake_avx512", cwd=where)
     assert result.returncode == 0, result.stderr
-    (fit,) = run_cli("detect", "--cpuinfo", dump, "--why-not", "skylake_avx512", "--json").json()[
-        "why_not"
-    ]
+    (fit,) = run_cli(
+        "detect", "--cpuinfo", dump, "--why-not", "skylake_avx512", "--json", cwd=where
+    ).json()["why_not"]
     assert not fit["runs"]
     lines = result.stdout.splitlines()
     assert lines[0].startswith(f"why not skylake_avx512 on {dump}? does not fit: "), lines

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CPUINFO_DIR, cpuinfo_fixture, cpuinfo_fixtures, run_cli
+from tests.conftest import CPUINFO_DIR, cpuinfo_fixture, cpuinfo_fixtures, in_json, run_cli
 from tfbuild.core import serial
 from tfbuild.detect.cuda import locate_cuda
 from tfbuild.detect.gather import gather
@@ -30,7 +30,7 @@ def printed(report: DetectReport) -> str:
     text = (
         json.dumps(serial.to_data(report), indent=2, sort_keys=False) + "\n"
     )  # as the CLI prints it
-    return text.replace(str(CPUINFO_DIR), "<cpuinfo>")
+    return text.replace(in_json(CPUINFO_DIR), "<cpuinfo>")
 
 
 def check(name: str, text: str) -> None:
@@ -153,4 +153,4 @@ def test_the_command_prints_the_same_bytes() -> None:
     dump = cpuinfo_fixture("zen4")
     result = run_cli("detect", "--json", "--cpuinfo", str(dump), "--compiler", "gcc-12.2")
     assert result.returncode == 0, result.stderr
-    check(f"dump-{dump.name}", result.stdout.replace(str(CPUINFO_DIR), "<cpuinfo>"))
+    check(f"dump-{dump.name}", result.stdout.replace(in_json(CPUINFO_DIR), "<cpuinfo>"))

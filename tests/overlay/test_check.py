@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import stat
 import struct
 import sys
@@ -229,8 +230,12 @@ with zipfile.ZipFile(sys.argv[2], "w") as out:
 
 
 def fake_python(tmp_path: Path, spec: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    # Not a #! line naming this Python: where the checkout's path has a space, or is longer than
+    # the kernel reads of a #! line (127 bytes before Linux 5.1), that line would not run it.
+    (tmp_path / "fake.py").write_text(FAKE)
     script = tmp_path / "python"
-    script.write_text(f"#!{sys.executable}\n{FAKE}")
+    python, fake = shlex.quote(sys.executable), shlex.quote(str(tmp_path / "fake.py"))
+    script.write_text(f'#!/bin/sh\nexec {python} {fake} "$@"\n')
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     return str(script), {**os.environ, "FAKE_SPEC": str(tmp_path / "spec.json")}

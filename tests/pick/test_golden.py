@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CPUINFO_DIR, cpuinfo_fixture
+from tests.conftest import CPUINFO_DIR, cpuinfo_fixture, in_json
 from tfbuild.core import serial
 from tfbuild.pick.install import InstallResult
 from tfbuild.pick.listing import load_wheels
@@ -58,5 +58,5 @@ def test_pick_json(case: str, standin_dir: Path) -> None:
         )
     data = serial.to_data(pick_report(result, installed))  # as the CLI prints it (pick --json)
     text = json.dumps(data, indent=2, sort_keys=False) + "\n"
-    text = text.replace(str(standin_dir), "<wheels>").replace(str(CPUINFO_DIR), "<cpuinfo>")
+    text = text.replace(in_json(standin_dir), "<wheels>").replace(in_json(CPUINFO_DIR), "<cpuinfo>")
     check(case, text)

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import NO_FILE_KINDS, ROOT, one_error_line, plant_no_file, run_cli
-from tfbuild.core.errors import InputError, UsageError
+from tfbuild.core import resources
+from tfbuild.core.errors import InputError, TfbuildError, UsageError
 from tfbuild.plan import PlanOptions
 from tfbuild.recipes.images import load_base_images, parse_base_images
 from tfbuild.recipes.recipe import load_recipes, parse_recipe
@@ -101,7 +104,7 @@ def test_the_cli_refuses_a_remote_cache_with_a_trailing_newline() -> None:
 
 def test_the_compiler_and_requirement_validators_match_whole() -> None:
     from tfbuild.detect.compilers import parse_compiler
-    from tfbuild.smoke.envs import WheelSpec
+    from tfbuild.measure.envs import WheelSpec
     from tfbuild.wheel.labels import parse_label
 
     with pytest.raises(UsageError):
@@ -289,36 +292,57 @@ def test_recipes_dir_that_is_a_file_or_absent(tmp_path: Path) -> None:
         assert f"cannot read recipes from {path}: it is not a directory" in one_error_line(result)
 
 
+def _as_nobody(call: Callable[[], object]) -> str:
+    """What ``call`` raised, as ``CODE LINE`` (a TfbuildError) or ``other ...``, run in a child
+    process that drops to the unprivileged uid 65534 (nobody) first when this one is root (root may
+    enter and list anything). Nothing the child does after forking may import a module: the
+    checkout itself may be closed to nobody (a clone in root's 0700 home)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        try:
+            if os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            try:
+                call()
+                message = "returned"
+            except TfbuildError as exc:
+                message = f"{exc.exit_code} {exc.line()}"
+            except BaseException as exc:  # reported to the parent
+                message = f"other {type(exc).__name__}: {exc}"
+            os.write(write_fd, message.encode())
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd) as pipe:
+        message = pipe.read()
+    os.waitpid(pid, 0)
+    return message
+
+
+def _child_uid() -> int:
+    return 65534 if os.geteuid() == 0 else os.getuid()
+
+
+def _first_closed(path: Path) -> Path:
+    """Where the child is first stopped on the way to ``path``, which is closed to it: a directory
+    above it that nobody may not enter (a private $TMPDIR), when the child is nobody."""
+    if os.geteuid() != 0:
+        return path  # the child is this user, who made path in a directory it may enter
+    return next((p for p in reversed(path.parents) if not p.stat().st_mode & 0o001), path)
+
+
 def test_an_unreadable_recipes_dir_is_one_line() -> None:
-    """A directory this process may not list. Root may list anything, so the check runs in a child
-    process that drops to the unprivileged uid 65534 (nobody) first."""
+    """A directory this process may not list; the same line wherever the checkout is, even where
+    tfbuild's own recipes/ is closed to the child as well (the user's directories are said first)."""
     top = Path(tempfile.mkdtemp())
     try:
         top.chmod(0o755)
         locked = top / "recipes"
         locked.mkdir(mode=0o000)
         locked.chmod(0o000)
-        read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns into pytest
-            try:
-                if os.geteuid() == 0:
-                    os.setgid(65534)
-                    os.setuid(65534)
-                try:
-                    load_recipes([locked])
-                    message = "loaded"
-                except InputError as exc:
-                    message = f"{exc.exit_code} {exc.line()}"
-                except BaseException as exc:  # reported to the parent
-                    message = f"other {type(exc).__name__}: {exc}"
-                os.write(write_fd, message.encode())
-            finally:
-                os._exit(0)
-        os.close(write_fd)
-        with os.fdopen(read_fd) as pipe:
-            message = pipe.read()
-        os.waitpid(pid, 0)
+        message = _as_nobody(lambda: load_recipes([locked]))
     finally:
         (top / "recipes").chmod(0o755)
         (top / "recipes").rmdir()
@@ -326,6 +350,36 @@ def test_an_unreadable_recipes_dir_is_one_line() -> None:
     assert message == (
         f"3 cannot read recipes from {locked}: Permission denied. Pass a readable directory to "
         "--recipes-dir (or $TFBUILD_RECIPES_DIR)."
+    )
+
+
+@pytest.mark.parametrize("closed", ["above", "itself"])
+def test_tfbuild_own_recipes_dir_closed_to_this_user_is_one_line(
+    closed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tfbuild's own recipes/ where this user may not read it: a checkout in root's 0700 home run
+    by another user (closed above it), or the directory itself closed. One line, exit 5, that names
+    tfbuild's data directory, what closes it and what to do; never a raw PermissionError. A tree
+    laid out as a checkout is made in a temporary directory, and tfbuild is pointed at it."""
+    top = Path(tempfile.mkdtemp())
+    checkout = top / "checkout"
+    (checkout / "tfbuild").mkdir(parents=True)
+    (checkout / "recipes").mkdir()
+    monkeypatch.setattr(resources, "_PACKAGE", checkout / "tfbuild")
+    stop = top if closed == "above" else checkout / "recipes"
+    try:
+        top.chmod(0o755)
+        stop.chmod(0o000)
+        stopped_at = _first_closed(stop)
+        message = _as_nobody(load_recipes)
+    finally:
+        stop.chmod(0o755)
+        shutil.rmtree(top)
+    assert message == (
+        f"5 tfbuild cannot read its own data directory recipes/ in {checkout}: {stopped_at} is "
+        f"closed to this user (uid {_child_uid()}): permission denied. Run tfbuild as a user who "
+        f"may read {checkout}, or install tfbuild where this user can (python3 -m venv DIR && "
+        "DIR/bin/pip install tfbuild)."
     )
 
 

@@ -205,6 +205,27 @@ def _unix_socket(endpoint: str) -> str | None:
     return endpoint.removeprefix("unix://") if endpoint.startswith("unix://") else None
 
 
+#: The longest path a Unix socket can be reached by, in bytes (sockaddr_un's 108 on Linux, less
+#: the NUL that ends it).
+_SOCKET_PATH_MAX = 107
+
+
+def _socket_path_too_long(endpoint: str) -> EnvironmentProblem | None:
+    """A ``unix://`` endpoint no socket can be reached by, its path too long (a socket in a deep
+    directory: a checkout's, a long $TMPDIR's): said as that, not as an engine that is not running."""
+    path = _unix_socket(endpoint)
+    size = len(os.fsencode(path)) if path is not None else 0
+    if size <= _SOCKET_PATH_MAX:
+        return None
+    return EnvironmentProblem(
+        f"cannot reach the Docker engine at {endpoint}",
+        why=f"the socket's path is {size} bytes, and a Unix socket's may have at most "
+        f"{_SOCKET_PATH_MAX}",
+        fix=f"Link a shorter path to it (ln -s {path} /tmp/docker.sock) and set "
+        "DOCKER_HOST=unix:///tmp/docker.sock.",
+    )
+
+
 def _probe_socket(endpoint: str, timeout: float) -> None:
     """Connect to a unix socket and hang up, raising the OSError when that fails.
 
@@ -278,6 +299,9 @@ class DockerEngine:
     def connect(cls, *, base_url: str | None = None, timeout: float = 30) -> DockerEngine:
         """Connect to ``base_url``, or to what DOCKER_HOST (or the default socket) names, and ping it."""
         endpoint = base_url or os.environ.get("DOCKER_HOST") or DEFAULT_SOCKET
+        too_long = _socket_path_too_long(endpoint)
+        if too_long is not None:
+            raise too_long
         client = None
         try:
             _probe_socket(endpoint, timeout)

@@ -79,7 +79,10 @@ def parse_base_images(text: str, *, path: str) -> dict[str, BaseImage]:
 def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, BaseImage]:
     """``base-images.yaml``: name -> BaseImage (pinned by digest). A user recipes directory may
     carry its own file, whose entries add to or replace the shipped ones."""
-    dirs = [data_dir("recipes"), *user_dirs(extra_dirs)]
+    # The user's directories are checked first: a --recipes-dir that cannot be read is said as
+    # such, even where tfbuild's own recipes/ cannot be read either (then that is said next).
+    users = user_dirs(extra_dirs)
+    dirs = [data_dir("recipes"), *users]
     images: dict[str, BaseImage] = {}
     for index, directory in enumerate(dirs):
         path = directory / BASE_IMAGES_FILE

@@ -545,7 +545,10 @@ def _recipe_files(directory: Path) -> Iterable[Path]:
 
 def load_recipes(extra_dirs: Sequence[Path] = ()) -> RecipeSet:
     """The shipped recipes, extended or overridden by ``extra_dirs`` (and ``$TFBUILD_RECIPES_DIR``)."""
-    dirs = [data_dir("recipes"), *user_dirs(extra_dirs)]
+    # The user's directories are checked first: a --recipes-dir that cannot be read is said as
+    # such, even where tfbuild's own recipes/ cannot be read either (then that is said next).
+    users = user_dirs(extra_dirs)
+    dirs = [data_dir("recipes"), *users]
     by_version: dict[str, Recipe] = {}
     for index, directory in enumerate(dirs):
         seen: dict[str, str] = {}
