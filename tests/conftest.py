@@ -254,9 +254,18 @@ def mounted_tmpfs(where: Path, *, size: str) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=True)
 
 
+#: The xdist group of the tests on the real engine (``make test`` runs in two processes with
+#: ``--dist loadgroup``): they share the engine's images, volumes and caches by name, so they run
+#: one at a time, in one process, as they were written to; the other tests share the other one.
+ENGINE_GROUP = "engine"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that run the stock TensorFlow are slow (``make quick`` leaves them out)."""
+    """Tests that run the stock TensorFlow are slow (``make quick`` leaves them out); the real
+    engine's tests are one xdist group."""
     for item in items:
         names = getattr(item, "fixturenames", ())
         if "stock_python" in names or "built_overlay" in names:
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("docker") is not None:
+            item.add_marker(pytest.mark.xdist_group(ENGINE_GROUP))

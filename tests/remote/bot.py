@@ -28,6 +28,7 @@ import re
 import shutil
 import socket
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -44,6 +45,8 @@ IMAGE_PROPERTY = "container-image"
 IMAGE = re.compile(r"^docker://(?P<ref>[^/\s]+/[^@\s]+@sha256:[0-9a-f]{64})$")
 #: BuildGrid holds an UpdateBotSession open up to 80% of its deadline waiting for work.
 POLL_SECONDS = 30.0
+#: How long the bot waits before asking again when the server is busy or restarting.
+RETRY_SECONDS = 0.5
 
 
 class Refused(Exception):
@@ -200,9 +203,19 @@ def serve(remote: str, instance: str, scratch: Path) -> None:
                 timeout=POLL_SECONDS,
             )
         except grpc.RpcError as error:
-            if error.code() != grpc.StatusCode.DEADLINE_EXCEEDED:
+            if error.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                continue  # no reply in time: keep the session as it was and ask again
+            if error.code() not in (
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                grpc.StatusCode.UNAVAILABLE,
+            ):
                 raise
-            # No reply in time: keep the session as it was and ask again.
+            # The server is busy (its concurrent RPC limit) or restarting: a bot waits and asks
+            # again with the same session, as REAPI's bots do, instead of dying mid-build.
+            LOG.warning(
+                "UpdateBotSession: %s; asking again in %.1f s", error.code().name, RETRY_SECONDS
+            )
+            time.sleep(RETRY_SECONDS)
 
 
 def main() -> None:

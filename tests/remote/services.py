@@ -84,6 +84,10 @@ READY = "Starting BuildGrid server..."
 #: (buildgrid/server/scheduler/properties.py DynamicPropertySet). Schema:
 #: buildgrid/server/app/settings/reference.yml and parser.py in the installed buildgrid 0.4.4.
 EXECUTION_CONFIG = """\
+# BuildGrid serves at most thread-pool-size RPCs at once (grpc's maximum_concurrent_rpcs; its default
+# is 5 per CPU, 10 here) and refuses the next with RESOURCE_EXHAUSTED: bazel's many Execute and
+# WaitExecution streams took them all, and the bot's own long poll was refused.
+thread-pool-size: 200
 server:
   - !channel
     address: "127.0.0.1:{port}"
