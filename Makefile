@@ -55,7 +55,7 @@ base-image: $(STAMP)
 
 # Regenerate the golden build contexts after an intended change; review the diff before committing.
 golden: $(STAMP)
-	TFBUILD_UPDATE_GOLDEN=1 $(BIN)/pytest tests/render -q -k golden
+	TFBUILD_UPDATE_GOLDEN=1 $(BIN)/pytest tests/plan/test_render.py -q -k golden
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist build

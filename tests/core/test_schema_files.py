@@ -68,7 +68,7 @@ def test_every_golden_plan_is_valid_under_the_plan_schema() -> None:
 def test_the_sample_receipts_are_valid_under_the_receipt_schema() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads((SCHEMAS / "receipt.schema.json").read_text())
-    samples = sorted((ROOT / "tests" / "receipt" / "samples").glob("*.json"))
+    samples = sorted((ROOT / "tests" / "wheel" / "receipt_samples").glob("*.json"))
     assert samples
     for path in samples:
         jsonschema.validate(json.loads(path.read_text()), schema)

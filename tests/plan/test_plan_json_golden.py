@@ -1,7 +1,7 @@
 """``tfbuild plan --json``'s text, byte for byte, for plans of every shape (golden files).
 
 The CLI prints ``serial.to_data(plan)`` with ``json.dumps(indent=2)`` in field order; these goldens pin
-that text (key order included, which ``plan.json``'s sorted goldens in tests/render do not) and
+that text (key order included, which ``plan.json``'s sorted goldens in tests/plan/golden_render do not) and
 that every plan reads back to itself. Regenerate after an intended change with
 TFBUILD_UPDATE_GOLDEN=1, then review the diff.
 """

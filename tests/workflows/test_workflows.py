@@ -45,7 +45,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, run_cli
-from tests.index.test_index import make_wheel, write_receipt
+from tests.wheel.test_index import make_wheel, write_receipt
 
 BIN = Path(sys.executable).parent
 WORKFLOWS = ROOT / ".github" / "workflows"

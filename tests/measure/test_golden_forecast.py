@@ -5,7 +5,7 @@ Regenerate after an intended change with TFBUILD_UPDATE_GOLDEN=1 (then read the 
 
 from __future__ import annotations
 
-from tests.smoke.results import timed
+from tests.measure.results import timed
 from tests.smoke.test_golden import check
 from tfbuild.core import serial
 from tfbuild.measure.forecast_emit import Emitted

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.build import test_wheelfile
-from tests.build.test_wheelfile import raw_members, repacked, verify_record
+from tests.wheel import test_wheelfile
+from tests.wheel.test_wheelfile import raw_members, repacked, verify_record
 from tests.wheels import make_wheel as make_pure_wheel
 from tests.wheels import record_hash
 from tfbuild.core import serial

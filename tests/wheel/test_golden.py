@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 from tests.conftest import in_json
-from tests.index.test_index import dist  # noqa: F401 (the fixture)
+from tests.wheel.test_index import dist  # noqa: F401 (the fixture)
 from tfbuild.core import serial
 from tfbuild.wheel.index import write_index
 from tfbuild.wheel.wheeldiff import compare

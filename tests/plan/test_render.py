@@ -22,7 +22,7 @@ from tfbuild.plan.render import FILES, render_files, undefined_configs, write_co
 from tfbuild.recipes.images import load_base_images
 from tfbuild.recipes.recipe import load_recipes
 
-GOLDEN = Path(__file__).parent / "golden"
+GOLDEN = Path(__file__).parent / "golden_render"
 UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
 BIN = Path(sys.executable).parent
 
@@ -73,7 +73,7 @@ def test_golden(case: str) -> None:
 def test_rendering_is_byte_identical_across_processes(tmp_path: Path) -> None:
     code = (
         "import sys, dataclasses\n"
-        "from tests.render.test_render import render, fixed_host\n"
+        "from tests.plan.test_render import render, fixed_host\n"
         "from tfbuild.plan import PlanOptions\n"
         "files = render('2.21', PlanOptions(variant='mkl'))\n"
         "sys.stdout.write(''.join(files[k] for k in sorted(files)))\n"
@@ -168,7 +168,7 @@ def test_render_writes_every_file_and_an_executable_script(tmp_path: Path) -> No
     out = tmp_path / "ctx"
     result = run_cli("render", "--tf", "2.21", "--mkl", "-o", str(out), "--skip-disk-check")
     assert result.returncode == 0, result.stderr
-    # The files and, written last, the manifest of what tfbuild wrote (tests/render/test_context_set.py).
+    # The files and, written last, the manifest of what tfbuild wrote (tests/plan/test_context_set.py).
     assert sorted(p.name for p in out.iterdir()) == sorted([*FILES, ".tfbuild-context"])
     assert os.access(out / "build.sh", os.X_OK)
     assert not any(p.name.startswith(".tfbuild-tmp-") for p in out.iterdir()), "no temp files left"

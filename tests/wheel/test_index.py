@@ -379,8 +379,8 @@ def test_a_file_that_is_not_a_wheel_name_is_named(tmp_path: Path) -> None:
 
 
 def test_everything_on_the_page_is_escaped(tmp_path: Path) -> None:
-    # The file name cannot carry markup (tests/index/test_hostile.py: such a name is refused), nor
-    # can a receipt's target or variant (tests/receipt/test_untrusted.py: refused by their grammar),
+    # The file name cannot carry markup (tests/wheel/test_index_hostile.py: such a name is refused), nor
+    # can a receipt's target or variant (tests/wheel/test_receipt_untrusted.py: refused by their grammar),
     # so the markup comes from the receipt's plan and the title, and the name is one "+" needs no
     # escape for.
     name = "tfbuild_standin-2.21.0+x86_64v3-1_x-py3-none-any.whl"
