@@ -6,29 +6,19 @@ Regenerate after an intended change with TFBUILD_UPDATE_GOLDEN=1 (then read the 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import zipfile
 from pathlib import Path
 
 from tests.conftest import in_json
+from tests.goldens import GOLDEN_DIR, compare_or_write, json_text
 from tests.wheel.test_index import dist  # noqa: F401 (the fixture)
 from tfbuild.core import serial
 from tfbuild.wheel.index import write_index
 from tfbuild.wheel.wheeldiff import compare
 
-UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
-GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "wheel"
-
-
-def check(name: str, data: object, folder: Path) -> None:
-    text = json.dumps(data, indent=2, sort_keys=False) + "\n"  # as the CLI prints it
-    text = text.replace(in_json(folder), "<dir>")  # $TMPDIR may hold any letter
-    path = GOLDEN / f"{name}.json"
-    if UPDATE:
-        path.write_text(text, encoding="utf-8")
-    assert path.is_file(), f"no golden file {path}; run with TFBUILD_UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8")
+GOLDEN = (
+    GOLDEN_DIR / "wheel"
+)  # the outputs name their directory "<dir>": $TMPDIR may hold any letter
 
 
 def test_index_json(dist: Path) -> None:  # noqa: F811 (the fixture)
@@ -37,7 +27,7 @@ def test_index_json(dist: Path) -> None:  # noqa: F811 (the fixture)
     for wheel in data["wheels"]:  # the wheels' bytes hold the time they were made
         assert wheel["sha256"] == hashlib.sha256((dist / wheel["name"]).read_bytes()).hexdigest()
         wheel["sha256"] = "<sha256>"
-    check("index", data, dist)
+    compare_or_write(GOLDEN / "index.json", json_text(data).replace(in_json(dist), "<dir>"))
 
 
 def pack(path: Path, members: dict[str, bytes], *, mode: int = 0o644, comment: bytes = b"") -> Path:
@@ -65,5 +55,11 @@ def test_wheeldiff_json(tmp_path: Path) -> None:
         mode=0o755,
         comment=b"built by B",
     )
-    check("wheeldiff", serial.to_data(compare(a, b)), tmp_path)
-    check("wheeldiff-equal", serial.to_data(compare(a, a)), tmp_path)
+    compare_or_write(
+        GOLDEN / "wheeldiff.json",
+        json_text(serial.to_data(compare(a, b))).replace(in_json(tmp_path), "<dir>"),
+    )
+    compare_or_write(
+        GOLDEN / "wheeldiff-equal.json",
+        json_text(serial.to_data(compare(a, a))).replace(in_json(tmp_path), "<dir>"),
+    )
