@@ -12,6 +12,7 @@ from pathlib import Path
 from tests.conftest import in_json
 from tests.goldens import GOLDEN_DIR, compare_or_write, json_text
 from tests.wheel.test_index import dist  # noqa: F401 (the fixture)
+from tests.wheels import pack
 from tfbuild.core import serial
 from tfbuild.wheel.index import write_index
 from tfbuild.wheel.wheeldiff import compare
@@ -24,21 +25,10 @@ GOLDEN = (
 def test_index_json(dist: Path) -> None:  # noqa: F811 (the fixture)
     result = write_index(dist, title="release v1", base_url="https://example.org/dl")
     data = result.to_json()
-    for wheel in data["wheels"]:  # the wheels' bytes hold the time they were made
+    for wheel in data["wheels"]:  # the wheels' bytes are zlib's: another zlib, others
         assert wheel["sha256"] == hashlib.sha256((dist / wheel["name"]).read_bytes()).hexdigest()
         wheel["sha256"] = "<sha256>"
     compare_or_write(GOLDEN / "index.json", json_text(data).replace(in_json(dist), "<dir>"))
-
-
-def pack(path: Path, members: dict[str, bytes], *, mode: int = 0o644, comment: bytes = b"") -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name, data in members.items():
-            info = zipfile.ZipInfo(name, date_time=(2026, 1, 2, 3, 4, 6))
-            info.external_attr = (0o100000 | mode) << 16
-            archive.writestr(info, data)
-        archive.comment = comment
-    return path
 
 
 NAME = "tfbuild_standin-2.21.0-cp311-cp311-linux_x86_64.whl"
@@ -48,10 +38,12 @@ def test_wheeldiff_json(tmp_path: Path) -> None:
     a = pack(
         tmp_path / "a" / NAME,
         {"pkg/__init__.py": b"A = 1\n", "pkg/only_a.py": b"", "pkg/same.py": b"x\n"},
+        compression=zipfile.ZIP_STORED,
     )
     b = pack(
         tmp_path / "b" / NAME,
         {"pkg/same.py": b"x\n", "pkg/__init__.py": b"A = 2\n", "pkg/only_b.py": b""},
+        compression=zipfile.ZIP_STORED,
         mode=0o755,
         comment=b"built by B",
     )
