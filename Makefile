@@ -56,9 +56,11 @@ base-image: $(STAMP)
 	$(BIN)/tfbuild base --suite bullseye  # an older glibc (2.31), where a newer wheel must not load
 	$(BIN)/tfbuild base --suite trixie    # a newer glibc (2.41), whose plain builds need 2.38
 
-# Regenerate the golden build contexts after an intended change; review the diff before committing.
+# Regenerate every golden file after an intended change (tests/golden/, tests/plan/golden_json/ and
+# golden_render/, schemas/: each test that compares with one has "golden" or "schema" in its name or
+# its module's, tests/goldens.py); review the diff before committing.
 golden: $(STAMP)
-	TFBUILD_UPDATE_GOLDEN=1 $(BIN)/pytest tests/render -q -k golden
+	TFBUILD_UPDATE_GOLDEN=1 $(BIN)/pytest -q -k "golden or schema"
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist build

@@ -1,10 +1,10 @@
 """How often smoke's timing loop gives the right answer when the truth is known, quiet and loaded.
 
-Two real worker processes (tests/smoke/known_ratio_worker.py) whose ops differ by known factors, the
+Two real worker processes (tests/measure/known_ratio_worker.py) whose ops differ by known factors, the
 candidate faster by 1.0x, 1.2x, 1.5x and 2x, timed by ``tfbuild.measure.run.alternate`` as smoke times
 two wheels (one thread, 15 pairs a round, 10 ms repetitions, up to five looks). Each trial is a
 fresh pair of workers timing the four ops. First on the machine as it is ("quiet"), then with a
-CPU-bound neighbour on every CPU (tests/smoke/neighbours.py, processes that are not ours).
+CPU-bound neighbour on every CPU (tests/measure/neighbours.py, processes that are not ours).
 
     python benchmarks/verdicts.py [--trials 20] [--budget 15]
 
@@ -31,8 +31,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.smoke import known_ratio_worker
-from tests.smoke.neighbours import neighbours
+from tests.measure import known_ratio_worker
+from tests.measure.neighbours import neighbours
 from tfbuild.core.stats import FASTER, LABELS, SAME, SLOWER, UNDECIDED, describe
 from tfbuild.detect.contention import Contention, combine
 from tfbuild.measure.run import Method, OpResult, Worker, alternate, shared_cpu

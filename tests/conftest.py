@@ -23,7 +23,7 @@ import pytest
 from tests.http_server import Server, serve
 
 # The real stock TensorFlow and a real overlay built against it, one per session for every
-# directory: tests/overlay, tests/index and tests/pick use them.
+# directory: tests/overlay, tests/wheel and tests/pick use them.
 from tests.overlays import built_overlay, stock_python  # noqa: F401 (fixtures)
 from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.detect.host import HostFacts

@@ -11,6 +11,7 @@ import pytest
 
 from tests.cli_process import as_a_process
 from tests.conftest import in_json
+from tests.goldens import GOLDEN_DIR, compare_or_write, json_text
 from tfbuild.build.base_images import MadeImage
 from tfbuild.build.container import Attempt
 from tfbuild.build.doctor import CanaryBuild, CanaryReport, Check, DoctorReport
@@ -25,10 +26,9 @@ from tfbuild.core.stats import sequential
 from tfbuild.wheel.receipt import InstructionCheck, SmokeOutcome
 from tfbuild.wheel.wheeldiff import WheelDiff
 
-GOLDEN = Path(__file__).parents[1] / "golden" / "build"
+GOLDEN = GOLDEN_DIR / "build"
 ROOT = Path(__file__).resolve().parents[2]  # as tfbuild names its own files
 TREES = ROOT / "tests" / "fixtures" / "trees"
-UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
 
 
 def as_json(value: Any) -> Any:
@@ -191,12 +191,7 @@ def values() -> dict[str, Any]:
 
 @pytest.mark.parametrize("name", sorted(values()))
 def test_value_json_is_golden(name: str) -> None:
-    data = as_json(values()[name])
-    path = GOLDEN / f"{name}.json"
-    if UPDATE:
-        path.write_text(json.dumps(data, indent=2) + "\n")
-    assert data == json.loads(path.read_text())
-    assert json.dumps(data) == json.dumps(json.loads(path.read_text()))  # key order too
+    compare_or_write(GOLDEN / f"{name}.json", json_text(as_json(values()[name])))
 
 
 def cli(*args: str) -> str:
@@ -216,8 +211,5 @@ def cli(*args: str) -> str:
 def test_cli_json_is_golden(name: str, args: tuple[str, ...]) -> None:
     text = cli(*args).replace(in_json(ROOT), "<ROOT>")
     if args[0] == "plan":  # the plan itself depends on this host: its preflight does not
-        text = json.dumps(json.loads(text)["preflight"], indent=2) + "\n"
-    path = GOLDEN / f"{name}.json"
-    if UPDATE:
-        path.write_text(text)
-    assert text == path.read_text()
+        text = json_text(json.loads(text)["preflight"])
+    compare_or_write(GOLDEN / f"{name}.json", text)

@@ -89,7 +89,7 @@ def test_the_rebuild_keeps_the_plan_and_fits_the_resources_to_this_machine(wheel
 #: Receipts earlier tfbuilds wrote (tfbuild.plan/3: the resource options in the plan's option
 #: lists as well as in its resources).
 OLDER_RECEIPTS = [
-    *sorted((ROOT / "tests" / "receipt" / "samples").glob("*.json")),
+    *sorted((ROOT / "tests" / "wheel" / "receipt_samples").glob("*.json")),
     *sorted((ROOT / "tests" / "fixtures" / "receipts").glob("*.json")),
 ]
 

@@ -42,7 +42,7 @@ from tfbuild.recipes.recipe import load_recipes
 TOKEN = "s3cr3t-t0ken with spaces 'and quotes'"
 #: How long bazel waits for a cache that never answers, by the plan's options.
 BOUND = (REMOTE_CACHE_RETRIES + 1) * REMOTE_CACHE_TIMEOUT_S
-GOLDEN = Path(__file__).parents[1] / "render" / "golden"
+GOLDEN = Path(__file__).parents[1] / "plan" / "golden_render"
 
 
 def golden(case: str, *extra: str) -> BuildPlan:

@@ -242,7 +242,7 @@ def test_at_most_60_tests_start_the_cli_as_a_process() -> None:
         "tests.detect.test_cpuinfo::test_debug_shows_the_traceback": 1,
         "tests.cli.test_command_line::test_a_word_longer_than_the_terminal_is_never_broken": 1,
         "tests.docker.test_wheel::test_a_signal_stops_and_removes_the_build": 2,
-        "tests.index.test_hostile::test_a_read_only_directory_is_one_line_and_keeps_the_pair": 1,
+        "tests.wheel.test_index_hostile::test_a_read_only_directory_is_one_line_and_keeps_the_pair": 1,
         "tests.detect.test_detect::test_json_mode_does_not_import_docker_jinja2_or_rich": 1,
         "tests.workflows.test_workflows::test_a_bad_dispatch_input_fails_the_plan_job": 1,
     }.items() <= found.items(), listed

@@ -8,19 +8,17 @@ intended change with TFBUILD_UPDATE_GOLDEN=1, then review the diff.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import ROOT
+from tests.goldens import compare_or_write
 from tfbuild.core import serial
 from tfbuild.plan.model import BuildPlan
 from tfbuild.wheel.receipt import Receipt
 
 SCHEMAS = ROOT / "schemas"
-UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
 
 #: (file under schemas/, the type that decodes that JSON). Another file: one more pair here.
 FILES: list[tuple[str, Any]] = [
@@ -44,13 +42,7 @@ def document(name: str, kind: Any) -> str:
 
 @pytest.mark.parametrize(("name", "kind"), FILES, ids=[f[0] for f in FILES])
 def test_the_schema_file_is_the_types_own(name: str, kind: Any) -> None:
-    path: Path = SCHEMAS / name
-    text = document(name, kind)
-    if UPDATE:
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"schemas/{name} is missing (TFBUILD_UPDATE_GOLDEN=1 writes it)"
-    assert path.read_text() == text, f"schemas/{name} is not the types' schema (regenerate it)"
+    compare_or_write(SCHEMAS / name, document(name, kind))
 
 
 def test_every_golden_plan_is_valid_under_the_plan_schema() -> None:
@@ -68,7 +60,7 @@ def test_every_golden_plan_is_valid_under_the_plan_schema() -> None:
 def test_the_sample_receipts_are_valid_under_the_receipt_schema() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads((SCHEMAS / "receipt.schema.json").read_text())
-    samples = sorted((ROOT / "tests" / "receipt" / "samples").glob("*.json"))
+    samples = sorted((ROOT / "tests" / "wheel" / "receipt_samples").glob("*.json"))
     assert samples
     for path in samples:
         jsonschema.validate(json.loads(path.read_text()), schema)

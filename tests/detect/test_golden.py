@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CPUINFO_DIR, cpuinfo_fixture, cpuinfo_fixtures, in_json, run_cli
+from tests.goldens import GOLDEN_DIR, compare_or_write, json_text
 from tfbuild.core import serial
 from tfbuild.detect.cuda import locate_cuda
 from tfbuild.detect.gather import gather
@@ -20,31 +20,19 @@ from tfbuild.detect.nvidia import report_from_outputs
 from tfbuild.detect.report import DetectReport, TensorflowSupport
 from tfbuild.detect.system import Cache, Disk, Memory, PythonInfo, SystemInfo
 
-UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
-GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "detect"
+GOLDEN = GOLDEN_DIR / "detect"
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def printed(report: DetectReport) -> str:
     """What ``detect --json`` prints for ``report``, with the dumps' folder written ``<cpuinfo>``."""
-    text = (
-        json.dumps(serial.to_data(report), indent=2, sort_keys=False) + "\n"
-    )  # as the CLI prints it
-    return text.replace(in_json(CPUINFO_DIR), "<cpuinfo>")
-
-
-def check(name: str, text: str) -> None:
-    path = GOLDEN / f"{name}.json"
-    if UPDATE:
-        path.write_text(text, encoding="utf-8")
-    assert path.is_file(), f"no golden file {path}; run with TFBUILD_UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8")
+    return json_text(serial.to_data(report)).replace(in_json(CPUINFO_DIR), "<cpuinfo>")
 
 
 @pytest.mark.parametrize("dump", [p.name for p in cpuinfo_fixtures()])
 def test_one_dump(dump: str) -> None:
     report = gather(cpuinfo_files=(cpuinfo_fixture(dump),), compiler_spec="gcc-12.2")
-    check(f"dump-{dump}", printed(report))
+    compare_or_write(GOLDEN / f"dump-{dump}.json", printed(report))
 
 
 def test_several_dumps_with_a_target_and_why_not() -> None:
@@ -55,13 +43,13 @@ def test_several_dumps_with_a_target_and_why_not() -> None:
         target="x86_64_v3",
         why_not=("haswell", "x86_64_v4"),
     )
-    check("several-x86", printed(report))
+    compare_or_write(GOLDEN / "several-x86.json", printed(report))
 
 
 def test_arm_and_power_with_a_target() -> None:
     dumps = tuple(cpuinfo_fixture(n) for n in ("neoverse_n1", "neoverse_v2"))
     report = gather(cpuinfo_files=dumps, compiler_spec="gcc-13", target="armv8.2a")
-    check("several-arm", printed(report))
+    compare_or_write(GOLDEN / "several-arm.json", printed(report))
 
 
 def live_report() -> DetectReport:
@@ -122,7 +110,7 @@ def live_report() -> DetectReport:
 
 
 def test_a_live_host() -> None:
-    check("live", printed(live_report()))
+    compare_or_write(GOLDEN / "live.json", printed(live_report()))
 
 
 def test_a_live_host_without_disk_gpu_or_driver() -> None:
@@ -141,7 +129,7 @@ def test_a_live_host_without_disk_gpu_or_driver() -> None:
         nvidia=report_from_outputs(query_csv=None),
         tensorflow=(),
     )
-    check("live-bare", printed(bare))
+    compare_or_write(GOLDEN / "live-bare.json", printed(bare))
 
 
 def test_golden_files_are_valid_json() -> None:
@@ -153,4 +141,6 @@ def test_the_command_prints_the_same_bytes() -> None:
     dump = cpuinfo_fixture("zen4")
     result = run_cli("detect", "--json", "--cpuinfo", str(dump), "--compiler", "gcc-12.2")
     assert result.returncode == 0, result.stderr
-    check(f"dump-{dump.name}", result.stdout.replace(in_json(CPUINFO_DIR), "<cpuinfo>"))
+    compare_or_write(
+        GOLDEN / f"dump-{dump.name}.json", result.stdout.replace(in_json(CPUINFO_DIR), "<cpuinfo>")
+    )

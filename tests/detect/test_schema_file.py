@@ -6,17 +6,16 @@ Regenerate after an intended change with TFBUILD_UPDATE_GOLDEN=1 (then read the 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
+from tests.goldens import GOLDEN_DIR, compare_or_write
 from tfbuild.detect.report import SCHEMA, json_schema
 
-UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
 ROOT = Path(__file__).resolve().parent.parent.parent
 SCHEMA_FILE = ROOT / "schemas" / "detect.schema.json"
-GOLDEN = ROOT / "tests" / "golden" / "detect"
+GOLDEN = GOLDEN_DIR / "detect"
 
 
 def written() -> str:
@@ -24,12 +23,7 @@ def written() -> str:
 
 
 def test_the_schema_file_is_generated_from_the_types() -> None:
-    if UPDATE:
-        SCHEMA_FILE.write_text(written(), encoding="utf-8")
-    assert SCHEMA_FILE.is_file(), f"no {SCHEMA_FILE}; run with TFBUILD_UPDATE_GOLDEN=1"
-    assert SCHEMA_FILE.read_text(encoding="utf-8") == written(), (
-        "schemas/detect.schema.json is out of date: run the tests with TFBUILD_UPDATE_GOLDEN=1"
-    )
+    compare_or_write(SCHEMA_FILE, written())
 
 
 def test_the_schema_names_its_version() -> None:

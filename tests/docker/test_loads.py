@@ -9,7 +9,6 @@ import importlib.util
 import json
 import shutil
 import uuid
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import pytest
 
 from tests.conftest import run_cli
 from tests.docker.test_wheel import wheel_cli
-from tests.wheels import make_wheel, record_hash
+from tests.wheels import make_wheel, members_of, pack, record
 from tfbuild.recipes import canary
 from tfbuild.smoke.loads import loads_in
 
@@ -53,8 +52,7 @@ def rewritten(
     parts = wheel.name[: -len(".whl")].split("-")
     name, version, platform = parts[0], parts[1], parts[-1]
     tags = python_abi or "-".join(parts[-3:-1])
-    with zipfile.ZipFile(wheel) as archive:
-        members = {info.filename: archive.read(info) for info in archive.infolist()}
+    members = members_of(wheel)
     dist_info = f"{name}-{version}.dist-info"
     for member in list(members):
         text = members[member]
@@ -73,21 +71,8 @@ def rewritten(
         elif member == "tfbuild_canary/__init__.py" and first_line:
             text = f"{first_line}\n".encode() + text
         members[member] = text
-    record = f"{dist_info}/RECORD"
-    members[record] = (
-        "".join(
-            f"{member},{record_hash(data)},{len(data)}\n"
-            for member, data in members.items()
-            if member != record
-        ).encode()
-        + f"{record},,\n".encode()
-    )
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{name}-{version}-{tags}-{platform}.whl"
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for member, data in members.items():
-            archive.writestr(member, data)
-    return path
+    members[f"{dist_info}/RECORD"] = record(members, f"{dist_info}/RECORD")
+    return pack(directory / f"{name}-{version}-{tags}-{platform}.whl", members)
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.build.preflight.test_wheel_refuses import toolchain_tag
 from tests.conftest import ROOT, CliResult, run_cli
-from tests.preflight.test_wheel_refuses import toolchain_tag
 from tfbuild.core.defaults import DOCTOR_TIMES
 
 pytestmark = pytest.mark.docker

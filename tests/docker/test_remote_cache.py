@@ -42,7 +42,9 @@ from tfbuild.plan.decode import decode_plan
 from tfbuild.recipes import canary
 
 #: A rendered plan (no remote cache in it) to add remote URLs to.
-GOLDEN_PLAN = Path(__file__).parents[1] / "render" / "golden" / "tf2.18-cpu-haswell" / "plan.json"
+GOLDEN_PLAN = (
+    Path(__file__).parents[1] / "plan" / "golden_render" / "tf2.18-cpu-haswell" / "plan.json"
+)
 
 
 @pytest.fixture(scope="module")

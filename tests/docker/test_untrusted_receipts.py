@@ -23,7 +23,7 @@ import pytest
 from tests.conftest import Ran, one_error_line
 from tests.docker.test_reproducible import built, tfbuild
 from tests.docker.test_wheel import wheel_cli
-from tests.receipt.test_untrusted import FIXTURES, HOSTILE, RECEIPT, WHEEL
+from tests.wheel.test_receipt_untrusted import FIXTURES, HOSTILE, RECEIPT, WHEEL
 from tfbuild.core.files import sha256_file
 from tfbuild.wheel.receipt import canonical_sha256
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from tests.canary.test_standin import assert_planned_isa, disassembly
 from tests.cli_process import as_a_process
 from tests.conftest import CliResult
+from tests.recipes.test_canary import assert_planned_isa, disassembly
 from tfbuild.build.progress import parse_progress
 from tfbuild.core.files import sha256_file
 from tfbuild.detect import cpu

@@ -5,13 +5,12 @@ Regenerate after an intended change with TFBUILD_UPDATE_GOLDEN=1 (then read the 
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CPUINFO_DIR, cpuinfo_fixture, in_json
+from tests.goldens import GOLDEN_DIR, compare_or_write, json_text
 from tfbuild.core import serial
 from tfbuild.pick.install import InstallResult
 from tfbuild.pick.listing import load_wheels
@@ -19,8 +18,7 @@ from tfbuild.pick.machine import describe_host
 from tfbuild.pick.rank import PickOptions, pick
 from tfbuild.pick.report import pick_report
 
-UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
-GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "pick"
+GOLDEN = GOLDEN_DIR / "pick"
 
 CASES = {
     "zen4": ("zen4", {}, None),
@@ -30,14 +28,6 @@ CASES = {
     "zen3-old": ("zen3", {"tf": "2.20"}, None),
     "neoverse_n1": ("neoverse_n1", {}, None),
 }
-
-
-def check(name: str, text: str) -> None:
-    path = GOLDEN / f"{name}.json"
-    if UPDATE:
-        path.write_text(text, encoding="utf-8")
-    assert path.is_file(), f"no golden file {path}; run with TFBUILD_UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -57,6 +47,6 @@ def test_pick_json(case: str, standin_dir: Path) -> None:
             output=("Processing ...", "Successfully installed tfbuild_standin-2.21.0"),
         )
     data = serial.to_data(pick_report(result, installed))  # as the CLI prints it (pick --json)
-    text = json.dumps(data, indent=2, sort_keys=False) + "\n"
+    text = json_text(data)
     text = text.replace(in_json(standin_dir), "<wheels>").replace(in_json(CPUINFO_DIR), "<cpuinfo>")
-    check(case, text)
+    compare_or_write(GOLDEN / f"{case}.json", text)

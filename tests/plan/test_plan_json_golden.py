@@ -1,7 +1,7 @@
 """``tfbuild plan --json``'s text, byte for byte, for plans of every shape (golden files).
 
 The CLI prints ``serial.to_data(plan)`` with ``json.dumps(indent=2)`` in field order; these goldens pin
-that text (key order included, which ``plan.json``'s sorted goldens in tests/render do not) and
+that text (key order included, which ``plan.json``'s sorted goldens in tests/plan/golden_render do not) and
 that every plan reads back to itself. Regenerate after an intended change with
 TFBUILD_UPDATE_GOLDEN=1, then review the diff.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import recorded_host
+from tests.goldens import compare_or_write, json_text
 from tfbuild.core import serial
 from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.plan.decode import decode_plan
@@ -24,7 +24,6 @@ from tfbuild.recipes.images import load_base_images
 from tfbuild.recipes.recipe import load_recipes
 
 GOLDEN = Path(__file__).parent / "golden_json"
-UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
 
 
 def _plan(version: str, options: PlanOptions, machine: str = "zen5-vm") -> BuildPlan:
@@ -70,11 +69,6 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_plan_json_golden(case: str) -> None:
     plan = CASES[case]()
-    text = (
-        json.dumps(serial.to_data(plan), indent=2, sort_keys=False) + "\n"
-    )  # as `plan --json` prints
-    path = GOLDEN / f"{case}.json"
-    if UPDATE:
-        path.write_text(text)
-    assert text == path.read_text(), f"{case}.json differs from the golden file"
+    text = json_text(serial.to_data(plan))  # as `plan --json` prints
+    compare_or_write(GOLDEN / f"{case}.json", text)
     assert decode_plan(json.loads(text)) == plan

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.build.test_wheeldiff import NAME, compile_library, members, pack
 from tests.conftest import cpuinfo_fixture, reprs_in, run_cli
 from tests.pick.conftest import WHEELS, make_wheels
 from tests.smoke.test_display import _report
+from tests.wheel.test_wheeldiff import NAME, compile_library, members
+from tests.wheels import pack
 from tfbuild.build.rebuild import VerifyResult
 from tfbuild.cli.wheel_display import print_smoke, print_verify
 from tfbuild.wheel.wheeldiff import compare

@@ -15,13 +15,13 @@ import os
 import re
 import tempfile
 import urllib.parse
-import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
 
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
+from tests.wheels import pack
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.wheel.index import DEFAULT_TITLE, INDEX_NAME, SUMS_NAME, WHEEL_NAME, write_index
 
@@ -62,12 +62,15 @@ def hostile_names(draw: st.DrawFn) -> str:
 
 def _wheel_bytes(path: Path, kind: str) -> None:
     if kind == "wheel":
-        with zipfile.ZipFile(path, "w") as archive:
-            archive.writestr("x-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nTag: py3-none-any\n")
-            archive.writestr("x/__init__.py", "")
+        pack(
+            path,
+            {
+                "x-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nTag: py3-none-any\n",
+                "x/__init__.py": b"",
+            },
+        )
     elif kind == "zip":
-        with zipfile.ZipFile(path, "w") as archive:
-            archive.writestr("x/__init__.py", "")
+        pack(path, {"x/__init__.py": b""})
     else:
         path.write_bytes(b"" if kind == "empty" else b"not a zip\n")
 

@@ -50,7 +50,7 @@ def test_every_shipped_recipe_says_it_was_not_yet_checked_and_the_footer_says_wh
     (header,) = [line for line in lines if line.startswith("TF ")]
     assert header.split()[-1] == "checked"
     parts = len(VERIFIED_PARTS)
-    # None is read yet (tests/preflight/test_preflight.py holds every shipped recipe to that).
+    # None is read yet (tests/build/preflight/test_preflight.py holds every shipped recipe to that).
     assert _rows(shown.stdout) == {r["tensorflow"]: f"no (0 of {parts})" for r in listed}
     footer = " ".join(shown.stdout.split())
     assert (

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from tests.smoke.machines import QUIET, shared
-from tests.smoke.results import timed
+from tests.measure.machines import QUIET, shared
+from tests.measure.results import timed
 from tfbuild.cli.wheel_display import print_smoke
 from tfbuild.core.stats import verdict
 from tfbuild.detect.contention import Contention

@@ -7,11 +7,10 @@ Regenerate after an intended change with TFBUILD_UPDATE_GOLDEN=1 (then read the 
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from pathlib import Path
 
 from tests.conftest import cpuinfo_fixture
+from tests.goldens import GOLDEN_DIR, compare_or_write, json_text
 from tests.smoke.test_display import _report
 from tfbuild.core import serial
 from tfbuild.detect.cpuinfo import read_cpuinfo
@@ -23,31 +22,23 @@ from tfbuild.smoke.messages import parse_messages
 from tfbuild.smoke.probe import ProbeResult
 from tfbuild.smoke.report import PeakFigures, Rules
 
-UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
-GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "smoke"
+GOLDEN = GOLDEN_DIR / "smoke"
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "tf-logs"
-
-
-def check(name: str, data: object) -> None:
-    text = json.dumps(data, indent=2, sort_keys=False) + "\n"  # as the CLI prints it
-    path = GOLDEN / f"{name}.json"
-    if UPDATE:
-        path.write_text(text, encoding="utf-8")
-    assert path.is_file(), f"no golden file {path}; run with TFBUILD_UPDATE_GOLDEN=1"
-    assert text == path.read_text(encoding="utf-8")
 
 
 def test_messages_of_every_recorded_log() -> None:
     logs = sorted(p for p in LOGS.glob("*.txt"))
     assert logs
-    check(
-        "messages",
-        {p.name: serial.to_data(parse_messages(p.read_text(encoding="utf-8"))) for p in logs},
+    compare_or_write(
+        GOLDEN / "messages.json",
+        json_text(
+            {p.name: serial.to_data(parse_messages(p.read_text(encoding="utf-8"))) for p in logs}
+        ),
     )
 
 
 def test_a_smoke_report() -> None:
-    check("report", _report().to_json())
+    compare_or_write(GOLDEN / "report.json", json_text(_report().to_json()))
 
 
 THEORY = theoretical_peak(read_cpuinfo(cpuinfo_fixture("zen4")), cores=16, ghz=3.0)
@@ -90,7 +81,7 @@ def test_a_smoke_report_with_a_baseline_and_rules() -> None:
         built_for="zen4",
         method=Method(pairs=5, ops=("exp", "tanh"), min_margin=0.1, budget=30),
     )
-    check("report-baseline", report.to_json())
+    compare_or_write(GOLDEN / "report-baseline.json", json_text(report.to_json()))
 
 
 PROBE = {
@@ -138,6 +129,12 @@ PROBE = {
 
 
 def test_a_load_report() -> None:
-    check("loads", serial.to_data(LoadReport.from_probe("tfbuild/base:bullseye", PROBE)))
+    compare_or_write(
+        GOLDEN / "loads.json",
+        json_text(serial.to_data(LoadReport.from_probe("tfbuild/base:bullseye", PROBE))),
+    )
     bare = {"libraries": []}
-    check("loads-bare", serial.to_data(LoadReport.from_probe("tfbuild/base:bookworm", bare)))
+    compare_or_write(
+        GOLDEN / "loads-bare.json",
+        json_text(serial.to_data(LoadReport.from_probe("tfbuild/base:bookworm", bare))),
+    )

@@ -10,14 +10,13 @@ import json
 import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import run_cli
-from tests.wheels import make_wheel, record_hash
+from tests.wheels import make_wheel
 from tfbuild.cli.wheel_display import print_loads
 from tfbuild.core import serial
 from tfbuild.smoke import _loadprobe as probe
@@ -218,28 +217,12 @@ def test_the_probe_runs_on_python_3_6_syntax() -> None:
 
 def _demo(directory: Path, requires: tuple[str, ...] = (), *, imports: str = "") -> Path:
     """A real wheel (tests/wheels.py) whose package imports ``imports`` and which requires ``requires``."""
-    wheel = make_wheel(
+    return make_wheel(
         directory,
         "tfbuild_probe_demo-1.0-py3-none-any.whl",
         module_text=(f"import {imports}\n" if imports else "") + "VERSION = '1.0'\n",
+        requires=requires,
     )
-    with zipfile.ZipFile(wheel) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
-    metadata = "tfbuild_probe_demo-1.0.dist-info/METADATA"
-    record = "tfbuild_probe_demo-1.0.dist-info/RECORD"
-    members[metadata] += "".join(f"Requires-Dist: {r}\n" for r in requires).encode()
-    members[record] = (
-        "".join(
-            f"{name},{record_hash(data)},{len(data)}\n"
-            for name, data in members.items()
-            if name != record
-        ).encode()
-        + f"{record},,\n".encode()
-    )
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for name, data in members.items():
-            archive.writestr(name, data)
-    return wheel
 
 
 def test_the_probe_on_this_host(tmp_path: Path) -> None:

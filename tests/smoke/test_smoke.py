@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import subprocess
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -117,23 +114,12 @@ def _wheel(tmp_path: Path, source: str, link_flags: list[str]) -> Path:
     subprocess.run(
         ["gcc", "-shared", "-fPIC", "-o", str(lib), str(c_file), *link_flags], check=True
     )
-    wheel = tmp_path / "tensorflow-0.0.1-py3-none-any.whl"
-    files = {
-        "tensorflow/__init__.py": INIT.encode(),
-        "tensorflow/libboom.so": lib.read_bytes(),
-        "tensorflow-0.0.1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: tensorflow\nVersion: 0.0.1\n",
-        "tensorflow-0.0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: tfbuild-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = []
-    for name, data in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append(f"{name},sha256={digest},{len(data)}")
-    record.append("tensorflow-0.0.1.dist-info/RECORD,,")
-    files["tensorflow-0.0.1.dist-info/RECORD"] = ("\n".join(record) + "\n").encode()
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return wheel
+    return wheels.make_wheel(
+        tmp_path,
+        "tensorflow-0.0.1-py3-none-any.whl",
+        module_text=INIT,
+        members={"tensorflow/libboom.so": lib.read_bytes()},
+    )
 
 
 def test_a_wheel_that_dies_with_sigill_is_reported_as_such(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from tests import receipts, wheels
 from tests.conftest import one_error_line, run_cli
-from tests.smoke.test_golden import check
+from tests.goldens import GOLDEN_DIR, compare_or_write, json_text
 from tfbuild.core import serial
 from tfbuild.detect import cpu
 from tfbuild.smoke.standin import (
@@ -131,8 +131,8 @@ REPORT = StandinSmoke(
 )
 
 
-def test_the_reports_json() -> None:
-    check("standin", serial.to_data(REPORT))
+def test_the_reports_json_is_golden() -> None:
+    compare_or_write(GOLDEN_DIR / "smoke" / "standin.json", json_text(serial.to_data(REPORT)))
 
 
 def test_the_report_in_80_columns(

@@ -45,7 +45,8 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, run_cli
-from tests.index.test_index import make_wheel, write_receipt
+from tests.receipts import write_receipt
+from tests.wheels import make_wheel
 
 BIN = Path(sys.executable).parent
 WORKFLOWS = ROOT / ".github" / "workflows"

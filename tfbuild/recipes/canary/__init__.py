@@ -41,7 +41,7 @@ cc_binary and a cc toolchain; no bzlmod (MODULE.bazel), no platform-based C++ to
 (``--noincompatible_enable_cc_toolchain_resolution`` is its default anyway), and a flag only bazel 7
 knows would stop it. The plan still names the recipe's bazel (``plan.bazel``, the image label); the
 receipt's tools record the bazel that ran (``4.2.3+ds-9 (Debian bazel-bootstrap, ...)``).
-The host-run tests (tests/canary) run the same bazel on the host (.ci/run installs the package).
+The host-run tests (tests/recipes/test_canary.py) run the same bazel on the host (.ci/run installs the package).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Two real worker processes (``known_ratio_worker.py``) whose ops differ by known factors (the
 candidate faster by 1.0x, 1.2x, 1.5x and 2x), timed by ``tfbuild.measure.run.alternate`` as smoke
-times two wheels. Quiet, and with a CPU-bound neighbour on every CPU (``tests.smoke.neighbours``).
+times two wheels. Quiet, and with a CPU-bound neighbour on every CPU (``tests.measure.neighbours``).
 
 What is asserted is what more load cannot break (``make quick`` runs tests two at a time, and the
 machine may be shared): never a wrong direction, never "same" of a real 1.2x or more, and
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.smoke import known_ratio_worker
-from tests.smoke.neighbours import neighbours
+from tests.measure import known_ratio_worker
+from tests.measure.neighbours import neighbours
 from tfbuild.core.stats import FASTER, SAME, SLOWER, UNDECIDED, describe
 from tfbuild.detect.contention import combine
 from tfbuild.measure.run import Method, OpResult, Worker, shared_cpu, time_and_recheck

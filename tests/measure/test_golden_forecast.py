@@ -5,8 +5,8 @@ Regenerate after an intended change with TFBUILD_UPDATE_GOLDEN=1 (then read the 
 
 from __future__ import annotations
 
-from tests.smoke.results import timed
-from tests.smoke.test_golden import check
+from tests.goldens import GOLDEN_DIR, compare_or_write, json_text
+from tests.measure.results import timed
 from tfbuild.core import serial
 from tfbuild.measure.forecast_emit import Emitted
 from tfbuild.measure.forecast_report import (
@@ -20,6 +20,8 @@ from tfbuild.measure.forecast_report import (
 from tfbuild.measure.models import ModelFile
 from tfbuild.measure.run import OpResult, SettingTrial
 from tfbuild.measure.tune import TuneReport
+
+GOLDEN = GOLDEN_DIR / "measure"
 
 FAST = [1.0, 1.01, 0.99, 1.02, 0.98] * 3
 SLOW = [3.0, 3.03, 2.97, 3.06, 2.94] * 3
@@ -58,10 +60,10 @@ def test_a_forecast() -> None:
         isa="Intel AVX2",
         kernels={"conv": ("brg_conv_fwd:avx2",), "matmul": ("brg:avx2", "gemm:jit")},
     )
-    check("forecast", serial.to_data(_forecast(measured)))
-    check(
-        "forecast-unmeasured",
-        serial.to_data(_forecast(OneDnn(isa=None, kernels={}, error="no oneDNN"))),
+    compare_or_write(GOLDEN / "forecast.json", json_text(serial.to_data(_forecast(measured))))
+    compare_or_write(
+        GOLDEN / "forecast-unmeasured.json",
+        json_text(serial.to_data(_forecast(OneDnn(isa=None, kernels={}, error="no oneDNN")))),
     )
 
 
@@ -75,7 +77,7 @@ def test_an_emitted_forecast() -> None:
         plan_flags=("-march=icelake-server",),
         notes=(),
     )
-    check("forecast-emit", serial.to_data(emitted))
+    compare_or_write(GOLDEN / "forecast-emit.json", json_text(serial.to_data(emitted)))
 
 
 def _op(op: str, candidate: list[float], baseline: list[float]) -> OpResult:
@@ -106,9 +108,9 @@ def test_a_tune_report() -> None:
         confirmation=_trial("threads intra=4 inter=1", threads.env, EVEN),
         seconds=123.456,
     )
-    check("tune", report.to_json())
+    compare_or_write(GOLDEN / "tune.json", json_text(report.to_json()))
     bare = TuneReport(wheel="w", tried=(onednn,), not_tried=(), confirmation=None, seconds=1.04)
-    check("tune-bare", bare.to_json())
+    compare_or_write(GOLDEN / "tune-bare.json", json_text(bare.to_json()))
     model = ModelFile(
         path="/models/tiny.keras", kind="keras", op="model:tiny.keras", bytes=17878, batch=8
     )
@@ -127,4 +129,4 @@ def test_a_tune_report() -> None:
         seconds=12.3,
         model=model,
     )
-    check("tune-model", with_model.to_json())
+    compare_or_write(GOLDEN / "tune-model.json", json_text(with_model.to_json()))

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.build import test_wheelfile
-from tests.build.test_wheelfile import raw_members, repacked, verify_record
-from tests.wheels import make_wheel as make_pure_wheel
+from tests import wheels
+from tests.wheel import test_wheelfile
+from tests.wheel.test_wheelfile import raw_members, repacked, verify_record
 from tests.wheels import record_hash
 from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
@@ -112,7 +112,7 @@ def best_policy(versions: set[str]) -> str:
     raise AssertionError(f"no policy allows {versions}")
 
 
-def pack(
+def library_wheel(
     directory: Path,
     libraries: dict[str, bytes],
     *,
@@ -120,27 +120,14 @@ def pack(
     platform: str = "linux_x86_64",
 ) -> Path:
     """A wheel holding ``libraries`` (name -> ELF bytes) in its package, RECORD listing them all."""
-    dist = f"tfbuild_standin-{version}"
-    files = {
-        "tfbuild_standin/__init__.py": b"VALUE = 42\n",
-        **{f"tfbuild_standin/{name}": data for name, data in libraries.items()},
-        f"{dist}.dist-info/METADATA": (
-            f"Metadata-Version: 2.1\nName: tfbuild_standin\nVersion: {version}\n"
-        ).encode(),
-        f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: false\n"
-        + f"Tag: cp311-cp311-{platform}\n".encode(),
-    }
-    record = "".join(f"{name},{record_hash(data)},{len(data)}\n" for name, data in files.items())
-    files[f"{dist}.dist-info/RECORD"] = f"{record}{dist}.dist-info/RECORD,,\n".encode()
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{dist}-cp311-cp311-{platform}.whl"
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            info = zipfile.ZipInfo(name, date_time=(2026, 1, 2, 3, 4, 6))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = (0o100755 if name.endswith(".so") else 0o100644) << 16
-            archive.writestr(info, data)
-    return path
+    members = {f"tfbuild_standin/{name}": data for name, data in libraries.items()}
+    return wheels.make_wheel(
+        directory,
+        f"tfbuild_standin-{version}-cp311-cp311-{platform}.whl",
+        module_text="VALUE = 42\n",
+        members=members,
+        modes={name: 0o755 for name in members if name.endswith(".so")},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -157,7 +144,9 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def wheel_of(tmp_path: Path, *libraries: Path) -> Path:
-    return pack(tmp_path / "in", {library.name: library.read_bytes() for library in libraries})
+    return library_wheel(
+        tmp_path / "in", {library.name: library.read_bytes() for library in libraries}
+    )
 
 
 def test_an_old_c_library_is_manylinux_2_5(libs: dict[str, Path], tmp_path: Path) -> None:
@@ -273,7 +262,7 @@ def test_the_instruction_set_is_the_labels_business(tmp_path: Path) -> None:
 
 def test_a_wheel_without_elf_files_has_no_floor(tmp_path: Path) -> None:
     """Pure Python: it needs no glibc and runs anywhere; no manylinux tag (its tag is none-any)."""
-    wheel = make_pure_wheel(tmp_path, "tfbuild_standin-2.21.0-py3-none-any.whl")
+    wheel = wheels.make_wheel(tmp_path, "tfbuild_standin-2.21.0-py3-none-any.whl")
     floor = inspect_wheel(wheel)
     assert floor == WheelFloor(
         glibc=None, libstdcxx=None, libgcc=None, policy=None, too_new=(), tool=floor.tool
@@ -284,7 +273,7 @@ def test_a_wheel_without_elf_files_has_no_floor(tmp_path: Path) -> None:
 def test_elf_files_for_no_known_machine_are_an_error(libs: dict[str, Path], tmp_path: Path) -> None:
     data = bytearray(libs["old"].read_bytes())
     data[18:20] = (2).to_bytes(2, "little")  # e_machine: EM_SPARC, which auditwheel has no tag for
-    wheel = pack(tmp_path, {"libold.so": bytes(data)})
+    wheel = library_wheel(tmp_path, {"libold.so": bytes(data)})
     with pytest.raises(InputError, match="ELF files are for no machine auditwheel knows"):
         inspect_wheel(wheel)
 
@@ -295,17 +284,15 @@ def test_what_auditwheel_cannot_read_is_one_clear_error(tmp_path: Path) -> None:
     (tmp_path / "notes.zip").write_bytes(b"PK")
     with pytest.raises(InputError, match="not a wheel file name"):
         inspect_wheel(tmp_path / "notes.zip")
-    damaged = make_pure_wheel(tmp_path, "tfbuild_standin-2.21.0-cp311-cp311-linux_x86_64.whl")
+    damaged = wheels.make_wheel(tmp_path, "tfbuild_standin-2.21.0-cp311-cp311-linux_x86_64.whl")
     damaged.write_bytes(damaged.read_bytes()[:-100])
     with pytest.raises(InputError, match=r"auditwheel cannot inspect .*\. Rebuild the wheel"):
         inspect_wheel(damaged)
-    with zipfile.ZipFile(damaged, "w") as archive:
-        archive.writestr("tfbuild_standin-2.21.0.dist-info/METADATA", "Name: tfbuild_standin\n")
+    wheels.pack(damaged, {"tfbuild_standin-2.21.0.dist-info/METADATA": b"Name: tfbuild_standin\n"})
     with pytest.raises(InputError, match=r"it has no \.dist-info/RECORD"):
         inspect_wheel(damaged)
-    with zipfile.ZipFile(damaged, "w") as archive:  # two .dist-info directories
-        for top in ("tfbuild_standin-2.21.0", "other-1.0"):
-            archive.writestr(f"{top}.dist-info/RECORD", "")
+    two = ("tfbuild_standin-2.21.0", "other-1.0")  # two .dist-info directories
+    wheels.pack(damaged, {f"{top}.dist-info/RECORD": b"" for top in two})
     with pytest.raises(InputError, match=r"auditwheel cannot inspect .*: Should be exactly one"):
         inspect_wheel(damaged)
 
@@ -341,7 +328,7 @@ def test_retag_changes_the_tag_and_copies_every_other_member_raw(
     with zipfile.ZipFile(tagged) as archive:
         text = archive.read(f"{DIST}.dist-info/WHEEL").decode()
     assert text == (
-        "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: false\n"
+        "Wheel-Version: 1.0\nGenerator: tfbuild-tests\nRoot-Is-Purelib: false\n"
         f"Tag: cp311-cp311-{floor.policy}\n"
     )
     # auditwheel agrees with the retagged wheel, and so does pip on this machine.
@@ -361,7 +348,9 @@ def test_retag_changes_the_tag_and_copies_every_other_member_raw(
 def test_retag_composes_with_relabel_and_normalise_in_one_pass(
     libs: dict[str, Path], tmp_path: Path
 ) -> None:
-    plain = pack(tmp_path / "plain", {"libold.so": libs["old"].read_bytes()}, version="2.21.0")
+    plain = library_wheel(
+        tmp_path / "plain", {"libold.so": libs["old"].read_bytes()}, version="2.21.0"
+    )
     packed = repacked(plain, tmp_path / "packed", seed=1)  # another machine's zip layout
     tag = "manylinux_2_5_x86_64"
     once = relabel(packed, "x86_64v4", tmp_path / "once", epoch=EPOCH, platform=tag)
@@ -400,9 +389,8 @@ def test_relabel_to_the_tag_the_wheel_has_is_a_copy(libs: dict[str, Path], tmp_p
 
 
 def test_a_compressed_tag_set_and_several_python_tags(tmp_path: Path) -> None:
-    wheel = pack(tmp_path, {})
-    with zipfile.ZipFile(wheel) as source:
-        contents = {i.filename: source.read(i) for i in source.infolist()}
+    wheel = library_wheel(tmp_path, {})
+    contents = wheels.members_of(wheel)
     wheel_name = f"{DIST}.dist-info/WHEEL"
     contents[wheel_name] = (
         b"Wheel-Version: 1.0\r\nTag: cp311-cp311-linux_x86_64\r\nTag: cp311-abi3-linux_x86_64\r\n"
@@ -414,9 +402,7 @@ def test_a_compressed_tag_set_and_several_python_tags(tmp_path: Path) -> None:
         f"{wheel_name},{record_hash(contents[wheel_name])},{len(contents[wheel_name])}".encode(),
         contents[record],
     )
-    with zipfile.ZipFile(wheel, "w") as target:
-        for name, data in contents.items():
-            target.writestr(name, data)
+    wheels.pack(wheel, contents)
     tags = "manylinux_2_17_x86_64.manylinux2014_x86_64"
     tagged = retag(wheel, tags, tmp_path / "out")
     assert tagged.name == f"{DIST}-cp311-cp311-{tags}.whl"
@@ -431,19 +417,16 @@ def test_a_compressed_tag_set_and_several_python_tags(tmp_path: Path) -> None:
 
 
 def test_a_wrong_tag_is_refused_and_writes_nothing(tmp_path: Path) -> None:
-    wheel = pack(tmp_path, {})
+    wheel = library_wheel(tmp_path, {})
     out = tmp_path / "out"
     out.mkdir()
     with pytest.raises(UsageError, match="is not a platform tag"):
         retag(wheel, "manylinux 2.27", out)
     with pytest.raises(UsageError, match="the wheel is for x86_64, the tag for aarch64"):
         retag(wheel, "manylinux_2_27_aarch64", out)
-    with zipfile.ZipFile(wheel) as source:
-        contents = {i.filename: source.read(i) for i in source.infolist()}
+    contents = wheels.members_of(wheel)
     contents[f"{DIST}.dist-info/WHEEL"] = b"Wheel-Version: 1.0\n"
-    with zipfile.ZipFile(wheel, "w") as target:
-        for name, data in contents.items():
-            target.writestr(name, data)
+    wheels.pack(wheel, contents)
     with pytest.raises(InputError, match="WHEEL has no Tag line"):
         retag(wheel, "manylinux_2_27_x86_64", out)
     assert list(out.iterdir()) == []

@@ -5,12 +5,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import cpuinfo_fixture, run_cli
+from tests.wheels import make_wheel
 from tfbuild.cli.forecast import print_forecast_beside
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError
@@ -194,17 +194,7 @@ def test_no_cpp_compiler_is_refused(tmp_path: Path) -> None:
 
 def _wheel_without_headers(where: Path) -> Path:
     """A real, installable tensorflow wheel that ships no include directory."""
-    wheel = where / "tensorflow-0.0.1-py3-none-any.whl"
-    info = "tensorflow-0.0.1.dist-info"
-    with zipfile.ZipFile(wheel, "w") as z:
-        z.writestr("tensorflow/__init__.py", "")
-        z.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: tensorflow\nVersion: 0.0.1\n")
-        z.writestr(
-            f"{info}/WHEEL",
-            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        )
-        z.writestr(f"{info}/RECORD", "")
-    return wheel
+    return make_wheel(where, "tensorflow-0.0.1-py3-none-any.whl", module_text="")
 
 
 @needs_cxx

@@ -111,10 +111,7 @@ def test_a_file_that_is_not_a_wheel_is_not_published(
     before = snapshot(published)
     fake = published / "fake-1.0-py3-none-any.whl"
     if content is None:
-        import zipfile
-
-        with zipfile.ZipFile(fake, "w") as archive:
-            archive.writestr("fake/__init__.py", "")
+        wheels.pack(fake, {"fake/__init__.py": b""})
     else:
         fake.write_bytes(content)
     line = one_line(run_cli("index", str(published)), 3)

@@ -1,6 +1,7 @@
 """The benchmark worker: its protocol against a real TensorFlow, and its timing logic without one.
 
-The real tests run the stock tensorflow-cpu wheel, in the environment tests/smoke/conftest.py makes.
+The real tests run the stock tensorflow-cpu wheel, in the environment the ``stock_python`` fixture
+makes (tests/overlays.py, shared by tests/conftest.py).
 """
 
 from __future__ import annotations

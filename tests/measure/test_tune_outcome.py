@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.smoke.machines import QUIET, shared
-from tests.smoke.results import timed
+from tests.measure.machines import QUIET, shared
+from tests.measure.results import timed
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.run import LOSES, NO_GAIN, WINS, OpResult, SettingTrial
 from tfbuild.measure.tune import TuneReport, gain, write_profile

@@ -14,9 +14,9 @@ import pytest
 
 from tests import wheels
 from tests.conftest import one_error_line, run_cli
-from tests.index.test_index import TF_V4, Page
 from tests.overlays import BuiltOverlay, place_overlay, write_overlay_receipt
 from tests.receipts import write_receipt
+from tests.wheel.test_index import TF_V4, Page
 from tfbuild.core.errors import InputError
 from tfbuild.wheel.receipt import receipt_path
 

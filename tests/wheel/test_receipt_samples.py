@@ -1,6 +1,6 @@
 """Receipts written by earlier tfbuilds still read, and write back byte for byte.
 
-``samples/<name>.<commit>.json`` is a receipt as tfbuild at that commit writes it (a real plan,
+``receipt_samples/<name>.<commit>.json`` is a receipt as tfbuild at that commit writes it (a real plan,
 host facts, two attempts after an OOM kill, a floor, bazel's process counts and doctor's canary
 section), made with that commit's own ``Receipt`` type.
 """
@@ -17,7 +17,7 @@ from tfbuild.plan.bazel import bazel_command
 from tfbuild.plan.decode import decode_plan
 from tfbuild.wheel.receipt import decode_receipt
 
-SAMPLES = sorted((Path(__file__).parent / "samples").glob("*.json"))
+SAMPLES = sorted((Path(__file__).parent / "receipt_samples").glob("*.json"))
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])

@@ -40,11 +40,6 @@ STANDIN_V4 = "tfbuild_standin-2.21.0+x86_64v4-py3-none-any.whl"
 # --- real wheels and receipts ---------------------------------------------------------------------
 
 
-def make_wheel(directory: Path, filename: str, *, payload: str = "") -> Path:
-    version = filename.split("-")[1]
-    return wheels.make_wheel(directory, filename, module_text=f"VERSION = {version!r}\n{payload}")
-
-
 @pytest.fixture
 def dist(tmp_path: Path) -> Path:
     """A dist/ as the build jobs leave it: receipts for most wheels, one wheel without."""
@@ -53,10 +48,10 @@ def dist(tmp_path: Path) -> Path:
     floor = WheelFloor(
         glibc="2.27", libstdcxx="3.4.22", libgcc="4.2.0", policy="manylinux_2_27_x86_64"
     )
-    write_receipt(make_wheel(directory, TF_V4), floor=floor)
-    make_wheel(directory, TF_V3_MKL)  # no receipt: described by its label
+    write_receipt(wheels.make_wheel(directory, TF_V4), floor=floor)
+    wheels.make_wheel(directory, TF_V3_MKL)  # no receipt: described by its label
     write_receipt(
-        make_wheel(directory, TF_CUDA),
+        wheels.make_wheel(directory, TF_CUDA),
         target="zen4",
         variant="cuda",
         label="zen4.cu125",
@@ -64,8 +59,10 @@ def dist(tmp_path: Path) -> Path:
             "cuda": {"hermetic": True, "cuda": "12.5.1", "cudnn": "9.3.0", "capabilities": []}
         },
     )
-    write_receipt(make_wheel(directory, STANDIN_V3), standin=True, target="x86_64_v3", label="x")
-    write_receipt(make_wheel(directory, STANDIN_V4), standin=True)
+    write_receipt(
+        wheels.make_wheel(directory, STANDIN_V3), standin=True, target="x86_64_v3", label="x"
+    )
+    write_receipt(wheels.make_wheel(directory, STANDIN_V4), standin=True)
     (directory / "logs").mkdir()
     (directory / "notes.txt").write_text("not a wheel\n")
     return directory
@@ -379,12 +376,12 @@ def test_a_file_that_is_not_a_wheel_name_is_named(tmp_path: Path) -> None:
 
 
 def test_everything_on_the_page_is_escaped(tmp_path: Path) -> None:
-    # The file name cannot carry markup (tests/index/test_hostile.py: such a name is refused), nor
-    # can a receipt's target or variant (tests/receipt/test_untrusted.py: refused by their grammar),
+    # The file name cannot carry markup (tests/wheel/test_index_hostile.py: such a name is refused), nor
+    # can a receipt's target or variant (tests/wheel/test_receipt_untrusted.py: refused by their grammar),
     # so the markup comes from the receipt's plan and the title, and the name is one "+" needs no
     # escape for.
     name = "tfbuild_standin-2.21.0+x86_64v3-1_x-py3-none-any.whl"
-    wheel = make_wheel(tmp_path, name)
+    wheel = wheels.make_wheel(tmp_path, name)
     cuda = {"cuda": '12"><script>'}
     write_receipt(wheel, target="x86_64_v3", variant="cuda", plan_overrides={"cuda": cuda})
     title = '<script>alert("t")</script> & co'
@@ -467,7 +464,7 @@ def test_pip_refuses_a_wheel_whose_bytes_no_longer_match_the_link(
     dist: Path, tmp_path: Path
 ) -> None:
     write_index(dist)
-    make_wheel(dist, STANDIN_V4, payload="# changed after the index was written\n")
+    wheels.make_wheel(dist, STANDIN_V4, module_text="# changed after the index was written\n")
     done = _pip(
         "download",
         "--no-deps",

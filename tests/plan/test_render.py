@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, recorded_host, run_cli
+from tests.goldens import compare_or_write_files
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import PlanOptions, make_plan
-from tfbuild.plan.render import FILES, render_files, undefined_configs, write_context
+from tfbuild.plan.render import FILES, render_files, undefined_configs
 from tfbuild.recipes.images import load_base_images
 from tfbuild.recipes.recipe import load_recipes
 
-GOLDEN = Path(__file__).parent / "golden"
-UPDATE = os.environ.get("TFBUILD_UPDATE_GOLDEN") == "1"
+GOLDEN = Path(__file__).parent / "golden_render"
 BIN = Path(sys.executable).parent
 
 
@@ -61,19 +60,13 @@ def test_golden(case: str) -> None:
     if not _shipped(version):
         pytest.fail(f"no shipped recipe for {version}")
     files = render(version, options, fixed_host(machine))
-    directory = GOLDEN / case
-    if UPDATE:
-        shutil.rmtree(directory, ignore_errors=True)
-        write_context(files, directory)
-    for name, text in files.items():
-        expected = (directory / name).read_text()
-        assert text == expected, f"{case}/{name} differs from the golden file (make golden)"
+    compare_or_write_files(GOLDEN / case, files)
 
 
 def test_rendering_is_byte_identical_across_processes(tmp_path: Path) -> None:
     code = (
         "import sys, dataclasses\n"
-        "from tests.render.test_render import render, fixed_host\n"
+        "from tests.plan.test_render import render, fixed_host\n"
         "from tfbuild.plan import PlanOptions\n"
         "files = render('2.21', PlanOptions(variant='mkl'))\n"
         "sys.stdout.write(''.join(files[k] for k in sorted(files)))\n"
@@ -168,7 +161,7 @@ def test_render_writes_every_file_and_an_executable_script(tmp_path: Path) -> No
     out = tmp_path / "ctx"
     result = run_cli("render", "--tf", "2.21", "--mkl", "-o", str(out), "--skip-disk-check")
     assert result.returncode == 0, result.stderr
-    # The files and, written last, the manifest of what tfbuild wrote (tests/render/test_context_set.py).
+    # The files and, written last, the manifest of what tfbuild wrote (tests/plan/test_context_set.py).
     assert sorted(p.name for p in out.iterdir()) == sorted([*FILES, ".tfbuild-context"])
     assert os.access(out / "build.sh", os.X_OK)
     assert not any(p.name.startswith(".tfbuild-tmp-") for p in out.iterdir()), "no temp files left"

@@ -7,13 +7,13 @@ import itertools
 import os
 import re
 import subprocess
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import one_error_line, run_cli
 from tests.terminal import run_cli_on_terminal
+from tests.wheels import pack
 
 
 @pytest.mark.slow
@@ -188,13 +188,6 @@ def test_a_model_the_worker_cannot_use_is_one_line_and_exit_4(
     assert result.stdout == ""
 
 
-def _zip(path: Path, members: dict[str, str]) -> Path:
-    with zipfile.ZipFile(path, "w") as archive:
-        for name, text in members.items():
-            archive.writestr(name, text)
-    return path
-
-
 def test_model_refusals_come_before_any_tensorflow(tmp_path: Path) -> None:
     empty_dir = tmp_path / "empty_model"
     empty_dir.mkdir()
@@ -202,7 +195,7 @@ def test_model_refusals_come_before_any_tensorflow(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     not_zip = tmp_path / "text.keras"
     not_zip.write_text("not a zip\n")
-    no_config = _zip(tmp_path / "weights_only.keras", {"model.weights.h5": "x"})
+    no_config = pack(tmp_path / "weights_only.keras", {"model.weights.h5": b"x"})
     fifo_inside = tmp_path / "fifo_inside"
     (fifo_inside / "variables").mkdir(parents=True)
     (fifo_inside / "saved_model.pb").write_bytes(b"\n")

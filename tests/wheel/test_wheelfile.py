@@ -21,51 +21,22 @@ from tfbuild.wheel.wheelfile import has_label, normalise, relabel, zip_time
 
 STOCK_WHEEL = "tensorflow_cpu-2.21.0-cp311-cp311-manylinux_2_27_x86_64.whl"
 EPOCH = 1_767_323_045  # SOURCE_DATE_EPOCH for the normalised wheels: 2026-01-02 03:04:05 UTC
-
-
-class _Unseekable(io.RawIOBase):
-    """A write-only stream: zipfile then writes data descriptors after each member."""
-
-    def __init__(self, sink: io.BytesIO) -> None:
-        self.sink = sink
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: bytes) -> int:  # type: ignore[override]
-        return self.sink.write(data)
+KERNEL = bytes(range(256)) * 64  # stored, not deflated
 
 
 def make_wheel(directory: Path, *, version: str = "2.21.0", descriptors: bool = False) -> Path:
     """A small, valid wheel with a package, a .data script, stored and deflated members."""
-    dist = f"tfbuild_standin-{version}"
-    files = {
-        "tfbuild_standin/__init__.py": b"VALUE = 42\n",
-        "tfbuild_standin/kernel.bin": bytes(range(256)) * 64,
-        f"{dist}.data/scripts/standin-hello": b"#!python\nprint('hello')\n",
-        f"{dist}.dist-info/METADATA": (
-            f"Metadata-Version: 2.1\nName: tfbuild_standin\nVersion: {version}\n"
-            "Summary: STAND-IN wheel for tfbuild's tests\n\nVersion: is also said in the body.\n"
-        ).encode(),
-        f"{dist}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: false\n"
-        b"Tag: cp311-cp311-linux_x86_64\n",
-    }
-    record = "".join(f"{name},{record_hash(data)},{len(data)}\n" for name, data in files.items())
-    record += f"{dist}.dist-info/RECORD,,\n"
-    files[f"{dist}.dist-info/RECORD"] = record.encode()
-    path = directory / f"tfbuild_standin-{version}-cp311-cp311-linux_x86_64.whl"
-    buffer = io.BytesIO()
-    target: io.BytesIO | _Unseekable = _Unseekable(buffer) if descriptors else buffer
-    with zipfile.ZipFile(target, "w") as archive:  # type: ignore[arg-type]
-        for name, data in files.items():
-            method = zipfile.ZIP_STORED if name.endswith(".bin") else zipfile.ZIP_DEFLATED
-            info = zipfile.ZipInfo(name, date_time=(2026, 1, 2, 3, 4, 6))
-            info.compress_type = method
-            info.external_attr = 0o100755 << 16 if "scripts" in name else 0o100644 << 16
-            with archive.open(info, "w") as member:
-                member.write(data)
-    path.write_bytes(buffer.getvalue())
-    return path
+    script = f"tfbuild_standin-{version}.data/scripts/standin-hello"
+    return wheels.make_wheel(
+        directory,
+        f"tfbuild_standin-{version}-cp311-cp311-linux_x86_64.whl",
+        module_text="VALUE = 42\n",
+        members={"tfbuild_standin/kernel.bin": KERNEL, script: b"#!python\nprint('hello')\n"},
+        description="Version: is also said in the body.\n",
+        modes={script: 0o755},
+        stored=("tfbuild_standin/kernel.bin",),
+        descriptors=descriptors,
+    )
 
 
 def verify_record(wheel: Path) -> dict[str, str]:
@@ -114,7 +85,7 @@ def test_relabel_renames_everything_and_keeps_every_byte(tmp_path: Path, descrip
                 info.external_attr,
             )
             assert after.read(twin) == before.read(info)
-    assert hashes["tfbuild_standin/kernel.bin"] == record_hash(bytes(range(256)) * 64)
+    assert hashes["tfbuild_standin/kernel.bin"] == record_hash(KERNEL)
 
 
 @pytest.mark.parametrize("epoch", [None, EPOCH], ids=["labelled", "labelled-and-normalised"])
@@ -341,7 +312,7 @@ def test_normalise_copies_the_compressed_bytes_and_writes_the_layout(tmp_path: P
     ]
     assert [row.split(",")[0] for row in record.splitlines()] == names  # RECORD: the same order
     assert record.endswith(f"{dist_info}RECORD,,\n")
-    assert hashes["tfbuild_standin/kernel.bin"] == record_hash(bytes(range(256)) * 64)
+    assert hashes["tfbuild_standin/kernel.bin"] == record_hash(KERNEL)
     for info in infos:
         assert info.date_time == (2026, 1, 2, 3, 4, 4)  # UTC, in the zip's 2-second steps
         executable = info.filename.endswith("standin-hello")
@@ -386,13 +357,10 @@ def test_normalise_in_place(tmp_path: Path) -> None:
 
 def test_a_record_that_disagrees_with_a_member_is_refused(tmp_path: Path) -> None:
     wheel = make_wheel(tmp_path)
-    with zipfile.ZipFile(wheel) as source:
-        contents = {i.filename: source.read(i) for i in source.infolist()}
+    contents = wheels.members_of(wheel)
     record = "tfbuild_standin-2.21.0.dist-info/RECORD"
     contents[record] = contents[record].replace(b",11\n", b",12\n", 1)  # __init__.py's size
-    with zipfile.ZipFile(wheel, "w") as target:
-        for name, data in contents.items():
-            target.writestr(name, data)
+    wheels.pack(wheel, contents)
     with pytest.raises(
         InputError, match=r"RECORD gives tfbuild_standin/__init__\.py 12 bytes, the member has 11"
     ):

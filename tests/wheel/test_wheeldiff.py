@@ -6,13 +6,13 @@ import hashlib
 import json
 import shutil
 import subprocess
-import zipfile
 from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
 
 from tests import wheels
+from tests.wheels import pack
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError
 from tfbuild.wheel.wheeldiff import compare
@@ -39,27 +39,6 @@ def compile_library(directory: Path, text: str) -> bytes:
         check=True,
     )
     return (directory / "native.so").read_bytes()
-
-
-def pack(
-    path: Path,
-    members: dict[str, bytes],
-    *,
-    date_time: tuple[int, int, int, int, int, int] = (2026, 1, 2, 3, 4, 6),
-    mode: int = 0o644,
-    directories: tuple[str, ...] = (),
-) -> Path:
-    """A wheel-shaped zip of ``members`` in the order given, every one with ``date_time`` and ``mode``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for directory in directories:
-            archive.writestr(zipfile.ZipInfo(directory, date_time=date_time), b"")
-        for name, data in members.items():
-            info = zipfile.ZipInfo(name, date_time=date_time)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = (0o100000 | mode) << 16
-            archive.writestr(info, data)
-    return path
 
 
 def members(library: bytes) -> dict[str, bytes]:

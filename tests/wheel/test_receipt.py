@@ -56,7 +56,7 @@ def test_the_json_round_trip_is_exact(wheel: Path) -> None:
 
 
 #: A receipt written by an earlier tfbuild, with the canary section doctor added to it.
-SAMPLE = Path(__file__).parent / "samples" / "tf2.21-mkl-zen5.c6ab0f0.json"
+SAMPLE = Path(__file__).parent / "receipt_samples" / "tf2.21-mkl-zen5.c6ab0f0.json"
 
 
 def test_sections_added_later_survive_the_round_trip(wheel: Path) -> None:
