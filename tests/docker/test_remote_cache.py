@@ -19,7 +19,6 @@ import os
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 import uuid
@@ -76,8 +75,10 @@ def git_checkout(tmp_path: Path, *rc_lines: str) -> Path:
     return source
 
 
-def wheel(source: Path, dist: Path, volume: str, *args: str) -> tuple[dict[str, Any], CliResult]:
-    built = wheel_cli(dist, volume, "--source", str(source), "--json", *args, timeout=900)
+def wheel(
+    source: Path, dist: Path, volume: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[dict[str, Any], CliResult]:
+    built = wheel_cli(dist, volume, "--source", str(source), "--json", *args, timeout=900, env=env)
     assert built.returncode == 0, built.stderr
     receipt: dict[str, Any] = json.loads(built.stdout)["receipt_data"]
     return receipt, built
@@ -172,8 +173,11 @@ def test_remote_credentials_reach_bazel_and_nothing_else(
     volume = f"tfbuild-test-remote-{uuid.uuid4().hex[:10]}"
     dist = tmp_path / "dist"
     source = git_checkout(tmp_path, *HOSTILE_RC)
-    # Left by a run killed outright (SIGKILL), which no clean-up can follow.
-    earlier = set(Path(tempfile.gettempdir()).glob("tfbuild-remote-*"))
+    # The build's temporary directories in one of this test's own: another test running beside it
+    # (make test runs two processes) makes and removes its own in the system's.
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    made = temporary.stat().st_mtime_ns
     try:
         receipt, built = wheel(
             source,
@@ -184,6 +188,7 @@ def test_remote_credentials_reach_bazel_and_nothing_else(
             buildgrid,
             "--remote-header-file",
             str(headers),
+            env={"TMPDIR": str(temporary)},
         )
         output_base = output_base_volume(
             volume, build_key(source, receipt["inputs"]["toolchain_image"])
@@ -213,8 +218,9 @@ def test_remote_credentials_reach_bazel_and_nothing_else(
     assert "found:" not in scanned, scanned
     top = {line.removeprefix("top: ") for line in scanned.splitlines() if line.startswith("top: ")}
     assert "execroot" in top and not [n for n in top if n.startswith(("java.log", "command.log"))]
-    # This build's private directory is gone.
-    assert set(Path(tempfile.gettempdir()).glob("tfbuild-remote-*")) <= earlier
+    # This build's private directory was made in its TMPDIR (the directory changed), and is gone.
+    assert temporary.stat().st_mtime_ns != made
+    assert not list(temporary.glob("tfbuild-remote-*"))
 
 
 class SilentServer:
