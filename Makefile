@@ -37,7 +37,7 @@ test: lint typecheck pytest
 
 # The tests marked docker (a real engine, see tests/docker) or slow (more than a few seconds each:
 # real TensorFlow runs, real bazel builds, big wheels, timings) are left out; `make test` runs them.
-quick: $(STAMP) lint typecheck  # the tests in two processes (pytest-xdist): about 2 minutes on 2 cores (docs/development.md)
+quick: $(STAMP) lint typecheck  # the tests in two processes (pytest-xdist): about 70 s on 2 cores (docs/development.md)
 	$(BIN)/pytest -q -n 2 -m "not docker and not slow"
 
 detect: $(STAMP)
