@@ -1,13 +1,12 @@
 """The command line: the app, its commands in --help order, and :func:`main`, which maps errors to exit codes.
 
-No logic lives in the command line. Every command (in :mod:`~tfbuild.cli.plan_commands`,
-:mod:`~tfbuild.cli.build_commands` or :mod:`~tfbuild.cli.wheel_commands`) hands its options, as
-one typed value, to a function of the layers below (a planner, a build run, a detector) and prints
-the result (:mod:`~tfbuild.cli.display`, :mod:`~tfbuild.cli.wheel_display`,
+No logic lives in the command line. Every command (each in the module of its name,
+:mod:`~tfbuild.cli.plan`, :mod:`~tfbuild.cli.wheel`, ...) hands its options, as one typed value,
+to a function of the layers below (a planner, a build run, a detector) and prints the result (:mod:`~tfbuild.cli.display`, :mod:`~tfbuild.cli.wheel_display`,
 :mod:`~tfbuild.cli.output`); every failure arrives as a :class:`tfbuild.core.errors.TfbuildError`
 and leaves through :func:`main` as one line and the error's exit code. The plan options that
 ``plan``, ``render`` and ``wheel`` share are declared once, on the fields of
-:class:`tfbuild.plan.options.PlanOptions` (:mod:`~tfbuild.cli.plan_options` makes them typer
+:class:`tfbuild.plan.options.PlanOptions` (:mod:`~tfbuild.cli.options` makes them typer
 options), and reach each command as one PlanOptions.
 """
 

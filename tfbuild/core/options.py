@@ -94,7 +94,7 @@ def command_line_name(field: str, flag: str | None = None) -> str:
 @dataclass(frozen=True, kw_only=True)
 class Parameter:
     """One command-line parameter of a request: its name, its declaration, the type it is read as,
-    its default (what an absent option gives), and for a ``choices`` flag the value it stands for."""
+    its default (what an absent option gives), and for one flag of a ``choices`` field its own help."""
 
     name: str
     declaration: Cli

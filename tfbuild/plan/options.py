@@ -2,8 +2,8 @@
 
 :class:`PlanOptions` is what ``tfbuild plan``, ``render`` and ``wheel`` were asked to build, from
 the command line to the planner, as one frozen value checked when it is made. Each field carries
-its option's declaration (:class:`Cli`: flags, metavar, help) in its metadata; the command line
-(:mod:`tfbuild.cli.plan_options`) makes its typer options from them, so adding an option takes the
+its option's declaration (:class:`tfbuild.core.options.Cli`: flags, metavar, help) in its metadata;
+the command line (:mod:`tfbuild.cli.options`) makes its typer options from them, so adding an option takes the
 field with its declaration here, and its use. The field is named after its option (``--canary`` is
 ``canary``); ``--mkl``/``--cuda`` are the two flags of one field, ``variant``.
 """
