@@ -17,7 +17,6 @@ from tfbuild.measure.forecast_report import (
     StockFlags,
     compare,
 )
-from tfbuild.measure.models import ModelFile
 from tfbuild.measure.run import OpResult, SettingTrial
 from tfbuild.measure.tune import TuneReport
 
@@ -111,22 +110,3 @@ def test_a_tune_report() -> None:
     compare_or_write(GOLDEN / "tune.json", json_text(report.to_json()))
     bare = TuneReport(wheel="w", tried=(onednn,), not_tried=(), confirmation=None, seconds=1.04)
     compare_or_write(GOLDEN / "tune-bare.json", json_text(bare.to_json()))
-    model = ModelFile(
-        path="/models/tiny.keras", kind="keras", op="model:tiny.keras", bytes=17878, batch=8
-    )
-    timed = SettingTrial(
-        name=threads.name,
-        env=threads.env,
-        intra=0,
-        inter=0,
-        results=(*threads.results, _op("model:tiny.keras", FAST, SLOW)),
-    )
-    with_model = TuneReport(
-        wheel="tensorflow-cpu==2.21.0",
-        tried=(timed,),
-        not_tried=(),
-        confirmation=None,
-        seconds=12.3,
-        model=model,
-    )
-    compare_or_write(GOLDEN / "tune-model.json", json_text(with_model.to_json()))

@@ -24,6 +24,7 @@ import pytest
 from tfbuild.measure import _worker as worker
 
 WORKER = Path(worker.__file__)
+PROFILER = WORKER.with_name("_profile_tf.py")
 TF_PYTHON_ENV = "TFBUILD_TEST_TF_PYTHON"
 TF_PYTHON_FALLBACK = "/tmp/tfvenv/bin/python"
 
@@ -162,10 +163,23 @@ def test_worker_imports_only_stdlib_numpy_tensorflow_and_parses_as_python_3_9() 
             assert node.level == 0, "no relative imports: the worker runs as a plain script"
             assert node.module is not None
             imported.add(node.module.split(".")[0])
-    foreign = {
-        m for m in imported if m not in sys.stdlib_module_names and m not in {"numpy", "tensorflow"}
-    }
+    # _profile_tf: the profiler beside it, another script of the same rules (checked below)
+    allowed = {"numpy", "tensorflow", "_profile_tf"}
+    foreign = {m for m in imported if m not in sys.stdlib_module_names and m not in allowed}
     assert not foreign, f"the worker must not import {sorted(foreign)}"
+
+
+def test_the_profiler_beside_it_imports_only_the_standard_library() -> None:
+    tree = ast.parse(PROFILER.read_text(encoding="utf-8"), feature_version=(3, 9))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0 and node.module is not None
+            imported.add(node.module.split(".")[0])
+    # tensorflow: the profiler's protos, imported where used, from the interpreter it runs in
+    assert imported - {"tensorflow", "tsl"} <= set(sys.stdlib_module_names), imported
 
 
 def test_worker_without_tensorflow_says_not_ready_and_exits_1() -> None:

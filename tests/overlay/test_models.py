@@ -1,5 +1,5 @@
-"""The overlay's models end to end: profiled and served by real TensorFlow with a real overlay, and
-the arithmetic that turns two profiles into a prediction."""
+"""The overlay's models end to end: profiled and served by real TensorFlow with a real overlay (the
+arithmetic that turns two profiles into a prediction is tests/measure/test_profile.py's)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ import math
 import os
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from tfbuild.core.errors import SmokeFailed
 from tfbuild.measure.run import Worker
-from tfbuild.overlay.models import SCRIPT, Profile, amdahl, predict, profile_models
+from tfbuild.overlay.models import SCRIPT, profile_models
 
 from .conftest import BuiltOverlay
 
@@ -73,58 +71,3 @@ def test_an_unknown_model_stops_the_worker_with_its_reason(built_overlay: BuiltO
             script=SCRIPT,
             extra=("--models", "resnet"),
         )
-
-
-def profile(total: float, replaced: dict[str, float]) -> Profile:
-    spent = sum(replaced.values())
-    return Profile(
-        model="m",
-        steps=1,
-        overlay_loaded=False,
-        host_tracer_level=2,
-        total_op_s=total,
-        wall_s=total,
-        replaced_s=spent,
-        share=spent / total,
-        unknown_s=0.0,
-        not_run=(),
-        kernels=tuple(replaced),
-        replaced=replaced,
-        ops={},
-    )
-
-
-@given(st.floats(0, 1), st.floats(0.1, 10))
-def test_amdahl_holds_its_ends(share: float, speedup: float) -> None:
-    assert amdahl(0.0, speedup) == 1.0
-    assert amdahl(share, 1.0) == pytest.approx(1.0)
-    assert amdahl(1.0, speedup) == pytest.approx(speedup)
-    low, high = sorted((1.0, speedup))
-    assert low - 1e-9 <= amdahl(share, speedup) <= high + 1e-9
-
-
-@given(
-    st.floats(0.01, 1.0),
-    st.floats(0.01, 1.0),
-    st.floats(0.001, 1.0),
-    st.floats(0.001, 1.0),
-)
-def test_the_prediction_is_the_step_with_the_kernels_times_swapped(
-    rest: float, a_off: float, b_off: float, ratio: float
-) -> None:
-    """Amdahl over the profiles is the stock step with each replaced kernel's stock time replaced
-    by its overlay time."""
-    stock = profile(rest + a_off + b_off, {"Exp:float32": a_off, "Tanh:float32": b_off})
-    on = {"Exp:float32": a_off * ratio, "Tanh:float32": b_off}
-    overlay = profile(rest + sum(on.values()), on)
-    speedup, predicted, kernels = predict(stock, overlay)
-    assert predicted == pytest.approx(stock.total_op_s / overlay.total_op_s)
-    assert speedup == pytest.approx((a_off + b_off) / (a_off * ratio + b_off))
-    assert [k.kernel for k in kernels] == sorted(stock.replaced, key=lambda k: -stock.replaced[k])
-
-
-def test_amdahl_refuses_what_is_not_a_share() -> None:
-    with pytest.raises(ValueError, match="share"):
-        amdahl(1.5, 2.0)
-    with pytest.raises(ValueError, match="share"):
-        amdahl(0.5, 0.0)

@@ -19,6 +19,7 @@ from tfbuild.core.options import CPUINFO, DIST, INSTALLED, JSON, STOCK, TARGET, 
 from tfbuild.core.pythons import PYTHON_INTERPRETER
 
 if TYPE_CHECKING:
+    from tfbuild.measure.models import ModelFile
     from tfbuild.overlay.models import ModelResult
     from tfbuild.wheel.overlay_receipt import OverlayReceipt
 
@@ -151,9 +152,10 @@ def smoke_overlay(
     budget: float | None,
     bench: bool,
     as_json: bool,
+    model: ModelFile | None = None,
 ) -> None:
-    """``tfbuild smoke OVERLAY.whl``: each replaced op and control, then whole models, overlay
-    against stock."""
+    """``tfbuild smoke OVERLAY.whl``: each replaced op and control, then whole models (the user's
+    ``model`` when given), overlay against stock."""
     from tfbuild.cli.forecast import print_forecast_beside
     from tfbuild.core.errors import SmokeFailed
     from tfbuild.core.stats import describe
@@ -169,6 +171,7 @@ def smoke_overlay(
         quick=quick,
         budget=budget,
         bench=bench,
+        model=model,
         progress=progress,
     )
     if as_json:
@@ -230,7 +233,8 @@ def _model_lines(models: Sequence[ModelResult]) -> list[str]:
             measured = "-"
         else:
             low, high = found.interval
-            measured = f"{found.ratio:.3f}x [{low:.3f}, {high:.3f}] {found.label}"
+            label = "not claimed" if m.note and found.label == "faster" else found.label
+            measured = f"{found.ratio:.3f}x [{low:.3f}, {high:.3f}] {label}"
         lines.append(
             f"  {m.model:<13}{m.share * 100:>6.1f}%{m.speedup:>8.2f}x{m.predicted:>9.3f}x  "
             f"{measured}"
@@ -244,6 +248,8 @@ def _model_lines(models: Sequence[ModelResult]) -> list[str]:
             lines += wrap.wrap(f"replaced, ms a step: {kernels}")
         if m.not_run:
             lines += wrap.wrap(f"fused or rewritten before they ran: {', '.join(m.not_run)}")
+        if m.note:
+            lines += wrap.wrap(f"not claimed: {m.note}")
     return lines
 
 

@@ -11,8 +11,9 @@ from tfbuild.cli.forecast import print_forecast_beside
 from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_json, progress
 from tfbuild.core import serial
-from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, Cli, option
+from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, Cli, group, option
 from tfbuild.core.pythons import PYTHON_INTERPRETER
+from tfbuild.measure.models import ModelOptions
 
 
 def _ops(text: str) -> tuple[str, ...]:
@@ -95,6 +96,7 @@ class SmokeArgs:
         ),
         default=None,
     )
+    model: ModelOptions = group(ModelOptions)
     in_image: tuple[str, ...] = option(
         Cli(
             flags=("--in-image",),
@@ -121,15 +123,23 @@ class SmokeArgs:
 @takes(SmokeArgs)
 def smoke_command(request: SmokeArgs) -> None:
     """Prove a wheel: no unused-instruction complaint at import, and faster than the stock wheel."""
-    from tfbuild.core.errors import SmokeFailed
+    from tfbuild.core.errors import SmokeFailed, UsageError
     from tfbuild.smoke.loads import check_in_image_request
     from tfbuild.wheel.overlay_receipt import is_overlay_wheel
 
     wheel = request.wheel
     check_in_image_request(wheel, list(request.in_image), request.wheelhouse)
-    if wheel is not None and not request.in_image and is_overlay_wheel(Path(wheel)):
+    overlay = wheel is not None and not request.in_image and is_overlay_wheel(Path(wheel))
+    if request.model.model is not None and not overlay:
+        raise UsageError(
+            "smoke --model profiles and times your model with an overlay and without",
+            fix="Pass an overlay wheel (tfbuild_overlay-*.whl); for any other wheel, "
+            "tfbuild tune WHEEL --model PATH measures what makes your model fastest.",
+        )
+    if overlay:
         from tfbuild.cli.overlay import smoke_overlay
 
+        assert wheel is not None
         smoke_overlay(
             Path(wheel),
             python=request.python,
@@ -137,6 +147,7 @@ def smoke_command(request: SmokeArgs) -> None:
             budget=request.budget,
             bench=request.bench,
             as_json=request.as_json,
+            model=request.model.checked(),
         )
         return
     if request.in_image and wheel is not None:  # checked: --in-image has a .whl file

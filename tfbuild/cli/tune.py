@@ -11,10 +11,15 @@ from typing import TYPE_CHECKING
 import typer
 
 from tfbuild.cli.options import takes
+from tfbuild.cli.output import progress
+from tfbuild.cli.tune_model import MODEL_BUDGET, tune_a_model
 from tfbuild.core.controls import printable
-from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, Cli, option
+from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, Cli, group, option
 from tfbuild.core.pythons import PYTHON_INTERPRETER
-from tfbuild.measure.models import MAX_BATCH
+from tfbuild.measure.models import ModelOptions
+
+#: Seconds tune measures a wheel's settings on the smoke's ops by default.
+DEFAULT_BUDGET = 300.0
 
 if TYPE_CHECKING:
     from tfbuild.measure.tune import TuneReport
@@ -27,49 +32,42 @@ class TuneArgs:
     wheel: str | None = option(WHEEL, default=None)
     installed: bool = option(INSTALLED, default=False)
     python: str = option(PYTHON_INTERPRETER, default=sys.executable)
-    budget: float = option(BUDGET, default=300.0)
+    budget: float | None = option(
+        BUDGET.but(
+            help=f"{BUDGET.help} Default: {DEFAULT_BUDGET:.0f}, {MODEL_BUDGET:.0f} with --model.",
+            show_default=False,
+        ),
+        default=None,
+    )
     env_file: Path | None = option(
         Cli(
             flags=("--env-file",),
             metavar="FILE",
-            help="The wheel's runtime env file, where the profile is written (default: "
-            "<wheel>.env beside a wheel file).",
+            help="The runtime env file the profile is written to (default: <wheel>.env beside a "
+            "wheel file; with --model, <model>.env beside the model).",
             show_default=False,
         ),
         default=None,
     )
-    model: Path | None = option(
+    model: ModelOptions = group(ModelOptions)
+    overlay: str | None = option(
         Cli(
-            flags=("--model",),
-            metavar="PATH",
-            help=(
-                "Time your model too, as one more op (model:NAME) under each setting: a SavedModel "
-                "directory (its 'serving_default' signature) or a Keras v3 .keras file (loaded with "
-                "safe_mode=True, so no Lambda layers). A SavedModel runs its own graph: pass only "
-                "models you trust."
-            ),
+            flags=("--overlay-wheel",),
+            metavar="WHEEL|build|none",
+            help="With --model, the overlay measured as a lever: a wheel tfbuild overlay made, "
+            "'build' (one built here for this CPU, with the host's clang, into dist/), or 'none'. "
+            "Default: the one installed in the tuned TensorFlow, if any.",
             show_default=False,
         ),
         default=None,
-    )
-    model_batch: int = option(
-        Cli(
-            flags=("--model-batch",),
-            metavar="N",
-            min=1,
-            max=MAX_BATCH,
-            help="The batch given to the model's inputs whose first dimension is open.",
-        ),
-        default=1,
     )
     as_json: bool = option(JSON, default=False)
 
 
 @takes(TuneArgs)
 def tune_command(args: TuneArgs) -> None:
-    """Measure the runtime settings that matter for a wheel here; keep those that win."""
+    """Measure what makes a wheel, or your model on it (--model), fastest here; keep what wins."""
     from tfbuild.core.errors import UsageError
-    from tfbuild.measure.models import check_model
     from tfbuild.measure.tune import TuneOptions, run_tune, write_profile
     from tfbuild.smoke.session import wheel_to_test
 
@@ -79,19 +77,31 @@ def tune_command(args: TuneArgs) -> None:
             "tune needs one wheel: a WHEEL argument or --installed",
             fix="Name a .whl or a requirement, or pass --installed (with --python PATH).",
         )
-    model = args.model
-    timed_model = check_model(model, batch=args.model_batch) if model is not None else None
+    if args.overlay is not None and args.model.model is None:
+        raise UsageError(
+            "--overlay-wheel is a lever measured on a model",
+            fix="Pass --model PATH too, or drop it.",
+        )
+    timed_model = args.model.checked()
     spec = wheel_to_test(wheel, installed=args.installed, python=interpreter)
+    say = progress("tune", quiet=as_json)
+    if timed_model is not None:
+        tune_a_model(
+            spec,
+            timed_model,
+            python=interpreter,
+            budget=MODEL_BUDGET if args.budget is None else args.budget,
+            env_file=args.env_file,
+            overlay=args.overlay,
+            as_json=as_json,
+            say=say,
+        )
+        return
     target = args.env_file or (
         Path(spec.value).with_suffix(".env") if spec.kind == "file" else None
     )
-
-    def progress(message: str) -> None:
-        if not as_json:
-            sys.stderr.write(f"[tune] {printable(message)}\n")
-
-    options = TuneOptions(spec=spec, python=interpreter, budget=args.budget, model=timed_model)
-    report = run_tune(options, progress=progress)
+    budget = DEFAULT_BUDGET if args.budget is None else args.budget
+    report = run_tune(TuneOptions(spec=spec, python=interpreter, budget=budget), progress=say)
     if target is not None:
         write_profile(target, report)
     if as_json:
@@ -112,16 +122,6 @@ def print_tune(report: TuneReport, written: Path | None) -> None:
     note = report.undecided_note()
     lines = [(f"undecided: {note}", 2)] if note else []  # first: it qualifies all that follows
     lines.append((f"kept for {report.wheel}: {kept} ({report.seconds:.0f} s)", 2))
-    if report.model is not None:
-        per_call = report.model_seconds()
-        took = f", {per_call * 1e3:.3g} ms a call with the defaults" if per_call else ""
-        lines.append(
-            (
-                f"  timed {report.model.op} beside the smoke's ops (batch {report.model.batch}"
-                f"{took})",
-                4,
-            )
-        )
     if report.confirmation is not None:
         median, low, high = gain(report.confirmation)
         verdict = "confirmed" if report.confirmation.wins else "not confirmed"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -28,9 +28,12 @@ class CommandResult:
 Runner = Callable[[Sequence[str]], "CommandResult | None"]
 
 
-def run_command(argv: Sequence[str], *, timeout: float = 10.0) -> CommandResult | None:
-    """Run ``argv`` with a C locale and return its output; None if it cannot run or times out."""
-    env = {**os.environ, "LC_ALL": "C"}
+def run_command(
+    argv: Sequence[str], *, timeout: float = 10.0, env: Mapping[str, str] | None = None
+) -> CommandResult | None:
+    """Run ``argv`` with a C locale (in ``env``, default this process's environment) and return its
+    output; None if it cannot run or times out."""
+    env = {**(os.environ if env is None else env), "LC_ALL": "C"}
     try:
         proc = subprocess.run(  # argv is built by tfbuild, never by a shell
             list(argv),

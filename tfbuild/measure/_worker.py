@@ -130,6 +130,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--model-kind", choices=("savedmodel", "keras"), default="savedmodel")
     parser.add_argument("--model-op", default="model", help="the op name the model is timed as")
     parser.add_argument("--model-batch", type=int, default=1, help="the batch for open dimensions")
+    parser.add_argument("--model-step", choices=("predict", "train"), default="predict")
+    parser.add_argument("--model-xla", choices=("off", "jit"), default="off")
+    parser.add_argument("--model-code", default="", help="a .py file imported before loading")
+    parser.add_argument(
+        "--model-inputs", default="", help='JSON: [{"name": N or null, "shape": [...], "dtype": D}]'
+    )
+    parser.add_argument(
+        "--model-only", action="store_true", help="serve the model alone, none of the smoke's ops"
+    )
+    parser.add_argument(
+        "--profile", type=int, default=0, help="profile STEPS calls of the model, print, exit"
+    )
+    parser.add_argument("--replaced", default=None, help="comma-separated kernels to count")
     parser.add_argument(
         "--cpus", default="", help="comma-separated CPUs to run on, set before TensorFlow starts"
     )
@@ -138,11 +151,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error("thread counts must be >= 0")
     if args.model_batch < 1:
         parser.error("--model-batch must be >= 1")
+    if args.profile < 0:
+        parser.error("--profile must be >= 0")
+    if (args.model_only or args.profile) and not args.model:
+        parser.error("--model-only and --profile need --model")
     return args
 
 
 class ModelProblem(Exception):
-    """The model cannot be used: ``stage`` is "load", "inputs" or "call"."""
+    """The model cannot be used: ``stage`` is "load", "inputs", "call" or "xla" (the call, compiled
+    by XLA, failed)."""
 
     def __init__(self, stage: str, message: str) -> None:
         super().__init__(message)
@@ -153,17 +171,144 @@ def _failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {one_line(str(exc))}"[:1000]
 
 
-def model_inputs(tf: Any, np: Any, structure: Any, batch: int) -> Any:
-    """Tensors for a nest of input specs (TensorSpec or Keras tensors): the open first dimension is
-    the batch, floats are random normal (fixed seed), integers and booleans zeros."""
+#: Integer and boolean inputs named like this get ones (every position valid), not zeros.
+MASK_SUFFIXES = ("mask",)
+#: The learning rate of the training step's Adam: small, so that the weights stay where they were
+#: built (each call does the same work), not zero, so that the update is computed in full.
+TRAIN_LEARNING_RATE = 1e-7
+
+
+def _keras_structure(model: Any) -> Any:
+    """The model's input structure (Keras tensors), or None when it declares none.
+
+    ``model.input`` is the nest a functional model was built with (one tensor, a list, a dict). A
+    Sequential loaded from its config raises there ("has never been called") though it knows its
+    inputs from its build shape: ``model.inputs`` (a list; one tensor is passed as itself)."""
+    try:
+        return model.input
+    except (AttributeError, ValueError):
+        pass
+    try:
+        inputs = list(model.inputs or ())
+    except (AttributeError, ValueError):  # an unbuilt Sequential: "has no defined inputs yet"
+        inputs = []
+    if inputs:
+        return inputs[0] if len(inputs) == 1 else inputs
+    return _built_shape(model)
+
+
+class BuiltInput:
+    """The one input a subclassed model was built with, from its build config (its first dimension
+    the batch it was built with, which the batch replaces), in the model's compute dtype."""
+
+    def __init__(self, shape: list[int | None], dtype: str) -> None:
+        self.name = "input"
+        self.shape = [None, *shape[1:]]
+        self.dtype = dtype
+
+
+def _built_shape(model: Any) -> Any:
+    """A subclassed model that was built (called, or ``build(shape)``) before it was saved records
+    the shape in its build config; one plain shape is one input. None otherwise."""
+    try:
+        shape = (model.get_build_config() or {}).get("input_shape")
+    except Exception:
+        return None
+    if not isinstance(shape, (list, tuple)) or not shape:
+        return None
+    if not all(d is None or isinstance(d, int) for d in shape):
+        return None
+    dtype = getattr(model, "compute_dtype", None) or "float32"
+    return BuiltInput(list(shape), str(dtype))
+
+
+def _embedding_vocabularies(tf: Any, model: Any, structure: Any) -> dict[int, int]:
+    """id(input tensor) -> the smallest vocabulary of the Embedding layers it feeds directly: its
+    values must be token ids below that."""
+    found: dict[int, int] = {}
+    leaves = {id(leaf) for leaf in tf.nest.flatten(structure)}
+    embedding = tf.keras.layers.Embedding
+    try:
+        layers = list(model._flatten_layers(include_self=False))
+    except Exception:  # not a Keras 3 model: no layers to read
+        return found
+    for layer in layers:
+        if not isinstance(layer, embedding):
+            continue
+        try:
+            source = layer.input  # raises for a layer called more than once
+        except Exception:  # a shared layer feeds several tensors: none to name
+            continue
+        if id(source) in leaves:
+            found[id(source)] = min(found.get(id(source), layer.input_dim), int(layer.input_dim))
+    return found
+
+
+def _given(specs: list[dict[str, Any]], name: str, dims: list[int | None] | None) -> Any:
+    """The --model-inputs entry for input ``name`` (of shape ``dims``, None when its rank is
+    unknown): the one named so, else the unnamed one when the input leaves a dimension other than
+    the batch open (or its rank unknown) and has the entry's rank."""
+    for spec in specs:
+        if spec.get("name") == name:
+            return spec
+    for spec in specs:
+        if spec.get("name"):
+            continue
+        if dims is None or (None in dims[1:] and len(dims) == len(spec["shape"]) + 1):
+            return spec
+    return None
+
+
+class Leaf:
+    """One input tensor to make: its name, shape (the batch first), dtype and what fills it."""
+
+    def __init__(self, name: str, dims: list[int], dtype: Any, fill: str, vocabulary: int) -> None:
+        self.name = name
+        self.dims = dims
+        self.dtype = dtype
+        self.fill = fill
+        self.vocabulary = vocabulary
+
+    def describe(self) -> dict[str, Any]:
+        found = {"name": self.name, "shape": self.dims, "dtype": self.dtype.name, "fill": self.fill}
+        return found | ({"vocabulary": self.vocabulary} if self.fill == "token ids" else {})
+
+
+def model_inputs(
+    tf: Any,
+    np: Any,
+    structure: Any,
+    batch: int,
+    given: list[dict[str, Any]] | None = None,
+    vocabularies: dict[int, int] | None = None,
+) -> tuple[Any, list[Leaf]]:
+    """Tensors for a nest of input specs (TensorSpec or Keras tensors), and what each is.
+
+    The open first dimension is the batch; a shape or dtype given on the command line
+    (``--model-inputs``: by input name, or unnamed for every input that leaves a dimension open)
+    replaces the model's. Floats are random
+    normal (a fixed seed); integers feeding an Embedding are token ids drawn below its vocabulary;
+    integers and booleans named ``*mask`` are ones (every position valid); other integers zeros."""
     rng = np.random.default_rng(20261125)
+    given = given or []
+    vocabularies = vocabularies or {}
+    leaves: list[Leaf] = []
 
     def make(spec: Any) -> Any:
         name = getattr(spec, "name", None) or "?"
         shape = spec.shape
-        if getattr(shape, "rank", 0) is None:
+        known = (
+            None
+            if getattr(shape, "rank", 0) is None
+            else [None if d is None else int(d) for d in shape]
+        )
+        override = _given(given, name, known)
+        if override is not None:
+            dims: list[int | None] = [None, *override["shape"]]
+        elif known is None:
             raise ModelProblem("inputs", f"input {name!r} has an unknown rank")
-        dims = [None if d is None else int(d) for d in shape]
+        else:
+            dims = known
         if dims and dims[0] is None:
             dims[0] = batch
         if None in dims:
@@ -171,19 +316,109 @@ def model_inputs(tf: Any, np: Any, structure: Any, batch: int) -> Any:
                 "inputs",
                 f"input {name!r} has shape {tuple(shape)}: an open dimension other than the batch",
             )
-        dtype = tf.as_dtype(spec.dtype)
-        if dtype.is_floating:
-            return tf.cast(tf.constant(rng.standard_normal(dims).astype(np.float32)), dtype)
-        if dtype.is_integer or dtype.is_bool:
-            return tf.zeros(dims, dtype)
-        raise ModelProblem("inputs", f"input {name!r} is {dtype.name}; tune makes numbers only")
+        dtype = tf.as_dtype((override or {}).get("dtype") or spec.dtype)
+        vocabulary = vocabularies.get(id(spec), 0)
+        whole = [int(d) for d in dims if d is not None]
+        if vocabulary:
+            ids = rng.integers(0, vocabulary, size=whole)
+            value, fill = tf.cast(tf.constant(ids), dtype), "token ids"
+        elif dtype.is_floating:
+            data = rng.standard_normal(whole).astype(np.float32)
+            value, fill = tf.cast(tf.constant(data), dtype), "normal"
+        elif (dtype.is_integer or dtype.is_bool) and name.lower().endswith(MASK_SUFFIXES):
+            value, fill = tf.ones(whole, dtype), "ones"
+        elif dtype.is_integer or dtype.is_bool:
+            value, fill = tf.zeros(whole, dtype), "zeros"
+        else:
+            raise ModelProblem("inputs", f"input {name!r} is {dtype.name}; tune makes numbers only")
+        leaves.append(Leaf(name, whole, dtype, fill, vocabulary))
+        return value
 
-    return tf.nest.map_structure(make, structure)
+    return tf.nest.map_structure(make, structure), leaves
 
 
-def load_model(tf: Any, np: Any, args: argparse.Namespace) -> Callable[[], Any]:
-    """A zero-argument call of the model on its batch, called once; ModelProblem when it fails."""
+def _declared(given: list[dict[str, Any]]) -> Any:
+    """The input structure the command line gives a model that declares none: one tensor, or a
+    dict by name."""
+
+    class Given:
+        def __init__(self, spec: dict[str, Any]) -> None:
+            self.name = spec.get("name") or "input"
+            self.shape = [None, *spec["shape"]]
+            self.dtype = spec.get("dtype") or "float32"
+
+    if len(given) == 1 and not given[0].get("name"):
+        return Given(given[0])
+    if all(spec.get("name") for spec in given):
+        return {spec["name"]: Given(spec) for spec in given}
+    raise ModelProblem(
+        "inputs", "the model declares no inputs: name each --model-input (NAME=DIMS) it takes"
+    )
+
+
+def _keras_params(model: Any) -> int | None:
     try:
+        return int(model.count_params())
+    except Exception:
+        return None
+
+
+def _saved_params(model: Any) -> int | None:
+    try:
+        return int(sum(int(v.shape.num_elements() or 0) for v in model.variables))
+    except Exception:
+        return None
+
+
+def _train_step(tf: Any, model: Any, inputs: Any) -> Callable[[], Any]:
+    """Forward in training mode, a float32 loss (the mean square of every output), the gradients
+    of every trainable weight, and Adam's update of them (:data:`TRAIN_LEARNING_RATE`)."""
+    variables = model.trainable_variables
+    if not variables:
+        raise ModelProblem(
+            "inputs", "the model has no trainable weights: there is no training step"
+        )
+    optimizer = tf.keras.optimizers.Adam(learning_rate=TRAIN_LEARNING_RATE)
+    optimizer.build(variables)
+
+    def step() -> Any:
+        with tf.GradientTape() as tape:
+            outputs = tf.nest.flatten(model(inputs, training=True))
+            loss = tf.add_n([tf.reduce_mean(tf.square(tf.cast(o, tf.float32))) for o in outputs])
+        optimizer.apply(tape.gradient(loss, variables), variables)
+        return loss
+
+    return step
+
+
+def _import_code(path: str) -> None:
+    """Run the user's Python file as a module of its own (``--model-code``): it defines and
+    registers the model's custom classes before the model is loaded, as the user's program does."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tfbuild_model_code", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+
+
+class LoadedModel:
+    """A model ready to time: its call (a tf.function of no arguments, called once) and what it is."""
+
+    def __init__(self, call: Callable[[], Any], describe: dict[str, Any]) -> None:
+        self.call = call
+        self.describe = describe
+
+
+def load_model(tf: Any, np: Any, args: argparse.Namespace) -> LoadedModel:
+    """The model's step on its batch, as ``--model-step`` and ``--model-xla`` say, called once;
+    ModelProblem when it cannot be loaded ("load"), given a batch ("inputs"), or called ("call")."""
+    given: list[dict[str, Any]] = json.loads(args.model_inputs) if args.model_inputs else []
+    try:
+        if args.model_code:
+            _import_code(args.model_code)
         if args.model_kind == "keras":
             model = tf.keras.models.load_model(args.model, compile=False, safe_mode=True)
         else:
@@ -191,16 +426,29 @@ def load_model(tf: Any, np: Any, args: argparse.Namespace) -> Callable[[], Any]:
     except Exception as exc:
         raise ModelProblem("load", _failure(exc)) from exc
     if args.model_kind == "keras":
-        try:
-            structure = model.input
-        except Exception as exc:
+        structure = _keras_structure(model)
+        if structure is None and not given:
             raise ModelProblem(
-                "inputs", f"the model declares no inputs (a subclassed model?): {_failure(exc)}"
-            ) from exc
-        inputs = model_inputs(tf, np, structure, args.model_batch)
-        graph = tf.function(lambda: model(inputs, training=False))
-        call: Callable[[], Any] = graph
+                "inputs",
+                "the model declares no inputs: it was saved before it was built or called",
+            )
+        vocabularies = (
+            _embedding_vocabularies(tf, model, structure) if structure is not None else {}
+        )
+        inputs, leaves = model_inputs(
+            tf, np, structure if structure is not None else _declared(given), args.model_batch,
+            given, vocabularies,
+        )  # fmt: skip
+        if args.model_step == "train":
+            fn = _train_step(tf, model, inputs)
+        else:
+            fn = lambda: model(inputs, training=False)  # noqa: E731
     else:
+        if args.model_step == "train":
+            raise ModelProblem(
+                "inputs",
+                "a SavedModel's serving signature has no training step: time a .keras file",
+            )
         signatures = getattr(model, "signatures", None) or {}
         if "serving_default" not in signatures:
             found = ", ".join(sorted(signatures)) or "none"
@@ -208,13 +456,27 @@ def load_model(tf: Any, np: Any, args: argparse.Namespace) -> Callable[[], Any]:
                 "inputs", f"the SavedModel has no 'serving_default' signature (it has: {found})"
             )
         serve = signatures["serving_default"]
-        named = model_inputs(tf, np, serve.structured_input_signature[1], args.model_batch)
-        call = lambda: serve(**named)  # noqa: E731
+        named, leaves = model_inputs(
+            tf, np, serve.structured_input_signature[1], args.model_batch, given
+        )
+        fn = lambda: serve(**named)  # noqa: E731
+    # Under tf.function, as predict, fit and serving run a model; XLA compiles it whole when asked.
+    call = tf.function(fn, jit_compile=args.model_xla == "jit")
     try:
         call()
     except Exception as exc:
-        raise ModelProblem("call", _failure(exc)) from exc
-    return call
+        stage = "xla" if args.model_xla == "jit" else "call"
+        raise ModelProblem(stage, _failure(exc)) from exc
+    params = _keras_params(model) if args.model_kind == "keras" else _saved_params(model)
+    return LoadedModel(
+        call,
+        {
+            "inputs": [leaf.describe() for leaf in leaves],
+            "params": params,
+            "step": args.model_step,
+            "xla": args.model_xla,
+        },
+    )
 
 
 def build_ops(tf: Any, np: Any, *, bf16: bool) -> tuple[list[Op], dict[str, str]]:
@@ -433,20 +695,24 @@ def main(argv: list[str] | None = None) -> int:
         if args.inter:
             tf.config.threading.set_inter_op_parallelism_threads(args.inter)
         tf.config.experimental.set_synchronous_execution(True)  # the default; timing relies on it
-        ops, dropped = build_ops(tf, np, bf16=args.bf16)
+        ops, dropped = ([], {}) if args.model_only else build_ops(tf, np, bf16=args.bf16)
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
         protocol.send({"ready": False, "error": f"{type(exc).__name__}: {one_line(str(exc))}"})
         return 1
+    model: dict[str, Any] = {}
     if args.model:
         try:
-            call = load_model(tf, np, args)
+            loaded = load_model(tf, np, args)
         except ModelProblem as exc:
             traceback.print_exc(file=sys.stderr)
             problem = {"stage": exc.stage, "error": str(exc)}
             protocol.send({"ready": False, "error": str(exc), "model_error": problem})
             return 1
-        ops.append(Op(args.model_op, "model", "Gsample/s", args.model_batch, call))
+        if args.profile:
+            return profile_model(protocol, tf, loaded, args)
+        ops.append(Op(args.model_op, "model", "Gsample/s", args.model_batch, loaded.call))
+        model = {"model": loaded.describe}
     return serve(
         protocol,
         ops,
@@ -461,8 +727,36 @@ def main(argv: list[str] | None = None) -> int:
             "python": sys.version.split()[0],
             "numpy": np.__version__,
             "pid": os.getpid(),
+            "overlay_loaded": overlay_loaded(),
+            **model,
         },
     )
+
+
+def overlay_loaded() -> bool:
+    """Whether a tfbuild overlay's kernels are mapped into this process (its loader registered
+    them)."""
+    import _profile_tf  # beside this file: first on sys.path when it runs as a script
+
+    loaded: bool = _profile_tf.overlay_loaded()
+    return loaded
+
+
+def profile_model(
+    protocol: Protocol, tf: Any, loaded: LoadedModel, args: argparse.Namespace
+) -> int:
+    """``--profile STEPS``: one line, where the model's step spends its time (``_profile_tf``),
+    counting the kernels of ``--replaced`` (default: those this process runs at the overlay's
+    priority)."""
+    import _profile_tf
+
+    if args.replaced is not None:
+        replaced = [k for k in args.replaced.split(",") if k]
+    else:
+        replaced = _profile_tf.overlaid(tf)
+    found = _profile_tf.profile(tf, loaded.call, args.model_op, args.profile, replaced)
+    protocol.send({**found, "describe": loaded.describe})
+    return 0
 
 
 def serve(protocol: Protocol, ops: list[Op], ready: dict[str, Any]) -> int:

@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfbuild.core.commands import run_command
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.core.files import kind_of, sha256_file
 from tfbuild.core.pythons import query_interpreter
@@ -78,6 +79,8 @@ def _not_a_file(path: Path) -> str:
         return "it is a symbolic link to nothing" if path.is_symlink() else "it does not exist"
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})"
+    except ValueError:  # "embedded null byte": no file has such a name
+        return "its name holds a NUL character, which no file name can"
     kind = kind_of(mode)
     return f"it is {kind}, not a wheel file" if kind.startswith("a ") else f"it is {kind}"
 
@@ -176,3 +179,21 @@ def tensorflow_dir(python: str) -> Path | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return Path(out.stdout) if out.returncode == 0 and out.stdout else None
+
+
+_VERSION_OF = (
+    "import importlib.metadata as m, sys\n"
+    "try:\n    sys.stdout.write(m.version(sys.argv[1]))\n"
+    "except m.PackageNotFoundError:\n    pass\n"
+)
+_VERSION = re.compile(r"[0-9A-Za-z.+!_-]{1,64}")
+
+
+def installed_version(python: str, distribution: str) -> str | None:
+    """The version of ``distribution`` installed for ``python`` (found by its metadata, nothing
+    imported), None when it is not there or cannot be told."""
+    done = run_command([python, "-c", _VERSION_OF, distribution], timeout=60, env=clean_env())
+    if done is None or done.returncode != 0:
+        return None
+    version = done.stdout.strip()
+    return version if _VERSION.fullmatch(version) else None

@@ -12,18 +12,27 @@ sure it is one of the two things tune times, within bounds:
 Anything else is one :class:`InputError` line (exit 3). Loading and calling happen in the timing
 worker (``_worker.py``); what fails there is :class:`UnsupportedError` (exit 4), raised by
 :mod:`tfbuild.measure.run`.
+
+The options that say how the model is called are declared here once (:class:`ModelOptions`), for
+``tune`` and for ``smoke`` of an overlay: the batch, the shape of an input the model leaves open
+(``--model-input [NAME=]DIMS[:DTYPE]``, :func:`parse_model_input`), a training step instead of
+inference, and a Python file that defines the model's custom classes.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfbuild.core.errors import InputError
+from tfbuild.core import serial
+from tfbuild.core.errors import InputError, UsageError
 from tfbuild.core.files import ZIP_MEMBER_ERRORS, kind_of, shown
+from tfbuild.core.options import Cli, option
 
 #: The largest model tune takes, on disk and (a .keras zip) unpacked: each timing worker holds it.
 MAX_BYTES = 2 << 30
@@ -35,15 +44,211 @@ MAX_BATCH = 4096
 FIX = "Pass a SavedModel directory (with saved_model.pb) or a Keras v3 .keras file."
 
 
+#: The steps a model is timed as: inference (``model(x, training=False)``, as predict and serving
+#: run it), or a training step (forward, loss, gradients and an optimizer's update).
+STEPS = ("predict", "train")
+#: The dtypes ``--model-input`` names.
+INPUT_DTYPES = (
+    "float32", "float16", "bfloat16", "float64", "int32", "int64", "int16", "int8", "uint8", "bool",
+)  # fmt: skip
+#: An input's dimensions, the batch left out: at most this many, each at most this large...
+MAX_DIMS, MAX_DIM = 8, 1 << 20
+#: ... and at most this many elements a sample (a batch of them is made in every worker).
+MAX_ELEMENTS = 1 << 26
+#: The largest --model-code file.
+MAX_CODE_BYTES = 1 << 20
+_INPUT = re.compile(
+    r"(?:(?P<name>[A-Za-z_][A-Za-z0-9_./:-]{0,127})=)?(?P<dims>[0-9]+(?:,[0-9]+)*)(?::(?P<dtype>\w+))?"
+)
+INPUT_FORM = "[NAME=]DIMS[:DTYPE]"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelInput:
+    """One input's shape (the batch left out) and dtype, given on the command line for a model
+    that leaves it open; ``name`` None: the model's only input."""
+
+    name: str | None = None
+    shape: tuple[int, ...]
+    dtype: str | None = None  # None: the model's own
+
+
+def parse_model_input(text: str) -> ModelInput:
+    """``224,224,3``, ``token_ids=128:int32``: one ``--model-input``; UsageError otherwise."""
+    found = _INPUT.fullmatch(text.strip())
+    example = "e.g. --model-input 224,224,3 or --model-input token_ids=128:int32"
+    if found is None:
+        raise UsageError(
+            f"--model-input {text!r} is not {INPUT_FORM}",
+            why="DIMS are the input's dimensions without the batch, comma-separated",
+            fix=f"Write it as {INPUT_FORM}, {example}.",
+        )
+    shape = tuple(int(d) for d in found["dims"].split(","))
+    dtype = found["dtype"]
+    elements = 1
+    for dim in shape:
+        elements *= dim
+    if len(shape) > MAX_DIMS or not all(1 <= d <= MAX_DIM for d in shape):
+        raise UsageError(
+            f"--model-input {text!r}: {len(shape)} dimensions of {min(shape)} to {max(shape)}",
+            fix=f"Give at most {MAX_DIMS} dimensions, each from 1 to {MAX_DIM:,}.",
+        )
+    if elements > MAX_ELEMENTS:
+        raise UsageError(
+            f"--model-input {text!r}: {elements:,} elements a sample",
+            fix=f"Give a shape of at most {MAX_ELEMENTS:,} elements a sample.",
+        )
+    if dtype is not None and dtype not in INPUT_DTYPES:
+        raise UsageError(
+            f"--model-input {text!r}: unknown dtype {dtype!r}",
+            fix=f"Name one of {', '.join(INPUT_DTYPES)}.",
+        )
+    return ModelInput(name=found["name"], shape=shape, dtype=dtype)
+
+
+def _model_inputs(values: list[str]) -> tuple[ModelInput, ...]:
+    inputs = tuple(parse_model_input(v) for v in values)
+    names = [i.name for i in inputs]
+    if len(set(names)) != len(names):
+        raise UsageError(
+            "two --model-input values for one input",
+            why="one without a name gives every open input of its rank its shape; each other "
+            "names one input",
+            fix="Give each input once: NAME=DIMS[:DTYPE], with the model's input names.",
+        )
+    return inputs
+
+
+#: ``--model PATH``: the user's model, timed (tune) or profiled and timed (smoke of an overlay).
+MODEL = Cli(
+    flags=("--model",),
+    metavar="PATH",
+    help=(
+        "Your model: a Keras v3 .keras file (loaded with safe_mode=True, so no Lambda layers) or a "
+        "SavedModel directory (its 'serving_default' signature; it runs its own graph: pass only "
+        "models you trust)."
+    ),
+    show_default=False,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelOptions:
+    """How the user's model is found and called: the options of ``tune`` and of ``smoke`` of an
+    overlay, declared once."""
+
+    model: Path | None = option(MODEL, default=None)
+    model_batch: int = option(
+        Cli(
+            flags=("--model-batch",),
+            metavar="N",
+            min=1,
+            max=MAX_BATCH,
+            help="The batch given to the model's inputs (their open first dimension).",
+        ),
+        default=1,
+    )
+    model_input: tuple[ModelInput, ...] = option(
+        Cli(
+            flags=("--model-input",),
+            metavar=INPUT_FORM,
+            help=(
+                "The shape of the inputs the model leaves open, without the batch (224,224,3), and "
+                "their dtype; NAME= for one input only. Repeat for several."
+            ),
+            show_default=False,
+            cli_type=list[str] | None,
+            convert=_model_inputs,
+        ),
+        default=(),
+    )
+    model_step: str = option(
+        Cli(
+            flags=("--model-step",),
+            metavar="predict|train",
+            help="Time inference (predict) or a training step (forward, loss, gradients, Adam's "
+            "update).",
+        ),
+        default="predict",
+    )
+    model_code: Path | None = option(
+        Cli(
+            flags=("--model-code",),
+            metavar="FILE.py",
+            help="A Python file of yours that defines and registers the model's custom classes "
+            "(a subclassed model, custom layers), imported before the model loads.",
+            show_default=False,
+        ),
+        default=None,
+    )
+
+    def __post_init__(self) -> None:
+        if self.model_step not in STEPS:
+            raise UsageError(
+                f"--model-step {self.model_step!r}", fix=f"Choose one of {', '.join(STEPS)}."
+            )
+        if self.model is None and (
+            self.model_input or self.model_code or self.model_step != "predict"
+        ):
+            raise UsageError(
+                "--model-input, --model-step and --model-code say how to call --model",
+                fix="Pass --model PATH too, or drop them.",
+            )
+
+    def checked(self) -> ModelFile | None:
+        """The model, checked for kind and size (InputError, exit 3), or None without --model."""
+        if self.model is None:
+            return None
+        found = check_model(self.model, batch=self.model_batch)
+        code = check_code(self.model_code) if self.model_code is not None else None
+        return replace(found, step=self.model_step, inputs=self.model_input, code=code)
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelFile:
-    """A model that passed the checks: where it is, what kind, and the op name it is timed as."""
+    """A model that passed the checks: where it is, what kind, the op name it is timed as, and how
+    it is called."""
 
     path: str  # resolved
     kind: str  # "savedmodel" or "keras"
     op: str  # "model:<file or directory name>"
     bytes: int
     batch: int  # the batch dimension given to inputs whose first dimension is open
+    step: str = "predict"  # one of STEPS
+    inputs: tuple[ModelInput, ...] = ()  # shapes given for inputs the model leaves open
+    code: str | None = None  # the user's .py file of custom classes, resolved
+
+    def worker_args(self) -> list[str]:
+        """The measuring worker's arguments for this model (``_worker.py --model ...``)."""
+        argv = ["--model", self.path, "--model-kind", self.kind, "--model-op", self.op]
+        argv += ["--model-batch", str(self.batch), "--model-step", self.step]
+        if self.inputs:
+            argv += ["--model-inputs", json.dumps(serial.to_data(self.inputs))]
+        if self.code is not None:
+            argv += ["--model-code", self.code]
+        return argv
+
+
+def check_code(path: Path) -> str:
+    """The resolved path of a --model-code file: a regular .py file of at most 1 MiB."""
+    name = shown(str(path))
+    fix = "Pass the .py file that defines the model's custom classes (as your program imports it)."
+    try:
+        mode = path.stat()
+    except OSError as exc:
+        raise InputError(
+            f"cannot use --model-code {name}", why=exc.strerror or str(exc), fix=fix
+        ) from None
+    if not stat.S_ISREG(mode.st_mode) or path.suffix != ".py":
+        what = kind_of(mode.st_mode) if not stat.S_ISREG(mode.st_mode) else "not named *.py"
+        raise InputError(f"cannot use --model-code {name}", why=f"it is {what}", fix=fix)
+    if mode.st_size > MAX_CODE_BYTES:
+        raise InputError(
+            f"cannot use --model-code {name}",
+            why=f"it is larger than {MAX_CODE_BYTES >> 20} MiB",
+            fix=fix,
+        )
+    return str(path.resolve())
 
 
 def _refuse(name: str, why: str, fix: str = FIX) -> InputError:

@@ -65,12 +65,18 @@ class Worker:
         cpus: Sequence[int] = (),
         script: Path = WORKER,
         extra: Sequence[str] = (),
+        xla: str = "off",
+        model_only: bool = False,
     ) -> None:
         """``cpus``: the CPUs it runs on (all this process may use when empty); ``script``:
         another program that speaks the worker's protocol (the known-ratio worker of the tests
-        and benchmarks/verdicts.py); ``extra``: more arguments for it."""
+        and benchmarks/verdicts.py); ``extra``: more arguments for it. ``xla``: "jit" compiles
+        the model's step with XLA; ``model_only``: the model is the only op (none of the smoke's
+        ops are made)."""
         self.label = label
         self._model = model
+        #: The worker's reason when the model could not be loaded, batched or called.
+        self.model_problem: dict[str, Any] | None = None
         self._log = tempfile.TemporaryFile(mode="w+", prefix="tfbuild-worker-")  # noqa: SIM115
         argv = [python, str(script), "--intra", str(intra), "--inter", str(inter), *extra]
         if cpus:
@@ -78,8 +84,9 @@ class Worker:
         if bf16:
             argv.append("--bf16")
         if model is not None:
-            argv += ["--model", model.path, "--model-kind", model.kind, "--model-op", model.op]
-            argv += ["--model-batch", str(model.batch)]
+            argv += [*model.worker_args(), "--model-xla", xla]
+            if model_only:
+                argv.append("--model-only")
         self._proc = subprocess.Popen(  # argv built here, no shell
             argv,
             stdin=subprocess.PIPE,
@@ -93,6 +100,7 @@ class Worker:
             if not self.info.get("ready"):
                 problem = self.info.get("model_error")
                 if model is not None and isinstance(problem, dict):
+                    self.model_problem = dict(problem)
                     raise model_failed(model, problem)
                 raise self._died("did not start")
         except BaseException:  # a worker that never started leaves no process, pipe or log open
@@ -136,6 +144,26 @@ class Worker:
         stdin.flush()
         return self._read()
 
+    def stderr_lines(self, prefix: str) -> list[str]:
+        """The lines the worker wrote to standard error so far that start with ``prefix`` (the
+        overlay loader's "tfbuild overlay: ..." among them)."""
+        self._log.flush()
+        self._log.seek(0)
+        lines = [line for line in self._log.read().splitlines() if line.startswith(prefix)]
+        self._log.seek(0, os.SEEK_END)
+        return lines
+
+    def rss_bytes(self) -> int | None:
+        """The worker's resident memory now (Linux), None when it cannot be read."""
+        try:
+            status = Path(f"/proc/{self._proc.pid}/status").read_text(encoding="ascii")
+        except (OSError, UnicodeDecodeError):
+            return None
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        return None
+
     @property
     def ops(self) -> dict[str, dict[str, Any]]:
         ops: dict[str, dict[str, Any]] = self.info.get("ops") or {}
@@ -171,16 +199,19 @@ class Worker:
 #: What to do when a model fails in the worker, by the stage it failed at.
 _MODEL_FIXES = {
     "load": "Check that this TensorFlow loads it (a .keras file loads with safe_mode=True: no Lambda "
-    "layers, no unregistered custom objects), or tune without --model.",
-    "inputs": "Save it with a fixed input shape but the batch (keras.Input(shape=...)) and numeric "
-    "inputs, or tune without --model.",
+    "layers; custom classes need --model-code FILE.py that defines them), or export a SavedModel "
+    "(model.export(DIR)) and pass the directory.",
+    "inputs": "Give the open input's shape without the batch: --model-input 224,224,3 (NAME=DIMS "
+    "for one of several inputs, :int32 for its dtype).",
     "call": "Check that it runs on a batch made from its input signature here (--model-batch sets "
-    "the batch), or tune without --model.",
+    "the batch, --model-input an input's shape).",
+    "xla": "Run it without XLA (jit_compile=False): XLA cannot compile this model here.",
 }
 _MODEL_WHAT = {
     "load": "cannot load",
     "inputs": "cannot make a batch for",
     "call": "cannot call",
+    "xla": "cannot compile with XLA",
 }
 
 
@@ -189,10 +220,10 @@ def model_failed(model: ModelFile, problem: Mapping[str, object]) -> Unsupported
     stage = str(problem.get("stage"))
     what = _MODEL_WHAT.get(stage, "cannot use")
     why = str(problem.get("error") or "no reason given")
-    if stage == "call":
+    if stage in ("call", "xla"):
         why = f"called on a batch of {model.batch} made from its input signature: {why}"
     return UnsupportedError(
-        f"tune {what} {model.op}",
+        f"{what} {model.op}",
         why=why,
         fix=_MODEL_FIXES.get(stage, "Tune without --model."),
     )
@@ -465,12 +496,14 @@ def compare(
     progress: Callable[[str], object] | None = None,
     script: Path = WORKER,
     extra: Sequence[str] = (),
+    model: ModelFile | None = None,
 ) -> list[OpResult]:
     """Time every op for the candidate (and the baseline, in alternation) at each thread setting,
     within ``method.budget`` seconds: each setting's extra rounds get an equal share of what is
     left when it starts. A claimed difference is rechecked in fresh processes
     (:func:`time_and_recheck`). ``script`` and ``extra``: another program speaking the worker's
-    protocol and its arguments (the overlay's models, ``tfbuild/overlay/_models_tf.py``)."""
+    protocol and its arguments (the overlay's models, ``tfbuild/overlay/_models_tf.py``);
+    ``model``: the user's model, served alone (the smoke of an overlay with --model)."""
     results: list[OpResult] = []
     end = time.monotonic() + method.budget
     for index, (label, intra, inter) in enumerate(thread_settings):
@@ -494,6 +527,8 @@ def compare(
                         cpus=cpus,
                         script=script,
                         extra=extra,
+                        model=model,
+                        model_only=model is not None,
                     )
                 )
                 base = None
@@ -509,6 +544,8 @@ def compare(
                             cpus=cpus,
                             script=script,
                             extra=extra,
+                            model=model,
+                            model_only=model is not None,
                         )
                     )
                 yield cand, base
@@ -605,35 +642,25 @@ def try_setting(
     intra: int = 0,
     inter: int = 0,
     method: Method,
-    model: ModelFile | None = None,
 ) -> SettingTrial:
     """Measure the candidate with a runtime setting against itself without it, in alternation, on
-    :data:`SETTING_OPS` and the ``model`` when one is given (timed as one more op); undecided ops
-    are timed again while ``method.budget`` lasts."""
-    ops = SETTING_OPS + ((model.op,) if model is not None else ())
+    :data:`SETTING_OPS`; undecided ops are timed again while ``method.budget`` lasts."""
     setting_env = {**base_env, **env}
 
     @contextlib.contextmanager
     def start() -> Iterator[tuple[Worker, Worker | None]]:
         with (
-            Worker(
-                python, intra=intra, inter=inter, env=setting_env, label=name, model=model
-            ) as with_it,
-            Worker(python, intra=0, inter=0, env=base_env, label="as is", model=model) as without,
+            Worker(python, intra=intra, inter=inter, env=setting_env, label=name) as with_it,
+            Worker(python, intra=0, inter=0, env=base_env, label="as is") as without,
         ):
             yield with_it, without
 
     results = time_and_recheck(
         start,
-        method=dataclasses.replace(method, ops=ops),
+        method=dataclasses.replace(method, ops=SETTING_OPS),
         threads="default",
         deadline=time.monotonic() + method.budget,
     )
-    if model is not None and model.op not in {r.op for r in results}:
-        # alternate() leaves out an op that raised while timed; the model is the point of --model
-        raise model_failed(
-            model, {"stage": "call", "error": f"it raised while timed with {name} or without it"}
-        )
     return SettingTrial(
         name=name, env=tuple(sorted(env.items())), intra=intra, inter=inter, results=tuple(results)
     )

@@ -6,8 +6,7 @@ OpenMP oneDNN build ``OMP_NUM_THREADS``/``KMP_BLOCKTIME``/``KMP_AFFINITY``), eac
 alternation with the defaults on the smoke's op set and judged by the smoke's rule (a setting wins
 when it is faster beyond the noise on most ops and slower on none; an op still undecided is timed
 again while the budget lasts, and a setting the timings still cannot judge is "undecided", and not
-kept). With ``--model``, the user's model (:mod:`tfbuild.measure.models`) is timed as one more op
-beside those, in the same workers, so the same rule judges it. The winners together are then
+kept). The winners together are then
 confirmed against the defaults, once more in alternation; only a confirmed profile is kept. A time
 budget bounds the search: knobs left when it runs out are reported as not tried.
 """
@@ -26,7 +25,7 @@ from tfbuild.core.stats import UNDECIDED
 from tfbuild.detect import contention, cpu
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env, tensorflow_dir
-from tfbuild.measure.models import ModelFile
+from tfbuild.measure.levers import ONEDNN_OFF, Lever
 from tfbuild.measure.run import Method, SettingTrial, try_setting, why_undecided
 
 Progress = Callable[[str], None]
@@ -49,7 +48,6 @@ class TuneOptions:
     python: str
     budget: float = 300.0  # seconds for the whole search
     method: Method = field(default_factory=Method.quick)
-    model: ModelFile | None = None  # the user's model, timed as one more op beside the smoke's
 
 
 def _multiarch(architecture: str) -> str:
@@ -94,6 +92,19 @@ def knobs(python: str) -> tuple[Knob, ...]:
     return tuple(found)
 
 
+def process_knobs(python: str) -> tuple[Lever, ...]:
+    """The process settings :func:`knobs` tries, as levers raced on top of a model's fastest way
+    of running (its threads are a lever of their own there)."""
+    found = []
+    for knob in knobs(python):
+        if knob.name.startswith("threads"):
+            continue
+        key = ONEDNN_OFF.key if "TF_ENABLE_ONEDNN_OPTS" in knob.env else knob.name.split()[0]
+        name = knob.name.removesuffix(" preloaded")
+        found.append(Lever(key=key, name=name, said=knob.name, env=tuple(sorted(knob.env.items()))))
+    return tuple(found)
+
+
 def gain(trial: SettingTrial) -> tuple[float, float, float]:
     """The setting's median speed-up over its ops (baseline / candidate time), and the span of the
     ops' intervals, lowest start to highest end."""
@@ -115,17 +126,6 @@ class TuneReport:
     not_tried: tuple[str, ...]  # knobs left when the budget ran out
     confirmation: SettingTrial | None  # the winners together against the defaults
     seconds: float
-    model: ModelFile | None = None
-
-    def model_seconds(self) -> float | None:
-        """The model's median seconds per call with TensorFlow's defaults, from the first trial."""
-        if self.model is None:
-            return None
-        for t in self.tried:
-            for r in t.results:
-                if r.op == self.model.op and r.baseline is not None:
-                    return r.baseline.seconds.median
-        return None
 
     @property
     def kept(self) -> tuple[SettingTrial, ...]:
@@ -175,9 +175,7 @@ class TuneReport:
         return {
             "schema": SCHEMA,
             "wheel": self.wheel,
-            "model": None
-            if self.model is None
-            else serial.to_data(self.model) | {"seconds_per_call": _sig(self.model_seconds())},
+            "model": None,  # tfbuild.tune/1 had one; --model now prints tfbuild.tune-model/1
             "kept": [trial(t) for t in self.kept],
             "rejected": [trial(t) for t in self.rejected],
             "undecided": [t.name for t in self.undecided],
@@ -219,7 +217,6 @@ def run_tune(options: TuneOptions, *, progress: Progress) -> TuneReport:
                 intra=knob.intra,
                 inter=knob.inter,
                 method=replace(options.method, budget=share),
-                model=options.model,
             )
         )
         longest = max(longest, time.perf_counter() - began)
@@ -242,7 +239,6 @@ def run_tune(options: TuneOptions, *, progress: Progress) -> TuneReport:
                 options.method,
                 budget=max(0.0, options.budget - (time.perf_counter() - started) - longest),
             ),
-            model=options.model,
         )
     return TuneReport(
         wheel=options.spec.label,
@@ -250,13 +246,7 @@ def run_tune(options: TuneOptions, *, progress: Progress) -> TuneReport:
         not_tried=tuple(not_tried),
         confirmation=confirmation,
         seconds=time.perf_counter() - started,
-        model=options.model,
     )
-
-
-def _sig(value: float | None) -> float | None:
-    """Four significant digits (seconds per call range from microseconds to seconds)."""
-    return None if value is None else float(f"{value:.4g}")
 
 
 def write_profile(path: Path, report: TuneReport) -> None:
@@ -265,10 +255,6 @@ def write_profile(path: Path, report: TuneReport) -> None:
         f"# runtime profile measured by tfbuild tune for {report.wheel}",
         "# Use: set -a; . THIS_FILE; set +a",
     ]
-    if report.model is not None:
-        lines.append(
-            f"# timed on the smoke's ops and {report.model.op} (batch {report.model.batch})"
-        )
     for t in report.kept:
         median, low, high = gain(t)
         lines.append(

@@ -27,7 +27,13 @@ from pathlib import Path
 from tfbuild import __version__
 from tfbuild.core import serial
 from tfbuild.core.compilers import CompilerExecutable, compiler_at, find_compiler
-from tfbuild.core.errors import BuildFailed, EnvironmentProblem, NotReproducible, UsageError
+from tfbuild.core.errors import (
+    BuildFailed,
+    EnvironmentProblem,
+    InputError,
+    NotReproducible,
+    UsageError,
+)
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, write_files
 from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env, stock_spec
 from tfbuild.overlay.compile import (
@@ -134,12 +140,20 @@ def _manifest(
     return (json.dumps(data, indent=1) + "\n").encode()
 
 
-def _install_into(wheel: Path, site: Path) -> None:
-    """The wheel's files unpacked under ``site`` (a directory named site-packages), as pip would."""
+def install_into(wheel: Path, site: Path) -> None:
+    """The wheel's files unpacked under ``site`` (a directory named site-packages), as pip would;
+    a member whose name would land outside it is refused (InputError)."""
     with zipfile.ZipFile(wheel) as archive:
         for info in archive.infolist():
             if ".dist-info/" in info.filename:
                 continue
+            parts = Path(info.filename).parts
+            if info.filename.startswith("/") or ".." in parts or not parts:
+                raise InputError(
+                    f"cannot install {wheel.name}",
+                    why=f"its member {info.filename!r} would land outside site-packages",
+                    fix="Pass a wheel tfbuild overlay made.",
+                )
             target = site / info.filename
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(archive.read(info))
@@ -264,7 +278,7 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
         checks: tuple[KernelCheck, ...] = ()
         if request.check:
             site = scratch / "check" / "site-packages"
-            _install_into(wheel, site)
+            install_into(wheel, site)
             say("checking every kernel against stock TensorFlow on special values")
             checks = _check(python, site, registration)
         receipt = OverlayReceipt(

@@ -218,12 +218,8 @@ def _run(toolchain: CompilerDrivers, argv: Sequence[str], *, cwd: Path, what: st
 MACROS_FILE = "predefined-macros.h"
 
 
-def target_features(
-    toolchain: CompilerDrivers, cflags: Sequence[str], *, cwd: Path
-) -> tuple[str, ...]:
-    """The instruction sets ``cflags`` let the compiler use, by /proc/cpuinfo name. ``cwd`` is a
-    scratch directory: the compiler writes its macros there (a file, since a container's output
-    mixes stdout and stderr)."""
+def predefined(toolchain: CompilerDrivers, cflags: Sequence[str], *, cwd: Path) -> set[str]:
+    """The feature macros (``__AVX2__``) the compiler defines for ``cflags``."""
     _run(
         toolchain,
         [toolchain.cxx, *cflags, "-dM", "-E", "-x", "c++", "/dev/null", "-o", MACROS_FILE],
@@ -232,8 +228,17 @@ def target_features(
     )
     out = (cwd / MACROS_FILE).read_text(errors="replace")
     (cwd / MACROS_FILE).unlink()
+    return set(_DEFINE.findall(out))
+
+
+def target_features(
+    toolchain: CompilerDrivers, cflags: Sequence[str], *, cwd: Path
+) -> tuple[str, ...]:
+    """The instruction sets ``cflags`` let the compiler use, by /proc/cpuinfo name. ``cwd`` is a
+    scratch directory: the compiler writes its macros there (a file, since a container's output
+    mixes stdout and stderr)."""
     names = set()
-    for macro in _DEFINE.findall(out):
+    for macro in sorted(predefined(toolchain, cflags, cwd=cwd)):
         name = MACROS.get(macro)
         if name:
             names.add(name)
@@ -269,19 +274,77 @@ def _is_isa(macro: str) -> bool:
 FP16_CLANG = 18
 
 
+_ONLY_INTRINSICS = (
+    "compilers emit it only where code calls its intrinsics, which these kernels do not"
+)
+#: Instruction sets of the system, not of computing: a target's -march enables them, but a compiler
+#: emits them only for their intrinsics (or attributes), which Eigen's kernels never call; and the
+#: hypervisors of cloud machines often hide them from /proc/cpuinfo and CPUID (pku, rdseed, mwaitx,
+#: rdpru, wbnoinvd, shstk seen hidden on a Zen 5 VM, pku on a Sapphire Rapids one). Compiled with
+#: each turned off, the kernels cannot contain them, and the loader has nothing of them to check:
+#: an overlay for a CPU loads on its virtual machines. Macro -> (the flag that turns it off, why).
+SYSTEM_ONLY: Mapping[str, tuple[str, str]] = {
+    "__PKU__": ("-mno-pku", f"memory protection keys (RDPKRU, WRPKRU): {_ONLY_INTRINSICS}"),
+    "__RDSEED__": ("-mno-rdseed", f"hardware random seeds: {_ONLY_INTRINSICS}"),
+    "__RDRND__": ("-mno-rdrnd", f"hardware random numbers: {_ONLY_INTRINSICS}"),
+    "__RDPID__": ("-mno-rdpid", f"reading the processor's id: {_ONLY_INTRINSICS}"),
+    "__FSGSBASE__": ("-mno-fsgsbase", f"the FS/GS base registers: {_ONLY_INTRINSICS}"),
+    "__MOVDIRI__": ("-mno-movdiri", f"direct stores for devices: {_ONLY_INTRINSICS}"),
+    "__MOVDIR64B__": ("-mno-movdir64b", f"64-byte direct stores: {_ONLY_INTRINSICS}"),
+    "__SERIALIZE__": ("-mno-serialize", f"instruction serialization: {_ONLY_INTRINSICS}"),
+    "__WAITPKG__": ("-mno-waitpkg", f"user-mode waits (UMWAIT, TPAUSE): {_ONLY_INTRINSICS}"),
+    "__CLDEMOTE__": ("-mno-cldemote", f"cache-line demotion: {_ONLY_INTRINSICS}"),
+    "__CLFLUSHOPT__": ("-mno-clflushopt", f"cache-line flushes: {_ONLY_INTRINSICS}"),
+    "__CLWB__": ("-mno-clwb", f"cache-line write-back: {_ONLY_INTRINSICS}"),
+    "__CLZERO__": ("-mno-clzero", f"cache-line zeroing: {_ONLY_INTRINSICS}"),
+    "__MWAITX__": ("-mno-mwaitx", f"monitored waits: {_ONLY_INTRINSICS}"),
+    "__RDPRU__": ("-mno-rdpru", f"reading processor registers: {_ONLY_INTRINSICS}"),
+    "__WBNOINVD__": ("-mno-wbnoinvd", f"cache write-back (privileged): {_ONLY_INTRINSICS}"),
+    "__SHSTK__": ("-mno-shstk", f"CET shadow stacks: {_ONLY_INTRINSICS}"),
+    "__SGX__": ("-mno-sgx", f"SGX enclaves: {_ONLY_INTRINSICS}"),
+    "__PCONFIG__": ("-mno-pconfig", f"platform configuration (privileged): {_ONLY_INTRINSICS}"),
+    "__PTWRITE__": ("-mno-ptwrite", f"processor trace writes: {_ONLY_INTRINSICS}"),
+    "__ENQCMD__": ("-mno-enqcmd", f"enqueue commands for devices: {_ONLY_INTRINSICS}"),
+    "__UINTR__": ("-mno-uintr", f"user interrupts: {_ONLY_INTRINSICS}"),
+    "__HRESET__": ("-mno-hreset", f"history reset: {_ONLY_INTRINSICS}"),
+    "__INVPCID__": ("-mno-invpcid", f"TLB invalidation (privileged): {_ONLY_INTRINSICS}"),
+    "__TSXLDTRK__": ("-mno-tsxldtrk", f"TSX load tracking: {_ONLY_INTRINSICS}"),
+    "__RTM__": ("-mno-rtm", f"transactional memory: {_ONLY_INTRINSICS}"),
+    "__KL__": ("-mno-kl", f"Key Locker: {_ONLY_INTRINSICS}"),
+    "__WIDEKL__": ("-mno-widekl", f"wide Key Locker: {_ONLY_INTRINSICS}"),
+    "__LWP__": ("-mno-lwp", f"lightweight profiling: {_ONLY_INTRINSICS}"),
+}
+
+
+def system_only(macros: set[str]) -> tuple[tuple[str, str], ...]:
+    """The flags that turn off the system-only instruction sets among ``macros``, with why."""
+    return tuple(SYSTEM_ONLY[m] for m in sorted(macros) if m in SYSTEM_ONLY)
+
+
 def workarounds(
     compiler: CompilerExecutable, toolchain: CompilerDrivers, cflags: Sequence[str], *, cwd: Path
 ) -> tuple[str, ...]:
-    """Flags added to the target's for this compiler, each for a reason above."""
+    """Flags added to the target's, each for a reason above: the system-only instruction sets
+    the target enables turned off (:data:`SYSTEM_ONLY`), and AVX512-FP16 for a clang before 18.
+    The vector and arithmetic instruction sets the target enables stay, checked here."""
+    macros = predefined(toolchain, cflags, cwd=cwd)
+    added = [flag for flag, _ in system_only(macros)]
     major = compiler.major if compiler.family == "clang" else None
     old_clang = major is not None and major < FP16_CLANG
-    if (
-        old_clang
-        and "-mno-avx512fp16" not in cflags
-        and "avx512_fp16" in target_features(toolchain, cflags, cwd=cwd)
-    ):
-        return ("-mno-avx512fp16",)
-    return ()
+    if old_clang and "-mno-avx512fp16" not in cflags and "__AVX512FP16__" in macros:
+        added.append("-mno-avx512fp16")
+    if not added:
+        return ()
+    kept = predefined(toolchain, [*cflags, *added], cwd=cwd)
+    lost = {m for m in macros - kept if m not in SYSTEM_ONLY and m != "__AVX512FP16__"}
+    lost -= {m for m in lost if not (MACROS.get(m) or _is_isa(m))}
+    if lost:
+        raise BuildFailed(
+            f"turning off {' '.join(added)} also turned off {' '.join(sorted(lost))}",
+            why="the overlay leaves out only system instruction sets its kernels never contain",
+            fix="Report it to tfbuild with the compiler and target.",
+        )
+    return tuple(added)
 
 
 def _stage(scratch: Path, registration: Registration) -> None:

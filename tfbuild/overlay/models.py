@@ -17,15 +17,24 @@ shown, not hidden, and the profile's op table says where the time went.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.core import serial
 from tfbuild.core.errors import SmokeFailed
 from tfbuild.core.stats import MARGIN
+from tfbuild.measure.models import ModelFile
+from tfbuild.measure.profile import (
+    PROFILE_STEPS,
+    PROFILE_TIMEOUT,
+    KernelTime,
+    Profile,
+    decode_profiles,
+    disagreement,
+    predict,
+    profile_model,
+)
 from tfbuild.measure.run import Method, OpResult, compare
 
 SCRIPT = Path(__file__).with_name("_models_tf.py")
@@ -37,36 +46,6 @@ WHAT = {
     "mlp_bf16": "the same MLP in mixed bfloat16",
     "transformer": "transformer block inference (attention, gelu MLP, layer norms)",
 }
-#: Profiled calls per model and side: after one warm call, every op of each is traced.
-PROFILE_STEPS = 5
-#: Seconds a side's profiling process may take (TensorFlow's import, four models built and traced).
-PROFILE_TIMEOUT = 600
-
-
-@dataclass(frozen=True, kw_only=True)
-class Profile:
-    """One profiling process's line for one model (``_models_tf.py --profile``), seconds per step."""
-
-    model: str
-    steps: int
-    overlay_loaded: bool
-    host_tracer_level: int | None
-    total_op_s: float  # every op's own time, summed over threads
-    wall_s: float
-    replaced_s: float
-    share: float  # replaced_s / total_op_s
-    unknown_s: float  # ops of a replaced type whose dtypes could not be told: in no share
-    not_run: tuple[str, ...]  # replaced op types in the graph that never ran (rewritten, fused)
-    kernels: tuple[str, ...]  # the kernels counted as replaced
-    replaced: dict[str, float]  # "Sigmoid:float32" -> seconds
-    ops: dict[str, float]  # op type -> seconds
-
-
-@dataclass(frozen=True, kw_only=True)
-class KernelTime:
-    kernel: str  # "Erfc:bfloat16"
-    stock_s: float  # per step, profiled with the overlay off
-    overlay_s: float  # ... on
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,24 +61,7 @@ class ModelResult:
     top: tuple[tuple[str, float], ...]  # the op types taking most of the stock time, seconds
     not_run: tuple[str, ...]
     measured: OpResult  # overlay against stock, timed in alternation
-
-
-def amdahl(share: float, speedup: float) -> float:
-    """The whole's speedup when a ``share`` of its time runs ``speedup`` times faster."""
-    if not 0 <= share <= 1 or speedup <= 0:
-        raise ValueError(f"share lies in [0, 1] and speedup above 0, not {share}, {speedup}")
-    return 1 / (1 - share + share / speedup)
-
-
-def predict(stock: Profile, overlay: Profile) -> tuple[float, float, tuple[KernelTime, ...]]:
-    """The replaced kernels' speedup together, the model's predicted speedup, each kernel's times."""
-    kernels = tuple(
-        KernelTime(kernel=k, stock_s=s, overlay_s=overlay.replaced.get(k, 0.0))
-        for k, s in sorted(stock.replaced.items(), key=lambda item: -item[1])
-    )
-    after = sum(k.overlay_s for k in kernels)
-    speedup = stock.replaced_s / after if after > 0 and stock.replaced_s > 0 else 1.0
-    return speedup, amdahl(stock.share, speedup), kernels
+    note: str | None = None  # where the measurement and the prediction disagree beyond the noise
 
 
 def profile_models(
@@ -125,10 +87,7 @@ def profile_models(
             why=" | ".join(tail) or f"exit code {done.returncode}",
             fix="Report it with the output of 'tfbuild --debug smoke OVERLAY.whl'.",
         )
-    found = {}
-    for line in done.stdout.splitlines():
-        profile = serial.from_data(json.loads(line), Profile)
-        found[profile.model] = profile
+    found = {p.model: p for p in decode_profiles(done.stdout, "the models' profile")}
     missing = sorted(set(models) - set(found))
     if missing:
         raise SmokeFailed(
@@ -192,6 +151,63 @@ def prove_models(
                 top=tuple(top),
                 not_run=off[model].not_run,
                 measured=measured,
+                note=disagreement(predicted, speedup, measured.verdict),
             )
         )
     return tuple(results)
+
+
+def prove_user_model(
+    python: str,
+    model: ModelFile,
+    *,
+    stock_env: Mapping[str, str],
+    overlay_env: Mapping[str, str],
+    method: Method,
+    progress: Callable[[str], object] | None = None,
+) -> ModelResult:
+    """The user's model as the built-in ones: profiled with the overlay on, then off (counting
+    the kernels it ran at the overlay's priority), and timed overlay against stock at the
+    machine's default threads; a disagreement between the two is said, not hidden."""
+    say = progress or (lambda _message: None)
+    say(f"profiling {model.op}: where its time goes, overlay on, then off")
+    on = profile_model(python, model, env=overlay_env)
+    off = profile_model(python, model, env=stock_env, replaced=on.kernels)
+    say(f"{model.op} with the overlay against stock, in alternation")
+    timed = compare(
+        python,
+        python,
+        candidate_env=overlay_env,
+        baseline_env=stock_env,
+        method=Method(
+            pairs=method.pairs,
+            min_rep_seconds=method.min_rep_seconds,
+            ops=(model.op,),
+            min_margin=MARGIN,
+            budget=method.budget,
+            looks=method.looks,
+        ),
+        thread_settings=(("default", 0, 0),),
+        model=model,
+        progress=say,
+    )
+    measured = next((r for r in timed if r.op == model.op), None)
+    if measured is None:
+        raise SmokeFailed(
+            f"{model.op} could not be timed with the overlay or without",
+            why="it raised while timed",
+            fix="Time it with tfbuild tune --model first: it says what fails.",
+        )
+    speedup, predicted, times = predict(off, on)
+    return ModelResult(
+        model=model.op,
+        what=f"your model ({model.step}, batch {model.batch})",
+        share=off.share,
+        speedup=speedup,
+        predicted=predicted,
+        kernels=times,
+        top=off.top(),
+        not_run=off.not_run,
+        measured=measured,
+        note=disagreement(predicted, speedup, measured.verdict),
+    )

@@ -5,8 +5,9 @@ smoke makes one for any wheel). Both sides run in that one environment: the base
 have ``TFBUILD_OVERLAY=off``, which the loader obeys, so the only difference is the kernels. Ops are
 timed as smoke times a wheel (:func:`tfbuild.measure.run.compare`: repetitions in alternation, rounds
 until decided, every claim rechecked in fresh processes), at one thread and the machine's default;
-then whole models at the machine's default threads (:mod:`tfbuild.overlay.models`): the share of
-their time the replaced kernels take, the gain that share predicts, the gain measured.
+then whole models at the machine's default threads (:mod:`tfbuild.overlay.models`: four built-in
+ones, or the user's own with ``--model``): the share of their time the replaced kernels take, the
+gain that share predicts, the gain measured.
 
 What the overlay cannot change, said with every result (:data:`SCOPE`).
 """
@@ -21,8 +22,9 @@ from pathlib import Path
 
 from tfbuild.core.stats import SLOWER
 from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env
+from tfbuild.measure.models import ModelFile
 from tfbuild.measure.run import Method, OpResult, compare
-from tfbuild.overlay.models import ModelResult, prove_models
+from tfbuild.overlay.models import ModelResult, prove_models, prove_user_model
 from tfbuild.smoke.session import forecast_beside
 from tfbuild.wheel.overlay_receipt import OverlayReceipt, read_overlay_receipt
 from tfbuild.wheel.receipt import receipt_path
@@ -95,10 +97,12 @@ def prove_overlay(
     budget: float | None = None,
     bench: bool = True,
     models: bool = True,
+    model: ModelFile | None = None,
     progress: Progress | None = None,
 ) -> OverlayProof:
-    """Whether the overlay loads here; with ``bench``, each op (and with ``models`` each model)
-    with the overlay against stock. The ops get two thirds of the budget, the models the rest."""
+    """Whether the overlay loads here; with ``bench``, each op (and with ``models`` each model:
+    the user's ``model`` when given, else the built-in ones) with the overlay against stock. The
+    ops get two thirds of the budget, the models the rest."""
     say = progress or (lambda _m: None)
     receipt_file = receipt_path(wheel)
     receipt = read_overlay_receipt(receipt_file, wheel=wheel) if receipt_file.exists() else None
@@ -135,17 +139,25 @@ def prove_overlay(
         method=method,
         progress=say,
     )
-    timed_models = (
-        prove_models(
-            env.python,
-            stock_env={**clean_env(), **OFF},
-            overlay_env=clean_env(),
-            method=dataclasses.replace(method, budget=seconds - method.budget),
-            progress=say,
+    rest = dataclasses.replace(method, budget=seconds - method.budget)
+    stock_env, overlay_env = {**clean_env(), **OFF}, clean_env()
+    if model is not None:
+        timed_models: tuple[ModelResult, ...] = (
+            prove_user_model(
+                env.python,
+                model,
+                stock_env=stock_env,
+                overlay_env=overlay_env,
+                method=rest,
+                progress=say,
+            ),
         )
-        if models
-        else ()
-    )
+    elif models:
+        timed_models = prove_models(
+            env.python, stock_env=stock_env, overlay_env=overlay_env, method=rest, progress=say
+        )
+    else:
+        timed_models = ()
     return OverlayProof(
         wheel=wheel.name,
         receipt=receipt,
