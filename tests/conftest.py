@@ -25,6 +25,7 @@ from tests.http_server import Server, serve
 # The real stock TensorFlow and a real overlay built against it, one per session for every
 # directory: tests/overlay, tests/wheel and tests/pick use them.
 from tests.overlays import built_overlay, stock_python  # noqa: F401 (fixtures)
+from tests.user_models import user_models  # noqa: F401 (a fixture)
 from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import GIB

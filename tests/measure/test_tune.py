@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -91,78 +90,7 @@ def test_tune_needs_a_wheel_or_installed() -> None:
     assert "tune needs one wheel" in result.stderr
 
 
-# --- --model: the user's model timed beside the smoke's ops -------------------------------------------
-
-MAKE_MODELS = """
-import sys
-import keras
-import tensorflow as tf
-
-out = sys.argv[1]
-inputs = keras.Input(shape=(16,), name="features")
-hidden = keras.layers.Dense(8, activation="relu")(inputs)
-model = keras.Model(inputs, keras.layers.Dense(4)(hidden))
-model.save(out + "/tiny.keras")
-model.export(out + "/tiny_saved")
-doubled = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Lambda(lambda x: x * 2)])
-doubled.save(out + "/lambda.keras")
-
-
-class Open(tf.Module):
-    @tf.function(input_signature=[tf.TensorSpec([None, None], tf.float32)])
-    def double(self, x):
-        return {"y": x * 2}
-
-
-module = Open()
-tf.saved_model.save(module, out + "/open_dims", signatures={"serving_default": module.double})
-
-
-class Picky(tf.Module):
-    @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32)])
-    def positive(self, x):
-        tf.debugging.assert_positive(x, message="only positive inputs")
-        return {"y": x}
-
-
-module = Picky()
-tf.saved_model.save(module, out + "/picky", signatures={"serving_default": module.positive})
-"""
-
-
-@pytest.fixture(scope="module")
-def models(stock_python: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Real models made by the stock TensorFlow and its Keras: a small functional model as a .keras
-        file and as a SavedModel, a .keras file with a Lambda layer, a SavedModel with an open width, and one whose call raises on
-    the random batch (it asserts its inputs are positive)."""
-    out = tmp_path_factory.mktemp("models")
-    subprocess.run(
-        [stock_python, "-c", MAKE_MODELS, str(out)], check=True, capture_output=True, timeout=300
-    )
-    return out
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("name", "kind"), [("tiny.keras", "keras"), ("tiny_saved", "savedmodel")])
-def test_tune_times_the_model_beside_the_smokes_ops(models: Path, name: str, kind: str) -> None:
-    result = run_cli(
-        "tune", "tensorflow-cpu==2.21.0", "--model", str(models / name), "--model-batch", "3",
-        "--budget", "1", "--json",
-        timeout=900,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    data = result.json()
-    op = f"model:{name}"
-    model = data["model"]
-    assert model["op"] == op and model["kind"] == kind and model["batch"] == 3
-    assert model["path"] == str((models / name).resolve())
-    assert model["bytes"] > 0 and model["seconds_per_call"] > 0
-    (trial,) = data["kept"] + data["rejected"]
-    assert set(trial["ops"]) == {"matmul_1024", "conv2d_nhwc", "exp", "add", "softmax", op}
-    # the model was judged with the smoke's ops, and timed on both sides
-    assert trial["ops"][op] in {"faster", "same", "slower", "undecided"}
-    assert trial["seconds"][op]["setting"] > 0
-    assert trial["seconds"][op]["defaults"] == model["seconds_per_call"]
+# --- --model: a model the worker cannot use -------------------------------------------------------
 
 
 @pytest.mark.slow
@@ -170,7 +98,14 @@ def test_tune_times_the_model_beside_the_smokes_ops(models: Path, name: str, kin
     ("name", "fragments"),
     [
         ("lambda.keras", ("cannot load model:lambda.keras", "Lambda", "safe_mode")),
-        ("open_dims", ("cannot make a batch for model:open_dims", "open dimension")),
+        (
+            "open_dims",
+            (
+                "cannot make a batch for model:open_dims",
+                "open dimension",
+                "--model-input 224,224,3",
+            ),
+        ),
         (
             "picky",
             ("cannot call model:picky", "a batch of 1", "only positive inputs", "--model-batch"),
@@ -178,11 +113,11 @@ def test_tune_times_the_model_beside_the_smokes_ops(models: Path, name: str, kin
     ],
 )
 def test_a_model_the_worker_cannot_use_is_one_line_and_exit_4(
-    models: Path, name: str, fragments: tuple[str, ...]
+    user_models: Path, name: str, fragments: tuple[str, ...]
 ) -> None:
     result = run_cli(
-        "tune", "tensorflow-cpu==2.21.0", "--model", str(models / name), "--budget", "1", "--json",
-        timeout=900,
+        "tune", "tensorflow-cpu==2.21.0", "--model", str(user_models / name), "--budget", "1",
+        "--json", timeout=900,
     )  # fmt: skip
     one_error_line(result, 4, *fragments, among_others=True)
     assert result.stdout == ""

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import math
 import os
+from pathlib import Path
 
 import pytest
 
 from tfbuild.core.errors import SmokeFailed
-from tfbuild.measure.run import Worker
-from tfbuild.overlay.models import SCRIPT, profile_models
+from tfbuild.measure.models import check_model
+from tfbuild.measure.profile import amdahl
+from tfbuild.measure.run import Method, Worker
+from tfbuild.overlay.models import SCRIPT, profile_models, prove_user_model
 
 from .conftest import BuiltOverlay
 
@@ -71,3 +74,28 @@ def test_an_unknown_model_stops_the_worker_with_its_reason(built_overlay: BuiltO
             script=SCRIPT,
             extra=("--models", "resnet"),
         )
+
+
+def test_the_users_model_is_profiled_predicted_and_timed_as_the_built_in_ones(
+    built_overlay: BuiltOverlay, user_models: Path
+) -> None:
+    """smoke OVERLAY --model: the user's GRU, profiled with the overlay on and off (its Sigmoid and
+    Tanh are the overlay's), the prediction from their share, and the overlay timed against stock."""
+    site, python = built_overlay.site, built_overlay.python
+    model = check_model(user_models / "gru_input.keras", batch=32)
+    found = prove_user_model(
+        python,
+        model,
+        stock_env=tf_env(site, TFBUILD_OVERLAY="off"),
+        overlay_env=tf_env(site),
+        method=Method(pairs=15, min_rep_seconds=0.02, budget=20.0),
+    )
+    assert found.model == "model:gru_input.keras"
+    assert found.what == "your model (predict, batch 32)"
+    assert {k.kernel for k in found.kernels} >= {"Sigmoid:float32", "Tanh:float32"}
+    assert 0 < found.share < 1 and found.predicted == pytest.approx(
+        amdahl(found.share, found.speedup)
+    )
+    assert found.measured.op == model.op and found.measured.verdict is not None
+    if found.note is not None:  # said instead of a gain the kernels cannot explain
+        assert "not their doing" in found.note or "outside the measured interval" in found.note

@@ -34,6 +34,7 @@ overlay measured.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import shlex
@@ -78,6 +79,8 @@ LEVER_VARIABLES = (
     "LD_PRELOAD",
 )
 AUTO_JIT = "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit"
+#: The confirmation's shortest repetition, seconds (the race's is the method's).
+CONFIRM_REP_SECONDS = 0.02
 #: A lever's outcome from its verdict: the words tune uses without a model too.
 OUTCOMES = {FASTER: WINS, SLOWER: LOSES, SAME: NO_GAIN, UNDECIDED: UNDECIDED}
 
@@ -421,30 +424,40 @@ def confirm(arm: Arm, options: ModelTuneOptions, *, deadline: float, say: Progre
     stock = Arm()
     model = options.model
 
+    def worker(which: Arm) -> Worker:
+        return Worker(
+            options.python,
+            intra=0,
+            inter=0,
+            env=which.env(options.base_env, options.overlay),
+            label=which.name,
+            model=model,
+            xla=which.xla,
+            model_only=True,
+        )
+
     @contextlib.contextmanager
     def start() -> Iterator[tuple[Worker, Worker | None]]:
-        common = {"intra": 0, "inter": 0, "model": model, "model_only": True}
+        # Both at once (nothing is timed while they start); each is closed however the other ends.
         with (
-            Worker(
-                options.python,
-                env=arm.env(options.base_env, options.overlay),
-                label=arm.name,
-                xla=arm.xla,
-                **common,  # type: ignore[arg-type]
-            ) as kept,
-            Worker(
-                options.python,
-                env=stock.env(options.base_env, options.overlay),
-                label=STOCK,
-                **common,  # type: ignore[arg-type]
-            ) as base,
+            contextlib.ExitStack() as stack,
+            concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool,
         ):
+            jobs = [pool.submit(worker, which) for which in (arm, stock)]
+            for job in jobs:
+                job.add_done_callback(lambda done: done.exception() or stack.push(done.result()))
+            kept, base = (job.result() for job in jobs)
             yield kept, base
 
     say(f"confirming {arm.name} against stock in a fresh pair of processes")
+    # Both sides run the calls one side's calibration found (the larger count): the slower side's
+    # repetitions last the ratio times longer, so a shorter one keeps a big gain cheap to confirm.
+    method = dataclasses.replace(
+        options.method, ops=(model.op,), min_rep_seconds=CONFIRM_REP_SECONDS
+    )
     results = time_and_recheck(
         start,
-        method=dataclasses.replace(options.method, ops=(model.op,)),
+        method=method,
         threads="default",
         deadline=deadline,
         progress=say,
@@ -664,11 +677,15 @@ def _verdict_json(found: Verdict | None) -> dict[str, object] | None:
         return None
     return {
         "label": found.label,
-        "ratio": float(found.ratio),
-        "interval": [float(found.interval[0]), float(found.interval[1])],
+        "ratio": _r4(found.ratio),
+        "interval": [_r4(found.interval[0]), _r4(found.interval[1])],
         "confidence": float(found.confidence),
         "pairs": found.n_candidate,
     }
+
+
+def _r4(value: float) -> float:
+    return round(float(value), 4)
 
 
 def _apply_json(apply: Apply) -> dict[str, object]:
@@ -689,8 +706,8 @@ def model_tune_json(found: ModelTune, headline: str) -> dict[str, object]:
             "name": found.kept.name,
             "levers": list(found.kept.levers),
             "apply": _apply_json(found.kept.apply),
-            "ratio": float(found.kept.verdict.ratio),
-            "interval": [float(x) for x in found.kept.verdict.interval],
+            "ratio": _r4(found.kept.verdict.ratio),
+            "interval": [_r4(x) for x in found.kept.verdict.interval],
             "verdict": _verdict_json(found.kept.verdict),
             "recheck": _verdict_json(confirmation.recheck),
             "seconds": {
@@ -714,8 +731,8 @@ def model_tune_json(found: ModelTune, headline: str) -> dict[str, object]:
                 "threads": row.threads,
                 "against": row.against,
                 "outcome": row.outcome,
-                "ratio": float(row.verdict.ratio) if row.verdict else None,
-                "interval": [float(x) for x in row.verdict.interval] if row.verdict else None,
+                "ratio": _r4(row.verdict.ratio) if row.verdict else None,
+                "interval": [_r4(x) for x in row.verdict.interval] if row.verdict else None,
                 "verdict": _verdict_json(row.verdict),
                 "seconds": _sig(row.seconds),
                 "why": row.why,

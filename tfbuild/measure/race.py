@@ -24,7 +24,10 @@ is out of the race with its reason; only a reference failing fails the race.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +39,7 @@ from tfbuild.core.stats import CONFIDENCE, Verdict, ratio, verdict
 from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.models import ModelFile
-from tfbuild.measure.run import Method, Worker, model_failed
+from tfbuild.measure.run import WORKER, Method, Worker, model_failed
 
 Progress = Callable[[str], object]
 
@@ -142,43 +145,54 @@ def _check_memory(first: Worker, count: int) -> None:
 class _Running:
     """The entrants' workers and their timings while the race runs."""
 
-    def __init__(self, stack: contextlib.ExitStack, entrants: Sequence[Entrant]) -> None:
+    def __init__(
+        self, stack: contextlib.ExitStack, entrants: Sequence[Entrant], script: Path
+    ) -> None:
         self.stack = stack
+        self.script = script
         self.entrants = {e.name: e for e in entrants}
         self.references = {e.reference for e in entrants if e.reference is not None}
         self.workers: dict[str, Worker] = {}
         self.lanes: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def ask_all_to_quit(self) -> None:
+        for worker in list(self.workers.values()):
+            worker.ask_to_quit()
 
     def start(
         self, entrant: Entrant, python: str, model: ModelFile, *, fatal: bool
     ) -> Worker | None:
         began = time.monotonic()
         record: dict[str, Any] = {"name": entrant.name, "seconds": []}
-        self.lanes[entrant.name] = record
+        with self._lock:
+            self.lanes[entrant.name] = record
         try:
-            worker = self.stack.enter_context(
-                Worker(
-                    python,
-                    intra=0,
-                    inter=0,
-                    env=entrant.env,
-                    label=entrant.name,
-                    model=model,
-                    xla=entrant.xla,
-                    model_only=True,
-                )
+            made = Worker(
+                python,
+                intra=0,
+                inter=0,
+                env=entrant.env,
+                label=entrant.name,
+                model=model,
+                xla=entrant.xla,
+                model_only=True,
+                script=self.script,
             )
         except (UnsupportedError, SmokeFailed) as exc:
             if fatal:
                 raise
             record["failed"] = exc.what + (f": {exc.why}" if exc.why else "")
             return None
+        with self._lock:
+            worker = self.stack.enter_context(made)
         record["start_seconds"] = time.monotonic() - began
         record["rss_bytes"] = worker.rss_bytes()
         record["overlay_loaded"] = bool(worker.info.get("overlay_loaded"))
         record["loader_lines"] = tuple(worker.stderr_lines(LOADER_PREFIX))
         record["described"] = dict(worker.info.get("model") or {})
-        self.workers[entrant.name] = worker
+        with self._lock:
+            self.workers[entrant.name] = worker
         return worker
 
     def fail(self, name: str, error: str, model: ModelFile) -> None:
@@ -204,6 +218,15 @@ class _Running:
         return Lane(**record, seconds=tuple(seconds))
 
 
+def _at_once() -> int:
+    """How many workers start at once: one a CPU (importing TensorFlow and tracing, or compiling
+    with XLA, is one CPU's work each); none of them is timed yet."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def _order(names: Sequence[str], index: int) -> list[str]:
     """Round ``index``'s order: each entrant first in turn, every other round backwards."""
     if not names:
@@ -221,10 +244,12 @@ def race(
     method: Method,
     deadline: float,
     say: Progress,
+    script: Path = WORKER,
 ) -> Race:
     """Start every entrant, then time them round by round until each is judged (see the module
     docstring). One entrant, the baseline, has no reference; ``deadline`` is a
-    ``time.monotonic()`` after which no new block starts (the first always runs whole)."""
+    ``time.monotonic()`` after which no new block starts (the first always runs whole).
+    ``script``: another program speaking the worker's protocol (the tests' known model worker)."""
     names = [e.name for e in entrants]
     bases = [e.name for e in entrants if e.reference is None]
     references = {e.reference for e in entrants if e.reference is not None}
@@ -233,21 +258,36 @@ def race(
     baseline = bases[0]
     ordered = sorted(entrants, key=lambda e: (e.name != baseline, e.name not in references))
     with contextlib.ExitStack() as stack:
-        running = _Running(stack, ordered)
-        for index, entrant in enumerate(ordered):
+        running = _Running(stack, ordered, script)
+        try:
+            fatal = {baseline, *references}
             say(
-                f"starting {entrant.name} ({index + 1} of {len(ordered)}): the model loaded, called"
+                f"starting {ordered[0].name} (1 of {len(ordered)}): the model loaded and called once"
             )
-            running.start(entrant, python, model, fatal=entrant.name in {baseline, *references})
-            if index == 0:
-                _check_memory(running.workers[baseline], len(ordered))
-        for name, worker in list(running.workers.items()):
-            reply = worker.run(model.op, reps=1, min_rep_seconds=method.min_rep_seconds)
-            if "error" in reply:
-                running.fail(name, reply["error"], model)
-                continue
-            running.lanes[name]["inner"] = int(reply["inner"])
-        rounds, looks, spans = _run_rounds(running, model, method, deadline, say)
+            running.start(ordered[0], python, model, fatal=True)
+            _check_memory(running.workers[baseline], len(ordered))
+            rest = ordered[1:]
+            if rest:
+                say(
+                    f"starting the {len(rest)} other ways of running it, {_at_once()} at a time: "
+                    + ", ".join(e.name for e in rest)
+                )
+            with concurrent.futures.ThreadPoolExecutor(max_workers=_at_once()) as pool:
+                starts = [
+                    pool.submit(running.start, e, python, model, fatal=e.name in fatal)
+                    for e in rest
+                ]
+                for job in starts:
+                    job.result()
+            for name, worker in list(running.workers.items()):
+                reply = worker.run(model.op, reps=1, min_rep_seconds=method.min_rep_seconds)
+                if "error" in reply:
+                    running.fail(name, reply["error"], model)
+                    continue
+                running.lanes[name]["inner"] = int(reply["inner"])
+            rounds, looks, spans = _run_rounds(running, model, method, deadline, say)
+        finally:  # every worker told to quit first: each close then waits for its own exit only
+            running.ask_all_to_quit()
     return Race(
         baseline=baseline,
         lanes=tuple(running.lane(e.name, rounds) for e in ordered),

@@ -77,6 +77,7 @@ class Worker:
         self._model = model
         #: The worker's reason when the model could not be loaded, batched or called.
         self.model_problem: dict[str, Any] | None = None
+        self._quit_asked = False
         self._log = tempfile.TemporaryFile(mode="w+", prefix="tfbuild-worker-")  # noqa: SIM115
         argv = [python, str(script), "--intra", str(intra), "--inter", str(inter), *extra]
         if cpus:
@@ -169,14 +170,25 @@ class Worker:
         ops: dict[str, dict[str, Any]] = self.info.get("ops") or {}
         return ops
 
+    def ask_to_quit(self) -> None:
+        """Ask the worker to exit without waiting for it: several workers then end together, and
+        :meth:`close` only waits (TensorFlow takes most of a second to exit)."""
+        if self._quit_asked or self._proc.poll() is not None:
+            return
+        self._quit_asked = True
+        try:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(json.dumps({"quit": True}) + "\n")
+            self._proc.stdin.flush()
+        except (OSError, AssertionError):
+            self._proc.kill()
+
     def close(self) -> None:
         if self._proc.poll() is None:
+            self.ask_to_quit()
             try:
-                assert self._proc.stdin is not None
-                self._proc.stdin.write(json.dumps({"quit": True}) + "\n")
-                self._proc.stdin.flush()
                 self._proc.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired, AssertionError):
+            except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait()
         for pipe in (self._proc.stdin, self._proc.stdout):
