@@ -2,12 +2,10 @@
 
 Runs ``tfbuild tune SPEC --json`` (the default 5-minute budget unless --budget) and prints each
 setting it tried with its measured gain and interval, what it kept, and the kept profile against the
-defaults as the confirmation measured it, side by side in alternation. With --model (a SavedModel
-directory or a .keras file), the model is timed beside the smoke's ops and its time per call with the
-defaults is printed.
+defaults as the confirmation measured it, side by side in alternation. A model's levers (``tune
+--model``) have their own benchmark: benchmarks/model_levers.py.
 
-    python benchmarks/tune.py [--spec tensorflow-cpu==2.21.0] [--budget 300] [--model PATH]
-        [--model-batch N]
+    python benchmarks/tune.py [--spec tensorflow-cpu==2.21.0] [--budget 300]
 """
 
 from __future__ import annotations
@@ -25,16 +23,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default="tensorflow-cpu==2.21.0")
     parser.add_argument("--budget", default="300")
-    parser.add_argument("--model", help="a SavedModel directory or a .keras file to time too")
-    parser.add_argument("--model-batch", default="1")
     args = parser.parse_args()
-    model = ["--model", args.model, "--model-batch", args.model_batch] if args.model else []
     with tempfile.TemporaryDirectory() as tmp:
         profile = Path(tmp) / "profile.env"
         start = time.perf_counter()
         run = subprocess.run(
             [sys.executable, "-m", "tfbuild", "tune", args.spec, "--budget", args.budget,
-             "--output", str(profile), "--json", *model],
+             "--env-file", str(profile), "--json"],
             capture_output=True,
             text=True,
             check=False,
@@ -46,11 +41,6 @@ def main() -> int:
         data = json.loads(run.stdout)
         written = profile.read_text()
     print(f"tfbuild tune: {took:.0f} s (budget {args.budget} s)")
-    if data.get("model"):
-        m = data["model"]
-        per_call = m["seconds_per_call"]
-        shown = f"{per_call * 1e3:.3g} ms a call with the defaults" if per_call else "not timed"
-        print(f"  model {m['op']} ({m['kind']}, batch {m['batch']}): {shown}")
     for word in ("kept", "rejected"):
         for t in data[word]:
             low, high = t["interval"]

@@ -12,7 +12,15 @@ from hypothesis import strategies as st
 
 from tfbuild.core.errors import SmokeFailed
 from tfbuild.core.stats import verdict
-from tfbuild.measure.profile import Profile, amdahl, bound, decode_profiles, disagreement, predict
+from tfbuild.measure.profile import (
+    Profile,
+    amdahl,
+    bound,
+    decode_profiles,
+    disagreement,
+    predict,
+    unclaimed,
+)
 
 
 def profile(total: float, replaced: dict[str, float]) -> Profile:
@@ -109,9 +117,15 @@ SLOW = [0.012 + 0.0001 * (i % 3) for i in range(15)]
 def test_a_gain_the_replaced_kernels_cannot_explain_is_said_not_claimed() -> None:
     faster = verdict(FAST, SLOW, paired=True)  # 1.2x, every pair agreeing
     assert faster.label == "faster"
-    note = disagreement(1.01, 0.95, faster)
+    note = disagreement(0.3, 1.01, 0.95, faster)
     assert note is not None and "not their doing" in note
-    outside = disagreement(1.01, 2.0, faster)
+    # 1.2x where 1 % of the time ran in them: more than they could give if they took none
+    impossible = unclaimed(0.01, 3.0, faster)
+    assert impossible is not None and "more than the 1.010x" in impossible
+    assert unclaimed(0.3, 3.0, faster) is None  # 30 % of the time 3x faster: up to 1.25x
+    outside = disagreement(0.3, 1.01, 2.0, faster)
     assert outside is not None and "outside the measured interval" in outside
-    assert disagreement(1.198, 2.0, faster) is None  # the prediction within the interval
-    assert disagreement(None, None, faster) is None
+    assert disagreement(0.3, 1.198, 2.0, faster) is None  # the prediction within the interval
+    assert disagreement(0.3, None, None, faster) is None
+    slower = verdict(SLOW, FAST, paired=True)
+    assert unclaimed(0.0, 0.5, slower) is None  # a loss is never a gain to withhold

@@ -211,12 +211,14 @@ def _overlay_clause(found: ModelTune) -> str:
     if row.outcome == LOSES and row.verdict is not None:
         return f"the overlay is slower here ({row.verdict.ratio:.2f}x)"
     if row.outcome == WINS and row.verdict is not None:
-        under = (
-            "; XLA compiles the step, so its kernels do not run"
-            if found.kept and ("xla" in found.kept.levers)
-            else ""
+        under_xla = found.kept is not None and "xla" in found.kept.levers
+        why = " (its kernels do not run under XLA)" if under_xla else ", less than this"
+        return f"the overlay alone gains {row.verdict.ratio:.2f}x{why}"
+    if row.outcome == UNDECIDED and row.verdict is not None and row.why:
+        return (
+            f"the overlay's measured {row.verdict.ratio:.2f}x is not its kernels' doing "
+            "(what a rebuild would add, below): not claimed"
         )
-        return f"the overlay alone gains {row.verdict.ratio:.2f}x, less{under}"
     if row.outcome == UNDECIDED and row.verdict is not None:
         return f"the overlay's gain could not be told from noise ({_ratio(row)})"
     return "the overlay adds nothing beyond noise here"

@@ -49,7 +49,14 @@ from tfbuild.core.stats import FASTER, SAME, SLOWER, UNDECIDED, Verdict
 from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.models import ModelFile
-from tfbuild.measure.profile import KernelTime, bound, disagreement, predict, profile_model
+from tfbuild.measure.profile import (
+    KernelTime,
+    bound,
+    disagreement,
+    predict,
+    profile_model,
+    unclaimed,
+)
 from tfbuild.measure.race import Entrant, Race, race
 from tfbuild.measure.run import (
     LOSES,
@@ -505,7 +512,7 @@ def rebuild_share(
         kernel_speedup=speedup,
         predicted=predicted,
         measured=measured,
-        note=disagreement(predicted, speedup, measured),
+        note=disagreement(off.share, predicted, speedup, measured),
     )
 
 
@@ -526,6 +533,7 @@ def tune_model(options: ModelTuneOptions, *, say: Progress) -> ModelTune:
     not_tried: list[str] = []
     overlay_row = next((r for r in rows if r.levers == ("overlay",)), None)
     rebuild = rebuild_share(options, overlay_row.verdict if overlay_row else None, say=say)
+    rows = [_claimed(row, rebuild) for row in rows]
     knobs = [k for k in options.knobs if not (k.key == ONEDNN_OFF.key and chosen.xla == "jit")]
     if knobs and time.monotonic() + _longest(first) < end:
         second_arms = [chosen, *(chosen.with_(k) for k in knobs)]
@@ -575,6 +583,17 @@ def tune_model(options: ModelTuneOptions, *, say: Progress) -> ModelTune:
         races=tuple(races),
         seconds=time.monotonic() - started,
     )
+
+
+def _claimed(row: LeverResult, rebuild: RebuildShare) -> LeverResult:
+    """An overlay row (alone, at either thread count) whose gain its kernels cannot explain is
+    undecided, with why (:func:`tfbuild.measure.profile.unclaimed`)."""
+    if row.levers not in (("overlay",), (ONE_THREAD.key, "overlay")):
+        return row
+    reason = unclaimed(rebuild.share, rebuild.kernel_speedup, row.verdict)
+    if reason is None:
+        return row
+    return dataclasses.replace(row, outcome=UNDECIDED, why=reason)
 
 
 def _longest(found: Race) -> float:

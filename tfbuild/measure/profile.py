@@ -158,20 +158,38 @@ def profile_model(
     return profiles[0]
 
 
-def disagreement(
-    predicted: float | None, kernel_speedup: float | None, measured: Verdict | None
-) -> str | None:
-    """Where a measured gain and the profile's prediction part beyond the noise, said instead of
-    the gain: a model "faster" while its replaced kernels are slower is two processes differing,
-    not the kernels."""
-    if predicted is None or kernel_speedup is None or measured is None:
+def unclaimed(share: float, kernel_speedup: float | None, measured: Verdict | None) -> str | None:
+    """Why a measured gain is not the replaced kernels' doing, when it cannot be: they ran no
+    faster, or it is more than they could give even if they took no time (:func:`bound`). Two
+    processes of one build differ by a few percent, steadily; such a gain is said, not claimed."""
+    if measured is None or measured.label != FASTER:
         return None
-    low, high = measured.interval
-    if measured.label == FASTER and kernel_speedup <= 1.0:
+    low = measured.interval[0]
+    if kernel_speedup is not None and kernel_speedup <= 1.0:
         return (
             f"measured {measured.ratio:.2f}x faster while the replaced kernels ran "
             f"{kernel_speedup:.2f}x their stock speed: not their doing, so not claimed"
         )
+    most = bound(share)
+    if low > most:
+        return (
+            f"measured {measured.ratio:.2f}x faster, more than the {most:.3f}x the replaced "
+            f"kernels could give even if they took no time ({share * 100:.1f}% of the op time): "
+            "two processes differing, not the kernels, so not claimed"
+        )
+    return None
+
+
+def disagreement(
+    share: float, predicted: float | None, kernel_speedup: float | None, measured: Verdict | None
+) -> str | None:
+    """Where a measured gain and the profile part beyond the noise: a gain the kernels cannot
+    explain (:func:`unclaimed`), or a prediction outside the measured interval (op time is summed
+    over threads, wall time is not)."""
+    reason = unclaimed(share, kernel_speedup, measured)
+    if reason is not None or predicted is None or measured is None:
+        return reason
+    low, high = measured.interval
     if not low <= predicted <= high and measured.label in (FASTER, SLOWER, SAME):
         return (
             f"the profile predicts {predicted:.3f}x, outside the measured interval "

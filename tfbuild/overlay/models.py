@@ -151,7 +151,7 @@ def prove_models(
                 top=tuple(top),
                 not_run=off[model].not_run,
                 measured=measured,
-                note=disagreement(predicted, speedup, measured.verdict),
+                note=disagreement(off[model].share, predicted, speedup, measured.verdict),
             )
         )
     return tuple(results)
@@ -209,5 +209,5 @@ def prove_user_model(
         top=off.top(),
         not_run=off.not_run,
         measured=measured,
-        note=disagreement(predicted, speedup, measured.verdict),
+        note=disagreement(off.share, predicted, speedup, measured.verdict),
     )
