@@ -219,7 +219,7 @@ def table(results: dict[str, dict[str, Any]]) -> list[str]:
         machine = data["machine"] or {}
         bench = data["bench"]
         load = f"load {bench['load_before']:.1f}->{bench['load_after']:.1f}"
-        others = machine.get("others_cores")
+        others = machine.get("others_busy")
         if others is not None:
             load += f", others {others:.2f} cores"
         stock = data["stock_seconds"]

@@ -22,6 +22,7 @@ from tfbuild.measure.levers import (
     RebuildShare,
     apply_of,
     choose,
+    first_choice,
     lever_results,
     model_tune_json,
     profile_env_lines,
@@ -106,6 +107,41 @@ def test_the_simplest_arm_within_the_noise_of_the_fastest_is_kept() -> None:
     assert choose(found, arms) == Arm(levers=(XLA,))
     clearly, arms = first_race(one_thread_xla_ms=3.0)
     assert choose(clearly, arms) == Arm(levers=(ONE_THREAD, XLA))
+
+
+def test_an_overlay_gain_its_kernels_cannot_explain_is_not_claimed_nor_chosen() -> None:
+    arms = stage_one(GIVEN)
+    times = {"stock": 10.0, "overlay": 9.3, "1 thread": 10.5, "1 thread + overlay": 10.4}
+    found = race(
+        *(lane(a, times.get(a.name, 14.0), overlay_loaded="overlay" in a.keys) for a in arms)
+    )
+    rows = lever_results(found, arms, MODEL, GIVEN)
+    assert next(r for r in rows if r.name == "overlay").outcome == "wins"  # 1.08x in the race
+    # ... where 1 % of the op time runs in its kernels: 1.01x at most
+    tiny = rebuild_of(share=0.01, measured=next(r for r in rows if r.name == "overlay").verdict)
+    claimed, chosen = first_choice(found, arms, rows, tiny)
+    overlay = next(r for r in claimed if r.name == "overlay")
+    assert overlay.outcome == "undecided" and overlay.why and "not claimed" in overlay.why
+    assert chosen == Arm()  # nothing else was faster: stock stays
+    # where a third of the time runs in them, the same gain is theirs, and kept
+    large = rebuild_of(share=0.33, measured=overlay.verdict)
+    claimed, chosen = first_choice(found, arms, rows, large)
+    assert next(r for r in claimed if r.name == "overlay").outcome == "wins"
+    assert chosen == Arm(levers=(GIVEN.lever(),))
+
+
+def rebuild_of(*, share: float, measured: object) -> RebuildShare:
+    return RebuildShare(
+        share=share,
+        onednn_share=0.5,
+        bound=1 / (1 - share),
+        top=(),
+        kernels=(),
+        kernel_speedup=2.0,
+        predicted=None,
+        measured=measured,  # type: ignore[arg-type]
+        note=None,
+    )
 
 
 def test_nothing_is_kept_when_nothing_is_faster_than_stock() -> None:

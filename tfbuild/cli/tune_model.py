@@ -220,7 +220,7 @@ def _overlay_clause(found: ModelTune) -> str:
             "(what a rebuild would add, below): not claimed"
         )
     if row.outcome == UNDECIDED and row.verdict is not None:
-        return f"the overlay's gain could not be told from noise ({_ratio(row)})"
+        return f"the overlay gains too little to tell from noise here ({_ratio(row)})"
     return "the overlay adds nothing beyond noise here"
 
 
@@ -243,7 +243,7 @@ def headline(found: ModelTune) -> str:
     losers = [
         f"{r.name} {r.verdict.ratio:.2f}x"
         for r in found.levers
-        if r.threads == "default" and r.verdict is not None and r.outcome != "failed"
+        if r.threads == "default" and r.against == "stock" and r.verdict is not None
     ]
     measured = f" ({', '.join(losers)})" if losers else ""
     return (

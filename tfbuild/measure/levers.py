@@ -528,12 +528,11 @@ def tune_model(options: ModelTuneOptions, *, say: Progress) -> ModelTune:
         arms, reference_of, options, deadline=started + options.budget * 0.45, say=say
     )
     rows = lever_results(first, arms, options.model, options.overlay)
-    chosen = choose(first, arms) or Arm()
-    races = [first]
-    not_tried: list[str] = []
     overlay_row = next((r for r in rows if r.levers == ("overlay",)), None)
     rebuild = rebuild_share(options, overlay_row.verdict if overlay_row else None, say=say)
-    rows = [_claimed(row, rebuild) for row in rows]
+    rows, chosen = first_choice(first, arms, rows, rebuild)
+    races = [first]
+    not_tried: list[str] = []
     knobs = [k for k in options.knobs if not (k.key == ONEDNN_OFF.key and chosen.xla == "jit")]
     if knobs and time.monotonic() + _longest(first) < end:
         second_arms = [chosen, *(chosen.with_(k) for k in knobs)]
@@ -583,6 +582,18 @@ def tune_model(options: ModelTuneOptions, *, say: Progress) -> ModelTune:
         races=tuple(races),
         seconds=time.monotonic() - started,
     )
+
+
+def first_choice(
+    found: Race, arms: Sequence[Arm], rows: Sequence[LeverResult], rebuild: RebuildShare
+) -> tuple[list[LeverResult], Arm]:
+    """The rows with each overlay gain its kernels cannot explain made undecided, and the arm the
+    first race keeps (stock when none is faster): never the overlay alone where its gain is not
+    its kernels' doing (two processes differing)."""
+    claimed = [_claimed(row, rebuild) for row in rows]
+    unexplained = {r.name for r, c in zip(rows, claimed, strict=True) if r.outcome != c.outcome}
+    chosen = choose(found, [a for a in arms if a.name not in unexplained]) or Arm()
+    return claimed, chosen
 
 
 def _claimed(row: LeverResult, rebuild: RebuildShare) -> LeverResult:

@@ -268,10 +268,7 @@ def race(
             _check_memory(running.workers[baseline], len(ordered))
             rest = ordered[1:]
             if rest:
-                say(
-                    f"starting the {len(rest)} other ways of running it, {_at_once()} at a time: "
-                    + ", ".join(e.name for e in rest)
-                )
+                say(f"starting the {len(rest)} other ways of running it, {_at_once()} at a time")
             with concurrent.futures.ThreadPoolExecutor(max_workers=_at_once()) as pool:
                 starts = [
                     pool.submit(running.start, e, python, model, fatal=e.name in fatal)
