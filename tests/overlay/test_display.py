@@ -1,11 +1,16 @@
-"""What ``tfbuild overlay`` says of the wheel it made, from a real overlay's receipt."""
+"""What ``tfbuild overlay`` says of the wheel it made, from a real overlay's receipt; and what the
+smoke of an overlay says of a model."""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
 
-from tfbuild.cli.overlay import built_lines
+from tfbuild.cli.overlay import _model_lines, built_lines
+from tfbuild.core.stats import Summary, verdict
+from tfbuild.measure.profile import KernelTime
+from tfbuild.measure.run import OpResult
+from tfbuild.overlay.models import ModelResult
 from tfbuild.wheel.overlay_receipt import KernelCheck, read_overlay_receipt
 from tfbuild.wheel.receipt import receipt_path
 
@@ -35,3 +40,38 @@ def test_each_fact_once_in_80_columns(built_overlay: BuiltOverlay) -> None:
     for op in left:  # each op left to stock named once, whatever its dtypes
         assert text.count(f"left to stock: {op} (") == 1
     assert Path(lines[0]) == wheel and f"tfbuild smoke {wheel}" in text
+
+
+def model_result(note: str | None) -> ModelResult:
+    base = [0.010 * (1 + 0.004 * (i % 5)) for i in range(15)]
+    cand = [s / 1.06 for s in base]
+    return ModelResult(
+        model="model:m.keras",
+        what="your model (predict, batch 8)",
+        share=0.0004,
+        speedup=0.84,
+        predicted=0.9999,
+        kernels=(KernelTime(kernel="Rsqrt:float32", stock_s=1.4e-5, overlay_s=1.7e-5),),
+        top=(("Mul", 0.0093), ("_MklNativeFusedConv2D", 0.0081)),
+        not_run=(),
+        measured=OpResult(
+            op="model:m.keras",
+            threads="default",
+            candidate=Summary.of(cand, 8, "Gsample/s"),
+            baseline=Summary.of(base, 8, "Gsample/s"),
+            verdict=verdict(cand, base, paired=True),
+        ),
+        note=note,
+    )
+
+
+def test_a_models_gain_its_kernels_cannot_explain_is_said_not_claimed() -> None:
+    note = "measured 1.06x faster while the replaced kernels ran 0.84x their stock speed: not their doing, so not claimed"
+    lines = _model_lines([model_result(note)])
+    (row,) = [line for line in lines if line.startswith("  model:m.keras")]
+    assert "1.060x" in row and row.endswith("not claimed") and "faster" not in row
+    text = " ".join(line.strip() for line in lines)
+    assert "not claimed: measured 1.06x faster while the replaced kernels ran 0.84x" in text
+    assert all(len(line) <= 80 for line in lines), lines
+    (claimed,) = [line for line in _model_lines([model_result(None)]) if "model:m.keras" in line]
+    assert claimed.endswith("faster")

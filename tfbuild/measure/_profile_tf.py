@@ -169,11 +169,17 @@ def _used_level(xspace: Any) -> int | None:
     return None
 
 
-def profile(tf: Any, step: Any, name: str, steps: int, replaced: list[str]) -> dict[str, Any]:
+def profile(
+    tf: Any, step: Any, name: str, steps: int, replaced: list[str], *, warm: bool = True
+) -> dict[str, Any]:
     """The op time per op type of ``steps`` calls of a step built afresh and called once, and the
-    share of the ``replaced`` kernels ("Exp:float32"); see the module docstring."""
+    share of the ``replaced`` kernels ("Exp:float32"); see the module docstring. ``warm``: make
+    that one call here; False when the caller already has (the worker calls a user's model once
+    when it loads it), since a second untraced call lets TensorFlow judge the fast ops cheap, and
+    the traced calls then leave them out (the overlay's kernels first, being fastest)."""
     xplane_pb2 = _xplane_pb2()
-    step()  # warm: allocations, oneDNN primitives; every op still counts as expensive after it
+    if warm:
+        step()  # allocations, oneDNN primitives; every op still counts as expensive after it
     logdir = tempfile.mkdtemp(prefix="tfbuild-profile-")
     try:
         # asked for, ignored by TF 2.21 (see the module docstring); the profile says what ran

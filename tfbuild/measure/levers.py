@@ -501,7 +501,8 @@ def rebuild_share(
             env=on_arm.env(options.base_env, overlay),
             replaced=off.kernels,
         )
-        if on.overlay_loaded:
+        # Loaded, and its kernels seen in the profile (none seen: no speedup can be told).
+        if on.overlay_loaded and (on.replaced_s > 0 or off.replaced_s == 0):
             speedup, predicted, times = predict(off, on)
     return RebuildShare(
         share=off.share,
