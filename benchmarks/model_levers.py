@@ -191,22 +191,27 @@ def tune(
 
 
 def ratio(row: dict[str, Any] | None) -> str:
+    """A lever's ratio and interval, and its answer when it is not a plain win or loss."""
     if row is None:
         return "-"
     if row["ratio"] is None:
         return "failed"
     low, high = row["interval"]
-    return f"{row['ratio']:.2f}x [{low:.2f}, {high:.2f}]"
+    found = f"{row['ratio']:.2f}x [{low:.2f}, {high:.2f}]"
+    if row["outcome"] == "undecided" and row.get("why") and "not claimed" in row["why"]:
+        return found + " not claimed"
+    return found if row["outcome"] in ("wins", "loses") else f"{found} {row['outcome']}"
 
 
 def table(results: dict[str, dict[str, Any]]) -> list[str]:
     lines = [
-        "| model | stock step | overlay | XLA | XLA auto | 1 thread | tune kept | tune took | machine |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| model | stock step | overlay | XLA | XLA auto | 1 thread | tune kept | a rebuild's share | "
+        "tune took | machine |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for name, data in results.items():
         if "error" in data:
-            lines.append(f"| {name} | error: {' '.join(data['error'])} | | | | | | | |")
+            lines.append(f"| {name} | error: {' '.join(data['error'])} | | | | | | | | |")
             continue
         rows = {r["name"]: r for r in data["levers"]}
         kept = data["kept"]
@@ -223,11 +228,14 @@ def table(results: dict[str, dict[str, Any]]) -> list[str]:
         if others is not None:
             load += f", others {others:.2f} cores"
         stock = data["stock_seconds"]
+        rebuild = data["rebuild"] or {}
+        most = rebuild.get("bound")
+        share = f"{rebuild['share'] * 100:.1f}% (at most {most:.3f}x)" if most is not None else "-"
         lines.append(
             f"| {name} (batch {data['model']['batch']}) | {stock * 1e3:.3g} ms | "
             f"{ratio(rows.get('overlay'))} | {ratio(rows.get('XLA'))} | "
             f"{ratio(rows.get('XLA auto'))} | {ratio(rows.get('1 thread'))} | {shown} | "
-            f"{bench['wall_seconds']:.0f} s | {load} |"
+            f"{share} | {bench['wall_seconds']:.0f} s | {load} |"
         )
     return lines
 

@@ -261,6 +261,7 @@ def mounted_tmpfs(where: Path, *, size: str) -> Iterator[Path]:
 ENGINE_GROUP = "engine"
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups to schedule them
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that run the stock TensorFlow are slow (``make quick`` leaves them out); the real
     engine's tests are one xdist group."""
@@ -270,3 +271,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("docker") is not None:
             item.add_marker(pytest.mark.xdist_group(ENGINE_GROUP))
+
+
+@pytest.fixture(autouse=True)
+def one_engine_test_at_a_time(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """The real engine's tests run one at a time, wherever xdist puts them: each holds a lock that
+    every process of the run shares (tests/engine_lock.py). Their xdist group alone does not hold
+    them apart (pytest 9.2 derives a node's id from another attribute than the one xdist 3.8's
+    loadgroup rewrites, so the group never reaches the scheduler)."""
+    if request.node.get_closest_marker("docker") is None:
+        yield
+        return
+    from tests.engine_lock import engine_lock
+
+    # the run's directory, above each xdist worker's own (popen-gwN)
+    shared = tmp_path_factory.getbasetemp()
+    if shared.name.startswith("popen-gw"):
+        shared = shared.parent
+    with engine_lock(shared):
+        yield

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -227,17 +228,20 @@ def test_a_failed_build_shows_its_last_lines_and_leaves_no_wheel(
 def test_keep_container_leaves_the_failed_container(
     engine: Any, base_image: str, volume: str, tmp_path: Path
 ) -> None:
+    """The container the build names is kept, and this test removes that one only: never one it
+    did not make (another build on the engine carries the same label)."""
     source = standin_source(tmp_path)
     (source / "src" / "kernel.c").write_text("not C at all\n")
-    before = set(engine.containers(label="org.tfbuild.build"))
     result = wheel_cli(tmp_path / "dist", volume, "--source", str(source), "--keep-container")
-    kept = set(engine.containers(label="org.tfbuild.build")) - before
+    named = re.findall(r"container kept for a post-mortem: ([0-9a-f]{12})", result.stderr)
+    ours = [
+        c for c in engine.containers(label="org.tfbuild.build") if named and c.startswith(named[0])
+    ]
     try:
         assert result.returncode == 6
-        assert len(kept) == 1
-        assert "container kept for a post-mortem" in result.stderr
+        assert len(named) == 1 and len(ours) == 1, (named, ours)
     finally:
-        for container_id in kept:
+        for container_id in ours:
             engine.remove_container(container_id)
 
 

@@ -8,12 +8,11 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-import archspec.cpu
 import pytest
 from packaging.utils import parse_wheel_filename
 
+from tests.overlays import foreign_target
 from tfbuild.core.errors import InputError
-from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.overlay.build import build_overlay, verify_overlay
 from tfbuild.overlay.compile import FRAMEWORK
 from tfbuild.wheel.floor import inspect_wheel
@@ -90,20 +89,10 @@ def test_the_wheel_carries_the_manylinux_tag_auditwheel_finds_for_its_libraries(
     assert inspect_wheel(wheel).too_new == (FRAMEWORK,)
 
 
-def _foreign_target() -> tuple[str, set[str]]:
-    """An x86 target this CPU cannot run, read from this host's /proc/cpuinfo (never assumed)."""
-    host = set(read_cpuinfo(Path("/proc/cpuinfo")).flags)
-    for name in ("sapphirerapids", "icelake", "cascadelake", "skylake_avx512", "zen4", "haswell"):
-        missing = set(archspec.cpu.TARGETS[name].features) - host
-        if missing:
-            return name, missing
-    pytest.skip("this CPU runs every target tried")
-
-
 def test_a_target_this_cpu_cannot_run_loads_nothing_and_says_why_once(
     built_overlay: BuiltOverlay, tmp_path: Path
 ) -> None:
-    target, missing = _foreign_target()
+    target, missing = foreign_target()
     result = build_overlay(request_for(target, tmp_path / "dist", built_overlay.python))
     site = unpack(result.wheel, tmp_path)
     ran = run_tf(built_overlay.python, str(site), REGISTERED)

@@ -268,10 +268,13 @@ def _is_isa(macro: str) -> bool:
 
 
 #: Eigen's AVX512-FP16 packet math (Eigen/src/Core/arch/AVX512/PacketMathFP16.h, as TensorFlow 2.21
-#: ships it) does not compile with clang before 18 ("no function template matches ...
-#: predux_half_dowto4"); TensorFlow builds with clang 18. None of the overlay's kernels computes in
-#: FP16 arithmetic, so an older clang builds them without it.
-FP16_CLANG = 18
+#: ships it) does not compile with clang 16, nor with Debian's clang 18.1.8 of the overlay's
+#: toolchain image ("no function template matches function template specialization
+#: 'predux_half_dowto4'", PacketMathFP16.h:740, both seen for a target with AVX512-FP16 on a
+#: Sapphire Rapids VM, 2026-11-28); TensorFlow's own builds never enable AVX512-FP16. None of the
+#: overlay's kernels computes in FP16 arithmetic but the half-precision ones, which then convert
+#: to float as stock's do, so a clang before this builds them without it (gcc builds it as is).
+FP16_CLANG = 19
 
 
 _ONLY_INTRINSICS = (
@@ -316,6 +319,13 @@ SYSTEM_ONLY: Mapping[str, tuple[str, str]] = {
 }
 
 
+#: The system-only instruction sets by their /proc/cpuinfo names (and ``ospke``, protection keys
+#: enabled by the OS): what an overlay's loader never checks, as its kernels cannot contain them.
+SYSTEM_FLAGS = frozenset(
+    {MACROS.get(macro) or macro.strip("_").lower() for macro in SYSTEM_ONLY} | {"ospke"}
+)
+
+
 def system_only(macros: set[str]) -> tuple[tuple[str, str], ...]:
     """The flags that turn off the system-only instruction sets among ``macros``, with why."""
     return tuple(SYSTEM_ONLY[m] for m in sorted(macros) if m in SYSTEM_ONLY)
@@ -325,7 +335,7 @@ def workarounds(
     compiler: CompilerExecutable, toolchain: CompilerDrivers, cflags: Sequence[str], *, cwd: Path
 ) -> tuple[str, ...]:
     """Flags added to the target's, each for a reason above: the system-only instruction sets
-    the target enables turned off (:data:`SYSTEM_ONLY`), and AVX512-FP16 for a clang before 18.
+    the target enables turned off (:data:`SYSTEM_ONLY`), and AVX512-FP16 for a clang before 19.
     The vector and arithmetic instruction sets the target enables stay, checked here."""
     macros = predefined(toolchain, cflags, cwd=cwd)
     added = [flag for flag, _ in system_only(macros)]
