@@ -273,6 +273,37 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(ENGINE_GROUP))
 
 
+class _NodeIdGroups:
+    """After xdist's own hook (trylast), which means to do what :func:`_group_the_node_ids` does."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        _group_the_node_ids(config, items)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_NodeIdGroups(), "tfbuild-node-id-groups")
+
+
+def _group_the_node_ids(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give each grouped test the node id ``ID@GROUP`` that xdist's loadgroup schedules by. xdist
+    3.8 sets ``item._nodeid`` for it, which pytest 9.2 no longer reads (a node's id is its
+    ``_id``), so without this the group never reaches the scheduler and the engine's tests are
+    spread over both processes (the lock below still keeps them apart, but one process then
+    waits). Where xdist's own rewrite took, the id already ends with its group and is left."""
+    if not config.getvalue("loadgroup"):
+        return
+    from _pytest.nodeid import coerce_node_id
+
+    for item in items:
+        groups = sorted({str(m.args[0]) for m in item.iter_markers("xdist_group") if m.args})
+        suffix = "@" + "_".join(groups)
+        if groups and not item.nodeid.endswith(suffix) and hasattr(item, "_id"):
+            item._id = coerce_node_id(item.nodeid + suffix)
+
+
 @pytest.fixture(autouse=True)
 def one_engine_test_at_a_time(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
