@@ -293,7 +293,7 @@ def _group_the_node_ids(config: pytest.Config, items: list[pytest.Item]) -> None
     ``_id``), so without this the group never reaches the scheduler and the engine's tests are
     spread over both processes (the lock below still keeps them apart, but one process then
     waits). Where xdist's own rewrite took, the id already ends with its group and is left."""
-    if not config.getvalue("loadgroup"):
+    if not getattr(config.option, "loadgroup", False):  # set in xdist's workers alone
         return
     from _pytest.nodeid import coerce_node_id
 

@@ -108,6 +108,32 @@ def foreign_target() -> tuple[str, set[str]]:
     pytest.skip("this CPU runs every target tried")
 
 
+@dataclass(frozen=True)
+class Compiled:
+    """What ``tfbuild overlay`` would compile a target with, as the real compiler says: the
+    flags, the instruction sets the loader checks, and those left out of the kernels."""
+
+    cflags: tuple[str, ...]
+    features: tuple[str, ...]
+    left_out: tuple[Any, ...]  # LeftOut
+
+
+def compiled_for(march: str, scratch: Path, program: str = "clang++-16") -> Compiled:
+    """``-march=MARCH`` as the overlay's build compiles it with ``program`` on this host (the
+    workarounds, then the features its macros name); skips where the compiler is missing."""
+    from tfbuild.core.compilers import compiler_at
+    from tfbuild.overlay.compile import host_toolchain, target_features, workarounds
+
+    compiler = compiler_at(program, why="this test")
+    if compiler is None:
+        pytest.skip(f"no {program} on this machine")
+    toolchain = host_toolchain(compiler.path)
+    scratch.mkdir(parents=True, exist_ok=True)
+    left_out = workarounds(compiler, toolchain, [f"-march={march}"], cwd=scratch)
+    cflags = (f"-march={march}", *(o.flag for o in left_out))
+    return Compiled(cflags, target_features(toolchain, cflags, cwd=scratch), left_out)
+
+
 def overlay_name(built: BuiltOverlay, *, release: str = "2.21.0", target: str) -> str:
     """The file name tfbuild overlay gives an overlay of ``release`` for ``target``, with the real
     overlay's tags (py3-none-PLATFORM)."""

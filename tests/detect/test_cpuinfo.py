@@ -19,8 +19,11 @@ from tfbuild.core.errors import InputError
 from tfbuild.detect.cpuinfo import parse_cpuinfo, read_cpuinfo
 
 # The README of the dumps: the Zen 5 VM hides flush_l1d, pku and rdseed, so archspec (and tfbuild)
-# name it by its generic level.
-EXPECTED_OVERRIDES = {"linux-debian12-epyc-zen5-vm": "x86_64_v4"}
+# name it by its generic level; the Sapphire Rapids VM hides pku and waitpkg, so it is an icelake.
+EXPECTED_OVERRIDES = {
+    "linux-debian12-epyc-zen5-vm": "x86_64_v4",
+    "linux-debian12-xeon-sapphirerapids-vm": "icelake",
+}
 
 
 def _expected(path: Path) -> str:

@@ -12,8 +12,9 @@ import pytest
 from packaging.utils import parse_wheel_filename
 
 from tests.overlays import foreign_target
-from tfbuild.core.errors import InputError
+from tfbuild.core.errors import EnvironmentProblem, InputError
 from tfbuild.overlay.build import build_overlay, verify_overlay
+from tfbuild.overlay.check import check_ops
 from tfbuild.overlay.compile import FRAMEWORK
 from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.overlay_receipt import decode_overlay_receipt, read_overlay_receipt
@@ -67,11 +68,28 @@ def test_the_receipt_says_what_the_wheel_holds(built_overlay: BuiltOverlay) -> N
     data["extra"] = 1
     with pytest.raises(InputError, match="extra"):
         decode_overlay_receipt(json.dumps(data).encode(), source="planted")
+    # What the kernels were compiled without: each by the flag its cflags carry, never checked.
+    assert {o.flag for o in receipt.left_out} <= set(receipt.cflags)
+    assert {o.instruction_set for o in receipt.left_out}.isdisjoint(receipt.features)
+    planted = {"instruction_set": "rdseed", "flag": "-mno-rdseed", "why": "planted", "system": True}
+    for spoiled, in_cflags in (
+        (planted, False),  # a flag the compile did not have
+        ({**planted, "flag": "-march=native"}, True),  # a flag that turns nothing off
+        ({**planted, "why": "two\nlines"}, True),
+    ):
+        data = json.loads(receipt_path(result.wheel).read_text())
+        data["cflags"] = [f for f in data["cflags"] if f != "-mno-rdseed"]
+        data["cflags"] += [spoiled["flag"]] if in_cflags else []
+        data["left_out"] = [spoiled]
+        with pytest.raises(InputError, match="left_out"):
+            decode_overlay_receipt(json.dumps(data).encode(), source="planted")
 
 
 def test_rebuilding_gives_the_same_bytes_and_verify_says_so(built_overlay: BuiltOverlay) -> None:
     again = verify_overlay(built_overlay.result.wheel)
     assert again.receipt.wheel.sha256 == built_overlay.result.receipt.wheel.sha256
+    assert again.receipt.left_out == built_overlay.result.receipt.left_out
+    assert again.receipt.cflags == built_overlay.result.receipt.cflags
 
 
 def test_the_wheel_carries_the_manylinux_tag_auditwheel_finds_for_its_libraries(
@@ -101,3 +119,8 @@ def test_a_target_this_cpu_cannot_run_loads_nothing_and_says_why_once(
     assert set(line.split("lacks ")[1].split()) & missing
     assert ran.stdout.split()[0] == "0"  # stock's Exp only
     assert float(ran.stdout.split()[1]) == pytest.approx(2.718281828, rel=1e-6)
+    # The special-value check cannot run its kernels here, and says why in the loader's words.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TFBUILD_OVERLAY")}
+    with pytest.raises(EnvironmentProblem) as failed:
+        check_ops(built_overlay.python, env, str(site))
+    assert failed.value.why == f"its loader said: {line}"

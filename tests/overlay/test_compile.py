@@ -16,6 +16,7 @@ from tfbuild.overlay.compile import (
     MACROS,
     PART_FLAGS,
     SOURCES,
+    SYSTEM_FLAGS,
     SYSTEM_ONLY,
     host_toolchain,
     predefined,
@@ -102,15 +103,23 @@ def test_clang_16_builds_a_target_with_fp16_without_it(tmp_path: Path) -> None:
     clang = host_compiler("clang++-16")
     assert clang.family == "clang" and clang.major == 16 < FP16_CLANG
     toolchain = host_toolchain(clang.path)
-    assert "-mno-avx512fp16" in workarounds(clang, toolchain, [FP16_TARGET], cwd=tmp_path)
-    assert "-mno-avx512fp16" not in workarounds(clang, toolchain, [OLDER_TARGET], cwd=tmp_path)
+    (fp16,) = (
+        o
+        for o in workarounds(clang, toolchain, [FP16_TARGET], cwd=tmp_path)
+        if o.flag == "-mno-avx512fp16"
+    )
+    assert fp16.instruction_set == "avx512_fp16" and "clang before 19" in fp16.why
+    assert not fp16.system  # a vector set left out for the compiler's sake
+    older = workarounds(clang, toolchain, [OLDER_TARGET], cwd=tmp_path)
+    assert "-mno-avx512fp16" not in {o.flag for o in older}
 
 
 def test_gcc_builds_a_target_with_fp16_as_it_is(tmp_path: Path) -> None:
     gcc = host_compiler("g++")
     assert gcc.family == "gcc"
     found = workarounds(gcc, host_toolchain(gcc.path), [FP16_TARGET], cwd=tmp_path)
-    assert "-mno-avx512fp16" not in found
+    assert "-mno-avx512fp16" not in {o.flag for o in found}
+    assert found  # the system-only sets, still left out
 
 
 #: Targets whose -march enables system-only instruction sets a hypervisor may hide: pku and
@@ -134,7 +143,11 @@ def test_the_kernels_keep_every_vector_set_and_no_system_one(
     compiler = host_compiler(program)
     toolchain = host_toolchain(compiler.path)
     before = predefined(toolchain, [march], cwd=tmp_path)
-    added = workarounds(compiler, toolchain, [march], cwd=tmp_path)
+    left_out = workarounds(compiler, toolchain, [march], cwd=tmp_path)
+    added = [o.flag for o in left_out]
+    # each named by what /proc/cpuinfo (and so the loader and pick) call it
+    assert {o.instruction_set for o in left_out if o.system} <= SYSTEM_FLAGS
+    assert {o.instruction_set for o in left_out if not o.system} <= {"avx512_fp16"}
     after = predefined(toolchain, [march, *added], cwd=tmp_path)
     assert not after & set(SYSTEM_ONLY), sorted(after & set(SYSTEM_ONLY))
     fp16 = {"__AVX512FP16__"} if "-mno-avx512fp16" in added else set()

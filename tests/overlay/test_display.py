@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from tests.overlays import compiled_for
 from tfbuild.cli.overlay import _model_lines, built_lines
 from tfbuild.core.stats import Summary, verdict
 from tfbuild.measure.profile import KernelTime
@@ -40,6 +41,27 @@ def test_each_fact_once_in_80_columns(built_overlay: BuiltOverlay) -> None:
     for op in left:  # each op left to stock named once, whatever its dtypes
         assert text.count(f"left to stock: {op} (") == 1
     assert Path(lines[0]) == wheel and f"tfbuild smoke {wheel}" in text
+
+
+def test_what_the_kernels_left_out_is_said_apart_from_what_they_need(
+    built_overlay: BuiltOverlay, tmp_path: Path
+) -> None:
+    """The sapphirerapids overlay as clang 16 compiles it here: the system instructions on one
+    line, AVX512-FP16 (left out for the compiler's sake) on its own with why."""
+    compiled = compiled_for("sapphirerapids", tmp_path)
+    wheel = Path("tfbuild_overlay-2.21.0+sapphirerapids-py3-none-manylinux_2_31_x86_64.whl")
+    receipt = dataclasses.replace(
+        built_overlay.result.receipt,
+        cflags=compiled.cflags,
+        features=compiled.features,
+        left_out=compiled.left_out,
+    )
+    text = " ".join(line.strip() for line in built_lines(wheel, receipt))
+    system = " ".join(o.instruction_set for o in compiled.left_out if o.system)
+    assert "pku" in system.split() and "waitpkg" in system.split()
+    assert f"system instructions no kernel contains; a VM may hide them): {system} " in text
+    assert "not used: avx512_fp16 (Eigen's AVX512-FP16 packet math does not compile" in text
+    assert "amx_tile" in text.split("loads only where the CPU has: ")[1].split(" not needed")[0]
 
 
 def model_result(note: str | None) -> ModelResult:

@@ -15,6 +15,8 @@ from tests import receipts, wheels
 from tests.http_server import Server
 
 DIST = "tfbuild_standin"
+#: The project's own Zen 4 VM, whose hypervisor hides flush_l1d and pku (fixtures/README.md).
+ZEN4_VM = Path(__file__).parent / "fixtures" / "linux-debian12-epyc-zen4-vm"
 
 # TensorFlow's guard features, as `tfbuild detect` names them.
 V3_FEATURES = ("SSE3", "SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA")

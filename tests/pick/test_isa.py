@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cpuinfo_fixture
-from tests.pick.conftest import DIST, WHEELS, make_wheel
+from tests.pick.conftest import DIST, WHEELS, ZEN4_VM, make_wheel
 from tfbuild.detect.cpu import NOT_INSTRUCTION_SETS
 from tfbuild.detect.cpuinfo import read_cpuinfo
 from tfbuild.detect.features import GUARD_FEATURES
@@ -24,7 +24,6 @@ from tfbuild.pick.listing import load_wheels
 from tfbuild.pick.machine import describe_host
 from tfbuild.pick.rank import PickResult, pick
 
-ZEN4_VM = Path(__file__).parent / "fixtures" / "linux-debian12-epyc-zen4-vm"
 ZEN5_WHEEL = f"{DIST}-2.21.0+zen5-cp311-cp311-linux_x86_64.whl"
 
 

@@ -21,7 +21,13 @@ from archspec.cpu import TARGETS
 
 from tests.conftest import cpuinfo_fixture, one_error_line, run_cli
 from tests.http_server import served
-from tests.overlays import BuiltOverlay, foreign_target, overlay_name, place_overlay
+from tests.overlays import (
+    BuiltOverlay,
+    compiled_for,
+    foreign_target,
+    overlay_name,
+    place_overlay,
+)
 from tests.pick.conftest import DIST, make_wheel
 from tfbuild.cli.wheel_display import print_pick
 from tfbuild.core import serial
@@ -40,6 +46,7 @@ from tfbuild.pick.machine import (
 )
 from tfbuild.pick.rank import PickOptions, pick
 from tfbuild.wheel.index import write_index
+from tfbuild.wheel.overlay_receipt import read_overlay_receipt
 from tfbuild.wheel.receipt import receipt_path
 
 STANDIN_V3 = f"{DIST}-2.21.0+x86_64v3-cp311-cp311-linux_x86_64.whl"
@@ -62,6 +69,7 @@ def for_target(built: BuiltOverlay, directory: Path, target: str, *more: str) ->
         target=target,
         cflags=(f"-march={target.replace('_', '-')}",),
         features=features(target, *more),
+        left_out=(),
     )
 
 
@@ -162,6 +170,82 @@ def test_an_overlay_whose_loader_checks_more_than_its_target_is_refused(
     assert reason == (
         "its loader would not load it here (stock kernels would run): it checks the CPU for "
         "avx_vnni, which this CPU lacks (from its receipt)"
+    )
+
+
+# --- virtual machines that hide system instructions ----------------------------------------------
+
+
+def as_compiled(built: BuiltOverlay, directory: Path, target: str, march: str) -> Path:
+    """The real overlay as one built for ``target``: its receipt's flags, features and left-out
+    instruction sets are what the overlay's build compiles ``-march=MARCH`` with here."""
+    compiled = compiled_for(march, directory / "scratch")
+    return place_overlay(
+        built,
+        directory / "overlays",
+        name=overlay_name(built, target=target),
+        target=target,
+        cflags=compiled.cflags,
+        features=compiled.features,
+        left_out=compiled.left_out,
+    )
+
+
+def test_a_zen4_overlay_is_chosen_on_a_zen5_vm_that_hides_system_instructions(
+    built_overlay: BuiltOverlay, tmp_path: Path
+) -> None:
+    """The Zen 5 VM hides pku and rdseed (and flush_l1d), so a zen4 wheel is refused there
+    (tests/pick/test_isa.py); the zen4 overlay's kernels are compiled without them, its loader
+    does not check them, and pick chooses it, saying which it lacks and why that is fine."""
+    wheel = as_compiled(built_overlay, tmp_path, "zen4", "znver4")
+    receipt = read_overlay_receipt(receipt_path(wheel), wheel=wheel)
+    assert {"pku", "rdseed"} <= {o.instruction_set for o in receipt.left_out}
+    assert {"-mno-pku", "-mno-rdseed"} <= set(receipt.cflags)
+    assert {"pku", "rdseed"}.isdisjoint(receipt.features)
+    assert {"avx512f", "avx512_bf16", "avx512_vnni", "vaes"} <= set(receipt.features)
+    vm = on("epyc-zen5-vm", as_built(built_overlay))
+    assert {"pku", "rdseed", "flush_l1d"}.isdisjoint(vm.cpu.flags) and vm.target == "x86_64_v4"
+    result = pick(load_wheels(str(wheel.parent)), vm)
+    assert result.overlay is not None and result.overlay.wheel.filename == wheel.name
+    assert result.overlay.reason.startswith(
+        "zen4 runs here: the CPU has every instruction set it needs; it lacks only flush_l1d (a "
+        "cache-flush command the kernel writes to a model-specific register), pku (memory "
+        "protection keys (RDPKRU, WRPKRU); left out: -mno-pku), rdseed (hardware random seeds; "
+        "left out: -mno-rdseed), which its kernels do not contain; the CPU has every instruction "
+        "set its loader checks for; "
+    )
+
+
+def test_a_sapphirerapids_overlay_loads_on_its_vm_and_is_refused_without_amx(
+    built_overlay: BuiltOverlay, tmp_path: Path
+) -> None:
+    """The Sapphire Rapids VM (tests/fixtures/cpuinfo/README.md) hides pku and waitpkg, so archspec
+    calls it an icelake; the sapphirerapids overlay is chosen there. A Cascade Lake lacks AMX and
+    newer AVX-512 sets, and the refusal names only those, not the system instructions it lacks
+    too (movdiri, serialize, waitpkg...)."""
+    wheel = as_compiled(built_overlay, tmp_path, "sapphirerapids", "sapphirerapids")
+    receipt = read_overlay_receipt(receipt_path(wheel), wheel=wheel)
+    assert {"amx_tile", "amx_int8", "amx_bf16"} <= set(receipt.features)
+    assert {"waitpkg", "serialize", "movdiri"} <= {o.instruction_set for o in receipt.left_out}
+    spr = on("xeon-sapphirerapids-vm", as_built(built_overlay))
+    assert {"pku", "waitpkg"}.isdisjoint(spr.cpu.flags) and spr.target == "icelake"
+    chosen = pick(load_wheels(str(wheel.parent)), spr).overlay
+    assert chosen is not None and chosen.wheel.filename == wheel.name
+    assert chosen.reason.startswith(
+        "sapphirerapids runs here: the CPU has every instruction set it needs; it lacks only "
+        "waitpkg (user-mode waits (UMWAIT, TPAUSE); left out: -mno-waitpkg), which its kernels "
+        "do not contain; "
+    )
+    cascadelake = on("cascadelake", as_built(built_overlay))
+    refused = pick(load_wheels(str(wheel.parent)), cascadelake)
+    assert refused.overlay is None
+    ((status, stage, reason),) = statuses(refused.overlays).values()
+    assert (status, stage) == ("refused", "cpu")
+    assert {"movdiri", "serialize", "waitpkg"}.isdisjoint(cascadelake.cpu.flags)
+    assert reason == (
+        "its loader would not load it here (stock kernels would run): sapphirerapids requires "
+        "features the CPU lacks: amx_bf16, amx_int8, amx_tile, avx512_bf16, avx512_bitalg, "
+        "avx512_vbmi2, avx512_vpopcntdq, avx512ifma, avx512vbmi, gfni, sha_ni, vaes, vpclmulqdq"
     )
 
 

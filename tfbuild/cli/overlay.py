@@ -130,8 +130,17 @@ def built_lines(wheel: Path, receipt: OverlayReceipt) -> list[str]:
         ),
         *_block(f"flags: {' '.join(receipt.cflags)}"),
         *_block(f"loads only where the CPU has: {' '.join(receipt.features)}"),
-        *_block(checked),
     ]
+    system = [o.instruction_set for o in receipt.left_out if o.system]
+    if system:
+        lines += _block(
+            f"not needed (system instructions no kernel contains; a VM may hide them): "
+            f"{' '.join(system)}"
+        )
+    for other in receipt.left_out:
+        if not other.system:
+            lines += _block(f"not used: {other.instruction_set} ({other.why})")
+    lines += _block(checked)
     for reason, dtypes in left.items():
         op, _, why = reason.partition(": ")
         lines += _block(f"left to stock: {op} ({', '.join(dtypes)}): {why}")

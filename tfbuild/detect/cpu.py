@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import platform
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -192,24 +192,31 @@ NOT_INSTRUCTION_SETS: dict[str, str] = {
 }
 
 
-def why_not(target: Microarchitecture, info: CpuInfo) -> Fit:
-    """Explain whether ``target`` fits the machine the dump describes (archspec's wording), with the
-    flags that are not instruction sets (:data:`NOT_INSTRUCTION_SETS`) left out of the comparison:
-    a hypervisor hides them, and no compiled code depends on them."""
+def why_not(
+    target: Microarchitecture,
+    info: CpuInfo,
+    *,
+    unused: Mapping[str, str] = NOT_INSTRUCTION_SETS,
+    because: str = "which compiled code cannot depend on",
+) -> Fit:
+    """Explain whether ``target`` fits the machine the dump describes (archspec's wording), with
+    ``unused`` flags left out of the comparison (flag -> what it is): by default the flags that are
+    not instruction sets (:data:`NOT_INSTRUCTION_SETS`), which a hypervisor hides and no compiled
+    code depends on; an overlay adds the instruction sets its kernels were compiled without."""
     fit = _archspec_fit(target, info)
     if fit.runs or info.architecture != "x86_64":
         return fit
-    lacking = sorted((target.features & NOT_INSTRUCTION_SETS.keys()) - info.flags)
+    lacking = sorted((target.features & unused.keys()) - info.flags)
     if not lacking:
         return fit
     lifted = _archspec_fit(target, replace(info, flags=FlagSet(info.flags | set(lacking))))
     if not lifted.runs:
         return lifted  # names only the instruction sets the CPU lacks
-    what = ", ".join(f"{flag} ({NOT_INSTRUCTION_SETS[flag]})" for flag in lacking)
+    what = ", ".join(f"{flag} ({unused[flag]})" for flag in lacking)
     return replace(
         lifted,
         reason=f"{target.name} runs here: the CPU has every instruction set it needs; it lacks "
-        f"only {what}, which compiled code cannot depend on",
+        f"only {what}, {because}",
     )
 
 

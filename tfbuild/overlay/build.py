@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +52,7 @@ from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.labels import cpu_label
 from tfbuild.wheel.overlay_receipt import (
     KernelCheck,
+    LeftOut,
     OverlayImage,
     OverlayReceipt,
     read_overlay_receipt,
@@ -230,9 +231,8 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tfbuild-overlay-")))
         scratch = scratch.resolve()
         (scratch / "src").mkdir()
-        cflags = request.cflags + workarounds(
-            compiler, toolchain, request.cflags, cwd=scratch / "src"
-        )
+        left_out = workarounds(compiler, toolchain, request.cflags, cwd=scratch / "src")
+        cflags = request.cflags + tuple(o.flag for o in left_out)
         say(
             f"compiling {len(registration.names)} kernels of TensorFlow {stock.version} for "
             f"{request.target} ({' '.join(cflags)}) with {compiler.version} "
@@ -242,6 +242,7 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
                 else "on this host"
             )
         )
+        _say_left_out(left_out, say)
         compiled = compile_overlay(
             toolchain=toolchain,
             stock=stock,
@@ -296,6 +297,7 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
             target=request.target,
             cflags=cflags,
             features=compiled.features,
+            left_out=left_out,
             compiler=compiler.path,
             compiler_version=compiler.version,
             image=image,
@@ -317,6 +319,20 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
     return OverlayResult(
         wheel=out / wheel.name, receipt=receipt, receipt_file=receipt_file, stock_python=python
     )
+
+
+def _say_left_out(left_out: Sequence[LeftOut], say: Progress) -> None:
+    """One line for the system instruction sets left out (what lets a virtual machine that hides
+    them load the overlay), one for each other set with its reason."""
+    system = [o.instruction_set for o in left_out if o.system]
+    if system:
+        say(
+            f"left out of the kernels: {', '.join(system)}, system instructions no kernel "
+            "contains (a virtual machine that hides them loads the overlay)"
+        )
+    for other in left_out:
+        if not other.system:
+            say(f"left out of the kernels: {other.instruction_set} ({other.flag}): {other.why}")
 
 
 def _platform(wheel: Path, say: Progress) -> str:
@@ -378,7 +394,8 @@ def verify_overlay(wheel: Path, *, progress: Progress | None = None) -> OverlayR
             tensorflow=receipt.tensorflow,
             architecture="x86_64",
             target=receipt.target,
-            cflags=receipt.cflags,
+            # the target's own flags: the build leaves the same sets out again, and says why
+            cflags=tuple(f for f in receipt.cflags if f not in {o.flag for o in receipt.left_out}),
             compiler=receipt.image.compiler if receipt.image else "",
             compiler_path=None if receipt.image else receipt.compiler,
             in_image=receipt.image is not None,

@@ -304,7 +304,14 @@ def _bits(archive: zipfile.ZipFile, entry: tuple[str, str]) -> array.array[int]:
     return out
 
 
-def _run(python: str, env: Mapping[str, str], mode: str, out: Path, timeout: float) -> Index:
+#: How the overlay's loader begins the one line it says when it does not load (loader.c, say()).
+LOADER_SAYS = "tfbuild overlay ("
+
+
+def _run(
+    python: str, env: Mapping[str, str], mode: str, out: Path, timeout: float
+) -> tuple[Index, str | None]:
+    """The run's records, and the loader's line if it said why it did not load."""
     what = f"the overlay's numerical check (TFBUILD_OVERLAY={mode}) could not run"
     argv = [python, str(SCRIPT), str(out)]
     try:
@@ -330,7 +337,8 @@ def _run(python: str, env: Mapping[str, str], mode: str, out: Path, timeout: flo
                 raise serial.DecodeFailure(f"unknown op or type: {r.op} {r.dtype}")
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
         raise EnvironmentProblem(what, why=f"its output is unreadable: {exc}") from exc
-    return index
+    said = [line for line in done.stderr.splitlines() if line.startswith(LOADER_SAYS)]
+    return index, (said[-1][:400] if said else None)
 
 
 def check_ops(
@@ -345,20 +353,23 @@ def check_ops(
         full["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
     with tempfile.TemporaryDirectory(prefix="tfbuild-check-") as tmp:
         off_zip, on_zip = Path(tmp) / "off.zip", Path(tmp) / "on.zip"
-        off = _run(python, {**full, "TFBUILD_OVERLAY": "off"}, "off", off_zip, timeout)
+        off, _ = _run(python, {**full, "TFBUILD_OVERLAY": "off"}, "off", off_zip, timeout)
         if off.overlaid:
             raise EnvironmentProblem(
                 "TFBUILD_OVERLAY=off did not keep the overlay's kernels out",
                 why=f"{off.overlaid} of the computations had a kernel above TensorFlow's own",
                 fix="Check the loader in tensorflow-plugins/: it must not load when off.",
             )
-        on = _run(python, {**full, "TFBUILD_OVERLAY": "on"}, "on", on_zip, timeout)
+        on, loader_said = _run(python, {**full, "TFBUILD_OVERLAY": "on"}, "on", on_zip, timeout)
         if not on.overlaid:
             raise EnvironmentProblem(
                 "the overlay's kernels were not loaded with TFBUILD_OVERLAY=on",
-                why="no op checked had a kernel above TensorFlow's own",
-                fix=f"Check that {pythonpath or 'PYTHONPATH'} holds tensorflow-plugins/; "
-                "python -c 'import tensorflow' there shows the loader's message.",
+                why=f"its loader said: {loader_said}"
+                if loader_said
+                else "no op checked had a kernel above TensorFlow's own, and its loader said "
+                "nothing (was tensorflow-plugins/ scanned?)",
+                fix="Build for a target this CPU runs (tfbuild detect names it), or check the "
+                "overlay on a machine of its target.",
             )
         with zipfile.ZipFile(off_zip) as off_archive, zipfile.ZipFile(on_zip) as on_archive:
             return _compare_runs(off.records, off_archive, on.records, on_archive)

@@ -33,6 +33,7 @@ from tfbuild.core.compilers import CompilerExecutable, c_driver
 from tfbuild.core.errors import BuildFailed, UnsupportedError
 from tfbuild.overlay.ops import PARTS, Part, Registration, inc_files
 from tfbuild.overlay.stock import StockTensorFlow
+from tfbuild.wheel.overlay_receipt import LeftOut
 
 #: The loader's flags: the x86-64 baseline (SSE2), whatever the target.
 LOADER_MARCH = "-march=x86-64"
@@ -326,25 +327,33 @@ SYSTEM_FLAGS = frozenset(
 )
 
 
-def system_only(macros: set[str]) -> tuple[tuple[str, str], ...]:
-    """The flags that turn off the system-only instruction sets among ``macros``, with why."""
-    return tuple(SYSTEM_ONLY[m] for m in sorted(macros) if m in SYSTEM_ONLY)
+def _left_out(macro: str, flag: str, why: str, *, system: bool = True) -> LeftOut:
+    name = MACROS.get(macro) or macro.strip("_").lower()
+    return LeftOut(instruction_set=name, flag=flag, why=why, system=system)
+
+
+#: Why a clang before :data:`FP16_CLANG` leaves AVX512-FP16 out.
+FP16_WHY = (
+    f"Eigen's AVX512-FP16 packet math does not compile with a clang before {FP16_CLANG}; the "
+    "half-precision kernels convert to float as stock's do"
+)
 
 
 def workarounds(
     compiler: CompilerExecutable, toolchain: CompilerDrivers, cflags: Sequence[str], *, cwd: Path
-) -> tuple[str, ...]:
-    """Flags added to the target's, each for a reason above: the system-only instruction sets
-    the target enables turned off (:data:`SYSTEM_ONLY`), and AVX512-FP16 for a clang before 19.
-    The vector and arithmetic instruction sets the target enables stay, checked here."""
+) -> tuple[LeftOut, ...]:
+    """The instruction sets the target enables that its kernels are compiled without, each with
+    its flag and why: the system-only ones (:data:`SYSTEM_ONLY`), and AVX512-FP16 for a clang
+    before 19. The vector and arithmetic instruction sets the target enables stay, checked here."""
     macros = predefined(toolchain, cflags, cwd=cwd)
-    added = [flag for flag, _ in system_only(macros)]
+    left = [_left_out(m, *SYSTEM_ONLY[m]) for m in sorted(macros) if m in SYSTEM_ONLY]
     major = compiler.major if compiler.family == "clang" else None
     old_clang = major is not None and major < FP16_CLANG
     if old_clang and "-mno-avx512fp16" not in cflags and "__AVX512FP16__" in macros:
-        added.append("-mno-avx512fp16")
-    if not added:
+        left.append(_left_out("__AVX512FP16__", "-mno-avx512fp16", FP16_WHY, system=False))
+    if not left:
         return ()
+    added = [o.flag for o in left]
     kept = predefined(toolchain, [*cflags, *added], cwd=cwd)
     lost = {m for m in macros - kept if m not in SYSTEM_ONLY and m != "__AVX512FP16__"}
     lost -= {m for m in lost if not (MACROS.get(m) or _is_isa(m))}
@@ -354,7 +363,7 @@ def workarounds(
             why="the overlay leaves out only system instruction sets its kernels never contain",
             fix="Report it to tfbuild with the compiler and target.",
         )
-    return tuple(added)
+    return tuple(left)
 
 
 def _stage(scratch: Path, registration: Registration) -> None:

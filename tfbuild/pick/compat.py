@@ -344,6 +344,16 @@ def _instruction_sets(host: Host) -> set[str]:
     return flags | {_LOADER_NAMES[f] for f in flags if f in _LOADER_NAMES}
 
 
+def _unused(overlay: OverlayReceipt | None) -> dict[str, str]:
+    """Flags of a target an overlay's kernels cannot depend on: those that are no instruction sets,
+    and those its receipt says were left out of its kernels (what each is, and the flag)."""
+    left = overlay.left_out if overlay is not None else ()
+    return {
+        **cpu.NOT_INSTRUCTION_SETS,
+        **{o.instruction_set: f"{o.why.split(': ')[0]}; left out: {o.flag}" for o in left},
+    }
+
+
 def _overlay_cpu_check(
     label: WheelLabel, overlay: OverlayReceipt | None, host: Host
 ) -> tuple[bool, str, str | None]:
@@ -368,7 +378,9 @@ def _overlay_cpu_check(
         return False, f"it names the target {target!r}, which archspec does not know", target
     else:
         micro = TARGETS[target]
-        fit = cpu.why_not(micro, host.cpu)
+        fit = cpu.why_not(
+            micro, host.cpu, unused=_unused(overlay), because="which its kernels do not contain"
+        )
         if not fit.runs and micro.vendor in (host.cpu.vendor, "generic"):
             return False, f"{_NOT_LOADED}: {fit.reason}", target
         if not fit.runs:  # another vendor's target: refused as a wheel is, whatever it loads

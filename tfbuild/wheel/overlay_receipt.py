@@ -69,6 +69,18 @@ class KernelCheck:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LeftOut:
+    """An instruction set the target has that the kernels were compiled without, and why: the
+    system ones no kernel contains (so an overlay for a CPU loads on its virtual machines, whose
+    hypervisors hide them), or one the compiler cannot compile the stock headers for."""
+
+    instruction_set: str  # its /proc/cpuinfo name, as the loader and pick name it: "rdseed"
+    flag: str  # the compiler flag that left it out: "-mno-rdseed"
+    why: str
+    system: bool  # a system instruction set (True), or one the compiler cannot build (False)
+
+
+@dataclass(frozen=True, kw_only=True)
 class OverlayImage:
     """Where an overlay was compiled when not on the host: tfbuild's overlay toolchain image."""
 
@@ -104,6 +116,9 @@ class OverlayReceipt:
     target: str
     cflags: tuple[str, ...]
     features: tuple[str, ...]  # what the loader checks, /proc/cpuinfo names
+    #: The target's instruction sets its kernels do not contain, each with why (every receipt
+    #: written before 2026-11-28 has none: its features name every set its target turns on).
+    left_out: tuple[LeftOut, ...] = ()
     compiler: str  # its path on the host; in the image, its name there ("clang++-18")
     compiler_version: str  # the first line of its --version
     image: OverlayImage | None = None  # the toolchain image it was compiled in; None: on the host
@@ -138,6 +153,16 @@ def _grammar(receipt: OverlayReceipt) -> str | None:
         ("target", bool(_WORD.fullmatch(receipt.target))),
         ("cflags", all(_CFLAG.fullmatch(f) for f in receipt.cflags)),
         ("features", all(re.fullmatch(r"[a-z0-9_]{1,32}", f) for f in receipt.features)),
+        (
+            "left_out",
+            all(
+                re.fullmatch(r"[a-z0-9_]{1,32}", o.instruction_set)
+                and re.fullmatch(r"-mno-[a-z0-9]{1,32}", o.flag)
+                and o.flag in receipt.cflags
+                and _text_ok(o.why)
+                for o in receipt.left_out
+            ),
+        ),
         ("kernels", all(_KERNEL.fullmatch(k) for k in receipt.kernels)),
         ("checks", all(_KERNEL.fullmatch(c.kernel) for c in receipt.checks)),
         ("framework_size", 0 < receipt.framework_size < 1 << 40),
