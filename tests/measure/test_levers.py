@@ -4,8 +4,11 @@ themselves run real processes in tests/measure/test_race.py, real models in test
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+
+import pytest
 
 from tests.goldens import compare_or_write
 from tfbuild.core.stats import Summary, verdict
@@ -250,3 +253,21 @@ def test_the_json_of_a_tuned_model() -> None:
     for row in data["levers"]:  # type: ignore[attr-defined]
         assert set(row) >= {"name", "outcome", "ratio", "interval", "apply"}
     compare_or_write(GOLDEN / "tune-model.json", json.dumps(data, indent=2) + "\n")
+
+
+def test_a_process_settings_row_names_the_lever_it_was_raced_on(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The first stage's rows are each against stock at its threads, as the heading says; a
+    process setting raced on top of the kept lever is against that lever, and says so."""
+    from tfbuild.cli.tune_model import print_model_tune
+
+    xla = Arm(levers=(XLA,))
+    found = tuned(xla, apply_of(xla, MODEL, GIVEN))
+    first = found.levers[0]
+    on_top = dataclasses.replace(first, name="XLA + tcmalloc", against="XLA")
+    found = dataclasses.replace(found, levers=(*found.levers, on_top))
+    print_model_tune(found, "headline", tmp_path / "gru.env")
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
+    (mark,) = [line for line in rows if " against " in line]  # the one row not against stock
+    assert mark.lstrip().startswith("XLA + tcmalloc") and " against XLA" in mark

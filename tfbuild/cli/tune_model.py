@@ -256,7 +256,7 @@ def print_model_tune(found: ModelTune, line: str, written: Path) -> None:
     """The headline, how to apply the kept profile, each lever, what a rebuild would add: wrapped
     to the terminal when standard output is one, every line whole when piped."""
     from tfbuild.cli.text import hanging, terminal_width
-    from tfbuild.measure.levers import machine
+    from tfbuild.measure.levers import STOCK_NAMES, machine
 
     lines: list[tuple[str, int]] = [(line, 2)]
     if found.kept is not None:
@@ -288,6 +288,8 @@ def print_model_tune(found: ModelTune, line: str, written: Path) -> None:
     lines.append((f"  {'stock':<30}{'default':>8}  {_ms(found.stock_seconds)} a step", 4))
     for row in found.levers:
         shown = f"  {row.name:<30}{row.threads:>8}  {_ratio(row):<21}{row.outcome}"
+        if row.against not in STOCK_NAMES:  # a process setting, raced on top of the kept lever
+            shown += f" against {row.against}"
         if row.why:
             shown += f": {row.why}"
         lines.append((shown, 42))

@@ -327,6 +327,11 @@ def _stock_at(arm: Arm) -> Arm:
     return Arm(levers=(ONE_THREAD,)) if arm.threads == "1" else Arm()
 
 
+#: The names of stock at each thread count: what every first-stage row is judged against (the
+#: process settings' rows are judged against the lever they are raced on top of).
+STOCK_NAMES = frozenset({Arm().name, Arm(levers=(ONE_THREAD,)).name})
+
+
 def lever_results(
     found: Race, arms: Sequence[Arm], model: ModelFile, overlay: OverlayLever | None
 ) -> list[LeverResult]:
