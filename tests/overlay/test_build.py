@@ -51,6 +51,26 @@ def test_loaded_its_kernels_sit_above_stock_and_off_means_stock(
     assert off.stdout.split()[0] == "0"
 
 
+def test_tfbuild_overlay_is_off_in_the_words_people_use_and_says_what_it_does_not_know(
+    built_overlay: BuiltOverlay,
+) -> None:
+    """off, 0, false, no in any case turn it off, silently; on, 1, true, yes leave it on; any
+    other value is one line at import, and the overlay stays on."""
+    python, site = built_overlay.python, built_overlay.site
+    for value in ("OFF", "0", "False", "no"):
+        off = run_tf(python, site, REGISTERED, TFBUILD_OVERLAY=value)
+        assert (off.stdout.split()[0], overlay_lines(off.stderr)) == ("0", []), value
+    on = run_tf(python, site, REGISTERED, TFBUILD_OVERLAY="Yes")
+    assert (on.stdout.split()[0], overlay_lines(on.stderr)) == ("1", [])
+    unknown = run_tf(python, site, REGISTERED, TFBUILD_OVERLAY="disabled")
+    assert unknown.stdout.split()[0] == "1"
+    (line,) = overlay_lines(unknown.stderr)
+    assert line.endswith(
+        ": TFBUILD_OVERLAY=disabled is neither on nor off, taken as on (off, 0, false or no turn "
+        "it off)"
+    )
+
+
 def test_the_receipt_says_what_the_wheel_holds(built_overlay: BuiltOverlay) -> None:
     result = built_overlay.result
     receipt = read_overlay_receipt(receipt_path(result.wheel), wheel=result.wheel)

@@ -7,7 +7,9 @@
  *      register state the operating system saves: AVX, AVX-512, AMX);
  *   2. the TensorFlow in this process is the build the kernels were compiled against: its release
  *      (TF_Version) and the size of its libtensorflow_framework.so.2;
- *   3. TFBUILD_OVERLAY is not "off" (how smoke times stock TensorFlow in the same environment).
+ *   3. TFBUILD_OVERLAY does not turn it off: off, 0, false or no, in any case (how smoke times
+ *      stock TensorFlow in the same environment); a value that is neither off nor on (on, 1, true,
+ *      yes, or empty) is said on one line, and taken as on.
  * Any check failing: nothing is registered, and one line on stderr says why. Otherwise the kernels
  * are loaded with RTLD_NOW, so an unresolved symbol also fails before any of their code runs.
  *
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 enum reg { EAX, EBX, ECX, EDX };
@@ -167,9 +170,27 @@ static void say(const char *why) {
 
 static void marker(void) {}
 
+/* TFBUILD_OVERLAY: 1 off, 0 on (unset too), -1 neither. */
+static int switched_off(const char *value) {
+  static const char *const offs[] = {"off", "0", "false", "no"};
+  static const char *const ons[] = {"", "on", "1", "true", "yes"};
+  if (value == NULL) return 0;
+  for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++)
+    if (strcasecmp(value, offs[i]) == 0) return 1;
+  for (size_t i = 0; i < sizeof ons / sizeof ons[0]; i++)
+    if (strcasecmp(value, ons[i]) == 0) return 0;
+  return -1;
+}
+
 __attribute__((constructor)) static void tfbuild_overlay_load(void) {
-  const char *off = getenv("TFBUILD_OVERLAY");
-  if (off != NULL && strcmp(off, "off") == 0) return; /* asked for: said by whoever asked */
+  const char *value = getenv("TFBUILD_OVERLAY");
+  int off = switched_off(value);
+  if (off > 0) return; /* asked for: said by whoever asked */
+  if (off < 0)
+    fprintf(stderr,
+            "tfbuild overlay (%s, TensorFlow %s): TFBUILD_OVERLAY=%.64s is neither on nor off, "
+            "taken as on (off, 0, false or no turn it off)\n",
+            TFB_TARGET, TFB_TENSORFLOW, value);
   char missing[512], why[512];
   lacking(missing, sizeof missing);
   if (missing[0]) {
