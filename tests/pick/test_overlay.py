@@ -420,6 +420,20 @@ def test_pick_asks_the_interpreter_then_installs_the_overlay_that_loads_here(
     assert "installed tfbuild_overlay" not in refused_run.stdout
     assert "no wheel runs here" not in refused_run.stdout  # none was asked for
     assert "no overlay runs here on the TensorFlow installed" in refused_run.stdout
+    assert refused_run.stderr.rstrip().endswith(
+        "An overlay goes on an installed TensorFlow: name that interpreter with --python PATH."
+    )
+    # Without --python, pick asks tfbuild's own interpreter, and says that is what it did.
+    if find_spec("tensorflow") is None:
+        own = run_cli("pick", str(dist), "--overlay")
+        line = one_error_line(
+            own, UnsupportedError.exit_code, f"{sys.executable} has no TensorFlow installed",
+            among_others=True,
+        )  # fmt: skip
+        assert line.endswith(
+            "pick asked tfbuild's own interpreter, which is not the one you run TensorFlow "
+            "with; name that interpreter with --python PATH."
+        )
 
 
 def _purelib(python: str) -> str:
