@@ -110,3 +110,17 @@ def test_a_path_that_is_no_wheel_file_says_what_it_is(command: str, tmp_path: Pa
     (tmp_path / "dangling.whl").symlink_to(tmp_path / "gone.whl")
     dangling = run_cli(command, str(tmp_path / "dangling.whl"))
     assert "dangling.whl: it is a symbolic link to nothing." in one_error_line(dangling, 3)
+    # A file, but no wheel: a receipt beside its wheel names the wheel; any other file is said so.
+    name = "tfbuild_overlay-2.21.0+icelake-py3-none-manylinux_2_31_x86_64"
+    (tmp_path / f"{name}.json").write_text("{}")
+    (tmp_path / f"{name}.whl").write_bytes(b"")
+    receipt = run_cli(command, str(tmp_path / f"{name}.json"))
+    assert one_error_line(receipt, 3) == (
+        f"tfbuild: error: {name}.json is not a wheel: it is a receipt (JSON), which describes a "
+        f"wheel; a wheel is a .whl file. Pass the wheel beside it: {tmp_path / name}.whl"
+    )
+    (tmp_path / "notes.txt").write_text("")
+    other = run_cli(command, str(tmp_path / "notes.txt"))
+    assert one_error_line(other, 3) == (
+        f"tfbuild: error: notes.txt is not a wheel: a wheel is a .whl file. {fix}"
+    )

@@ -52,6 +52,8 @@ class WheelSpec:
                     why=_not_a_file(path),
                     fix="Pass the path of a .whl file, or a requirement such as tensorflow-cpu==2.21.0.",
                 )
+            if path.suffix != ".whl":
+                raise _not_a_wheel(path)
             return WheelSpec(kind="file", value=str(path.resolve()))
         if not _REQUIREMENT.fullmatch(text):
             raise UsageError(
@@ -68,6 +70,22 @@ def stock_spec(version: str | None, architecture: str) -> str:
         return package
     release = re.match(r"\d+\.\d+\.\d+", version)
     return f"{package}=={release.group(0)}" if release else package
+
+
+def _not_a_wheel(path: Path) -> InputError:
+    """A file that is not a wheel: a receipt beside one (``NAME.json``) is named as such, with the
+    wheel it describes when that is there."""
+    wheel = path.with_suffix(".whl")
+    if path.suffix == ".json":
+        why = "it is a receipt (JSON), which describes a wheel; a wheel is a .whl file"
+    else:
+        why = "a wheel is a .whl file"
+    fix = (
+        f"Pass the wheel beside it: {wheel}"
+        if wheel.is_file()
+        else "Pass the path of a .whl file, or a requirement such as tensorflow-cpu==2.21.0."
+    )
+    return InputError(f"{path.name} is not a wheel", why=why, fix=fix)
 
 
 def _not_a_file(path: Path) -> str:
