@@ -144,3 +144,47 @@ def test_a_target_this_cpu_cannot_run_loads_nothing_and_says_why_once(
     with pytest.raises(EnvironmentProblem) as failed:
         check_ops(built_overlay.python, env, str(site))
     assert failed.value.why == f"its loader said: {line}"
+
+
+@pytest.mark.parametrize(
+    ("release", "size", "said"),
+    [
+        ("2.20.0", None, "this TensorFlow is 2.21.0"),
+        (None, 1, "this TensorFlow 2.21.0 is another build (libtensorflow_framework.so.2 is "),
+    ],
+)
+def test_on_another_tensorflow_the_loader_says_how_to_get_an_overlay_for_it(
+    built_overlay: BuiltOverlay, tmp_path: Path, release: str | None, size: int | None, said: str
+) -> None:
+    """The real overlay's kernels beside a loader compiled as for another release, or another build
+    of the same release (as tensorflow-text's full tensorflow wheel over tensorflow-cpu's is): it
+    registers nothing, and its one line says how to build an overlay for the TensorFlow there."""
+    import shutil
+
+    from tfbuild.overlay.compile import KERNELS, LOADER
+
+    receipt = built_overlay.result.receipt
+    site = tmp_path / "site-packages"
+    shutil.copytree(built_overlay.site, site)
+    plugins = site / "tensorflow-plugins"
+    defines = [
+        f'-DTFB_FEATURES="{",".join(receipt.features)}"',
+        f'-DTFB_TARGET="{receipt.target}"',
+        f'-DTFB_TENSORFLOW="{release or receipt.tensorflow}"',
+        f"-DTFB_FRAMEWORK_SIZE={size or receipt.framework_size}LL",
+        f'-DTFB_KERNELS="{KERNELS}"',
+    ]
+    assert (plugins / "tfbuild_overlay" / KERNELS).is_file()
+    source = Path(__file__).parents[2] / "tfbuild" / "overlay" / "loader.c"
+    subprocess.run(
+        ["cc", "-x", "c", "-O2", "-fPIC", "-shared", *defines, str(source),
+         "-o", str(plugins / LOADER), "-ldl"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    ran = run_tf(built_overlay.python, str(site), REGISTERED)
+    assert ran.stdout.split()[0] == "0"  # stock's Exp only
+    (line,) = overlay_lines(ran.stderr)
+    assert f"not loaded, stock kernels run: {said}" in line
+    assert line.endswith(
+        "; an overlay for it: tfbuild overlay --installed --python PYTHON (the Python you run)"
+    )

@@ -139,13 +139,17 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data) {
   return 0;
 }
 
+/* How to get an overlay for the TensorFlow this process runs. */
+#define MATCHING \
+  "; an overlay for it: tfbuild overlay --installed --python PYTHON (the Python you run)"
+
 /* NULL: this process runs the TensorFlow the kernels were built against; else why not. */
 static const char *other_tensorflow(char *why, size_t size) {
   void *cc = dlopen("libtensorflow_cc.so.2", RTLD_NOW | RTLD_NOLOAD);
   const char *(*version)(void) = cc ? (const char *(*)(void))dlsym(cc, "TF_Version") : NULL;
   if (version == NULL) return "no TensorFlow C API (TF_Version) in this process";
   if (strcmp(version(), TFB_TENSORFLOW) != 0) {
-    snprintf(why, size, "this TensorFlow is %s", version());
+    snprintf(why, size, "this TensorFlow is %s%s", version(), MATCHING);
     return why;
   }
   struct found framework = {"libtensorflow_framework.so.2", ""};
@@ -155,8 +159,8 @@ static const char *other_tensorflow(char *why, size_t size) {
   if ((long long)st.st_size != (long long)TFB_FRAMEWORK_SIZE) {
     snprintf(why, size,
              "this TensorFlow %s is another build (libtensorflow_framework.so.2 is %lld bytes, "
-             "not %lld)",
-             TFB_TENSORFLOW, (long long)st.st_size, (long long)TFB_FRAMEWORK_SIZE);
+             "not %lld)%s",
+             TFB_TENSORFLOW, (long long)st.st_size, (long long)TFB_FRAMEWORK_SIZE, MATCHING);
     return why;
   }
   return NULL;
