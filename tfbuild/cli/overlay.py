@@ -63,7 +63,9 @@ def overlay_command(args: OverlayArgs) -> None:
 
     if args.installed and args.stock is not None:
         raise UsageError("--installed and --stock both name the TensorFlow", fix="Drop one.")
-    planned = plan_here(PlanOptions(tf=args.tf, target=args.target, cpuinfo=args.cpuinfo))
+    installed = _installed_release(args.python, args.tf) if args.installed else None
+    release = ".".join(installed.split(".")[:2]) if installed else args.tf
+    planned = plan_here(PlanOptions(tf=release, target=args.target, cpuinfo=args.cpuinfo))
     plan = planned.plan
     if plan.architecture != "x86_64":
         raise UsageError(
@@ -77,7 +79,8 @@ def overlay_command(args: OverlayArgs) -> None:
 
     result = build_overlay(
         OverlayRequest(
-            tensorflow=plan.tensorflow,
+            # --installed: the release installed, which a patch release of the recipe's minor is
+            tensorflow=installed or plan.tensorflow,
             architecture=plan.architecture,
             target=plan.target,
             cflags=plan.cflags,
@@ -95,6 +98,26 @@ def overlay_command(args: OverlayArgs) -> None:
         sys.stdout.write(json.dumps(serial.to_data(result.receipt), indent=2) + "\n")
         return
     typer.echo(printable("\n".join(built_lines(result.wheel, result.receipt))))
+
+
+def _installed_release(python: str, asked: str | None) -> str | None:
+    """The TensorFlow release installed for ``python`` (tensorflow-cpu's, else tensorflow's), or
+    None when there is none to read (the build then says why). A ``--tf`` of another minor
+    release than the one installed is refused; a patch release of it is the same overlay."""
+    from tfbuild.core.errors import UsageError
+    from tfbuild.measure.envs import installed_version
+
+    found = installed_version(python, "tensorflow-cpu") or installed_version(python, "tensorflow")
+    if found is None:
+        return None
+    minor = found.split(".")[:2]
+    if asked is not None and asked.split(".")[:2] != minor:
+        raise UsageError(
+            f"--tf {asked} asks for another release than the TensorFlow {found} of {python}",
+            fix=f"Drop --tf (--installed builds for {found}), or pass an interpreter with "
+            f"TensorFlow {asked}.",
+        )
+    return found
 
 
 def _block(text: str, *, width: int = 80) -> list[str]:
