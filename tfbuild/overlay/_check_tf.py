@@ -96,9 +96,12 @@ class Corpus:
             f = x.astype(np.float32).view(np.uint32).astype(np.uint64)
             if self.dtype == "float32":
                 return f.astype(np.uint32)
-            rounded = (f + 0x7FFF + ((f >> 16) & 1)) >> 16
+            # numpy 1.x (TensorFlow before 2.18) promotes uint64 with a Python int to float64:
+            # every constant is of the array's own type
+            u = np.uint64
+            rounded = (f + u(0x7FFF) + ((f >> u(16)) & u(1))) >> u(16)
             nan = np.isnan(x)
-            rounded[nan] = (f[nan] >> 16) | 0x40
+            rounded[nan] = (f[nan] >> u(16)) | u(0x40)
             return rounded.astype(np.uint16)
 
     def values(self, bits: Any) -> Any:
@@ -106,7 +109,7 @@ class Corpus:
         np = self.np
         bits = np.asarray(bits, dtype=self.uint)
         if self.dtype == "bfloat16":
-            return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+            return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32).astype(np.float64)
         view = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
         return bits.view(view[self.dtype]).astype(np.float64)
 
