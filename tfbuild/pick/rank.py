@@ -160,13 +160,13 @@ class PickResult:
             fix = "Build one for this machine with tfbuild wheel; every wheel's reason is in the "
             fix += "list (wheels[] in --json)."
         elif overlays_only and self.host.tensorflow is None:
-            asked = (
+            own = (
                 "pick asked tfbuild's own interpreter, which is not the one you run TensorFlow "
                 "with; "
                 if self.host.python_source.startswith("this interpreter")
                 else ""
             )
-            fix = f"An overlay goes on an installed TensorFlow: {asked}name that interpreter "
+            fix = f"An overlay goes on an installed TensorFlow: {own}name that interpreter "
             fix += "with --python PATH."
         elif overlays_only:
             fix = "Build one for this machine and the TensorFlow installed with tfbuild overlay; "
