@@ -22,6 +22,7 @@ from tfbuild.core.errors import EnvironmentProblem
 from tfbuild.overlay.check import (
     BOUNDS,
     FORMATS,
+    OpCheck,
     Part,
     check_ops,
     compare,
@@ -29,6 +30,7 @@ from tfbuild.overlay.check import (
     is_nan,
     ordered,
     ulp_distance,
+    unchecked,
     value,
 )
 
@@ -324,6 +326,37 @@ def test_the_overlay_computes_what_stock_tensorflow_computes(built_overlay: Any)
     assert all(c.values > 0 for c in checks)
     failed = failures(checks)
     assert not failed, "\n".join(c.line() for c in failed)
+    # every kernel the overlay registers was run as the overlay's, and checked
+    assert unchecked(built_overlay.result.receipt.kernels, checks) == ()
     for dtype in DTYPES:  # compiled without Eigen's fast math: the sqrt instruction, as stock's
         sqrt = by_key["Sqrt", dtype]
         assert sqrt.overlaid and sqrt.exact == sqrt.values, sqrt.line()
+
+
+def test_a_registered_kernel_the_check_did_not_run_as_the_overlays_is_named() -> None:
+    def ran(op: str, dtype: str, overlaid: bool) -> OpCheck:
+        return OpCheck(
+            op=op, dtype=dtype, overlaid=overlaid, values=1, exact=1, max_ulp=0,
+            nan_mismatches=0, special_mismatches=0, bound=0,
+        )  # fmt: skip
+
+    results = [ran("Exp", "float32", True), ran("Tanh", "float32", False)]
+    registered = ["Exp:float32", "Tanh:float32", "Cast:float32->bfloat16"]
+    # Tanh ran as stock's (not the overlay's), and no Cast was in the corpus
+    assert unchecked(registered, results) == ("Cast:float32->bfloat16", "Tanh:float32")
+    assert unchecked(["Exp:float32"], results) == ()
+
+
+def test_the_three_op_lists_agree() -> None:
+    """What the overlay can register (ops.py), what the check script computes (_check_tf.py) and
+    what the check bounds (check.py): every kernel registered is one the check runs and bounds."""
+    from tfbuild.overlay import _check_tf
+    from tfbuild.overlay.ops import candidate_names
+
+    kernels = candidate_names()
+    registered = {k.split(":")[0] for k in kernels}
+    computed = {*_check_tf.UNARY, *_check_tf.GRADS, *_check_tf.ROWS, "Cast"}
+    assert registered <= computed, sorted(registered - computed)
+    assert registered <= set(BOUNDS), sorted(registered - set(BOUNDS))
+    casts = {k.split(":")[1] for k in kernels if k.startswith("Cast:")}
+    assert casts <= {f"{src}->{dst}" for src, dst in _check_tf.CASTS}

@@ -367,6 +367,15 @@ def _check(python: str, site: Path, registration: Registration) -> tuple[KernelC
         for r in results
         if r.overlaid and f"{r.op}:{r.dtype}" in registered
     )
+    missed = numeric.unchecked(registered, results)
+    if missed:
+        raise BuildFailed(
+            f"{len(missed)} kernel(s) the overlay registers were not checked against stock: "
+            f"{', '.join(missed[:6])}",
+            why="an overlay's kernels run only once its special-value check has covered each; "
+            "the check's corpus (tfbuild/overlay/_check_tf.py) lacks them, or stock's ran there",
+            fix="Report it to tfbuild with the receipt's TensorFlow and target.",
+        )
     failed = numeric.failures(r for r in results if r.overlaid)
     if failed:
         raise BuildFailed(

@@ -341,6 +341,13 @@ def _run(
     return index, (said[-1][:400] if said else None)
 
 
+def unchecked(registered: Iterable[str], results: Iterable[OpCheck]) -> tuple[str, ...]:
+    """The kernels an overlay registers (``Op:dtype``) that the check did not run as the overlay's:
+    not in its corpus, or stock's ran in their place. Each is one an overlay must not ship."""
+    ran = {f"{r.op}:{r.dtype}" for r in results if r.overlaid}
+    return tuple(sorted(set(registered) - ran))
+
+
 def check_ops(
     python: str, env: Mapping[str, str], pythonpath: str | None = None, *, timeout: float = 900.0
 ) -> tuple[OpCheck, ...]:
