@@ -62,6 +62,14 @@ def test_tfbuild_overlay_is_off_in_the_words_people_use_and_says_what_it_does_no
         assert (off.stdout.split()[0], overlay_lines(off.stderr)) == ("0", []), value
     on = run_tf(python, site, REGISTERED, TFBUILD_OVERLAY="Yes")
     assert (on.stdout.split()[0], overlay_lines(on.stderr)) == ("1", [])
+    # status: on, and one line either way (not loaded: the loader's reason, as always)
+    status = run_tf(python, site, REGISTERED, TFBUILD_OVERLAY="status")
+    assert status.stdout.split()[0] == "1"
+    receipt = built_overlay.result.receipt
+    assert overlay_lines(status.stderr) == [
+        f"tfbuild overlay ({receipt.target}, TensorFlow {receipt.tensorflow}): loaded, "
+        f"{len(receipt.kernels)} kernels above TensorFlow's own (TFBUILD_OVERLAY=off turns it off)"
+    ]
     unknown = run_tf(python, site, REGISTERED, TFBUILD_OVERLAY="disabled")
     assert unknown.stdout.split()[0] == "1"
     (line,) = overlay_lines(unknown.stderr)
@@ -173,6 +181,7 @@ def test_on_another_tensorflow_the_loader_says_how_to_get_an_overlay_for_it(
         f'-DTFB_TENSORFLOW="{release or receipt.tensorflow}"',
         f"-DTFB_FRAMEWORK_SIZE={size or receipt.framework_size}LL",
         f'-DTFB_KERNELS="{KERNELS}"',
+        f"-DTFB_KERNEL_COUNT={len(receipt.kernels)}",
     ]
     assert (plugins / "tfbuild_overlay" / KERNELS).is_file()
     source = Path(__file__).parents[2] / "tfbuild" / "overlay" / "loader.c"

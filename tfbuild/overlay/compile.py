@@ -374,7 +374,9 @@ def _stage(scratch: Path, registration: Registration) -> None:
         (scratch / name).write_text(text)
 
 
-def _defines(stock: StockTensorFlow, target: str, features: Sequence[str]) -> list[str]:
+def _defines(
+    stock: StockTensorFlow, target: str, features: Sequence[str], kernels: int
+) -> list[str]:
     def string(name: str, value: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9_.,+-]*", value):
             raise ValueError(f"{name}: {value!r}")  # decoded values only: never reached
@@ -386,6 +388,7 @@ def _defines(stock: StockTensorFlow, target: str, features: Sequence[str]) -> li
         string("TFB_TENSORFLOW", stock.version),
         f"-DTFB_FRAMEWORK_SIZE={stock.framework_size}LL",
         string("TFB_KERNELS", KERNELS),
+        f"-DTFB_KERNEL_COUNT={kernels}",
     ]
 
 
@@ -448,7 +451,7 @@ def compile_overlay(
             "-fvisibility=hidden",
             *REPRODUCIBLE,
             *maps,
-            *_defines(stock, target, features),
+            *_defines(stock, target, features, len(registration.names)),
             "loader.c",
             "-o",
             LOADER,

@@ -9,7 +9,8 @@
  *      (TF_Version) and the size of its libtensorflow_framework.so.2;
  *   3. TFBUILD_OVERLAY does not turn it off: off, 0, false or no, in any case (how smoke times
  *      stock TensorFlow in the same environment); a value that is neither off nor on (on, 1, true,
- *      yes, or empty) is said on one line, and taken as on.
+ *      yes, or empty) is said on one line, and taken as on. TFBUILD_OVERLAY=status is on, and
+ *      says on one line whether it loaded, how many kernels, for which target (or why not).
  * Any check failing: nothing is registered, and one line on stderr says why. Otherwise the kernels
  * are loaded with RTLD_NOW, so an unresolved symbol also fails before any of their code runs.
  *
@@ -17,6 +18,7 @@
  *   TFB_FEATURES  the instruction sets the kernels need, by /proc/cpuinfo name, comma-separated
  *   TFB_TARGET    the target's name, TFB_TENSORFLOW the release, TFB_FRAMEWORK_SIZE its size
  *   TFB_KERNELS   the kernels' file name, in the directory tfbuild_overlay/ beside this file
+ *   TFB_KERNEL_COUNT  how many kernels it registers above TensorFlow's own
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
@@ -177,7 +179,7 @@ static void marker(void) {}
 /* TFBUILD_OVERLAY: 1 off, 0 on (unset too), -1 neither. */
 static int switched_off(const char *value) {
   static const char *const offs[] = {"off", "0", "false", "no"};
-  static const char *const ons[] = {"", "on", "1", "true", "yes"};
+  static const char *const ons[] = {"", "on", "1", "true", "yes", "status"};
   if (value == NULL) return 0;
   for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++)
     if (strcasecmp(value, offs[i]) == 0) return 1;
@@ -220,5 +222,10 @@ __attribute__((constructor)) static void tfbuild_overlay_load(void) {
   if (dlopen(path, RTLD_NOW | RTLD_LOCAL) == NULL) {
     snprintf(why, sizeof why, "%s", dlerror());
     say(why);
+  } else if (value != NULL && strcasecmp(value, "status") == 0) {
+    fprintf(stderr,
+            "tfbuild overlay (%s, TensorFlow %s): loaded, %d kernels above TensorFlow's own "
+            "(TFBUILD_OVERLAY=off turns it off)\n",
+            TFB_TARGET, TFB_TENSORFLOW, TFB_KERNEL_COUNT);
   }
 }
