@@ -184,4 +184,9 @@ def test_doctor_in_an_80_column_terminal_writes_for_people(base_image: str) -> N
     assert speedup is not None, blocks["speedup"]
     ratio, host, baseline = (float(speedup.group(i)) for i in (2, 5, 6))
     assert int(speedup.group(4)) in (15, 30, 45, 60, 75)
-    assert ratio == pytest.approx(baseline / host, rel=0.1)  # a ratio of medians is near HL's
+    assert ratio > 0 and host > 0 and baseline > 0
+    # How near the ratio of medians is to the estimate is a figure load moves (issue 39): not
+    # asserted here. The estimate lies in its own interval, whatever the load.
+    if "-" in speedup.group(3):
+        low, high = (float(x) for x in speedup.group(3).split("-"))
+        assert low <= ratio <= high, blocks["speedup"]
