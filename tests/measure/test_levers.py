@@ -27,14 +27,13 @@ from tfbuild.measure.levers import (
     choose,
     first_choice,
     lever_results,
-    model_tune_json,
-    profile_env_lines,
     reference_of,
     stage_one,
 )
 from tfbuild.measure.models import ModelFile
 from tfbuild.measure.race import Lane, Race
 from tfbuild.measure.run import OpResult
+from tfbuild.measure.tune_report import model_tune_json, profile_env_lines
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "measure"
 MODEL = ModelFile(path="/models/gru.keras", kind="keras", op="model:gru.keras", bytes=1, batch=8)

@@ -53,14 +53,9 @@ def tune_a_model(
     file written (``env_file``, default beside the model), the result printed."""
     from tfbuild.core.heartbeat import Heartbeat
     from tfbuild.measure.envs import clean_env, ensure_env
-    from tfbuild.measure.levers import (
-        LEVER_VARIABLES,
-        ModelTuneOptions,
-        model_tune_json,
-        tune_model,
-        write_env_file,
-    )
+    from tfbuild.measure.levers import LEVER_VARIABLES, ModelTuneOptions, tune_model
     from tfbuild.measure.tune import process_knobs
+    from tfbuild.measure.tune_report import model_tune_json, write_env_file
     from tfbuild.overlay.ops import candidate_names
 
     target = env_file or default_env_file(model)
@@ -256,7 +251,8 @@ def print_model_tune(found: ModelTune, line: str, written: Path) -> None:
     """The headline, how to apply the kept profile, each lever, what a rebuild would add: wrapped
     to the terminal when standard output is one, every line whole when piped."""
     from tfbuild.cli.text import hanging, terminal_width
-    from tfbuild.measure.levers import STOCK_NAMES, machine
+    from tfbuild.measure.levers import STOCK_NAMES
+    from tfbuild.measure.tune_report import machine
 
     lines: list[tuple[str, int]] = [(line, 2)]
     if found.kept is not None:
