@@ -65,6 +65,8 @@ class InstalledTensorFlow:
 
 #: Host.tensorflow_source when no overlay was to be judged, so no interpreter was asked.
 TENSORFLOW_NOT_ASKED = "not asked: no overlay among the wheels"
+#: How a host's python_source begins when no --python was given: tfbuild's own interpreter.
+OWN_INTERPRETER = "this interpreter"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -322,7 +324,7 @@ def describe_host(
     else:
         implementation = _abi_prefix(sys.implementation.name)
         version = f"{sys.version_info.major}.{sys.version_info.minor}"
-        python_source = f"this interpreter, {sys.executable}"
+        python_source = f"{OWN_INTERPRETER}, {sys.executable}"
     if driver_cuda is not None:
         cuda = parse_driver_cuda(driver_cuda)
         cuda_source = "--driver-cuda"

@@ -26,7 +26,7 @@ from tfbuild.core.variants import VARIANTS, Variant
 from tfbuild.detect import cpu
 from tfbuild.pick.compat import STAGE_ORDER, Assessment, evaluate
 from tfbuild.pick.listing import WheelSource
-from tfbuild.pick.machine import Host
+from tfbuild.pick.machine import OWN_INTERPRETER, Host
 from tfbuild.wheel.labels import NATIVE
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ class PickResult:
             own = (
                 "pick asked tfbuild's own interpreter, which is not the one you run TensorFlow "
                 "with; "
-                if self.host.python_source.startswith("this interpreter")
+                if self.host.python_source.startswith(OWN_INTERPRETER)
                 else ""
             )
             fix = f"An overlay goes on an installed TensorFlow: {own}name that interpreter "
