@@ -125,7 +125,9 @@ _TRACKED = ("gcc", "clang")
 def newest_known(name: str) -> tuple[int, ...] | None:
     """The newest version of compiler ``name`` that archspec's microarchitectures name (the bounds
     of their version ranges), or None when they name none."""
-    from archspec.cpu import TARGETS
+    from tfbuild.core.targets import targets
+
+    TARGETS = targets()
 
     found = [
         tuple(int(p) for p in re.findall(r"\d+", bound))

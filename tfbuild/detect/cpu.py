@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 
 @functools.cache
 def _targets() -> dict[str, Microarchitecture]:
-    from archspec.cpu import TARGETS
+    from tfbuild.core.targets import targets
 
-    return dict(TARGETS)
+    return dict(targets())
 
 
 def family_root(architecture: str) -> str:
@@ -133,9 +133,10 @@ def nearest_named(info: CpuInfo) -> Microarchitecture | None:
     return min(near, key=lambda t: (len(t.features - info.flags), -len(t.ancestors)))
 
 
-#: What lists every archspec name: archspec's CLI has no such command (``archspec cpu`` prints only
-#: the host), so the names are the keys of ``archspec.cpu.TARGETS``, printed by tfbuild's Python.
-LIST_TARGETS = "python -c 'import archspec.cpu; print(*sorted(archspec.cpu.TARGETS))'"
+#: What lists every target name: archspec's CLI has no such command (``archspec cpu`` prints only
+#: the host), so the names are the keys of archspec's table with tfbuild's additions
+#: (:mod:`tfbuild.core.targets`), printed by tfbuild's Python.
+LIST_TARGETS = "python -m tfbuild.core.targets"
 
 
 def lookup_target(name: str, *, option: str = "--target") -> Microarchitecture:
@@ -311,6 +312,17 @@ def host_cpuinfo(path: Path = Path("/proc/cpuinfo")) -> CpuInfo:
     if machine and family_root(machine) != info.architecture and machine.startswith("ppc64"):
         info = replace(info, architecture=machine)
     return info
+
+
+#: The one instruction set /proc/cpuinfo names otherwise than archspec and an overlay's loader:
+#: SSE3, which the kernel calls "pni" (Prescott New Instructions).
+_LOADER_NAMES = {"pni": "sse3"}
+
+
+def instruction_sets(info: CpuInfo) -> frozenset[str]:
+    """The CPU's flags by the names an overlay's loader checks (/proc/cpuinfo's, sse3 for pni)."""
+    flags = set(info.flags)
+    return frozenset(flags | {_LOADER_NAMES[f] for f in flags if f in _LOADER_NAMES})
 
 
 def guard_features(info: CpuInfo) -> tuple[str, ...]:

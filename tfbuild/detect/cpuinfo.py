@@ -254,6 +254,9 @@ def flags_read() -> frozenset[str]:
     /proc/cpuinfo spellings of TensorFlow's guard features."""
     from archspec.cpu.schema import TARGETS_JSON
 
+    from tfbuild.core.targets import targets as extended
+
+    extended()  # tfbuild's additions in archspec's table first
     targets: dict[str, dict[str, Any]] = TARGETS_JSON["microarchitectures"]
     known = {flag for target in targets.values() for flag in target["features"]}
     known.update(name for feature in features.GUARD_FEATURES for name in feature.cpuinfo)

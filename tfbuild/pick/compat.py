@@ -254,7 +254,9 @@ def _cpu_check(
     label: WheelLabel, receipt: Receipt | None, host: Host
 ) -> tuple[bool, str, str | None]:
     """(runs, reason, the target decided on) for the CPU part of a wheel."""
-    from archspec.cpu import TARGETS
+    from tfbuild.core.targets import targets
+
+    TARGETS = targets()
 
     target = label.target
     source = "label"
@@ -333,15 +335,6 @@ def _cpu_check(
 
 #: Said of an overlay whose kernels would not load: it is no use, though nothing breaks.
 _NOT_LOADED = "its loader would not load it here (stock kernels would run)"
-#: The loader's names for instruction sets are /proc/cpuinfo's, but one: SSE3, which the kernel
-#: calls "pni" (Prescott New Instructions) and archspec and the loader "sse3".
-_LOADER_NAMES = {"pni": "sse3"}
-
-
-def _instruction_sets(host: Host) -> set[str]:
-    """The CPU's flags by the names an overlay's loader checks."""
-    flags = set(host.cpu.flags)
-    return flags | {_LOADER_NAMES[f] for f in flags if f in _LOADER_NAMES}
 
 
 def _unused(overlay: OverlayReceipt | None) -> dict[str, str]:
@@ -359,7 +352,9 @@ def _overlay_cpu_check(
 ) -> tuple[bool, str, str | None]:
     """(runs, reason, the target) for an overlay: its target by a wheel's rule, then every
     instruction set its receipt says the loader checks for."""
-    from archspec.cpu import TARGETS
+    from tfbuild.core.targets import targets
+
+    TARGETS = targets()
 
     target = overlay.target if overlay is not None else label.target
     if target is None:
@@ -387,7 +382,7 @@ def _overlay_cpu_check(
             return False, f"not for this CPU: {fit.reason}", target
         reason = fit.reason
     if overlay is not None:
-        present = _instruction_sets(host)
+        present = cpu.instruction_sets(host.cpu)
         missing = [f for f in overlay.features if f not in present]
         if missing:
             return (

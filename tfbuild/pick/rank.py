@@ -72,7 +72,9 @@ def _specificity(target: Microarchitecture) -> tuple[int, int]:
 
 
 def _target_specificity(assessment: Assessment, host: Host) -> tuple[int, int]:
-    from archspec.cpu import TARGETS
+    from tfbuild.core.targets import targets
+
+    TARGETS = targets()
 
     target = assessment.target
     if target is None:
@@ -101,11 +103,10 @@ def _rank_key(assessment: Assessment, host: Host) -> tuple[Any, ...]:
 
 def _closeness(assessment: Assessment) -> int:
     """For refused wheels: the less a target asks, the nearer the miss (x86_64_v2 before zen4)."""
-    from archspec.cpu import TARGETS
+    from tfbuild.core.targets import targets
 
-    if assessment.target in TARGETS:
-        return -len(TARGETS[assessment.target].features)
-    return -(10**6)
+    target = targets().get(assessment.target or "")
+    return -len(target.features) if target is not None else -(10**6)
 
 
 def _filter(assessment: Assessment, options: PickOptions) -> str | None:

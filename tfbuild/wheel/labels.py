@@ -72,7 +72,9 @@ def normalised(text: str) -> str:
 
 @functools.cache
 def _targets_by_label() -> dict[str, str]:
-    from archspec.cpu import TARGETS
+    from tfbuild.core.targets import targets
+
+    TARGETS = targets()
 
     labels = {normalised(cpu_label(name)): name for name in TARGETS}
     labels[NATIVE] = NATIVE
