@@ -262,14 +262,15 @@ ENGINE_GROUP = "engine"
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups to schedule them
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests that run the stock TensorFlow are slow (``make quick`` leaves them out); the real
-    engine's tests are one xdist group."""
+    engine's tests are one xdist group (when xdist runs them: ``-p no:xdist`` knows no groups)."""
+    grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
         names = getattr(item, "fixturenames", ())
         if "stock_python" in names or "built_overlay" in names:
             item.add_marker(pytest.mark.slow)
-        if item.get_closest_marker("docker") is not None:
+        if grouped and item.get_closest_marker("docker") is not None:
             item.add_marker(pytest.mark.xdist_group(ENGINE_GROUP))
 
 

@@ -182,6 +182,8 @@ def test_on_another_tensorflow_the_loader_says_how_to_get_an_overlay_for_it(
         f"-DTFB_FRAMEWORK_SIZE={size or receipt.framework_size}LL",
         f'-DTFB_KERNELS="{KERNELS}"',
         f"-DTFB_KERNEL_COUNT={len(receipt.kernels)}",
+        '-DTFB_PENDING=""',  # checked at build time
+        f'-DTFB_TOKEN="{"0" * 64}"',
     ]
     assert (plugins / "tfbuild_overlay" / KERNELS).is_file()
     source = Path(__file__).parents[2] / "tfbuild" / "overlay" / "loader.c"

@@ -260,7 +260,7 @@ def run_spec(stock: list[int], overlay: list[int], *, overlaid: int = 1) -> dict
         }
 
     off = mode(stock, 0, {"error": "NotFoundError: no kernel"})
-    return {"off": off, "on": mode(overlay, overlaid, computed)}
+    return {"off": off, "check": mode(overlay, overlaid, computed)}
 
 
 def test_the_runs_compare_and_an_op_only_one_run_computes_is_a_failure(tmp_path: Path) -> None:
@@ -275,7 +275,7 @@ def test_the_runs_compare_and_an_op_only_one_run_computes_is_a_failure(tmp_path:
 
 def test_an_overlay_not_loaded_with_on_is_an_environment_problem(tmp_path: Path) -> None:
     python, env = fake_python(tmp_path, run_spec([0, 0], [0, 0], overlaid=0))
-    with pytest.raises(EnvironmentProblem, match="not loaded with TFBUILD_OVERLAY=on"):
+    with pytest.raises(EnvironmentProblem, match="not loaded with TFBUILD_OVERLAY=check"):
         check_ops(python, env)
 
 
@@ -299,7 +299,7 @@ def test_a_script_that_fails_or_a_missing_interpreter_is_an_environment_problem(
 
 def test_runs_on_other_inputs_are_refused(tmp_path: Path) -> None:
     spec = run_spec([0, 0], [0, 0])
-    spec["on"]["files"]["in"] = ["f", [1.0, 3.0]]
+    spec["check"]["files"]["in"] = ["f", [1.0, 3.0]]
     python, env = fake_python(tmp_path, spec)
     with pytest.raises(EnvironmentProblem, match="other inputs"):
         check_ops(python, env)

@@ -161,3 +161,53 @@ def test_the_kernels_keep_every_vector_set_and_no_system_one(
     assert set(target_features(toolchain, [march, *added], cwd=tmp_path)).isdisjoint(
         {"pku", "rdseed", "rdrand", "fsgsbase", "rdpid", "clflushopt", "clwb"}
     )
+
+
+def _fleet() -> list[str]:
+    """Every x86-64 target TensorFlow's stock wheels run on that tfbuild knows (archspec's and its
+    additions): the portable levels with AVX, and each microarchitecture from haswell and zen on."""
+    from tfbuild.core.targets import targets
+
+    table = targets()
+    roots = {table["haswell"], table["zen"]}
+    return sorted(
+        name
+        for name, t in table.items()
+        if name in ("x86_64_v3", "x86_64_v4") or t in roots or roots & set(t.ancestors)
+    )
+
+
+@pytest.mark.parametrize("program", ["clang++-16", "g++"])
+@pytest.mark.parametrize("target", _fleet())
+def test_every_target_of_the_fleet_compiles_with_every_set_checked(
+    program: str, target: str, tmp_path: Path
+) -> None:
+    """The target's flags as tfbuild overlay --compiler plans them for this compiler (archspec's, or
+    the nearest target it knows plus -m options); where neither reaches the target, one line names
+    the compiler to use. Otherwise the compiler takes them, the workarounds leave only system sets
+    and (for clang before 19) AVX512-FP16 out, and every set the kernels may use is one the loader
+    checks (an unknown one would stop the build)."""
+    from tfbuild.core.compilers import release_in
+    from tfbuild.core.errors import UnsupportedError
+    from tfbuild.detect import features
+    from tfbuild.detect.compilers import Compiler, flags_for
+    from tfbuild.detect.cpu import lookup_target
+
+    compiler = host_compiler(program)
+    release = release_in(compiler.version)
+    assert release is not None
+    micro = lookup_target(target)
+    family = Compiler(name=compiler.family, version=release, spec=program)
+    try:
+        planned = flags_for(micro, family, machine_features=features.present(micro.features))
+    except UnsupportedError as refused:
+        assert refused.fix.startswith(f"Use {compiler.family} "), refused.line()
+        return
+    cflags = list(planned.flags)
+    toolchain = host_toolchain(compiler.path)
+    left_out = workarounds(compiler, toolchain, cflags, cwd=tmp_path)
+    assert {o.instruction_set for o in left_out if not o.system} <= {"avx512_fp16"}
+    found = target_features(toolchain, [*cflags, *(o.flag for o in left_out)], cwd=tmp_path)
+    loader = (PACKAGE / "loader.c").read_text()
+    assert all(f'{{"{name}", ' in loader for name in found), found
+    assert "avx" in found  # more than stock's

@@ -21,7 +21,12 @@ from tfbuild.core.pythons import PYTHON_INTERPRETER
 if TYPE_CHECKING:
     from tfbuild.measure.models import ModelFile
     from tfbuild.overlay.models import ModelResult
-    from tfbuild.wheel.overlay_receipt import OverlayReceipt
+    from tfbuild.plan.model import BuildPlan
+    from tfbuild.wheel.overlay_receipt import KernelCheck, OverlayReceipt
+
+#: The command that runs an overlay's pending check (tfbuild.overlay.pending.COMMAND, kept here
+#: to spare the CLI that import; a test keeps the two equal).
+COMMAND = "tfbuild overlay --check --python PYTHON"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +55,16 @@ class OverlayArgs:
     )
     dist: Path = option(DIST, default=Path("dist"))
     as_json: bool = option(JSON, default=False)
+    check: bool = option(
+        Cli(
+            flags=("--check",),
+            help="Build nothing: run the special-value check of the overlay installed for "
+            "--python on this CPU, and record that it passed where its loader reads it. An "
+            "overlay built on a machine without its target's instruction sets loads only after "
+            "that.",
+        ),
+        default=False,
+    )
 
 
 @takes(OverlayArgs)
@@ -61,6 +76,9 @@ def overlay_command(args: OverlayArgs) -> None:
     from tfbuild.plan.here import plan_here
     from tfbuild.plan.options import PlanOptions
 
+    if args.check:
+        check_command(args)
+        return
     if args.installed and args.stock is not None:
         raise UsageError("--installed and --stock both name the TensorFlow", fix="Drop one.")
     installed = _installed_release(args.python, args.tf) if args.installed else None
@@ -83,7 +101,7 @@ def overlay_command(args: OverlayArgs) -> None:
             tensorflow=installed or plan.tensorflow,
             architecture=plan.architecture,
             target=plan.target,
-            cflags=plan.cflags,
+            cflags=_flags_for(args.compiler, plan) if args.compiler else plan.cflags,
             compiler=plan.compiler,
             compiler_path=args.compiler,
             in_image=args.compiler is None,
@@ -98,6 +116,91 @@ def overlay_command(args: OverlayArgs) -> None:
         sys.stdout.write(json.dumps(serial.to_data(result.receipt), indent=2) + "\n")
         return
     typer.echo(printable("\n".join(built_lines(result.wheel, result.receipt))))
+
+
+def check_command(args: OverlayArgs) -> None:
+    """``tfbuild overlay --check``: the installed overlay's check, run and recorded here."""
+    from tfbuild.core.errors import UsageError
+    from tfbuild.overlay.pending import check_installed
+
+    given = [
+        flag
+        for flag, value in (
+            ("--tf", args.tf),
+            ("--target", args.target),
+            ("--cpuinfo", args.cpuinfo),
+            ("--stock", args.stock),
+            ("--installed", args.installed or None),
+            ("--compiler", args.compiler),
+        )
+        if value is not None
+    ]
+    if given:
+        raise UsageError(
+            f"--check builds nothing, so {' '.join(given)} has no use with it",
+            fix="Drop them: --check runs the check of the overlay installed for --python.",
+        )
+
+    def progress(message: str) -> None:
+        if not args.as_json:
+            sys.stderr.write(f"[overlay] {printable(message)}\n")
+
+    done = check_installed(args.python, progress=progress)
+    if args.as_json:
+        data = {
+            "schema": "tfbuild.overlay-check/1",
+            "site": str(done.site),
+            "target": done.manifest.target,
+            "tensorflow": done.manifest.tensorflow,
+            "pending": list(done.manifest.pending),
+            "recorded": str(done.record) if done.record else None,
+            "checks": serial.to_data(done.checks),
+        }
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return
+    manifest = done.manifest
+    lines = [
+        f"the overlay for {manifest.target} (TensorFlow {manifest.tensorflow}) in {done.site}",
+        *_block(_checked_line(done.checks)),
+        *_block(
+            f"recorded in {done.record}: its loader registers the kernels from the next "
+            "import tensorflow"
+            if done.record
+            else "its check was not pending (it passed when the overlay was built): nothing "
+            "to record"
+        ),
+    ]
+    typer.echo(printable("\n".join(lines)))
+
+
+def _checked_line(checks: Sequence[KernelCheck]) -> str:
+    exact = sum(1 for c in checks if c.max_ulp == 0)
+    widest = max(checks, key=lambda c: (c.max_ulp, c.bound), default=None)
+    if widest is None:
+        return "not checked against stock"
+    return (
+        f"checked against stock on special values: {len(checks)} kernels, {exact} exact, the "
+        f"rest within their ulp bounds (widest: {widest.kernel} {widest.max_ulp} of "
+        f"{widest.bound})"
+    )
+
+
+def _flags_for(program: str, plan: BuildPlan) -> tuple[str, ...]:
+    """The plan's target spelt for ``--compiler``'s family and version, as the planner spells it for
+    the recipe's (archspec's flags, or the nearest target it knows plus -m options): clang 16 has no
+    -march=arrowlake, which the recipe's clang 18 has. A compiler that is not there keeps the plan's
+    flags (the build then says it is missing)."""
+    from tfbuild.core.compilers import compiler_at, release_in
+    from tfbuild.detect.compilers import Compiler, flags_for
+    from tfbuild.detect.cpu import lookup_target
+
+    found = compiler_at(program, why="--compiler")
+    release = release_in(found.version) if found is not None else None
+    if found is None or release is None or plan.target == "native":
+        return plan.cflags
+    wanted = [c.feature for c in plan.coverage if c.flag is not None]
+    compiler = Compiler(name=found.family, version=release, spec=program)
+    return tuple(flags_for(lookup_target(plan.target), compiler, machine_features=wanted).flags)
 
 
 def _installed_release(python: str, asked: str | None) -> str | None:
@@ -131,15 +234,15 @@ def _block(text: str, *, width: int = 80) -> list[str]:
 def built_lines(wheel: Path, receipt: OverlayReceipt) -> list[str]:
     """What ``tfbuild overlay`` says of the wheel it made: each fact once, in 80 columns; the
     receipt (``--json``) holds every kernel's check and reason."""
-    exact = sum(1 for c in receipt.checks if c.max_ulp == 0)
-    widest = max(receipt.checks, key=lambda c: (c.max_ulp, c.bound), default=None)
-    checked = (
-        f"checked against stock on special values: {len(receipt.checks)} kernels, {exact} "
-        f"exact, the rest within their ulp bounds (widest: {widest.kernel} {widest.max_ulp} of "
-        f"{widest.bound}); each kernel's in the receipt"
-        if widest is not None
-        else "not checked against stock"
-    )
+    if receipt.pending:
+        checked = (
+            f"special-value check pending: the machine it was built on lacks "
+            f"{' '.join(receipt.pending)}; its loader registers nothing until '{COMMAND}' "
+            "passes on a machine that has them, after pip install (pick --install runs it)"
+        )
+    else:
+        checked = _checked_line(receipt.checks)
+        checked += "; each kernel's in the receipt" if receipt.checks else ""
     left: dict[str, list[str]] = {}
     for entry in receipt.skipped:  # "Log1p float32: why"
         kernel, _, why = entry.partition(": ")

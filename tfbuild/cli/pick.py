@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -15,6 +17,11 @@ from tfbuild.core.defaults import PICK_TIMEOUT_S
 from tfbuild.core.options import CPUINFO, JSON, TF, Cli, option
 from tfbuild.core.pythons import PYTHON, PythonChoice, parse_python
 from tfbuild.core.variants import Variant
+
+if TYPE_CHECKING:
+    from tfbuild.overlay.pending import InstalledCheck
+    from tfbuild.pick.install import InstallResult
+    from tfbuild.pick.session import Picked
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,6 +169,12 @@ def pick_command(command: PickArgs) -> None:
     if picked.unhashed:
         sys.stderr.write(f"tfbuild: warning: {picked.unhashed}\n")
     installed = install_choice(request, picked, capture=as_json)
+
+    def progress(message: str) -> None:
+        if not as_json:
+            sys.stderr.write(f"[pick] {printable(message)}\n")
+
+    checked = _check_pending(picked, installed, progress)
     if as_json:
         from tfbuild.core import serial
         from tfbuild.pick.report import pick_report
@@ -172,3 +185,39 @@ def pick_command(command: PickArgs) -> None:
         raise failure
     if installed is not None and not as_json:
         typer.echo(printable(f"installed {installed.wheel} into {installed.python}"))
+        if checked is not None:
+            typer.echo(
+                printable(
+                    f"  its special-value check passed here ({len(checked.checks)} kernels), "
+                    f"recorded in {checked.record}: it loads from the next import tensorflow"
+                )
+            )
+
+
+def _check_pending(
+    picked: Picked,
+    installed: InstallResult | None,
+    say: Callable[[str], None],
+) -> InstalledCheck | None:
+    """An overlay built on a machine without its target's instruction sets, just installed: its
+    special-value check, run here before its loader registers a kernel. Should it fail, the
+    overlay is uninstalled again and the check's error raised; None when no check waited."""
+    chosen = picked.result.to_install
+    overlay = chosen.wheel.overlay if chosen is not None else None
+    if installed is None or installed.returncode != 0 or overlay is None or not overlay.pending:
+        return None
+    from tfbuild.core.errors import TfbuildError
+    from tfbuild.overlay.package import DISTRIBUTION
+    from tfbuild.overlay.pending import check_installed
+    from tfbuild.pick.install import uninstall
+
+    say(
+        f"{chosen.wheel.filename if chosen else 'the overlay'} was built on a machine without "
+        f"{' '.join(overlay.pending)}: its special-value check runs here before it loads"
+    )
+    try:
+        return check_installed(installed.python, progress=say)
+    except TfbuildError as error:
+        uninstall(DISTRIBUTION, python=installed.python)
+        error.why = f"{error.why}; so it was uninstalled again" if error.why else "uninstalled"
+        raise

@@ -28,25 +28,30 @@ from tfbuild import __version__
 from tfbuild.core import serial
 from tfbuild.core.compilers import CompilerExecutable, compiler_at, find_compiler
 from tfbuild.core.errors import (
-    BuildFailed,
     EnvironmentProblem,
     InputError,
     NotReproducible,
     UsageError,
 )
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, write_files
+from tfbuild.detect.cpu import host_cpuinfo
+from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env, stock_spec
+from tfbuild.overlay.check import verify_kernels
 from tfbuild.overlay.compile import (
     FRAMEWORK,
     KERNELS,
     LOADER,
+    Compiled,
     CompilerDrivers,
     compile_overlay,
     host_toolchain,
+    target_features,
     workarounds,
 )
 from tfbuild.overlay.ops import Registration, plan_kernels
 from tfbuild.overlay.package import MANIFEST, PLUGINS, WheelName, members, write_wheel
+from tfbuild.overlay.pending import CHECK_FILE, COMMAND, pending_record
 from tfbuild.overlay.stock import StockTensorFlow, read_stock
 from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.labels import cpu_label
@@ -54,6 +59,7 @@ from tfbuild.wheel.overlay_receipt import (
     KernelCheck,
     LeftOut,
     OverlayImage,
+    OverlayManifest,
     OverlayReceipt,
     read_overlay_receipt,
 )
@@ -82,6 +88,11 @@ class OverlayRequest:
     venv_python: str | None = None  # --python: the interpreter the stock environment is made with
     out: Path = Path("dist")
     check: bool = True
+    #: The instruction sets whose absence leaves the kernels' check pending (verify: the receipt's);
+    #: None: those of the kernels' the CPU building them lacks.
+    pending: tuple[str, ...] | None = None
+    #: The CPU the build runs on (None: this machine's /proc/cpuinfo); a test names a recorded one.
+    build_cpu: CpuInfo | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,21 +135,53 @@ def _manifest(
     request: OverlayRequest,
     cflags: tuple[str, ...],
     registration: Registration,
-    features: tuple[str, ...],
+    compiled: Compiled,
     compiler: CompilerExecutable,
+    pending: tuple[str, ...],
 ) -> bytes:
-    data = {
-        "tensorflow": stock.version,
-        "distribution": stock.distribution,
-        "git_version": stock.git_version,
-        "framework_size": stock.framework_size,
-        "target": request.target,
-        "cflags": list(cflags),
-        "features": list(features),
-        "compiler": compiler.version,
-        "kernels": list(registration.names),
-    }
-    return (json.dumps(data, indent=1) + "\n").encode()
+    manifest = OverlayManifest(
+        tensorflow=stock.version,
+        distribution=stock.distribution,
+        git_version=stock.git_version,
+        framework_size=stock.framework_size,
+        target=request.target,
+        cflags=cflags,
+        features=compiled.features,
+        compiler=compiler.version,
+        kernels=registration.names,
+        pending=pending,
+        token=compiled.token,
+    )
+    return (json.dumps(serial.to_data(manifest), indent=1) + "\n").encode()
+
+
+def _first_word(request: OverlayRequest, cpu: CpuInfo) -> str | None:
+    """What the build says first when this CPU lacks instruction sets of its target that a loader
+    checks (archspec's features of the target, the system ones the kernels leave out aside): its
+    check will wait. The kernels' own sets, once compiled, decide (:func:`_lacking`)."""
+    from tfbuild.core.targets import targets
+    from tfbuild.overlay.compile import MACROS, SYSTEM_FLAGS
+
+    target = targets().get(request.target)
+    if target is None:
+        return None  # -march=native and the like: the kernels' own features decide, later
+    checked = set(MACROS.values()) - SYSTEM_FLAGS - {""}
+    lacked = _lacking(sorted(target.features & checked), cpu)
+    if not lacked:
+        return None
+    return (
+        f"this CPU lacks {' '.join(lacked)} of {request.target}: its kernels are built, and "
+        "their special-value check waits for a machine that has them (tfbuild overlay --check "
+        "there, after pip install; pick --install runs it)"
+    )
+
+
+def _lacking(features: Sequence[str], cpu: CpuInfo) -> tuple[str, ...]:
+    """The instruction sets of ``features`` the CPU lacks, in their order."""
+    from tfbuild.detect.cpu import instruction_sets
+
+    have = instruction_sets(cpu)
+    return tuple(f for f in features if f not in have)
 
 
 def install_into(wheel: Path, site: Path) -> None:
@@ -211,6 +254,11 @@ def _where(request: OverlayRequest, say: Progress, stack: contextlib.ExitStack) 
 def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) -> OverlayResult:
     say = progress or (lambda _m: None)
     started = time.monotonic()
+    cpu = request.build_cpu or host_cpuinfo()
+    if request.pending is None:
+        first = _first_word(request, cpu)
+        if first is not None:
+            say(first)
     with contextlib.ExitStack() as stack:
         # Where it compiles first: a missing engine or base image is said before the stock
         # environment is made (a download of hundreds of MB the first time).
@@ -233,6 +281,8 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
         (scratch / "src").mkdir()
         left_out = workarounds(compiler, toolchain, request.cflags, cwd=scratch / "src")
         cflags = request.cflags + tuple(o.flag for o in left_out)
+        features = target_features(toolchain, cflags, cwd=scratch / "src")
+        pending = request.pending if request.pending is not None else _lacking(features, cpu)
         say(
             f"compiling {len(registration.names)} kernels of TensorFlow {stock.version} for "
             f"{request.target} ({' '.join(cflags)}) with {compiler.version} "
@@ -250,14 +300,17 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
             target=request.target,
             cflags=cflags,
             scratch=scratch / "src",
+            pending=pending,
         )
         files = {
             f"{PLUGINS}/{LOADER}": compiled.loader.read_bytes(),
             f"{PLUGINS}/tfbuild_overlay/{KERNELS}": compiled.kernels.read_bytes(),
             f"{PLUGINS}/tfbuild_overlay/{MANIFEST}": _manifest(
-                stock, request, cflags, registration, compiled.features, compiler
+                stock, request, cflags, registration, compiled, compiler, pending
             ),
         }
+        if pending:
+            files[f"{PLUGINS}/tfbuild_overlay/{CHECK_FILE}"] = pending_record(pending)
         executable = frozenset(p for p in files if p.endswith(".so"))
 
         def write(platform: str) -> Path:
@@ -276,12 +329,7 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
         untagged = write(UNTAGGED)
         platform = _platform(untagged, say)
         wheel = untagged if platform == UNTAGGED else write(platform)
-        checks: tuple[KernelCheck, ...] = ()
-        if request.check:
-            site = scratch / "check" / "site-packages"
-            install_into(wheel, site)
-            say("checking every kernel against stock TensorFlow on special values")
-            checks = _check(python, site, registration)
+        checks = _check(request, wheel, python, registration, pending, scratch, say)
         receipt = OverlayReceipt(
             created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             tfbuild=__version__,
@@ -305,6 +353,7 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
             skipped=registration.skipped,
             checks=checks,
             seconds=round(time.monotonic() - started, 1),
+            pending=pending,
         )
         out = request.out
         out.mkdir(parents=True, exist_ok=True)
@@ -319,6 +368,31 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
     return OverlayResult(
         wheel=out / wheel.name, receipt=receipt, receipt_file=receipt_file, stock_python=python
     )
+
+
+def _check(
+    request: OverlayRequest,
+    wheel: Path,
+    python: str,
+    registration: Registration,
+    pending: tuple[str, ...],
+    scratch: Path,
+    say: Progress,
+) -> tuple[KernelCheck, ...]:
+    """Every kernel against stock on special values, in the wheel unpacked in ``scratch``; none
+    when the check waits for a machine with the ``pending`` instruction sets, or is not asked."""
+    if not request.check:
+        return ()
+    if pending:
+        say(
+            f"special-value check: pending, this CPU lacks {' '.join(pending)}; on a machine "
+            f"that has them, after pip install: {COMMAND}"
+        )
+        return ()
+    site = scratch / "check" / "site-packages"
+    install_into(wheel, site)
+    say("checking every kernel against stock TensorFlow on special values")
+    return verify_kernels(python, clean_env(), str(site), registration.names)
 
 
 def _say_left_out(left_out: Sequence[LeftOut], say: Progress) -> None:
@@ -349,44 +423,6 @@ def _platform(wheel: Path, say: Progress) -> str:
     return floor.policy
 
 
-def _check(python: str, site: Path, registration: Registration) -> tuple[KernelCheck, ...]:
-    """Every kernel against stock on the special-value corpus (:mod:`.check`); a kernel beyond its
-    bound fails the build, and nothing is published."""
-    from tfbuild.overlay import check as numeric
-
-    results = numeric.check_ops(python, clean_env(), str(site))
-    registered = set(registration.names)
-    found = tuple(
-        KernelCheck(
-            kernel=f"{r.op}:{r.dtype}",
-            values=r.values,
-            exact=r.exact,
-            max_ulp=r.max_ulp,
-            bound=r.bound,
-        )
-        for r in results
-        if r.overlaid and f"{r.op}:{r.dtype}" in registered
-    )
-    missed = numeric.unchecked(registered, results)
-    if missed:
-        raise BuildFailed(
-            f"{len(missed)} kernel(s) the overlay registers were not checked against stock: "
-            f"{', '.join(missed[:6])}",
-            why="an overlay's kernels run only once its special-value check has covered each; "
-            "the check's corpus (tfbuild/overlay/_check_tf.py) lacks them, or stock's ran there",
-            fix="Report it to tfbuild with the receipt's TensorFlow and target.",
-        )
-    failed = numeric.failures(r for r in results if r.overlaid)
-    if failed:
-        raise BuildFailed(
-            f"{len(failed)} kernel(s) differ from stock TensorFlow beyond their bound",
-            why=failed[0].line(),
-            fix="Report it to tfbuild with the receipt's compiler and target; --target picks "
-            "another target meanwhile.",
-        )
-    return found
-
-
 def verify_overlay(wheel: Path, *, progress: Progress | None = None) -> OverlayResult:
     """Rebuild the overlay from its receipt in a scratch directory and compare the wheels' bytes."""
     receipt = read_overlay_receipt(receipt_path(wheel), wheel=wheel)
@@ -413,6 +449,7 @@ def verify_overlay(wheel: Path, *, progress: Progress | None = None) -> OverlayR
             python=python,
             out=Path(out),
             check=False,
+            pending=receipt.pending,  # the same loader, wherever verify runs
         )
         again = build_overlay(request, progress=progress)
         if receipt.image is not None and again.receipt.image is not None:

@@ -30,7 +30,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tfbuild.core import serial
-from tfbuild.core.errors import EnvironmentProblem
+from tfbuild.core.errors import BuildFailed, EnvironmentProblem
+from tfbuild.wheel.overlay_receipt import KernelCheck
 
 SCRIPT = Path(__file__).with_name("_check_tf.py")
 
@@ -354,7 +355,8 @@ def check_ops(
     """Every op and type of the corpus, overlay against stock: ``python`` (the stock wheel's
     interpreter) runs the script in ``env`` with ``pythonpath`` (the site-packages directory that
     holds tensorflow-plugins/) first on PYTHONPATH. EnvironmentProblem when a run fails, when the
-    overlay is not loaded with TFBUILD_OVERLAY=on, or is with off."""
+    overlay is not loaded with TFBUILD_OVERLAY=check (on, its own check not awaited), or is with
+    off."""
     full = {"TF_CPP_MIN_LOG_LEVEL": "3", **env}
     if pythonpath is not None:
         full["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
@@ -367,10 +369,13 @@ def check_ops(
                 why=f"{off.overlaid} of the computations had a kernel above TensorFlow's own",
                 fix="Check the loader in tensorflow-plugins/: it must not load when off.",
             )
-        on, loader_said = _run(python, {**full, "TFBUILD_OVERLAY": "on"}, "on", on_zip, timeout)
+        # "check": on, and an overlay whose check is pending on this machine loads for it
+        on, loader_said = _run(
+            python, {**full, "TFBUILD_OVERLAY": "check"}, "check", on_zip, timeout
+        )
         if not on.overlaid:
             raise EnvironmentProblem(
-                "the overlay's kernels were not loaded with TFBUILD_OVERLAY=on",
+                "the overlay's kernels were not loaded with TFBUILD_OVERLAY=check",
                 why=f"its loader said: {loader_said}"
                 if loader_said
                 else "no op checked had a kernel above TensorFlow's own, and its loader said "
@@ -380,6 +385,44 @@ def check_ops(
             )
         with zipfile.ZipFile(off_zip) as off_archive, zipfile.ZipFile(on_zip) as on_archive:
             return _compare_runs(off.records, off_archive, on.records, on_archive)
+
+
+def verify_kernels(
+    python: str, env: Mapping[str, str], pythonpath: str | None, registered: Sequence[str]
+) -> tuple[KernelCheck, ...]:
+    """:func:`check_ops`, held to what an overlay must prove: every kernel it registers
+    (``registered``, ``Op:dtype``) ran as the overlay's and stayed within its bound. BuildFailed
+    otherwise, naming the first kernel unchecked or beyond its bound."""
+    results = check_ops(python, env, pythonpath)
+    missed = unchecked(registered, results)
+    if missed:
+        raise BuildFailed(
+            f"{len(missed)} kernel(s) the overlay registers were not checked against stock: "
+            f"{', '.join(missed[:6])}",
+            why="an overlay's kernels run only once its special-value check has covered each; "
+            "the check's corpus (tfbuild/overlay/_check_tf.py) lacks them, or stock's ran there",
+            fix="Report it to tfbuild with the receipt's TensorFlow and target.",
+        )
+    failed = failures(r for r in results if r.overlaid)
+    if failed:
+        raise BuildFailed(
+            f"{len(failed)} kernel(s) differ from stock TensorFlow beyond their bound",
+            why=failed[0].line(),
+            fix="Report it to tfbuild with the receipt's compiler and target; --target picks "
+            "another target meanwhile.",
+        )
+    wanted = set(registered)
+    return tuple(
+        KernelCheck(
+            kernel=f"{r.op}:{r.dtype}",
+            values=r.values,
+            exact=r.exact,
+            max_ulp=r.max_ulp,
+            bound=r.bound,
+        )
+        for r in results
+        if r.overlaid and f"{r.op}:{r.dtype}" in wanted
+    )
 
 
 def _compare_runs(

@@ -31,6 +31,7 @@ from elftools.elf.sections import SymbolTableSection
 
 from tfbuild.core.compilers import CompilerExecutable, c_driver
 from tfbuild.core.errors import BuildFailed, UnsupportedError
+from tfbuild.core.files import sha256_file
 from tfbuild.overlay.ops import PARTS, Part, Registration, inc_files
 from tfbuild.overlay.stock import StockTensorFlow
 from tfbuild.wheel.overlay_receipt import LeftOut
@@ -117,6 +118,8 @@ MACROS = {
     "__AVX512BF16__": "avx512_bf16",
     "__AVX512FP16__": "avx512_fp16",
     "__AVX512VP2INTERSECT__": "avx512_vp2intersect",
+    "__AVX512ER__": "avx512er",  # Knights Landing's (mic_knl)
+    "__AVX512PF__": "avx512pf",
     "__AVXVNNI__": "avx_vnni",
     "__AVXIFMA__": "avx_ifma",
     "__AVXVNNIINT8__": "avx_vnni_int8",
@@ -157,6 +160,7 @@ class Compiled:
     kernels: Path
     loader: Path
     features: tuple[str, ...]  # what the loader checks, by /proc/cpuinfo name, sorted
+    token: str  # the kernels' sha256, which a passed check's record names
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -375,7 +379,13 @@ def _stage(scratch: Path, registration: Registration) -> None:
 
 
 def _defines(
-    stock: StockTensorFlow, target: str, features: Sequence[str], kernels: int
+    stock: StockTensorFlow,
+    target: str,
+    features: Sequence[str],
+    kernels: int,
+    *,
+    pending: Sequence[str],
+    token: str,
 ) -> list[str]:
     def string(name: str, value: str) -> str:
         if not re.fullmatch(r"[A-Za-z0-9_.,+-]*", value):
@@ -389,6 +399,8 @@ def _defines(
         f"-DTFB_FRAMEWORK_SIZE={stock.framework_size}LL",
         string("TFB_KERNELS", KERNELS),
         f"-DTFB_KERNEL_COUNT={kernels}",
+        string("TFB_PENDING", ",".join(pending)),
+        string("TFB_TOKEN", token),
     ]
 
 
@@ -400,8 +412,12 @@ def compile_overlay(
     target: str,
     cflags: Sequence[str],
     scratch: Path,
+    pending: Sequence[str] = (),
 ) -> Compiled:
-    """The kernels and the loader, compiled in ``scratch`` (an absolute path)."""
+    """The kernels and the loader, compiled in ``scratch`` (an absolute path). ``pending``: the
+    instruction sets the build machine lacks, so the kernels' check waits for a machine that has
+    them; the loader registers nothing until a CHECK file beside the kernels says it passed for
+    these kernels (their sha256, :attr:`Compiled.token`)."""
     _stage(scratch, registration)
     features = target_features(toolchain, cflags, cwd=scratch)
     include = str(Path(stock.include).resolve())
@@ -439,6 +455,7 @@ def compile_overlay(
         cwd=scratch,
         what="linking the kernels",
     )
+    token = sha256_file(scratch / KERNELS)
     _run(
         toolchain,
         [
@@ -451,7 +468,9 @@ def compile_overlay(
             "-fvisibility=hidden",
             *REPRODUCIBLE,
             *maps,
-            *_defines(stock, target, features, len(registration.names)),
+            *_defines(
+                stock, target, features, len(registration.names), pending=pending, token=token
+            ),
             "loader.c",
             "-o",
             LOADER,
@@ -461,7 +480,9 @@ def compile_overlay(
         cwd=scratch,
         what="compiling the loader",
     )
-    return Compiled(kernels=scratch / KERNELS, loader=scratch / LOADER, features=features)
+    return Compiled(
+        kernels=scratch / KERNELS, loader=scratch / LOADER, features=features, token=token
+    )
 
 
 #: Mangled-name pieces of the code EIGEN_FAST_MATH changes: Eigen's packet math (Eigen::internal),

@@ -7,10 +7,15 @@
  *      register state the operating system saves: AVX, AVX-512, AMX);
  *   2. the TensorFlow in this process is the build the kernels were compiled against: its release
  *      (TF_Version) and the size of its libtensorflow_framework.so.2;
- *   3. TFBUILD_OVERLAY does not turn it off: off, 0, false or no, in any case (how smoke times
+ *   3. the kernels' special-value check has passed on a CPU with their instruction sets: at build
+ *      time, or (an overlay built on a CPU without them: TFB_PENDING names what it lacked) where
+ *      it is installed, by `tfbuild overlay --check`, which writes "passed TFB_TOKEN" into the
+ *      file CHECK beside the kernels;
+ *   4. TFBUILD_OVERLAY does not turn it off: off, 0, false or no, in any case (how smoke times
  *      stock TensorFlow in the same environment); a value that is neither off nor on (on, 1, true,
  *      yes, or empty) is said on one line, and taken as on. TFBUILD_OVERLAY=status is on, and
  *      says on one line whether it loaded, how many kernels, for which target (or why not).
+ *      TFBUILD_OVERLAY=check is what that check runs with: on, and a pending check not awaited.
  * Any check failing: nothing is registered, and one line on stderr says why. Otherwise the kernels
  * are loaded with RTLD_NOW, so an unresolved symbol also fails before any of their code runs.
  *
@@ -19,6 +24,8 @@
  *   TFB_TARGET    the target's name, TFB_TENSORFLOW the release, TFB_FRAMEWORK_SIZE its size
  *   TFB_KERNELS   the kernels' file name, in the directory tfbuild_overlay/ beside this file
  *   TFB_KERNEL_COUNT  how many kernels it registers above TensorFlow's own
+ *   TFB_PENDING   the instruction sets the build machine lacked, comma-separated ("": checked)
+ *   TFB_TOKEN     the kernels' sha256: CHECK's "passed" line names the kernels it passed for
  */
 #define _GNU_SOURCE
 #include <cpuid.h>
@@ -78,6 +85,7 @@ static const struct feature FEATURES[] = {
     {"sha512", 7, 1, EAX, 0, YMM},      {"sm3", 7, 1, EAX, 1, YMM},
     {"sm4", 7, 1, EAX, 2, YMM},         {"avx_vnni", 7, 1, EAX, 4, YMM},
     {"avx512_bf16", 7, 1, EAX, 5, ZMM}, {"cmpccxadd", 7, 1, EAX, 7, 0},
+    {"amx_fp16", 7, 1, EAX, 21, TILE},
     {"avx_ifma", 7, 1, EAX, 23, YMM},   {"avx_vnni_int8", 7, 1, EDX, 4, YMM},
     {"avx_ne_convert", 7, 1, EDX, 5, YMM}, {"avx_vnni_int16", 7, 1, EDX, 10, YMM},
     {"xsaveopt", 0xd, 1, EAX, 0, 0},    {"xsavec", 0xd, 1, EAX, 1, 0},
@@ -179,13 +187,40 @@ static void marker(void) {}
 /* TFBUILD_OVERLAY: 1 off, 0 on (unset too), -1 neither. */
 static int switched_off(const char *value) {
   static const char *const offs[] = {"off", "0", "false", "no"};
-  static const char *const ons[] = {"", "on", "1", "true", "yes", "status"};
+  static const char *const ons[] = {"", "on", "1", "true", "yes", "status", "check"};
   if (value == NULL) return 0;
   for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++)
     if (strcasecmp(value, offs[i]) == 0) return 1;
   for (size_t i = 0; i < sizeof ons / sizeof ons[0]; i++)
     if (strcasecmp(value, ons[i]) == 0) return 0;
   return -1;
+}
+
+/* The file beside the kernels that records their check on this machine, and its one good line. */
+#define CHECK_FILE "CHECK"
+#define PASSED "passed " TFB_TOKEN
+
+/* NULL: the kernels' check has passed (at build time, or here); else why they wait. */
+static const char *unchecked(const char *dir, char *why, size_t size) {
+  if (TFB_PENDING[0] == '\0') return NULL;
+  char path[4096], line[128] = "";
+  snprintf(path, sizeof path, "%s/tfbuild_overlay/" CHECK_FILE, dir);
+  FILE *record = fopen(path, "r");
+  if (record != NULL) {
+    if (fgets(line, sizeof line, record) == NULL) line[0] = '\0';
+    fclose(record);
+  }
+  line[strcspn(line, "\n")] = '\0';
+  if (strcmp(line, PASSED) == 0) return NULL;
+  char lacked[sizeof TFB_PENDING];
+  for (size_t i = 0; i < sizeof lacked; i++)
+    lacked[i] = TFB_PENDING[i] == ',' ? ' ' : TFB_PENDING[i];
+  snprintf(why, size,
+           "its special-value check has not run on a CPU with its instruction sets (it was "
+           "built on one without %s); run: tfbuild overlay --check --python PYTHON (the Python "
+           "you run)",
+           lacked);
+  return why;
 }
 
 __attribute__((constructor)) static void tfbuild_overlay_load(void) {
@@ -197,7 +232,7 @@ __attribute__((constructor)) static void tfbuild_overlay_load(void) {
             "tfbuild overlay (%s, TensorFlow %s): TFBUILD_OVERLAY=%.64s is neither on nor off, "
             "taken as on (off, 0, false or no turn it off)\n",
             TFB_TARGET, TFB_TENSORFLOW, value);
-  char missing[512], why[512];
+  char missing[512], why[1024];
   lacking(missing, sizeof missing);
   if (missing[0]) {
     snprintf(why, sizeof why, "this CPU lacks %s", missing);
@@ -216,9 +251,15 @@ __attribute__((constructor)) static void tfbuild_overlay_load(void) {
     return;
   }
   const char *slash = strrchr(self.dli_fname, '/');
-  int dir = slash ? (int)(slash - self.dli_fname) : 1;
-  snprintf(path, sizeof path, "%.*s/tfbuild_overlay/%s", dir, slash ? self.dli_fname : ".",
-           TFB_KERNELS);
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - self.dli_fname) : 1,
+           slash ? self.dli_fname : ".");
+  const char *waiting = unchecked(dir, why, sizeof why);
+  if (waiting != NULL && !(value != NULL && strcasecmp(value, "check") == 0)) {
+    say(waiting);
+    return;
+  }
+  snprintf(path, sizeof path, "%s/tfbuild_overlay/%s", dir, TFB_KERNELS);
   if (dlopen(path, RTLD_NOW | RTLD_LOCAL) == NULL) {
     snprintf(why, sizeof why, "%s", dlerror());
     say(why);

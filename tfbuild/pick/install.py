@@ -5,6 +5,7 @@ The one edge after the choice: ``python -m pip install`` in a subprocess, and wh
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -97,3 +98,12 @@ def install(
         returncode=proc.returncode,
         output=tuple((proc.stdout or "").splitlines()[-40:]),
     )
+
+
+def uninstall(distribution: str, *, python: str) -> None:
+    """``python -m pip uninstall -y DISTRIBUTION``, its output to the terminal (standard error);
+    a failure is pip's to say, and the error being raised says the rest."""
+    with contextlib.suppress(OSError):
+        subprocess.run(  # argv built here, no shell
+            (python, "-m", "pip", "uninstall", "-y", distribution), stdout=sys.stderr, check=False
+        )

@@ -18,7 +18,12 @@ from tfbuild.core.errors import TfbuildError
 from tfbuild.core.pythons import python_executable
 from tfbuild.core.variants import Variant
 from tfbuild.pick.fetch import FetchLimits
-from tfbuild.pick.install import InstallResult, check_hash, check_install_here, install
+from tfbuild.pick.install import (
+    InstallResult,
+    check_hash,
+    check_install_here,
+    install,
+)
 from tfbuild.pick.listing import load_wheels
 from tfbuild.pick.machine import describe_host, with_tensorflow
 from tfbuild.pick.rank import PickOptions, PickResult, pick

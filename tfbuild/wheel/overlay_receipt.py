@@ -126,6 +126,10 @@ class OverlayReceipt:
     skipped: tuple[str, ...]  # ops or types left to the stock kernels, and why
     checks: tuple[KernelCheck, ...]
     seconds: float
+    #: The instruction sets of ``features`` the machine it was built on lacked: its kernels' check
+    #: waits for a machine that has them (``tfbuild overlay --check`` where it is installed), and
+    #: its loader registers none before. Empty: checked at build time (``checks``).
+    pending: tuple[str, ...] = ()
 
     @property
     def stock_name(self) -> str:
@@ -136,6 +140,53 @@ class OverlayReceipt:
     def requirement(self) -> str:
         """Its wheel's ``Requires-Dist``, normalised: ``tensorflow-cpu==2.21.0``."""
         return f"{self.stock_name}=={self.tensorflow}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OverlayManifest:
+    """What an overlay's wheel says of itself (``tensorflow-plugins/tfbuild_overlay/overlay.json``),
+    read where it is installed by ``tfbuild overlay --check``: the kernels its loader registers and
+    the instruction sets it checks, and (overlays built since 2026-11-29) whether its check waits
+    for this machine, with the kernels' sha256 the check's record names."""
+
+    tensorflow: str
+    distribution: str
+    git_version: str
+    framework_size: int
+    target: str
+    cflags: tuple[str, ...]
+    features: tuple[str, ...]
+    compiler: str
+    kernels: tuple[str, ...]
+    pending: tuple[str, ...] = ()
+    token: str = ""  # the kernels' sha256; "" before 2026-11-29
+
+
+def decode_overlay_manifest(raw: bytes, *, source: str) -> OverlayManifest:
+    """The manifest in ``raw``, held to the receipt's grammar; one InputError line otherwise."""
+    what = f"{source} is not a tfbuild overlay's manifest"
+    fix = "Reinstall the overlay's wheel (pip install --force-reinstall WHEEL)."
+    if len(raw) > MAX_RECEIPT_BYTES:
+        raise InputError(what, why=f"it is larger than {MAX_RECEIPT_BYTES >> 20} MiB", fix=fix)
+    try:
+        data = json.loads(raw.decode(), object_pairs_hook=_unique, parse_constant=_constant)
+        manifest = serial.from_data(data, OverlayManifest)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(what, why=str(exc), fix=fix) from None
+    feature = re.compile(r"[a-z0-9_]{1,32}")
+    rules = [
+        ("tensorflow", bool(_RELEASE.fullmatch(manifest.tensorflow))),
+        ("target", bool(_WORD.fullmatch(manifest.target))),
+        ("features", all(feature.fullmatch(f) for f in manifest.features)),
+        ("pending", set(manifest.pending) <= set(manifest.features)),
+        ("token", manifest.token == "" or bool(_SHA256.fullmatch(manifest.token))),
+        ("kernels", all(_KERNEL.fullmatch(k) for k in manifest.kernels)),
+        ("text fields", all(_text_ok(t) for t in (manifest.git_version, manifest.compiler))),
+    ]
+    broken = next((name for name, fine in rules if not fine), None)
+    if broken:
+        raise InputError(what, why=f"its {broken} is not what tfbuild writes there", fix=fix)
+    return manifest
 
 
 def _text_ok(value: str) -> bool:
@@ -162,6 +213,11 @@ def _grammar(receipt: OverlayReceipt) -> str | None:
                 and _text_ok(o.why)
                 for o in receipt.left_out
             ),
+        ),
+        (
+            "pending",
+            set(receipt.pending) <= set(receipt.features)
+            and not (receipt.pending and receipt.checks),
         ),
         ("kernels", all(_KERNEL.fullmatch(k) for k in receipt.kernels)),
         ("checks", all(_KERNEL.fullmatch(c.kernel) for c in receipt.checks)),

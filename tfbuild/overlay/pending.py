@@ -1,0 +1,170 @@
+"""An overlay's check where it is installed: ``tfbuild overlay --check``.
+
+An overlay built on a machine without its target's instruction sets cannot run its own kernels, so
+its special-value check (:mod:`.check`) waits: the build records the sets it lacked (the receipt's
+and the manifest's ``pending``), and ships a file :data:`CHECK_FILE` beside the kernels that says
+so. Its loader registers nothing until that file's first line is ``passed <the kernels' sha256>``,
+which only :func:`check_installed` writes, once the check has passed on this CPU in the TensorFlow
+the overlay is installed into. Until then ``import tensorflow`` runs stock kernels and the loader's
+one line says what to run.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfbuild.core import serial
+from tfbuild.core.commands import run_command
+from tfbuild.core.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
+from tfbuild.core.files import read_input, sha256_file, write_text
+from tfbuild.detect.cpu import host_cpuinfo, instruction_sets
+from tfbuild.detect.cpuinfo import CpuInfo
+from tfbuild.overlay.compile import KERNELS, LOADER
+from tfbuild.overlay.package import MANIFEST, PLUGINS
+from tfbuild.wheel.overlay_receipt import KernelCheck, OverlayManifest, decode_overlay_manifest
+
+#: The file beside the kernels that records their check here (loader.c reads its first line).
+CHECK_FILE = "CHECK"
+#: What the command that runs the check is, as every message names it.
+COMMAND = "tfbuild overlay --check --python PYTHON"
+
+Progress = Callable[[str], None]
+
+
+def pending_record(pending: tuple[str, ...]) -> bytes:
+    """The CHECK file an overlay whose check waits ships with."""
+    return (
+        f"pending: built on a CPU without {' '.join(pending)}; '{COMMAND}' on a machine with "
+        "them runs the special-value check and, once it passes, writes 'passed' here\n"
+    ).encode()
+
+
+def passed_record(manifest: OverlayManifest, cpu: CpuInfo, count: int) -> str:
+    return (
+        f"passed {manifest.token}\n"
+        f"{count} kernels checked against stock TensorFlow {manifest.tensorflow} on special "
+        f"values, on {cpu.brand or cpu.source}\n"
+    )
+
+
+#: Every directory of the interpreter's path that holds an overlay's loader, as JSON.
+_FIND_OVERLAY = (
+    "import json, os, site, sys\n"
+    "dirs = [*site.getsitepackages(), site.getusersitepackages(), *sys.path]\n"
+    "print(json.dumps([d for d in dict.fromkeys(dirs) if os.path.isfile(os.path.join(d, "
+    f"{PLUGINS!r}, {LOADER!r}))]))\n"
+)
+
+
+def find_installed(python: str, env: Mapping[str, str]) -> Path:
+    """The site-packages directory of the one overlay installed for ``python``."""
+    # not isolated: the directories TensorFlow scans are the ones this interpreter has in ``env``
+    done = run_command([python, "-c", _FIND_OVERLAY], timeout=60, env=env)
+    if done is None or done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or [""])[-1] if done else "it did not run"
+        raise EnvironmentProblem(
+            f"cannot ask {python} where its packages are",
+            why=last or f"it exited with {done.returncode if done else '?'}",
+            fix="Name a Python interpreter with --python.",
+        )
+    try:
+        found = serial.from_data(json.loads(done.stdout.strip().splitlines()[-1]), tuple[str, ...])
+    except (ValueError, IndexError) as exc:
+        raise EnvironmentProblem(
+            f"cannot read where {python} keeps its packages", why=str(exc), fix="Check it."
+        ) from None
+    if not found:
+        raise UsageError(
+            f"no tfbuild overlay is installed for {python}",
+            why=f"none of its package directories holds {PLUGINS}/{LOADER}",
+            fix="Name the Python the overlay is installed for with --python (the one you run "
+            "TensorFlow with), or pip install the overlay's wheel with it.",
+        )
+    if len(found) > 1:
+        raise UsageError(
+            f"{len(found)} tfbuild overlays are installed for {python}",
+            why=f"in {' and '.join(found)}; TensorFlow would load each",
+            fix="pip uninstall tfbuild-overlay until one is left.",
+        )
+    return Path(found[0])
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstalledCheck:
+    """What ``tfbuild overlay --check`` found and did."""
+
+    site: Path
+    manifest: OverlayManifest
+    checks: tuple[KernelCheck, ...]
+    record: Path | None  # the CHECK file it wrote; None: its check was not pending (at build time)
+
+
+def check_installed(
+    python: str,
+    *,
+    env: Mapping[str, str] | None = None,
+    cpu: CpuInfo | None = None,
+    progress: Progress | None = None,
+) -> InstalledCheck:
+    """Run the special-value check of the overlay installed for ``python`` on this CPU and, when it
+    was pending and passes, record it where the overlay's loader reads it. Nothing is written
+    when it fails (BuildFailed) or cannot run here."""
+    from tfbuild.overlay.check import verify_kernels
+
+    say = progress or (lambda _m: None)
+    # the user's own (PYTHONPATH included: where TensorFlow finds the overlay when they run it)
+    env = dict(os.environ) if env is None else env
+    site = find_installed(python, env)
+    own = site / PLUGINS / "tfbuild_overlay"
+    fix = "Reinstall the overlay's wheel (pip install --force-reinstall WHEEL)."
+    raw = read_input(own / MANIFEST, limit=1 << 20, what="the overlay's manifest", fix=fix)
+    manifest = decode_overlay_manifest(raw, source=str(own / MANIFEST))
+    what = f"the overlay for {manifest.target} (TensorFlow {manifest.tensorflow}) in {site}"
+    cpu = cpu or host_cpuinfo()
+    missing = [f for f in manifest.features if f not in instruction_sets(cpu)]
+    if missing:
+        raise UnsupportedError(
+            f"cannot check {what} on this CPU",
+            why=f"its kernels use {' '.join(missing)}, which this CPU lacks",
+            fix=f"Run '{COMMAND}' on a machine of its target ({manifest.target}).",
+        )
+    if manifest.token and sha256_file(own / KERNELS) != manifest.token:
+        raise InputError(
+            f"the kernels of {what} are not the ones its manifest names",
+            why=f"the sha256 of {own / KERNELS} differs from the manifest's token",
+            fix=fix,
+        )
+    say(f"checking the {len(manifest.kernels)} kernels of {what} against stock on special values")
+    checks = verify_kernels(python, env, None, manifest.kernels)
+    if not manifest.pending:
+        return InstalledCheck(site=site, manifest=manifest, checks=checks, record=None)
+    record = own / CHECK_FILE
+    write_text(record, passed_record(manifest, cpu, len(checks)))
+    _update_record(site, record)
+    return InstalledCheck(site=site, manifest=manifest, checks=checks, record=record)
+
+
+def _update_record(site: Path, changed: Path) -> None:
+    """The overlay's RECORD (pip's list of its files, with their hashes) given ``changed``'s new
+    hash and size, so that pip's checks find the installed overlay as it now is. An overlay
+    unpacked without its metadata (a test's site directory) has none to update."""
+    name = changed.relative_to(site).as_posix()
+    for record in sorted(site.glob("tfbuild_overlay-*.dist-info/RECORD")):
+        rows = list(csv.reader(io.StringIO(record.read_text(encoding="utf-8"))))
+        if not any(row and row[0] == name for row in rows):
+            continue
+        data = changed.read_bytes()
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        for row in rows:
+            writer.writerow([name, f"sha256={digest}", str(len(data))] if row[0] == name else row)
+        write_text(record, out.getvalue())
