@@ -153,3 +153,51 @@ def test_the_human_table() -> None:
     assert result.returncode == 0, result.stderr
     assert "tf2.21-py3.11-x86_64_v4-mkl" in result.stdout
     assert "+zen4.mkl" in result.stdout
+
+
+# --- the overlay jobs ---------------------------------------------------------------------------------
+
+
+def test_overlay_jobs_are_release_by_target_each_as_tfbuild_overlay_plans_it() -> None:
+    from tfbuild.plan.matrix import DEFAULT_OVERLAY_TARGETS
+
+    result = run_cli("matrix", "--overlays", "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("\n") == 1
+    data = json.loads(result.stdout)
+    assert list(data) == ["include"]
+    newest = load_recipes().recipes[-1]
+    python = max(newest.python, key=lambda v: tuple(map(int, v.split("."))))
+    assert [job["name"] for job in data["include"]] == [
+        f"overlay-tf{newest.short}-{t}" for t in DEFAULT_OVERLAY_TARGETS
+    ]
+    for job in data["include"]:
+        assert job["args"] == f"--tf {newest.short} --target {job['target']}"
+        assert job["python"] == python and job["tf"] == newest.short
+        # what the job runs is what tfbuild overlay plans: the same release and target
+        planned = run_cli("plan", *job["args"].split(), "--json")
+        assert planned.returncode == 0, planned.stderr
+        assert planned.json()["target"] == job["target"]
+
+
+def test_overlay_jobs_leave_out_targets_below_stock_with_the_reason() -> None:
+    result = run_cli("matrix", "--overlays", "--targets", "x86_64_v2,zen4", "--tf", "2.20,2.21",
+                     "--explain")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    left = [line for line in result.stderr.splitlines() if line.startswith("left out ")]
+    assert left == [
+        f"left out overlay-tf{tf}-x86_64_v2: stock TensorFlow's kernels are compiled for AVX, "
+        "which x86_64_v2 lacks: its overlay would replace them with slower ones"
+        for tf in ("2.20", "2.21")
+    ]
+    assert "overlay-tf2.20-zen4" in result.stdout and "overlay-tf2.21-zen4" in result.stdout
+
+
+def test_overlay_jobs_take_neither_pythons_nor_variants() -> None:
+    from tests.conftest import one_error_line
+
+    ran = run_cli("matrix", "--overlays", "--python", "3.11")
+    assert one_error_line(ran, UsageError.exit_code) == (
+        "tfbuild: error: --overlays with --python: an overlay is one py3-none wheel per release "
+        "and target, of the cpu variant. Drop --python."
+    )

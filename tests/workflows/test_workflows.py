@@ -60,6 +60,11 @@ PINS = {
 }
 
 
+#: What tells the plan job's two matrix steps apart: the wheels' and the overlays'.
+PLAN_WHEELS = "printed=$(tfbuild matrix"
+PLAN_OVERLAYS = "overlays=$(tfbuild matrix"
+
+
 def workflow_files() -> list[Path]:
     return sorted([*WORKFLOWS.glob("*.yml"), *WORKFLOWS.glob("*.yaml")])
 
@@ -207,7 +212,7 @@ def test_no_workflow_writes_at_the_top_level(path: Path) -> None:
 def test_only_tag_pushes_release() -> None:
     release = load(WORKFLOWS / "wheels.yml")["jobs"]["release"]
     assert release["if"] == "startsWith(github.ref, 'refs/tags/')"
-    assert release["needs"] == "build"
+    assert release["needs"] == ["build", "overlay"]
 
 
 @pytest.mark.parametrize("path", workflow_files(), ids=lambda p: p.name)
@@ -255,7 +260,12 @@ def _expressions(env: dict[str, str], values: dict[str, str]) -> dict[str, str]:
 
 
 def run_step(
-    s: dict[str, Any], *, cwd: Path, values: dict[str, str], path: str | None = None
+    s: dict[str, Any],
+    *,
+    cwd: Path,
+    values: dict[str, str],
+    path: str | None = None,
+    timeout: float = 120,
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     """Run a step's script as GitHub does (bash --noprofile --norc -eo pipefail FILE)."""
     script = cwd / ".step.sh"
@@ -276,7 +286,7 @@ def run_step(
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
     return result, output
@@ -285,7 +295,7 @@ def run_step(
 def _plan_matrix(tmp_path: Path, inputs: dict[str, str]) -> list[dict[str, Any]]:
     workflow = load(WORKFLOWS / "wheels.yml")
     result, output = run_step(
-        step(workflow, "plan", containing="tfbuild matrix"),
+        step(workflow, "plan", containing=PLAN_WHEELS),
         cwd=tmp_path,
         values={f"inputs.{k}": v for k, v in inputs.items()},
     )
@@ -346,7 +356,7 @@ def test_the_plan_step_passes_the_dispatch_inputs_to_tfbuild_matrix(tmp_path: Pa
 def test_a_bad_dispatch_input_fails_the_plan_job(tmp_path: Path) -> None:
     workflow = load(WORKFLOWS / "wheels.yml")
     result, output = run_step(
-        step(workflow, "plan", containing="tfbuild matrix"),
+        step(workflow, "plan", containing=PLAN_WHEELS),
         cwd=tmp_path,
         values={"inputs.targets": "not_a_cpu"},
     )
@@ -637,7 +647,7 @@ def test_the_plan_step_plans_one_wheel_for_a_pull_request(tmp_path: Path) -> Non
     everything = _plan_matrix(tmp_path, {})
     newest = max((tuple(map(int, e["python"].split("."))), e["python"]) for e in everything)[1]
     result, output = run_step(
-        step(workflow, "plan", containing="tfbuild matrix"),
+        step(workflow, "plan", containing=PLAN_WHEELS),
         cwd=tmp_path,
         values={"github.event_name": "pull_request"},
     )

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # types of other commands' results: importing them would load
     from tfbuild.build.preflight import PreflightReport
     from tfbuild.build.release_check import ReleaseCheck
     from tfbuild.build.run import WheelResult
-    from tfbuild.plan.matrix import Matrix, Skipped
+    from tfbuild.plan.matrix import Matrix, OverlayMatrix, Skipped
 
 
 _GIB = 1024**3
@@ -313,6 +313,19 @@ def print_matrix(matrix: Matrix, *, explain: bool) -> None:
         table.add_column(column, no_wrap=True)
     for job in matrix.jobs:
         table.add_row(safe(job.name), safe(f"+{job.label}"), safe(job.cuda or "-"))
+    console = make_console(highlight=False, soft_wrap=True)
+    console.print(table)
+    if matrix.skipped and not explain:
+        left = len(matrix.skipped)
+        console.print(f"{left} combination{'s' if left > 1 else ''} left out: --explain says why")
+
+
+def print_overlay_matrix(matrix: OverlayMatrix, *, explain: bool) -> None:
+    table = Table(title="CI overlay matrix", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("job (overlay-tf-target)", "wheel label", "stock Python"):
+        table.add_column(column, no_wrap=True)
+    for job in matrix.jobs:
+        table.add_row(safe(job.name), safe(f"+{job.label}"), safe(job.python))
     console = make_console(highlight=False, soft_wrap=True)
     console.print(table)
     if matrix.skipped and not explain:

@@ -60,6 +60,15 @@ class MatrixArgs:
         ),
         default=(),
     )
+    overlays: bool = option(
+        Cli(
+            flags=("--overlays",),
+            help="The overlay jobs instead (tfbuild overlay): TensorFlow release x target "
+            "(default targets: x86_64_v3, x86_64_v4, icelake, sapphirerapids, graniterapids, "
+            "zen4, zen5).",
+        ),
+        default=False,
+    )
     explain: bool = option(
         Cli(flags=("--explain",), help="Say why each left-out combination is impossible."),
         default=False,
@@ -77,6 +86,9 @@ def matrix_command(request: MatrixArgs) -> None:
     from tfbuild.recipes.images import load_base_images
     from tfbuild.recipes.recipe import load_recipes
 
+    if request.overlays:
+        _overlays(request)
+        return
     matrix = build_matrix(
         load_recipes(request.recipes_dir),
         load_base_images(request.recipes_dir),
@@ -96,3 +108,35 @@ def matrix_command(request: MatrixArgs) -> None:
     from tfbuild.cli.display import print_matrix
 
     print_matrix(matrix, explain=request.explain)
+
+
+def _overlays(request: MatrixArgs) -> None:
+    """``tfbuild matrix --overlays``: the overlay jobs."""
+    from tfbuild.core.errors import UsageError
+    from tfbuild.plan.matrix import overlay_matrix
+    from tfbuild.recipes.images import load_base_images
+    from tfbuild.recipes.recipe import load_recipes
+
+    given = [f for f, v in (("--python", request.python), ("--variants", request.variants)) if v]
+    if given:
+        raise UsageError(
+            f"--overlays with {' and '.join(given)}",
+            why="an overlay is one py3-none wheel per release and target, of the cpu variant",
+            fix=f"Drop {' and '.join(given)}.",
+        )
+    matrix = overlay_matrix(
+        load_recipes(request.recipes_dir),
+        load_base_images(request.recipes_dir),
+        tf=request.tf,
+        targets=request.targets,
+    )
+    if request.explain:
+        from tfbuild.cli.display import print_skipped
+
+        print_skipped(matrix.skipped)
+    if request.as_json:
+        sys.stdout.write(json.dumps(matrix.to_json(), separators=(",", ":")) + "\n")
+        return
+    from tfbuild.cli.display import print_overlay_matrix
+
+    print_overlay_matrix(matrix, explain=request.explain)

@@ -29,6 +29,17 @@ from tfbuild.recipes.recipe import Recipe, RecipeSet
 from tfbuild.recipes.tfversions import parse_version
 
 DEFAULT_TARGETS = ("x86_64_v2", "x86_64_v3", "x86_64_v4")
+#: The overlays' default targets: the portable levels with more than stock's AVX, and the server
+#: microarchitectures clouds rent (AMD's Zen 4 and Zen 5, Intel's Ice Lake to Granite Rapids).
+DEFAULT_OVERLAY_TARGETS = (
+    "x86_64_v3",
+    "x86_64_v4",
+    "icelake",
+    "sapphirerapids",
+    "graniterapids",
+    "zen4",
+    "zen5",
+)
 DEFAULT_VARIANTS: tuple[Variant, ...] = (Variant.cpu,)
 #: GitHub Actions runs at most this many jobs from one matrix.
 GITHUB_MATRIX_LIMIT = 256
@@ -63,6 +74,19 @@ class Job:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OverlayJob:
+    """One overlay job: what `tfbuild overlay` is asked for. Its wheel is ``py3-none``; ``python``
+    is the interpreter of the stock TensorFlow it is compiled against and checked in."""
+
+    name: str  # stable: overlay-tf2.21-zen4
+    tf: str
+    python: str
+    target: str
+    label: str
+    args: str  # tfbuild overlay's arguments, one line
+
+
+@dataclass(frozen=True, kw_only=True)
 class Skipped:
     """A combination left out, with the planner's reason."""
 
@@ -78,6 +102,16 @@ class Matrix:
     # hand-written: GitHub Actions' matrix shape (only include), not the type's
     def to_json(self) -> dict[str, Any]:
         """What GitHub Actions' ``fromJSON`` takes: only ``include`` (any other key is an axis)."""
+        return {"include": serial.to_data(self.jobs)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class OverlayMatrix:
+    jobs: tuple[OverlayJob, ...]
+    skipped: tuple[Skipped, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """What GitHub Actions' ``fromJSON`` takes: only ``include``."""
         return {"include": serial.to_data(self.jobs)}
 
 
@@ -102,7 +136,7 @@ def _recipes(recipes: RecipeSet, tf: list[str]) -> list[Recipe]:
     )
 
 
-def _targets(targets: list[str]) -> list[str]:
+def _targets(targets: list[str], default: Sequence[str] = DEFAULT_TARGETS) -> list[str]:
     for name in targets:
         if name == "native":
             raise UsageError(
@@ -111,7 +145,7 @@ def _targets(targets: list[str]) -> list[str]:
                 fix="Name levels or microarchitectures: x86_64_v2,x86_64_v3,x86_64_v4 or zen4.",
             )
         cpu.lookup_target(name, option="--targets")  # unknown: a usage error with suggestions
-    return targets or list(DEFAULT_TARGETS)
+    return targets or list(default)
 
 
 def _variants(variants: list[str]) -> list[Variant]:
@@ -196,3 +230,65 @@ def build_matrix(
             fix="Narrow it with --tf, --python, --targets or --variants.",
         )
     return Matrix(jobs=tuple(jobs), skipped=tuple(skipped))
+
+
+#: Why an overlay for a target without AVX is left out.
+_BELOW_STOCK = (
+    "stock TensorFlow's kernels are compiled for AVX, which {target} lacks: its overlay would "
+    "replace them with slower ones"
+)
+
+
+def overlay_matrix(
+    recipes: RecipeSet,
+    base_images: dict[str, BaseImage],
+    *,
+    tf: Sequence[str] | None = None,
+    targets: Sequence[str] | None = None,
+    limit: int = GITHUB_MATRIX_LIMIT,
+) -> OverlayMatrix:
+    """The overlay jobs, release x target: each planned as ``tfbuild overlay`` plans it (the
+    recipe's compiler for the target), for the newest Python the release supports; a target
+    without AVX, or one the recipe's compiler cannot build, is left out with its reason."""
+    jobs: list[OverlayJob] = []
+    skipped: list[Skipped] = []
+    for recipe in _recipes(recipes, _split(tf)):
+        python = max(recipe.python, key=lambda v: tuple(int(p) for p in v.split(".")))
+        for target in _targets(_split(targets), DEFAULT_OVERLAY_TARGETS):
+            name = f"overlay-tf{recipe.short}-{target}"
+            if "avx" not in cpu.lookup_target(target).features:
+                skipped.append(Skipped(name=name, reason=_BELOW_STOCK.format(target=target)))
+                continue
+            options = PlanOptions(target=target, python=python, skip_disk_check=True)
+            try:
+                plan = make_plan(options, recipe, RUNNER, base_images=base_images)
+            except TfbuildError as error:
+                reason = f"{error.what}: {error.why}" if error.why else error.what
+                skipped.append(Skipped(name=name, reason=reason))
+                continue
+            jobs.append(
+                OverlayJob(
+                    name=name,
+                    tf=recipe.short,
+                    python=python,
+                    target=plan.target,
+                    label=plan.label or "",
+                    args=f"--tf {recipe.short} --target {target}",
+                )
+            )
+    if not jobs:
+        raise UsageError(
+            "no overlay job is left in the matrix",
+            why=f"all {len(skipped)} combinations were left out"
+            if skipped
+            else "none was asked for",
+            fix="Widen the filters (--tf, --targets).",
+            details=tuple(f"{s.name}: {s.reason}" for s in skipped),
+        )
+    if len(jobs) > limit:
+        raise UsageError(
+            f"the overlay matrix has {len(jobs)} jobs",
+            why=f"GitHub Actions runs at most {limit} jobs from one matrix",
+            fix="Narrow it with --tf or --targets.",
+        )
+    return OverlayMatrix(jobs=tuple(jobs), skipped=tuple(skipped))
