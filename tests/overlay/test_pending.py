@@ -314,3 +314,18 @@ def test_pick_install_uninstalls_an_overlay_whose_check_fails(
     assert not (site / "tensorflow-plugins").exists() or not any(
         (site / "tensorflow-plugins").iterdir()
     )
+
+
+def test_the_index_marks_its_check_pending(pending: Pending, tmp_path: Path) -> None:
+    from tfbuild.wheel.index import write_index
+
+    dist = tmp_path / "dist"
+    wheel = _copy(pending, dist)
+    write_index(dist)
+    page = (dist / "index.html").read_text()
+    row = next(line for line in page.splitlines() if wheel.name in line)
+    assert '<strong class="overlay">OVERLAY</strong> <em class="pending">check pending</em>' in row
+    ran = run_cli("index", str(dist), "--json")
+    assert ran.returncode == 0, ran.stderr
+    (entry,) = ran.json()["wheels"]
+    assert entry["overlay"]["pending"] == list(pending.result.receipt.pending)

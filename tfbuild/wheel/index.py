@@ -70,6 +70,9 @@ class OverlayOn:
     framework_size: int  # the size of its libtensorflow_framework.so.2, which the loader checks
     features: tuple[str, ...]  # the instruction sets the loader checks for (/proc/cpuinfo names)
     kernels: int  # how many kernels it registers above stock's
+    #: The instruction sets the machine it was built on lacked: its check runs where it is
+    #: installed (tfbuild overlay --check; pick --install runs it). Empty: checked at build time.
+    pending: tuple[str, ...] = ()
 
     @property
     def requirement(self) -> str:
@@ -201,6 +204,7 @@ def _overlay_on(receipt: OverlayReceipt) -> OverlayOn:
         framework_size=receipt.framework_size,
         features=receipt.features,
         kernels=len(receipt.kernels),
+        pending=receipt.pending,
     )
 
 
@@ -448,6 +452,8 @@ def render_html(entries: tuple[IndexEntry, ...], *, title: str, base_url: str | 
         standin = ' <strong class="standin">STAND-IN</strong>' if e.standin else ""
         if e.overlay is not None:
             standin += ' <strong class="overlay">OVERLAY</strong>'
+            if e.overlay.pending:
+                standin += ' <em class="pending">check pending</em>'
         cells = (
             f'<a href="{esc(_href(e, base_url))}">{esc(e.name)}</a>{standin}',
             esc(e.tensorflow),
@@ -478,7 +484,9 @@ def render_html(entries: tuple[IndexEntry, ...], *, title: str, base_url: str | 
             "not TensorFlow: TensorFlow's element-wise CPU kernels compiled for the target, "
             "installed beside the exact stock TensorFlow named under <em>runs on</em> "
             "(pip install it next to that one; tfbuild pick chooses one for the TensorFlow you "
-            "have).</p>\n"
+            "have). One marked <em>check pending</em> was built on a machine without its "
+            "target's instruction sets: its kernels load only after tfbuild overlay --check "
+            "(or tfbuild pick --install, which runs it) has passed on a machine with them.</p>\n"
         )
     head = "".join(f"<th>{esc(c)}</th>" for c in _COLUMNS)
     count = f"{len(entries)} wheel{'s' if len(entries) != 1 else ''}"
