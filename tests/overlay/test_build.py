@@ -144,7 +144,15 @@ def test_a_target_this_cpu_cannot_run_loads_nothing_and_says_why_once(
     ran = run_tf(built_overlay.python, str(site), REGISTERED)
     (line,) = overlay_lines(ran.stderr)
     assert "not loaded, stock kernels run: this CPU lacks" in line
-    assert set(line.split("lacks ")[1].split()) & missing
+    lacks, _, pending = line.split("lacks ")[1].partition("; ")
+    assert set(lacks.split()) & missing
+    # built here, where the CPU lacks them: its check is pending, and the line says so
+    assert result.receipt.pending and set(result.receipt.pending) & missing
+    assert pending == (
+        "its special-value check is pending too (built on a CPU without "
+        f"{' '.join(result.receipt.pending)}): it runs where the CPU has them, tfbuild overlay "
+        "--check"
+    )
     assert ran.stdout.split()[0] == "0"  # stock's Exp only
     assert float(ran.stdout.split()[1]) == pytest.approx(2.718281828, rel=1e-6)
     # The special-value check cannot run its kernels here, and says why in the loader's words.

@@ -200,6 +200,12 @@ static int switched_off(const char *value) {
 #define CHECK_FILE "CHECK"
 #define PASSED "passed " TFB_TOKEN
 
+/* TFB_PENDING with spaces between its names, into out (sizeof TFB_PENDING bytes). */
+static void pending_sets(char *out) {
+  for (size_t i = 0; i < sizeof TFB_PENDING; i++)
+    out[i] = TFB_PENDING[i] == ',' ? ' ' : TFB_PENDING[i];
+}
+
 /* NULL: the kernels' check has passed (at build time, or here); else why they wait. */
 static const char *unchecked(const char *dir, char *why, size_t size) {
   if (TFB_PENDING[0] == '\0') return NULL;
@@ -213,8 +219,7 @@ static const char *unchecked(const char *dir, char *why, size_t size) {
   line[strcspn(line, "\n")] = '\0';
   if (strcmp(line, PASSED) == 0) return NULL;
   char lacked[sizeof TFB_PENDING];
-  for (size_t i = 0; i < sizeof lacked; i++)
-    lacked[i] = TFB_PENDING[i] == ',' ? ' ' : TFB_PENDING[i];
+  pending_sets(lacked);
   snprintf(why, size,
            "its special-value check has not run on a CPU with its instruction sets (it was "
            "built on one without %s); run: tfbuild overlay --check --python PYTHON (the Python "
@@ -235,7 +240,15 @@ __attribute__((constructor)) static void tfbuild_overlay_load(void) {
   char missing[512], why[1024];
   lacking(missing, sizeof missing);
   if (missing[0]) {
-    snprintf(why, sizeof why, "this CPU lacks %s", missing);
+    char lacked[sizeof TFB_PENDING];
+    pending_sets(lacked);
+    if (lacked[0] != '\0')
+      snprintf(why, sizeof why,
+               "this CPU lacks %s; its special-value check is pending too (built on a CPU "
+               "without %s): it runs where the CPU has them, tfbuild overlay --check",
+               missing, lacked);
+    else
+      snprintf(why, sizeof why, "this CPU lacks %s", missing);
     say(why);
     return;
   }
