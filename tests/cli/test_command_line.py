@@ -4,6 +4,8 @@ terminal (never inside a hash, a path or a command) but left whole when piped.""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from typer.main import get_group
 
@@ -30,6 +32,30 @@ def test_help_at_80_columns_cuts_no_summary() -> None:
         _, summary = line.split(maxsplit=1)
         assert len(summary.split()) >= 5, line  # a summary, not a stub
         assert not summary.endswith("."), line  # summaries are phrases, alike
+
+
+def _every_command() -> list[tuple[str, ...]]:
+    """Every command's words, subcommands of a group included: ("recipes", "show")."""
+    found: list[tuple[str, ...]] = []
+
+    def walk(command: Any, words: tuple[str, ...]) -> None:
+        found.append(words)
+        for name, sub in getattr(command, "commands", {}).items():  # a group's (typer's click)
+            walk(sub, (*words, name))
+
+    walk(get_group(app), ())
+    return found
+
+
+@pytest.mark.parametrize("words", _every_command(), ids=lambda w: " ".join(w) or "tfbuild")
+def test_every_help_fits_80_columns_uncut(words: tuple[str, ...]) -> None:
+    result = run_cli(*words, "--help", env={"COLUMNS": "80"})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, result.stdout
+    if "Commands:" in lines:
+        listed = lines[lines.index("Commands:") + 1 :]
+        assert not [line for line in listed if line.rstrip().endswith("...")], listed
 
 
 def test_bare_tfbuild_still_shows_the_help() -> None:

@@ -70,7 +70,7 @@ class RecipeShowArgs:
     recipes_dir: tuple[Path, ...] = option(RECIPES_DIR, default=())
 
 
-@recipes_app.command("show")
+@recipes_app.command("show", short_help="Print one recipe, resolved, as JSON")
 @takes(RecipeShowArgs)
 def recipes_show(request: RecipeShowArgs) -> None:
     """Print one recipe, resolved, as JSON (its verified record says how far it was checked)."""
@@ -90,7 +90,9 @@ class RecipeVerifyArgs:
     recipes_dir: tuple[Path, ...] = option(RECIPES_DIR, default=())
 
 
-@recipes_app.command("verify")
+@recipes_app.command(
+    "verify", short_help="Check a recipe against its release's own files (exit 4: drift)"
+)
 @takes(RecipeVerifyArgs)
 def recipes_verify(request: RecipeVerifyArgs) -> None:
     """Check a recipe against its release's own files: the tarball (sha256 checked) or --source
