@@ -24,7 +24,8 @@ back everything it changed, also when the command raises:
   ``ResourceWarning`` of the command is judged here, not in a later test (of the command's objects
   only: this process's are frozen meanwhile, ``gc.freeze``).
 - **tfbuild's own state**: ``tfbuild.cli._state`` (``--debug``), ``tfbuild.cli.options._parsing``,
-  ``tfbuild.core.stopping._state``. The caches of tfbuild (``functools.cache``) hold what is the same
+  ``tfbuild.core.stopping._state``, ``tfbuild.core.cache._held`` (the environments a command uses,
+  let go of after it as its exit would). The caches of tfbuild (``functools.cache``) hold what is the same
   in every process (parsed templates, archspec's tables, pure arithmetic):
   tests/cli/test_cli_runs.py keeps that list and fails when a new one appears.
 - **threads**: the command's non-daemon threads are waited for, as the interpreter waits at exit.
@@ -268,13 +269,15 @@ def _tfbuild_state() -> Iterator[None]:
     """tfbuild's module state as a new process has it, and as it was afterwards."""
     from tfbuild import cli
     from tfbuild.cli import options
-    from tfbuild.core import stopping
+    from tfbuild.core import cache, stopping
 
     state, parsing, stopped = dict(cli._state), list(options._parsing), stopping._state
+    held = dict(cache._held)
     cli._state.clear()
     cli._state.update(debug=False)
     options._parsing.clear()
     stopping._state = stopping._State()
+    cache._held.clear()
     try:
         yield
     finally:
@@ -282,6 +285,8 @@ def _tfbuild_state() -> Iterator[None]:
         cli._state.update(state)
         options._parsing[:] = parsing
         stopping._state = stopped
+        cache.release_all()  # what the command's process would let go of at its exit
+        cache._held.update(held)
 
 
 @contextlib.contextmanager

@@ -266,6 +266,7 @@ SAME_IN_EVERY_PROCESS = {
 RESET_BY_THE_RUNNER = {
     ("tfbuild/cli/__init__.py", "_state"),
     ("tfbuild/cli/options.py", "_parsing"),
+    ("tfbuild/core/cache.py", "_held"),
     ("tfbuild/core/stopping.py", "_state"),
 }
 

@@ -56,3 +56,19 @@ def test_the_thread_runs_inside_the_block_only() -> None:
     count = len(said)
     assert not any(t.name == "tfbuild-heartbeat" for t in threading.enumerate())
     assert len(said) == count
+
+
+def test_a_long_step_is_repeated_by_its_first_clause() -> None:
+    from tfbuild.core.heartbeat import SHORT, Heartbeat
+
+    now = [0.0]
+    said: list[str] = []
+    beat = Heartbeat(said.append, every=8.0, clock=lambda: now[0])
+    beat("compiling 83 kernels of TensorFlow 2.21.0 for zen4 (-march=znver4 -mno-pku) with clang")
+    now[0] = 9.0
+    beat.tick()
+    assert said[-1] == "compiling 83 kernels of TensorFlow 2.21.0 for zen4 (still, 9 s)"
+    beat("x" * 200)
+    now[0] = 18.0
+    beat.tick()
+    assert said[-1] == "x" * (SHORT - 3) + "... (still, 9 s)"

@@ -228,3 +228,31 @@ def test_installed_builds_for_the_release_installed_and_refuses_another(
         f"{python}. Drop --tf (--installed builds for 2.21.0), or pass an interpreter with "
         "TensorFlow 2.20."
     )
+
+
+def test_an_overlays_environment_is_small_and_shares_its_stock_tensorflow(
+    built_overlay: BuiltOverlay,
+) -> None:
+    """smoke and tune install an overlay into an environment of its own: a few files on top of
+    its stock TensorFlow's environment (a .pth file), not another copy of TensorFlow."""
+    from tfbuild.core.cache import ENV_MARKER
+    from tfbuild.measure.envs import WheelSpec, ensure_env
+
+    stock = ensure_env(WheelSpec.parse("tensorflow-cpu==2.21.0"))
+    made = ensure_env(WheelSpec(kind="file", value=str(built_overlay.result.wheel)))
+    assert made.location is not None and stock.location is not None
+    where = Path(made.location)
+    size = sum(p.lstat().st_size for p in where.rglob("*") if p.is_file())
+    assert size < 20_000_000, size  # the overlay's two libraries and a venv's scripts
+    marker = (where / ENV_MARKER).read_text().splitlines()
+    assert marker == [str(built_overlay.result.wheel), f"on {stock.location}"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    ran = subprocess.run(
+        [made.python, "-c", REGISTERED], capture_output=True, text=True, timeout=300, check=True,
+        env={**env, "TFBUILD_OVERLAY": "status", "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )  # fmt: skip
+    assert ran.stdout.split()[0] == "1"
+    (line,) = overlay_lines(ran.stderr)
+    assert "loaded, " in line
+    again = ensure_env(WheelSpec(kind="file", value=str(built_overlay.result.wheel)))
+    assert again.reused and again.location == made.location

@@ -468,10 +468,10 @@ class ToolLog:
 
 def base_log_path(suite: str, now: datetime | None = None) -> Path:
     """Where a `tfbuild base` run keeps its tools' output: ``<cache>/logs/base-SUITE-TIME.log``."""
-    from tfbuild.detect.system import default_cache_dir
+    from tfbuild.core.cache import LOGS, cache_root
 
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
-    return default_cache_dir() / "logs" / f"base-{suite}-{stamp}-{os.getpid()}.log"
+    return cache_root() / LOGS / f"base-{suite}-{stamp}-{os.getpid()}.log"
 
 
 def _stream(argv: Sequence[str], on_line: Callable[[str], None]) -> tuple[int, list[str]]:

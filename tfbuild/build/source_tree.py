@@ -113,13 +113,9 @@ class Source:
 def default_cache_dir(env: Mapping[str, str] = os.environ) -> Path:
     """``$TFBUILD_CACHE_DIR/sources``, else ``$XDG_CACHE_HOME/tfbuild/sources``, else
     ``~/.cache/tfbuild/sources``."""
-    if env.get("TFBUILD_CACHE_DIR"):
-        return Path(env["TFBUILD_CACHE_DIR"]) / "sources"
-    xdg = env.get("XDG_CACHE_HOME", "")
-    if xdg and Path(xdg).is_absolute():  # the XDG spec says to ignore a relative path
-        return Path(xdg) / "tfbuild" / "sources"
-    home = Path(env["HOME"]) if env.get("HOME") else Path.home()
-    return home / ".cache" / "tfbuild" / "sources"
+    from tfbuild.core.cache import SOURCES, cache_root
+
+    return cache_root(env) / SOURCES
 
 
 # --- 1. a local directory ----------------------------------------------------------------------

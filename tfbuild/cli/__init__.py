@@ -22,6 +22,7 @@ import typer
 from tfbuild import __version__
 from tfbuild.cli import (
     base,
+    cache,
     detect,
     doctor,
     forecast,
@@ -124,6 +125,7 @@ _COMMANDS = (
     ("base", base.base_command, "Make a base image with debootstrap (no registry needed)"),
     ("index", index.index_command, "Write index.html (a pip --find-links page) and SHA256SUMS"),
     ("pick", pick.pick_command, "Choose the wheel (or overlay) that runs best here; install it"),
+    ("cache", cache.cache_command, "What tfbuild keeps here, its size and age; --prune frees it"),
 )
 for _name, _command, _summary in _COMMANDS:
     app.command(_name, short_help=_summary)(_command)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfbuild.cli.options import takes
-from tfbuild.cli.output import print_json, progress
+from tfbuild.cli.output import print_json, progressing
 from tfbuild.core.defaults import DOCTOR_TIMES
 from tfbuild.core.options import DIST, JSON, VERBOSE, Cli, option
 
@@ -39,14 +39,15 @@ def doctor_command(request: DoctorArgs) -> None:
     from tfbuild.build.doctor import run_doctor
     from tfbuild.cli.display import print_doctor_check
 
-    report = run_doctor(
-        with_canary=request.canary,
-        dist=request.dist,
-        say=progress("doctor", quiet=request.as_json),
-        show=(lambda _check: None) if request.as_json else print_doctor_check,
-        verbose=request.verbose and not request.as_json,
-        quiet=request.as_json,
-    )
+    with progressing("doctor", quiet=request.as_json) as say:
+        report = run_doctor(
+            with_canary=request.canary,
+            dist=request.dist,
+            say=say,
+            show=(lambda _check: None) if request.as_json else print_doctor_check,
+            verbose=request.verbose and not request.as_json,
+            quiet=request.as_json,
+        )
     if request.as_json:
         from tfbuild.core import serial
 

@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from tfbuild.cli.options import takes
+from tfbuild.cli.output import progressing
 from tfbuild.core import serial
 from tfbuild.core.controls import printable
 from tfbuild.core.options import BUDGET, JSON, STOCK, Cli, group, option
@@ -77,12 +78,9 @@ def forecast_command(forecast_args: ForecastArgs) -> None:
         budget=forecast_args.budget,
     )
 
-    def progress(message: str) -> None:
-        if not as_json:
-            sys.stderr.write(f"[forecast] {printable(message)}\n")
-
     if emit is not None:
-        emitted = emit_forecast(request, recipe, emit, progress=progress)
+        with progressing("forecast", quiet=as_json) as progress:
+            emitted = emit_forecast(request, recipe, emit, progress=progress)
         if as_json:
             _print_json(serial.to_data(emitted))
             return
@@ -96,10 +94,11 @@ def forecast_command(forecast_args: ForecastArgs) -> None:
         for note in emitted.notes:
             typer.echo(printable(f"note: {note}"))
         return
-    forecast = run_forecast(request, recipe, progress=progress)
-    progress(
-        f"kept for tfbuild smoke of a wheel built for {plan.target}: {save_forecast(forecast)}"
-    )
+    with progressing("forecast", quiet=as_json) as progress:
+        forecast = run_forecast(request, recipe, progress=progress)
+        progress(
+            f"kept for tfbuild smoke of a wheel built for {plan.target}: {save_forecast(forecast)}"
+        )
     if as_json:
         _print_json(serial.to_data(forecast))
         return

@@ -5,9 +5,10 @@ Light on purpose (no rich): ``--json`` runs import this, never :mod:`tfbuild.cli
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -26,13 +27,39 @@ def print_json(data: dict[str, Any]) -> None:
 
 def progress(tag: str, *, quiet: bool) -> Callable[[str], None]:
     """A printer of progress lines on standard error (``[tag] line``), silent when ``quiet``
-    (with --json)."""
+    (with --json). On a terminal each line is wrapped to its width, further lines four columns in
+    (paths, hashes and quoted commands kept whole); piped, one record a line."""
+    from tfbuild.cli.text import terminal_width, wrap
+
+    prefix = f"[{tag}] "
 
     def say(line: str) -> None:
-        if not quiet:
-            sys.stderr.write(f"[{tag}] {printable(line)}\n")
+        if quiet:
+            return
+        text = printable(line)
+        width = terminal_width(sys.stderr)
+        if width is None:
+            sys.stderr.write(f"{prefix}{text}\n")
+            return
+        lines = wrap(text, width, first=len(prefix), rest=4) or [""]
+        sys.stderr.write(prefix + "\n    ".join(lines) + "\n")
 
     return say
+
+
+@contextlib.contextmanager
+def progressing(tag: str, *, quiet: bool) -> Iterator[Callable[[str], None]]:
+    """:func:`progress` that never leaves the user 10 s in silence: inside the block, a step that
+    lasts repeats itself with the seconds it has taken (:class:`~tfbuild.core.heartbeat.Heartbeat`);
+    silent with ``quiet``."""
+    from tfbuild.core.heartbeat import Heartbeat
+
+    say = progress(tag, quiet=quiet)
+    if quiet:
+        yield say
+        return
+    with Heartbeat(say) as beat:
+        yield beat
 
 
 def print_index(result: IndexResult) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from tfbuild.cli.options import takes
+from tfbuild.cli.output import progressing
 from tfbuild.core import serial
 from tfbuild.core.controls import printable
 from tfbuild.core.options import CPUINFO, DIST, INSTALLED, JSON, STOCK, TARGET, TF, Cli, option
@@ -20,6 +21,7 @@ from tfbuild.core.pythons import PYTHON_INTERPRETER
 
 if TYPE_CHECKING:
     from tfbuild.measure.models import ModelFile
+    from tfbuild.overlay.build import OverlayResult
     from tfbuild.overlay.models import ModelResult
     from tfbuild.plan.model import BuildPlan
     from tfbuild.wheel.overlay_receipt import KernelCheck, OverlayReceipt
@@ -72,7 +74,6 @@ def overlay_command(args: OverlayArgs) -> None:
     """A faster stock TensorFlow in minutes: its element-wise kernels compiled for this CPU, as a
     wheel installed beside it (pip uninstall it and TensorFlow is stock again)."""
     from tfbuild.core.errors import UsageError
-    from tfbuild.overlay.build import OverlayRequest, build_overlay
     from tfbuild.plan.here import plan_here
     from tfbuild.plan.options import PlanOptions
 
@@ -91,11 +92,20 @@ def overlay_command(args: OverlayArgs) -> None:
             fix="Build the overlay on an x86-64 machine.",
         )
 
-    def progress(message: str) -> None:
-        if not args.as_json:
-            sys.stderr.write(f"[overlay] {printable(message)}\n")
+    with progressing("overlay", quiet=args.as_json) as progress:
+        result = _build(args, plan, installed, progress)
+    if args.as_json:
+        sys.stdout.write(json.dumps(serial.to_data(result.receipt), indent=2) + "\n")
+        return
+    typer.echo(printable("\n".join(built_lines(result.wheel, result.receipt))))
 
-    result = build_overlay(
+
+def _build(
+    args: OverlayArgs, plan: BuildPlan, installed: str | None, progress: Callable[[str], None]
+) -> OverlayResult:
+    from tfbuild.overlay.build import OverlayRequest, build_overlay
+
+    return build_overlay(
         OverlayRequest(
             # --installed: the release installed, which a patch release of the recipe's minor is
             tensorflow=installed or plan.tensorflow,
@@ -112,10 +122,6 @@ def overlay_command(args: OverlayArgs) -> None:
         ),
         progress=progress,
     )
-    if args.as_json:
-        sys.stdout.write(json.dumps(serial.to_data(result.receipt), indent=2) + "\n")
-        return
-    typer.echo(printable("\n".join(built_lines(result.wheel, result.receipt))))
 
 
 def check_command(args: OverlayArgs) -> None:
@@ -141,11 +147,8 @@ def check_command(args: OverlayArgs) -> None:
             fix="Drop them: --check runs the check of the overlay installed for --python.",
         )
 
-    def progress(message: str) -> None:
-        if not args.as_json:
-            sys.stderr.write(f"[overlay] {printable(message)}\n")
-
-    done = check_installed(args.python, progress=progress)
+    with progressing("overlay", quiet=args.as_json) as progress:
+        done = check_installed(args.python, progress=progress)
     if args.as_json:
         data = {
             "schema": "tfbuild.overlay-check/1",
@@ -224,11 +227,14 @@ def _installed_release(python: str, asked: str | None) -> str | None:
 
 
 def _block(text: str, *, width: int = 80) -> list[str]:
-    """One statement, two columns in, its further lines four in (paths and commands kept whole)."""
+    """One statement, two columns in, its further lines four in (paths and commands kept whole;
+    one too long for that indent starts further left, so that it still fits when it can)."""
     from tfbuild.cli.text import wrap
 
     lines = wrap(text, width, first=2, rest=4)
-    return [(" " * (4 if i else 2)) + line for i, line in enumerate(lines)]
+    return [
+        " " * max(0, min(4 if i else 2, width - len(line))) + line for i, line in enumerate(lines)
+    ]
 
 
 def built_lines(wheel: Path, receipt: OverlayReceipt) -> list[str]:
@@ -271,12 +277,20 @@ def built_lines(wheel: Path, receipt: OverlayReceipt) -> list[str]:
         op, _, why = reason.partition(": ")
         lines += _block(f"left to stock: {op} ({', '.join(dtypes)}): {why}")
     lines += [
-        *_block(
-            f"install: pip install {wheel}  (beside {receipt.distribution}=={receipt.tensorflow})"
-        ),
-        *_block(f"prove: tfbuild smoke {wheel}"),
+        *_command("install", "pip install", wheel),
+        f"    (beside {receipt.distribution}=={receipt.tensorflow})",
+        *_command("prove", "tfbuild smoke", wheel),
     ]
     return lines
+
+
+def _command(label: str, command: str, path: Path, *, width: int = 80) -> list[str]:
+    """``  label: command PATH`` on one line when it fits, else the path on a line of its own
+    after a shell continuation: copied whole, either runs."""
+    one = f"  {label}: {command} {path}"
+    if len(one) <= width:
+        return [one]
+    return [f"  {label}: {command} \\", f"    {path}"]
 
 
 def smoke_overlay(
@@ -296,19 +310,16 @@ def smoke_overlay(
     from tfbuild.core.stats import describe
     from tfbuild.overlay.prove import CONTROLS, LEFT_TO_STOCK, prove_overlay
 
-    def progress(message: str) -> None:
-        if not as_json:
-            sys.stderr.write(f"[smoke] {printable(message)}\n")
-
-    proof = prove_overlay(
-        wheel,
-        python=python or sys.executable,
-        quick=quick,
-        budget=budget,
-        bench=bench,
-        model=model,
-        progress=progress,
-    )
+    with progressing("smoke", quiet=as_json) as progress:
+        proof = prove_overlay(
+            wheel,
+            python=python or sys.executable,
+            quick=quick,
+            budget=budget,
+            bench=bench,
+            model=model,
+            progress=progress,
+        )
     if as_json:
         data = serial.to_data(proof)
         data["schema"] = "tfbuild.overlay-smoke/1"
@@ -326,11 +337,11 @@ def smoke_overlay(
                 f"  {r.op:<15}{r.threads:>8}{base}{r.candidate.throughput.median:>9.2f}  {found}"
             )
         if proof.ops:
-            lines += [
-                "  (Gelem/s, medians; stock: the same environment with TFBUILD_OVERLAY=off;",
-                f"  {', '.join(LEFT_TO_STOCK)}: left to stock, and {', '.join(CONTROLS)}: "
-                "controls, the same)",
-            ]
+            lines += _block(
+                "(Gelem/s, medians; stock: the same environment with TFBUILD_OVERLAY=off; "
+                f"{', '.join(LEFT_TO_STOCK)}: left to stock, and {', '.join(CONTROLS)}: "
+                "controls, the same)"
+            )
         lines += _model_lines(proof.models)
         scope = textwrap.TextWrapper(width=80, initial_indent="  ", subsequent_indent="    ")
         lines += [line for note in proof.scope for line in scope.wrap(f"scope: {note}")]
@@ -338,11 +349,12 @@ def smoke_overlay(
         if proof.forecast is not None:
             print_forecast_beside(proof.forecast)
         elif proof.receipt is not None and proof.ops:
-            typer.echo(
-                f"  no forecast kept for {proof.receipt.target}: 'tfbuild forecast --tf "
+            note = (
+                f"no forecast kept for {proof.receipt.target}: 'tfbuild forecast --tf "
                 f"{proof.receipt.tensorflow} --target {proof.receipt.target}' predicts these "
                 "gains, and smoke shows them side by side"
             )
+            typer.echo(printable("\n".join(_block(note))))
     if proof.slower:
         raise SmokeFailed(
             f"the overlay {proof.wheel} is slower than stock",
@@ -392,11 +404,8 @@ def verify_overlay_command(wheel: Path, *, as_json: bool) -> None:
     """``tfbuild verify OVERLAY.whl``: rebuilt from its receipt, the same bytes or exit 8."""
     from tfbuild.overlay.build import verify_overlay
 
-    def progress(message: str) -> None:
-        if not as_json:
-            sys.stderr.write(f"[verify] {printable(message)}\n")
-
-    again = verify_overlay(wheel, progress=progress)
+    with progressing("verify", quiet=as_json) as progress:
+        again = verify_overlay(wheel, progress=progress)
     if as_json:
         data = {"wheel": wheel.name, "reproducible": True, "sha256": again.receipt.wheel.sha256}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from tfbuild.cli.options import takes
-from tfbuild.cli.output import print_json
+from tfbuild.cli.output import print_json, progressing
 from tfbuild.core.controls import printable
 from tfbuild.core.defaults import PICK_TIMEOUT_S
 from tfbuild.core.options import CPUINFO, JSON, TF, Cli, option
@@ -170,11 +170,8 @@ def pick_command(command: PickArgs) -> None:
         sys.stderr.write(f"tfbuild: warning: {picked.unhashed}\n")
     installed = install_choice(request, picked, capture=as_json)
 
-    def progress(message: str) -> None:
-        if not as_json:
-            sys.stderr.write(f"[pick] {printable(message)}\n")
-
-    checked = _check_pending(picked, installed, progress)
+    with progressing("pick", quiet=as_json) as say:
+        checked = _check_pending(picked, installed, say)
     if as_json:
         from tfbuild.core import serial
         from tfbuild.pick.report import pick_report

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tfbuild.cli.forecast import print_forecast_beside
 from tfbuild.cli.options import takes
-from tfbuild.cli.output import print_json, progress
+from tfbuild.cli.output import print_json, progressing
 from tfbuild.core import serial
 from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, Cli, group, option
 from tfbuild.core.pythons import PYTHON_INTERPRETER
@@ -185,7 +185,8 @@ def smoke_command(request: SmokeArgs) -> None:
         check_plot()
     options = with_wheel_files(options)
 
-    report = run_smoke(options, progress=progress("smoke", quiet=request.as_json))
+    with progressing("smoke", quiet=request.as_json) as say:
+        report = run_smoke(options, progress=say)
     if request.plot is not None and report.results:
         from tfbuild.smoke.report import plot
 
@@ -207,7 +208,8 @@ def _smoke_standin(wheel: Path, *, python: str, bench: bool, as_json: bool) -> N
     from tfbuild.core.errors import SmokeFailed
     from tfbuild.smoke.standin import run_standin_smoke
 
-    report = run_standin_smoke(wheel, python=python, say=progress("smoke", quiet=as_json))
+    with progressing("smoke", quiet=as_json) as say:
+        report = run_standin_smoke(wheel, python=python, say=say)
     if as_json:
         print_json(serial.to_data(report))
     else:

@@ -14,6 +14,7 @@ from tfbuild.cli.options import takes
 from tfbuild.cli.output import progress
 from tfbuild.cli.tune_model import MODEL_BUDGET, tune_a_model
 from tfbuild.core.controls import printable
+from tfbuild.core.heartbeat import Heartbeat
 from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, Cli, group, option
 from tfbuild.core.pythons import PYTHON_INTERPRETER
 from tfbuild.measure.models import ModelOptions
@@ -101,7 +102,8 @@ def tune_command(args: TuneArgs) -> None:
         Path(spec.value).with_suffix(".env") if spec.kind == "file" else None
     )
     budget = DEFAULT_BUDGET if args.budget is None else args.budget
-    report = run_tune(TuneOptions(spec=spec, python=interpreter, budget=budget), progress=say)
+    with Heartbeat(say) as beat:
+        report = run_tune(TuneOptions(spec=spec, python=interpreter, budget=budget), progress=beat)
     if target is not None:
         write_profile(target, report)
     if as_json:

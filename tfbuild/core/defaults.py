@@ -2,6 +2,9 @@
 
 #: The Docker volume that holds bazel's caches (``--cache-volume``; the plan's ``cache_volume``).
 CACHE_VOLUME = "tfbuild-cache"
+#: The label ``tfbuild base`` gives its images (the suite): they are imported, not built, so they
+#: carry it instead of the engine's ``org.tfbuild=1``.
+BASE_LABEL = "org.tfbuild.base"
 #: The repository of the toolchain images: ``tfbuild/toolchain:<input hash>`` on the engine, and
 #: ``<registry>/tfbuild/toolchain`` where ``--push-toolchain`` puts it for remote actions.
 TOOLCHAIN_REPOSITORY = "tfbuild/toolchain"

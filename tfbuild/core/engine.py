@@ -36,6 +36,7 @@ import docker.types
 import requests
 
 from tfbuild.core.controls import printable, printable_line
+from tfbuild.core.defaults import BASE_LABEL
 from tfbuild.core.errors import (
     BuildFailed,
     EnvironmentProblem,
@@ -51,7 +52,11 @@ DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 LABEL = "org.tfbuild"  # every container, image and volume tfbuild makes: org.tfbuild=1
 INPUT_HASH_LABEL = "org.tfbuild.input-hash"
 PART_OF_LABEL = "org.tfbuild.part-of"  # a volume that belongs to another (an output base: a cache)
-_RUN_LABEL = "org.tfbuild.run"  # one per run() call, to find its container even without an id
+_RUN_LABEL = "org.tfbuild.run"
+#: What ``tfbuild base`` labels its images with (the suite), which it imports rather than builds.
+BASE_IMAGE_LABEL = (
+    "org.tfbuild.base"  # one per run() call, to find its container even without an id
+)
 # Where Docker's socket usually lives; the engine's own unix socket is added at connect time.
 _SOCKET_PATHS = ("/var/run/docker.sock", "/run/docker.sock")
 _HASH_FORMAT = b"tfbuild.input-hash/1\0"  # bump when the hashed fields change
@@ -83,6 +88,30 @@ class EngineInfo:
     docker_root_dir: str
     free_disk_bytes: int | None  # None when the engine is not on this machine
     warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeptImage:
+    """An image tfbuild made (``org.tfbuild=1``): its id, its tags (none: replaced by a newer
+    build of its tag), size, when it was made (epoch seconds), and whether a running container
+    uses it."""
+
+    id: str
+    tags: tuple[str, ...]
+    size: int
+    created: float
+    in_use: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class KeptVolume:
+    """A volume tfbuild made (bazel's caches): its name, size (None: the engine did not say), when
+    it was made, and whether a running container mounts it."""
+
+    name: str
+    size: int | None
+    created: float
+    in_use: bool
 
 
 @dataclass(frozen=True)
@@ -281,6 +310,17 @@ def _gone(container: Any) -> Iterator[None]:
         raise gone from exc
 
 
+def _epoch(stamp: str) -> float:
+    """An engine's RFC 3339 time (``2026-11-28T17:59:49Z``, or with an offset) as epoch seconds;
+    0 when it says none the standard library reads."""
+    import datetime
+
+    try:
+        return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
 class DockerEngine:
     """A connected Docker engine. Make one with :meth:`connect`; :meth:`close` it when done."""
 
@@ -389,6 +429,42 @@ class DockerEngine:
         """Untag ``tag`` (and delete its layers when nothing else uses them); a missing tag is fine."""
         with self._talking(f"removing image {tag}"), contextlib.suppress(docker.errors.NotFound):
             self._client.api.remove_image(tag)
+
+    def kept_images(self) -> list[KeptImage]:
+        """Every image tfbuild made (its label), dangling ones too."""
+        with self._talking("listing images"):
+            images = {
+                str(i["Id"]): i
+                for label in (f"{LABEL}=1", BASE_LABEL)  # tfbuild base's carry their own
+                for i in self._client.api.images(all=False, filters={"label": label})
+            }.values()
+            running = self._client.api.containers(filters={"status": "running"})
+        used = {str(c.get("ImageID", "")) for c in running}
+        return [
+            KeptImage(
+                id=str(i["Id"]),
+                tags=tuple(t for t in i.get("RepoTags") or () if t != "<none>:<none>"),
+                size=int(i.get("Size") or 0),
+                created=float(i.get("Created") or 0),
+                in_use=str(i["Id"]) in used,
+            )
+            for i in images
+        ]
+
+    def remove_unused_image(self, image: KeptImage) -> bool:
+        """Remove the image (each of its tags, then its layers) unless a container, running or
+        stopped, uses it (False then, and it keeps its tags); gone already is fine."""
+        with self._talking(f"removing image {image.id[:19]}"):
+            for name in (*image.tags, image.id) if image.tags else (image.id,):
+                try:
+                    self._client.api.remove_image(name, force=False)
+                except docker.errors.NotFound:
+                    continue
+                except docker.errors.APIError as exc:
+                    if exc.status_code == 409:  # a container uses it
+                        return False
+                    raise
+        return True
 
     def build_image(
         self,
@@ -732,6 +808,43 @@ class DockerEngine:
         with self._talking("listing volumes"):
             found = self._client.api.volumes(filters={"label": label}) or {}
         return sorted(str(v["Name"]) for v in found.get("Volumes") or ())
+
+    def kept_volumes(self) -> list[KeptVolume]:
+        """Every volume tfbuild made (its label), with its size where the engine says it."""
+        with self._talking("measuring volumes"):
+            usage = self._client.api.df().get("Volumes") or []
+            running = self._client.api.containers(filters={"status": "running"})
+        mounted = {
+            str(m.get("Name")) for c in running for m in c.get("Mounts") or () if m.get("Name")
+        }
+        found = []
+        for volume in usage:
+            if (volume.get("Labels") or {}).get(LABEL) != "1":
+                continue
+            size = (volume.get("UsageData") or {}).get("Size")
+            created = str(volume.get("CreatedAt") or "")
+            found.append(
+                KeptVolume(
+                    name=str(volume["Name"]),
+                    size=int(size) if isinstance(size, int) and size >= 0 else None,
+                    created=_epoch(created),
+                    in_use=str(volume["Name"]) in mounted,
+                )
+            )
+        return sorted(found, key=lambda v: v.name)
+
+    def remove_unused_volume(self, name: str) -> bool:
+        """Remove the volume unless a container uses it (False then); gone is fine."""
+        with self._talking(f"removing volume {name}"):
+            try:
+                self._client.api.remove_volume(name, force=False)
+            except docker.errors.NotFound:
+                return True
+            except docker.errors.APIError as exc:
+                if exc.status_code == 409:
+                    return False
+                raise
+        return True
 
     def remove_volume(self, name: str) -> None:
         """Remove volume ``name`` and the volumes that are part of it; missing ones are fine."""

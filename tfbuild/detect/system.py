@@ -65,12 +65,10 @@ class SystemInfo:
 
 
 def default_cache_dir() -> Path:
-    """Where tfbuild keeps sources, bazel caches and build output unless told otherwise."""
-    explicit = os.environ.get("TFBUILD_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "tfbuild"
+    """Where tfbuild keeps sources, environments and logs (:func:`tfbuild.core.cache.cache_root`)."""
+    from tfbuild.core.cache import cache_root
+
+    return cache_root()
 
 
 def _read(path: Path) -> str | None:

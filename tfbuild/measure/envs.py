@@ -15,16 +15,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfbuild.core import cache
 from tfbuild.core.commands import run_command
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.core.files import kind_of, sha256_file
 from tfbuild.core.pythons import query_interpreter
-from tfbuild.detect.system import default_cache_dir
 
-_MARKER = ".tfbuild-ready"
 # Matched whole (re.fullmatch: with re.match, '$' also matches before a final newline).
 _REQUIREMENT = re.compile(
     r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([=<>!~]=?[A-Za-z0-9.*+!-]+)?"
@@ -120,43 +120,39 @@ def env_key(spec: WheelSpec, python: str) -> str:
 
 
 def envs_root() -> Path:
-    return default_cache_dir() / "smoke-envs"
+    return cache.cache_root() / cache.ENVIRONMENTS
 
 
 def ensure_env(
     spec: WheelSpec, *, python: str = sys.executable, root: Path | None = None
 ) -> TestEnv:
-    """A virtual environment with ``spec`` installed, made once and reused afterwards."""
+    """A virtual environment with ``spec`` installed, made once and reused afterwards; this process
+    holds it (:func:`tfbuild.core.cache.hold`) until it exits, so ``tfbuild cache --prune`` leaves
+    it. An overlay's wheel gets a small environment on top of its stock TensorFlow's (a ``.pth``
+    file adds that one's packages), so that every overlay of a release shares one TensorFlow."""
     if spec.kind == "installed":
         return TestEnv(python=spec.value, spec=spec, reused=True, location=None)
     base = root or envs_root()
+    stock = _stock_of_overlay(spec)
+    under = ensure_env(stock, python=python, root=root) if stock is not None else None
     final = base / env_key(spec, python)
-    if (final / _MARKER).is_file():
-        return TestEnv(
-            python=str(final / "bin/python"), spec=spec, reused=True, location=str(final)
-        )
+    if final.is_dir():
+        cache.hold(final)
+        if _ready(final):
+            os.utime(final / cache.ENV_MARKER)  # when it was last used, for tfbuild cache
+            return TestEnv(
+                python=str(final / "bin/python"), spec=spec, reused=True, location=str(final)
+            )
     base.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=base))
+    cache.hold(staging)  # ours while it is made: tfbuild cache leaves it
     try:
-        subprocess.run([python, "-m", "venv", str(staging)], check=True, capture_output=True)
-        pip = [
-            str(staging / "bin/python"),
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ]
-        install = subprocess.run([*pip, spec.value], capture_output=True, text=True, check=False)
-        if install.returncode != 0:
-            last = (install.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise EnvironmentProblem(
-                f"cannot install {spec.label} into a fresh environment",
-                why=f"pip failed: {last}",
-                fix="Check the wheel matches this Python and platform, and that the package "
-                "index is reachable for its dependencies.",
-            )
-        (staging / _MARKER).write_text(spec.value + "\n")
+        if under is None:
+            subprocess.run([python, "-m", "venv", str(staging)], check=True, capture_output=True)
+            _install(staging, spec, spec.value)
+            (staging / cache.ENV_MARKER).write_text(spec.value + "\n")
+        else:
+            _install_on(staging, python, spec, under)
         # The venv's scripts name their own directory; the interpreter link does not, so a rename
         # keeps `bin/python` working (the only entry point tfbuild uses).
         if final.exists():
@@ -165,7 +161,80 @@ def ensure_env(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    cache.hold(final)
     return TestEnv(python=str(final / "bin/python"), spec=spec, reused=False, location=str(final))
+
+
+def _ready(env: Path) -> bool:
+    """A finished environment whose stock environment beneath (an overlay's) is still there."""
+    try:
+        lines = (env / cache.ENV_MARKER).read_text().splitlines()
+    except OSError:
+        return False
+    beneath = [line.removeprefix(_ON) for line in lines[1:] if line.startswith(_ON)]
+    return all((Path(b) / cache.ENV_MARKER).is_file() for b in beneath)
+
+
+#: How an overlay's environment's marker names the stock environment beneath it.
+_ON = "on "
+
+
+def _install(staging: Path, spec: WheelSpec, *args: str) -> None:
+    """``pip install ARGS`` with the new environment's interpreter; one line when pip fails."""
+    pip = [str(staging / "bin/python"), "-m", "pip", "install", "--quiet"]
+    install = subprocess.run(
+        [*pip, "--disable-pip-version-check", *args], capture_output=True, text=True, check=False
+    )
+    if install.returncode != 0:
+        last = (install.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise EnvironmentProblem(
+            f"cannot install {spec.label} into a fresh environment",
+            why=f"pip failed: {last}",
+            fix="Check the wheel matches this Python and platform, and that the package "
+            "index is reachable for its dependencies.",
+        )
+
+
+def _install_on(staging: Path, python: str, spec: WheelSpec, under: TestEnv) -> None:
+    """The overlay ``spec`` alone in a new environment whose ``.pth`` adds the packages of
+    ``under`` (its stock TensorFlow's environment, and pip with them)."""
+    subprocess.run(
+        [python, "-m", "venv", "--without-pip", str(staging)], check=True, capture_output=True
+    )
+    purelib = Path(_purelib(str(staging / "bin/python")))
+    (purelib / "tfbuild-stock.pth").write_text(_purelib(under.python) + "\n")
+    _install(staging, spec, "--no-deps", "--no-index", spec.value)
+    (staging / cache.ENV_MARKER).write_text(f"{spec.value}\n{_ON}{under.location}\n")
+
+
+def _purelib(python: str) -> str:
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def _stock_of_overlay(spec: WheelSpec) -> WheelSpec | None:
+    """The stock TensorFlow an overlay's wheel requires (its one ``Requires-Dist``, an exact
+    release of tensorflow-cpu or tensorflow); None for any other wheel."""
+    path = Path(spec.value)
+    if spec.kind != "file" or not path.name.startswith("tfbuild_overlay-"):
+        return None
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            (name,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+            metadata = archive.read(name).decode()
+        (line,) = [x for x in metadata.splitlines() if x.startswith("Requires-Dist: ")]
+        wanted = Requirement(line.removeprefix("Requires-Dist: "))
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, InvalidRequirement):
+        return None  # installed as any wheel is: pip says what is wrong
+    pins = [pin.version for pin in wanted.specifier if pin.operator == "=="]
+    name = canonicalize_name(wanted.name)  # "tensorflow_cpu", as the overlay spells it
+    if name not in ("tensorflow-cpu", "tensorflow") or len(wanted.specifier) != 1 or not pins:
+        return None
+    return WheelSpec(kind="requirement", value=f"{name}=={pins[0]}")
 
 
 def clean_env() -> dict[str, str]:

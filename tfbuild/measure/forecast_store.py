@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from tfbuild.core import serial
-from tfbuild.detect.system import default_cache_dir
+from tfbuild.core.cache import FORECASTS, cache_root
 from tfbuild.measure.forecast_report import SCHEMA, Forecast
 
 
 def forecasts_dir() -> Path:
-    return default_cache_dir() / "forecasts"
+    return cache_root() / FORECASTS
 
 
 def _forecast_file(tensorflow: str, target: str) -> Path:

@@ -222,10 +222,10 @@ def render_dockerfile(spec: ImageSpec) -> str:
 
 def log_path(now: datetime | None = None) -> Path:
     """Where an image build keeps its output: ``<cache>/logs/overlay-image-TIME-PID.log``."""
-    from tfbuild.detect.system import default_cache_dir
+    from tfbuild.core.cache import LOGS, cache_root
 
     stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
-    return default_cache_dir() / "logs" / f"overlay-image-{stamp}-{os.getpid()}.log"
+    return cache_root() / LOGS / f"overlay-image-{stamp}-{os.getpid()}.log"
 
 
 class _BuildOutput:

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfbuild.core import defaults
 from tfbuild.core.defaults import BASE_REPOSITORY
 from tfbuild.core.resources import data_dir
 from tfbuild.recipes.recipe import user_dirs
@@ -106,7 +107,7 @@ SUITES = {
     "noble": "ubuntu",
 }
 #: The label of an image made by ``tfbuild base``: its suite (what a plan reads the facts of).
-BASE_LABEL = "org.tfbuild.base"
+BASE_LABEL = defaults.BASE_LABEL
 
 
 def default_tag(suite: str) -> str:
