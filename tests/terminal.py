@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import itertools
 import os
 import pty
 import struct
@@ -31,7 +32,7 @@ class Seen:
     def longest_silence(self) -> float:
         """The longest wait for a line: from the start, between lines, and to the exit."""
         times = [0.0, *(t for t, _ in self.lines)]
-        return max(b - a for a, b in zip(times, times[1:], strict=False)) if len(times) > 1 else 0.0
+        return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
 
     def text(self) -> str:
         return "\n".join(f"{t:6.1f} {line}" for t, line in self.lines)
