@@ -284,8 +284,26 @@ class _NodeIdGroups:
         _group_the_node_ids(config, items)
 
 
+#: The label key every engine object of a test run carries (tfbuild's TFBUILD_LABELS, set once
+#: by the run's first process, so its xdist workers share it): a test lists, finds and removes
+#: the objects it made by it, or by their own ids, never by the label every tfbuild object has.
+TEST_RUN_KEY = "org.tfbuild.test-run"
+
+
+def this_run_label() -> str:
+    """``org.tfbuild.test-run=<this run's id>``, as ``docker ps --filter label=`` takes it."""
+    pairs = os.environ.get("TFBUILD_LABELS", "").split(",")
+    return next(p for p in pairs if p.startswith(f"{TEST_RUN_KEY}="))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_NodeIdGroups(), "tfbuild-node-id-groups")
+    labels = [p for p in os.environ.get("TFBUILD_LABELS", "").split(",") if p]
+    if not any(p.startswith(f"{TEST_RUN_KEY}=") for p in labels):  # a worker keeps the run's
+        import uuid
+
+        labels.append(f"{TEST_RUN_KEY}={uuid.uuid4().hex[:12]}")
+        os.environ["TFBUILD_LABELS"] = ",".join(labels)
 
 
 def _group_the_node_ids(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -187,6 +187,14 @@ def test_input_hash_follows_content_paths_modes_and_links(engine: Any, tmp_path:
     assert changed()
 
 
+def _steps(instructions: int) -> int:
+    """The steps the engine counts for a Dockerfile of ``instructions``: one more for each label
+    it adds (tfbuild's own, and each of $TFBUILD_LABELS: the test run's)."""
+    from tfbuild.core.engine import own_labels
+
+    return instructions + 1 + len(own_labels())
+
+
 def test_failing_step_raises_build_failed_naming_it(
     engine: Any, base_image: str, scratch: Scratch, tmp_path: Path
 ) -> None:
@@ -201,7 +209,7 @@ def test_failing_step_raises_build_failed_naming_it(
     line = caught.value.line()
     # The cause first, then where (the step and its instruction, once), then what to do.
     assert line == (
-        f"building image {tag} failed: about-to-fail: step 2/3, "
+        f"building image {tag} failed: about-to-fail: step 2/{_steps(2)}, "
         "RUN echo about-to-fail >&2 && false, exit code 1. "
         "Read the build output above, fix that step, and rerun."
     )
@@ -237,7 +245,7 @@ def test_a_host_apt_cannot_resolve_is_named_as_the_cause(
     cause = "(Could not resolve|Temporary failure resolving) 'snapshot.invalid'"
     assert re.match(
         f"cannot reach snapshot.invalid while building image {re.escape(tag)}: {cause} "
-        r"\(step 2/3, RUN echo ",
+        rf"\(step 2/{_steps(2)}, RUN echo ",
         line,
     ), line
     assert line.count("apt-get update") <= 1 and "\x1b" not in line
@@ -270,7 +278,8 @@ def test_a_download_curl_cannot_make_is_named_by_its_host(
     line = caught.value.line()
     assert line.startswith(
         f"cannot reach apt.llvm.org.invalid while building image {tag}: "
-        "curl: (6) Could not resolve host: apt.llvm.org.invalid (step 3/4, RUN curl -fsSL "
+        f"curl: (6) Could not resolve host: apt.llvm.org.invalid (step 3/{_steps(3)}, RUN curl "
+        "-fsSL "
     )
     assert line.count("llvm-snapshot.gpg.key") <= 1  # the instruction once, shortened
     assert "HTTP_PROXY" in line and f"docker save {tag}" in line

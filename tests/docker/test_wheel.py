@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from tests.cli_process import as_a_process
-from tests.conftest import CliResult
+from tests.conftest import CliResult, this_run_label
 from tests.recipes.test_canary import assert_planned_isa, disassembly
 from tfbuild.build.progress import parse_progress
 from tfbuild.core.files import sha256_file
@@ -45,7 +45,7 @@ def no_leftover_containers(engine: Any, volume: str) -> Iterator[None]:
     this test's: those that mount its cache volume, not those of builds other runs make meanwhile."""
 
     def builds() -> set[str]:
-        filters = {"label": "org.tfbuild.build", "volume": volume}
+        filters = {"label": ["org.tfbuild.build", this_run_label()], "volume": volume}
         return {str(c["Id"]) for c in engine._client.api.containers(all=True, filters=filters)}
 
     before = builds()
@@ -235,7 +235,7 @@ def test_keep_container_leaves_the_failed_container(
     result = wheel_cli(tmp_path / "dist", volume, "--source", str(source), "--keep-container")
     named = re.findall(r"container kept for a post-mortem: ([0-9a-f]{12})", result.stderr)
     ours = [
-        c for c in engine.containers(label="org.tfbuild.build") if named and c.startswith(named[0])
+        c for c in engine.containers(label=this_run_label()) if named and c.startswith(named[0])
     ]
     try:
         assert result.returncode == 6
@@ -506,7 +506,7 @@ def test_a_second_signal_during_verify_leaves_neither_of_its_volumes(
     assert said == [stopped_line(signal.SIGINT)], run.stderr
     assert "Traceback" not in run.stderr
     assert engine.containers(label=f"org.tfbuild.build={build_id}") == []
-    assert made & set(engine.volumes()) == set()
+    assert made & set(engine.volumes(this_run_label())) == set()
     assert not list(temp.glob("tfbuild-verify-*"))
 
 

@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Literal, TextIO
 
 from tfbuild.core.controls import printable, printable_line
+from tfbuild.core.text import terminal_width, wrap
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -200,7 +201,12 @@ class _Plain(_Output):
 
     def _write(self, text: str) -> None:
         with self._lock:
-            self._stream.write(printable(text) + "\n")  # a build's lines are shown, never obeyed
+            shown = printable(text)  # a build's lines are shown, never obeyed
+            width = None if self._github else terminal_width(self._stream)
+            if width is not None:  # a terminal: wrapped to it, further lines four columns in
+                lines = wrap(shown, width, rest=4) or [""]
+                shown = "\n    ".join(lines)
+            self._stream.write(shown + "\n")
             self._stream.flush()
             self._written = self._clock()
             self._beats = 0

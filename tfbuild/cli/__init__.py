@@ -153,7 +153,7 @@ def request_of(argv: Sequence[str]) -> Any:
 def _say(tag: str, text: str) -> None:
     """One ``tfbuild: TAG: ...`` line on stderr: whole when stderr is piped (scripts read it as one
     line), wrapped to the terminal's width, further lines two columns in, when it is a terminal."""
-    from tfbuild.cli.text import hanging, terminal_width
+    from tfbuild.core.text import hanging, terminal_width
 
     for line in hanging(f"tfbuild: {tag}: {text}", terminal_width(sys.stderr)):
         sys.stderr.write(line + "\n")

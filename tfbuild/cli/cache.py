@@ -229,9 +229,9 @@ def _label(k: Kept) -> tuple[str, str]:
 def _lines(
     kept: list[Kept], gone: list[Kept], busy: list[Kept], args: CacheArgs, engine_note: str
 ) -> list[str]:
-    from tfbuild.cli.text import wrap
     from tfbuild.core.cache import cache_root
     from tfbuild.core.files import human_size
+    from tfbuild.core.text import wrap
 
     now = time.time()
     lines = wrap(f"tfbuild keeps, in {cache_root()} and the Docker engine:", 80, rest=2)

@@ -1,5 +1,5 @@
 """The consoles every printer uses: input text shown, never obeyed; the one text wrapper
-(:func:`tfbuild.cli.text.wrap`, here too) for their hanging lines."""
+(:func:`tfbuild.core.text.wrap`, here too) for their hanging lines."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from tfbuild.cli.text import wrap
 from tfbuild.core.controls import printable
+from tfbuild.core.text import wrap
 
 # Text from inputs (a cpuinfo's model name, paths, file names, recipe fields, a wheel's METADATA,
 # a build's log) is shown, never obeyed: every console here is a _SafeConsole, which removes what a

@@ -11,10 +11,10 @@ from rich.console import Console
 from rich.table import Table
 
 from tfbuild.cli.console import make_console, print_hanging, safe
-from tfbuild.cli.text import wrap
 from tfbuild.core import serial
 from tfbuild.core.controls import printable
 from tfbuild.core.files import human_size
+from tfbuild.core.text import wrap
 from tfbuild.detect.report import DetectReport, MachineReport
 from tfbuild.plan import BuildPlan
 from tfbuild.recipes.recipe import VERIFIED_PARTS, RecipeSet

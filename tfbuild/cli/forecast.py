@@ -108,7 +108,7 @@ def forecast_command(forecast_args: ForecastArgs) -> None:
 def print_forecast(forecast: Any) -> None:
     """The summary line, then one row per op class and per op, then what was compiled how."""
     from tfbuild.cli.console import make_console
-    from tfbuild.cli.text import wrap
+    from tfbuild.core.text import wrap
     from tfbuild.measure.forecast_report import CLASSES, TENSORFLOW
 
     width = make_console().width
@@ -170,7 +170,7 @@ def print_forecast_beside(forecast: dict[str, Any] | None) -> None:
     if not forecast:
         return
     from tfbuild.cli.console import make_console
-    from tfbuild.cli.text import wrap
+    from tfbuild.core.text import wrap
     from tfbuild.measure.forecast_report import CLASSES
 
     width = make_console().width

@@ -29,7 +29,7 @@ def progress(tag: str, *, quiet: bool) -> Callable[[str], None]:
     """A printer of progress lines on standard error (``[tag] line``), silent when ``quiet``
     (with --json). On a terminal each line is wrapped to its width, further lines four columns in
     (paths, hashes and quoted commands kept whole); piped, one record a line."""
-    from tfbuild.cli.text import terminal_width, wrap
+    from tfbuild.core.text import terminal_width, wrap
 
     prefix = f"[{tag}] "
 

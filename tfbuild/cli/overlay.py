@@ -229,7 +229,7 @@ def _installed_release(python: str, asked: str | None) -> str | None:
 def _block(text: str, *, width: int = 80) -> list[str]:
     """One statement, two columns in, its further lines four in (paths and commands kept whole;
     one too long for that indent starts further left, so that it still fits when it can)."""
-    from tfbuild.cli.text import wrap
+    from tfbuild.core.text import wrap
 
     lines = wrap(text, width, first=2, rest=4)
     return [

@@ -116,8 +116,8 @@ def tune_command(args: TuneArgs) -> None:
 def print_tune(report: TuneReport, written: Path | None) -> None:
     """What tune kept and why, a line each (each trial's under its word): wrapped to the terminal
     when standard output is one, every line whole when it is piped."""
-    from tfbuild.cli.text import terminal_width
     from tfbuild.core.stats import UNDECIDED
+    from tfbuild.core.text import terminal_width
     from tfbuild.measure.tune import gain
 
     kept = ", ".join(t.name for t in report.kept) or "nothing (TensorFlow's defaults stay)"
@@ -164,7 +164,7 @@ def print_tune(report: TuneReport, written: Path | None) -> None:
 
 def _indented(text: str, width: int | None, indent: int) -> list[str]:
     """``text`` (its own leading spaces kept) wrapped under column ``indent``."""
-    from tfbuild.cli.text import hanging
+    from tfbuild.core.text import hanging
 
     lead = len(text) - len(text.lstrip(" "))
     rows = hanging(text.lstrip(" "), None if width is None else width - lead, indent=indent - lead)

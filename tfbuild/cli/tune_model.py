@@ -250,7 +250,7 @@ def headline(found: ModelTune) -> str:
 def print_model_tune(found: ModelTune, line: str, written: Path) -> None:
     """The headline, how to apply the kept profile, each lever, what a rebuild would add: wrapped
     to the terminal when standard output is one, every line whole when piped."""
-    from tfbuild.cli.text import hanging, terminal_width
+    from tfbuild.core.text import hanging, terminal_width
     from tfbuild.measure.levers import STOCK_NAMES
     from tfbuild.measure.tune_report import machine
 

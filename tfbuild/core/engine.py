@@ -52,11 +52,40 @@ DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 LABEL = "org.tfbuild"  # every container, image and volume tfbuild makes: org.tfbuild=1
 INPUT_HASH_LABEL = "org.tfbuild.input-hash"
 PART_OF_LABEL = "org.tfbuild.part-of"  # a volume that belongs to another (an output base: a cache)
-_RUN_LABEL = "org.tfbuild.run"
-#: What ``tfbuild base`` labels its images with (the suite), which it imports rather than builds.
-BASE_IMAGE_LABEL = (
-    "org.tfbuild.base"  # one per run() call, to find its container even without an id
-)
+_RUN_LABEL = "org.tfbuild.run"  # one per run() call, to find its container even without an id
+#: Labels of the user's own for every container, image and volume tfbuild makes, as
+#: ``key=value`` pairs separated by commas: a CI job's id, to find and remove its own objects on an
+#: engine other jobs share (the tests give every object of a run one: tests/conftest.py).
+LABELS_VARIABLE = "TFBUILD_LABELS"
+_LABEL_KEY = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9._:/@+-]{0,256}")
+
+
+def own_labels(env: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The labels ``$TFBUILD_LABELS`` names; one UsageError line for a malformed one, or for a
+    key of tfbuild's own (``org.tfbuild`` and the keys under it that tfbuild sets)."""
+    text = env.get(LABELS_VARIABLE, "").strip()
+    found: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        key, sign, value = pair.partition("=")
+        if not sign or not _LABEL_KEY.fullmatch(key) or not _LABEL_VALUE.fullmatch(value):
+            raise UsageError(
+                f"{LABELS_VARIABLE} holds {pair[:80]!r}, which is no label",
+                why="each label is key=value: a key of lower-case letters, digits, dots, dashes "
+                "and underscores, a value without spaces or quotes",
+                fix=f"Set {LABELS_VARIABLE} like ci.job=1234,ci.runner=a (commas between).",
+            )
+        if key in (LABEL, INPUT_HASH_LABEL, PART_OF_LABEL, _RUN_LABEL, BASE_LABEL) or key in (
+            "org.tfbuild.build",
+        ):
+            raise UsageError(
+                f"{LABELS_VARIABLE} sets {key}, a label of tfbuild's own",
+                fix="Choose another key (ci.job=..., or one under your own domain).",
+            )
+        found[key] = value
+    return found
+
+
 # Where Docker's socket usually lives; the engine's own unix socket is added at connect time.
 _SOCKET_PATHS = ("/var/run/docker.sock", "/run/docker.sock")
 _HASH_FORMAT = b"tfbuild.input-hash/1\0"  # bump when the hashed fields change
@@ -487,7 +516,7 @@ class DockerEngine:
                 chunks = self._client.api.build(
                     path=str(context),
                     tag=tag,
-                    labels={**(labels or {}), LABEL: "1"},
+                    labels={**own_labels(), **(labels or {}), LABEL: "1"},
                     buildargs=build_args,
                     rm=True,
                     forcerm=True,  # intermediate containers go even when a step fails
@@ -648,7 +677,7 @@ class DockerEngine:
             "environment": dict(env or {}),
             "user": user or "",
             "working_dir": workdir,
-            "labels": {**(labels or {}), LABEL: "1", _RUN_LABEL: run_id},
+            "labels": {**own_labels(), **(labels or {}), LABEL: "1", _RUN_LABEL: run_id},
             "mem_limit": mem_limit,
             # The same as mem_limit: the limit means memory, not memory plus as much swap again.
             "memswap_limit": mem_limit,
@@ -795,7 +824,12 @@ class DockerEngine:
     ) -> str:
         """A named volume (e.g. bazel's cache), created with ``labels`` when missing; its name.
         ``part_of``: another volume this one belongs to, removed with it (remove_volume)."""
-        labels = {**(labels or {}), LABEL: "1", **({PART_OF_LABEL: part_of} if part_of else {})}
+        labels = {
+            **own_labels(),
+            **(labels or {}),
+            LABEL: "1",
+            **({PART_OF_LABEL: part_of} if part_of else {}),
+        }
         with self._talking(f"creating volume {name}"):
             try:
                 self._client.api.inspect_volume(name)

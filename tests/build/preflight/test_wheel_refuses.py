@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli, this_run_label
 from tfbuild.core.engine import input_hash
 from tfbuild.plan.decode import decode_plan
 from tfbuild.plan.render import render_files
@@ -29,7 +29,7 @@ tfbuild = functools.partial(run_cli, timeout=300)
 
 
 def build_containers(engine: Any) -> set[str]:
-    return set(engine.containers(label="org.tfbuild.build"))
+    return set(engine.containers(label=this_run_label()))
 
 
 def started_on(engine: Any, before: set[str], source: Path) -> list[str]:

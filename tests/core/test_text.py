@@ -1,4 +1,4 @@
-"""The one wrapper every printer uses (tfbuild.cli.text.wrap): lines broken between words only, so
+"""The one wrapper every printer uses (tfbuild.core.text.wrap): lines broken between words only, so
 a hash, a path or a file name is whole on one line, and a command a sentence quotes is whole too."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tfbuild.cli.text import wrap
+from tfbuild.core.text import wrap
 
 #: Words of tfbuild's sentences: prose, options and values, versions, paths, a digest, commands.
 WORDS = st.sampled_from(
