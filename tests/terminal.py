@@ -1,6 +1,7 @@
-"""Running the real CLI in a pseudo-terminal of a given width, as a user at a terminal sees it: every
-line it prints (standard output and error both reach the terminal), each with the second it
-arrived, so that a test can hold the output to the terminal's width and the silences to a bound."""
+"""Running the real CLI with its output on a real terminal: a pseudo-terminal of a given width,
+for what tfbuild prints differently to a terminal than to a pipe (:func:`run_cli_on_terminal`);
+and as a user at a terminal sees it, every line with the second it arrived (:func:`run_in_terminal`),
+so that a test can hold the output to the terminal's width and the silences to a bound."""
 
 from __future__ import annotations
 
@@ -13,10 +14,74 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.conftest import CliResult
+
+
+def run_cli_on_terminal(
+    *args: str,
+    columns: int = 80,
+    terminal: Collection[str] = ("stderr",),
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> CliResult:
+    """``python -m tfbuild ARGS`` with the streams named in ``terminal`` ("stdout", "stderr") each
+    on a pseudo-terminal ``columns`` wide (no ``$COLUMNS``: the width is the terminal's own), the
+    others piped; every stream captured, a terminal's CR LF read back as LF."""
+    full_env = {**os.environ, **(env or {})}
+    for name in ("COLUMNS", "LINES", "TFBUILD_DEBUG"):
+        full_env.pop(name, None)
+    ends: dict[str, tuple[int, int]] = {}
+    for stream in terminal:
+        main, side = pty.openpty()
+        fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        ends[stream] = (main, side)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tfbuild", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=ends["stdout"][1] if "stdout" in ends else subprocess.PIPE,
+        stderr=ends["stderr"][1] if "stderr" in ends else subprocess.PIPE,
+        env=full_env,
+    )
+    read: dict[str, bytes] = {}
+
+    def drain(stream: str, fd: int) -> None:
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the last writer closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        read[stream] = b"".join(chunks)
+
+    readers = []
+    for stream, (main, side) in ends.items():
+        os.close(side)
+        reader = threading.Thread(target=drain, args=(stream, main), daemon=True)
+        reader.start()
+        readers.append(reader)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        for reader in readers:
+            reader.join(timeout)
+    finally:
+        proc.kill()
+        for main, _ in ends.values():
+            os.close(main)
+
+    def text(stream: str, piped: bytes | None) -> str:
+        data = read.get(stream, b"") if stream in ends else piped or b""
+        return data.decode().replace("\r\n", "\n")
+
+    return CliResult(proc.returncode, text("stdout", out), text("stderr", err))
 
 
 @dataclass(frozen=True)

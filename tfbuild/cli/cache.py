@@ -18,7 +18,7 @@ from tfbuild.core.controls import printable
 from tfbuild.core.options import JSON, Cli, option
 
 if TYPE_CHECKING:
-    from tfbuild.core.cache import Kept
+    from tfbuild.core.cache import CacheEntry
     from tfbuild.core.engine import DockerEngine
 
 _DAY = 86400.0
@@ -112,8 +112,8 @@ def cache_command(args: CacheArgs) -> None:
     try:
         if engine is not None:
             kept += _engine_kept(engine, kinds)
-        gone: list[Kept] = []
-        busy: list[Kept] = []
+        gone: list[CacheEntry] = []
+        busy: list[CacheEntry] = []
         if args.prune:
             older = None if args.older_than is None else args.older_than * _DAY
             chosen = cache.to_remove(
@@ -154,14 +154,14 @@ def _engine(kinds: tuple[str, ...]) -> tuple[DockerEngine | None, str]:
         return None, f"not reachable ({exc.what}): its images and volumes are not listed"
 
 
-def _engine_kept(engine: DockerEngine, kinds: tuple[str, ...]) -> list[Kept]:
-    from tfbuild.core.cache import Kept
+def _engine_kept(engine: DockerEngine, kinds: tuple[str, ...]) -> list[CacheEntry]:
+    from tfbuild.core.cache import CacheEntry
 
-    found: list[Kept] = []
+    found: list[CacheEntry] = []
     if "image" in kinds:
         for image in sorted(engine.kept_images(), key=lambda i: (not i.tags, i.tags, i.id)):
             found.append(
-                Kept(
+                CacheEntry(
                     kind="image",
                     name=image.tags[0] if image.tags else image.id,
                     size=image.size,
@@ -173,13 +173,13 @@ def _engine_kept(engine: DockerEngine, kinds: tuple[str, ...]) -> list[Kept]:
             )
     if "volume" in kinds:
         found += [
-            Kept(kind="volume", name=v.name, size=v.size, used=v.created, in_use=v.in_use)
+            CacheEntry(kind="volume", name=v.name, size=v.size, used=v.created, in_use=v.in_use)
             for v in engine.kept_volumes()
         ]
     return found
 
 
-def _remove(entry: Kept, engine: DockerEngine | None) -> bool:
+def _remove(entry: CacheEntry, engine: DockerEngine | None) -> bool:
     """Remove one entry; False when something uses it after all."""
     from tfbuild.core.cache import remove_file
 
@@ -191,7 +191,7 @@ def _remove(entry: Kept, engine: DockerEngine | None) -> bool:
     return remove_file(entry)
 
 
-def _entry(k: Kept) -> dict[str, object]:
+def _entry(k: CacheEntry) -> dict[str, object]:
     return {
         "kind": k.kind,
         "name": k.name,
@@ -211,7 +211,7 @@ def _age(seconds: float) -> str:
     return f"{seconds / _DAY:.0f} d"
 
 
-def _label(k: Kept) -> tuple[str, str]:
+def _label(k: CacheEntry) -> tuple[str, str]:
     """A line's name (a file's own name, an image's tag or id, a volume's name) and what it holds
     (an environment's wheel or requirement, an image's other tags), or ""."""
     from pathlib import Path
@@ -227,7 +227,11 @@ def _label(k: Kept) -> tuple[str, str]:
 
 
 def _lines(
-    kept: list[Kept], gone: list[Kept], busy: list[Kept], args: CacheArgs, engine_note: str
+    kept: list[CacheEntry],
+    gone: list[CacheEntry],
+    busy: list[CacheEntry],
+    args: CacheArgs,
+    engine_note: str,
 ) -> list[str]:
     from tfbuild.core.cache import cache_root
     from tfbuild.core.files import human_size

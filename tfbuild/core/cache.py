@@ -109,7 +109,7 @@ _DIRECTORIES = {ENVIRONMENTS: "environment", FORECASTS: "forecast", LOGS: "log",
 
 
 @dataclass(frozen=True, kw_only=True)
-class Kept:
+class CacheEntry:
     """One thing tfbuild keeps: its kind, name (a path under the cache, an image's tag or id, a
     volume), size in bytes (None: not known), when it was last used (epoch seconds), whether a
     running tfbuild uses it, and why nothing needs it any more (``orphan``; empty when something
@@ -136,7 +136,7 @@ def _size(path: Path) -> int:
     return total
 
 
-def _environment(path: Path) -> Kept:
+def _environment(path: Path) -> CacheEntry:
     marker = path / ENV_MARKER
     busy = in_use(path) if not path.name.startswith(".") else _staging_busy(path)
     try:
@@ -154,7 +154,7 @@ def _environment(path: Path) -> Kept:
         beneath = [line[3:] for line in lines[1:] if line.startswith("on ")]
         if any(not (Path(b) / ENV_MARKER).is_file() for b in beneath):
             orphan = "the stock environment beneath it is gone"
-    return Kept(
+    return CacheEntry(
         kind="environment",
         name=str(path),
         size=_size(path),
@@ -173,10 +173,10 @@ def _staging_busy(path: Path) -> bool:
     return time.time() - path.stat().st_mtime < 3600
 
 
-def kept_files(root: Path | None = None) -> list[Kept]:
+def kept_files(root: Path | None = None) -> list[CacheEntry]:
     """Everything under the cache directory, by kind, each directory's entries in name order."""
     root = cache_root() if root is None else root
-    found: list[Kept] = []
+    found: list[CacheEntry] = []
     if not root.is_dir():
         return found
     for top in sorted(root.iterdir()):
@@ -184,7 +184,9 @@ def kept_files(root: Path | None = None) -> list[Kept]:
         if kind is None or not top.is_dir() or top.is_symlink():
             with contextlib.suppress(OSError):
                 found.append(
-                    Kept(kind="other", name=str(top), size=_size(top), used=top.stat().st_mtime)
+                    CacheEntry(
+                        kind="other", name=str(top), size=_size(top), used=top.stat().st_mtime
+                    )
                 )
             continue
         for entry in sorted(top.iterdir()):
@@ -193,7 +195,7 @@ def kept_files(root: Path | None = None) -> list[Kept]:
                     found.append(_environment(entry))
                 else:
                     found.append(
-                        Kept(
+                        CacheEntry(
                             kind=kind,
                             name=str(entry),
                             size=_size(entry),
@@ -204,13 +206,13 @@ def kept_files(root: Path | None = None) -> list[Kept]:
 
 
 def to_remove(
-    kept: list[Kept],
+    kept: list[CacheEntry],
     *,
     kinds: tuple[str, ...] = KINDS,
     older_than: float | None = None,
     everything: bool = False,
     now: float | None = None,
-) -> list[Kept]:
+) -> list[CacheEntry]:
     """What ``--prune`` removes of ``kept``: of ``kinds``, never what a running tfbuild uses nor
     what tfbuild did not make; everything with ``everything``, else what nothing needs any more
     and, with ``older_than`` (seconds), what was not used for that long."""
@@ -225,7 +227,7 @@ def to_remove(
     ]
 
 
-def remove_file(entry: Kept) -> bool:
+def remove_file(entry: CacheEntry) -> bool:
     """Remove a file or directory of the cache; an environment only under its exclusive lock,
     moved aside first so that no one finds it half-removed. False when a process uses it."""
     path = Path(entry.name)
