@@ -596,9 +596,10 @@ class DockerEngine:
                 why="the file does not exist",
                 fix="Pass the path of a root filesystem tarball.",
             )
+        own = [f"LABEL {key}={value}" for key, value in own_labels().items()]
         with self._talking(f"importing {archive}"):
             self._client.api.import_image_from_file(
-                str(archive), repository=repository, tag=tag, changes=list(changes) or None
+                str(archive), repository=repository, tag=tag, changes=[*changes, *own] or None
             )
         image = self.image_id(f"{repository}:{tag}")
         if image is None:
