@@ -123,7 +123,7 @@ def print_forecast(forecast: Any) -> None:
     lines = [*prose(forecast.summary), ""]
     lines.append(
         f"{'op':<16}{'stock':>8}{'plan':>8}{'kernel':>8}{'stock TF':>10}{'in TF':>8}  "
-        f"{'interval':<13}verdict"
+        f"{'interval':<11}verdict"
     )
     for klass in forecast.classes:
         at = "in TensorFlow" if klass.level == TENSORFLOW else "Eigen kernel (TF not timed)"
@@ -142,7 +142,7 @@ def print_forecast(forecast: Any) -> None:
                 f"  {op.name:<14}{op.stock.throughput_median:>8.2f}"
                 f"{op.plan.throughput_median:>8.2f}{op.ratio:>7.2f}x"
                 + (f"{tf.throughput:>10.2f}{ratio:>7.2f}x  " if tf else f"{'-':>10}{'-':>8}  ")
-                + f"{f'{low:.2f}-{high:.2f}':<13}{label}"
+                + f"{f'{low:.2f}-{high:.2f}':<10} {label}"
             )
     lines += prose(
         "(stock, plan: the Eigen kernel built with each side's flags, Gelem/s; kernel: their "
