@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-#: The longest silence, in seconds (the commands promise a line at least every 10 s).
-EVERY = 8.0
+#: The longest silence, in seconds: the commands promise a line at least every 10 s, and the
+#: heartbeat thread looks once a second, on a machine that may be busy.
+EVERY = 6.0
 
 
 #: The most of a step's line a repeat says again: its first clause, so that the repeats stay short.
