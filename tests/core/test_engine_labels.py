@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tfbuild.core.engine import own_labels
+from tfbuild.core.engine_objects import own_labels
 from tfbuild.core.errors import UsageError
 
 

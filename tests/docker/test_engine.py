@@ -190,7 +190,7 @@ def test_input_hash_follows_content_paths_modes_and_links(engine: Any, tmp_path:
 def _steps(instructions: int) -> int:
     """The steps the engine counts for a Dockerfile of ``instructions``: one more for each label
     it adds (tfbuild's own, and each of $TFBUILD_LABELS: the test run's)."""
-    from tfbuild.core.engine import own_labels
+    from tfbuild.core.engine_objects import own_labels
 
     return instructions + 1 + len(own_labels())
 
