@@ -18,8 +18,6 @@ def timed(
     work: float,
     unit: str,
     contention: Contention | None = None,
-    peak_fraction: float | None = None,
-    peak_note: str | None = None,
 ) -> OpResult:
     """``op`` with the default threads, timed in pairs: candidate[i] beside baseline[i]."""
     return OpResult(
@@ -28,7 +26,5 @@ def timed(
         candidate=Summary.of(candidate, work, unit),
         baseline=Summary.of(baseline, work, unit),
         verdict=verdict(candidate, baseline, paired=True),
-        peak_fraction=peak_fraction,
-        peak_note=peak_note,
         contention=contention,
     )

@@ -313,8 +313,9 @@ def test_an_op_request_returns_reps_timings(one_thread: WorkerProcess, op: str) 
     times = reply["seconds_per_call"]
     assert len(times) == 3
     assert all(isinstance(t, float) and 0 < t < 1 for t in times)
-    assert reply["inner"] >= 1
-    assert reply["inner"] * max(times) >= 0.005 * 0.5  # calibrated to about min_rep_seconds
+    # calibrated (the count whose loop reached min_rep_seconds once: how long the repetitions
+    # then take is the machine's load's, and calibrate() is tested apart, on a known clock)
+    assert isinstance(reply["inner"], int) and reply["inner"] >= 1
     assert reply["work"] == one_thread.ready["ops"][op]["work"]
     assert reply["unit"] == one_thread.ready["ops"][op]["unit"]
 

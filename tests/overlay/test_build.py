@@ -244,6 +244,7 @@ def test_an_overlays_environment_is_small_and_shares_its_stock_tensorflow(
     where = Path(made.location)
     size = sum(p.lstat().st_size for p in where.rglob("*") if p.is_file())
     assert size < 20_000_000, size  # the overlay's two libraries and a venv's scripts
+    # the same bytes (a rebuild, another run's) share it: it names the path last used
     marker = (where / ENV_MARKER).read_text().splitlines()
     assert marker == [str(built_overlay.result.wheel), f"on {stock.location}"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -31,9 +31,8 @@ def test_wheel_ships_data_and_a_clean_install_finds_it(tmp_path: Path) -> None:
     assert "tfbuild/_data/templates/README.md" in names
     assert "tfbuild/_data/recipes/README.md" in names
     assert "tfbuild/py.typed" in names
-    # Data the package runs from files, not imports: the smoke worker, the peak kernel, the canary tree.
+    # Data the package runs from files, not imports: the smoke worker, the canary tree.
     assert "tfbuild/measure/_worker.py" in names
-    assert "tfbuild/measure/peak_kernel.c" in names  # compiled by measure_fma_peak
     assert "tfbuild/measure/forecast_kernels.cc" in names  # compiled by tfbuild forecast
     assert "tfbuild/measure/_forecast_tf.py" in names  # run in the stock wheel by tfbuild forecast
     assert "tfbuild/recipes/canary/tree/src/kernel.c" in names

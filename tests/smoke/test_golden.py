@@ -9,18 +9,14 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from tests.conftest import cpuinfo_fixture
 from tests.goldens import GOLDEN_DIR, compare_or_write, json_text
 from tests.smoke.test_display import _report
 from tfbuild.core import serial
-from tfbuild.detect.cpuinfo import read_cpuinfo
-from tfbuild.measure.fma_probe import MeasuredPeak
-from tfbuild.measure.peak import peak_ceilings, theoretical_peak
 from tfbuild.measure.run import Method
 from tfbuild.smoke.loads import LoadReport
 from tfbuild.smoke.messages import parse_messages
 from tfbuild.smoke.probe import ProbeResult
-from tfbuild.smoke.report import PeakFigures, Rules
+from tfbuild.smoke.report import Rules
 
 GOLDEN = GOLDEN_DIR / "smoke"
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "tf-logs"
@@ -41,20 +37,6 @@ def test_a_smoke_report() -> None:
     compare_or_write(GOLDEN / "report.json", json_text(_report().to_json()))
 
 
-THEORY = theoretical_peak(read_cpuinfo(cpuinfo_fixture("zen4")), cores=16, ghz=3.0)
-MEASURED = MeasuredPeak(
-    gflops_total=1234.56789,
-    gflops_per_process=(617.123456, 617.444444),
-    gflops_single=650.98765,
-    isa="avx512",
-    lanes=16,
-    compiler="gcc 12.2.0",
-    flags=("-O2", "-mavx512f"),
-    seconds=1.0,
-    cpus=(0, 1),
-)
-
-
 def test_a_smoke_report_with_a_baseline_and_rules() -> None:
     guard = parse_messages((LOGS / "tf2.21-stock-this-machine.txt").read_text(encoding="utf-8"))
     baseline = ProbeResult(
@@ -71,9 +53,6 @@ def test_a_smoke_report_with_a_baseline_and_rules() -> None:
     report = dataclasses.replace(
         _report(),
         baseline=baseline,
-        peak=PeakFigures(
-            theoretical=THEORY, measured=MEASURED, ceilings=peak_ceilings(THEORY, MEASURED)
-        ),
         rules=Rules(allow_unused=True, allow_slower=("conv2d_nhwc",), min_margin=0.1),
         env_file="runtime.env",
         seconds=12.345,

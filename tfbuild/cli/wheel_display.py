@@ -70,9 +70,6 @@ def print_smoke(report: SmokeReport) -> None:
         for r in report.results:
             unit = short.get(r.candidate.unit, r.candidate.unit)
             base = f"{_rate(r.baseline.throughput_median)} {unit}" if r.baseline else "-"
-            peak = f" {r.peak_fraction:.0%} pk" if r.peak_fraction is not None else ""
-            if r.peak_note:
-                peak = " pk ?"
             verdict = "-"
             if r.verdict:
                 color = colors.get(r.verdict.label, "white")
@@ -81,13 +78,11 @@ def print_smoke(report: SmokeReport) -> None:
             table.add_row(
                 safe(r.op),
                 safe(r.threads),
-                f"{_rate(r.candidate.throughput_median)} {unit}{peak}",
+                f"{_rate(r.candidate.throughput_median)} {unit}",
                 base,
                 verdict,
             )
         console.print(table)
-        for note in dict.fromkeys(r.peak_note for r in report.results if r.peak_note):
-            print_hanging(console, "pk ?: ", 6, note or "")
         machine = report.machine
         if machine is not None:
             print_hanging(console, "machine: ", 9, machine.describe())

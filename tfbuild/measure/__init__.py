@@ -7,8 +7,7 @@ it needs (a wheel, an interpreter, flags) as values.
 Rooms: ``envs`` (a virtual environment per wheel, the stock wheel's requirement) · ``_worker`` (the
 benchmark process inside a wheel's environment; it never imports tfbuild) · ``run`` (workers timed in
 alternating pairs, rounds until decided, judged by :mod:`tfbuild.core.stats`) · ``models`` (a user's
-model, checked before it loads) · ``peak`` (the nominal FP32 ceiling per thread count) and
-``fma_probe`` + ``peak_kernel.c`` (the measured one) · ``tune`` (runtime settings, kept when they
+model, checked before it loads) · ``tune`` (runtime settings, kept when they
 win) · the forecast: ``forecast`` (the request and its run), ``eigen_headers`` (the stock wheel's,
 copied as untrusted input), ``forecast_bench`` + ``forecast_kernels.cc`` (compiled with each side's
 flags, timed in alternation), ``forecast_tensorflow`` + ``_forecast_tf`` (stock TensorFlow's own ops),

@@ -22,7 +22,7 @@ from pathlib import Path
 from tfbuild.core import cache
 from tfbuild.core.commands import run_command
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
-from tfbuild.core.files import kind_of, sha256_file
+from tfbuild.core.files import kind_of, sha256_file, write_text
 from tfbuild.core.pythons import query_interpreter
 
 # Matched whole (re.fullmatch: with re.match, '$' also matches before a final newline).
@@ -139,7 +139,7 @@ def ensure_env(
     if final.is_dir():
         cache.hold(final)
         if _ready(final):
-            os.utime(final / cache.ENV_MARKER)  # when it was last used, for tfbuild cache
+            _used(final, spec)
             return TestEnv(
                 python=str(final / "bin/python"), spec=spec, reused=True, location=str(final)
             )
@@ -163,6 +163,17 @@ def ensure_env(
         raise
     cache.hold(final)
     return TestEnv(python=str(final / "bin/python"), spec=spec, reused=False, location=str(final))
+
+
+def _used(env: Path, spec: WheelSpec) -> None:
+    """Say in the environment's marker that it was used now, for ``spec``: the same bytes at
+    another path (a rebuilt wheel) share it, and ``tfbuild cache`` judges it by the path last used."""
+    marker = env / cache.ENV_MARKER
+    lines = marker.read_text().splitlines()
+    if lines and lines[0] != spec.value:
+        write_text(marker, "\n".join([spec.value, *lines[1:]]) + "\n")
+    else:
+        os.utime(marker)  # when it was last used, for tfbuild cache
 
 
 def _ready(env: Path) -> bool:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 from tfbuild.core.errors import SmokeFailed, UnsupportedError
 from tfbuild.core.stats import (
@@ -37,14 +37,6 @@ from tfbuild.core.stats import (
 from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.models import ModelFile
-
-
-class PeakCeiling(Protocol):
-    """What a row's GFLOP/s is divided by: the fraction of the ceiling for its thread count, or
-    None and why not (a measurement above the ceiling means the ceiling is wrong)."""
-
-    def fraction(self, gflops: float, *, threads: str) -> tuple[float | None, str | None]: ...
-
 
 WORKER = Path(__file__).with_name("_worker.py")
 
@@ -248,8 +240,6 @@ class OpResult:
     candidate: Summary
     baseline: Summary | None
     verdict: Verdict | None
-    peak_fraction: float | None = None  # matmul: candidate GFLOP/s over the ceiling for its threads
-    peak_note: str | None = None  # why no fraction is shown ("peak unknown: ...")
     contention: Contention | None = None  # what else ran on the CPUs while the op was timed
     #: A claimed difference timed again in a fresh pair of processes: the claim stands only when
     #: this one agrees (else the verdict is undecided). None: nothing was claimed.
@@ -365,7 +355,6 @@ def alternate(
     method: Method,
     threads: str,
     deadline: float | None = None,
-    peak: PeakCeiling | None = None,
     progress: Callable[[str], object] | None = None,
 ) -> list[OpResult]:
     """Time every op both workers offer, repetition by repetition in turn; then, while time is left
@@ -409,7 +398,7 @@ def alternate(
             else:
                 found.pop(op)
     return [
-        _result(op, threads, timed[op], found[op], cand.ops[op], peak)
+        _result(op, threads, timed[op], found[op], cand.ops[op])
         for op in ops
         if op in found and not timed[op].failed
     ]
@@ -421,12 +410,8 @@ def _result(
     timings: _Timings,
     found: Verdict | None,
     meta: Mapping[str, Any],
-    peak: PeakCeiling | None,
 ) -> OpResult:
     c_sum = Summary.of(timings.candidate, meta["work"], meta["unit"])
-    fraction, note = None, None
-    if peak is not None and meta["unit"] == "GFLOP/s" and meta.get("dtype", "float32") == "float32":
-        fraction, note = peak.fraction(c_sum.throughput_median, threads=threads)
     return OpResult(
         op=op,
         threads=threads,
@@ -435,8 +420,6 @@ def _result(
         if timings.baseline
         else None,
         verdict=found,
-        peak_fraction=fraction,
-        peak_note=note,
         contention=contention.combine(timings.spans),
     )
 
@@ -450,7 +433,6 @@ def time_and_recheck(
     method: Method,
     threads: str,
     deadline: float | None,
-    peak: PeakCeiling | None = None,
     progress: Callable[[str], object] | None = None,
 ) -> list[OpResult]:
     """:func:`alternate` in a pair of workers from ``start``; then every op called faster or slower
@@ -468,7 +450,6 @@ def time_and_recheck(
             method=method,
             threads=threads,
             deadline=deadline,
-            peak=peak,
             progress=progress,
         )
     claimed = tuple(r.op for r in first if r.verdict and r.verdict.label in (FASTER, SLOWER))
@@ -504,7 +485,6 @@ def compare(
     method: Method,
     bf16: bool = False,
     thread_settings: Sequence[tuple[str, int, int]] = THREAD_SETTINGS,
-    peak: PeakCeiling | None = None,
     progress: Callable[[str], object] | None = None,
     script: Path = WORKER,
     extra: Sequence[str] = (),
@@ -563,7 +543,7 @@ def compare(
                 yield cand, base
 
         results += time_and_recheck(
-            start, method=method, threads=label, deadline=deadline, peak=peak, progress=progress
+            start, method=method, threads=label, deadline=deadline, progress=progress
         )
     return results
 

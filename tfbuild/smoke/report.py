@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem
@@ -21,13 +21,12 @@ from tfbuild.detect.contention import Contention
 from tfbuild.measure.run import Method, OpResult, SettingTrial, why_undecided
 from tfbuild.smoke.probe import ProbeResult
 
-if TYPE_CHECKING:
-    from tfbuild.measure.fma_probe import MeasuredPeak
-    from tfbuild.measure.peak import Ceilings, Peak
-
 #: /2: each verdict gives its interval and "undecided"; the method times pairs within a budget;
 #: "machine" says what else ran on the CPU, "undecided" which comparisons could not tell.
-SCHEMA = "tfbuild.smoke/2"
+#: /3: no "peak", and no result's "peak_fraction" or "peak_note": no verdict read the CPU's peak
+#: (a nominal one from /proc/cpuinfo's clock, a measured one from FMA probes that cost 4-8 s of
+#: every benchmarked smoke), and a boosting CPU's matmul ran above either.
+SCHEMA = "tfbuild.smoke/3"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,15 +34,6 @@ class Rules:
     allow_unused: bool = False
     allow_slower: tuple[str, ...] = ()  # op names whose "slower" does not fail the smoke
     min_margin: float = 0.05
-
-
-@dataclass(frozen=True, kw_only=True)
-class PeakFigures:
-    """The CPU's FP32 peak: what its specification allows, and what a short FMA loop measured."""
-
-    theoretical: Peak
-    measured: MeasuredPeak | None
-    ceilings: Ceilings | None = None  # what each row's GFLOP/s was divided by, and why
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,7 +45,6 @@ class SmokeReport:
     method: Method | None
     results: tuple[OpResult, ...] = ()
     settings: tuple[SettingTrial, ...] = ()
-    peak: PeakFigures | None = None
     rules: Rules = field(default_factory=Rules)
     env_file: str | None = None
     seconds: float = 0.0
@@ -134,13 +123,6 @@ class SmokeReport:
             "method": serial.to_data(self.method) if self.method else None,
             "results": serial.to_data(self.results),
             "settings": [s.to_json() for s in self.settings],
-            "peak": None
-            if self.peak is None
-            else {
-                "theoretical": serial.to_data(self.peak.theoretical),
-                "measured": serial.to_data(self.peak.measured),
-                "ceilings": serial.to_data(self.peak.ceilings),
-            },
             "rules": serial.to_data(self.rules),
             "env_file": self.env_file,
             "seconds": round(self.seconds, 1),

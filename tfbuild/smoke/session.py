@@ -22,7 +22,7 @@ from tfbuild.measure.envs import TestEnv, WheelSpec, clean_env, ensure_env, stoc
 from tfbuild.measure.forecast_store import saved_forecast
 from tfbuild.measure.run import Method, OpResult, SettingTrial, compare, try_setting
 from tfbuild.smoke.probe import ProbeResult, run_probe
-from tfbuild.smoke.report import PeakFigures, Rules, SmokeReport, write_env_file
+from tfbuild.smoke.report import Rules, SmokeReport, write_env_file
 from tfbuild.wheel.receipt import read_receipt, receipt_path
 
 Progress = Callable[[str], None]
@@ -187,24 +187,12 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
     method: Method | None = None
     results: tuple[OpResult, ...] = ()
     settings: tuple[SettingTrial, ...] = ()
-    peak: PeakFigures | None = None
     if candidate.ok and options.bench:
-        from tfbuild.measure.fma_probe import measure_fma_peak
-        from tfbuild.measure.peak import peak_ceilings, theoretical_peak
-
         margin = options.rules.min_margin
         method = Method.quick(margin) if options.quick else Method(min_margin=margin)
         if options.budget is not None:
             method = replace(method, budget=options.budget)
         trying = options.settings and not options.quick
-        theory = theoretical_peak(info)
-        # The nominal clock of /proc/cpuinfo understates a boosting CPU; the best of warmed-up FMA
-        # probes tells (the whole measurement within about 4 s with --quick, 8 s without).
-        measured = measure_fma_peak(
-            seconds=0.5 if options.quick else 1.0, budget=4.0 if options.quick else 8.0
-        )
-        ceilings = peak_ceilings(theory, measured)  # each row's ceiling, by its thread count
-        peak = PeakFigures(theoretical=theory, measured=measured, ceilings=ceilings)
         have_bf16 = bool(info.flags & {"avx512_bf16", "amx_bf16"})
         say("benchmarking (candidate and baseline in alternation)")
         results = tuple(
@@ -216,7 +204,6 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
                 # with the settings to try, they get 40 % of the budget
                 method=replace(method, budget=method.budget * 0.6) if trying else method,
                 bf16=have_bf16,
-                peak=ceilings,
                 progress=say,
             )
         )
@@ -232,7 +219,6 @@ def run_smoke(options: SmokeOptions, *, progress: Progress | None = None) -> Smo
         method=method,
         results=results,
         settings=settings,
-        peak=peak,
         rules=options.rules,
         env_file=str(options.env_file) if options.env_file else None,
         seconds=time.perf_counter() - started,
