@@ -3,9 +3,9 @@
 TensorFlow.
 
 Imports only the standard library (TensorFlow is passed in); valid on Python 3.9. Not run on its own:
-the measuring worker (``_worker.py --profile``, a user's model) and the overlay's models
-(``tfbuild/overlay/_models_tf.py --profile``) import it from this directory, which is first on the
-``sys.path`` of the script that runs.
+the measuring worker (``_worker.py --profile``, a user's model) imports it from its own directory;
+the overlay's models (``tfbuild/overlay/_models_tf.py --profile``) load it from the file their
+parent names (``--profiler``).
 
 :func:`profile` calls a step (a ``tf.function`` of no arguments) once, runs STEPS calls under
 ``tf.profiler.experimental`` and reads the ``.xplane.pb`` written with the XPlane proto the wheel

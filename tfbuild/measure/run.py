@@ -39,6 +39,8 @@ from tfbuild.detect.contention import Contention
 from tfbuild.measure.models import ModelFile
 
 WORKER = Path(__file__).with_name("_worker.py")
+#: TensorFlow's profiler on one step, which the worker and the overlay's models import.
+PROFILER = Path(__file__).with_name("_profile_tf.py")
 
 
 class Worker:

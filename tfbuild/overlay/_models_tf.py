@@ -42,16 +42,27 @@ overlay's priority).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 import traceback
 from collections.abc import Callable
-from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "measure"))
-import _profile_tf  # where a step's time goes (TensorFlow's profiler)
-import _worker  # the measuring worker, beside this package: its protocol and loop
+
+def _load(name: str, path: str) -> ModuleType:
+    """The script at ``path``, imported as ``name``: the measuring worker and the profiler, whose
+    files the parent names (``--worker``, ``--profiler``), so that nothing of tfbuild's tree is
+    on this process's path."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # the worker imports the profiler by this name
+    spec.loader.exec_module(module)
+    return module
+
 
 MODELS = ("lstm", "mlp_gelu", "mlp_bf16", "transformer")
 
@@ -137,6 +148,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true", help="profile each model, then exit")
     parser.add_argument("--steps", type=int, default=3, help="calls profiled per model")
     parser.add_argument("--replaced", default=None, help="comma-separated kernels to count")
+    parser.add_argument("--worker", required=True, help="the measuring worker's file")
+    parser.add_argument("--profiler", required=True, help="the profiler's file")
     args = parser.parse_args(argv)
     chosen = [m for m in args.models.split(",") if m]
     unknown = sorted(set(chosen) - set(MODELS))
@@ -149,8 +162,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    protocol = _worker.take_stdout()
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    _profile_tf = _load("_profile_tf", args.profiler)  # where a step's time goes
+    _worker = _load("_worker", args.worker)  # the measuring worker: its protocol and loop
+    protocol = _worker.take_stdout()
     _worker.pin(args.cpus)
     try:
         import numpy as np

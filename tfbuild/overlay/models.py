@@ -35,9 +35,12 @@ from tfbuild.measure.profile import (
     predict,
     profile_model,
 )
-from tfbuild.measure.run import Method, OpResult, compare
+from tfbuild.measure.run import PROFILER, WORKER, Method, OpResult, compare
 
 SCRIPT = Path(__file__).with_name("_models_tf.py")
+#: The measuring worker's scripts the models' script loads, named to it: nothing of tfbuild's tree
+#: is on its path.
+SCRIPTS = ("--worker", str(WORKER), "--profiler", str(PROFILER))
 MODELS = ("lstm", "mlp_gelu", "mlp_bf16", "transformer")
 #: What each model is, for the reader (``_models_tf.py`` builds them).
 WHAT = {
@@ -74,7 +77,8 @@ def profile_models(
 ) -> dict[str, Profile]:
     """Each model profiled in one process of ``python`` (default threads); ``replaced``: the
     kernels to count (default: those the process runs at the overlay's priority)."""
-    argv = [python, str(SCRIPT), "--models", ",".join(models), "--profile", "--steps", str(steps)]
+    argv = [python, str(SCRIPT), *SCRIPTS, "--models", ",".join(models), "--profile"]
+    argv += ["--steps", str(steps)]
     if replaced is not None:
         argv += ["--replaced", ",".join(replaced)]
     done = subprocess.run(  # argv built here, no shell
@@ -129,7 +133,7 @@ def prove_models(
         ),
         thread_settings=(("default", 0, 0),),
         script=SCRIPT,
-        extra=("--models", ",".join(models)),
+        extra=(*SCRIPTS, "--models", ",".join(models)),
         progress=say,
     )
     by_op = {r.op: r for r in timed}
