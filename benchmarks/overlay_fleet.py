@@ -39,12 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         plan = plan_here(PlanOptions(tf=args.tf, target=target)).plan
         with tempfile.TemporaryDirectory(prefix="tfbuild-fleet-") as out:
             result = build_overlay(
-                OverlayRequest(
-                    tensorflow=plan.tensorflow,
-                    architecture=plan.architecture,
-                    target=plan.target,
-                    cflags=plan.cflags,
-                    compiler=plan.compiler,
+                OverlayRequest.of_plan(
+                    plan,
                     in_image=True,
                     venv_python=sys.executable,
                     out=Path(out),

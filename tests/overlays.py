@@ -50,12 +50,8 @@ def request_for(target: str | None, out: Path, python: str) -> OverlayRequest:
     from tfbuild.plan.options import PlanOptions
 
     plan = plan_here(PlanOptions(tf="2.21", target=target)).plan
-    return OverlayRequest(
-        tensorflow=plan.tensorflow,
-        architecture=plan.architecture,
-        target=plan.target,
-        cflags=plan.cflags,
-        compiler=plan.compiler,
+    return OverlayRequest.of_plan(
+        plan,
         python=python,
         out=out,
         check=False,

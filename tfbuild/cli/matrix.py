@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tfbuild.cli.options import takes
 from tfbuild.core.options import JSON, RECIPES_DIR, TF, Cli, option
 from tfbuild.core.pythons import PYTHON, python_version
+
+if TYPE_CHECKING:
+    from tfbuild.plan.matrix import Matrix, Skipped
 
 _SEVERAL = "repeat, or separate with commas"
 
@@ -97,17 +102,31 @@ def matrix_command(request: MatrixArgs) -> None:
         targets=request.targets,
         variants=request.variants,
     )
+    _print(request, matrix.skipped, matrix.to_json(), lambda: _table(matrix, request.explain))
+
+
+def _table(matrix: Matrix, explain: bool) -> None:
+    from tfbuild.cli.display import print_matrix
+
+    print_matrix(matrix, explain=explain)
+
+
+def _print(
+    request: MatrixArgs,
+    skipped: Sequence[Skipped],
+    data: dict[str, Any],
+    table: Callable[[], None],
+) -> None:
+    """Why each combination was left out (--explain, on stderr), then the matrix: one line of
+    JSON (the workflow writes it to $GITHUB_OUTPUT as name=<json>), or the table."""
     if request.explain:
         from tfbuild.cli.display import print_skipped
 
-        print_skipped(matrix.skipped)
+        print_skipped(skipped)
     if request.as_json:
-        # One line: the workflow writes it to $GITHUB_OUTPUT as matrix=<json>.
-        sys.stdout.write(json.dumps(matrix.to_json(), separators=(",", ":")) + "\n")
+        sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
         return
-    from tfbuild.cli.display import print_matrix
-
-    print_matrix(matrix, explain=request.explain)
+    table()
 
 
 def _overlays(request: MatrixArgs) -> None:
@@ -130,13 +149,11 @@ def _overlays(request: MatrixArgs) -> None:
         tf=request.tf,
         targets=request.targets,
     )
-    if request.explain:
-        from tfbuild.cli.display import print_skipped
-
-        print_skipped(matrix.skipped)
-    if request.as_json:
-        sys.stdout.write(json.dumps(matrix.to_json(), separators=(",", ":")) + "\n")
-        return
     from tfbuild.cli.display import print_overlay_matrix
 
-    print_overlay_matrix(matrix, explain=request.explain)
+    _print(
+        request,
+        matrix.skipped,
+        matrix.to_json(),
+        lambda: print_overlay_matrix(matrix, explain=request.explain),
+    )

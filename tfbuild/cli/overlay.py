@@ -106,13 +106,11 @@ def _build(
     from tfbuild.overlay.build import OverlayRequest, build_overlay
 
     return build_overlay(
-        OverlayRequest(
+        OverlayRequest.of_plan(
+            plan,
             # --installed: the release installed, which a patch release of the recipe's minor is
             tensorflow=installed or plan.tensorflow,
-            architecture=plan.architecture,
-            target=plan.target,
             cflags=_flags_for(args.compiler, plan) if args.compiler else plan.cflags,
-            compiler=plan.compiler,
             compiler_path=args.compiler,
             in_image=args.compiler is None,
             stock=args.stock,

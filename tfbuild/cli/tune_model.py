@@ -135,12 +135,8 @@ def build_overlay_here(python: str, *, say: Say) -> Path:
     plan = plan_here(PlanOptions(tf=release)).plan
     say(f"building an overlay for {plan.target} against TensorFlow {release}")
     result = build_overlay(
-        OverlayRequest(
-            tensorflow=plan.tensorflow,
-            architecture=plan.architecture,
-            target=plan.target,
-            cflags=plan.cflags,
-            compiler=plan.compiler,
+        OverlayRequest.of_plan(
+            plan,
             python=python,
             venv_python=python,
             out=Path("dist"),

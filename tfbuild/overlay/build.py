@@ -23,6 +23,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tfbuild import __version__
 from tfbuild.core import serial
@@ -65,6 +66,9 @@ from tfbuild.wheel.overlay_receipt import (
 )
 from tfbuild.wheel.receipt import WheelRecord, receipt_path
 
+if TYPE_CHECKING:
+    from tfbuild.plan.model import BuildPlan
+
 Progress = Callable[[str], None]
 #: The platform tag of the wheel before auditwheel has read its libraries, and where no manylinux
 #: policy allows them.
@@ -93,6 +97,19 @@ class OverlayRequest:
     pending: tuple[str, ...] | None = None
     #: The CPU the build runs on (None: this machine's /proc/cpuinfo); a test names a recorded one.
     build_cpu: CpuInfo | None = None
+
+    @classmethod
+    def of_plan(cls, plan: BuildPlan, **rest: Any) -> OverlayRequest:
+        """The overlay a plan describes (its release, target, flags and compiler), with ``rest``
+        (where it compiles, against which TensorFlow, where it goes) given or changed."""
+        planned = {
+            "tensorflow": plan.tensorflow,
+            "architecture": plan.architecture,
+            "target": plan.target,
+            "cflags": plan.cflags,
+            "compiler": plan.compiler,
+        }
+        return cls(**{**planned, **rest})
 
 
 @dataclass(frozen=True, kw_only=True)

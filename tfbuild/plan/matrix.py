@@ -199,8 +199,7 @@ def build_matrix(
                     try:
                         plan = make_plan(options, recipe, RUNNER, base_images=base_images)
                     except TfbuildError as error:
-                        reason = f"{error.what}: {error.why}" if error.why else error.what
-                        skipped.append(Skipped(name=name, reason=reason))
+                        skipped.append(Skipped(name=name, reason=_reason(error)))
                         continue
                     jobs.append(
                         Job(
@@ -214,22 +213,49 @@ def build_matrix(
                             args=_args(recipe.short, py, target, variant),
                         )
                     )
+    _check_size(
+        len(jobs),
+        skipped,
+        kind="job",
+        matrix="matrix",
+        limit=limit,
+        widen="--tf, --python, --targets, --variants",
+        narrow="--tf, --python, --targets or --variants",
+    )
+    return Matrix(jobs=tuple(jobs), skipped=tuple(skipped))
+
+
+def _reason(error: TfbuildError) -> str:
+    """Why the planner left a combination out, in its own words."""
+    return f"{error.what}: {error.why}" if error.why else error.what
+
+
+def _check_size(
+    jobs: int,
+    skipped: Sequence[Skipped],
+    *,
+    kind: str,
+    matrix: str,
+    limit: int,
+    widen: str,
+    narrow: str,
+) -> None:
+    """A matrix with no job left, or more than GitHub Actions runs, is a usage error."""
     if not jobs:
         raise UsageError(
-            "no job is left in the matrix",
+            f"no {kind} is left in the {matrix}",
             why=f"all {len(skipped)} combinations were left out (see above)"
             if skipped
             else "no combination was asked for",
-            fix="Widen the filters (--tf, --python, --targets, --variants).",
+            fix=f"Widen the filters ({widen}).",
             details=tuple(f"{s.name}: {s.reason}" for s in skipped),
         )
-    if len(jobs) > limit:
+    if jobs > limit:
         raise UsageError(
-            f"the matrix has {len(jobs)} jobs",
+            f"the {matrix} has {jobs} jobs",
             why=f"GitHub Actions runs at most {limit} jobs from one matrix",
-            fix="Narrow it with --tf, --python, --targets or --variants.",
+            fix=f"Narrow it with {narrow}.",
         )
-    return Matrix(jobs=tuple(jobs), skipped=tuple(skipped))
 
 
 #: Why an overlay for a target without AVX is left out.
@@ -263,8 +289,7 @@ def overlay_matrix(
             try:
                 plan = make_plan(options, recipe, RUNNER, base_images=base_images)
             except TfbuildError as error:
-                reason = f"{error.what}: {error.why}" if error.why else error.what
-                skipped.append(Skipped(name=name, reason=reason))
+                skipped.append(Skipped(name=name, reason=_reason(error)))
                 continue
             jobs.append(
                 OverlayJob(
@@ -276,19 +301,13 @@ def overlay_matrix(
                     args=f"--tf {recipe.short} --target {target}",
                 )
             )
-    if not jobs:
-        raise UsageError(
-            "no overlay job is left in the matrix",
-            why=f"all {len(skipped)} combinations were left out"
-            if skipped
-            else "none was asked for",
-            fix="Widen the filters (--tf, --targets).",
-            details=tuple(f"{s.name}: {s.reason}" for s in skipped),
-        )
-    if len(jobs) > limit:
-        raise UsageError(
-            f"the overlay matrix has {len(jobs)} jobs",
-            why=f"GitHub Actions runs at most {limit} jobs from one matrix",
-            fix="Narrow it with --tf or --targets.",
-        )
+    _check_size(
+        len(jobs),
+        skipped,
+        kind="overlay job",
+        matrix="overlay matrix",
+        limit=limit,
+        widen="--tf, --targets",
+        narrow="--tf or --targets",
+    )
     return OverlayMatrix(jobs=tuple(jobs), skipped=tuple(skipped))
