@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import subprocess
 import sys
 import zipfile
 from collections.abc import Iterator
@@ -159,3 +160,20 @@ def write_overlay_receipt(wheel: Path, receipt: OverlayReceipt | dict[str, Any])
     path = receipt_path(wheel)
     path.write_text(json.dumps(data, indent=2) + "\n")
     return path
+
+
+def venv_seeing_stock(stock_python: str, where: Path) -> tuple[Path, Path]:
+    """A venv (no pip of its own) whose .pth adds the stock environment's site-packages: pick
+    imports TensorFlow there to judge overlays, and pip installs into it offline."""
+    venv = where / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+
+    def purelib(interpreter: str) -> str:
+        code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+        done = subprocess.run([interpreter, "-c", code], capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    site = Path(purelib(str(python)))
+    (site / "stock.pth").write_text(purelib(stock_python) + "\n")
+    return python, site

@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import cpuinfo_fixtures, one_error_line, run_cli
-from tests.overlays import write_overlay_receipt
+from tests.overlays import venv_seeing_stock, write_overlay_receipt
 from tfbuild.core.errors import InputError, UnsupportedError, UsageError
 from tfbuild.detect.cpu import instruction_sets
 from tfbuild.detect.cpuinfo import CpuInfo, read_cpuinfo
@@ -239,23 +238,6 @@ def test_a_manifest_is_decoded_strictly(changes: dict[str, object], why: str) ->
 # --- pick --install: the check before the kernels load, and nothing left behind when it fails ------
 
 
-def _venv_seeing_stock(stock_python: str, where: Path) -> tuple[Path, Path]:
-    """A venv (no pip of its own) whose .pth adds the stock environment's site-packages: pick
-    imports TensorFlow there to judge overlays, and pip installs into it offline."""
-    venv = where / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-
-    def purelib(interpreter: str) -> str:
-        code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-        done = subprocess.run([interpreter, "-c", code], capture_output=True, text=True, check=True)
-        return done.stdout.strip()
-
-    site = Path(purelib(str(python)))
-    (site / "stock.pth").write_text(purelib(stock_python) + "\n")
-    return python, site
-
-
 def _copy(pending: Pending, dist: Path, *, spoil: bool = False) -> Path:
     """The pending overlay and its receipt in ``dist``; ``spoil``: its kernels changed by a byte
     (a wheel the receipt describes, whose kernels are not the ones its manifest names)."""
@@ -281,7 +263,7 @@ def test_pick_install_runs_the_pending_check_then_the_kernels_load(
 ) -> None:
     dist = tmp_path / "dist"
     wheel = _copy(pending, dist)
-    python, site = _venv_seeing_stock(built_overlay.python, tmp_path)
+    python, site = venv_seeing_stock(built_overlay.python, tmp_path)
     args = ("--overlay", "--install", "--python", str(python), "--pip-arg=--no-index")
     ran = run_cli("pick", str(dist), *args, env={**os.environ, "PYTHONPATH": ""}, timeout=600)
     assert ran.returncode == 0, ran.stderr
@@ -305,7 +287,7 @@ def test_pick_install_uninstalls_an_overlay_whose_check_fails(
 ) -> None:
     dist = tmp_path / "dist"
     _copy(pending, dist, spoil=True)
-    python, site = _venv_seeing_stock(built_overlay.python, tmp_path)
+    python, site = venv_seeing_stock(built_overlay.python, tmp_path)
     args = ("--overlay", "--install", "--python", str(python), "--pip-arg=--no-index")
     ran = run_cli("pick", str(dist), *args, env={**os.environ, "PYTHONPATH": ""}, timeout=600)
     line = one_error_line(ran, InputError.exit_code, among_others=True)

@@ -27,6 +27,7 @@ from tests.overlays import (
     foreign_target,
     overlay_name,
     place_overlay,
+    venv_seeing_stock,
 )
 from tests.pick.conftest import DIST, make_wheel
 from tfbuild.cli.wheel_display import print_pick
@@ -368,11 +369,7 @@ def test_pick_asks_the_interpreter_then_installs_the_overlay_that_loads_here(
     foreign, missing = foreign_target()
     for_target(built_overlay, dist, foreign)
     make_wheel(dist, STANDIN_ANY)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    site = Path(_purelib(str(python)))
-    (site / "stock.pth").write_text(_purelib(built_overlay.python) + "\n")
+    python, site = venv_seeing_stock(built_overlay.python, tmp_path)
     args = ("--overlay", "--install", "--python", str(python), "--pip-arg=--no-index")
     result = run_cli("pick", str(dist), *args, "--json")
     assert result.returncode == 0, result.stderr
@@ -434,9 +431,3 @@ def test_pick_asks_the_interpreter_then_installs_the_overlay_that_loads_here(
             "pick asked tfbuild's own interpreter, which is not the one you run TensorFlow "
             "with; name that interpreter with --python PATH."
         )
-
-
-def _purelib(python: str) -> str:
-    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
-    return done.stdout.strip()

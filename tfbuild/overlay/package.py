@@ -58,7 +58,8 @@ def _wheel_file(name: WheelName) -> str:
     )
 
 
-def _hash(data: bytes) -> str:
+def record_hash(data: bytes) -> str:
+    """A file's hash as a wheel's RECORD writes it: ``sha256=`` and the urlsafe base64 digest."""
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
     return "sha256=" + digest.decode()
 
@@ -71,7 +72,7 @@ def members(
     info = name.dist_info
     out[f"{info}/METADATA"] = _metadata(name, requires, summary).encode()
     out[f"{info}/WHEEL"] = _wheel_file(name).encode()
-    record = "".join(f"{path},{_hash(data)},{len(data)}\n" for path, data in out.items())
+    record = "".join(f"{path},{record_hash(data)},{len(data)}\n" for path, data in out.items())
     out[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
     return out
 

@@ -11,9 +11,7 @@ one line says what to run.
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 import io
 import json
 import os
@@ -28,7 +26,7 @@ from tfbuild.core.files import read_input, sha256_file, write_text
 from tfbuild.detect.cpu import host_cpuinfo, instruction_sets
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.overlay.compile import KERNELS, LOADER
-from tfbuild.overlay.package import MANIFEST, PLUGINS
+from tfbuild.overlay.package import MANIFEST, PLUGINS, record_hash
 from tfbuild.wheel.overlay_receipt import KernelCheck, OverlayManifest, decode_overlay_manifest
 
 #: The file beside the kernels that records their check here (loader.c reads its first line).
@@ -162,9 +160,8 @@ def _update_record(site: Path, changed: Path) -> None:
         if not any(row and row[0] == name for row in rows):
             continue
         data = changed.read_bytes()
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         for row in rows:
-            writer.writerow([name, f"sha256={digest}", str(len(data))] if row[0] == name else row)
+            writer.writerow([name, record_hash(data), str(len(data))] if row[0] == name else row)
         write_text(record, out.getvalue())
