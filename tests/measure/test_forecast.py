@@ -82,8 +82,9 @@ def test_the_forecast_for_this_host_measures_every_op_class(stock_python: str) -
         assert tf_low <= tf["ratio"] <= tf_high or tf["verdict"] == "same", op
         # TensorFlow pays more than the bare kernel, so it shows less of a kernel speed-up (of
         # the medians' ratio, which T / (T - D) carries over; the kernel's own ratio is the pairs')
+        # (kept to three places, a saving small beside T rounds to a ratio of 1.000)
         if medians > 1.001:
-            assert 1 < tf["ratio"] < medians or tf["clamped"], op
+            assert 1 <= tf["ratio"] <= round(medians, 3) or tf["clamped"], op
         if op["verdict"] == "same":
             assert tf["verdict"] == "same", op
     for klass in data["classes"]:
