@@ -135,7 +135,7 @@ def test_the_expected_instructions_follow_the_planned_flags() -> None:
 
 # --- the canary's findings, written for people ------------------------------------------------------
 
-# As the canary's probe reports them (tfbuild/recipes/canary/probe.py) and run_canary keeps them.
+# As the canary's probe reports them (tfbuild/scripts/canary_probe.py) and run_canary keeps them.
 FOUND: Any = {"host": {"zmm": 32, "ymm": 0, "fma": 6}, "baseline": {"zmm": 0, "ymm": 0, "fma": 0}}
 
 

@@ -1,6 +1,6 @@
 """A model worker whose speed is known: the race of ``tfbuild tune --model`` tested against the truth.
 
-It takes the real worker's arguments (``tfbuild/measure/_worker.py --model ... --model-only``, as
+It takes the real worker's arguments (``tfbuild/scripts/worker.py --model ... --model-only``, as
 :class:`tfbuild.measure.run.Worker` passes them) and serves one op, the model's, with the real
 worker's code (protocol, calibration, timing); only the op differs. What it is comes from its
 environment, as each way of running a model differs by its environment in tune:
@@ -21,7 +21,7 @@ import os
 import sys
 
 from tests.measure.known_ratio_worker import spin
-from tfbuild.measure._worker import Op, serve, take_stdout
+from tfbuild.scripts.worker import Op, serve, take_stdout
 
 
 def main() -> int:

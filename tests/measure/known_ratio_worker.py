@@ -3,7 +3,7 @@
 Usage: ``python known_ratio_worker.py --role candidate|baseline [--intra N --inter M --cpus LIST]``
 (the thread counts are accepted, as ``tfbuild.measure.run.Worker`` passes them, and ignored). Run
 with tfbuild's own interpreter: it serves its ops with the real worker's code
-(``tfbuild/measure/_worker.py``: its protocol, calibration, timing and pinning), only the ops differ.
+(``tfbuild/scripts/worker.py``: its protocol, calibration, timing and pinning), only the ops differ.
 
 Each op ``xF`` (``x1.0``, ``x1.2``, ``x1.5``, ``x2.0``) hashes a 64 KiB block with SHA-256
 :data:`BLOCKS` times per call on the candidate and ``BLOCKS * F`` times on the baseline, so the
@@ -23,7 +23,7 @@ import hashlib
 import os
 import sys
 
-from tfbuild.measure._worker import Op, pin, serve, take_stdout
+from tfbuild.scripts.worker import Op, pin, serve, take_stdout
 
 #: The truth: op name -> how much faster the candidate is (baseline blocks / candidate blocks).
 FACTORS = {"x1.0": 1.0, "x1.2": 1.2, "x1.5": 1.5, "x2.0": 2.0}

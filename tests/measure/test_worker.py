@@ -21,10 +21,11 @@ from typing import Any
 
 import pytest
 
-from tfbuild.measure import _worker as worker
+from tfbuild.core import commands
+from tfbuild.scripts import worker
 
 WORKER = Path(worker.__file__)
-PROFILER = WORKER.with_name("_profile_tf.py")
+PROFILER = WORKER.with_name("profile_tf.py")
 TF_PYTHON_ENV = "TFBUILD_TEST_TF_PYTHON"
 TF_PYTHON_FALLBACK = "/tmp/tfvenv/bin/python"
 
@@ -73,7 +74,7 @@ class WorkerProcess:
     def __init__(self, python: str, *args: str, env: dict[str, str] | None = None) -> None:
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(
-            [python, str(WORKER), *args],
+            list(commands.in_python(python, WORKER, *args)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,
@@ -163,8 +164,8 @@ def test_worker_imports_only_stdlib_numpy_tensorflow_and_parses_as_python_3_9() 
             assert node.level == 0, "no relative imports: the worker runs as a plain script"
             assert node.module is not None
             imported.add(node.module.split(".")[0])
-    # _profile_tf: the profiler beside it, another script of the same rules (checked below)
-    allowed = {"numpy", "tensorflow", "_profile_tf"}
+    # the profiler beside it is loaded by its path (checked below)
+    allowed = {"numpy", "tensorflow"}
     foreign = {m for m in imported if m not in sys.stdlib_module_names and m not in allowed}
     assert not foreign, f"the worker must not import {sorted(foreign)}"
 
@@ -191,7 +192,7 @@ def test_worker_without_tensorflow_says_not_ready_and_exits_1() -> None:
     ):
         pytest.skip("this interpreter has TensorFlow")
     proc = subprocess.run(
-        [sys.executable, str(WORKER), "--intra", "1", "--inter", "1"],
+        list(commands.in_python(sys.executable, WORKER, "--intra", "1", "--inter", "1")),
         input="",
         capture_output=True,
         text=True,
@@ -342,7 +343,7 @@ def test_quit_exits_0_and_stdout_holds_only_protocol_lines(tf_python: str) -> No
         {"op": "exp", "reps": 2, "min_rep_seconds": 0.001},  # never read
     ]
     proc = subprocess.run(
-        [tf_python, str(WORKER), "--intra", "0", "--inter", "0"],
+        list(commands.in_python(tf_python, WORKER, "--intra", "0", "--inter", "0")),
         input="".join(json.dumps(r) + "\n" for r in requests),
         capture_output=True,
         text=True,
@@ -361,7 +362,7 @@ def test_quit_exits_0_and_stdout_holds_only_protocol_lines(tf_python: str) -> No
 def test_eof_exits_0_and_unsupported_ops_are_left_out(tf_python: str) -> None:
     """Without oneDNN's layout pass, stock TensorFlow refuses NCHW conv on the CPU."""
     proc = subprocess.run(
-        [tf_python, str(WORKER), "--intra", "1", "--inter", "1", "--bf16"],
+        list(commands.in_python(tf_python, WORKER, "--intra", "1", "--inter", "1", "--bf16")),
         input=json.dumps({"op": "reduce_sum", "reps": 1, "min_rep_seconds": 0}) + "\n",
         capture_output=True,
         text=True,

@@ -224,7 +224,7 @@ import json, os, struct, sys, zipfile
 spec = json.load(open(os.environ["FAKE_SPEC"]))[os.environ["TFBUILD_OVERLAY"]]
 if "fail" in spec:
     sys.exit(spec["fail"])
-with zipfile.ZipFile(sys.argv[2], "w") as out:
+with zipfile.ZipFile(sys.argv[-1], "w") as out:  # the last argument, as check_tf.py takes it
     for name, (code, values) in spec.pop("files").items():
         out.writestr(name, struct.pack(f"<{len(values)}{code}", *values))
     out.writestr("index.json", json.dumps(spec))
@@ -291,7 +291,7 @@ def test_a_script_that_fails_or_a_missing_interpreter_is_an_environment_problem(
     tmp_path: Path,
 ) -> None:
     python, env = fake_python(tmp_path, {"off": {"fail": "ImportError: no tensorflow"}})
-    with pytest.raises(EnvironmentProblem, match="could not run: ImportError: no tensorflow"):
+    with pytest.raises(EnvironmentProblem, match="could not run: check_tf.py: it exited with 1: ImportError: no tensorflow"):
         check_ops(python, env)
     with pytest.raises(EnvironmentProblem, match="could not run"):
         check_ops(str(tmp_path / "nowhere" / "python"), env)
@@ -348,10 +348,10 @@ def test_a_registered_kernel_the_check_did_not_run_as_the_overlays_is_named() ->
 
 
 def test_the_three_op_lists_agree() -> None:
-    """What the overlay can register (ops.py), what the check script computes (_check_tf.py) and
+    """What the overlay can register (ops.py), what the check script computes (scripts/check_tf.py) and
     what the check bounds (check.py): every kernel registered is one the check runs and bounds."""
-    from tfbuild.overlay import _check_tf
     from tfbuild.overlay.ops import candidate_names
+    from tfbuild.scripts import check_tf as _check_tf
 
     kernels = candidate_names()
     registered = {k.split(":")[0] for k in kernels}

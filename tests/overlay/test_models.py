@@ -13,7 +13,7 @@ from tfbuild.core.errors import SmokeFailed
 from tfbuild.measure.models import check_model
 from tfbuild.measure.profile import amdahl
 from tfbuild.measure.run import Method, Worker
-from tfbuild.overlay.models import SCRIPT, SCRIPTS, profile_models, prove_user_model
+from tfbuild.overlay.models import SCRIPT, profile_models, prove_user_model
 
 from .conftest import BuiltOverlay
 
@@ -45,7 +45,7 @@ def test_the_models_are_timed_through_the_smoke_workers_protocol(
     built_overlay: BuiltOverlay,
 ) -> None:
     site, python = built_overlay.site, built_overlay.python
-    extra = (*SCRIPTS, "--models", "transformer")
+    extra = ("--models", "transformer")
     argv = {"script": SCRIPT, "extra": extra, "intra": 0, "inter": 0}
     with Worker(python, env=tf_env(site), **argv) as on:  # type: ignore[arg-type]
         assert on.info["overlay_loaded"] is True
@@ -73,7 +73,7 @@ def test_an_unknown_model_stops_the_worker_with_its_reason(built_overlay: BuiltO
             inter=0,
             env=tf_env(built_overlay.site),
             script=SCRIPT,
-            extra=(*SCRIPTS, "--models", "resnet"),
+            extra=("--models", "resnet"),
         )
 
 

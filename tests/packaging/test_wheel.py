@@ -8,6 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import tfbuild
 from tests.conftest import ROOT
 
 
@@ -32,20 +33,18 @@ def test_wheel_ships_data_and_a_clean_install_finds_it(tmp_path: Path) -> None:
     assert "tfbuild/_data/recipes/README.md" in names
     assert "tfbuild/py.typed" in names
     # Data the package runs from files, not imports: the smoke worker, the canary tree.
-    assert "tfbuild/measure/_worker.py" in names
+    # every script run in another interpreter or system (tfbuild/scripts: the smoke worker, the
+    # canary's probe in the toolchain container, the load probe of smoke --in-image)
+    scripts = Path(tfbuild.__file__).parent / "scripts"
+    assert {f"tfbuild/scripts/{s.name}" for s in scripts.glob("*.py")} <= set(names)
     assert "tfbuild/measure/forecast_kernels.cc" in names  # compiled by tfbuild forecast
-    assert "tfbuild/measure/_forecast_tf.py" in names  # run in the stock wheel by tfbuild forecast
     assert "tfbuild/recipes/canary/tree/src/kernel.c" in names
     assert (
         "tfbuild/recipes/canary/tree/tensorflow/tools/pip_package/BUILD" in names
     )  # the source marker
-    assert "tfbuild/recipes/canary/probe.py" in names  # run by path inside the toolchain container
     assert (
         "tfbuild/recipes/canary/tree/src/runtime.cc" in names
     )  # the canary's C++ part (its floor)
-    assert (
-        "tfbuild/smoke/_loadprobe.py" in names
-    )  # run by path in another system (smoke --in-image)
     # The canary's bazel workspace (Debian's bazel builds it in the toolchain image).
     assert {"tfbuild/recipes/canary/tree/WORKSPACE", "tfbuild/recipes/canary/tree/.bazelrc"} <= set(
         names

@@ -1,4 +1,4 @@
-"""The in-image probe of ``tfbuild smoke --in-image`` (``tfbuild/smoke/_loadprobe.py``), on this host's
+"""The in-image probe of ``tfbuild smoke --in-image`` (``tfbuild/scripts/loadprobe.py``), on this host's
 Python: how it reads a wheel's tags, top-level names and Requires-Dist, judges the tags against an
 interpreter, and names the likely cause of an import error; then the whole probe on real wheels,
 the report made from it and how it prints. The docker tests run the same probe in other systems."""
@@ -19,7 +19,7 @@ from tests.conftest import run_cli
 from tests.wheels import make_wheel
 from tfbuild.cli.wheel_display import print_loads
 from tfbuild.core import serial
-from tfbuild.smoke import _loadprobe as probe
+from tfbuild.scripts import loadprobe as probe
 from tfbuild.smoke.loads import PROBE, LoadReport
 
 PY39 = {"implementation": "cpython", "version": "3.9.2", "major": 3, "minor": 9, "abi": "cp39"}

@@ -36,7 +36,6 @@ import contextlib
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import threading
 import time
@@ -50,6 +49,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from tfbuild.core.engine import DockerEngine
 
+from tfbuild.core import commands
 from tfbuild.core.errors import (
     BuildFailed,
     EnvironmentProblem,
@@ -476,16 +476,13 @@ def base_log_path(suite: str, now: datetime | None = None) -> Path:
 
 def _stream(argv: Sequence[str], on_line: Callable[[str], None]) -> tuple[int, list[str]]:
     """Run a command, passing its output on line by line; its exit code and its last lines."""
-    tail: list[str] = []
-    with subprocess.Popen(  # argv built here, no shell
-        list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
-    ) as proc:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            line = raw.rstrip("\n")
-            tail = [*tail[-19:], line]
-            on_line(line)
-        return proc.wait(), tail
+    call = commands.Call(
+        argv=tuple(argv), what=f"{argv[0]} did not run", error=BuildFailed, on_line=on_line
+    )
+    done = commands.attempt(call)
+    if done.returncode is None:
+        raise commands.failure(call, done)
+    return done.returncode, done.stdout.splitlines()
 
 
 def _log_lines(path: Path, keep: int = 40) -> list[str]:

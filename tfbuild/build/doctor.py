@@ -24,7 +24,7 @@ from typing import Literal
 
 from tfbuild.build.publish import update_receipt
 from tfbuild.build.run import BuildRun, ca_bundle_from, proxies_from
-from tfbuild.core import serial
+from tfbuild.core import commands, serial
 from tfbuild.core.controls import printable, printable_line
 from tfbuild.core.engine import DockerEngine, EngineInfo, Mount
 from tfbuild.core.errors import EnvironmentProblem, Interrupted, TfbuildError
@@ -448,7 +448,7 @@ def smoke_failure_text(smoke: dict[CanaryBuildName, SmokeOutcome]) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class ProbeSmoke:
-    """One wheel's smoke as the probe printed it (probe.py's ``install``)."""
+    """One wheel's smoke as the probe printed it (scripts/canary_probe.py's ``install``)."""
 
     ok: bool
     exit_code: int | None = None
@@ -552,9 +552,7 @@ def _probe(engine: DockerEngine, image: str, host: Path, baseline: Path) -> Cana
             f"/wheels/baseline/{baseline.name}",
         ],
         mounts=[
-            Mount(
-                str(Path(canary.__file__).with_name("probe.py")), "/probe/probe.py", read_only=True
-            ),
+            Mount(str(commands.script("canary_probe.py")), "/probe/probe.py", read_only=True),
             Mount(str(host.parent), "/wheels/host", read_only=True),
             Mount(str(baseline.parent), "/wheels/baseline", read_only=True),
         ],

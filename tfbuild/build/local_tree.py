@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
+from tfbuild.core import commands
 from tfbuild.core.errors import InputError
 
 CLONE_FIX = (
@@ -98,16 +98,7 @@ def _git(path: Path, *args: str) -> str | None:
         "GIT_OPTIONAL_LOCKS": "0",
         "GIT_CEILING_DIRECTORIES": str(path.parent),
     }
-    try:
-        proc = subprocess.run(  # argv is built here, never by a shell
-            ["git", "-C", str(path), *args],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=60,
-            check=False,
-            env=env,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
+    proc = commands.attempt(
+        commands.Call(argv=("git", "-C", str(path), *args), what="git", env=env, timeout=60)
+    )
     return proc.stdout if proc.returncode == 0 else None

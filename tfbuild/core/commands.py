@@ -1,17 +1,293 @@
-"""Running the few external commands tfbuild asks questions of, behind one injectable seam.
+"""Every external command tfbuild runs, and every script it runs in another interpreter: one typed
+call, one error rule, one seam tests replay.
 
-Detectors and probers (a compiler's version, ``nvidia-smi``, the CUDA toolkit, the FMA probe's
-compile) take a ``run`` argument of type :data:`Runner` so that tests can replay recorded real output
-of commands this machine cannot produce (``nvidia-smi`` without a GPU) instead of monkeypatching
-``subprocess``.
+A :class:`Call` is the command (argv, environment, directory, time limit) and what to say when it
+fails (``what``, ``fix``, and the tfbuild error class, so the exit code is the stage's).
+:func:`run` returns what it printed, or raises that error for each way a command fails: it cannot
+be started, it outlives its time limit, it exits non-zero. The error's line names the program and
+the last line it said. :func:`ask` runs a call whose last line of output is a JSON value and
+decodes it strictly (:mod:`tfbuild.core.serial`) into the type asked for; an undecodable answer is
+the same error. :func:`attempt` is for the few callers to whom a failure is an answer (a probe that
+reports a crashing import): it never raises, and says how the command ended.
+
+Scripts that run in another Python (the stock TensorFlow's, an image's) live in
+``tfbuild/scripts/``, one file each, importing nothing of tfbuild. :func:`in_python` runs one
+isolated (``python -I``: no script directory, no PYTHON* variables, no user site), with nothing of
+tfbuild's tree on its path but the directories the call names (``paths``), first on ``sys.path``
+as PYTHONPATH would put them.
+
+Tests replay recorded real output through :func:`replaying` instead of monkeypatching
+``subprocess``: every call of this module goes through the one runner in force.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import json
 import os
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+from tfbuild.core import serial
+from tfbuild.core.errors import EnvironmentProblem, TfbuildError
+
+T = TypeVar("T")
+
+#: Where the scripts run in other interpreters live.
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+#: Runs a script of SCRIPTS under ``-I``: ``-c LAUNCH SCRIPT USER N PATH... ARG...``: the N paths
+#: first on sys.path, the user's site directory too when USER is "user" (outside a virtual
+#: environment, as Python itself would), then the script as
+#: ``__main__`` with its own arguments.
+_LAUNCH = (
+    "import runpy, site, sys\n"
+    "script, user, n = sys.argv[1], sys.argv[2] == 'user', int(sys.argv[3])\n"
+    "sys.path[:0] = sys.argv[4:4 + n]\n"
+    "if user and sys.prefix == sys.base_prefix:\n    site.addsitedir(site.getusersitepackages())\n"
+    "sys.argv = [script, *sys.argv[4 + n:]]\n"
+    "runpy.run_path(script, run_name='__main__')\n"
+)
+
+
+def script(name: str) -> Path:
+    """The path of ``tfbuild/scripts/NAME``."""
+    path = SCRIPTS / name
+    if not path.is_file():  # a programming error: every name is a literal of tfbuild's
+        raise FileNotFoundError(path)
+    return path
+
+
+def in_python(
+    python: str,
+    name: str | Path,
+    *args: str,
+    paths: Sequence[str] = (),
+    user_site: bool = False,
+) -> tuple[str, ...]:
+    """The argv that runs the script NAME of :data:`SCRIPTS` (or the file a Path names: the tests'
+    workers) with ``python``, isolated, ``paths`` first on its ``sys.path`` (and the user's site
+    directory with ``user_site``: the interpreter a user names sees what they installed with
+    ``pip install --user``)."""
+    path = name if isinstance(name, Path) else script(name)
+    user = "user" if user_site else "-"
+    return (python, "-I", "-c", _LAUNCH, str(path), user, str(len(paths)), *paths, *args)
+
+
+def python_path(env: Mapping[str, str] | None) -> tuple[str, ...]:
+    """The directories ``env``'s PYTHONPATH names, for :func:`in_python`'s ``paths`` (an isolated
+    interpreter reads no PYTHONPATH itself)."""
+    value = (os.environ if env is None else env).get("PYTHONPATH", "")
+    return tuple(p for p in value.split(os.pathsep) if p)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Call:
+    """One command to run, and what to say when it fails."""
+
+    argv: tuple[str, ...]
+    what: str  # the error's subject: "cannot read the stock TensorFlow of /usr/bin/python3"
+    fix: str = ""  # what the user can do about it
+    error: type[TfbuildError] = EnvironmentProblem  # whose exit code a failure takes
+    env: Mapping[str, str] | None = None  # None: this process's environment
+    cwd: Path | None = None
+    timeout: float = 600.0
+    terminal: bool = False  # its output goes to our standard error as it prints (pip), not kept
+    merged: bool = False  # its standard error kept in its standard output, in the order printed
+    #: each line it prints (standard output and error together) as it prints it; its last
+    #: :data:`KEPT_LINES` lines are kept as its standard output
+    on_line: Callable[[str], None] | None = None
+
+    @property
+    def program(self) -> str:
+        """The program as messages name it: the script for a script, else the command's name."""
+        argv = self.argv
+        if "-c" in argv and argv[argv.index("-c") + 1] == _LAUNCH:
+            return Path(argv[argv.index("-c") + 2]).name
+        if len(argv) > 2 and argv[1] == "-m":
+            return f"{Path(argv[0]).name} -m {argv[2]}"
+        return Path(argv[0]).name
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finished:
+    """How a command ended: its exit code (negative: the signal that killed it; None: it did not
+    start, or outlived its time limit, and ``problem`` says which) and what it printed."""
+
+    returncode: int | None
+    stdout: str = ""
+    stderr: str = ""
+    problem: str | None = None  # "not found", "did not finish within 60 s"
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def last_line(self) -> str:
+        """The last non-blank line it printed (standard error first), or how it ended."""
+        for text in (self.stderr, self.stdout):
+            lines = [line.strip() for line in text.splitlines() if line.strip()]
+            if lines:
+                return lines[-1]
+        return self.problem or f"it exited with {self.returncode} and said nothing"
+
+
+#: What running a call gives. The real one starts a process; tests replay recordings.
+CallRunner = Callable[[Call], Finished]
+
+
+#: The lines a call with ``on_line`` keeps (a long tool's output goes to its log, not memory).
+KEPT_LINES = 20
+
+
+def _stream_here(call: Call, on_line: Callable[[str], None]) -> Finished:
+    tail: list[str] = []
+    try:
+        with subprocess.Popen(  # argv is built by tfbuild, never by a shell
+            list(call.argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            env=None if call.env is None else dict(call.env),
+            cwd=call.cwd,
+        ) as proc:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                line = raw.rstrip("\n")
+                tail = [*tail[1 - KEPT_LINES :], line]
+                on_line(line)
+            code = proc.wait()
+    except OSError as exc:
+        return Finished(returncode=None, problem=f"it cannot run: {exc.strerror or exc}")
+    return Finished(returncode=code, stdout="\n".join(tail))
+
+
+def _run_here(call: Call) -> Finished:
+    if call.on_line is not None:
+        return _stream_here(call, call.on_line)
+    # to the terminal: its output on our standard error, where progress goes
+    out: Any = sys.stderr if call.terminal else subprocess.PIPE
+    try:
+        done = subprocess.run(  # argv is built by tfbuild, never by a shell
+            list(call.argv),
+            stdout=out,
+            stderr=None if call.terminal else subprocess.STDOUT if call.merged else subprocess.PIPE,
+            text=True,
+            errors="replace",
+            timeout=call.timeout,
+            check=False,
+            env=None if call.env is None else dict(call.env),
+            cwd=call.cwd,
+        )
+    except subprocess.TimeoutExpired as exc:
+        return Finished(
+            returncode=None,
+            stdout=_text(exc.stdout),
+            stderr=_text(exc.stderr),
+            problem=f"it did not finish within {call.timeout:.0f} s",
+        )
+    except OSError as exc:
+        return Finished(returncode=None, problem=f"it cannot run: {exc.strerror or exc}")
+    return Finished(returncode=done.returncode, stdout=done.stdout or "", stderr=done.stderr or "")
+
+
+def _text(value: str | bytes | None) -> str:
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    return value or ""
+
+
+_RUNNER: contextvars.ContextVar[CallRunner] = contextvars.ContextVar("runner", default=_run_here)
+
+
+@contextlib.contextmanager
+def replaying(runner: CallRunner) -> Iterator[None]:
+    """Within the block, every call of this module goes to ``runner`` (tests: recorded output)."""
+    token = _RUNNER.set(runner)
+    try:
+        yield
+    finally:
+        _RUNNER.reset(token)
+
+
+def attempt(call: Call) -> Finished:
+    """Run ``call`` and say how it ended; never raises."""
+    return _RUNNER.get()(call)
+
+
+def failure(call: Call, finished: Finished, why: str | None = None) -> TfbuildError:
+    """The one error for a call that failed: its subject, the program and its last line."""
+    if why is None:
+        how = finished.problem or (
+            f"it was killed by signal {-finished.returncode}"
+            if finished.returncode is not None and finished.returncode < 0
+            else f"it exited with {finished.returncode}"
+        )
+        said = finished.last_line
+        why = how if said in (how, finished.problem) else f"{how}: {said}"
+    tail = tuple(finished.stderr.strip().splitlines()[-10:])
+    return call.error(call.what, why=f"{call.program}: {why}", fix=call.fix, details=tail)
+
+
+def run(call: Call) -> Finished:
+    """Run ``call``; its error when it cannot start, outlives its limit or exits non-zero."""
+    finished = attempt(call)
+    if not finished.ok:
+        raise failure(call, finished)
+    return finished
+
+
+def decode_last_line(call: Call, finished: Finished, kind: type[T]) -> T:
+    """The last line of what ``call`` printed, a JSON value, as ``kind``; its error when not."""
+    lines = [line for line in finished.stdout.splitlines() if line.strip()]
+    try:
+        if not lines:
+            raise ValueError("it printed nothing")
+        return serial.from_data(json.loads(lines[-1]), kind)
+    except ValueError as exc:
+        raise failure(call, finished, f"its answer is not what tfbuild asked for: {exc}") from None
+
+
+def ask(call: Call, kind: type[T]) -> T:
+    """Run ``call`` and decode the last line it printed (JSON) as ``kind``."""
+    return decode_last_line(call, run(call), kind)
+
+
+def spawn(call: Call, *, stderr: IO[str] | int) -> subprocess.Popen[str]:
+    """Start ``call`` as a process tfbuild talks to through its standard input and output (the
+    measuring worker); its error when it cannot start."""
+    try:
+        return subprocess.Popen(  # argv is built by tfbuild, never by a shell
+            list(call.argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            env=None if call.env is None else dict(call.env),
+            cwd=call.cwd,
+        )
+    except OSError as exc:
+        problem = f"it cannot run: {exc.strerror or exc}"
+        raise failure(call, Finished(returncode=None, problem=problem)) from None
+
+
+def wait_or_kill(process: subprocess.Popen[str], timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for a spawned process to end, then kill it."""
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+# --- the detectors' short form --------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,7 +300,8 @@ class CommandResult:
 
 
 #: A function that runs ``argv`` and returns its result, or None when the program does not exist or
-#: cannot be started (or does not finish within the detector's time limit).
+#: cannot be started (or does not finish within the detector's time limit). Detectors take one, so
+#: tests replay recorded output of commands this machine cannot produce (``nvidia-smi``).
 Runner = Callable[[Sequence[str]], "CommandResult | None"]
 
 
@@ -34,16 +311,8 @@ def run_command(
     """Run ``argv`` with a C locale (in ``env``, default this process's environment) and return its
     output; None if it cannot run or times out."""
     env = {**(os.environ if env is None else env), "LC_ALL": "C"}
-    try:
-        proc = subprocess.run(  # argv is built by tfbuild, never by a shell
-            list(argv),
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            check=False,
-            env=env,
-        )
-    except (OSError, subprocess.SubprocessError):
+    call = Call(argv=tuple(argv), what=f"{argv[0]} did not run", env=env, timeout=timeout)
+    done = attempt(call)
+    if done.returncode is None:
         return None
-    return CommandResult(returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr)
+    return CommandResult(returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)

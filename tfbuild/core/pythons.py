@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.core.errors import UsageError
+from tfbuild.core import commands
+from tfbuild.core.errors import EnvironmentProblem, TfbuildError, UsageError
 from tfbuild.core.options import Cli
 
 #: A Python version as a wheel's tag takes it: 3.Y (cp312 is 3.12).
@@ -79,21 +80,68 @@ _ASK = "import sys; print(sys.implementation.name, sys.version_info[0], sys.vers
 def query_interpreter(executable: str, *, option: str = "--python") -> Interpreter:
     """What an interpreter says it is, asked in a subprocess (argv, no shell; a minute at most);
     its answer decoded strictly. A UsageError naming ``option`` when it is not a Python."""
-    what = f"{option} {executable} is not a Python interpreter"
-    try:
-        proc = subprocess.run(
-            [executable, "-c", _ASK], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise UsageError(what, why=f"it did not run ({exc})", fix=_FIX) from None
-    parts = proc.stdout.split()
-    if proc.returncode != 0 or len(parts) != 3 or not all(p.isdigit() for p in parts[1:]):
-        last = (proc.stderr.strip().splitlines() or ["it printed no version"])[-1]
-        raise UsageError(what, why=last, fix=_FIX)
+    call = commands.Call(
+        argv=(executable, "-I", "-c", _ASK),
+        what=f"{option} {executable} is not a Python interpreter",
+        fix=_FIX,
+        error=UsageError,
+        timeout=60,
+    )
+    done = commands.run(call)
+    parts = done.stdout.split()
+    if len(parts) != 3 or not all(p.isdigit() for p in parts[1:]):
+        raise commands.failure(call, done, "it printed no version")
     implementation = {"cpython": "cp", "pypy": "pp"}.get(parts[0], parts[0])
     return Interpreter(
         executable=executable, implementation=implementation, version=f"{parts[1]}.{parts[2]}"
     )
+
+
+#: A distribution's version as tfbuild passes it on (PEP 440 and local labels; no spaces, no shell).
+_DIST_VERSION = re.compile(r"[0-9A-Za-z.+!_-]{1,64}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Packages:
+    """Where an interpreter's packages are, as it says (``tfbuild/scripts/which_tf.py``): found,
+    nothing imported."""
+
+    tensorflow: str | None  # the directory of the tensorflow package it would import
+    purelib: str
+    overlays: tuple[str, ...]  # the directories of its path that hold a tfbuild overlay's loader
+    versions: dict[str, str | None]  # each distribution asked about: its version, None if absent
+
+    def version(self, distribution: str) -> str | None:
+        found = self.versions.get(distribution)
+        return found if found is not None and _DIST_VERSION.fullmatch(found) else None
+
+
+def packages_of(
+    python: str,
+    *distributions: str,
+    env: Mapping[str, str] | None = None,
+    what: str | None = None,
+    fix: str = "Name a Python interpreter with --python PATH.",
+    error: type[TfbuildError] = EnvironmentProblem,
+) -> Packages:
+    """Ask ``python`` (in ``env``, default this process's environment: its PYTHONPATH and user site
+    directory count, as when the user runs it) where its packages are, and the versions of
+    ``distributions``: the one probe of "which TensorFlow is in this interpreter"."""
+    call = commands.Call(
+        argv=commands.in_python(
+            python,
+            "which_tf.py",
+            *distributions,
+            paths=commands.python_path(env),
+            user_site=True,
+        ),
+        what=what or f"cannot ask {python} where its packages are",
+        fix=fix,
+        error=error,
+        env=env,
+        timeout=60,
+    )
+    return commands.ask(call, Packages)
 
 
 def python_version(text: str) -> str:

@@ -12,18 +12,16 @@ import hashlib
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.core import cache
-from tfbuild.core.commands import run_command
+from tfbuild.core import cache, commands
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.core.files import kind_of, sha256_file, write_text
-from tfbuild.core.pythons import query_interpreter
+from tfbuild.core.pythons import packages_of, query_interpreter
 
 # Matched whole (re.fullmatch: with re.match, '$' also matches before a final newline).
 _REQUIREMENT = re.compile(
@@ -148,7 +146,7 @@ def ensure_env(
     cache.hold(staging)  # ours while it is made: tfbuild cache leaves it
     try:
         if under is None:
-            subprocess.run([python, "-m", "venv", str(staging)], check=True, capture_output=True)
+            _venv(python, staging)
             _install(staging, spec, spec.value)
             (staging / cache.ENV_MARKER).write_text(spec.value + "\n")
         else:
@@ -190,38 +188,40 @@ def _ready(env: Path) -> bool:
 _ON = "on "
 
 
+def _venv(python: str, staging: Path, *options: str) -> None:
+    commands.run(
+        commands.Call(
+            argv=(python, "-m", "venv", *options, str(staging)),
+            what=f"cannot make a virtual environment with {python}",
+            fix="Check that this Python has its venv module (Debian: python3-venv).",
+            timeout=300,
+        )
+    )
+
+
 def _install(staging: Path, spec: WheelSpec, *args: str) -> None:
     """``pip install ARGS`` with the new environment's interpreter; one line when pip fails."""
     pip = [str(staging / "bin/python"), "-m", "pip", "install", "--quiet"]
-    install = subprocess.run(
-        [*pip, "--disable-pip-version-check", *args], capture_output=True, text=True, check=False
-    )
-    if install.returncode != 0:
-        last = (install.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise EnvironmentProblem(
-            f"cannot install {spec.label} into a fresh environment",
-            why=f"pip failed: {last}",
+    commands.run(
+        commands.Call(
+            argv=(*pip, "--disable-pip-version-check", *args),
+            what=f"cannot install {spec.label} into a fresh environment",
             fix="Check the wheel matches this Python and platform, and that the package "
             "index is reachable for its dependencies.",
+            timeout=3600,
         )
+    )
 
 
 def _install_on(staging: Path, python: str, spec: WheelSpec, under: TestEnv) -> None:
     """The overlay ``spec`` alone in a new environment whose ``.pth`` adds the packages of
     ``under`` (its stock TensorFlow's environment, and pip with them)."""
-    subprocess.run(
-        [python, "-m", "venv", "--without-pip", str(staging)], check=True, capture_output=True
-    )
-    purelib = Path(_purelib(str(staging / "bin/python")))
-    (purelib / "tfbuild-stock.pth").write_text(_purelib(under.python) + "\n")
+    _venv(python, staging, "--without-pip")
+    purelib = Path(packages_of(str(staging / "bin/python"), env=clean_env()).purelib)
+    stock = packages_of(under.python, env=clean_env()).purelib
+    (purelib / "tfbuild-stock.pth").write_text(stock + "\n")
     _install(staging, spec, "--no-deps", "--no-index", spec.value)
     (staging / cache.ENV_MARKER).write_text(f"{spec.value}\n{_ON}{under.location}\n")
-
-
-def _purelib(python: str) -> str:
-    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    done = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
-    return done.stdout.strip()
 
 
 def _stock_of_overlay(spec: WheelSpec) -> WheelSpec | None:
@@ -256,42 +256,19 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-_FIND_TENSORFLOW = (
-    "import importlib.util, sys; s = importlib.util.find_spec('tensorflow'); "
-    "sys.stdout.write(s.submodule_search_locations[0] if s and s.submodule_search_locations "
-    "else '')"
-)
-
-
 def tensorflow_dir(python: str) -> Path | None:
     """Where the interpreter's tensorflow package lives (found, not imported)."""
     try:
-        out = subprocess.run(
-            [python, "-c", _FIND_TENSORFLOW],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            env=clean_env(),
-        )
-    except (OSError, subprocess.SubprocessError):
+        found = packages_of(python, env=clean_env()).tensorflow
+    except EnvironmentProblem:
         return None
-    return Path(out.stdout) if out.returncode == 0 and out.stdout else None
-
-
-_VERSION_OF = (
-    "import importlib.metadata as m, sys\n"
-    "try:\n    sys.stdout.write(m.version(sys.argv[1]))\n"
-    "except m.PackageNotFoundError:\n    pass\n"
-)
-_VERSION = re.compile(r"[0-9A-Za-z.+!_-]{1,64}")
+    return Path(found) if found else None
 
 
 def installed_version(python: str, distribution: str) -> str | None:
     """The version of ``distribution`` installed for ``python`` (found by its metadata, nothing
     imported), None when it is not there or cannot be told."""
-    done = run_command([python, "-c", _VERSION_OF, distribution], timeout=60, env=clean_env())
-    if done is None or done.returncode != 0:
+    try:
+        return packages_of(python, distribution, env=clean_env()).version(distribution)
+    except EnvironmentProblem:
         return None
-    version = done.stdout.strip()
-    return version if _VERSION.fullmatch(version) else None

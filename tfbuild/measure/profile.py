@@ -20,8 +20,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tfbuild.core import serial
-from tfbuild.core.commands import run_command
+from tfbuild.core import commands, serial
 from tfbuild.core.errors import SmokeFailed
 from tfbuild.core.stats import FASTER, SAME, SLOWER, Verdict
 from tfbuild.measure.models import ModelFile
@@ -126,29 +125,27 @@ def profile_model(
     """The user's model profiled in one process of ``python`` (default threads, as the worker loads
     and calls it), counting ``replaced`` (default: the kernels this process runs at the overlay's
     priority)."""
-    argv = [python, str(WORKER), *model.worker_args(), "--profile", str(steps)]
+    args = [*model.worker_args(), "--profile", str(steps)]
     if replaced is not None:
-        argv += ["--replaced", ",".join(replaced)]
-    done = run_command(argv, timeout=PROFILE_TIMEOUT, env=env)
-    if done is None:
-        raise SmokeFailed(
-            f"the profile of {model.op} did not finish",
-            why=f"its process did not start or ran over {PROFILE_TIMEOUT} s",
-            fix="Time it without the profile: the levers' timings stand on their own.",
-        )
-    if done.returncode != 0:
+        args += ["--replaced", ",".join(replaced)]
+    call = commands.Call(
+        argv=commands.in_python(python, WORKER, *args, paths=commands.python_path(env)),
+        what=f"the profile of {model.op} failed",
+        fix="Time it without the profile: the levers' timings stand on their own.",
+        error=SmokeFailed,
+        env=env,
+        timeout=PROFILE_TIMEOUT,
+    )
+    done = commands.attempt(call)
+    if done.returncode is not None and done.returncode > 0:
         try:
             problem = json.loads(done.stdout.splitlines()[-1]).get("model_error")
         except (ValueError, IndexError, AttributeError):
             problem = None
         if isinstance(problem, dict):
             raise model_failed(model, problem)
-        tail = [line for line in done.stderr.splitlines() if line.strip()][-2:]
-        raise SmokeFailed(
-            f"the profile of {model.op} failed",
-            why=" | ".join(tail) or f"exit code {done.returncode}",
-            fix="Report it with the output of 'tfbuild --debug' and the same command.",
-        )
+    if not done.ok:
+        raise commands.failure(call, done)
     profiles = decode_profiles(done.stdout, f"the profile of {model.op}")
     if len(profiles) != 1:
         raise SmokeFailed(

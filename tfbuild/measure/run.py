@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -22,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from tfbuild.core import commands
 from tfbuild.core.errors import SmokeFailed, UnsupportedError
 from tfbuild.core.stats import (
     FASTER,
@@ -38,9 +38,7 @@ from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.models import ModelFile
 
-WORKER = Path(__file__).with_name("_worker.py")
-#: TensorFlow's profiler on one step, which the worker and the overlay's models import.
-PROFILER = Path(__file__).with_name("_profile_tf.py")
+WORKER = commands.script("worker.py")
 
 
 class Worker:
@@ -73,7 +71,7 @@ class Worker:
         self.model_problem: dict[str, Any] | None = None
         self._quit_asked = False
         self._log = tempfile.TemporaryFile(mode="w+", prefix="tfbuild-worker-")  # noqa: SIM115
-        argv = [python, str(script), "--intra", str(intra), "--inter", str(inter), *extra]
+        argv = ["--intra", str(intra), "--inter", str(inter), *extra]
         if cpus:
             argv += ["--cpus", ",".join(str(c) for c in cpus)]
         if bf16:
@@ -82,14 +80,13 @@ class Worker:
             argv += [*model.worker_args(), "--model-xla", xla]
             if model_only:
                 argv.append("--model-only")
-        self._proc = subprocess.Popen(  # argv built here, no shell
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            env=dict(env),
+        call = commands.Call(
+            argv=commands.in_python(python, script, *argv, paths=commands.python_path(env)),
+            what=f"the benchmark worker for {label} did not start",
+            error=SmokeFailed,
+            env=env,
         )
+        self._proc = commands.spawn(call, stderr=self._log)
         try:
             self.info = self._read()
             if not self.info.get("ready"):
@@ -180,11 +177,7 @@ class Worker:
     def close(self) -> None:
         if self._proc.poll() is None:
             self.ask_to_quit()
-            try:
-                self._proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            commands.wait_or_kill(self._proc, 30)
         for pipe in (self._proc.stdin, self._proc.stdout):
             if pipe is not None:
                 pipe.close()

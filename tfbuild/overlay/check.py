@@ -1,6 +1,6 @@
 """Whether the overlay's kernels compute what TensorFlow's own compute, on the same inputs.
 
-:mod:`tfbuild.overlay._check_tf` runs in the stock wheel's environment twice, with
+``tfbuild/scripts/check_tf.py`` runs in the stock wheel's environment twice, with
 TFBUILD_OVERLAY=off (TensorFlow's kernels) and on (the overlay's), and keeps every output's bits;
 this module compares the two runs element by element, per op and type:
 
@@ -21,7 +21,6 @@ import json
 import math
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -29,11 +28,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfbuild.core import serial
+from tfbuild.core import commands, serial
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem
 from tfbuild.wheel.overlay_receipt import KernelCheck
 
-SCRIPT = Path(__file__).with_name("_check_tf.py")
+SCRIPT = commands.script("check_tf.py")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -314,18 +313,16 @@ def _run(
 ) -> tuple[Index, str | None]:
     """The run's records, and the loader's line if it said why it did not load."""
     what = f"the overlay's numerical check (TFBUILD_OVERLAY={mode}) could not run"
-    argv = [python, str(SCRIPT), str(out)]
-    try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=timeout, check=False, env=env
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise EnvironmentProblem(what, why=str(exc), fix=f"Check {python}.") from exc
-    lines = tuple(done.stderr.strip().splitlines()[-10:])
-    if done.returncode != 0 or not out.is_file():
-        why = lines[-1] if lines else f"{SCRIPT.name} exited with {done.returncode}"
-        fix = f"Check that {python} imports tensorflow and numpy."
-        raise EnvironmentProblem(what, why=why, fix=fix, details=lines)
+    call = commands.Call(
+        argv=commands.in_python(python, SCRIPT, str(out), paths=commands.python_path(env)),
+        what=what,
+        fix=f"Check that {python} imports tensorflow and numpy.",
+        env=env,
+        timeout=timeout,
+    )
+    done = commands.run(call)
+    if not out.is_file():
+        raise commands.failure(call, done, "it wrote no results")
     try:
         with zipfile.ZipFile(out) as archive:
             index = serial.from_data(json.loads(archive.read("index.json")), Index)
@@ -400,7 +397,7 @@ def verify_kernels(
             f"{len(missed)} kernel(s) the overlay registers were not checked against stock: "
             f"{', '.join(missed[:6])}",
             why="an overlay's kernels run only once its special-value check has covered each; "
-            "the check's corpus (tfbuild/overlay/_check_tf.py) lacks them, or stock's ran there",
+            "the check's corpus (tfbuild/scripts/check_tf.py) lacks them, or stock's ran there",
             fix="Report it to tfbuild with the receipt's TensorFlow and target.",
         )
     failed = failures(r for r in results if r.overlaid)

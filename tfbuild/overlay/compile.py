@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import re
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -29,6 +28,7 @@ from pathlib import Path
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from tfbuild.core import commands
 from tfbuild.core.compilers import CompilerExecutable, c_driver
 from tfbuild.core.errors import BuildFailed, UnsupportedError
 from tfbuild.core.files import sha256_file
@@ -177,14 +177,17 @@ Runner = Callable[[Sequence[str], Path], Ran]
 
 def run_here(argv: Sequence[str], cwd: Path) -> Ran:
     """A compiler command on this host."""
-    try:
-        done = subprocess.run(
-            list(argv), cwd=cwd, capture_output=True, text=True, timeout=900, check=False
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise BuildFailed(
-            f"{argv[0]} did not run", why=str(exc), fix="Check the compiler."
-        ) from exc
+    call = commands.Call(
+        argv=tuple(argv),
+        what=f"{argv[0]} did not run",
+        fix="Check the compiler.",
+        error=BuildFailed,
+        cwd=cwd,
+        timeout=900,
+    )
+    done = commands.attempt(call)
+    if done.returncode is None:
+        raise commands.failure(call, done)
     return Ran(code=done.returncode, output=done.stderr)
 
 

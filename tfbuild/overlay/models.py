@@ -17,11 +17,10 @@ shown, not hidden, and the profile's op table says where the time went.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
+from tfbuild.core import commands
 from tfbuild.core.errors import SmokeFailed
 from tfbuild.core.stats import MARGIN
 from tfbuild.measure.models import ModelFile
@@ -35,12 +34,9 @@ from tfbuild.measure.profile import (
     predict,
     profile_model,
 )
-from tfbuild.measure.run import PROFILER, WORKER, Method, OpResult, compare
+from tfbuild.measure.run import Method, OpResult, compare
 
-SCRIPT = Path(__file__).with_name("_models_tf.py")
-#: The measuring worker's scripts the models' script loads, named to it: nothing of tfbuild's tree
-#: is on its path.
-SCRIPTS = ("--worker", str(WORKER), "--profiler", str(PROFILER))
+SCRIPT = commands.script("models_tf.py")
 MODELS = ("lstm", "mlp_gelu", "mlp_bf16", "transformer")
 #: What each model is, for the reader (``_models_tf.py`` builds them).
 WHAT = {
@@ -77,20 +73,18 @@ def profile_models(
 ) -> dict[str, Profile]:
     """Each model profiled in one process of ``python`` (default threads); ``replaced``: the
     kernels to count (default: those the process runs at the overlay's priority)."""
-    argv = [python, str(SCRIPT), *SCRIPTS, "--models", ",".join(models), "--profile"]
-    argv += ["--steps", str(steps)]
+    args = ["--models", ",".join(models), "--profile", "--steps", str(steps)]
     if replaced is not None:
-        argv += ["--replaced", ",".join(replaced)]
-    done = subprocess.run(  # argv built here, no shell
-        argv, env=dict(env), capture_output=True, text=True, timeout=PROFILE_TIMEOUT, check=False
+        args += ["--replaced", ",".join(replaced)]
+    call = commands.Call(
+        argv=commands.in_python(python, SCRIPT, *args, paths=commands.python_path(env)),
+        what="the models' profile failed",
+        fix="Report it with the output of 'tfbuild --debug smoke OVERLAY.whl'.",
+        error=SmokeFailed,
+        env=env,
+        timeout=PROFILE_TIMEOUT,
     )
-    if done.returncode != 0:
-        tail = [line for line in done.stderr.splitlines() if line.strip()][-2:]
-        raise SmokeFailed(
-            "the models' profile failed",
-            why=" | ".join(tail) or f"exit code {done.returncode}",
-            fix="Report it with the output of 'tfbuild --debug smoke OVERLAY.whl'.",
-        )
+    done = commands.run(call)
     found = {p.model: p for p in decode_profiles(done.stdout, "the models' profile")}
     missing = sorted(set(models) - set(found))
     if missing:
@@ -133,7 +127,7 @@ def prove_models(
         ),
         thread_settings=(("default", 0, 0),),
         script=SCRIPT,
-        extra=(*SCRIPTS, "--models", ",".join(models)),
+        extra=("--models", ",".join(models)),
         progress=say,
     )
     by_op = {r.op: r for r in timed}

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.core import serial
-from tfbuild.core.commands import run_command
-from tfbuild.core.errors import EnvironmentProblem, InputError, UnsupportedError, UsageError
+from tfbuild.core.errors import InputError, UnsupportedError, UsageError
 from tfbuild.core.files import read_input, sha256_file, write_text
+from tfbuild.core.pythons import packages_of
 from tfbuild.detect.cpu import host_cpuinfo, instruction_sets
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.overlay.compile import KERNELS, LOADER
@@ -53,32 +51,10 @@ def passed_record(manifest: OverlayManifest, cpu: CpuInfo, count: int) -> str:
     )
 
 
-#: Every directory of the interpreter's path that holds an overlay's loader, as JSON.
-_FIND_OVERLAY = (
-    "import json, os, site, sys\n"
-    "dirs = [*site.getsitepackages(), site.getusersitepackages(), *sys.path]\n"
-    "print(json.dumps([d for d in dict.fromkeys(dirs) if os.path.isfile(os.path.join(d, "
-    f"{PLUGINS!r}, {LOADER!r}))]))\n"
-)
-
-
 def find_installed(python: str, env: Mapping[str, str]) -> Path:
     """The site-packages directory of the one overlay installed for ``python``."""
-    # not isolated: the directories TensorFlow scans are the ones this interpreter has in ``env``
-    done = run_command([python, "-c", _FIND_OVERLAY], timeout=60, env=env)
-    if done is None or done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or [""])[-1] if done else "it did not run"
-        raise EnvironmentProblem(
-            f"cannot ask {python} where its packages are",
-            why=last or f"it exited with {done.returncode if done else '?'}",
-            fix="Name a Python interpreter with --python.",
-        )
-    try:
-        found = serial.from_data(json.loads(done.stdout.strip().splitlines()[-1]), tuple[str, ...])
-    except (ValueError, IndexError) as exc:
-        raise EnvironmentProblem(
-            f"cannot read where {python} keeps its packages", why=str(exc), fix="Check it."
-        ) from None
+    # the directories TensorFlow scans are the ones this interpreter has in ``env``
+    found = packages_of(python, env=env, fix="Name a Python interpreter with --python.").overlays
     if not found:
         raise UsageError(
             f"no tfbuild overlay is installed for {python}",

@@ -15,11 +15,12 @@ What the overlay cannot change, said with every result (:data:`SCOPE`).
 from __future__ import annotations
 
 import dataclasses
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfbuild.core import commands
+from tfbuild.core.errors import SmokeFailed
 from tfbuild.core.stats import SLOWER
 from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env
 from tfbuild.measure.models import ModelFile
@@ -77,14 +78,14 @@ PENDING_SAYS = "its special-value check has not run on a CPU with its instructio
 
 def load_line(python: str) -> str | None:
     """The loader's line at ``import tensorflow`` when it did not load the kernels, else None."""
-    done = subprocess.run(
-        [python, "-c", _IMPORT],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    call = commands.Call(
+        argv=(python, "-c", _IMPORT),
+        what=f"cannot import TensorFlow with {python}",
+        error=SmokeFailed,
         env=clean_env(),
+        timeout=300,
     )
+    done = commands.attempt(call)
     for line in done.stderr.splitlines():
         if line.startswith("tfbuild overlay"):
             return line

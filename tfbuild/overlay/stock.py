@@ -1,26 +1,24 @@
 """The TensorFlow an overlay is built against: its facts, read in its own interpreter and decoded.
 
-What ``_stock_tf.py`` prints comes from an installed package, so it is untrusted input: it is
+What ``tfbuild/scripts/stock_tf.py`` prints comes from an installed package, so it is untrusted input: it is
 decoded strictly into :class:`StockTensorFlow` (every field typed, no unknown key), and the paths it
 names are checked to be the package's own before anything is compiled against them.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.core import serial
+from tfbuild.core import commands
 from tfbuild.core.errors import EnvironmentProblem, InputError
 from tfbuild.core.files import sha256_file
 from tfbuild.measure.envs import clean_env
 from tfbuild.overlay.ops import CASTS, OPS, StockKernel
 
-SCRIPT = Path(__file__).with_name("_stock_tf.py")
+SCRIPT = commands.script("stock_tf.py")
 _VERSION = re.compile(r"\d+\.\d+\.\d+")
 _DISTRIBUTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}")
 
@@ -58,37 +56,27 @@ class StockTensorFlow:
         return sha256_file(Path(self.framework))
 
 
+FIX = (
+    "Pass an interpreter whose TensorFlow imports (python -c 'import tensorflow'), or let "
+    "tfbuild install the stock wheel (no --python)."
+)
+
+
 def _refuse(python: str, why: str) -> EnvironmentProblem:
-    return EnvironmentProblem(
-        f"cannot read the TensorFlow of {python}",
-        why=why,
-        fix="Pass an interpreter whose TensorFlow imports (python -c 'import tensorflow'), or "
-        "let tfbuild install the stock wheel (no --python).",
-    )
+    return EnvironmentProblem(f"cannot read the TensorFlow of {python}", why=why, fix=FIX)
 
 
 def read_stock(python: str, *, env: Mapping[str, str] | None = None) -> StockTensorFlow:
     """Run :data:`SCRIPT` in ``python`` and decode what it says."""
     ops = sorted({op.name for op in OPS} | ({"Cast"} if CASTS else set()))
-    try:
-        done = subprocess.run(
-            [python, str(SCRIPT), *ops],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-            env=dict(env) if env is not None else clean_env(),
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise _refuse(python, f"it did not run: {exc}") from exc
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise _refuse(python, f"importing TensorFlow failed: {last}")
-    lines = done.stdout.strip().splitlines()
-    try:
-        facts = serial.from_data(json.loads(lines[-1]), StockTensorFlow)
-    except (IndexError, ValueError) as exc:
-        raise _refuse(python, f"its answer is not what tfbuild asked for: {exc}") from exc
+    call = commands.Call(
+        argv=commands.in_python(python, SCRIPT, *ops, user_site=True),
+        what=f"cannot read the TensorFlow of {python}",
+        fix=FIX,
+        env=clean_env() if env is None else env,
+        timeout=300,
+    )
+    facts = commands.ask(call, StockTensorFlow)
     return _checked(facts, python)
 
 

@@ -5,13 +5,11 @@ The one edge after the choice: ``python -m pip install`` in a subprocess, and wh
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tfbuild.core import commands
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.pick.compat import Assessment
 
@@ -76,21 +74,17 @@ def install(
     the terminal (standard error) as pip prints it.
     """
     argv = (python, "-m", "pip", "install", *pip_args, assessment.wheel.install_spec)
-    try:
-        proc = subprocess.run(  # argv built here, no shell
-            argv,
-            stdout=subprocess.PIPE if capture else sys.stderr,
-            stderr=subprocess.STDOUT if capture else None,
-            text=True,
-            errors="replace",
-            check=False,
-        )
-    except OSError as exc:
-        raise EnvironmentProblem(
-            f"cannot run {python} -m pip",
-            why=exc.strerror or str(exc),
-            fix="Name the interpreter with --python PATH.",
-        ) from None
+    call = commands.Call(
+        argv=argv,
+        what=f"cannot run {python} -m pip",
+        fix="Name the interpreter with --python PATH.",
+        terminal=not capture,
+        merged=capture,
+        timeout=3600,
+    )
+    proc = commands.attempt(call)
+    if proc.returncode is None:
+        raise commands.failure(call, proc)
     return InstallResult(
         wheel=assessment.wheel.filename,
         python=python,
@@ -103,7 +97,11 @@ def install(
 def uninstall(distribution: str, *, python: str) -> None:
     """``python -m pip uninstall -y DISTRIBUTION``, its output to the terminal (standard error);
     a failure is pip's to say, and the error being raised says the rest."""
-    with contextlib.suppress(OSError):
-        subprocess.run(  # argv built here, no shell
-            (python, "-m", "pip", "uninstall", "-y", distribution), stdout=sys.stderr, check=False
+    commands.attempt(
+        commands.Call(
+            argv=(python, "-m", "pip", "uninstall", "-y", distribution),
+            what=f"cannot uninstall {distribution}",
+            terminal=True,
+            timeout=600,
         )
+    )

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from tfbuild.core import serial
+from tfbuild.core import commands, serial
 from tfbuild.core.controls import printable
 from tfbuild.core.errors import UsageError
 from tfbuild.core.pythons import query_interpreter
@@ -399,18 +398,15 @@ def tensorflow_of(python: str, *, timeout: float = 300) -> tuple[InstalledTensor
     installed, not importable, or an answer that is not the probe's). Imports TensorFlow there, with
     any overlay already installed off (``TFBUILD_OVERLAY=off``), so it takes a few seconds."""
     env = {**os.environ, "TFBUILD_OVERLAY": "off", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    try:
-        done = subprocess.run(  # argv built here, no shell
-            [python, "-c", _TENSORFLOW_PROBE],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=timeout,
-            env=env,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"the TensorFlow of {python} is not known: it did not run ({exc})"
+    call = commands.Call(
+        argv=(python, "-c", _TENSORFLOW_PROBE),
+        what=f"the TensorFlow of {python} is not known",
+        env=env,
+        timeout=timeout,
+    )
+    done = commands.attempt(call)
+    if done.returncode is None:
+        return None, f"the TensorFlow of {python} is not known: {done.problem}"
     if done.returncode < 0:  # SIGILL: a stock TensorFlow built for more than this CPU has
         try:
             killed = signal.Signals(-done.returncode).name

@@ -2,7 +2,7 @@
 shown, not assumed.
 
 The wheel is mounted read-only into a container of ``IMAGE`` (for example an older suite made by
-``tfbuild base --suite bullseye``), where ``_loadprobe.py`` runs with the image's ``python3``:
+``tfbuild base --suite bullseye``), where ``tfbuild/scripts/loadprobe.py`` runs with the image's ``python3``:
 
 - that system's own dynamic loader is asked to load every shared object in the wheel. A library
   needing a newer glibc or libstdc++ than the image has fails there with the loader's own words
@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from tfbuild.core import commands
 from tfbuild.core.errors import EnvironmentProblem, InputError, SmokeFailed, UsageError
 
 if TYPE_CHECKING:
     from tfbuild.core.engine import DockerEngine
 
-PROBE = Path(__file__).with_name("_loadprobe.py")
+PROBE = commands.script("loadprobe.py")
 
 RequirementState = Literal["installed", "missing", "unknown", "not evaluated"]
 
@@ -140,7 +141,7 @@ class LoadReport:
 
     @classmethod
     def from_probe(cls, image: str, data: dict[str, Any]) -> LoadReport:
-        """The report from the probe's JSON object (``_loadprobe.py``)."""
+        """The report from the probe's JSON object (``tfbuild/scripts/loadprobe.py``)."""
         wheel = data.get("wheel") or {}
         install = data.get("install") or {}
         return cls(

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfbuild.core import commands
 from tfbuild.smoke.messages import TensorFlowMessages, parse_messages
 
 #: Runs inside the wheel's interpreter: stdlib and tensorflow only. The JSON result is the last
@@ -93,22 +93,14 @@ def failure_line(stderr: str, returncode: int) -> str:
 
 def run_probe(python: str, *, env: Mapping[str, str], timeout: float = 600) -> ProbeResult:
     """Import TensorFlow with ``python`` and report; never raises for a broken wheel."""
-    try:
-        proc = subprocess.run(
-            [python, "-c", PROBE],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            env=dict(env),
-            timeout=timeout,
-            check=False,
-        )
-        stdout, stderr, code = proc.stdout, proc.stderr, proc.returncode
-    except subprocess.TimeoutExpired as exc:
-        stdout = exc.stdout if isinstance(exc.stdout, str) else ""
-        stderr = exc.stderr if isinstance(exc.stderr, str) else ""
-        code = -9
-        stderr += f"\nthe probe did not finish within {timeout:.0f} s"
+    call = commands.Call(
+        argv=(python, "-c", PROBE), what="the import probe", env=env, timeout=timeout
+    )
+    done = commands.attempt(call)
+    stdout, stderr = done.stdout, done.stderr
+    code = -9 if done.returncode is None else done.returncode
+    if done.problem:
+        stderr += f"\nthe probe {done.problem.removeprefix('it ')}"
     guard = parse_messages(stderr + "\n" + stdout)
     data: dict[str, Any] = {}
     for line in reversed(stdout.strip().splitlines()):

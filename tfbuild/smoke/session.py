@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shlex
 import stat
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from pathlib import Path
 from tfbuild.core import serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
 from tfbuild.core.files import read_input
+from tfbuild.core.pythons import packages_of
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.measure import forecast_report
@@ -116,32 +116,18 @@ def _regular(path: Path) -> bool:
         return True  # a dangling link or an unreadable one: missing, as far as smoke is concerned
 
 
-#: Run in the interpreter --python names: exit 0 when it finds a tensorflow package, 3 when not.
-_FIND_TENSORFLOW = (
-    "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('tensorflow') else 3)"
-)
-
-
 def check_python(python: str, *, installed: bool) -> None:
     """The interpreter ``--python`` names runs; with ``--installed``, it has a TensorFlow to test.
 
     Asked before any environment is made, so that a wrong path or a missing TensorFlow is one line,
     not a failed probe report. Whether that TensorFlow imports is the probe's job."""
-    interpreter = "Give the path of a Python interpreter with --python PATH."
-    try:
-        proc = subprocess.run(  # argv built here, no shell
-            [python, "-c", _FIND_TENSORFLOW],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise InputError(f"cannot run --python {python}", why=why, fix=interpreter) from None
-    if proc.returncode == 3:
-        if not installed:
-            return
+    found = packages_of(
+        python,
+        what=f"cannot run --python {python}",
+        fix="Give the path of a Python interpreter with --python PATH.",
+        error=InputError,
+    )
+    if installed and found.tensorflow is None:
         quoted = shlex.quote(python)
         raise EnvironmentProblem(
             f"no TensorFlow installed for {python}",
@@ -149,9 +135,6 @@ def check_python(python: str, *, installed: bool) -> None:
             fix=f"Install one ({quoted} -m pip install tensorflow-cpu), name another interpreter "
             "with --python PATH, or test a wheel file: tfbuild smoke WHEEL.",
         )
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or [f"it exited with {proc.returncode}"])[-1]
-        raise InputError(f"cannot run --python {python}", why=last, fix=interpreter)
 
 
 def wheel_to_test(wheel: str | None, *, installed: bool, python: str) -> WheelSpec:
@@ -246,6 +229,7 @@ def forecast_beside(
     measured = {r.op: r.verdict.ratio for r in results if r.threads == "1" and r.verdict}
     return {
         "file": saved["saved"],
+        "schema": saved.get("schema"),
         "target": saved.get("target"),
         "summary": saved.get("summary"),
         "classes": serial.to_data(forecast_report.beside(saved, measured)),

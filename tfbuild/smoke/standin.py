@@ -28,7 +28,6 @@ import platform
 import re
 import shutil
 import stat
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -36,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from tfbuild.core import commands
 from tfbuild.core.defaults import STANDIN_WHEEL
 from tfbuild.core.errors import InputError
 from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env
@@ -46,7 +46,7 @@ from tfbuild.wheel.receipt import Receipt, read_receipt, receipt_path
 SCHEMA: Literal["tfbuild.smoke-standin/1"] = "tfbuild.smoke-standin/1"
 #: What the stand-in's C++ part is asked to make (a string this long, filled in another thread).
 RUNTIME_N = 1000
-#: The instructions counted in the library, as doctor counts them (tfbuild/recipes/canary/probe.py).
+#: The instructions counted in the library, as doctor counts them (tfbuild/scripts/canary_probe.py).
 MARKERS = {"zmm": r"%zmm\d", "ymm": r"%ymm\d", "fma": r"\bvfn?m(?:add|sub)\w*"}
 #: Which guard features let the compiler use each kind (any one of them).
 ENABLED_BY = {"zmm": ("AVX512F",), "ymm": ("AVX", "AVX2", "AVX512F"), "fma": ("FMA", "AVX512F")}
@@ -140,18 +140,12 @@ def _regular(path: Path) -> bool:
 def _probe(python: str, timeout: float = 120) -> tuple[dict[str, Any], str | None]:
     """Run :data:`PROBE` with ``python``: what it found, and why it failed (None when it ran)."""
     code = PROBE.format(module=STANDIN_WHEEL, n=RUNTIME_N)
-    try:
-        proc = subprocess.run(  # argv built here, no shell
-            [python, "-c", code],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            env=clean_env(),
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return {}, f"the stand-in did not finish within {timeout:.0f} s"
+    call = commands.Call(
+        argv=(python, "-c", code), what="the stand-in", env=clean_env(), timeout=timeout
+    )
+    proc = commands.attempt(call)
+    if proc.returncode is None:
+        return {}, f"the stand-in {proc.problem.removeprefix('it ') if proc.problem else 'failed'}"
     found: dict[str, Any] = {}
     for line in reversed(proc.stdout.strip().splitlines()):
         if line.startswith("{"):
@@ -170,17 +164,15 @@ def count_instructions(library: Path) -> dict[str, int] | str:
     objdump = shutil.which("objdump")
     if objdump is None:
         return "not counted: no objdump on PATH (binutils)"
-    proc = subprocess.run(  # argv built here, no shell
-        [objdump, "-d", "--no-show-raw-insn", str(library)],
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=120,
-        check=False,
+    proc = commands.attempt(
+        commands.Call(
+            argv=(objdump, "-d", "--no-show-raw-insn", str(library)),
+            what="objdump",
+            timeout=120,
+        )
     )
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
-        return f"not counted: objdump failed ({last})"
+    if not proc.ok:
+        return f"not counted: objdump failed ({proc.last_line})"
     return {name: len(re.findall(pattern, proc.stdout)) for name, pattern in MARKERS.items()}
 
 

@@ -5,11 +5,11 @@ Imports only the standard library, numpy, tensorflow and the measuring worker an
 it (never tfbuild);
 valid on Python 3.9. Two ways to run it:
 
-    PYTHON _models_tf.py [--intra N] [--inter M] [--cpus LIST] [--models LIST]
-    PYTHON _models_tf.py [--intra N] [--inter M] [--models LIST] --profile [--steps K]
+    PYTHON models_tf.py [--intra N] [--inter M] [--cpus LIST] [--models LIST]
+    PYTHON models_tf.py [--intra N] [--inter M] [--models LIST] --profile [--steps K]
         [--replaced KERNELS]
 
-The first serves the models as ops of the smoke worker's protocol (``tfbuild/measure/_worker.py``:
+The first serves the models as ops of the smoke worker's protocol (``worker.py``:
 the same ready line, requests and replies, so :mod:`tfbuild.measure.run` times them in alternation,
 with verdicts and rechecks, as it times single ops): op ``model_<name>``, group "model", unit
 "Gsample/s", work = the batch. Its ready line adds ``"overlaid"``: the kernels this process runs at
@@ -33,7 +33,7 @@ point:
   (4 heads), a gelu MLP (512), two LayerNormalizations. Matmuls dominate, and oneDNN's graph pass
   runs the attention's Softmax as ``_MklSoftmax``, out of the overlay's reach.
 
-``--profile`` builds each model afresh and profiles it (``tfbuild/measure/_profile_tf.py``, the
+``--profile`` builds each model afresh and profiles it (``profile_tf.py``, the
 profiler the measuring worker uses on a user's model too): one line per model, the op time per op
 type and the share of the replaced kernels (``--replaced``; default: those this process runs at the
 overlay's priority).
@@ -47,19 +47,19 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 
-def _load(name: str, path: str) -> ModuleType:
-    """The script at ``path``, imported as ``name``: the measuring worker and the profiler, whose
-    files the parent names (``--worker``, ``--profiler``), so that nothing of tfbuild's tree is
-    on this process's path."""
-    spec = importlib.util.spec_from_file_location(name, path)
+def _load(name: str) -> ModuleType:
+    """The script NAME.py beside this one, imported by its path (this process runs isolated,
+    ``python -I``: nothing of tfbuild's tree is on its path)."""
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
     if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
+        raise ImportError(f"cannot load {name}.py beside {__file__}")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # the worker imports the profiler by this name
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -148,8 +148,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true", help="profile each model, then exit")
     parser.add_argument("--steps", type=int, default=3, help="calls profiled per model")
     parser.add_argument("--replaced", default=None, help="comma-separated kernels to count")
-    parser.add_argument("--worker", required=True, help="the measuring worker's file")
-    parser.add_argument("--profiler", required=True, help="the profiler's file")
     args = parser.parse_args(argv)
     chosen = [m for m in args.models.split(",") if m]
     unknown = sorted(set(chosen) - set(MODELS))
@@ -163,8 +161,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    _profile_tf = _load("_profile_tf", args.profiler)  # where a step's time goes
-    _worker = _load("_worker", args.worker)  # the measuring worker: its protocol and loop
+    _worker = _load("worker")  # the measuring worker: its protocol and loop
+    _profile_tf = _worker.sibling("profile_tf")  # where a step's time goes
     protocol = _worker.take_stdout()
     _worker.pin(args.cpus)
     try:

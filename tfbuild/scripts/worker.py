@@ -1,7 +1,7 @@
 # mypy: disable-error-code="import-not-found,import-untyped"
 """The benchmark process: runs inside the wheel's own virtual environment, never imports tfbuild.
 
-Usage: ``PYTHON _worker.py --intra N --inter M [--bf16] [--cpus LIST] [--model PATH --model-kind KIND
+Usage: ``PYTHON worker.py --intra N --inter M [--bf16] [--cpus LIST] [--model PATH --model-kind KIND
 --model-op NAME --model-batch B]`` (0 = TensorFlow's default thread count; ``--cpus``: pin the
 process to these CPUs before TensorFlow starts its threads).
 Only the standard library, numpy and tensorflow are imported, and the file stays valid on Python 3.9.
@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib.util
 import json
 import math
 import os
@@ -56,6 +57,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import IO, Any
 
 WARMUP_CALLS = 3
@@ -733,12 +735,23 @@ def main(argv: list[str] | None = None) -> int:
     )
 
 
+def sibling(name: str) -> Any:
+    """The script NAME.py beside this one, imported once by its path: nothing of tfbuild's tree
+    is on this process's path (it runs isolated, ``python -I``)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {name}.py beside {__file__}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def overlay_loaded() -> bool:
     """Whether a tfbuild overlay's kernels are mapped into this process (its loader registered
     them)."""
-    import _profile_tf  # beside this file: first on sys.path when it runs as a script
-
-    loaded: bool = _profile_tf.overlay_loaded()
+    loaded: bool = sibling("profile_tf").overlay_loaded()
     return loaded
 
 
@@ -748,8 +761,7 @@ def profile_model(
     """``--profile STEPS``: one line, where the model's step spends its time (``_profile_tf``),
     counting the kernels of ``--replaced`` (default: those this process runs at the overlay's
     priority)."""
-    import _profile_tf
-
+    _profile_tf = sibling("profile_tf")
     if args.replaced is not None:
         replaced = [k for k in args.replaced.split(",") if k]
     else:
