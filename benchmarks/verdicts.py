@@ -27,7 +27,6 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -35,6 +34,7 @@ from tests.measure import known_ratio_worker
 from tests.measure.neighbours import neighbours
 from tfbuild.core.stats import FASTER, LABELS, SAME, SLOWER, UNDECIDED, describe
 from tfbuild.detect.contention import Contention, combine
+from tfbuild.measure.protocol import Reply
 from tfbuild.measure.run import Method, OpResult, Worker, alternate, shared_cpu
 
 WORKER = Path(known_ratio_worker.__file__)
@@ -57,12 +57,10 @@ class Recorded(Worker):
         )
         self.inner: dict[str, int] = {}
 
-    def run(
-        self, op: str, *, reps: int, min_rep_seconds: float, inner: int | None = None
-    ) -> dict[str, Any]:
+    def run(self, op: str, *, reps: int, min_rep_seconds: float, inner: int | None = None) -> Reply:
         reply = super().run(op, reps=reps, min_rep_seconds=min_rep_seconds, inner=inner)
-        if "inner" in reply:
-            self.inner.setdefault(op, int(reply["inner"]))
+        if reply.error is None:
+            self.inner.setdefault(op, reply.inner)
         return reply
 
 

@@ -25,9 +25,9 @@ def served(python: str, model: ModelFile, **options: Any) -> dict[str, Any]:
     ) as w:
         assert list(w.ops) == [model.op]
         reply = w.run(model.op, reps=2, min_rep_seconds=0.0)
-        assert len(reply["seconds_per_call"]) == 2 and min(reply["seconds_per_call"]) > 0
-        described: dict[str, Any] = w.info["model"]
-        return described
+        assert len(reply.seconds_per_call) == 2 and min(reply.seconds_per_call) > 0
+        assert w.info.model is not None
+        return w.info.model
 
 
 def keras_model(path: Path, batch: int = 4, **changes: Any) -> ModelFile:

@@ -291,7 +291,8 @@ def test_a_script_that_fails_or_a_missing_interpreter_is_an_environment_problem(
     tmp_path: Path,
 ) -> None:
     python, env = fake_python(tmp_path, {"off": {"fail": "ImportError: no tensorflow"}})
-    with pytest.raises(EnvironmentProblem, match="could not run: check_tf.py: it exited with 1: ImportError: no tensorflow"):
+    said = r"could not run: check_tf\.py: it exited with 1: ImportError: no tensorflow"
+    with pytest.raises(EnvironmentProblem, match=said):
         check_ops(python, env)
     with pytest.raises(EnvironmentProblem, match="could not run"):
         check_ops(str(tmp_path / "nowhere" / "python"), env)

@@ -12,6 +12,7 @@ import pytest
 from tfbuild.core.errors import SmokeFailed
 from tfbuild.measure.models import check_model
 from tfbuild.measure.profile import amdahl
+from tfbuild.measure.protocol import OpInfo
 from tfbuild.measure.run import Method, Worker
 from tfbuild.overlay.models import SCRIPT, profile_models, prove_user_model
 
@@ -48,21 +49,16 @@ def test_the_models_are_timed_through_the_smoke_workers_protocol(
     extra = ("--models", "transformer")
     argv = {"script": SCRIPT, "extra": extra, "intra": 0, "inter": 0}
     with Worker(python, env=tf_env(site), **argv) as on:  # type: ignore[arg-type]
-        assert on.info["overlay_loaded"] is True
-        assert set(on.info["overlaid"]) == set(built_overlay.result.receipt.kernels)
+        assert on.info.overlay_loaded is True
+        assert set(on.info.overlaid) == set(built_overlay.result.receipt.kernels)
         assert on.ops == {
-            "model_transformer": {
-                "unit": "Gsample/s",
-                "work": 8,
-                "group": "model",
-                "dtype": "float32",
-            }
+            "model_transformer": OpInfo(unit="Gsample/s", work=8, group="model", dtype="float32")
         }
         reply = on.run("model_transformer", reps=2, min_rep_seconds=0.0)
-        assert len(reply["seconds_per_call"]) == 2 and min(reply["seconds_per_call"]) > 0
+        assert len(reply.seconds_per_call) == 2 and min(reply.seconds_per_call) > 0
     off_env = tf_env(site, TFBUILD_OVERLAY="off")
     with Worker(python, env=off_env, **argv) as off:  # type: ignore[arg-type]
-        assert off.info["overlay_loaded"] is False and off.info["overlaid"] == []
+        assert off.info.overlay_loaded is False and off.info.overlaid == ()
 
 
 def test_an_unknown_model_stops_the_worker_with_its_reason(built_overlay: BuiltOverlay) -> None:

@@ -24,6 +24,7 @@ from tfbuild.core import commands, serial
 from tfbuild.core.errors import SmokeFailed
 from tfbuild.core.stats import FASTER, SAME, SLOWER, Verdict
 from tfbuild.measure.models import ModelFile
+from tfbuild.measure.protocol import decode_ready
 from tfbuild.measure.run import WORKER, model_failed
 
 #: Profiled calls per model and side: after one warm call, every op of each is traced.
@@ -139,10 +140,10 @@ def profile_model(
     done = commands.attempt(call)
     if done.returncode is not None and done.returncode > 0:
         try:
-            problem = json.loads(done.stdout.splitlines()[-1]).get("model_error")
-        except (ValueError, IndexError, AttributeError):
+            problem = decode_ready(done.stdout.splitlines()[-1]).model_error
+        except (ValueError, IndexError):
             problem = None
-        if isinstance(problem, dict):
+        if problem is not None:
             raise model_failed(model, problem)
     if not done.ok:
         raise commands.failure(call, done)

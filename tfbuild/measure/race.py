@@ -39,6 +39,7 @@ from tfbuild.core.stats import CONFIDENCE, Verdict, ratio, verdict
 from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.models import ModelFile
+from tfbuild.measure.protocol import ModelProblem
 from tfbuild.measure.run import WORKER, Method, Worker, model_failed
 
 Progress = Callable[[str], object]
@@ -188,9 +189,9 @@ class _Running:
             worker = self.stack.enter_context(made)
         record["start_seconds"] = time.monotonic() - began
         record["rss_bytes"] = worker.rss_bytes()
-        record["overlay_loaded"] = bool(worker.info.get("overlay_loaded"))
+        record["overlay_loaded"] = worker.info.overlay_loaded
         record["loader_lines"] = tuple(worker.stderr_lines(LOADER_PREFIX))
-        record["described"] = dict(worker.info.get("model") or {})
+        record["described"] = dict(worker.info.model or {})
         with self._lock:
             self.workers[entrant.name] = worker
         return worker
@@ -198,7 +199,7 @@ class _Running:
     def fail(self, name: str, error: str, model: ModelFile) -> None:
         """The entrant raised while timed: out of the race (a reference: the race fails)."""
         if self.entrants[name].reference is None or name in self.references:
-            raise model_failed(model, {"stage": "call", "error": error})
+            raise model_failed(model, ModelProblem(stage="call", error=error))
         self.lanes[name]["failed"] = f"it raised while timed: {error}"
         self.workers.pop(name, None)
 
@@ -278,10 +279,10 @@ def race(
                     job.result()
             for name, worker in list(running.workers.items()):
                 reply = worker.run(model.op, reps=1, min_rep_seconds=method.min_rep_seconds)
-                if "error" in reply:
-                    running.fail(name, reply["error"], model)
+                if reply.error is not None:
+                    running.fail(name, reply.error, model)
                     continue
-                running.lanes[name]["inner"] = int(reply["inner"])
+                running.lanes[name]["inner"] = reply.inner
             rounds, looks, spans = _run_rounds(running, model, method, deadline, say)
         finally:  # every worker told to quit first: each close then waits for its own exit only
             running.ask_all_to_quit()
@@ -316,13 +317,13 @@ def _run_rounds(
                     min_rep_seconds=method.min_rep_seconds,
                     inner=running.lanes[name]["inner"],
                 )
-                if "error" in reply:
-                    running.fail(name, reply["error"], model)
+                if reply.error is not None:
+                    running.fail(name, reply.error, model)
                     live.remove(name)
                     continue
                 times = running.lanes[name]["seconds"]
                 times += [None] * (index - len(times))
-                times.append(float(reply["seconds_per_call"][0]))
+                times.append(reply.seconds_per_call[0])
             index += 1
             if looks == 0 and index == EARLY_ROUNDS:
                 _stop_far_slower(running, live, index, method)

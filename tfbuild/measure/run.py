@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from tfbuild.core import commands
 from tfbuild.core.errors import SmokeFailed, UnsupportedError
@@ -37,6 +37,16 @@ from tfbuild.core.stats import (
 from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.models import ModelFile
+from tfbuild.measure.protocol import (
+    MAX_LINE,
+    ModelProblem,
+    OpInfo,
+    Reply,
+    decode_ready,
+    decode_reply,
+)
+
+T = TypeVar("T")
 
 WORKER = commands.script("worker.py")
 
@@ -68,7 +78,7 @@ class Worker:
         self.label = label
         self._model = model
         #: The worker's reason when the model could not be loaded, batched or called.
-        self.model_problem: dict[str, Any] | None = None
+        self.model_problem: ModelProblem | None = None
         self._quit_asked = False
         self._log = tempfile.TemporaryFile(mode="w+", prefix="tfbuild-worker-")  # noqa: SIM115
         argv = ["--intra", str(intra), "--inter", str(inter), *extra]
@@ -88,11 +98,11 @@ class Worker:
         )
         self._proc = commands.spawn(call, stderr=self._log)
         try:
-            self.info = self._read()
-            if not self.info.get("ready"):
-                problem = self.info.get("model_error")
-                if model is not None and isinstance(problem, dict):
-                    self.model_problem = dict(problem)
+            self.info = self._read(decode_ready)
+            if not self.info.ready:
+                problem = self.info.model_error
+                if model is not None and problem is not None:
+                    self.model_problem = problem
                     raise model_failed(model, problem)
                 raise self._died("did not start")
         except BaseException:  # a worker that never started leaves no process, pipe or log open
@@ -113,18 +123,18 @@ class Worker:
             ),
         )
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self, decode: Callable[[str], T]) -> T:
         stdout: IO[str] | None = self._proc.stdout
         assert stdout is not None
-        line = stdout.readline()
+        line = stdout.readline(MAX_LINE + 1)
         if not line:
             raise self._died("stopped unexpectedly")
-        result: dict[str, Any] = json.loads(line)
-        return result
+        try:
+            return decode(line)
+        except ValueError as exc:
+            raise self._died(f"said what tfbuild cannot read ({exc})") from None
 
-    def run(
-        self, op: str, *, reps: int, min_rep_seconds: float, inner: int | None = None
-    ) -> dict[str, Any]:
+    def run(self, op: str, *, reps: int, min_rep_seconds: float, inner: int | None = None) -> Reply:
         """``reps`` timed repetitions of ``op``; with ``inner`` (an earlier reply's count), no
         calibration and one warm-up call instead of three."""
         stdin = self._proc.stdin
@@ -134,7 +144,7 @@ class Worker:
             request |= {"inner": inner, "warmup": 1}
         stdin.write(json.dumps(request) + "\n")
         stdin.flush()
-        return self._read()
+        return self._read(decode_reply)
 
     def stderr_lines(self, prefix: str) -> list[str]:
         """The lines the worker wrote to standard error so far that start with ``prefix`` (the
@@ -157,9 +167,8 @@ class Worker:
         return None
 
     @property
-    def ops(self) -> dict[str, dict[str, Any]]:
-        ops: dict[str, dict[str, Any]] = self.info.get("ops") or {}
-        return ops
+    def ops(self) -> dict[str, OpInfo]:
+        return self.info.ops
 
     def ask_to_quit(self) -> None:
         """Ask the worker to exit without waiting for it: several workers then end together, and
@@ -214,11 +223,11 @@ _MODEL_WHAT = {
 }
 
 
-def model_failed(model: ModelFile, problem: Mapping[str, object]) -> UnsupportedError:
+def model_failed(model: ModelFile, problem: ModelProblem) -> UnsupportedError:
     """The one line for a model the timing worker could not use (exit 4)."""
-    stage = str(problem.get("stage"))
+    stage = problem.stage
     what = _MODEL_WHAT.get(stage, "cannot use")
-    why = str(problem.get("error") or "no reason given")
+    why = problem.error or "no reason given"
     if stage in ("call", "xla"):
         why = f"called on a batch of {model.batch} made from its input signature: {why}"
     return UnsupportedError(
@@ -284,10 +293,10 @@ class _Timings:
         self.failed = False
 
 
-def _one(worker: Worker, op: str, method: Method, inner: int | None) -> dict[str, Any] | None:
+def _one(worker: Worker, op: str, method: Method, inner: int | None) -> Reply | None:
     """One repetition (None if the op failed): seconds per call, and the inner count used."""
     reply = worker.run(op, reps=1, min_rep_seconds=method.min_rep_seconds, inner=inner)
-    return None if "error" in reply else reply
+    return None if reply.error is not None else reply
 
 
 def _calibrate(workers: Sequence[Worker], op: str, timings: _Timings, method: Method) -> bool:
@@ -304,7 +313,7 @@ def _calibrate(workers: Sequence[Worker], op: str, timings: _Timings, method: Me
         if reply is None:
             timings.failed = True
             return False
-        counts.append(int(reply["inner"]))
+        counts.append(reply.inner)
     timings.inner = max(counts)
     return True
 
@@ -327,18 +336,18 @@ def _round(cand: Worker, base: Worker | None, op: str, timings: _Timings, method
             if reply is None:
                 timings.failed = True
                 return False
-            times.append(float(reply["seconds_per_call"][0]))
+            times.append(reply.seconds_per_call[0])
     timings.spans.append(contention.between(before, contention.snapshot()))
     timings.looks += 1
     timings.round_seconds = max(timings.round_seconds, time.monotonic() - began)
     return True
 
 
-def _margin(meta: Mapping[str, Any], method: Method) -> float:
+def _margin(meta: OpInfo, method: Method) -> float:
     """The method's margin; at least :data:`MEMORY_BOUND_MARGIN` for the element-wise and cast ops,
     whose speed differs steadily between two processes of one build. A matmul, a convolution or a
     whole model (mostly matmuls) is compute-bound and keeps the method's."""
-    if meta["unit"] != "GFLOP/s" and meta.get("group") != "model":
+    if meta.unit != "GFLOP/s" and meta.group != "model":
         return max(method.min_margin, MEMORY_BOUND_MARGIN)
     return method.min_margin
 
@@ -404,16 +413,14 @@ def _result(
     threads: str,
     timings: _Timings,
     found: Verdict | None,
-    meta: Mapping[str, Any],
+    meta: OpInfo,
 ) -> OpResult:
-    c_sum = Summary.of(timings.candidate, meta["work"], meta["unit"])
+    c_sum = Summary.of(timings.candidate, meta.work, meta.unit)
     return OpResult(
         op=op,
         threads=threads,
         candidate=c_sum,
-        baseline=Summary.of(timings.baseline, meta["work"], meta["unit"])
-        if timings.baseline
-        else None,
+        baseline=Summary.of(timings.baseline, meta.work, meta.unit) if timings.baseline else None,
         verdict=found,
         contention=contention.combine(timings.spans),
     )
