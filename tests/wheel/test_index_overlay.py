@@ -119,7 +119,9 @@ def test_a_key_twice_or_a_missing_receipt_is_refused(
     text = beside.read_text()
     beside.write_text(text.replace('"target": ', '"target": "zen4", "target": ', 1))
     one_error_line(
-        run_cli("index", str(dist)), InputError.exit_code, "the key 'target' appears twice"
+        run_cli("index", str(dist)),
+        InputError.exit_code,
+        "it holds the key 'target' twice in one object",
     )
     # An overlay without its receipt says nothing of the TensorFlow it goes on: not published.
     beside.unlink()

@@ -104,7 +104,7 @@ def test_an_edited_plan_is_no_longer_intact(wheel: Path) -> None:
     [
         ([], "it is not a JSON object"),
         ({"schema": "tfbuild.receipt/1"}, "its schema is 'tfbuild.receipt/1'"),
-        ({"schema": SCHEMA}, "it is malformed: it has no 'wheel'"),
+        ({"schema": SCHEMA}, "it is malformed: it has no 'build_id'"),
     ],
 )
 def test_what_is_not_a_receipt_says_why(data: object, said: str) -> None:

@@ -252,7 +252,7 @@ HOSTILE: dict[str, tuple[Callable[[], bytes], str]] = {
     ),
     "canary-no-speedup": (
         _with(("canary",), json.dumps({k: v for k, v in SECTION.items() if k != "speedup"})),
-        "it is malformed: Object missing required field `speedup` - at `$.canary`",
+        "it is malformed: its canary has no 'speedup'",
     ),
 }
 

@@ -7,29 +7,29 @@ against, the kernels it registers and the numerical check of each, and where it 
 ``compiler`` (``--compiler``; every receipt written before the image existed, which reads the same).
 ``tfbuild verify`` rebuilds from it, so every value that reaches the compiler's command line, a
 Dockerfile or apt is held to a grammar here, after the same bounded JSON read as a build's receipt
-(:func:`tfbuild.wheel.receipt.decode_receipt`'s limits).
+(:func:`tfbuild.wheel.receipt_types.load_json`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from packaging.utils import canonicalize_name
 
 from tfbuild.core import serial
 from tfbuild.core.controls import control_in
 from tfbuild.core.errors import InputError
-from tfbuild.wheel.receipt import (
-    MAX_RECEIPT_BYTES,
-    MAX_RECEIPT_DEPTH,
+from tfbuild.wheel.receipt_types import (
+    IMAGE_ID,
+    MAX_TEXT,
+    SHA256,
     WheelRecord,
     is_debian_package,
     is_debian_version,
-    json_depth,
+    load_json,
     read_receipt_file,
 )
 
@@ -38,7 +38,6 @@ SCHEMA: Final = "tfbuild.overlay/1"
 IMAGE_REPOSITORY: Final = "tfbuild/overlay-toolchain"
 FIX = "Rebuild the overlay with tfbuild overlay, which writes its receipt beside the wheel."
 
-_SHA256 = re.compile(r"[0-9a-f]{64}")
 _RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
 _CFLAG = re.compile(r"-m[a-z0-9][a-z0-9_=.,+-]{0,127}")
@@ -50,7 +49,6 @@ _WHEEL = re.compile(
     r"(?:linux|manylinux_[0-9]+_[0-9]+)_x86_64\.whl"
 )
 _IMAGE_TAG = re.compile(re.escape(IMAGE_REPOSITORY) + r":[0-9a-f]{16}")
-_IMAGE_ID = re.compile(r"sha256:[0-9a-f]{64}")
 _CLANG = re.compile(r"clang-[0-9]{1,3}")
 _SUITE = re.compile(r"[a-z]{2,32}")
 _GLIBC = re.compile(r"[0-9]{1,2}\.[0-9]{1,3}")
@@ -166,12 +164,9 @@ def decode_overlay_manifest(raw: bytes, *, source: str) -> OverlayManifest:
     """The manifest in ``raw``, held to the receipt's grammar; one InputError line otherwise."""
     what = f"{source} is not a tfbuild overlay's manifest"
     fix = "Reinstall the overlay's wheel (pip install --force-reinstall WHEEL)."
-    if len(raw) > MAX_RECEIPT_BYTES:
-        raise InputError(what, why=f"it is larger than {MAX_RECEIPT_BYTES >> 20} MiB", fix=fix)
     try:
-        data = json.loads(raw.decode(), object_pairs_hook=_unique, parse_constant=_constant)
-        manifest = serial.from_data(data, OverlayManifest)
-    except (UnicodeDecodeError, ValueError) as exc:
+        manifest = serial.from_data(load_json(raw), OverlayManifest)
+    except ValueError as exc:
         raise InputError(what, why=str(exc), fix=fix) from None
     feature = re.compile(r"[a-z0-9_]{1,32}")
     rules = [
@@ -179,7 +174,7 @@ def decode_overlay_manifest(raw: bytes, *, source: str) -> OverlayManifest:
         ("target", bool(_WORD.fullmatch(manifest.target))),
         ("features", all(feature.fullmatch(f) for f in manifest.features)),
         ("pending", set(manifest.pending) <= set(manifest.features)),
-        ("token", manifest.token == "" or bool(_SHA256.fullmatch(manifest.token))),
+        ("token", manifest.token == "" or bool(SHA256.fullmatch(manifest.token))),
         ("kernels", all(_KERNEL.fullmatch(k) for k in manifest.kernels)),
         ("text fields", all(_text_ok(t) for t in (manifest.git_version, manifest.compiler))),
     ]
@@ -190,17 +185,16 @@ def decode_overlay_manifest(raw: bytes, *, source: str) -> OverlayManifest:
 
 
 def _text_ok(value: str) -> bool:
-    return len(value) <= 4096 and control_in(value) is None
+    return len(value) <= MAX_TEXT and control_in(value) is None
 
 
 def _grammar(receipt: OverlayReceipt) -> str | None:
     """Why a field breaks its grammar, or None."""
     rules: list[tuple[str, bool]] = [
         ("wheel.name", bool(_WHEEL.fullmatch(receipt.wheel.name))),
-        ("wheel.sha256", bool(_SHA256.fullmatch(receipt.wheel.sha256))),
         ("tensorflow", bool(_RELEASE.fullmatch(receipt.tensorflow))),
         ("distribution", bool(_WORD.fullmatch(receipt.distribution))),
-        ("framework_sha256", bool(_SHA256.fullmatch(receipt.framework_sha256))),
+        ("framework_sha256", bool(SHA256.fullmatch(receipt.framework_sha256))),
         ("target", bool(_WORD.fullmatch(receipt.target))),
         ("cflags", all(_CFLAG.fullmatch(f) for f in receipt.cflags)),
         ("features", all(re.fullmatch(r"[a-z0-9_]{1,32}", f) for f in receipt.features)),
@@ -243,7 +237,7 @@ def _packages(packages: dict[str, str]) -> bool:
 def _image_grammar(image: OverlayImage) -> list[tuple[str, bool]]:
     return [
         ("image.tag", bool(_IMAGE_TAG.fullmatch(image.tag))),
-        ("image.id", bool(_IMAGE_ID.fullmatch(image.id))),
+        ("image.id", bool(IMAGE_ID.fullmatch(image.id))),
         ("image.compiler", bool(_CLANG.fullmatch(image.compiler))),
         ("image.suite", bool(_SUITE.fullmatch(image.suite))),
         ("image.sysroot_suite", bool(_SUITE.fullmatch(image.sysroot_suite))),
@@ -253,33 +247,16 @@ def _image_grammar(image: OverlayImage) -> list[tuple[str, bool]]:
     ]
 
 
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are all different: a second value for a key is not chosen between."""
-    keys = [key for key, _value in pairs]
-    if len(set(keys)) != len(keys):
-        twice = next(key for key in keys if keys.count(key) > 1)
-        raise ValueError(f"the key {twice!r} appears twice in one object")
-    return dict(pairs)
-
-
-def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def decode_overlay_receipt(raw: bytes, *, source: str, charset: str = "utf-8") -> OverlayReceipt:
     """The overlay receipt in ``raw`` (a file's bytes, an HTTP body in ``charset``); one
     :class:`InputError` line for anything else: too large or deep, not JSON, a key twice, NaN or
     infinity, an unknown key or a wrong type, a field out of its grammar."""
-    what = f"{source} is not a tfbuild overlay receipt"
-    if len(raw) > MAX_RECEIPT_BYTES:
-        raise InputError(what, why=f"it is larger than {MAX_RECEIPT_BYTES >> 20} MiB", fix=FIX)
-    if json_depth(raw, limit=MAX_RECEIPT_DEPTH) > MAX_RECEIPT_DEPTH:
-        raise InputError(what, why=f"it nests deeper than {MAX_RECEIPT_DEPTH} levels", fix=FIX)
     try:
-        data = json.loads(raw.decode(charset), object_pairs_hook=_unique, parse_constant=_constant)
-        receipt = serial.from_data(data, OverlayReceipt)
-    except (UnicodeDecodeError, LookupError, ValueError) as exc:
-        raise InputError(what, why=str(exc), fix=FIX) from None
+        receipt = serial.from_data(load_json(raw, charset=charset), OverlayReceipt)
+    except ValueError as exc:  # json.JSONDecodeError, UnicodeDecodeError, serial.DecodeFailure
+        raise InputError(
+            f"{source} is not a tfbuild overlay receipt", why=str(exc), fix=FIX
+        ) from None
     broken = _grammar(receipt)
     if broken:
         raise InputError(f"{source} is not a usable overlay receipt", why=broken, fix=FIX)
