@@ -61,7 +61,7 @@ def test_a_call_that_outlives_its_limit_says_so_with_what_it_printed() -> None:
 
 
 def test_a_killed_process_names_its_signal() -> None:
-    with pytest.raises(EnvironmentProblem, match="killed by signal 9"):
+    with pytest.raises(EnvironmentProblem, match="killed by SIGKILL"):
         commands.run(python_call("import os; os.kill(os.getpid(), 9)"))
 
 

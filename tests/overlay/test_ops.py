@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 from tfbuild.core import serial
+from tfbuild.measure.stock import RegisteredKernel
 from tfbuild.overlay import compile as overlay_compile
 from tfbuild.overlay.ops import LEFT_OUT, OPS, inc_files, plan_kernels
-from tfbuild.overlay.stock import RegisteredKernel
 
 DATA = Path(__file__).parent / "data"
 LOADER = Path(overlay_compile.__file__).with_name("loader.c")

@@ -26,6 +26,7 @@ import contextlib
 import contextvars
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -226,7 +227,7 @@ def failure(call: Call, finished: Finished, why: str | None = None) -> TfbuildEr
     """The one error for a call that failed: its subject, the program and its last line."""
     if why is None:
         how = finished.problem or (
-            f"it was killed by signal {-finished.returncode}"
+            f"it was killed by {_signal_name(-finished.returncode)}"
             if finished.returncode is not None and finished.returncode < 0
             else f"it exited with {finished.returncode}"
         )
@@ -234,6 +235,13 @@ def failure(call: Call, finished: Finished, why: str | None = None) -> TfbuildEr
         why = how if said in (how, finished.problem) else f"{how}: {said}"
     tail = tuple(finished.stderr.strip().splitlines()[-10:])
     return call.error(call.what, why=f"{call.program}: {why}", fix=call.fix, details=tail)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name  # SIGILL: built for instructions this CPU lacks
+    except ValueError:
+        return f"signal {number}"
 
 
 def run(call: Call) -> Finished:

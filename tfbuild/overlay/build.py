@@ -38,6 +38,7 @@ from tfbuild.core.files import DIST_LOCK, locked, sha256_file, write_files
 from tfbuild.detect.cpu import host_cpuinfo
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env, stock_spec
+from tfbuild.measure.stock import StockTensorFlow, for_overlay, read_stock
 from tfbuild.overlay.check import verify_kernels
 from tfbuild.overlay.compile import (
     FRAMEWORK,
@@ -50,10 +51,9 @@ from tfbuild.overlay.compile import (
     target_features,
     workarounds,
 )
-from tfbuild.overlay.ops import Registration, plan_kernels
+from tfbuild.overlay.ops import Registration, plan_kernels, registry_ops
 from tfbuild.overlay.package import MANIFEST, PLUGINS, WheelName, members, write_wheel
 from tfbuild.overlay.pending import CHECK_FILE, COMMAND, pending_record
-from tfbuild.overlay.stock import StockTensorFlow, read_stock
 from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.labels import cpu_label
 from tfbuild.wheel.overlay_receipt import (
@@ -160,7 +160,7 @@ def _manifest(
         tensorflow=stock.version,
         distribution=stock.distribution,
         git_version=stock.git_version,
-        framework_size=stock.framework_size,
+        framework_size=stock.framework_bytes,
         target=request.target,
         cflags=cflags,
         features=compiled.features,
@@ -282,7 +282,7 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
         where = _where(request, say, stack)
         compiler, image = where.compiler, where.image
         python, stock_name = _stock_python(request, say)
-        stock = read_stock(python)
+        stock = for_overlay(read_stock(python, registry_ops()), python)
         if stock.version != request.tensorflow:
             raise UsageError(
                 f"the TensorFlow of {python} is {stock.version}, not {request.tensorflow}",
@@ -356,7 +356,7 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
             tensorflow=stock.version,
             distribution=stock.distribution,
             git_version=stock.git_version,
-            framework_size=stock.framework_size,
+            framework_size=stock.framework_bytes,
             framework_sha256=stock.framework_sha256(),
             stock=stock_name,
             target=request.target,

@@ -32,8 +32,8 @@ from tfbuild.core import commands
 from tfbuild.core.compilers import CompilerExecutable, c_driver
 from tfbuild.core.errors import BuildFailed, UnsupportedError
 from tfbuild.core.files import sha256_file
+from tfbuild.measure.stock import StockTensorFlow
 from tfbuild.overlay.ops import PARTS, Part, Registration, inc_files
-from tfbuild.overlay.stock import StockTensorFlow
 from tfbuild.wheel.overlay_receipt import LeftOut
 
 #: The loader's flags: the x86-64 baseline (SSE2), whatever the target.

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from tfbuild.measure.stock import StockKernel
+
 #: The overlay's kernels are registered at this priority; TensorFlow's own CPU kernels at 0.
 PRIORITY = 1
 
@@ -137,8 +139,9 @@ class Registration:
         )
 
 
-#: A stock kernel as :mod:`tfbuild.overlay._stock_tf` reports it: its type constraints, priority, label.
-StockKernel = tuple[Mapping[str, Sequence[str]], int, str]
+def registry_ops() -> tuple[str, ...]:
+    """The ops whose stock kernels an overlay reads from the registry: its own, and Cast."""
+    return tuple(sorted({op.name for op in OPS} | ({"Cast"} if CASTS else set())))
 
 
 def plan_kernels(registry: Mapping[str, Sequence[StockKernel]]) -> Registration:

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import json
 import os
 import re
-import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -26,12 +24,11 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from tfbuild.core import commands, serial
-from tfbuild.core.controls import printable
-from tfbuild.core.errors import UsageError
-from tfbuild.core.pythons import query_interpreter
+from tfbuild.core.errors import TfbuildError, UsageError
+from tfbuild.core.pythons import packages_of, query_interpreter
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
+from tfbuild.measure.stock import read_stock
 from tfbuild.recipes.tfversions import parse_version
 
 #: A Python or CUDA version as the user states it: X.Y, or X.Y.Z (the Z is dropped).
@@ -357,86 +354,23 @@ def describe_host(
 
 # --- the TensorFlow an overlay goes on ----------------------------------------------------------------
 
-#: Run by the interpreter asked: does it have TensorFlow, which distribution installed it (the one
-#: that owns tensorflow/__init__.py), its release (tensorflow.__version__, what an overlay's loader
-#: compares), its framework library's size (the loader's other check). One JSON line, decoded here.
-_TENSORFLOW_PROBE = """\
-import json, os
-from importlib import metadata, util
-if util.find_spec("tensorflow") is None:
-    print(json.dumps({"installed": False}))
-    raise SystemExit(0)
-import tensorflow
-owner = ""
-for dist in metadata.distributions():
-    if any(str(f).replace(chr(92), "/") == "tensorflow/__init__.py" for f in dist.files or ()):
-        owner = dist.metadata["Name"] or ""
-        break
-framework = os.path.join(os.path.dirname(tensorflow.__file__), "libtensorflow_framework.so.2")
-print(json.dumps({
-    "installed": True,
-    "distribution": owner,
-    "version": str(tensorflow.__version__),
-    "framework_size": os.path.getsize(framework) if os.path.isfile(framework) else None,
-}))
-"""
-#: What the probe may say: a release such as 2.21.0 or 2.21.0rc1, a distribution's name (PEP 508).
-_TF_VERSION = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+[A-Za-z0-9.+_-]{0,40}")
-_DISTRIBUTION = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,78}[A-Za-z0-9])?")
 
-
-@dataclass(frozen=True, kw_only=True)
-class _Probed:
-    installed: bool
-    distribution: str = ""
-    version: str = ""
-    framework_size: int | None = None
-
-
-def tensorflow_of(python: str, *, timeout: float = 300) -> tuple[InstalledTensorFlow | None, str]:
+def tensorflow_of(python: str) -> tuple[InstalledTensorFlow | None, str]:
     """(the TensorFlow ``python`` has, where that was read) or (None, why there is none: not
-    installed, not importable, or an answer that is not the probe's). Imports TensorFlow there, with
-    any overlay already installed off (``TFBUILD_OVERLAY=off``), so it takes a few seconds."""
-    env = {**os.environ, "TFBUILD_OVERLAY": "off", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    call = commands.Call(
-        argv=(python, "-c", _TENSORFLOW_PROBE),
-        what=f"the TensorFlow of {python} is not known",
-        env=env,
-        timeout=timeout,
-    )
-    done = commands.attempt(call)
-    if done.returncode is None:
-        return None, f"the TensorFlow of {python} is not known: {done.problem}"
-    if done.returncode < 0:  # SIGILL: a stock TensorFlow built for more than this CPU has
-        try:
-            killed = signal.Signals(-done.returncode).name
-        except ValueError:
-            killed = f"signal {-done.returncode}"
-        return None, f"the TensorFlow of {python} does not import: it was killed by {killed}"
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-        return None, f"the TensorFlow of {python} does not import: {printable(last)[:300]}"
+    installed, not importable, or an answer that is not the probe's). Imports TensorFlow there
+    (:func:`tfbuild.measure.stock.read_stock`, any overlay installed off), so it takes a few
+    seconds."""
     try:
-        probed = serial.from_data(json.loads(done.stdout.strip().splitlines()[-1]), _Probed)
-    except (IndexError, ValueError) as exc:
-        return None, f"the TensorFlow of {python} is not known: its answer is not JSON ({exc})"
-    if not probed.installed:
-        return None, f"{python} has no TensorFlow installed"
-    size = probed.framework_size
-    if (
-        not _TF_VERSION.fullmatch(probed.version)
-        or not _DISTRIBUTION.fullmatch(probed.distribution)
-        or (size is not None and not 0 <= size < 1 << 40)
-    ):
-        return None, (
-            f"the TensorFlow of {python} is not known: no installed distribution owns its "
-            "tensorflow package, or it names a version that is not a release"
-        )
+        if packages_of(python).tensorflow is None:
+            return None, f"{python} has no TensorFlow installed"
+        probed = read_stock(python, env=os.environ)
+    except TfbuildError as exc:
+        return None, f"the TensorFlow of {python} does not import or is not known: {exc.why}"
     found = InstalledTensorFlow(
         python=python,
         distribution=str(canonicalize_name(probed.distribution)),
         version=probed.version,
-        framework_size=size,
+        framework_size=probed.framework_size,
     )
     return found, f"import tensorflow in {python}"
 

@@ -1,6 +1,7 @@
-"""What ``tfbuild overlay`` needs to know of the TensorFlow it builds against, read in its own venv.
+"""What tfbuild needs to know of the TensorFlow an interpreter imports (the one ``pick`` would put an
+overlay on, the one ``tfbuild overlay`` builds against), read in that interpreter.
 
-Run by that interpreter (``python _stock_tf.py OP [OP ...]``); imports TensorFlow and nothing of
+Run by that interpreter (``python stock_tf.py [OP ...]``); imports TensorFlow and nothing of
 tfbuild. Prints one JSON object: the release, the distribution that installed it, its git version,
 its compile and link flags, its framework library (path, size), and, for each op named, the data
 types of the kernels registered for it on the CPU and their priorities. The caller decodes it
@@ -61,7 +62,7 @@ def main() -> None:
         "compile_flags": tf.sysconfig.get_compile_flags(),
         "link_flags": tf.sysconfig.get_link_flags(),
         "framework": str(framework),
-        "framework_size": framework.stat().st_size,
+        "framework_size": framework.stat().st_size if framework.is_file() else None,
         "kernels": {op: registry(op) for op in sys.argv[1:]},
     }
     sys.stdout.write(json.dumps(facts) + "\n")
