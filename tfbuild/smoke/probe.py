@@ -16,37 +16,6 @@ from typing import Any
 from tfbuild.core import commands
 from tfbuild.smoke.messages import TensorFlowMessages, parse_messages
 
-#: Runs inside the wheel's interpreter: stdlib and tensorflow only. The JSON result is the last
-#: stdout line; TensorFlow's own messages go to stderr.
-PROBE = r"""
-import json, sys
-import tensorflow as tf
-x = tf.random.uniform([64, 64], seed=1)
-y = tf.linalg.matmul(x, x)
-h = tf.cast(x, tf.float16)  # fp16 path: oneDNN prints a harmless DT_HALF line here on some CPUs
-ok = bool(tf.reduce_all(tf.math.is_finite(y)).numpy()) and h.dtype == tf.float16
-maps = []
-try:
-    with open("/proc/self/maps") as handle:
-        maps = sorted({line.split()[-1] for line in handle if "tcmalloc" in line and "/" in line})
-except OSError:
-    pass
-try:
-    info = dict(tf.sysconfig.get_build_info())
-except Exception as exc:
-    info = {"error": str(exc)}
-print(json.dumps({
-    "ok": ok,
-    "version": tf.__version__,
-    "git_version": getattr(tf, "__git_version__", None),
-    "build_info": {k: (v if isinstance(v, (str, int, float, bool, type(None))) else str(v))
-                   for k, v in sorted(info.items())},
-    "tcmalloc_maps": maps,
-    "python": sys.version.split()[0],
-}))
-"""
-
-
 #: What tf.sysconfig.get_build_info() values become in the probe's JSON (others as their str).
 BuildInfoValue = str | int | float | bool | None
 
@@ -94,7 +63,10 @@ def failure_line(stderr: str, returncode: int) -> str:
 def run_probe(python: str, *, env: Mapping[str, str], timeout: float = 600) -> ProbeResult:
     """Import TensorFlow with ``python`` and report; never raises for a broken wheel."""
     call = commands.Call(
-        argv=(python, "-c", PROBE), what="the import probe", env=env, timeout=timeout
+        argv=commands.in_python(python, "import_tf.py", paths=commands.python_path(env)),
+        what="the import probe",
+        env=env,
+        timeout=timeout,
     )
     done = commands.attempt(call)
     stdout, stderr = done.stdout, done.stderr

@@ -51,24 +51,8 @@ MARKERS = {"zmm": r"%zmm\d", "ymm": r"%ymm\d", "fma": r"\bvfn?m(?:add|sub)\w*"}
 #: Which guard features let the compiler use each kind (any one of them).
 ENABLED_BY = {"zmm": ("AVX512F",), "ymm": ("AVX", "AVX2", "AVX512F"), "fma": ("FMA", "AVX512F")}
 
+
 #: Runs in the stand-in's own environment (standard library only); its JSON is the last stdout line.
-PROBE = r"""
-import ctypes, json, pathlib, sys
-import {module} as canary
-here = pathlib.Path(canary.__file__).parent
-library = here / "libcanary.so"
-found = {{"module": canary.__name__, "library": str(library)}}
-found["checksum"] = canary.run(4096, 10)
-lib = ctypes.CDLL(str(library))
-lib.canary_runtime.restype = ctypes.c_int
-lib.canary_runtime.argtypes = [ctypes.c_int]
-found["runtime"] = lib.canary_runtime({n})
-flags = here / "BUILD_FLAGS"
-found["flags"] = flags.read_text().split() if flags.is_file() else None
-print(json.dumps(found))
-"""
-
-
 def is_standin_wheel(wheel: Path) -> bool:
     """Is ``wheel`` (a .whl file) the canary's STAND-IN? Its name says so, or its receipt does
     (one that cannot be read says nothing here: the smoke reads it again, and says why)."""
@@ -138,11 +122,10 @@ def _regular(path: Path) -> bool:
 
 
 def _probe(python: str, timeout: float = 120) -> tuple[dict[str, Any], str | None]:
-    """Run :data:`PROBE` with ``python``: what it found, and why it failed (None when it ran)."""
-    code = PROBE.format(module=STANDIN_WHEEL, n=RUNTIME_N)
-    call = commands.Call(
-        argv=(python, "-c", code), what="the stand-in", env=clean_env(), timeout=timeout
-    )
+    """Run ``scripts/standin_probe.py`` with ``python``: what it found, and why it failed (None
+    when it ran)."""
+    argv = commands.in_python(python, "standin_probe.py", STANDIN_WHEEL, str(RUNTIME_N))
+    call = commands.Call(argv=argv, what="the stand-in", env=clean_env(), timeout=timeout)
     proc = commands.attempt(call)
     if proc.returncode is None:
         return {}, f"the stand-in {proc.problem.removeprefix('it ') if proc.problem else 'failed'}"
