@@ -1,5 +1,7 @@
 """An in-memory engine that REPLAYS what the real Docker engine was recorded doing, for the build's
-orchestration tests (tests/build/test_orchestration.py): fast, and no engine needed.
+orchestration tests (tests/build/test_orchestration.py) and the other stages that use an engine
+(tests/build/test_engine_stages.py: doctor, tfbuild base; tests/smoke/test_loads_replayed.py;
+tests/overlay/test_image_replayed.py): fast, and no engine needed.
 
 It implements :class:`tfbuild.core.engine_protocol.Engine`. Every container it "runs" is a recorded
 run of a real one (tests/fixtures/engine/<scenario>.json, made by ``python -m tests.engine_recorder``
@@ -13,7 +15,12 @@ invented: a run with no recording left fails the test, naming it. tests/docker/t
 re-runs every scenario on the real engine and checks that the recordings still say what it does.
 
 Runs are matched by kind (:func:`kind_of`): the build container, the toolchain image's package
-list, the cache volume's chown; each kind replays its recordings in the order given. The world
+list, the cache volume's chown, smoke's load probe, doctor's canary probe, the overlay image's facts
+and a compile in it; each kind replays its recordings in the order given. Images: the toolchain
+image, whatever its tag, is the recordings' one, there already (image builds are the real engine's
+tests', tests/docker/test_engine.py); any other image is as the recording found it when first asked
+(its id, or missing), then as the scenario made it (``import_image``, ``ensure_image``'s build); an
+image no recording asked about fails the test. ``info()`` is the engine's recorded answer. The world
 outside the engine (a signal, a disk filling up) acts through ``world``: callbacks keyed by a
 moment, ``"build:3"`` (after the build container's third line), ``"build:exit"`` (once its lines
 are out, before it ends) or an engine method's name (``"remove_volume"``: when the build calls it).
@@ -33,8 +40,10 @@ import requests
 
 from tfbuild.build.container import BUILD_LABEL
 from tfbuild.core import serial
+from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
 from tfbuild.core.engine import (
     ContainerGone,
+    EngineInfo,
     LineCallback,
     Mount,
     RunResult,
@@ -42,6 +51,7 @@ from tfbuild.core.engine import (
     input_hash,
 )
 from tfbuild.core.files import held_signals
+from tfbuild.overlay.image import FACTS
 from tfbuild.plan import OUTPUT_DIR
 
 #: Where the recordings live: one JSON file per scenario, and files/ (what containers left in /out).
@@ -67,7 +77,7 @@ class RecordedError:
 class RecordedRun:
     """One ``engine.run`` as the real engine answered it."""
 
-    kind: str  # kind_of(): build, packages, prepare-cache, container
+    kind: str  # kind_of(): build, packages, prepare-cache, loadprobe, ..., container
     image: str
     command: tuple[str, ...]
     user: str | None
@@ -111,6 +121,13 @@ class Recording:
     engine: str  # the engine's version and cgroup version when it was recorded
     toolchain_image_id: str | None  # what image_id() said of the toolchain image
     runs: tuple[RecordedRun, ...]
+    #: Every other image the scenario asked about, as the engine had it when first asked: its id,
+    #: or None (missing).
+    images: dict[str, str | None] = field(default_factory=dict)
+    #: The images the scenario made (``import_image``, or built by ``ensure_image``): their ids.
+    made: dict[str, str] = field(default_factory=dict)
+    #: What ``info()`` answered, when the scenario asked.
+    info: EngineInfo | None = None
 
     def of_kind(self, kind: str) -> tuple[RecordedRun, ...]:
         return tuple(run for run in self.runs if run.kind == kind)
@@ -127,20 +144,41 @@ def recording(scenario: str, directory: Path = RECORDINGS) -> Recording:
     return found
 
 
+def canary_wheel() -> Path:
+    """The canary's wheel (the STAND-IN, for x86_64) that the ``success`` recording's build left in
+    /out: what the recorded load and canary probes were given."""
+    build = recording("success").build()
+    (name,) = build.left
+    return build.files / name
+
+
 def save(found: Recording, directory: Path) -> Path:
     path = directory / f"{found.scenario}.json"
     path.write_text(json.dumps(serial.to_data(found), indent=2, ensure_ascii=False) + "\n")
     return path
 
 
+#: The containers of the other stages, by their command's first two words.
+_STAGE_KINDS = {
+    ("python3", "/tfbuild/loadprobe.py"): "loadprobe",  # smoke --in-image (smoke.loads)
+    ("python3", "/probe/probe.py"): "canary-probe",  # doctor's canary probe
+    ("cat", FACTS): "overlay-facts",  # what the overlay's toolchain image holds (overlay.image)
+}
+
+
 def kind_of(command: Sequence[str], labels: Mapping[str, str] | None, user: str | None) -> str:
-    """Which of the build's containers a run is."""
+    """Which of tfbuild's containers a run is."""
     if BUILD_LABEL in (labels or {}):
         return "build"
-    if command[:1] == ["dpkg-query"]:
+    if list(command[:1]) == ["dpkg-query"]:
         return "packages"
     if user == "0:0" and "chown" in " ".join(command):
         return "prepare-cache"
+    stage = _STAGE_KINDS.get(tuple(command[:2]))
+    if stage is not None:
+        return stage
+    if command[:1] and command[0].startswith("clang"):
+        return "compile"  # a compiler command in the overlay's toolchain image (ImageRunner)
     return "container"
 
 
@@ -181,6 +219,10 @@ class FakeEngine:
     defaults: Mapping[str, RecordedRun] = field(default_factory=dict)
     world: Mapping[str, Callable[[], None]] = field(default_factory=dict)
     toolchain_image_id: str | None = None
+    #: The engine's images (their ids; None: asked about and missing), and those it will make.
+    images: dict[str, str | None] = field(default_factory=dict)
+    made: Mapping[str, str] = field(default_factory=dict)
+    engine_info: EngineInfo | None = None
     endpoint: str = ENDPOINT
 
     calls: list[Call] = field(default_factory=list)
@@ -188,7 +230,6 @@ class FakeEngine:
     volumes: dict[str, str | None] = field(default_factory=dict)  # name: the volume it is part of
     removed_volumes: list[str] = field(default_factory=list)
     _queues: dict[str, list[RecordedRun]] = field(default_factory=dict)
-    _images: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         for key in self.world:
@@ -212,10 +253,16 @@ class FakeEngine:
         recordings."""
         found: list[RecordedRun] = []
         image_id = None
+        images: dict[str, str | None] = {}
+        made: dict[str, str] = {}
+        info = None
         for item in runs:
             if isinstance(item, Recording):
                 found.extend(item.runs)
                 image_id = image_id or item.toolchain_image_id
+                images = {**item.images, **images}
+                made = {**item.made, **made}
+                info = info or item.info
             else:
                 found.append(item)
         defaults = {
@@ -227,6 +274,9 @@ class FakeEngine:
             defaults=defaults,
             world=world or {},
             toolchain_image_id=image_id or recording("success").toolchain_image_id,
+            images=images,
+            made=made,
+            engine_info=info,
         )
 
     def _act(self, moment: str) -> None:
@@ -236,9 +286,20 @@ class FakeEngine:
 
     # -- images ---------------------------------------------------------------------------------
 
+    def info(self) -> EngineInfo:
+        self._act("info")
+        assert self.engine_info is not None, "no answer of the engine's info() was recorded"
+        return self.engine_info
+
     def image_id(self, tag: str) -> str | None:
         self._act("image_id")
-        return self.toolchain_image_id if tag in self._images else None
+        if tag.startswith(f"{TOOLCHAIN_REPOSITORY}:"):
+            return self.images.get(tag)  # there once ensure_image was asked for it
+        assert tag in self.images, f"no recording asked the engine about the image {tag}"
+        return self.images[tag]
+
+    def image_exists(self, tag: str) -> bool:
+        return self.image_id(tag) is not None
 
     def ensure_image(
         self,
@@ -249,12 +310,27 @@ class FakeEngine:
         on_line: LineCallback | None = None,
         build_args: dict[str, str] | None = None,
     ) -> tuple[str, bool]:
-        """The image the real engine tags for ``context``, there already (the recordings' builds
-        reused it): image builds are the real engine's tests' (tests/docker/test_engine.py)."""
+        """The image the real engine tags for ``context``: the toolchain image there already (the
+        recordings' builds reused it), any other as recorded (there, or made by the scenario)."""
         self._act("ensure_image")
         tag = f"{repository}:{input_hash(context)[:16]}"
-        self._images.add(tag)
-        return tag, False
+        if repository == TOOLCHAIN_REPOSITORY:
+            self.images[tag] = self.toolchain_image_id
+        if self.image_id(tag) is not None:
+            return tag, False
+        assert tag in self.made, f"no build of {tag} was recorded"
+        self.images[tag] = self.made[tag]
+        return tag, True
+
+    def import_image(
+        self, archive: Path, *, repository: str, tag: str, changes: Sequence[str] = ()
+    ) -> str:
+        self._act("import_image")
+        name = f"{repository}:{tag}"
+        assert archive.is_file(), archive
+        assert name in self.made, f"no import of {name} was recorded"
+        self.images[name] = self.made[name]
+        return self.made[name]
 
     def push_image(self, tag: str, repository: str, *, on_line: LineCallback | None = None) -> str:
         raise AssertionError(f"no push of {tag} to {repository} was recorded")

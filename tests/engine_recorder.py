@@ -7,9 +7,11 @@ toolchain image, which the first build makes when missing; a few minutes)::
     .venv/bin/python -m tests.engine_recorder success     # one or more by name
 
 Each scenario runs the real thing: the build's own code (``BuildRun.execute`` on the canary, the
-STAND-IN source) or one container of the test base image, on the real engine, through
-:class:`RecordingEngine`, which passes every call on and writes down each container's run: its
-lines, exit code, ``State.OOMKilled``, duration, the engine's error, and the files it left in /out.
+STAND-IN source), or another stage's (``smoke --in-image``'s loads, doctor's checks and canary
+probe, ``tfbuild base``, the overlay's toolchain image), or one container of the test base image,
+on the real engine, through :class:`RecordingEngine`, which passes every call on and writes down
+each container's run (its lines, exit code, ``State.OOMKilled``, duration, the engine's error, and
+the files it left in /out), the images asked about and made, and the engine's ``info()``.
 The same functions re-run the scenarios in tests/docker/test_engine_recordings.py, which checks
 that the stored recordings still agree with the engine.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shutil
 import subprocess
 import sys
@@ -26,32 +29,44 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from unittest import mock
 
 import docker.errors
 
-from tests.docker.conftest import BASE_TAG  # the test base image (make base-image)
+from tests.docker.conftest import BASE_TAG, OLD_BASE_TAG  # the test base images (make base-image)
 from tests.engine_fake import (
     RECORDINGS,
     RecordedError,
     RecordedRun,
     Recording,
+    canary_wheel,
     kind_of,
     recording,
     save,
 )
+from tfbuild.build import base_images
+from tfbuild.build.base_images import make_base_image
 from tfbuild.build.container import prepare_cache
+from tfbuild.build.doctor import _probe, canary_base, engine_checks
 from tfbuild.build.run import BuildRun
+from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
 from tfbuild.core.engine import (
     ContainerGone,
     DockerEngine,
+    EngineInfo,
     LineCallback,
     Mount,
     RunResult,
+    input_hash,
 )
-from tfbuild.core.errors import BuildFailed
+from tfbuild.core.errors import BuildFailed, EnvironmentProblem
+from tfbuild.overlay.compile import predefined
+from tfbuild.overlay.image import choose, ensure_overlay_image, image_toolchain, with_base_images
 from tfbuild.plan import OUTPUT_DIR, PlanOptions
 from tfbuild.plan.here import plan_here
+from tfbuild.plan.resources import DISK_NEEDED_GIB
 from tfbuild.recipes import canary
+from tfbuild.smoke.loads import loads_in
 
 #: Like a compile action, each job holds 400 MB (touched, so really resident) for a few seconds.
 HUNGRY = (
@@ -76,16 +91,36 @@ class RecordingEngine:
     outside: tuple[str, Sequence[str]] | None = None
     runs: list[RecordedRun] = field(default_factory=list)
     toolchain_image_id: str | None = None
+    images: dict[str, str | None] = field(default_factory=dict)  # Recording.images
+    made: dict[str, str] = field(default_factory=dict)
+    engine_info: EngineInfo | None = None
     _outside_id: str = ""
 
     @property
     def endpoint(self) -> str:
         return self.engine.endpoint
 
+    def info(self) -> EngineInfo:
+        self.engine_info = self.engine.info()
+        return self.engine_info
+
     def image_id(self, tag: str) -> str | None:
         found = self.engine.image_id(tag)
-        if tag.startswith("tfbuild/toolchain:"):
+        if tag.startswith(f"{TOOLCHAIN_REPOSITORY}:"):
             self.toolchain_image_id = found
+        else:
+            self.images.setdefault(tag, found)
+        return found
+
+    def image_exists(self, tag: str) -> bool:
+        return self.image_id(tag) is not None
+
+    def import_image(
+        self, archive: Path, *, repository: str, tag: str, changes: Sequence[str] = ()
+    ) -> str:
+        self.image_id(f"{repository}:{tag}")  # as it was before
+        found = self.engine.import_image(archive, repository=repository, tag=tag, changes=changes)
+        self.made[f"{repository}:{tag}"] = found
         return found
 
     def ensure_image(
@@ -97,9 +132,14 @@ class RecordingEngine:
         on_line: LineCallback | None = None,
         build_args: dict[str, str] | None = None,
     ) -> tuple[str, bool]:
-        return self.engine.ensure_image(
+        if repository != TOOLCHAIN_REPOSITORY:
+            self.image_id(f"{repository}:{input_hash(context)[:16]}")  # as it was before
+        tag, built = self.engine.ensure_image(
             context, repository=repository, labels=labels, on_line=on_line, build_args=build_args
         )
+        if built and repository != TOOLCHAIN_REPOSITORY:
+            self.made[tag] = self.engine.image_id(tag) or ""
+        return tag, built
 
     def push_image(self, tag: str, repository: str, *, on_line: LineCallback | None = None) -> str:
         return self.engine.push_image(tag, repository, on_line=on_line)
@@ -222,6 +262,9 @@ class RecordingEngine:
             engine=f"Docker {info.server_version}, cgroup v{info.cgroup_version}",
             toolchain_image_id=self.toolchain_image_id,
             runs=tuple(self.runs),
+            images=dict(self.images),
+            made=dict(self.made),
+            info=self.engine_info,
         )
 
 
@@ -334,6 +377,132 @@ def record_prepare_cache(where: Where) -> Recording:
     )
 
 
+def _quiet(_line: str) -> None:
+    return None
+
+
+#: What ``smoke --in-image`` is asked to probe in, and the engine has no image of.
+MISSING_IMAGE = "tfbuild-test/no-such-image:never"
+
+
+def record_smoke_loads(where: Where) -> Recording:
+    recorder = where.recorder()
+    wheel = canary_wheel()
+    for image in (BASE_TAG, OLD_BASE_TAG):
+        loads_in(recorder, wheel, image)
+    with contextlib.suppress(EnvironmentProblem):
+        loads_in(recorder, wheel, MISSING_IMAGE)
+    return recorder.recording(
+        "smoke-loads",
+        f"tfbuild smoke {wheel.name} --in-image {BASE_TAG} --in-image {OLD_BASE_TAG} "
+        f"--in-image {MISSING_IMAGE} (smoke.loads.loads_in): the canary's x86_64 wheel that "
+        "success left loads and imports on bookworm (glibc 2.36), not on bullseye (2.31); no "
+        "image of the third, so no probe",
+    )
+
+
+def record_doctor(where: Where) -> Recording:
+    recorder = where.recorder()
+    engine_checks(recorder.info(), disk_needed_gib=DISK_NEEDED_GIB["cpu"])
+    canary_base(recorder, on_line=_quiet)
+    wheel = canary_wheel()
+    _probe(recorder, BASE_TAG, wheel, wheel)
+    return recorder.recording(
+        "doctor",
+        "tfbuild doctor's engine checks (the engine's info()), its canary base image (there: "
+        f"reused) and its canary probe, run in {BASE_TAG} (doctor runs it in the toolchain image: "
+        "the same Debian, python3-venv and objdump) on the canary's x86_64 wheel that success "
+        "left, given as both the host and the baseline wheel",
+    )
+
+
+#: The repository of the base image the base-image scenario imports (and removes).
+IMPORTED_REPOSITORY = "tfbuild-test/engine-recording"
+
+
+@contextlib.contextmanager
+def stand_in_debootstrap(where: Path) -> Iterator[None]:
+    """``tfbuild base --suite bookworm`` without a mirror or root: on PATH, a debootstrap that
+    makes a root filesystem of two empty directories and says so as debootstrap does; its scripts
+    directory and a keyring for bookworm; root as far as tfbuild base asks (``os.geteuid``). The
+    tar and the engine's import are real."""
+    (where / "bin").mkdir(parents=True)
+    (where / "scripts").mkdir()
+    (where / "scripts" / "bookworm").write_text("")
+    keyring = where / "debian-archive-keyring.gpg"
+    keyring.write_bytes(b"")
+    program = where / "bin" / "debootstrap"
+    program.write_text(
+        "#!/bin/sh\n"
+        "# tfbuild's tests: --variant --keyring --include SUITE TARGET MIRROR\n"
+        'mkdir -p "$5/etc/apt" "$5/tmp"\n'
+        'echo "I: Base system installed successfully."\n'
+    )
+    program.chmod(0o755)
+    path = f"{where / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    with (
+        mock.patch.dict(os.environ, {"PATH": path, "DEBOOTSTRAP_DIR": str(where)}),
+        mock.patch.dict(base_images.HOST_KEYRINGS, {"debian": ("debian-archive-keyring", keyring)}),
+        mock.patch.object(base_images.os, "geteuid", return_value=0),
+    ):
+        yield
+
+
+def record_base_image(where: Where) -> Recording:
+    recorder = where.recorder()
+    make_base_image(recorder, suite="bookworm", tag=BASE_TAG)
+    tag = f"{IMPORTED_REPOSITORY}:base-{where.key}"
+    try:
+        with stand_in_debootstrap(where.work / "debootstrap"):
+            make_base_image(recorder, suite="bookworm", tag=tag, log_path=where.work / "base.log")
+    finally:
+        where.engine.remove_image(tag)
+    return recorder.recording(
+        "base-image",
+        f"tfbuild base --suite bookworm --tag {BASE_TAG} (there: reused), then with a tag the "
+        "engine has not (missing: made), debootstrap's stand-in making the root filesystem, "
+        "tar and the engine's import real (the image is removed after)",
+    )
+
+
+#: How the overlay scenario says to build on the host instead; the recipe's compiler it asks for;
+#: a flag its compiler refuses.
+FALLBACK = "--compiler clang++"
+OVERLAY_COMPILER = "clang-18.1.8"
+BAD_FLAG = "-mno-such-extension"
+
+
+def record_overlay_image(where: Where) -> Recording:
+    # The image built first where this engine lacks it (once, about a minute, not recorded): the
+    # scenario is its reuse, as every overlay but the first on a machine has it.
+    compiler = OVERLAY_COMPILER
+    ensure_overlay_image(
+        where.engine,
+        with_base_images(where.engine, choose(compiler), FALLBACK),
+        say=_quiet,
+    )
+    recorder = where.recorder()
+    with image_toolchain(compiler, fallback=FALLBACK, say=_quiet, engine=recorder) as found:
+        receipts = found.image
+    with image_toolchain(
+        receipts.compiler,
+        fallback=FALLBACK,
+        say=_quiet,
+        pinned=receipts,
+        engine=recorder,
+    ) as again:
+        scratch = where.work / "scratch"
+        scratch.mkdir()
+        with contextlib.suppress(BuildFailed):
+            predefined(again.toolchain(()), [BAD_FLAG], cwd=scratch)
+    return recorder.recording(
+        "overlay-image",
+        f"tfbuild overlay's toolchain image for {compiler} (overlay.image.image_toolchain): "
+        "there, reused; again as a receipt pins it (the same id: reused); then, in it, the "
+        f"compiler asked what {BAD_FLAG} enables (overlay.compile.predefined): it refuses the flag",
+    )
+
+
 SCENARIOS: dict[str, Callable[[Where], Recording]] = {
     "success": record_success,
     "oom-retry": record_oom_retry,
@@ -341,6 +510,10 @@ SCENARIOS: dict[str, Callable[[Where], Recording]] = {
     "killed-from-outside": record_killed_from_outside,
     "removed-from-outside": record_removed_from_outside,
     "prepare-cache": record_prepare_cache,
+    "smoke-loads": record_smoke_loads,
+    "doctor": record_doctor,
+    "base-image": record_base_image,
+    "overlay-image": record_overlay_image,
 }
 
 

@@ -5,26 +5,58 @@ changed, and re-record (``python -m tests.engine_recorder SCENARIO``)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.engine_fake import RecordedRun, recording, shape
-from tests.engine_recorder import SCENARIOS, record
+from tests.engine_fake import RecordedRun, Recording, recording, shape
+from tests.engine_recorder import IMPORTED_REPOSITORY, SCENARIOS, record
 from tfbuild.build.container import is_oom, stopped_from_outside
+from tfbuild.build.doctor import decode_probe, engine_checks
+from tfbuild.core.engine import EngineInfo
 
 pytestmark = pytest.mark.docker
+
+#: The base images a scenario needs besides the test base image (fixtures of tests/docker).
+NEEDS = {"smoke-loads": ("old_base_image",), "overlay-image": ("old_base_image", "new_base_image")}
 
 
 def _lines(run: RecordedRun) -> list[str]:
     """What must read alike in two runs of one container: a build's own ``[tfbuild]`` lines, the
-    names of a package list (not their versions), any other container's lines whole."""
+    names of a package list (not their versions), the canary probe's findings (not its timings),
+    any other container's lines whole."""
     if run.kind == "build":
         return shape(run.lines)
     if run.kind == "packages":
         return sorted(line.split("\t")[0] for line in run.lines)
+    if run.kind == "canary-probe":
+        probe = decode_probe(list(run.lines), exit_code=run.exit_code or 0)
+        smoke = {name: found.ok for name, found in probe.smoke.items()}
+        return [json.dumps({"smoke": smoke, "instructions": probe.instructions}, sort_keys=True)]
     return list(run.lines)
+
+
+def _images(found: Recording) -> dict[str, str]:
+    """Each image the scenario asked about, as the engine had it when first asked, and whether the
+    scenario made it; its own image by its repository (its tag names the run)."""
+    return {
+        tag.rpartition(":")[0] if tag.startswith(f"{IMPORTED_REPOSITORY}:") else tag: (
+            ("missing" if image is None else "there") + (", made" if tag in found.made else "")
+        )
+        for tag, image in found.images.items()
+    }
+
+
+def _judged(info: EngineInfo | None) -> list[tuple[str, str]] | None:
+    """What doctor makes of the engine's own facts (the disk aside: this machine's)."""
+    if info is None:
+        return None
+    checks = engine_checks(info, disk_needed_gib=0)
+    return [(c.name, c.status) for c in checks] + [
+        ("disk measured", str(info.free_disk_bytes is not None))
+    ]
 
 
 def _decisions(run: RecordedRun) -> tuple[bool, bool] | None:
@@ -36,10 +68,15 @@ def _decisions(run: RecordedRun) -> tuple[bool, bool] | None:
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_a_recording_agrees_with_the_real_engine(
-    engine: Any, base_image: str, tmp_path: Path, scenario: str
+    engine: Any, base_image: str, tmp_path: Path, scenario: str, request: pytest.FixtureRequest
 ) -> None:
+    for fixture in NEEDS.get(scenario, ()):
+        request.getfixturevalue(fixture)
     stored = recording(scenario)
     again = record(engine, scenario, tmp_path)
+    assert _images(again) == _images(stored), scenario
+    assert set(again.made) <= set(again.images), scenario
+    assert _judged(again.info) == _judged(stored.info), scenario
     assert [run.kind for run in again.runs] == [run.kind for run in stored.runs]
     for old, new in zip(stored.runs, again.runs, strict=True):
         where = f"{scenario}, {old.kind} container"

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from tfbuild.core.engine import DockerEngine
+    from tfbuild.core.engine_protocol import Engine
 
 from tfbuild.core import commands
 from tfbuild.core.errors import (
@@ -493,7 +493,7 @@ def _log_lines(path: Path, keep: int = 40) -> list[str]:
 
 
 def make_base_image(
-    engine: DockerEngine,
+    engine: Engine,
     *,
     suite: str = "bookworm",
     mirror: str | None = None,

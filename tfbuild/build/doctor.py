@@ -27,6 +27,7 @@ from tfbuild.build.run import BuildRun, ca_bundle_from, proxies_from
 from tfbuild.core import commands, serial
 from tfbuild.core.controls import printable, printable_line
 from tfbuild.core.engine import DockerEngine, EngineInfo, Mount
+from tfbuild.core.engine_protocol import Engine
 from tfbuild.core.errors import EnvironmentProblem, Interrupted, TfbuildError
 from tfbuild.core.image_failure import ImageUnavailable
 from tfbuild.core.stats import FASTER, UNDECIDED, Verdict, sequential
@@ -199,7 +200,7 @@ def network_check(env: dict[str, str]) -> Check:
 
 
 def canary_base(
-    engine: DockerEngine, *, on_line: Callable[[str], None], verbose: bool = False
+    engine: Engine, *, on_line: Callable[[str], None], verbose: bool = False
 ) -> tuple[str, Check]:
     """The canary's base image: the local `tfbuild base` image, made now when possible (what it
     does said through ``on_line``; debootstrap's own lines only with ``verbose``)."""
@@ -541,7 +542,7 @@ def _probed(line: str) -> CanaryProbe:
     return probe
 
 
-def _probe(engine: DockerEngine, image: str, host: Path, baseline: Path) -> CanaryProbe:
+def _probe(engine: Engine, image: str, host: Path, baseline: Path) -> CanaryProbe:
     lines: list[str] = []
     result = engine.run(
         image,

@@ -1,11 +1,15 @@
-"""What a build asks of a container engine: :class:`Engine`.
+"""What tfbuild asks of a container engine: :class:`Engine`.
 
-:class:`tfbuild.core.engine.DockerEngine` is the one in the product. The build stage (``build.run``,
-``build.container``, ``build.toolchain_image``, ``build.credentials``, ``build.rebuild``'s verify)
-takes its engine as this type, so that its orchestration (the OOM retry, a container killed or
-removed from outside, signals during the clean-up, publishing) also runs against the tests'
-in-memory engine, ``tests/engine_fake.py``, which replays what the real one was recorded doing
-(``tests/fixtures/engine/``).
+:class:`tfbuild.core.engine.DockerEngine` is the one in the product. Every stage that uses an engine
+takes it as this type: the build (``build.run``, ``build.container``, ``build.toolchain_image``,
+``build.credentials``, ``build.rebuild``'s verify), the overlay's toolchain image
+(``overlay.image``), ``smoke --in-image`` (``smoke.loads``), doctor's checks and canary probe
+(``build.doctor``) and ``tfbuild base`` (``build.base_images``). So what they do with the engine's
+answers (the OOM retry, a container killed or removed from outside, signals during the clean-up, an
+image reused, a wheel that does not load elsewhere, the engine's own facts judged) also runs against
+the tests' in-memory engine, ``tests/engine_fake.py``, which replays what the real one was recorded
+doing (``tests/fixtures/engine/``). Planning with a local base image (``plan.here``) still takes
+the DockerEngine itself, and so does doctor's ``run_canary``, which plans the canary's builds with it.
 
 Loads no docker: the types named below are only looked at by the type checker.
 """
@@ -17,19 +21,37 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from tfbuild.core.engine import LineCallback, Mount, RunResult
+    from tfbuild.core.engine import EngineInfo, LineCallback, Mount, RunResult
 
 
 class Engine(Protocol):
-    """The engine's methods a build calls; each behaves as DockerEngine's of the same name says."""
+    """The engine's methods tfbuild calls; each behaves as DockerEngine's of the same name says."""
 
     @property
     def endpoint(self) -> str:
         """Where the engine answers (``unix:///var/run/docker.sock``): the receipt records it."""
         ...
 
+    def info(self) -> EngineInfo:
+        """What the engine says of itself: its version and API, storage driver, cgroup version and
+        driver, root directory, and the free disk there (None when the engine is not on this
+        machine, whose disk would say nothing of it). Doctor's checks judge it."""
+        ...
+
     def image_id(self, tag: str) -> str | None:
         """The image's id, None when there is no such image."""
+        ...
+
+    def image_exists(self, tag: str) -> bool:
+        """Whether the engine has an image ``tag`` (``image_id(tag) is not None``)."""
+        ...
+
+    def import_image(
+        self, archive: Path, *, repository: str, tag: str, changes: Sequence[str] = ()
+    ) -> str:
+        """``docker import`` of ``archive`` (a root filesystem's tar) as ``repository:tag``, with
+        the Dockerfile instructions ``changes`` and tfbuild's own labels; the new image's id. A
+        missing ``archive`` is an InputError, an import that leaves no image a BuildFailed."""
         ...
 
     def ensure_image(

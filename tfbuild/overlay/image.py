@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from tfbuild.core.compilers import CompilerExecutable
 from tfbuild.core.engine import DockerEngine, Mount
+from tfbuild.core.engine_objects import input_hash
+from tfbuild.core.engine_protocol import Engine
 from tfbuild.core.errors import (
     BuildFailed,
     EnvironmentProblem,
@@ -266,7 +268,7 @@ def connect(fallback: str) -> DockerEngine:
         ) from exc
 
 
-def with_base_images(engine: DockerEngine, spec: ImageSpec, fallback: str) -> ImageSpec:
+def with_base_images(engine: Engine, spec: ImageSpec, fallback: str) -> ImageSpec:
     """``spec`` with the ids of its two base images; both must be on the engine."""
     suites = dict.fromkeys((spec.suite, spec.sysroot_suite))
     ids = {suite: engine.image_id(default_tag(suite)) for suite in suites}
@@ -289,13 +291,13 @@ def with_base_images(engine: DockerEngine, spec: ImageSpec, fallback: str) -> Im
 
 
 def ensure_overlay_image(
-    engine: DockerEngine, spec: ImageSpec, *, say: Say, proxies: Mapping[str, str] | None = None
+    engine: Engine, spec: ImageSpec, *, say: Say, proxies: Mapping[str, str] | None = None
 ) -> str:
     """The image's tag, built now unless the engine has it (by the hash of its Dockerfile)."""
     output = _BuildOutput(log_path(), say)
     with tempfile.TemporaryDirectory(prefix="tfbuild-overlay-image-") as context:
         (Path(context) / "Dockerfile").write_text(render_dockerfile(spec))
-        tag = f"{REPOSITORY}:{engine.input_hash(Path(context))[:16]}"
+        tag = f"{REPOSITORY}:{input_hash(Path(context))[:16]}"
         if not engine.image_exists(tag):
             say(
                 f"building the toolchain image {tag} ({spec.compiler} from Debian {spec.suite}, "
@@ -354,7 +356,7 @@ class ImageFacts:
     sysroot_packages: dict[str, str]
 
 
-def read_facts(engine: DockerEngine, tag: str) -> ImageFacts:
+def read_facts(engine: Engine, tag: str) -> ImageFacts:
     """The compiler's --version and the recorded packages, as the image build wrote them down."""
     lines: list[str] = []
     result = engine.run(tag, ["cat", FACTS], on_line=lines.append, network_mode="none")
@@ -386,7 +388,7 @@ class ImageRunner:
     ``read_only`` directories (the stock TensorFlow) at their own paths, no network, as the
     invoking uid:gid, so that what it writes is the user's."""
 
-    def __init__(self, engine: DockerEngine, tag: str, read_only: Sequence[str]) -> None:
+    def __init__(self, engine: Engine, tag: str, read_only: Sequence[str]) -> None:
         self._engine = engine
         self._tag = tag
         self._read_only = tuple(read_only)
@@ -417,7 +419,7 @@ class InImage:
 
     compiler: CompilerExecutable
     image: OverlayImage
-    engine: DockerEngine
+    engine: Engine
     spec: ImageSpec
 
     def toolchain(self, read_only: Sequence[str]) -> CompilerDrivers:
@@ -439,10 +441,12 @@ def image_toolchain(
     say: Say,
     pinned: OverlayImage | None = None,
     proxies: Mapping[str, str] | None = None,
+    engine: Engine | None = None,
 ) -> Iterator[InImage]:
     """The toolchain of the overlay's image, for the recipe's compiler, or, from a receipt
     (``pinned``), that image again: the same one while the engine has it, else one with the same
-    packages. ``fallback`` says how to build on the host instead (when there is no engine)."""
+    packages. ``fallback`` says how to build on the host instead (when there is no engine).
+    ``engine``: the one to use (left open), else this machine's, connected now."""
     if pinned is not None and not {pinned.suite, pinned.sysroot_suite} <= set(SUITES):
         raise InputError(
             f"the receipt's toolchain image was made from suites tfbuild base does not make "
@@ -463,8 +467,9 @@ def image_toolchain(
             sysroot_pins=pinned.sysroot_packages,
         )
     )
-    engine = connect(fallback)
-    try:
+    with contextlib.ExitStack() as stack:
+        if engine is None:
+            engine = stack.enter_context(contextlib.closing(connect(fallback)))
         if pinned is not None and engine.image_id(pinned.tag) == pinned.id:
             tag = pinned.tag
             say(f"toolchain image {tag}: the receipt's, reused")
@@ -499,5 +504,3 @@ def image_toolchain(
                 sysroot_packages=facts.sysroot_packages,
             ),
         )
-    finally:
-        engine.close()

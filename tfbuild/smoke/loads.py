@@ -31,7 +31,7 @@ from tfbuild.core import commands
 from tfbuild.core.errors import EnvironmentProblem, InputError, SmokeFailed, UsageError
 
 if TYPE_CHECKING:
-    from tfbuild.core.engine import DockerEngine
+    from tfbuild.core.engine_protocol import Engine
 
 PROBE = commands.script("loadprobe.py")
 
@@ -185,7 +185,7 @@ class LoadReport:
 
 
 def loads_in(
-    engine: DockerEngine, wheel: Path, image: str, *, wheelhouse: Path | None = None
+    engine: Engine, wheel: Path, image: str, *, wheelhouse: Path | None = None
 ) -> LoadReport:
     """Load every shared object of ``wheel`` with the dynamic loader of a container of ``image``,
     check its tags and requirements against the image's Python and import it there (its
