@@ -71,7 +71,6 @@ class OverlayProof:
         )
 
 
-_IMPORT = "import tensorflow"
 #: How the loader's line begins its reason when the kernels' check waits (loader.c, unchecked()).
 PENDING_SAYS = "its special-value check has not run on a CPU with its instruction sets"
 
@@ -79,7 +78,7 @@ PENDING_SAYS = "its special-value check has not run on a CPU with its instructio
 def load_line(python: str) -> str | None:
     """The loader's line at ``import tensorflow`` when it did not load the kernels, else None."""
     call = commands.Call(
-        argv=(python, "-c", _IMPORT),
+        argv=commands.in_python(python, "import_tf.py"),
         what=f"cannot import TensorFlow with {python}",
         error=SmokeFailed,
         env=clean_env(),
