@@ -21,15 +21,15 @@ from tfbuild.overlay.package import PLUGINS
 TREE = Path(tfbuild.__file__).resolve().parent
 
 
-def python_call(code: str, **rest: object) -> commands.Call:
-    return commands.Call(argv=(sys.executable, "-c", code), what="the step failed", **rest)  # type: ignore[arg-type]
+def python_call(code: str, **rest: object) -> commands.Command:
+    return commands.Command(argv=(sys.executable, "-c", code), what="the step failed", **rest)  # type: ignore[arg-type]
 
 
 # --- one error rule -----------------------------------------------------------------------------------
 
 
 def test_a_missing_program_is_the_calls_error_naming_it() -> None:
-    call = commands.Call(
+    call = commands.Command(
         argv=("tfbuild-no-such-program", "x"),
         what="cannot ask",
         fix="Install it.",
@@ -108,7 +108,8 @@ def test_a_script_sees_only_the_paths_it_is_given(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "from-env")}
     argv = commands.in_python(sys.executable, script, "a", "b", paths=(str(tmp_path / "given"),))
     path, args, isolated = commands.ask(
-        commands.Call(argv=argv, what="x", env=env, cwd=tmp_path), tuple[list[str], list[str], int]
+        commands.Command(argv=argv, what="x", env=env, cwd=tmp_path),
+        tuple[list[str], list[str], int],
     )
     assert isolated == 1 and args == [str(script), "a", "b"]
     assert path[0] == str(tmp_path / "given")
@@ -122,7 +123,7 @@ def test_every_script_name_is_a_file_of_the_scripts_directory() -> None:
     with pytest.raises(FileNotFoundError):
         commands.script("no-such-script.py")
     assert commands.in_python("python3", "worker.py")[4] == str(commands.SCRIPTS / "worker.py")
-    assert commands.Call(argv=commands.in_python("python3", "worker.py"), what="x").program == (
+    assert commands.Command(argv=commands.in_python("python3", "worker.py"), what="x").program == (
         "worker.py"
     )
 
@@ -147,13 +148,13 @@ def test_the_package_probe_finds_tensorflow_and_looks_for_the_overlays_loader(
 
 
 def test_every_call_goes_through_the_runner_in_force() -> None:
-    asked: list[commands.Call] = []
+    asked: list[commands.Command] = []
 
-    def recorded(call: commands.Call) -> commands.Finished:
+    def recorded(call: commands.Command) -> commands.Finished:
         asked.append(call)
         return commands.Finished(returncode=0, stdout='{"n": 7}\n')
 
-    call = commands.Call(argv=("nvidia-smi", "-q"), what="x")
+    call = commands.Command(argv=("nvidia-smi", "-q"), what="x")
     with commands.replaying(recorded):
         assert commands.ask(call, Answer) == Answer(n=7)
         assert commands.run_command(["nvidia-smi", "-q"]) is not None

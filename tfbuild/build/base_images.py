@@ -476,7 +476,7 @@ def base_log_path(suite: str, now: datetime | None = None) -> Path:
 
 def _stream(argv: Sequence[str], on_line: Callable[[str], None]) -> tuple[int, list[str]]:
     """Run a command, passing its output on line by line; its exit code and its last lines."""
-    call = commands.Call(
+    call = commands.Command(
         argv=tuple(argv), what=f"{argv[0]} did not run", error=BuildFailed, on_line=on_line
     )
     done = commands.attempt(call)

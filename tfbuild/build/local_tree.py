@@ -99,6 +99,6 @@ def _git(path: Path, *args: str) -> str | None:
         "GIT_CEILING_DIRECTORIES": str(path.parent),
     }
     proc = commands.attempt(
-        commands.Call(argv=("git", "-C", str(path), *args), what="git", env=env, timeout=60)
+        commands.Command(argv=("git", "-C", str(path), *args), what="git", env=env, timeout=60)
     )
     return proc.stdout if proc.returncode == 0 else None

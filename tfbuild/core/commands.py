@@ -1,7 +1,7 @@
 """Every external command tfbuild runs, and every script it runs in another interpreter: one typed
 call, one error rule, one seam tests replay.
 
-A :class:`Call` is the command (argv, environment, directory, time limit) and what to say when it
+A :class:`Command` is what to run (argv, environment, directory, time limit) and what to say when it
 fails (``what``, ``fix``, and the tfbuild error class, so the exit code is the stage's).
 :func:`run` returns what it printed, or raises that error for each way a command fails: it cannot
 be started, it outlives its time limit, it exits non-zero. The error's line names the program and
@@ -88,7 +88,7 @@ def python_path(env: Mapping[str, str] | None) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Call:
+class Command:
     """One command to run, and what to say when it fails."""
 
     argv: tuple[str, ...]
@@ -140,14 +140,14 @@ class Finished:
 
 
 #: What running a call gives. The real one starts a process; tests replay recordings.
-CallRunner = Callable[[Call], Finished]
+CommandRunner = Callable[[Command], Finished]
 
 
 #: The lines a call with ``on_line`` keeps (a long tool's output goes to its log, not memory).
 KEPT_LINES = 20
 
 
-def _stream_here(call: Call, on_line: Callable[[str], None]) -> Finished:
+def _stream_here(call: Command, on_line: Callable[[str], None]) -> Finished:
     tail: list[str] = []
     try:
         with subprocess.Popen(  # argv is built by tfbuild, never by a shell
@@ -170,7 +170,7 @@ def _stream_here(call: Call, on_line: Callable[[str], None]) -> Finished:
     return Finished(returncode=code, stdout="\n".join(tail))
 
 
-def _run_here(call: Call) -> Finished:
+def _run_here(call: Command) -> Finished:
     if call.on_line is not None:
         return _stream_here(call, call.on_line)
     # to the terminal: its output on our standard error, where progress goes
@@ -205,11 +205,11 @@ def _text(value: str | bytes | None) -> str:
     return value or ""
 
 
-_RUNNER: contextvars.ContextVar[CallRunner] = contextvars.ContextVar("runner", default=_run_here)
+_RUNNER: contextvars.ContextVar[CommandRunner] = contextvars.ContextVar("runner", default=_run_here)
 
 
 @contextlib.contextmanager
-def replaying(runner: CallRunner) -> Iterator[None]:
+def replaying(runner: CommandRunner) -> Iterator[None]:
     """Within the block, every call of this module goes to ``runner`` (tests: recorded output)."""
     token = _RUNNER.set(runner)
     try:
@@ -218,12 +218,12 @@ def replaying(runner: CallRunner) -> Iterator[None]:
         _RUNNER.reset(token)
 
 
-def attempt(call: Call) -> Finished:
+def attempt(call: Command) -> Finished:
     """Run ``call`` and say how it ended; never raises."""
     return _RUNNER.get()(call)
 
 
-def failure(call: Call, finished: Finished, why: str | None = None) -> TfbuildError:
+def failure(call: Command, finished: Finished, why: str | None = None) -> TfbuildError:
     """The one error for a call that failed: its subject, the program and its last line."""
     if why is None:
         how = finished.problem or (
@@ -244,7 +244,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def run(call: Call) -> Finished:
+def run(call: Command) -> Finished:
     """Run ``call``; its error when it cannot start, outlives its limit or exits non-zero."""
     finished = attempt(call)
     if not finished.ok:
@@ -252,7 +252,7 @@ def run(call: Call) -> Finished:
     return finished
 
 
-def decode_last_line(call: Call, finished: Finished, kind: type[T]) -> T:
+def decode_last_line(call: Command, finished: Finished, kind: type[T]) -> T:
     """The last line of what ``call`` printed, a JSON value, as ``kind``; its error when not."""
     lines = [line for line in finished.stdout.splitlines() if line.strip()]
     try:
@@ -263,12 +263,12 @@ def decode_last_line(call: Call, finished: Finished, kind: type[T]) -> T:
         raise failure(call, finished, f"its answer is not what tfbuild asked for: {exc}") from None
 
 
-def ask(call: Call, kind: type[T]) -> T:
+def ask(call: Command, kind: type[T]) -> T:
     """Run ``call`` and decode the last line it printed (JSON) as ``kind``."""
     return decode_last_line(call, run(call), kind)
 
 
-def spawn(call: Call, *, stderr: IO[str] | int) -> subprocess.Popen[str]:
+def spawn(call: Command, *, stderr: IO[str] | int) -> subprocess.Popen[str]:
     """Start ``call`` as a process tfbuild talks to through its standard input and output (the
     measuring worker); its error when it cannot start."""
     try:
@@ -319,7 +319,7 @@ def run_command(
     """Run ``argv`` with a C locale (in ``env``, default this process's environment) and return its
     output; None if it cannot run or times out."""
     env = {**(os.environ if env is None else env), "LC_ALL": "C"}
-    call = Call(argv=tuple(argv), what=f"{argv[0]} did not run", env=env, timeout=timeout)
+    call = Command(argv=tuple(argv), what=f"{argv[0]} did not run", env=env, timeout=timeout)
     done = attempt(call)
     if done.returncode is None:
         return None

@@ -80,7 +80,7 @@ _ASK = "import sys; print(sys.implementation.name, sys.version_info[0], sys.vers
 def query_interpreter(executable: str, *, option: str = "--python") -> Interpreter:
     """What an interpreter says it is, asked in a subprocess (argv, no shell; a minute at most);
     its answer decoded strictly. A UsageError naming ``option`` when it is not a Python."""
-    call = commands.Call(
+    call = commands.Command(
         argv=(executable, "-I", "-c", _ASK),
         what=f"{option} {executable} is not a Python interpreter",
         fix=_FIX,
@@ -127,7 +127,7 @@ def packages_of(
     """Ask ``python`` (in ``env``, default this process's environment: its PYTHONPATH and user site
     directory count, as when the user runs it) where its packages are, and the versions of
     ``distributions``: the one probe of "which TensorFlow is in this interpreter"."""
-    call = commands.Call(
+    call = commands.Command(
         argv=commands.in_python(
             python,
             "which_tf.py",

@@ -190,7 +190,7 @@ _ON = "on "
 
 def _venv(python: str, staging: Path, *options: str) -> None:
     commands.run(
-        commands.Call(
+        commands.Command(
             argv=(python, "-m", "venv", *options, str(staging)),
             what=f"cannot make a virtual environment with {python}",
             fix="Check that this Python has its venv module (Debian: python3-venv).",
@@ -203,7 +203,7 @@ def _install(staging: Path, spec: WheelSpec, *args: str) -> None:
     """``pip install ARGS`` with the new environment's interpreter; one line when pip fails."""
     pip = [str(staging / "bin/python"), "-m", "pip", "install", "--quiet"]
     commands.run(
-        commands.Call(
+        commands.Command(
             argv=(*pip, "--disable-pip-version-check", *args),
             what=f"cannot install {spec.label} into a fresh environment",
             fix="Check the wheel matches this Python and platform, and that the package "

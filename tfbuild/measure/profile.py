@@ -129,7 +129,7 @@ def profile_model(
     args = [*model.worker_args(), "--profile", str(steps)]
     if replaced is not None:
         args += ["--replaced", ",".join(replaced)]
-    call = commands.Call(
+    call = commands.Command(
         argv=commands.in_python(python, WORKER, *args, paths=commands.python_path(env)),
         what=f"the profile of {model.op} failed",
         fix="Time it without the profile: the levers' timings stand on their own.",

@@ -31,7 +31,7 @@ class OpInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ModelProblem:
+class ModelError:
     """Why the worker could not use the user's model: the stage (load, batch, call, xla)."""
 
     stage: str
@@ -45,7 +45,7 @@ class Ready:
     ready: bool
     ops: dict[str, OpInfo] = field(default_factory=dict)
     error: str | None = None
-    model_error: ModelProblem | None = None
+    model_error: ModelError | None = None
     overlay_loaded: bool = False
     overlaid: tuple[str, ...] = ()  # the overlay's models: kernels run at the overlay's priority
     model: dict[str, Any] | None = None  # the user's model, as the worker describes it

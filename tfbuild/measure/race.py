@@ -39,7 +39,7 @@ from tfbuild.core.stats import CONFIDENCE, Verdict, ratio, verdict
 from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.models import ModelFile
-from tfbuild.measure.protocol import ModelProblem
+from tfbuild.measure.protocol import ModelError
 from tfbuild.measure.run import WORKER, Method, Worker, model_failed
 
 Progress = Callable[[str], object]
@@ -199,7 +199,7 @@ class _Running:
     def fail(self, name: str, error: str, model: ModelFile) -> None:
         """The entrant raised while timed: out of the race (a reference: the race fails)."""
         if self.entrants[name].reference is None or name in self.references:
-            raise model_failed(model, ModelProblem(stage="call", error=error))
+            raise model_failed(model, ModelError(stage="call", error=error))
         self.lanes[name]["failed"] = f"it raised while timed: {error}"
         self.workers.pop(name, None)
 

@@ -39,7 +39,7 @@ from tfbuild.detect.contention import Contention
 from tfbuild.measure.models import ModelFile
 from tfbuild.measure.protocol import (
     MAX_LINE,
-    ModelProblem,
+    ModelError,
     OpInfo,
     Reply,
     decode_ready,
@@ -78,7 +78,7 @@ class Worker:
         self.label = label
         self._model = model
         #: The worker's reason when the model could not be loaded, batched or called.
-        self.model_problem: ModelProblem | None = None
+        self.model_problem: ModelError | None = None
         self._quit_asked = False
         self._log = tempfile.TemporaryFile(mode="w+", prefix="tfbuild-worker-")  # noqa: SIM115
         argv = ["--intra", str(intra), "--inter", str(inter), *extra]
@@ -90,7 +90,7 @@ class Worker:
             argv += [*model.worker_args(), "--model-xla", xla]
             if model_only:
                 argv.append("--model-only")
-        call = commands.Call(
+        call = commands.Command(
             argv=commands.in_python(python, script, *argv, paths=commands.python_path(env)),
             what=f"the benchmark worker for {label} did not start",
             error=SmokeFailed,
@@ -223,7 +223,7 @@ _MODEL_WHAT = {
 }
 
 
-def model_failed(model: ModelFile, problem: ModelProblem) -> UnsupportedError:
+def model_failed(model: ModelFile, problem: ModelError) -> UnsupportedError:
     """The one line for a model the timing worker could not use (exit 4)."""
     stage = problem.stage
     what = _MODEL_WHAT.get(stage, "cannot use")

@@ -90,7 +90,7 @@ def read_stock(
     """Run :data:`SCRIPT` in ``python`` (``env``, default :func:`clean_env`; its PYTHONPATH first
     on the path) and decode what it says of its TensorFlow and of the kernels of ``ops``."""
     env = clean_env() if env is None else env
-    call = commands.Call(
+    call = commands.Command(
         argv=commands.in_python(
             python, SCRIPT, *ops, paths=commands.python_path(env), user_site=True
         ),

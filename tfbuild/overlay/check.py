@@ -313,7 +313,7 @@ def _run(
 ) -> tuple[Index, str | None]:
     """The run's records, and the loader's line if it said why it did not load."""
     what = f"the overlay's numerical check (TFBUILD_OVERLAY={mode}) could not run"
-    call = commands.Call(
+    call = commands.Command(
         argv=commands.in_python(python, SCRIPT, str(out), paths=commands.python_path(env)),
         what=what,
         fix=f"Check that {python} imports tensorflow and numpy.",

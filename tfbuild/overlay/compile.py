@@ -177,7 +177,7 @@ Runner = Callable[[Sequence[str], Path], Ran]
 
 def run_here(argv: Sequence[str], cwd: Path) -> Ran:
     """A compiler command on this host."""
-    call = commands.Call(
+    call = commands.Command(
         argv=tuple(argv),
         what=f"{argv[0]} did not run",
         fix="Check the compiler.",

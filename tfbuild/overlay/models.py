@@ -76,7 +76,7 @@ def profile_models(
     args = ["--models", ",".join(models), "--profile", "--steps", str(steps)]
     if replaced is not None:
         args += ["--replaced", ",".join(replaced)]
-    call = commands.Call(
+    call = commands.Command(
         argv=commands.in_python(python, SCRIPT, *args, paths=commands.python_path(env)),
         what="the models' profile failed",
         fix="Report it with the output of 'tfbuild --debug smoke OVERLAY.whl'.",

@@ -77,7 +77,7 @@ PENDING_SAYS = "its special-value check has not run on a CPU with its instructio
 
 def load_line(python: str) -> str | None:
     """The loader's line at ``import tensorflow`` when it did not load the kernels, else None."""
-    call = commands.Call(
+    call = commands.Command(
         argv=commands.in_python(python, "import_tf.py"),
         what=f"cannot import TensorFlow with {python}",
         error=SmokeFailed,

@@ -74,7 +74,7 @@ def install(
     the terminal (standard error) as pip prints it.
     """
     argv = (python, "-m", "pip", "install", *pip_args, assessment.wheel.install_spec)
-    call = commands.Call(
+    call = commands.Command(
         argv=argv,
         what=f"cannot run {python} -m pip",
         fix="Name the interpreter with --python PATH.",
@@ -98,7 +98,7 @@ def uninstall(distribution: str, *, python: str) -> None:
     """``python -m pip uninstall -y DISTRIBUTION``, its output to the terminal (standard error);
     a failure is pip's to say, and the error being raised says the rest."""
     commands.attempt(
-        commands.Call(
+        commands.Command(
             argv=(python, "-m", "pip", "uninstall", "-y", distribution),
             what=f"cannot uninstall {distribution}",
             terminal=True,

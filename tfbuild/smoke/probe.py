@@ -62,7 +62,7 @@ def failure_line(stderr: str, returncode: int) -> str:
 
 def run_probe(python: str, *, env: Mapping[str, str], timeout: float = 600) -> ProbeResult:
     """Import TensorFlow with ``python`` and report; never raises for a broken wheel."""
-    call = commands.Call(
+    call = commands.Command(
         argv=commands.in_python(python, "import_tf.py", paths=commands.python_path(env)),
         what="the import probe",
         env=env,

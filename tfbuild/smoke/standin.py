@@ -125,7 +125,7 @@ def _probe(python: str, timeout: float = 120) -> tuple[dict[str, Any], str | Non
     """Run ``scripts/standin_probe.py`` with ``python``: what it found, and why it failed (None
     when it ran)."""
     argv = commands.in_python(python, "standin_probe.py", STANDIN_WHEEL, str(RUNTIME_N))
-    call = commands.Call(argv=argv, what="the stand-in", env=clean_env(), timeout=timeout)
+    call = commands.Command(argv=argv, what="the stand-in", env=clean_env(), timeout=timeout)
     proc = commands.attempt(call)
     if proc.returncode is None:
         return {}, f"the stand-in {proc.problem.removeprefix('it ') if proc.problem else 'failed'}"
@@ -148,7 +148,7 @@ def count_instructions(library: Path) -> dict[str, int] | str:
     if objdump is None:
         return "not counted: no objdump on PATH (binutils)"
     proc = commands.attempt(
-        commands.Call(
+        commands.Command(
             argv=(objdump, "-d", "--no-show-raw-insn", str(library)),
             what="objdump",
             timeout=120,
