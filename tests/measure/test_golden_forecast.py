@@ -8,17 +8,17 @@ from __future__ import annotations
 from tests.goldens import GOLDEN_DIR, compare_or_write, json_text
 from tests.measure.results import timed
 from tfbuild.core import serial
-from tfbuild.measure.forecast_emit import Emitted
+from tfbuild.detect.contention import Contention
 from tfbuild.measure.forecast_report import (
-    CompilerUsed,
     Forecast,
+    KernelsBuilt,
     OneDnn,
     OpForecast,
-    StockFlags,
-    compare,
+    by_class,
 )
 from tfbuild.measure.run import OpResult, SettingTrial
 from tfbuild.measure.tune import TuneReport
+from tfbuild.overlay.forecast import Emitted
 
 GOLDEN = GOLDEN_DIR / "measure"
 
@@ -27,29 +27,43 @@ SLOW = [3.0, 3.03, 2.97, 3.06, 2.94] * 3
 EVEN = [2.0, 2.02, 1.98, 2.04, 1.96] * 3
 
 
-#: Stock TensorFlow's own op: the slow kernel plus 1 s a call around it.
-TF = [s + 1.0 for s in SLOW]
-
-
 def _forecast(onednn: OneDnn) -> Forecast:
-    ops = (
-        OpForecast.of("exp", "transcendental", 1000, stock=SLOW, plan=FAST, tensorflow=TF),
-        OpForecast.of("tanh", "transcendental", 1000, stock=EVEN, plan=FAST, tensorflow=TF),
-        OpForecast.of("cast_f32_bf16", "cast", 4096, stock=FAST, plan=FAST, tensorflow=FAST),
-        OpForecast.of("add", "control", 1000, stock=FAST, plan=FAST, tensorflow=EVEN),
-        # Not timed in TensorFlow: its class shows the kernel's ratios.
-        OpForecast.of("relu", "control", 1000, stock=FAST, plan=SLOW),
+    results = (
+        timed("exp", FAST, SLOW, work=1000, unit="Gelem/s"),
+        timed("tanh", FAST, EVEN, work=1000, unit="Gelem/s"),
+        timed("gelu", EVEN, EVEN, work=1000, unit="Gelem/s"),
+        timed("cast_f32_bf16", FAST, FAST, work=4096, unit="Gelem/s"),
+        timed("add", FAST, FAST, work=1000, unit="Gelem/s"),
+        timed("relu", SLOW, FAST, work=1000, unit="Gelem/s"),
     )
+    ops = tuple(op for op in (OpForecast.of(r) for r in results) if op is not None)
     return Forecast(
         tensorflow="2.21.0",
         target="haswell",
         stock_wheel="tensorflow-cpu==2.21.0",
-        compiler=CompilerUsed(version="g++ 12.2.0", why="the newest g++ on PATH"),
-        stock_flags=StockFlags(flags=("-mavx",), source="TensorFlow 2.21's .bazelrc"),
-        plan_flags=("-march=haswell", "-O2"),
+        built=KernelsBuilt(
+            wheel="tfbuild_overlay-2.21.0+haswell-py3-none-manylinux_2_31_x86_64.whl",
+            sha256="ab" * 32,
+            kernels=83,
+            compiler="Debian clang version 18.1.8 (18+b1)",
+            image="tfbuild/overlay-toolchain:73af2bb34425b6b4",
+            cflags=("-march=haswell", "-mno-rdrnd"),
+            left_to_stock=("Log1p float32: why", "Softmax float32: not faster"),
+            seconds=31.5,
+        ),
+        classes=by_class(ops),
         ops=ops,
-        classes=compare(ops),
         onednn=onednn,
+        machine=Contention(
+            seconds=40.0,
+            cpus=2,
+            others_busy=0.25,
+            ours_busy=1.0,
+            steal=0.0,
+            load_average=1.5,
+            quota_cores=None,
+            throttled=None,
+        ),
         notes=("a note",),
     )
 
@@ -68,13 +82,15 @@ def test_a_forecast() -> None:
 
 def test_an_emitted_forecast() -> None:
     emitted = Emitted(
-        directory="/tmp/bench",
-        script="/tmp/bench/run.sh",
-        line="cd x && ./stock 5",
-        compiled_here_with="g++ 12.2.0",
-        stock_flags=("-mavx",),
-        plan_flags=("-march=icelake-server",),
-        notes=(),
+        tensorflow="2.21.0",
+        target="zen4",
+        why="the plan is for the machine of zen4.txt, not this one",
+        directory="/tmp/zen4",
+        wheel="/tmp/zen4/tfbuild_overlay-2.21.0+zen4-py3-none-manylinux_2_31_x86_64.whl",
+        script="/tmp/zen4/run.sh",
+        line='cd "$(dirname "$0")" && exec tfbuild smoke '
+        'tfbuild_overlay-2.21.0+zen4-py3-none-manylinux_2_31_x86_64.whl "$@"',
+        pending=("sse4a",),
     )
     compare_or_write(GOLDEN / "forecast-emit.json", json_text(serial.to_data(emitted)))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT
 from tfbuild.measure.forecast_onednn import onednn_dispatch, read_onednn_verbose
 
 RECORDED = ROOT / "tests" / "fixtures" / "onednn"
@@ -61,14 +61,11 @@ def test_the_probe_reads_the_real_stock_wheel(stock_python: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_forecast_for_tensorflow_2_13_measures_onednn() -> None:
-    """TensorFlow 2.13's oneDNN 2.7 prints the older verbose format: the forecast reads it (it
-    said "oneDNN printed no ISA (is oneDNN on in this wheel?)" before)."""
-    result = run_cli("forecast", "--tf", "2.13", "--budget", "1", "--json", timeout=900)
-    assert result.returncode == 0, result.stderr
-    data = result.json()
-    assert data["stock_wheel"] == "tensorflow-cpu==2.13.1"
-    onednn = data["onednn"]
-    assert onednn["error"] is None and onednn["isa"], onednn
-    assert set(onednn["kernels"]) == {"matmul", "conv"}, onednn
-    assert data["summary"].endswith("matmul and conv would not change"), data["summary"]
+def test_the_probe_reads_tensorflow_2_13s_onednn() -> None:
+    """TensorFlow 2.13's oneDNN 2.7 prints the older verbose format: the probe reads it from the
+    real wheel (it said "oneDNN printed no ISA (is oneDNN on in this wheel?)" once)."""
+    from tfbuild.measure.envs import WheelSpec, ensure_env
+
+    onednn = onednn_dispatch(ensure_env(WheelSpec.parse("tensorflow-cpu==2.13.1")).python)
+    assert onednn.error is None and onednn.isa, onednn
+    assert set(onednn.kernels) == {"matmul", "conv"}, onednn

@@ -37,7 +37,6 @@ def test_wheel_ships_data_and_a_clean_install_finds_it(tmp_path: Path) -> None:
     # canary's probe in the toolchain container, the load probe of smoke --in-image)
     scripts = Path(tfbuild.__file__).parent / "scripts"
     assert {f"tfbuild/scripts/{s.name}" for s in scripts.glob("*.py")} <= set(names)
-    assert "tfbuild/measure/forecast_kernels.cc" in names  # compiled by tfbuild forecast
     assert "tfbuild/recipes/canary/tree/src/kernel.c" in names
     assert (
         "tfbuild/recipes/canary/tree/tensorflow/tools/pip_package/BUILD" in names

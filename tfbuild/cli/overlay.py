@@ -16,7 +16,18 @@ from tfbuild.cli.options import takes
 from tfbuild.cli.output import progressing
 from tfbuild.core import serial
 from tfbuild.core.controls import printable
-from tfbuild.core.options import CPUINFO, DIST, INSTALLED, JSON, STOCK, TARGET, TF, Cli, option
+from tfbuild.core.options import (
+    CPUINFO,
+    DIST,
+    HOST_COMPILER,
+    INSTALLED,
+    JSON,
+    STOCK,
+    TARGET,
+    TF,
+    Cli,
+    option,
+)
 from tfbuild.core.pythons import PYTHON_INTERPRETER
 
 if TYPE_CHECKING:
@@ -44,17 +55,7 @@ class OverlayArgs:
     )
     installed: bool = option(INSTALLED, default=False)
     python: str = option(PYTHON_INTERPRETER, default=sys.executable)
-    compiler: str | None = option(
-        Cli(
-            flags=("--compiler",),
-            metavar="COMPILER",
-            help="Compile on this host with this C++ compiler (clang++-16, g++). Default: the "
-            "recipe's clang in tfbuild's overlay toolchain image (Docker, and the base images "
-            "tfbuild base makes), against Debian 11's C library: the wheel loads on glibc 2.31+.",
-            show_default=False,
-        ),
-        default=None,
-    )
+    compiler: str | None = option(HOST_COMPILER, default=None)
     dist: Path = option(DIST, default=Path("dist"))
     as_json: bool = option(JSON, default=False)
     check: bool = option(
@@ -108,11 +109,10 @@ def _build(
     return build_overlay(
         OverlayRequest.of_plan(
             plan,
+            host_compiler=args.compiler,
+            in_image=args.compiler is None,
             # --installed: the release installed, which a patch release of the recipe's minor is
             tensorflow=installed or plan.tensorflow,
-            cflags=_flags_for(args.compiler, plan) if args.compiler else plan.cflags,
-            compiler_path=args.compiler,
-            in_image=args.compiler is None,
             stock=args.stock,
             python=args.python if args.installed else None,
             venv_python=args.python,
@@ -184,24 +184,6 @@ def _checked_line(checks: Sequence[KernelCheck]) -> str:
         f"rest within their ulp bounds (widest: {widest.kernel} {widest.max_ulp} of "
         f"{widest.bound})"
     )
-
-
-def _flags_for(program: str, plan: BuildPlan) -> tuple[str, ...]:
-    """The plan's target spelt for ``--compiler``'s family and version, as the planner spells it for
-    the recipe's (archspec's flags, or the nearest target it knows plus -m options): clang 16 has no
-    -march=arrowlake, which the recipe's clang 18 has. A compiler that is not there keeps the plan's
-    flags (the build then says it is missing)."""
-    from tfbuild.core.compilers import compiler_at, release_in
-    from tfbuild.detect.compilers import Compiler, flags_for
-    from tfbuild.detect.cpu import lookup_target
-
-    found = compiler_at(program, why="--compiler")
-    release = release_in(found.version) if found is not None else None
-    if found is None or release is None or plan.target == "native":
-        return plan.cflags
-    wanted = [c.feature for c in plan.coverage if c.flag is not None]
-    compiler = Compiler(name=found.family, version=release, spec=program)
-    return tuple(flags_for(lookup_target(plan.target), compiler, machine_features=wanted).flags)
 
 
 def _installed_release(python: str, asked: str | None) -> str | None:

@@ -236,6 +236,15 @@ STOCK = Cli(
     "of the release).",
     show_default=False,
 )
+#: ``--compiler CXX``: compile an overlay's kernels (overlay, forecast) on this host.
+HOST_COMPILER = Cli(
+    flags=("--compiler",),
+    metavar="COMPILER",
+    help="Compile on this host with this C++ compiler (clang++-16, g++). Default: the recipe's "
+    "clang in tfbuild's overlay toolchain image (Docker, and the base images tfbuild base makes), "
+    "against Debian 11's C library: the wheel loads on glibc 2.31+.",
+    show_default=False,
+)
 #: ``-v/--verbose``: every line of what runs (a build, debootstrap), not only its progress.
 VERBOSE = Cli(flags=("-v", "--verbose"), help="Show every line of what runs, not only progress.")
 #: ``--dist DIR``: where wheels, receipts and logs go.

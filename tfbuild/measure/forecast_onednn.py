@@ -7,17 +7,11 @@ there: it says which ISA oneDNN detected and which implementation each primitive
 from __future__ import annotations
 
 import re
-import subprocess
+from collections.abc import Mapping
 
+from tfbuild.core import commands
 from tfbuild.measure.envs import clean_env
 from tfbuild.measure.forecast_report import OneDnn
-
-_ONEDNN_PROBE = """
-import tensorflow as tf
-a = tf.random.normal([512, 512]); tf.linalg.matmul(a, a)
-x = tf.random.normal([1, 32, 32, 16]); k = tf.random.normal([3, 3, 16, 16])
-tf.nn.conv2d(x, k, 1, "SAME")
-"""
 
 _KINDS = {
     "matmul": "matmul",
@@ -27,28 +21,33 @@ _KINDS = {
 }
 
 
+def onednn_call(python: str, env: Mapping[str, str] | None = None) -> commands.Command:
+    """The probe: ``python`` runs a matmul and a conv (``scripts/onednn_probe.py``) with
+    ONEDNN_VERBOSE=1, in ``env`` (default: :func:`~tfbuild.measure.envs.clean_env`; its
+    PYTHONPATH first on the script's path)."""
+    env = clean_env() if env is None else env
+    return commands.Command(
+        argv=commands.in_python(python, "onednn_probe.py", paths=commands.python_path(env)),
+        what="tfbuild's oneDNN probe did not run",
+        env={**env, "ONEDNN_VERBOSE": "1", "TF_CPP_MIN_LOG_LEVEL": "1"},
+        timeout=300,
+    )
+
+
 def onednn_dispatch(python: str) -> OneDnn:
     """Which kernels oneDNN runs for matmul and conv in the stock wheel on this machine, from its
     verbose output (ONEDNN_VERBOSE=1): the ISA it detected and each primitive's implementation."""
-    env = clean_env() | {"ONEDNN_VERBOSE": "1", "TF_CPP_MIN_LOG_LEVEL": "1"}
-    try:
-        proc = subprocess.run(
-            [python, "-c", _ONEDNN_PROBE],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-            env=env,
-        )
-    except (OSError, subprocess.SubprocessError) as exc:
-        return OneDnn(isa=None, kernels={}, error=f"tfbuild's oneDNN probe did not run: {exc}")
+    return read_probe(commands.attempt(onednn_call(python)))
+
+
+def read_probe(done: commands.Finished) -> OneDnn:
+    """What the probe's run (:func:`onednn_call`) says oneDNN ran, or how it failed."""
     failed = ""
-    if proc.returncode != 0:
-        last = next((line for line in reversed(proc.stderr.splitlines()) if line.strip()), "")
-        failed = f"tfbuild's oneDNN probe exited with {proc.returncode}" + (
-            f": {last.strip()[:200]}" if last else ""
-        )
-    return read_onednn_verbose(proc.stdout + proc.stderr, failed=failed)
+    if done.returncode is None:
+        failed = f"tfbuild's oneDNN probe did not run: {done.problem}"
+    elif done.returncode != 0:
+        failed = f"tfbuild's oneDNN probe exited with {done.returncode}: {done.last_line[:200]}"
+    return read_onednn_verbose(done.stdout + done.stderr, failed=failed)
 
 
 #: The verbose lines of oneDNN: "onednn_verbose," (2.x, 3.x), "dnnl_verbose," (before 2.x).

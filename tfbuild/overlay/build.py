@@ -99,17 +99,44 @@ class OverlayRequest:
     build_cpu: CpuInfo | None = None
 
     @classmethod
-    def of_plan(cls, plan: BuildPlan, **rest: Any) -> OverlayRequest:
-        """The overlay a plan describes (its release, target, flags and compiler), with ``rest``
-        (where it compiles, against which TensorFlow, where it goes) given or changed."""
-        planned = {
+    def of_plan(
+        cls, plan: BuildPlan, *, host_compiler: str | None = None, **rest: Any
+    ) -> OverlayRequest:
+        """The overlay a plan describes (its release, target, flags and compiler), with
+        ``host_compiler`` (``--compiler``: on this host, the plan's target spelt for it) and
+        ``rest`` (where it compiles, against which TensorFlow, where it goes) given or changed."""
+        planned: dict[str, Any] = {
             "tensorflow": plan.tensorflow,
             "architecture": plan.architecture,
             "target": plan.target,
             "cflags": plan.cflags,
             "compiler": plan.compiler,
         }
+        if host_compiler is not None:
+            planned |= {
+                "cflags": _flags_for(host_compiler, plan),
+                "compiler_path": host_compiler,
+                "in_image": False,
+            }
         return cls(**{**planned, **rest})
+
+
+def _flags_for(program: str, plan: BuildPlan) -> tuple[str, ...]:
+    """The plan's target spelt for ``--compiler``'s family and version, as the planner spells it for
+    the recipe's (archspec's flags, or the nearest target it knows plus -m options): clang 16 has no
+    -march=arrowlake, which the recipe's clang 18 has. A compiler that is not there keeps the plan's
+    flags (the build then says it is missing)."""
+    from tfbuild.core.compilers import compiler_at, release_in
+    from tfbuild.detect.compilers import Compiler, flags_for
+    from tfbuild.detect.cpu import lookup_target
+
+    found = compiler_at(program, why="--compiler")
+    release = release_in(found.version) if found is not None else None
+    if found is None or release is None or plan.target == "native":
+        return plan.cflags
+    wanted = [c.feature for c in plan.coverage if c.flag is not None]
+    compiler = Compiler(name=found.family, version=release, spec=program)
+    return tuple(flags_for(lookup_target(plan.target), compiler, machine_features=wanted).flags)
 
 
 @dataclass(frozen=True, kw_only=True)
