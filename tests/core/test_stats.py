@@ -7,7 +7,6 @@ import json
 import math
 import random
 import statistics
-from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -22,7 +21,6 @@ from tfbuild.core.stats import (
     SLOWER,
     UNDECIDED,
     Summary,
-    bootstrap,
     decide,
     describe,
     quantile,
@@ -320,14 +318,3 @@ def test_sequential_looks_take_more_pairs_until_they_can_tell() -> None:
             assert found.looks == MAX_LOOKS
     assert max(looks) > 1
     assert sum(1 for n in looks if n > 1) > 10
-
-
-def test_bootstrap_is_seeded_and_holds_its_statistic() -> None:
-    samples: Sequence[Sequence[float]] = ([1.0, 1.1, 0.9, 1.05, 0.95] * 4, [2.0, 2.1, 1.9] * 5)
-
-    def ratio_of_medians(s: Sequence[Sequence[float]]) -> float:
-        return statistics.median(s[1]) / statistics.median(s[0])
-
-    first = bootstrap(samples, ratio_of_medians)
-    assert first == bootstrap(samples, ratio_of_medians)
-    assert first[0] <= ratio_of_medians(samples) <= first[1]

@@ -13,7 +13,7 @@ interval (Hollander & Wolfe, *Nonparametric Statistical Methods*, ch. 3.2 and 4.
   of their Walsh averages, and the interval from the Wilcoxon signed-rank distribution. Pairing
   cancels whatever drifts slower than a pair (a neighbour's job, a clock change), which is most
   of a shared machine's noise.
-* *unpaired* timings (two samples timed apart, as the forecast's two benchmark runs): the
+* *unpaired* timings (two samples timed apart; every stage now times in pairs): the
   two-sample estimator, the median of all pairwise log differences, and the interval from the
   Mann-Whitney distribution.
 
@@ -47,9 +47,8 @@ from __future__ import annotations
 
 import functools
 import math
-import random
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tfbuild.core.rounded import Round4
@@ -335,24 +334,6 @@ def _raw(values: Sequence[float], what: str) -> list[float]:
     data = [float(v) for v in values]
     _seconds(data, what)
     return data
-
-
-def bootstrap(
-    samples: Sequence[Sequence[float]],
-    statistic: Callable[[Sequence[Sequence[float]]], float],
-    *,
-    confidence: float = CONFIDENCE,
-    resamples: int = 2000,
-) -> tuple[float, float]:
-    """A percentile bootstrap interval of ``statistic`` over independent ``samples`` (each
-    resampled on its own), seeded: the same input gives the same interval. For a figure derived
-    from several timings taken apart (the forecast's T / (T - D)), where no rank interval exists."""
-    rng = random.Random(0)
-    values = sorted(
-        statistic([rng.choices(s, k=len(s)) for s in samples]) for _ in range(resamples)
-    )
-    tail = (1 - confidence) / 2
-    return values[int(tail * resamples)], values[math.ceil((1 - tail) * resamples) - 1]
 
 
 # --- the answer ------------------------------------------------------------------------------------
