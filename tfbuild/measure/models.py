@@ -10,7 +10,7 @@ sure it is one of the two things tune times, within bounds:
   Keras v3 format), at most :data:`MAX_BYTES` on disk and unpacked.
 
 Anything else is one :class:`InputError` line (exit 3). Loading and calling happen in the timing
-worker (``_worker.py``); what fails there is :class:`UnsupportedError` (exit 4), raised by
+worker (``scripts/worker.py``); what fails there is :class:`UnsupportedError` (exit 4), raised by
 :mod:`tfbuild.measure.run`.
 
 The options that say how the model is called are declared here once (:class:`ModelOptions`), for
@@ -219,7 +219,7 @@ class ModelFile:
     code: str | None = None  # the user's .py file of custom classes, resolved
 
     def worker_args(self) -> list[str]:
-        """The measuring worker's arguments for this model (``_worker.py --model ...``)."""
+        """The measuring worker's arguments for this model (``worker.py --model ...``)."""
         argv = ["--model", self.path, "--model-kind", self.kind, "--model-op", self.op]
         argv += ["--model-batch", str(self.batch), "--model-step", self.step]
         if self.inputs:

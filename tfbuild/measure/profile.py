@@ -1,7 +1,7 @@
 """Where a model's time goes, and what that predicts for recompiling some of its kernels.
 
-A profile is one process's line from TensorFlow's profiler (``_profile_tf.py``, run by the
-measuring worker on the user's model, ``_worker.py --profile``, or by the overlay's models script):
+A profile is one process's line from TensorFlow's profiler (``scripts/profile_tf.py``, run by the
+measuring worker on the user's model, ``worker.py --profile``, or by the overlay's models script):
 each op type's own time per step, and the time of the *replaced* kernels asked about ("Exp:float32",
 "Cast:float32->bfloat16"): those a tfbuild overlay registers, which are the kernels a rebuild for
 this CPU recompiles with a gain (matmul and convolution are oneDNN's, which picks its code for this

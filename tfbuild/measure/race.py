@@ -1,6 +1,6 @@
 """Several ways of running one model, timed side by side until each is judged.
 
-Each entrant is a process of the measuring worker (``_worker.py --model-only``) with its own
+Each entrant is a process of the measuring worker (``scripts/worker.py --model-only``) with its own
 environment (threads, XLA auto-clustering, the overlay on or off, an allocator) and, for XLA on the
 whole step, ``--model-xla jit``; all of them are started first and stay alive, each serving the
 model as its one op. A *round* times one repetition of every entrant still racing, in an order that

@@ -1,6 +1,6 @@
 """Candidate and baseline, side by side: benchmark workers driven in alternation.
 
-Each wheel gets a long-lived worker process (``_worker.py`` in the wheel's own interpreter), one per
+Each wheel gets a long-lived worker process (``scripts/worker.py`` in the wheel's own interpreter), one per
 thread setting. Ops are timed one repetition at a time, a candidate repetition beside a baseline
 one, the two taking turns to go first, so that whatever the machine does meanwhile hits both alike
 and each pair can be compared on its own (:mod:`tfbuild.core.stats`, paired). An op still
@@ -496,7 +496,7 @@ def compare(
     within ``method.budget`` seconds: each setting's extra rounds get an equal share of what is
     left when it starts. A claimed difference is rechecked in fresh processes
     (:func:`time_and_recheck`). ``script`` and ``extra``: another program speaking the worker's
-    protocol and its arguments (the overlay's models, ``tfbuild/overlay/_models_tf.py``);
+    protocol and its arguments (the overlay's models, ``tfbuild/scripts/models_tf.py``);
     ``model``: the user's model, served alone (the smoke of an overlay with --model)."""
     results: list[OpResult] = []
     end = time.monotonic() + method.budget

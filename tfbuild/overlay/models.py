@@ -2,9 +2,9 @@
 share predicts, and the gain measured.
 
 Both sides run in the overlay's environment; the stock side has ``TFBUILD_OVERLAY=off``. Each model
-(``_models_tf.py``) is first profiled in one process per side (TensorFlow's profiler: each op
+(``scripts/models_tf.py``) is first profiled in one process per side (TensorFlow's profiler: each op
 type's own time per step, and the time of each replaced kernel), then timed as smoke times an op
-(:func:`tfbuild.measure.run.compare` driving ``_models_tf.py``, which speaks the smoke worker's
+(:func:`tfbuild.measure.run.compare` driving ``scripts/models_tf.py``, which speaks the smoke worker's
 protocol: repetitions in alternation, rounds until decided, a claim rechecked in fresh processes),
 at the machine's default threads.
 
@@ -38,7 +38,7 @@ from tfbuild.measure.run import Method, OpResult, compare
 
 SCRIPT = commands.script("models_tf.py")
 MODELS = ("lstm", "mlp_gelu", "mlp_bf16", "transformer")
-#: What each model is, for the reader (``_models_tf.py`` builds them).
+#: What each model is, for the reader (``scripts/models_tf.py`` builds them).
 WHAT = {
     "lstm": "LSTM(64) inference, 1024 sequences of 32 steps",
     "mlp_gelu": "gelu MLP 64-2048-64 training step, batch 4096",

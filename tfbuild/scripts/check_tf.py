@@ -3,7 +3,7 @@
 the stock wheel's environment, never imports tfbuild (:mod:`tfbuild.overlay.check` runs it twice,
 with TFBUILD_OVERLAY=off and on, and compares the two).
 
-Usage: ``PYTHON _check_tf.py OUT.zip``. Only the standard library, numpy and tensorflow are
+Usage: ``PYTHON check_tf.py OUT.zip``. Only the standard library, numpy and tensorflow are
 imported, and the file stays valid on Python 3.9.
 
 Every op runs eagerly on the CPU through ``tf.raw_ops`` (one intra-op thread), so that exactly the
@@ -351,7 +351,7 @@ def compute(tf: Any, np: Any, out: zipfile.ZipFile) -> Runner:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        sys.stderr.write("usage: _check_tf.py OUT.zip\n")
+        sys.stderr.write("usage: check_tf.py OUT.zip\n")
         return 2
     try:
         import numpy as np
@@ -370,7 +370,7 @@ def main(argv: list[str]) -> int:
             out.writestr("index.json", json.dumps(index))
         Path(argv[1]).write_bytes(buffer.getvalue())
     except Exception as exc:  # the parent reports it in one line
-        sys.stderr.write(f"_check_tf.py: {type(exc).__name__}: {exc}\n")
+        sys.stderr.write(f"check_tf.py: {type(exc).__name__}: {exc}\n")
         return 1
     return 0
 

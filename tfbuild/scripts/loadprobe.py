@@ -2,7 +2,7 @@
 """Does a wheel load, install and import here? Run by ``tfbuild smoke --in-image`` inside a
 container of another system (standard library only, any Python 3.6+):
 
-    python3 _loadprobe.py WHEEL [--wheelhouse DIR]
+    python3 loadprobe.py WHEEL [--wheelhouse DIR]
 
 1. The native code: unpacks the wheel and asks this system's dynamic loader to load every shared
    object in it (``dlopen`` through ctypes, lazy binding): the loader checks each library's needed

@@ -4,7 +4,7 @@ TensorFlow.
 
 Imports only the standard library (TensorFlow is passed in); valid on Python 3.9. Not run on its own:
 the measuring worker (``worker.py --profile``, a user's model) loads it by its path, from its own directory;
-the overlay's models (``tfbuild/overlay/_models_tf.py --profile``) load it from the file their
+the overlay's models (``models_tf.py --profile``) load it from the file their
 parent names (``--profiler``).
 
 :func:`profile` calls a step (a ``tf.function`` of no arguments) once, runs STEPS calls under

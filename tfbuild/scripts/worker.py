@@ -758,7 +758,7 @@ def overlay_loaded() -> bool:
 def profile_model(
     protocol: Protocol, tf: Any, loaded: LoadedModel, args: argparse.Namespace
 ) -> int:
-    """``--profile STEPS``: one line, where the model's step spends its time (``_profile_tf``),
+    """``--profile STEPS``: one line, where the model's step spends its time (``profile_tf.py``),
     counting the kernels of ``--replaced`` (default: those this process runs at the overlay's
     priority)."""
     _profile_tf = sibling("profile_tf")
