@@ -7,13 +7,12 @@ never as a traceback from tfbuild.
 
 from __future__ import annotations
 
-import json
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from tfbuild.core import commands
+from tfbuild.core.errors import TfbuildError
 from tfbuild.smoke.messages import TensorFlowMessages, parse_messages
 
 #: What tf.sysconfig.get_build_info() values become in the probe's JSON (others as their str).
@@ -38,6 +37,18 @@ class ProbeResult:
     def __post_init__(self) -> None:
         object.__setattr__(self, "build_info", dict(sorted(self.build_info.items())))
         object.__setattr__(self, "tcmalloc_loaded", bool(self.tcmalloc_maps))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Imported:
+    """What ``scripts/import_tf.py`` says, decoded strictly (it runs the wheel under test)."""
+
+    ok: bool
+    version: str
+    git_version: str | None
+    build_info: dict[str, BuildInfoValue]
+    tcmalloc_maps: tuple[str, ...]
+    python: str
 
 
 def failure_line(stderr: str, returncode: int) -> str:
@@ -74,21 +85,19 @@ def run_probe(python: str, *, env: Mapping[str, str], timeout: float = 600) -> P
     if done.problem:
         stderr += f"\nthe probe {done.problem.removeprefix('it ')}"
     guard = parse_messages(stderr + "\n" + stdout)
-    data: dict[str, Any] = {}
-    for line in reversed(stdout.strip().splitlines()):
-        if line.startswith("{"):
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            break
+    said: Imported | None = None
+    if done.ok:
+        try:
+            said = commands.decode_last_line(call, done, Imported)
+        except TfbuildError as exc:
+            stderr += f"\n{exc.why}"
     signal_name = None
     if code < 0:
         try:
             signal_name = signal.Signals(-code).name
         except ValueError:
             signal_name = f"signal {-code}"
-    ok = code == 0 and bool(data.get("ok"))
+    ok = said is not None and said.ok
     failure = None if ok else failure_line(stderr, code)
     if not ok and guard.missing:
         failure = (
@@ -100,9 +109,9 @@ def run_probe(python: str, *, env: Mapping[str, str], timeout: float = 600) -> P
         returncode=code,
         signal=signal_name,
         failure=failure,
-        version=data.get("version"),
-        git_version=data.get("git_version"),
-        build_info=data.get("build_info") or {},
+        version=said.version if said else None,
+        git_version=said.git_version if said else None,
+        build_info=dict(said.build_info) if said else {},
         guard=guard,
-        tcmalloc_maps=tuple(data.get("tcmalloc_maps") or ()),
+        tcmalloc_maps=said.tcmalloc_maps if said else (),
     )

@@ -21,7 +21,6 @@ against its x86_64 build), so there is no benchmark here.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import platform
@@ -33,11 +32,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from tfbuild.core import commands
 from tfbuild.core.defaults import STANDIN_WHEEL
-from tfbuild.core.errors import InputError
+from tfbuild.core.errors import InputError, TfbuildError
 from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env
 from tfbuild.smoke.probe import failure_line
 from tfbuild.wheel.labels import is_standin_name
@@ -121,25 +120,34 @@ def _regular(path: Path) -> bool:
         return True  # a dangling or unreadable link: missing, as far as the smoke is concerned
 
 
-def _probe(python: str, timeout: float = 120) -> tuple[dict[str, Any], str | None]:
+@dataclass(frozen=True, kw_only=True)
+class StandinFound:
+    """What ``scripts/standin_probe.py`` says of the installed stand-in, decoded strictly."""
+
+    module: str
+    library: str  # libcanary.so, where it was installed
+    checksum: float  # the kernel's result
+    runtime: int  # what the C++ part returned
+    flags: tuple[str, ...] | None  # BUILD_FLAGS beside it; None: there is none
+
+
+def _probe(python: str, timeout: float = 120) -> tuple[StandinFound | None, str | None]:
     """Run ``scripts/standin_probe.py`` with ``python``: what it found, and why it failed (None
     when it ran)."""
     argv = commands.in_python(python, "standin_probe.py", STANDIN_WHEEL, str(RUNTIME_N))
     call = commands.Command(argv=argv, what="the stand-in", env=clean_env(), timeout=timeout)
     proc = commands.attempt(call)
     if proc.returncode is None:
-        return {}, f"the stand-in {proc.problem.removeprefix('it ') if proc.problem else 'failed'}"
-    found: dict[str, Any] = {}
-    for line in reversed(proc.stdout.strip().splitlines()):
-        if line.startswith("{"):
-            try:
-                found = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            break
-    if proc.returncode != 0 or not found:
-        return found, failure_line(proc.stderr, proc.returncode)
-    return found, None
+        return (
+            None,
+            f"the stand-in {proc.problem.removeprefix('it ') if proc.problem else 'failed'}",
+        )
+    if proc.returncode != 0:
+        return None, failure_line(proc.stderr, proc.returncode)
+    try:
+        return commands.decode_last_line(call, proc, StandinFound), None
+    except TfbuildError as exc:
+        return None, exc.why
 
 
 def count_instructions(library: Path) -> dict[str, int] | str:
@@ -209,17 +217,16 @@ def run_standin_smoke(
     built_for = f", built for {receipt.built_for}" if receipt is not None else ""
     if failure is not None:
         failures.append(f"the stand-in does not work: {failure}{built_for}")
-    checksum = found.get("checksum")
-    runtime = found.get("runtime")
-    if failure is None:
-        if not isinstance(checksum, float) or not math.isfinite(checksum) or checksum <= 0:
+    checksum = found.checksum if found else None
+    runtime = found.runtime if found else None
+    if found is not None:
+        if not math.isfinite(found.checksum) or found.checksum <= 0:
             failures.append(f"its kernel returned {checksum}, not a positive finite sum")
         if runtime != RUNTIME_N:
             failures.append(f"its C++ part returned {runtime}, not {RUNTIME_N}")
-    raw_flags = found.get("flags")
-    flags = tuple(str(f) for f in raw_flags) if isinstance(raw_flags, list) else None
+    flags = found.flags if found else None
     receipt_flags = receipt.cflags if receipt is not None else None
-    if failure is None and flags is None:
+    if found is not None and flags is None:
         failures.append(f"it records no flags ({STANDIN_WHEEL}/BUILD_FLAGS is missing)")
     elif flags is not None and receipt_flags is not None and flags != receipt_flags:
         failures.append(
@@ -229,7 +236,7 @@ def run_standin_smoke(
     instructions = Instructions(
         counted=None, enabled=None, expected=None, note="not counted: it did not run"
     )
-    library = found.get("library")
+    library = found.library if found else None
     architecture = (receipt.architecture if receipt else None) or platform.machine()
     if architecture != "x86_64":
         instructions = Instructions(
@@ -264,8 +271,8 @@ def run_standin_smoke(
         reused=env.reused,
         ran=failure is None,
         failure=failure,
-        checksum=checksum if isinstance(checksum, float) else None,
-        runtime=runtime if isinstance(runtime, int) else None,
+        checksum=checksum,
+        runtime=runtime,
         flags=flags,
         receipt_flags=receipt_flags,
         target=receipt.target if receipt is not None else None,
