@@ -61,3 +61,25 @@ def test_the_standins_answer_is_typed_or_the_reason_it_is_not() -> None:
     with commands.replaying(answering(good.replace("1.5", '"1.5"'))):
         found, failure = _probe("python3")
     assert found is None and failure is not None and "standin_probe.py" in failure
+
+
+def test_the_load_probes_answer_is_decoded_strictly() -> None:
+    from tfbuild.smoke.loads import LoadReport
+
+    answer = {
+        "glibc": "2.31",
+        "libraries": [{"path": "a/lib.so", "loads": True, "error": None}],
+        "requirements": [
+            {"requirement": "numpy", "name": "numpy", "state": "installed", "version": "1"}
+        ],
+    }
+    report = LoadReport.from_probe("img", answer)
+    assert report.loads and report.requirements[0].state == "installed"
+    for hostile in (
+        {**answer, "libraries": [{"path": "a/lib.so", "loads": "yes", "error": None}]},
+        {**answer, "requirements": [{**answer["requirements"][0], "state": "stolen"}]},  # type: ignore[index]
+        {**answer, "shell": "rm -rf /"},
+        {k: v for k, v in answer.items() if k != "libraries"},
+    ):
+        with pytest.raises(ValueError):
+            LoadReport.from_probe("img", hostile)

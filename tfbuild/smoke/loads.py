@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from tfbuild.core import commands
+from tfbuild.core import commands, serial
 from tfbuild.core.errors import EnvironmentProblem, InputError, SmokeFailed, UsageError
 
 if TYPE_CHECKING:
@@ -140,48 +140,50 @@ class LoadReport:
         return None
 
     @classmethod
-    def from_probe(cls, image: str, data: dict[str, Any]) -> LoadReport:
-        """The report from the probe's JSON object (``tfbuild/scripts/loadprobe.py``)."""
-        wheel = data.get("wheel") or {}
-        install = data.get("install") or {}
+    def from_probe(cls, image: str, data: Any) -> LoadReport:
+        """The report from the probe's JSON object (``tfbuild/scripts/loadprobe.py``), decoded
+        strictly (it ran in another system, beside the wheel under test); a ValueError says why
+        it is not the probe's."""
+        said = serial.from_data(data, ProbeAnswer)
         return cls(
             image=image,
-            glibc=data.get("glibc"),
-            libraries=tuple(
-                LibraryLoad(path=str(d["path"]), loads=bool(d["loads"]), error=d.get("error"))
-                for d in data["libraries"]
-            ),
-            python=data.get("python"),
-            distribution=wheel.get("name"),
-            tags=tuple(wheel.get("tags") or ()),
-            installable=bool(data.get("installable", True)),
-            not_installable=data.get("not_installable"),
-            install=Install(
-                by="pip" if install.get("by") == "pip" else "unpacked",
-                wheelhouse=bool(install.get("wheelhouse")),
-                pip=install.get("pip"),
-                error=install.get("error"),
-            ),
-            requirements=tuple(
-                Requirement(
-                    requirement=str(r["requirement"]),
-                    name=str(r["name"]),
-                    state=r["state"],
-                    version=r.get("version"),
-                )
-                for r in data.get("requirements") or ()
-            ),
-            modules=tuple(
-                ModuleImport(
-                    name=str(m["name"]),
-                    ok=bool(m["ok"]),
-                    file=m.get("file"),
-                    error=m.get("error"),
-                    cause=m.get("cause"),
-                )
-                for m in data.get("imports") or ()
-            ),
+            glibc=said.glibc,
+            libraries=said.libraries,
+            python=said.python,
+            distribution=said.wheel.name,
+            tags=said.wheel.tags,
+            installable=said.installable,
+            not_installable=said.not_installable,
+            install=said.install,
+            requirements=said.requirements,
+            modules=said.imports,
         )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeWheel:
+    """The wheel as the probe read it (its METADATA and WHEEL)."""
+
+    name: str | None = None
+    version: str | None = None
+    tags: tuple[str, ...] = ()
+    requires_python: str | None = None
+    top_level: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeAnswer:
+    """What ``tfbuild/scripts/loadprobe.py`` prints, field for field."""
+
+    glibc: str | None = None
+    libraries: tuple[LibraryLoad, ...]
+    python: str | None = None
+    wheel: ProbeWheel = ProbeWheel()
+    installable: bool = True
+    not_installable: str | None = None
+    install: Install = Install(by="unpacked", wheelhouse=False, pip=None, error=None)
+    requirements: tuple[Requirement, ...] = ()
+    imports: tuple[ModuleImport, ...] = ()
 
 
 def loads_in(
@@ -223,7 +225,14 @@ def loads_in(
             why=" ".join(lines[-3:]) or f"the probe exited with {result.exit_code}",
             fix="The image needs python3 (tfbuild base images have it).",
         )
-    return LoadReport.from_probe(image, json.loads(found))
+    try:
+        return LoadReport.from_probe(image, json.loads(found))
+    except ValueError as exc:
+        raise EnvironmentProblem(
+            f"cannot check {wheel.name} in {image}",
+            why=f"loadprobe.py's answer is not what tfbuild asked for: {exc}",
+            fix="Report it with the output of 'tfbuild --debug smoke --in-image'.",
+        ) from None
 
 
 def check_in_image_request(wheel: str | None, images: list[str], wheelhouse: Path | None) -> None:
