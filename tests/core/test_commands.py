@@ -119,6 +119,13 @@ def test_a_script_sees_only_the_paths_it_is_given(tmp_path: Path) -> None:
     assert commands.python_path(env) == (str(tmp_path / "from-env"),)
 
 
+def test_a_command_is_named_by_its_script_its_module_or_its_program() -> None:
+    assert commands.Command(argv=("/usr/bin/clang++", "x.cc", "-c"), what="x").program == "clang++"
+    assert commands.Command(argv=("python3", "-m", "pip", "install"), what="x").program == (
+        "python3 -m pip"
+    )
+
+
 def test_every_script_name_is_a_file_of_the_scripts_directory() -> None:
     with pytest.raises(FileNotFoundError):
         commands.script("no-such-script.py")

@@ -101,15 +101,16 @@ class Command:
     terminal: bool = False  # its output goes to our standard error as it prints (pip), not kept
     merged: bool = False  # its standard error kept in its standard output, in the order printed
     #: each line it prints (standard output and error together) as it prints it; its last
-    #: :data:`KEPT_LINES` lines are kept as its standard output
+    #: :data:`KEPT_LINES` lines are kept as its standard output, and it runs until it ends (a
+    #: debootstrap takes what it takes; ``timeout`` is not applied)
     on_line: Callable[[str], None] | None = None
 
     @property
     def program(self) -> str:
         """The program as messages name it: the script for a script, else the command's name."""
         argv = self.argv
-        if "-c" in argv and argv[argv.index("-c") + 1] == _LAUNCH:
-            return Path(argv[argv.index("-c") + 2]).name
+        if argv[1:4] == ("-I", "-c", _LAUNCH) and len(argv) > 4:  # as in_python lays it out
+            return Path(argv[4]).name
         if len(argv) > 2 and argv[1] == "-m":
             return f"{Path(argv[0]).name} -m {argv[2]}"
         return Path(argv[0]).name
