@@ -326,16 +326,19 @@ STOCK_NAMES = frozenset({Arm().name, Arm(levers=(ONE_THREAD,)).name})
 
 
 def lever_results(
-    found: Race, arms: Sequence[Arm], model: ModelFile, overlay: OverlayLever | None
+    found: Race,
+    arms: Sequence[Arm],
+    model: ModelFile,
+    overlay: OverlayLever | None,
+    reference: Callable[[Arm], Arm | None] | None = None,
 ) -> list[LeverResult]:
-    """Each arm but the baseline against stock at its threads (stock at one thread: against the
-    default threads)."""
+    """Each arm but the baseline against its ``reference``: by default stock at its threads (stock
+    at one thread: against the default threads)."""
     rows = []
     for arm in arms:
-        if not arm.levers:
+        against = (reference or reference_of)(arm)
+        if against is None:
             continue
-        against = reference_of(arm)
-        assert against is not None
         lane = found.lane(arm.name)
         failed = trouble(found, arm)
         compared = found.compare(arm.name, against.name) if failed is None else None
@@ -536,15 +539,15 @@ def tune_model(options: ModelTuneOptions, *, say: Progress) -> ModelTune:
     if knobs and time.monotonic() + _longest(first) < end:
         second_arms = [chosen, *(chosen.with_(k) for k in knobs)]
         left = end - time.monotonic()
+
+        def on_chosen(arm: Arm) -> Arm | None:
+            return None if arm is chosen else chosen
+
         second = _race_arms(
-            second_arms,
-            lambda arm: None if arm is chosen else chosen,
-            options,
-            deadline=time.monotonic() + left / 2,
-            say=say,
+            second_arms, on_chosen, options, deadline=time.monotonic() + left / 2, say=say
         )
         races.append(second)
-        rows += _knob_rows(second, second_arms, chosen, options)
+        rows += lever_results(second, second_arms, options.model, options.overlay, on_chosen)
         chosen = _with_knobs(second, chosen, knobs)
     else:
         not_tried += [f"{chosen.name} + {k.name}" for k in knobs]
@@ -611,37 +614,6 @@ def _longest(found: Race) -> float:
     starts = [lane.start_seconds for lane in found.lanes]
     per_round = sum(lane.median or 0.0 for lane in found.lanes)
     return max(starts, default=0.0) * 3 + per_round * 15
-
-
-def _knob_rows(
-    second: Race, arms: Sequence[Arm], chosen: Arm, options: ModelTuneOptions
-) -> list[LeverResult]:
-    rows = []
-    for arm in arms[1:]:
-        lane = second.lane(arm.name)
-        failed = trouble(second, arm)
-        compared = second.compare(arm.name, chosen.name) if failed is None else None
-        outcome = (
-            FAILED
-            if failed is not None
-            else UNDECIDED
-            if compared is None
-            else OUTCOMES[compared.label]
-        )
-        rows.append(
-            LeverResult(
-                name=arm.name,
-                levers=arm.keys,
-                threads=arm.threads,
-                against=chosen.name,
-                outcome=outcome,
-                verdict=compared,
-                seconds=lane.median,
-                why=failed or lane.stopped,
-                apply=apply_of(arm, options.model, options.overlay),
-            )
-        )
-    return rows
 
 
 def _with_knobs(second: Race, chosen: Arm, knobs: Sequence[Lever]) -> Arm:

@@ -3,12 +3,10 @@
 Each entrant is a process of the measuring worker (``scripts/worker.py --model-only``) with its own
 environment (threads, XLA auto-clustering, the overlay on or off, an allocator) and, for XLA on the
 whole step, ``--model-xla jit``; all of them are started first and stay alive, each serving the
-model as its one op. A *round* times one repetition of every entrant still racing, in an order that
-turns from round to round (each entrant goes first in turn, and every other round runs backwards),
-so that whatever the machine does meanwhile falls on all of them alike. Round r's repetitions of two
-entrants are a *pair*: any two entrants can be compared on the rounds both ran
-(:func:`tfbuild.core.stats.verdict`, paired), which is how each is judged against its *reference*
-(stock at the same threads) and against the fastest so far (the *leader*).
+model as its one op. They are timed in smoke's :class:`tfbuild.measure.run.Rounds`, each with its
+own calls per repetition: one repetition of every entrant still racing a round, in an order that
+turns, and any two entrants compared on the rounds both ran (paired). That is how each is judged
+against its *reference* (stock at the same threads) and against the fastest so far (the *leader*).
 
 Rounds come in blocks of ``method.pairs`` (a look). After each, an entrant is done when it is
 decided against its reference, and against the leader (or is the leader); the references run
@@ -26,6 +24,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
+import dataclasses
 import os
 import threading
 import time
@@ -40,7 +39,7 @@ from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.models import ModelFile
 from tfbuild.measure.protocol import ModelError
-from tfbuild.measure.run import WORKER, Method, Worker, model_failed
+from tfbuild.measure.run import WORKER, Method, Rounds, Worker, model_failed
 
 Progress = Callable[[str], object]
 
@@ -143,39 +142,29 @@ def _check_memory(first: Worker, count: int) -> None:
         )
 
 
-class _Running:
-    """The entrants' workers and their timings while the race runs."""
+class _Starting:
+    """The entrants' workers as they start, some at once, and what each start showed."""
 
-    def __init__(
-        self, stack: contextlib.ExitStack, entrants: Sequence[Entrant], script: Path
-    ) -> None:
-        self.stack = stack
-        self.script = script
-        self.entrants = {e.name: e for e in entrants}
-        self.references = {e.reference for e in entrants if e.reference is not None}
+    def __init__(self, stack: contextlib.ExitStack, python: str, model: ModelFile, script: Path):
+        self.stack, self.python, self.model, self.script = stack, python, model, script
         self.workers: dict[str, Worker] = {}
-        self.lanes: dict[str, dict[str, Any]] = {}
+        self.lanes: dict[str, Lane] = {}
         self._lock = threading.Lock()
 
     def ask_all_to_quit(self) -> None:
         for worker in list(self.workers.values()):
             worker.ask_to_quit()
 
-    def start(
-        self, entrant: Entrant, python: str, model: ModelFile, *, fatal: bool
-    ) -> Worker | None:
+    def start(self, entrant: Entrant, *, fatal: bool) -> None:
         began = time.monotonic()
-        record: dict[str, Any] = {"name": entrant.name, "seconds": []}
-        with self._lock:
-            self.lanes[entrant.name] = record
         try:
             made = Worker(
-                python,
+                self.python,
                 intra=0,
                 inter=0,
                 env=entrant.env,
                 label=entrant.name,
-                model=model,
+                model=self.model,
                 xla=entrant.xla,
                 model_only=True,
                 script=self.script,
@@ -183,40 +172,21 @@ class _Running:
         except (UnsupportedError, SmokeFailed) as exc:
             if fatal:
                 raise
-            record["failed"] = exc.what + (f": {exc.why}" if exc.why else "")
-            return None
+            failed = exc.what + (f": {exc.why}" if exc.why else "")
+            with self._lock:
+                self.lanes[entrant.name] = Lane(name=entrant.name, failed=failed)
+            return
         with self._lock:
             worker = self.stack.enter_context(made)
-        record["start_seconds"] = time.monotonic() - began
-        record["rss_bytes"] = worker.rss_bytes()
-        record["overlay_loaded"] = worker.info.overlay_loaded
-        record["loader_lines"] = tuple(worker.stderr_lines(LOADER_PREFIX))
-        record["described"] = dict(worker.info.model or {})
-        with self._lock:
             self.workers[entrant.name] = worker
-        return worker
-
-    def fail(self, name: str, error: str, model: ModelFile) -> None:
-        """The entrant raised while timed: out of the race (a reference: the race fails)."""
-        if self.entrants[name].reference is None or name in self.references:
-            raise model_failed(model, ModelError(stage="call", error=error))
-        self.lanes[name]["failed"] = f"it raised while timed: {error}"
-        self.workers.pop(name, None)
-
-    def snapshot(self, rounds: int, margin: float, looks: int) -> Race:
-        return Race(
-            baseline="",
-            lanes=tuple(self.lane(name, rounds, keep=True) for name in self.lanes),
-            rounds=rounds,
-            looks=looks,
-            margin=margin,
-        )
-
-    def lane(self, name: str, rounds: int, *, keep: bool = False) -> Lane:
-        record = dict(self.lanes[name]) if keep else self.lanes[name]
-        seconds = list(record.pop("seconds"))
-        seconds += [None] * (rounds - len(seconds))
-        return Lane(**record, seconds=tuple(seconds))
+            self.lanes[entrant.name] = Lane(
+                name=entrant.name,
+                start_seconds=time.monotonic() - began,
+                rss_bytes=worker.rss_bytes(),
+                overlay_loaded=worker.info.overlay_loaded,
+                loader_lines=tuple(worker.stderr_lines(LOADER_PREFIX)),
+                described=dict(worker.info.model or {}),
+            )
 
 
 def _at_once() -> int:
@@ -226,15 +196,6 @@ def _at_once() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
-
-
-def _order(names: Sequence[str], index: int) -> list[str]:
-    """Round ``index``'s order: each entrant first in turn, every other round backwards."""
-    if not names:
-        return []
-    turn = index % len(names)
-    found = [*names[turn:], *names[:turn]]
-    return found[::-1] if index % 2 else found
 
 
 def race(
@@ -258,117 +219,143 @@ def race(
         raise ValueError(f"unique names, one baseline, references among them: {entrants}")
     baseline = bases[0]
     ordered = sorted(entrants, key=lambda e: (e.name != baseline, e.name not in references))
+    fatal = {baseline, *(r for r in references if r is not None)}
     with contextlib.ExitStack() as stack:
-        running = _Running(stack, ordered, script)
+        starting = _Starting(stack, python, model, script)
         try:
-            fatal = {baseline, *references}
             say(
                 f"starting {ordered[0].name} (1 of {len(ordered)}): the model loaded and called once"
             )
-            running.start(ordered[0], python, model, fatal=True)
-            _check_memory(running.workers[baseline], len(ordered))
+            starting.start(ordered[0], fatal=True)
+            _check_memory(starting.workers[baseline], len(ordered))
             rest = ordered[1:]
             if rest:
                 say(f"starting the {len(rest)} other ways of running it, {_at_once()} at a time")
             with concurrent.futures.ThreadPoolExecutor(max_workers=_at_once()) as pool:
-                starts = [
-                    pool.submit(running.start, e, python, model, fatal=e.name in fatal)
-                    for e in rest
-                ]
+                starts = [pool.submit(starting.start, e, fatal=e.name in fatal) for e in rest]
                 for job in starts:
                     job.result()
-            for name, worker in list(running.workers.items()):
-                reply = worker.run(model.op, reps=1, min_rep_seconds=method.min_rep_seconds)
-                if reply.error is not None:
-                    running.fail(name, reply.error, model)
-                    continue
-                running.lanes[name]["inner"] = reply.inner
-            rounds, looks, spans = _run_rounds(running, model, method, deadline, say)
+            timing = _Timing(
+                Rounds(starting.workers, model.op, method, shared_inner=False), ordered, fatal
+            )
+            timing.run(model, deadline, say)
         finally:  # every worker told to quit first: each close then waits for its own exit only
-            running.ask_all_to_quit()
+            starting.ask_all_to_quit()
+    rounds = timing.rounds
     return Race(
         baseline=baseline,
-        lanes=tuple(running.lane(e.name, rounds) for e in ordered),
-        rounds=rounds,
-        looks=looks,
+        lanes=tuple(timing.lane(starting.lanes[e.name]) for e in ordered),
+        rounds=rounds.rounds,
+        looks=rounds.looks,
         margin=method.min_margin,
-        contention=contention.combine(spans) if spans else None,
+        contention=contention.combine(rounds.spans) if rounds.spans else None,
     )
 
 
-def _run_rounds(
-    running: _Running, model: ModelFile, method: Method, deadline: float, say: Progress
-) -> tuple[int, int, list[Contention]]:
-    """Blocks of rounds until every entrant is done; the rounds and looks run, and what else ran
-    on the CPUs meanwhile."""
-    live = list(running.workers)
-    index = looks = 0
-    spans: list[Contention] = []
-    block_seconds = 0.0
-    while len(live) > 1:
-        began, before = time.monotonic(), contention.snapshot()
-        for _ in range(method.pairs):
-            for name in _order(live, index):
-                if name not in running.workers:
-                    continue
-                reply = running.workers[name].run(
-                    model.op,
-                    reps=1,
-                    min_rep_seconds=method.min_rep_seconds,
-                    inner=running.lanes[name]["inner"],
-                )
-                if reply.error is not None:
-                    running.fail(name, reply.error, model)
-                    live.remove(name)
-                    continue
-                times = running.lanes[name]["seconds"]
-                times += [None] * (index - len(times))
-                times.append(reply.seconds_per_call[0])
-            index += 1
-            if looks == 0 and index == EARLY_ROUNDS:
-                _stop_far_slower(running, live, index, method)
-        spans.append(contention.between(before, contention.snapshot()))
-        looks += 1
-        block_seconds = max(block_seconds, time.monotonic() - began)
-        leader = _leader(running, live)
-        pending = _pending(running, live, leader, index, looks, method)
-        say(_look_line(leader, index, pending))
-        if not pending or looks >= method.looks or time.monotonic() + block_seconds > deadline:
-            break
-        # The references and the leader are what the pending are judged against.
-        needed = {running.entrants[name].reference for name in pending} | {leader}
-        live = [name for name in live if name in pending or name in needed]
-    return index, looks, spans
+class _Timing:
+    """The race's rounds: blocks until every entrant is done (see the module docstring)."""
 
+    def __init__(self, rounds: Rounds, entrants: Sequence[Entrant], fatal: set[str]) -> None:
+        self.rounds = rounds
+        self.reference = {e.name: e.reference for e in entrants}
+        self.fatal = fatal
+        self.stopped: dict[str, str] = {}
 
-def _leader(running: _Running, live: Sequence[str]) -> str:
-    """The live entrant with the shortest median over the rounds so far."""
-
-    def median(name: str) -> float:
-        found = sorted(s for s in running.lanes[name]["seconds"] if s is not None)
-        return found[len(found) // 2] if found else float("inf")
-
-    return min(live, key=median)
-
-
-def _stop_far_slower(running: _Running, live: list[str], rounds: int, method: Method) -> None:
-    """After the first rounds, stop each entrant that every pair shows :data:`FAR_SLOWER` times
-    slower than the leader and slower than its reference (99 % intervals)."""
-    leader = _leader(running, live)
-    now = running.snapshot(rounds, method.min_margin, 1)
-    for name in list(live):
-        reference = running.entrants[name].reference
-        if name == leader or reference is None or name in running.references:
-            continue
-        behind = _interval(now, name, leader)
-        own = _interval(now, name, reference)
-        if behind is None or own is None or behind[2] >= 1 / FAR_SLOWER or own[2] >= 1:
-            continue
-        running.lanes[name]["stopped"] = (
-            f"stopped after {rounds} rounds: {behind[0]:.2f}x the speed of {leader} "
-            f"({behind[1]:.2f}-{behind[2]:.2f}x, 99 %)"
+    def lane(self, started: Lane) -> Lane:
+        name = started.name
+        if name not in self.rounds.workers:  # it did not start
+            return dataclasses.replace(started, seconds=(None,) * self.rounds.rounds)
+        failed = self.rounds.failed.get(name)
+        return dataclasses.replace(
+            started,
+            seconds=self.rounds.seconds(name),
+            failed=f"it raised while timed: {failed}" if failed is not None else None,
+            stopped=self.stopped.get(name),
+            inner=self.rounds.inner.get(name, 0),
         )
-        live.remove(name)
+
+    def now(self, looks: int) -> Race:
+        lanes = tuple(Lane(name=n, seconds=self.rounds.seconds(n)) for n in self.rounds.workers)
+        margin = self.rounds.method.min_margin
+        return Race(baseline="", lanes=lanes, rounds=self.rounds.rounds, looks=looks, margin=margin)
+
+    def check(self, model: ModelFile) -> None:
+        """A reference (or the baseline) whose model failed while timed fails the race."""
+        for name, error in self.rounds.failed.items():
+            if name in self.fatal:
+                raise model_failed(model, ModelError(stage="call", error=error))
+
+    def run(self, model: ModelFile, deadline: float, say: Progress) -> None:
+        rounds, method = self.rounds, self.rounds.method
+        live = list(rounds.workers)
+        rounds.calibrate(live)
+        self.check(model)
+        live = [name for name in live if name not in rounds.failed]
+        while len(live) > 1:
+            early = self.stop_far_slower if rounds.looks == 0 else None
+            live = rounds.block(live, fatal=self.fatal, after_round=early)
+            self.check(model)
+            leader = self.leader(live)
+            pending = self.pending(live, leader)
+            say(_look_line(leader, rounds.rounds, pending))
+            if (
+                not pending
+                or rounds.looks >= method.looks
+                or time.monotonic() + rounds.block_seconds > deadline
+            ):
+                break
+            # The references and the leader are what the pending are judged against.
+            needed = {self.reference[name] for name in pending} | {leader}
+            live = [name for name in live if name in pending or name in needed]
+
+    def leader(self, live: Sequence[str]) -> str:
+        """The live entrant with the shortest median over the rounds so far."""
+
+        def median(name: str) -> float:
+            found = sorted(self.rounds.timed(name))
+            return found[len(found) // 2] if found else float("inf")
+
+        return min(live, key=median)
+
+    def stop_far_slower(self, done: int, live: list[str]) -> list[str]:
+        """After the first :data:`EARLY_ROUNDS` rounds, the entrants that every pair shows
+        :data:`FAR_SLOWER` times slower than the leader and slower than their reference (99 %
+        intervals): they stop."""
+        if done != EARLY_ROUNDS:
+            return []
+        leader, now, stop = self.leader(live), self.now(1), []
+        for name in live:
+            reference = self.reference[name]
+            if name == leader or reference is None or name in self.fatal:
+                continue
+            behind = _interval(now, name, leader)
+            own = _interval(now, name, reference)
+            if behind is None or own is None or behind[2] >= 1 / FAR_SLOWER or own[2] >= 1:
+                continue
+            self.stopped[name] = (
+                f"stopped after {done} rounds: {behind[0]:.2f}x the speed of {leader} "
+                f"({behind[1]:.2f}-{behind[2]:.2f}x, 99 %)"
+            )
+            stop.append(name)
+        return stop
+
+    def pending(self, live: Sequence[str], leader: str) -> set[str]:
+        """The live entrants not yet done: undecided against their reference, or (but the leader
+        and the references) against the leader."""
+        now = self.now(self.rounds.looks)
+        pending: set[str] = set()
+        for name in live:
+            reference = self.reference[name]
+            if reference is None:
+                continue
+            own = now.compare(name, reference)
+            if own is None or not own.decided:
+                pending.add(name)
+            if name != leader and name not in self.fatal:
+                behind = now.compare(name, leader)
+                if behind is None or not behind.decided:
+                    pending.add(name)
+        return pending
 
 
 def _interval(now: Race, candidate: str, against: str) -> tuple[float, float, float] | None:
@@ -378,27 +365,6 @@ def _interval(now: Race, candidate: str, against: str) -> tuple[float, float, fl
         return None
     found = ratio(mine, theirs, paired=True, confidence=CONFIDENCE)
     return found.ratio, found.low, found.high
-
-
-def _pending(
-    running: _Running, live: Sequence[str], leader: str, rounds: int, looks: int, method: Method
-) -> set[str]:
-    """The live entrants not yet done: undecided against their reference, or (but the leader and
-    the references) against the leader."""
-    now = running.snapshot(rounds, method.min_margin, looks)
-    pending: set[str] = set()
-    for name in live:
-        reference = running.entrants[name].reference
-        if reference is None:
-            continue
-        own = now.compare(name, reference)
-        if own is None or not own.decided:
-            pending.add(name)
-        if name != leader and name not in running.references:
-            behind = now.compare(name, leader)
-            if behind is None or not behind.decided:
-                pending.add(name)
-    return pending
 
 
 def _look_line(leader: str, rounds: int, pending: set[str]) -> str:

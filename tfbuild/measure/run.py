@@ -15,7 +15,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -279,68 +279,114 @@ class Method:
 THREAD_SETTINGS = (("1", 1, 1), ("default", 0, 0))
 
 
-class _Timings:
-    """One op's repetitions so far on both sides, the inner loop count both sides run, and how
-    long a round took."""
+def order(names: Sequence[str], index: int) -> list[str]:
+    """Round ``index``'s order: each name first in turn, and every other cycle of turns backwards
+    (two names: AB, BA, BA, AB), so that no worker always runs after the same one."""
+    if not names:
+        return []
+    turn = index % len(names)
+    found = [*names[turn:], *names[:turn]]
+    return found[::-1] if (index // len(names)) % 2 else found
 
-    def __init__(self) -> None:
-        self.candidate: list[float] = []
-        self.baseline: list[float] = []
-        self.inner: int | None = None  # calls per repetition, the same on both sides
+
+class Rounds:
+    """The one way tfbuild times things side by side: workers timed one repetition each per
+    *round*, in an order that turns from round to round (:func:`order`), so that whatever the
+    machine does meanwhile falls on all of them alike. Round r's repetitions of any two workers are
+    a *pair*, compared on their own (:func:`tfbuild.core.stats.verdict`, paired). Rounds run in
+    blocks of ``method.pairs``, a *look* each; what else ran on the CPUs is read for each block.
+
+    Smoke times a candidate beside a baseline, op by op (:func:`alternate`); tune races several
+    ways of running one model (:mod:`tfbuild.measure.race`)."""
+
+    def __init__(
+        self, workers: Mapping[str, Worker], op: str, method: Method, *, shared_inner: bool
+    ) -> None:
+        """``shared_inner``: every worker runs the calls per repetition that the largest
+        calibration found (:meth:`calibrate`); else each its own."""
+        self.workers = dict(workers)
+        self.op = op
+        self.method = method
+        self.shared_inner = shared_inner
+        self.times: dict[str, list[float | None]] = {name: [] for name in workers}
+        self.inner: dict[str, int] = {}
+        #: A worker's error when the op failed in it: it is out of the rounds.
+        self.failed: dict[str, str] = {}
+        self.rounds = 0
         self.looks = 0
-        self.round_seconds = 0.0
+        self.block_seconds = 0.0  # the longest block so far
         self.spans: list[Contention] = []
-        self.failed = False
 
+    def _rep(self, name: str, inner: int | None) -> Reply | None:
+        reply = self.workers[name].run(
+            self.op, reps=1, min_rep_seconds=self.method.min_rep_seconds, inner=inner
+        )
+        if reply.error is not None:
+            self.failed[name] = reply.error
+            return None
+        return reply
 
-def _one(worker: Worker, op: str, method: Method, inner: int | None) -> Reply | None:
-    """One repetition (None if the op failed): seconds per call, and the inner count used."""
-    reply = worker.run(op, reps=1, min_rep_seconds=method.min_rep_seconds, inner=inner)
-    return None if reply.error is not None else reply
+    def calibrate(self, names: Sequence[str]) -> None:
+        """The calls per repetition of each worker not calibrated yet (these calls are not timed).
 
+        Shared, the largest that any calibration found. A calibration that a neighbour pre-empts
+        finds too small a count (the stalled first calls took the whole ``min_rep_seconds``), and a
+        side whose repetitions last a millisecond slips between a neighbour's time slices while
+        the other's share them: a steady bias that every pair agrees on (3-6x, seen under load). A
+        stall can only shrink a count, so the largest is the honest one, and one count for both
+        sides keeps their repetitions alike. Ways of running one model that differ many times in
+        speed (XLA, threads) each keep their own."""
+        for name in names:
+            if name not in self.inner and name not in self.failed:
+                reply = self._rep(name, None)
+                if reply is not None:
+                    self.inner[name] = reply.inner
+        if self.shared_inner and self.inner:
+            self.inner = dict.fromkeys(self.inner, max(self.inner.values()))
 
-def _calibrate(workers: Sequence[Worker], op: str, timings: _Timings, method: Method) -> bool:
-    """The inner count both sides run: the largest that either side's calibration found.
+    def block(
+        self,
+        live: Sequence[str],
+        *,
+        fatal: Collection[str] = (),
+        after_round: Callable[[int, list[str]], Collection[str]] | None = None,
+    ) -> list[str]:
+        """A look: ``method.pairs`` rounds of the ``live`` workers (calibrated first where they are
+        not). A worker whose op fails leaves the rounds (:attr:`failed` says why), and one of
+        ``fatal`` ends the block there; ``after_round(rounds, live)`` names workers to stop. The
+        workers still live after it."""
+        began, before = time.monotonic(), contention.snapshot()
+        self.calibrate(live)
+        live = [name for name in live if name not in self.failed]
+        if set(fatal) & set(self.failed):
+            return live
+        for _ in range(self.method.pairs):
+            for name in order(list(live), self.rounds):
+                reply = self._rep(name, self.inner[name])
+                if reply is None:
+                    live.remove(name)
+                    if name in fatal:
+                        return live
+                    continue
+                times = self.times[name]
+                times += [None] * (self.rounds - len(times))
+                times.append(reply.seconds_per_call[0])
+            self.rounds += 1
+            if after_round is not None:
+                stop = after_round(self.rounds, live)
+                live = [name for name in live if name not in stop]
+        self.spans.append(contention.between(before, contention.snapshot()))
+        self.looks += 1
+        self.block_seconds = max(self.block_seconds, time.monotonic() - began)
+        return live
 
-    A calibration that a neighbour pre-empts finds too small a count (the stalled first calls took
-    the whole ``min_rep_seconds``), and a side whose repetitions last a millisecond slips between
-    a neighbour's time slices while the other's share them: a steady bias that every pair agrees
-    on (3-6x, seen under load). A stall can only shrink a count, so the largest is the honest one,
-    and one count for both sides keeps their repetitions alike. These calls are not timed."""
-    counts = []
-    for worker in workers:
-        reply = _one(worker, op, method, None)
-        if reply is None:
-            timings.failed = True
-            return False
-        counts.append(reply.inner)
-    timings.inner = max(counts)
-    return True
+    def seconds(self, name: str) -> tuple[float | None, ...]:
+        """Seconds per call in each round so far, None where the worker did not run."""
+        times = self.times[name]
+        return (*times, *[None] * (self.rounds - len(times)))
 
-
-def _round(cand: Worker, base: Worker | None, op: str, timings: _Timings, method: Method) -> bool:
-    """One round of ``method.pairs`` pairs, the two workers taking turns to go first (ABBA);
-    False if the op failed on either."""
-    began, before = time.monotonic(), contention.snapshot()
-    workers = [cand] if base is None else [cand, base]
-    if timings.inner is None and not _calibrate(workers, op, timings, method):
-        return False
-    for i in range(method.pairs):
-        sides: list[tuple[Worker, list[float]]] = [(cand, timings.candidate)]
-        if base is not None:
-            sides.append((base, timings.baseline))
-        if i % 2:
-            sides.reverse()
-        for worker, times in sides:
-            reply = _one(worker, op, method, timings.inner)
-            if reply is None:
-                timings.failed = True
-                return False
-            times.append(reply.seconds_per_call[0])
-    timings.spans.append(contention.between(before, contention.snapshot()))
-    timings.looks += 1
-    timings.round_seconds = max(timings.round_seconds, time.monotonic() - began)
-    return True
+    def timed(self, name: str) -> list[float]:
+        return [s for s in self.times[name] if s is not None]
 
 
 def _margin(meta: OpInfo, method: Method) -> float:
@@ -361,68 +407,53 @@ def alternate(
     deadline: float | None = None,
     progress: Callable[[str], object] | None = None,
 ) -> list[OpResult]:
-    """Time every op both workers offer, repetition by repetition in turn; then, while time is left
-    before ``deadline`` (time.monotonic(); None: no extra rounds), time the still undecided ops
-    again, a round each in turn, until each is decided or has had ``method.looks`` rounds."""
+    """Time every op both workers offer in :class:`Rounds`, one look each; then, while time is left
+    before ``deadline`` (time.monotonic(); None: no extra looks), time the still undecided ops
+    again, a look each in turn, until each is decided or has had ``method.looks`` looks. An op
+    that fails on either side is left out."""
     say = progress or (lambda _message: None)
     ops = [o for o in cand.ops if base is None or o in base.ops]
     if method.ops:
         ops = [o for o in ops if o in method.ops]
-    timed = {op: _Timings() for op in ops}
+    workers = {"candidate": cand} | ({"baseline": base} if base is not None else {})
+    timed = {op: Rounds(workers, op, method, shared_inner=True) for op in ops}
     found: dict[str, Verdict | None] = {}
 
-    def judge(op: str) -> None:
-        t = timed[op]
-        found[op] = (
-            verdict(
-                t.candidate,
-                t.baseline,
-                paired=True,
-                margin=_margin(cand.ops[op], method),
-                looks=t.looks,
-            )
-            if t.baseline
-            else None
-        )
+    def look(op: str) -> None:
+        rounds = timed[op]
+        rounds.block(list(workers), fatal=workers)
+        if rounds.failed:
+            found.pop(op, None)
+        elif base is None:
+            found[op] = None
+        else:
+            margin = _margin(cand.ops[op], method)
+            mine, theirs = rounds.timed("candidate"), rounds.timed("baseline")
+            found[op] = verdict(mine, theirs, paired=True, margin=margin, looks=rounds.looks)
 
     for op in ops:
         say(f"{threads} thread(s): {op}")
-        if _round(cand, base, op, timed[op], method):
-            judge(op)
-    for look in range(2, method.looks + 1):
+        look(op)
+    for again in range(2, method.looks + 1):
         pending = {op: v for op, v in found.items() if v is not None and not v.decided}
         for op, undecided in pending.items():
-            t = timed[op]
-            if deadline is None or time.monotonic() + t.round_seconds > deadline:
+            if deadline is None or time.monotonic() + timed[op].block_seconds > deadline:
                 continue
             reach = f"±{undecided.spread * 100:.0f}%"
-            say(f"{threads} thread(s): {op} again (round {look}: undecided, {reach})")
-            if _round(cand, base, op, t, method):
-                judge(op)
-            else:
-                found.pop(op)
-    return [
-        _result(op, threads, timed[op], found[op], cand.ops[op])
-        for op in ops
-        if op in found and not timed[op].failed
-    ]
+            say(f"{threads} thread(s): {op} again (round {again}: undecided, {reach})")
+            look(op)
+    return [_result(op, threads, timed[op], found[op], cand.ops[op]) for op in ops if op in found]
 
 
-def _result(
-    op: str,
-    threads: str,
-    timings: _Timings,
-    found: Verdict | None,
-    meta: OpInfo,
-) -> OpResult:
-    c_sum = Summary.of(timings.candidate, meta.work, meta.unit)
+def _result(op: str, threads: str, rounds: Rounds, found: Verdict | None, meta: OpInfo) -> OpResult:
+    baseline = rounds.timed("baseline") if "baseline" in rounds.workers else None
     return OpResult(
         op=op,
         threads=threads,
-        candidate=c_sum,
-        baseline=Summary.of(timings.baseline, meta.work, meta.unit) if timings.baseline else None,
+        candidate=Summary.of(rounds.timed("candidate"), meta.work, meta.unit),
+        baseline=Summary.of(baseline, meta.work, meta.unit) if baseline else None,
         verdict=found,
-        contention=contention.combine(timings.spans),
+        contention=contention.combine(rounds.spans),
     )
 
 
@@ -509,39 +540,27 @@ def compare(
         def start(
             intra: int = intra, inter: int = inter, cpus: tuple[int, ...] = cpus
         ) -> Iterator[tuple[Worker, Worker | None]]:
-            with contextlib.ExitStack() as stack:
-                cand = stack.enter_context(
-                    Worker(
-                        candidate_python,
-                        intra=intra,
-                        inter=inter,
-                        env=candidate_env,
-                        bf16=bf16,
-                        label="candidate",
-                        cpus=cpus,
-                        script=script,
-                        extra=extra,
-                        model=model,
-                        model_only=model is not None,
-                    )
+            def worker(python: str, env: Mapping[str, str], side: str) -> Worker:
+                return Worker(
+                    python,
+                    intra=intra,
+                    inter=inter,
+                    env=env,
+                    bf16=bf16,
+                    label=side,
+                    cpus=cpus,
+                    script=script,
+                    extra=extra,
+                    model=model,
+                    model_only=model is not None,
                 )
+
+            with contextlib.ExitStack() as stack:
+                cand = stack.enter_context(worker(candidate_python, candidate_env, "candidate"))
                 base = None
                 if baseline_python is not None:
-                    base = stack.enter_context(
-                        Worker(
-                            baseline_python,
-                            intra=intra,
-                            inter=inter,
-                            env=baseline_env or candidate_env,
-                            bf16=bf16,
-                            label="baseline",
-                            cpus=cpus,
-                            script=script,
-                            extra=extra,
-                            model=model,
-                            model_only=model is not None,
-                        )
-                    )
+                    env = baseline_env or candidate_env
+                    base = stack.enter_context(worker(baseline_python, env, "baseline"))
                 yield cand, base
 
         results += time_and_recheck(
@@ -658,10 +677,3 @@ def try_setting(
     return SettingTrial(
         name=name, env=tuple(sorted(env.items())), intra=intra, inter=inter, results=tuple(results)
     )
-
-
-def cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
