@@ -254,7 +254,6 @@ def test_at_most_60_tests_start_the_cli_as_a_process() -> None:
 #: (tests/cli_process.py) would have to clear it, and it is added here only then.
 SAME_IN_EVERY_PROCESS = {
     ("tfbuild/core/stats.py", "_signed_rank_counts"),  # arithmetic
-    ("tfbuild/core/stats.py", "_rank_sum_counts"),  # arithmetic
     ("tfbuild/core/targets.py", "targets"),  # archspec's table, with tfbuild's additions
     ("tfbuild/detect/cpu.py", "_targets"),  # archspec's microarchitectures.json
     ("tfbuild/detect/cpuinfo.py", "flags_read"),  # archspec's, and the guard features' table

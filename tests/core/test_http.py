@@ -134,7 +134,6 @@ def test_the_deadline_cuts_a_trickling_body(http_server: Server) -> None:
 
     error = info.value
     assert error.received == len(b"".join(pieces)) < 100_006  # cut, not finished
-    assert error.seconds == 1.5
     assert one_line(error).startswith(f"cannot download {url}: it ")
     assert "1.5 s deadline" in str(error)
     assert error.exit_code == 5
@@ -192,7 +191,6 @@ def test_a_length_over_the_cap_is_refused_before_reading(http_server: Server) ->
         http.download(url, pieces.append, limit=LIMIT, deadline=deadline())
 
     assert pieces == []  # not one byte of the body was taken
-    assert (info.value.declared, info.value.limit) == (big, LIMIT)
     assert one_line(info.value) == (
         f"cannot download {url}: it is {big} bytes, over 1 MiB. Check the URL."
     )
@@ -208,7 +206,6 @@ def test_a_body_without_a_length_is_cut_one_byte_past_the_cap(http_server: Serve
         http.download(url, pieces.append, limit=LIMIT, deadline=deadline())
 
     assert sum(map(len, pieces)) <= LIMIT  # the byte past the cap never reaches the sink
-    assert info.value.declared is None
     assert one_line(info.value) == f"cannot download {url}: it is larger than 1 MiB. Check the URL."
 
 
@@ -220,7 +217,6 @@ def test_a_body_shorter_than_its_length_is_an_error(http_server: Server) -> None
     with pytest.raises(http.Truncated) as info:
         http.get(url, limit=LIMIT, deadline=deadline())
 
-    assert (info.value.received, info.value.expected) == (1000, 5000)
     assert one_line(info.value).startswith(
         f"cannot download {url}: the download ended after 1000 of 5000 bytes."
     )
@@ -283,11 +279,7 @@ def test_a_redirect_the_rule_refuses_is_never_asked_for(
         http.get(url, limit=LIMIT, deadline=deadline(), redirect=same_origin_as(http_server))
 
     assert other_http_server.asked == []
-    assert (info.value.target, info.value.status, info.value.by_rule) == (
-        other_http_server.at("/x"),
-        302,
-        True,
-    )
+    assert info.value.by_rule is True
     assert one_line(info.value) == (
         f"cannot download {url}: the server redirects it: {other_http_server.at('/x')} is another "
         "origin. Give the resource's own http(s) address."
@@ -487,8 +479,8 @@ def test_a_redirect_from_https_to_http_is_refused(
     with pytest.raises(http.RedirectRefused) as info:
         http.get(url, limit=LIMIT, deadline=deadline(), ca_bundle=certificate)
 
-    assert (
-        info.value.refusal
-        == f"it redirects to {http_server.at('/plain')}, from https to plain http"
+    assert info.value.why == (
+        f"the server answered 302: it redirects to {http_server.at('/plain')}, from https to plain "
+        "http"
     )
     assert http_server.asked == []

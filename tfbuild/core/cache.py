@@ -183,26 +183,19 @@ def kept_files(root: Path | None = None) -> list[CacheEntry]:
         kind = _DIRECTORIES.get(top.name)
         if kind is None or not top.is_dir() or top.is_symlink():
             with contextlib.suppress(OSError):
-                found.append(
-                    CacheEntry(
-                        kind="other", name=str(top), size=_size(top), used=top.stat().st_mtime
-                    )
-                )
+                found.append(_entry("other", top))
             continue
         for entry in sorted(top.iterdir()):
             with contextlib.suppress(FileNotFoundError):  # removed meanwhile
                 if kind == "environment" and entry.is_dir():
                     found.append(_environment(entry))
                 else:
-                    found.append(
-                        CacheEntry(
-                            kind=kind,
-                            name=str(entry),
-                            size=_size(entry),
-                            used=entry.stat().st_mtime,
-                        )
-                    )
+                    found.append(_entry(kind, entry))
     return found
+
+
+def _entry(kind: str, path: Path) -> CacheEntry:
+    return CacheEntry(kind=kind, name=str(path), size=_size(path), used=path.stat().st_mtime)
 
 
 def to_remove(

@@ -37,11 +37,6 @@ def release_in(version_line: str) -> str | None:
     return found.group(1) if found else None
 
 
-def family_of(version_line: str) -> str:
-    """ "clang" when the ``--version`` line is clang's (Apple's and vendors' included), else "gcc"."""
-    return "clang" if "clang" in version_line.lower() else "gcc"
-
-
 @dataclass(frozen=True, kw_only=True)
 class CompilerExecutable:
     """A compiler program that runs: where it is, its family, what its ``--version`` says first,
@@ -93,7 +88,8 @@ def compiler_at(program: str, *, why: str) -> CompilerExecutable | None:
     line = version_line(path) if path is not None else None
     if path is None or line is None:
         return None
-    return CompilerExecutable(path=path, family=family_of(line), version=line, why=why)
+    family = "clang" if "clang" in line.lower() else "gcc"  # Apple's and vendors' clang too
+    return CompilerExecutable(path=path, family=family, version=line, why=why)
 
 
 def find_compiler(wanted: str, *, needed_for: str) -> CompilerExecutable:

@@ -144,7 +144,6 @@ class PushFailed(EnvironmentProblem):
             "engine in if it needs credentials (docker login HOST); a plain-HTTP registry other "
             "than 127.0.0.1 must be in the engine's insecure-registries.",
         )
-        self.target = target
 
 
 def _chunk_error(chunk: Mapping[str, Any]) -> str | None:
@@ -181,14 +180,14 @@ def _unix_socket(endpoint: str) -> str | None:
 _SOCKET_PATH_MAX = 107
 
 
-def _socket_path_too_long(endpoint: str) -> EnvironmentProblem | None:
+def _refuse_long_socket_path(endpoint: str) -> None:
     """A ``unix://`` endpoint no socket can be reached by, its path too long (a socket in a deep
     directory: a checkout's, a long $TMPDIR's): said as that, not as an engine that is not running."""
     path = _unix_socket(endpoint)
     size = len(os.fsencode(path)) if path is not None else 0
     if size <= _SOCKET_PATH_MAX:
-        return None
-    return EnvironmentProblem(
+        return
+    raise EnvironmentProblem(
         f"cannot reach the Docker engine at {endpoint}",
         why=f"the socket's path is {size} bytes, and a Unix socket's may have at most "
         f"{_SOCKET_PATH_MAX}",
@@ -252,6 +251,19 @@ def _gone(container: Any) -> Iterator[None]:
         raise gone from exc
 
 
+def _unless_used(remove: Callable[..., Any], name: str) -> bool:
+    """``remove(name)`` unless a container uses it (False then: the engine's 409); gone is fine."""
+    try:
+        remove(name, force=False)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError as exc:
+        if exc.status_code == 409:
+            return False
+        raise
+    return True
+
+
 class DockerEngine:
     """A connected Docker engine. Make one with :meth:`connect`; :meth:`close` it when done."""
 
@@ -270,9 +282,7 @@ class DockerEngine:
     def connect(cls, *, base_url: str | None = None, timeout: float = 30) -> DockerEngine:
         """Connect to ``base_url``, or to what DOCKER_HOST (or the default socket) names, and ping it."""
         endpoint = base_url or os.environ.get("DOCKER_HOST") or DEFAULT_SOCKET
-        too_long = _socket_path_too_long(endpoint)
-        if too_long is not None:
-            raise too_long
+        _refuse_long_socket_path(endpoint)
         client = None
         try:
             _probe_socket(endpoint, timeout)
@@ -386,16 +396,8 @@ class DockerEngine:
         """Remove the image (each of its tags, then its layers) unless a container, running or
         stopped, uses it (False then, and it keeps its tags); gone already is fine."""
         with self._talking(f"removing image {image.id[:19]}"):
-            for name in (*image.tags, image.id) if image.tags else (image.id,):
-                try:
-                    self._client.api.remove_image(name, force=False)
-                except docker.errors.NotFound:
-                    continue
-                except docker.errors.APIError as exc:
-                    if exc.status_code == 409:  # a container uses it
-                        return False
-                    raise
-        return True
+            remove = self._client.api.remove_image
+            return all(_unless_used(remove, name) for name in (*image.tags, image.id))
 
     def build_image(
         self,
@@ -572,7 +574,8 @@ class DockerEngine:
         streams separately: for one ordered log, make the command itself send stderr to stdout.
 
         The container is removed afterwards unless ``keep``; on any exception (Ctrl-C included) it is
-        killed and removed before the exception goes on.
+        killed and removed before the exception goes on. One removed from outside while it runs
+        raises :class:`ContainerGone`.
         """
         run_id = uuid.uuid4().hex
         options: dict[str, Any] = {
@@ -773,15 +776,7 @@ class DockerEngine:
     def remove_unused_volume(self, name: str) -> bool:
         """Remove the volume unless a container uses it (False then); gone is fine."""
         with self._talking(f"removing volume {name}"):
-            try:
-                self._client.api.remove_volume(name, force=False)
-            except docker.errors.NotFound:
-                return True
-            except docker.errors.APIError as exc:
-                if exc.status_code == 409:
-                    return False
-                raise
-        return True
+            return _unless_used(self._client.api.remove_volume, name)
 
     def remove_volume(self, name: str) -> None:
         """Remove volume ``name`` and the volumes that are part of it; missing ones are fine."""

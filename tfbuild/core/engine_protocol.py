@@ -48,11 +48,7 @@ class Engine(Protocol):
 
     def import_image(
         self, archive: Path, *, repository: str, tag: str, changes: Sequence[str] = ()
-    ) -> str:
-        """``docker import`` of ``archive`` (a root filesystem's tar) as ``repository:tag``, with
-        the Dockerfile instructions ``changes`` and tfbuild's own labels; the new image's id. A
-        missing ``archive`` is an InputError, an import that leaves no image a BuildFailed."""
-        ...
+    ) -> str: ...
 
     def ensure_image(
         self,
@@ -62,13 +58,11 @@ class Engine(Protocol):
         labels: dict[str, str] | None = None,
         on_line: LineCallback | None = None,
         build_args: dict[str, str] | None = None,
-    ) -> tuple[str, bool]:
-        """``(repository:<input hash>, built now)``: the image of ``context``, built if missing."""
-        ...
+    ) -> tuple[str, bool]: ...
 
-    def push_image(self, tag: str, repository: str, *, on_line: LineCallback | None = None) -> str:
-        """``tag`` pushed to ``repository``; the pushed manifest as ``repository@sha256:...``."""
-        ...
+    def push_image(
+        self, tag: str, repository: str, *, on_line: LineCallback | None = None
+    ) -> str: ...
 
     def run(
         self,
@@ -85,20 +79,10 @@ class Engine(Protocol):
         on_line: LineCallback | None = None,
         keep: bool = False,
         network_mode: str | None = None,
-    ) -> RunResult:
-        """``command`` in a new container, its output line by line to ``on_line``; how it ended.
-
-        The container is removed afterwards unless ``keep``, and on any exception (a signal's
-        included) before the exception goes on. One removed from outside while it runs raises
-        :class:`tfbuild.core.engine.ContainerGone`."""
-        ...
+    ) -> RunResult: ...
 
     def ensure_volume(
         self, name: str, *, labels: Mapping[str, str] | None = None, part_of: str | None = None
-    ) -> str:
-        """A named volume, created when missing (``part_of``: removed with that one); its name."""
-        ...
+    ) -> str: ...
 
-    def remove_volume(self, name: str) -> None:
-        """Remove volume ``name`` and the volumes that are part of it; missing ones are fine."""
-        ...
+    def remove_volume(self, name: str) -> None: ...

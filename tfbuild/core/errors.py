@@ -6,22 +6,8 @@ Only the CLI boundary (``tfbuild.cli.main``) catches them; it prints :meth:`Tfbu
 exits with :attr:`TfbuildError.exit_code`. A traceback is shown only with ``--debug`` or
 ``TFBUILD_DEBUG=1``.
 
-Exit codes (also documented in docs/exit-codes.md):
-
-====  ======================  ==========================================================================
-code  class                   meaning
-====  ======================  ==========================================================================
-1     (internal error)        a bug in tfbuild: rerun with --debug and report the traceback
-2     UsageError              an option value is wrong (unknown --target, malformed --compiler, ...)
-3     InputError              an input file is missing, unreadable, empty, binary or malformed
-4     UnsupportedError        the request is valid but cannot be met (compiler too old for the target,
-                              no common target for the given machines, ...)
-5     EnvironmentProblem      something this machine needs is missing or unreachable (Docker engine, a tool)
-6     BuildFailed             the build ran and failed
-7     SmokeFailed             the wheel was checked and found wanting
-8     NotReproducible         tfbuild verify rebuilt the wheel and the rebuild differs
-130   Interrupted             stopped by Ctrl-C or SIGTERM
-====  ======================  ==========================================================================
+Each class below says its exit code and what it means; docs/exit-codes.md lists them for users (1:
+a bug in tfbuild, 130: interrupted).
 """
 
 from __future__ import annotations

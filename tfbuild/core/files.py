@@ -69,36 +69,32 @@ def read_input(path: Path | str, *, limit: int, what: str, fix: str = "") -> byt
         name = shown(str(path))
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+            try:
+                mode = os.fstat(fd).st_mode
+                if not stat.S_ISREG(mode):
+                    raise InputError(
+                        f"{what} is not a file",
+                        why=f"{name} is {kind_of(mode)}; tfbuild reads regular files only",
+                        fix=fix,
+                    )
+                os.set_blocking(fd, True)
+                chunks: list[bytes] = []
+                size = 0
+                while size <= limit:
+                    chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+                raw = b"".join(chunks)
+            finally:
+                os.close(fd)
         except FileNotFoundError:
             raise
         except OSError as exc:
             raise InputError(
                 f"cannot read {what}", why=f"{name}: {exc.strerror or exc}", fix=fix
             ) from None
-        try:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                raise InputError(
-                    f"{what} is not a file",
-                    why=f"{name} is {kind_of(mode)}; tfbuild reads regular files only",
-                    fix=fix,
-                )
-            os.set_blocking(fd, True)
-            chunks: list[bytes] = []
-            size = 0
-            while size <= limit:
-                chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-            raw = b"".join(chunks)
-        except OSError as exc:
-            raise InputError(
-                f"cannot read {what}", why=f"{name}: {exc.strerror or exc}", fix=fix
-            ) from None
-        finally:
-            os.close(fd)
     if len(raw) > limit:
         raise InputError(
             f"{what} is too large", why=f"{name} is larger than {_size(limit)}", fix=fix
@@ -262,11 +258,8 @@ def write_files(
     temps: list[Path] = []
     try:
         for target, content, mode in targets:
-            try:
+            with _naming(target):
                 _stage(directory, target, content, mode, temps)
-            except OSError as exc:
-                exc.filename = str(target)  # the file the user knows, not its temp name
-                raise
         moves = [(temp, target) for temp, (target, _c, _m) in zip(temps, targets, strict=True)]
         with held_signals():
             _put_in_place(directory, moves, key_last=key_last)
@@ -275,6 +268,16 @@ def write_files(
             for leftover in temps:
                 leftover.unlink(missing_ok=True)
     return [target for target, _content, _mode in targets]
+
+
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OSError inside names ``path``: the file the user knows, not a temp name."""
+    try:
+        yield
+    except OSError as exc:
+        exc.filename = str(path)
+        raise
 
 
 def _stage(directory: Path, target: Path, content: Content, mode: int, temps: list[Path]) -> None:
@@ -320,26 +323,17 @@ def _put_in_place(directory: Path, moves: list[tuple[Path, Path]], *, key_last: 
         for _temp, target in moves:
             if os.path.lexists(target):  # a file or a link (a directory was refused above)
                 backup = directory / f"{TEMP_PREFIX}{target.name}.{secrets.token_hex(6)}.old"
-                try:
+                with _naming(target):
                     os.link(target, backup, follow_symlinks=False)
-                except OSError as exc:
-                    exc.filename = str(target)
-                    raise
                 backups[target] = backup
         key = moves[-1][1] if key_last and moves else None
         if key is not None and key in backups:
-            try:
+            with _naming(key):
                 key.unlink()  # out of view first: nothing beside it is replaced while it is seen
-            except OSError as exc:
-                exc.filename = str(key)
-                raise
             withdrawn = key
         for temp, target in moves:
-            try:
+            with _naming(target):
                 temp.replace(target)
-            except OSError as exc:
-                exc.filename = str(target)
-                raise
             placed.append(target)
     except BaseException:
         if withdrawn is not None and withdrawn not in placed:

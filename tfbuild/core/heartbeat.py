@@ -12,7 +12,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from types import TracebackType
 
 #: The longest silence, in seconds: the commands promise a line at least every 10 s, and the
 #: heartbeat thread looks once a second, on a machine that may be busy.
@@ -77,12 +76,7 @@ class Heartbeat:
         self._thread.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

@@ -127,7 +127,6 @@ class HttpFailure(TfbuildError):
     """A request of ``url`` that failed; the subclass says how, and carries the exit code."""
 
     def __init__(self, url: str, why: str, *, fix: str = _FIX) -> None:
-        self.url = url
         super().__init__(f"cannot download {url}", why=why, fix=fix)
 
 
@@ -161,7 +160,6 @@ class DeadlinePassed(HttpFailure, EnvironmentProblem):
     """The deadline came before the body was whole: ``received`` bytes of it had arrived."""
 
     def __init__(self, url: str, *, seconds: float, received: int) -> None:
-        self.seconds = seconds
         self.received = received
         if received:
             why = f"it was still sending at its {seconds:g} s deadline, after {received} bytes"
@@ -174,8 +172,6 @@ class TooLarge(HttpFailure, InputError):
     """The body is over ``limit``: announced as ``declared`` bytes, or found so while reading."""
 
     def __init__(self, url: str, *, limit: int, declared: int | None) -> None:
-        self.limit = limit
-        self.declared = declared
         if declared is not None:
             why = f"it is {declared} bytes, over {mib(limit)}"
         else:
@@ -184,13 +180,10 @@ class TooLarge(HttpFailure, InputError):
 
 
 class RedirectRefused(HttpFailure, InputError):
-    """A redirect that is not followed (``target`` was never asked for): to another scheme, from
+    """A redirect that is not followed (its target was never asked for): to another scheme, from
     https to http, or one the caller's rule refuses (``by_rule``)."""
 
-    def __init__(self, url: str, *, target: str, status: int, refusal: str, by_rule: bool) -> None:
-        self.target = target
-        self.status = status
-        self.refusal = refusal
+    def __init__(self, url: str, *, status: int, refusal: str, by_rule: bool) -> None:
         self.by_rule = by_rule
         why = (
             f"the server redirects it: {refusal}"
@@ -204,8 +197,6 @@ class Truncated(HttpFailure, Unreachable):
     """The connection ended before the ``Content-Length`` the server announced."""
 
     def __init__(self, url: str, *, received: int, expected: int) -> None:
-        self.received = received
-        self.expected = expected
         super().__init__(url, f"the download ended after {received} of {expected} bytes")
 
 
@@ -274,7 +265,7 @@ def download(
     timer.start()
     try:
         transfer = _Transfer(url=url, deadline=deadline, timeout=timeout, watch=watch)
-        return transfer.run(_opener(watch, ca_bundle, redirect), sink, limit, on_progress)
+        return transfer.run(_opener(url, watch, ca_bundle, redirect), sink, limit, on_progress)
     finally:
         timer.cancel()
 
@@ -361,14 +352,6 @@ class _Transfer:
         per_operation = left if by_deadline or self.timeout is None else self.timeout
         try:
             response = opener.open(request, timeout=max(per_operation, 0.01))
-        except _Refused as exc:
-            raise RedirectRefused(
-                self.url,
-                target=exc.target,
-                status=exc.status,
-                refusal=exc.refusal,
-                by_rule=exc.by_rule,
-            ) from None
         except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
             raise self.failure(exc, by_deadline) from None
         digest = hashlib.sha256()
@@ -436,23 +419,13 @@ def _content_length(header: str | None) -> int | None:
     return int(text) if text.isascii() and text.isdigit() else None
 
 
-class _Refused(Exception):
-    """A redirect not followed: raised inside urllib, said as :class:`RedirectRefused`."""
-
-    def __init__(self, *, target: str, status: int, refusal: str, by_rule: bool) -> None:
-        super().__init__(refusal)
-        self.target = target
-        self.status = status
-        self.refusal = refusal
-        self.by_rule = by_rule
-
-
 def _opener(
-    watch: _Watch, ca_bundle: Path | None, rule: RedirectRule | None
+    url: str, watch: _Watch, ca_bundle: Path | None, rule: RedirectRule | None
 ) -> urllib.request.OpenerDirector:
     """An opener of http(s) only, with the environment's proxies, whose connections report their
-    sockets to ``watch``, and whose redirects are checked before they are followed. Its TLS context
-    is made at the first https connection (an http request reads no certificates)."""
+    sockets to ``watch``, and whose redirects are checked before they are followed (a refused one
+    of the request of ``url`` raises RedirectRefused through urllib). Its TLS context is made at
+    the first https connection (an http request reads no certificates)."""
     import functools
     import http.client
     import urllib.request
@@ -485,7 +458,7 @@ def _opener(
             refusal, by_rule = rule(target), True
         if refusal is not None:
             fp.close()
-            raise _Refused(target=target, status=code, refusal=refusal, by_rule=by_rule)
+            raise RedirectRefused(url, status=code, refusal=refusal, by_rule=by_rule)
 
     class _Redirects(urllib.request.HTTPRedirectHandler):
         def http_error_302(

@@ -17,22 +17,19 @@ class StepOutput:
     """Remembers the current ``Step N/M``, its instruction and its output, for the message of a
     failed build."""
 
-    def __init__(self, keep: int = 5, scan: int = 400) -> None:
+    def __init__(self) -> None:
         self.step = ""  # "5/11"; "" before the first step
         self.instruction = ""  # "RUN apt-get update && ..."
-        self.tail: deque[str] = deque(maxlen=keep)
         # The step's output, where a failed download says which host it could not reach (apt
         # says so in its update, many lines before the install that fails for it).
-        self.lines: deque[str] = deque(maxlen=scan)
+        self.lines: deque[str] = deque(maxlen=400)
 
     def note(self, line: str) -> None:
         step = _STEP.match(line)
         if step:
             self.step, self.instruction = step.group(1), " ".join(step.group(2).split())
-            self.tail.clear()
             self.lines.clear()
         elif line.strip() and not line.startswith(_BUILDER_CHATTER):
-            self.tail.append(line.strip())
             self.lines.append(line.strip())
 
     def failure(self, tag: str, error: str) -> TfbuildError:
@@ -176,7 +173,6 @@ class DownloadFailed(EnvironmentProblem):
         )
         self.tag = tag
         self.failure = failure
-        self.where = where
 
     @staticmethod
     def headline(failure: DownloadFailure, subject: str) -> str:

@@ -81,14 +81,9 @@ def declaration(field: dataclasses.Field[Any]) -> Cli | None:
     return found
 
 
-def is_group(field: dataclasses.Field[Any]) -> bool:
-    return bool(field.metadata.get(_GROUP))
-
-
-def command_line_name(field: str, flag: str | None = None) -> str:
-    """The name of a command-line parameter: the field's, or for one flag of a ``choices`` field,
-    the flag's (``--mkl`` -> ``mkl``)."""
-    return field if flag is None else flag.lstrip("-").replace("-", "_")
+def _flag_name(flag: str) -> str:
+    """The parameter of one flag of a ``choices`` field (``--mkl`` -> ``mkl``)."""
+    return flag.lstrip("-").replace("-", "_")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,7 +102,7 @@ def parameters(request: type[Any]) -> Iterator[Parameter]:
     """The command-line parameters of a request type, in its fields' order (a group's in place)."""
     types = get_type_hints(request)
     for field in dataclasses.fields(request):
-        if is_group(field):
+        if field.metadata.get(_GROUP):
             yield from parameters(types[field.name])
             continue
         found = declaration(field)
@@ -116,7 +111,7 @@ def parameters(request: type[Any]) -> Iterator[Parameter]:
         if found.choices:
             for flag, _value, help in found.choices:
                 yield Parameter(
-                    name=command_line_name(field.name, flag),
+                    name=_flag_name(flag),
                     declaration=found.but(flags=(flag,), choices=()),
                     type=bool,
                     default=False,
@@ -153,7 +148,7 @@ def from_command_line(request: type[T], values: Mapping[str, Any]) -> T:
     types = get_type_hints(request)
     fields: dict[str, Any] = {}
     for field in dataclasses.fields(request):  # type: ignore[arg-type]  # T: a dataclass
-        if is_group(field):
+        if field.metadata.get(_GROUP):
             fields[field.name] = from_command_line(types[field.name], values)
             continue
         found = declaration(field)
@@ -161,9 +156,7 @@ def from_command_line(request: type[T], values: Mapping[str, Any]) -> T:
             continue
         if found.choices:
             given = [
-                (flag, value)
-                for flag, value, _ in found.choices
-                if values.get(command_line_name(field.name, flag))
+                (flag, value) for flag, value, _ in found.choices if values.get(_flag_name(flag))
             ]
             if len(given) > 1:
                 raise UsageError(
@@ -194,26 +187,22 @@ JSON = Cli(
 )
 
 
-#: ``--cpuinfo FILE``: another machine, from its saved /proc/cpuinfo, instead of this one.
 CPUINFO = Cli(
     flags=("--cpuinfo",),
     metavar="FILE",
     help="Another machine, from its saved /proc/cpuinfo, instead of this one.",
     show_default=False,
 )
-#: ``--cpuinfo FILE``, repeated: several machines (``detect``: their common target).
 CPUINFOS = CPUINFO.but(
     help="Another machine, from its saved /proc/cpuinfo, instead of this one. Repeat for "
     "several: their common target."
 )
-#: ``--tf VERSION``: a TensorFlow release.
 TF = Cli(
     flags=("--tf",),
     metavar="VERSION",
     help="TensorFlow release: 2.21 or 2.21.0 (default: the newest recipe).",
     show_default=False,
 )
-#: ``--target NAME``: a portable archspec target.
 TARGET = Cli(
     flags=("--target",),
     metavar="NAME",
@@ -228,7 +217,6 @@ BUDGET = Cli(
     min=1.0,
     help="Time for the measuring: what is still undecided is timed again while it lasts.",
 )
-#: ``--stock SPEC``: the stock wheel to measure or build against.
 STOCK = Cli(
     flags=("--stock",),
     metavar="SPEC",
@@ -236,7 +224,6 @@ STOCK = Cli(
     "of the release).",
     show_default=False,
 )
-#: ``--compiler CXX``: compile an overlay's kernels (overlay, forecast) on this host.
 HOST_COMPILER = Cli(
     flags=("--compiler",),
     metavar="COMPILER",
@@ -245,11 +232,8 @@ HOST_COMPILER = Cli(
     "against Debian 11's C library: the wheel loads on glibc 2.31+.",
     show_default=False,
 )
-#: ``-v/--verbose``: every line of what runs (a build, debootstrap), not only its progress.
 VERBOSE = Cli(flags=("-v", "--verbose"), help="Show every line of what runs, not only progress.")
-#: ``--dist DIR``: where wheels, receipts and logs go.
 DIST = Cli(flags=("--dist",), metavar="DIR", help="Where the wheel, its receipt and logs go.")
-#: ``--recipes-dir DIR``, repeated: recipes that add to or override the shipped ones.
 RECIPES_DIR = Cli(
     flags=("--recipes-dir",),
     metavar="DIR",
@@ -263,8 +247,6 @@ WHEEL = Cli(
     help="A .whl file, or a requirement such as tensorflow-cpu==2.21.0.",
     show_default=False,
 )
-#: ``--installed``: the TensorFlow already installed in the ``--python`` interpreter, instead of
-#: a wheel in an environment of its own.
 INSTALLED = Cli(
     flags=("--installed",),
     help="The TensorFlow installed in the --python interpreter, instead of a wheel.",

@@ -153,27 +153,18 @@ def python_version(text: str) -> str:
     return query_interpreter(choice.executable).version
 
 
-def executable_for(version: str) -> str | None:
-    """An interpreter of ``version`` here: tfbuild's own when it is that version, else
-    ``pythonX.Y`` on PATH; None when there is none."""
-    if f"{sys.version_info[0]}.{sys.version_info[1]}" == version:
-        return sys.executable
-    return shutil.which(f"python{version}")
-
-
 def python_executable(text: str) -> str:
-    """The interpreter of ``--python TEXT``: the one named, or one of the version given (see
-    :func:`executable_for`); a UsageError when this machine has none of that version."""
+    """The interpreter of ``--python TEXT``: the one named, or one of the version given (tfbuild's
+    own when it is that version, else ``pythonX.Y`` on PATH); a UsageError when there is none."""
     choice = parse_python(text)
     if choice.executable is not None:
         return choice.executable
-    assert choice.version is not None
-    found = executable_for(choice.version)
+    version, own = choice.version, f"{sys.version_info[0]}.{sys.version_info[1]}"
+    found = sys.executable if version == own else shutil.which(f"python{version}")
     if found is None:
         raise UsageError(
             f"--python {text}: no Python {choice.version} here",
-            why=f"tfbuild runs on {sys.version_info[0]}.{sys.version_info[1]} and no "
-            f"python{choice.version} is on PATH",
+            why=f"tfbuild runs on {own} and no python{choice.version} is on PATH",
             fix=f"Install Python {choice.version}, or pass the path of an interpreter.",
         )
     return found

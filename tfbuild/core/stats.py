@@ -6,20 +6,16 @@ per call; nothing here measures anything.
 
 **The ratio and its interval.** The ratio is baseline time over candidate time (> 1: the candidate
 is faster), estimated on the log scale by Hodges-Lehmann, with a distribution-free confidence
-interval (Hollander & Wolfe, *Nonparametric Statistical Methods*, ch. 3.2 and 4.3):
+interval (Hollander & Wolfe, *Nonparametric Statistical Methods*, ch. 3.2), over *paired* timings
+(each candidate repetition timed next to one of the baseline's, in alternation, as every stage
+times them): the one-sample estimator over the pairs' log ratios, the median of their Walsh
+averages, and the interval from the Wilcoxon signed-rank distribution. Pairing cancels whatever
+drifts slower than a pair (a neighbour's job, a clock change), which is most of a shared machine's
+noise.
 
-* *paired* timings (each candidate repetition timed next to one of the baseline's, in alternation,
-  as smoke and doctor time them): the one-sample estimator over the pairs' log ratios, the median
-  of their Walsh averages, and the interval from the Wilcoxon signed-rank distribution. Pairing
-  cancels whatever drifts slower than a pair (a neighbour's job, a clock change), which is most
-  of a shared machine's noise.
-* *unpaired* timings (two samples timed apart; every stage now times in pairs): the
-  two-sample estimator, the median of all pairwise log differences, and the interval from the
-  Mann-Whitney distribution.
-
-Both need no assumption about the shape of the noise (stalls, skew, outliers), only that the noise
-of one pair (or one repetition) is independent of the next. Exact distributions are used for the
-sizes timed here; the normal approximation, with continuity correction, beyond them.
+It needs no assumption about the shape of the noise (stalls, skew, outliers), only that the noise
+of one pair is independent of the next. The exact distribution is used for the sizes timed here;
+the normal approximation, with continuity correction, beyond them.
 
 **Four answers**, from two intervals and an equivalence margin m (5 % by default; 15 % for
 memory-bound ops, whose speed differs that much between two processes of the same build):
@@ -71,9 +67,8 @@ MAX_LOOKS = 5
 CONFIDENCE = 0.99
 #: The confidence of the interval that must exclude 1 before "faster" or "slower" is said.
 CLAIM_CONFIDENCE = 0.9999
-#: Exact distributions up to these sizes (the counting takes a few ms there); normal beyond.
+#: The exact distribution up to this many pairs (the counting takes a few ms there); normal beyond.
 _EXACT_PAIRS = 100
-_EXACT_PRODUCT = 400
 
 
 def quantile(sorted_values: Sequence[float], q: float) -> float:
@@ -154,45 +149,18 @@ class Summary:
         )
 
     @property
-    def median_s(self) -> float:
-        return self.seconds.median
-
-    @property
-    def min_s(self) -> float:
-        return self.seconds.min
-
-    @property
-    def max_s(self) -> float:
-        return self.seconds.max
-
-    @property
-    def q1_s(self) -> float:
-        return self.seconds.q1
-
-    @property
-    def q3_s(self) -> float:
-        return self.seconds.q3
-
-    @property
-    def mean_s(self) -> float:
-        return self.seconds.mean
-
-    def throughput_of(self, seconds: float) -> float:
-        return self.work / seconds / 1e9
-
-    @property
     def throughput_median(self) -> float:
-        return self.throughput_of(self.median_s)
+        return self.work / self.seconds.median / 1e9
 
     @property
     def throughput_min(self) -> float:
         """From the slowest repetition."""
-        return self.throughput_of(self.max_s)
+        return self.work / self.seconds.max / 1e9
 
     @property
     def throughput_max(self) -> float:
         """From the fastest repetition."""
-        return self.throughput_of(self.min_s)
+        return self.work / self.seconds.min / 1e9
 
 
 # --- the rank distributions ----------------------------------------------------------------------
@@ -214,22 +182,6 @@ def _signed_rank_counts(n: int) -> tuple[int, ...]:
     return tuple(counts)
 
 
-@functools.lru_cache(maxsize=256)
-def _rank_sum_counts(n: int, m: int) -> tuple[int, ...]:
-    """How many of the C(n+m, n) orderings of two samples give each Mann-Whitney U, 0..n*m."""
-    # ways[i][u] for samples of i and m: add the n samples' values one by one (the classic
-    # recursion c(i, j, u) = c(i-1, j, u-j) + c(i, j-1, u), here over j = 0..m at once).
-    table = [[1] + [0] * (n * m) for _ in range(m + 1)]  # i = 0: one way, U = 0
-    for i in range(1, n + 1):
-        new = [[0] * (n * m + 1) for _ in range(m + 1)]
-        new[0][0] = 1
-        for j in range(1, m + 1):
-            for u in range(i * j + 1):
-                new[j][u] = (table[j][u - j] if u >= j else 0) + new[j - 1][u]
-        table = new
-    return tuple(table[m])
-
-
 def _lower_count(counts: Sequence[int], confidence: float) -> int | None:
     """The largest t with P(statistic <= t) <= (1 - confidence) / 2; None if even t = 0 is
     likelier (too few values for that confidence)."""
@@ -244,11 +196,6 @@ def _lower_count(counts: Sequence[int], confidence: float) -> int | None:
     return t
 
 
-def _normal_lower_count(mean: float, sd: float, confidence: float) -> int | None:
-    t = math.floor(mean - 0.5 - _z(confidence) * sd)
-    return t if t >= 0 else None
-
-
 def signed_rank_bound(n: int, confidence: float) -> int | None:
     """t such that the interval of n pairs runs from the (t+1)-th smallest Walsh average to the
     (t+1)-th largest (Hollander & Wolfe, 3.2); None when n pairs cannot give that confidence."""
@@ -256,17 +203,8 @@ def signed_rank_bound(n: int, confidence: float) -> int | None:
         return _lower_count(_signed_rank_counts(n), confidence)
     mean = n * (n + 1) / 4
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-    return _normal_lower_count(mean, sd, confidence)
-
-
-def rank_sum_bound(n: int, m: int, confidence: float) -> int | None:
-    """t such that the interval of two samples (n and m values) runs from the (t+1)-th smallest
-    pairwise difference to the (t+1)-th largest (Hollander & Wolfe, 4.3); None when too few."""
-    if n * m <= _EXACT_PRODUCT:
-        return _lower_count(_rank_sum_counts(min(n, m), max(n, m)), confidence)
-    mean = n * m / 2
-    sd = math.sqrt(n * m * (n + m + 1) / 12)
-    return _normal_lower_count(mean, sd, confidence)
+    t = math.floor(mean - 0.5 - _z(confidence) * sd)
+    return t if t >= 0 else None
 
 
 # --- the ratio and its interval ------------------------------------------------------------------
@@ -281,7 +219,6 @@ class Ratio:
     low: float
     high: float
     confidence: float
-    paired: bool
 
 
 def ratio(
@@ -292,7 +229,8 @@ def ratio(
     confidence: float = CONFIDENCE,
 ) -> Ratio:
     """The speed ratio of ``candidate`` over ``baseline`` (seconds per call; > 1: the candidate is
-    faster). ``paired``: value i of each side was timed next to the other's value i."""
+    faster). ``paired``: value i of each side was timed next to the other's value i, as it must be
+    (no stage times two samples apart: a ValueError)."""
     return ratios(candidate, baseline, paired=paired, confidences=(confidence,))[0]
 
 
@@ -303,30 +241,26 @@ def ratios(
     paired: bool,
     confidences: Sequence[float],
 ) -> list[Ratio]:
-    """:func:`ratio` at each of ``confidences``, the differences sorted once."""
+    """:func:`ratio` at each of ``confidences``, the Walsh averages sorted once."""
     cand = [math.log(v) for v in _raw(candidate, "candidate")]
     base = [math.log(v) for v in _raw(baseline, "baseline")]
     if not all(0 < c < 1 for c in confidences):
         raise ValueError("a confidence lies between 0 and 1")
-    if paired:
-        if len(cand) != len(base):
-            raise ValueError("paired timings need as many candidate values as baseline values")
-        d = [b - c for b, c in zip(base, cand, strict=True)]
-        values = sorted((d[i] + d[j]) / 2 for i in range(len(d)) for j in range(i, len(d)))
-        bounds = [signed_rank_bound(len(d), c) for c in confidences]
-    else:
-        values = sorted(b - c for b in base for c in cand)
-        bounds = [rank_sum_bound(len(cand), len(base), c) for c in confidences]
+    if not paired:
+        raise ValueError("timings are compared in pairs only")
+    if len(cand) != len(base):
+        raise ValueError("paired timings need as many candidate values as baseline values")
+    d = [b - c for b, c in zip(base, cand, strict=True)]
+    values = sorted((d[i] + d[j]) / 2 for i in range(len(d)) for j in range(i, len(d)))
     estimate = math.exp(statistics.median(values))
     found = []
-    for confidence, bound in zip(confidences, bounds, strict=True):
+    for confidence in confidences:
+        bound = signed_rank_bound(len(d), confidence)
         if bound is None:
             low, high = 0.0, math.inf
         else:
             low, high = math.exp(values[bound]), math.exp(values[len(values) - 1 - bound])
-        found.append(
-            Ratio(ratio=estimate, low=low, high=high, confidence=confidence, paired=paired)
-        )
+        found.append(Ratio(ratio=estimate, low=low, high=high, confidence=confidence))
     return found
 
 
@@ -377,7 +311,7 @@ class Verdict:
     interval: tuple[Round4, Round4]  # the interval that decided (faster, slower: the claim's)
     confidence: Round4  # that interval's: CLAIM_CONFIDENCE or CONFIDENCE
     margin: Round4  # the smallest difference that matters; "same" lies within it
-    paired: bool  # timed in pairs (the signed-rank interval) or as two samples
+    paired: bool  # timed in pairs (the signed-rank interval): always, now
     n_candidate: int
     n_baseline: int
     looks: int  # how many times the answer was asked for, with more timings each time

@@ -47,18 +47,14 @@ class _State:
 _state = _State()
 
 
-def _stop(signum: int) -> None:
-    _state.stopped = signum
-    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
-    raise Stopped(signum)
-
-
 def _on_signal(signum: int, _frame: FrameType | None) -> None:
     # The main thread blocks both signals once stopped; a signal that reaches another thread still
     # comes here (Python runs handlers in the main thread), and changes nothing.
     if _state.stopped is not None:
         return
-    _stop(signum)
+    _state.stopped = signum
+    signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    raise Stopped(signum)
 
 
 @contextlib.contextmanager

@@ -85,18 +85,18 @@ def _glued(text: str) -> str:
     return " ".join(out)
 
 
-def wrap(text: str, width: int, *, first: int = 0, rest: int = 0, fold: bool = False) -> list[str]:
+def wrap(text: str, width: int, *, first: int = 0, rest: int = 0) -> list[str]:
     """``text`` in lines of at most ``width`` columns after ``first`` columns on the first line and
     ``rest`` on the others (not included), broken between words (never at hyphens, never inside a
-    command a sentence quotes); a word longer than the line (a path, a hash) runs over, or with
-    ``fold`` is folded. No line for a blank text. Every printer wraps with this (a terminal's own
+    command a sentence quotes); a word longer than the line (a path, a hash) runs over. No line for
+    a blank text. Every printer wraps with this (a terminal's own
     wrap would start lines at column 0)."""
     lines = textwrap.wrap(
         _glued(text),
         width,
         initial_indent=" " * first,
         subsequent_indent=" " * rest,
-        break_long_words=fold,
+        break_long_words=False,
         break_on_hyphens=False,
     )
     return [line[first if i == 0 else rest :].replace(_GLUE, " ") for i, line in enumerate(lines)]
