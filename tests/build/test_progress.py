@@ -356,9 +356,8 @@ def test_plain_odd_input_never_raises() -> None:
             display.line(odd)
         display.phase("\x1b[0m")
         display.note("")
-        assert display.progress() == (3, 10)
-        assert display.current_phase == "compile"
     assert "\x1b" not in stream.getvalue()
+    assert stream.getvalue().count(" s)\n") == 1  # the phase "\x1b[0m" is no phase
     assert "ERROR\n" in stream.getvalue()
 
 
@@ -519,16 +518,13 @@ def test_live_shows_each_step_and_counts_them_on_the_bar() -> None:
 # --- quiet mode ------------------------------------------------------------------------------
 
 
-def test_quiet_prints_nothing_but_tracks_the_build() -> None:
+def test_quiet_prints_nothing() -> None:
     stream = io.StringIO()
     clock = Clock()
     display = BuildProgress(mode="quiet", stream=stream, github=True, verbose=True, clock=clock)
     run(display, clock, BAZEL_LOG[:20])
-    assert stream.getvalue() == ""
-    assert display.current_phase == "compile"
-    assert display.progress() == (1234, 5678)
     display.phase("package")
-    assert display.progress() is None
+    assert stream.getvalue() == ""
 
 
 def test_elapsed_counts_from_enter() -> None:

@@ -961,10 +961,10 @@ def test_a_directory_without_the_marker_is_an_input_error(tmp_path: Path) -> Non
     )
 
 
-def test_the_marker_can_be_changed(tmp_path: Path) -> None:
-    (tmp_path / "fork" / "tf_fork" / "pip").mkdir(parents=True)
+def test_a_directory_without_files_has_no_epoch(tmp_path: Path) -> None:
+    (tmp_path / "tf" / "tensorflow" / "tools" / "pip_package").mkdir(parents=True)
 
-    source = local_source(tmp_path / "fork", marker="tf_fork/pip")
+    source = local_source(tmp_path / "tf")
 
-    assert source.path == tmp_path / "fork"
+    assert source.path == tmp_path / "tf"
     assert source.epoch is None  # no file at all

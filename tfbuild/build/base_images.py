@@ -418,12 +418,12 @@ class Lasting:
 
 
 @contextlib.contextmanager
-def ticking(tick: Callable[[], None], every: float = 2.0) -> Iterator[None]:
-    """``tick`` called every ``every`` seconds from a thread of its own while the block runs."""
+def ticking(tick: Callable[[], None]) -> Iterator[None]:
+    """``tick`` called every 2 seconds from a thread of its own while the block runs."""
     stop = threading.Event()
 
     def run() -> None:
-        while not stop.wait(every):
+        while not stop.wait(2.0):
             tick()
 
     thread = threading.Thread(target=run, daemon=True)
@@ -466,11 +466,11 @@ class ToolLog:
         self._file.close()
 
 
-def base_log_path(suite: str, now: datetime | None = None) -> Path:
+def base_log_path(suite: str) -> Path:
     """Where a `tfbuild base` run keeps its tools' output: ``<cache>/logs/base-SUITE-TIME.log``."""
     from tfbuild.core.cache import LOGS, cache_root
 
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     return cache_root() / LOGS / f"base-{suite}-{stamp}-{os.getpid()}.log"
 
 
@@ -485,9 +485,9 @@ def _stream(argv: Sequence[str], on_line: Callable[[str], None]) -> tuple[int, l
     return done.returncode, done.stdout.splitlines()
 
 
-def _log_lines(path: Path, keep: int = 40) -> list[str]:
+def _log_lines(path: Path) -> list[str]:
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()[-keep:]
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()[-40:]
     except OSError:
         return []
 
@@ -498,7 +498,6 @@ def make_base_image(
     suite: str = "bookworm",
     mirror: str | None = None,
     tag: str | None = None,
-    packages: Sequence[str] = DEFAULT_PACKAGES,
     force: bool = False,
     on_line: Callable[[str], None] = lambda _line: None,
     verbose: bool = False,
@@ -529,7 +528,7 @@ def make_base_image(
             f"debootstrap {suite} from {boot.mirror} into a temporary directory; its output: {kept}"
         )
         with ticking(progress.tick):  # a stage that prints nothing for a while is said too
-            code, output = _stream(boot.argv(rootfs, packages), log.line)
+            code, output = _stream(boot.argv(rootfs, DEFAULT_PACKAGES), log.line)
         if code != 0:
             lines = _log_lines(rootfs / "debootstrap" / "debootstrap.log")
             raise debootstrap_failure(boot, code, output, lines, kept=kept)

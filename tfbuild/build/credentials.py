@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfbuild.build.log import BuildLog
-from tfbuild.build.remotes import remote_urls
+from tfbuild.build.remotes import remotes
 from tfbuild.core.engine import Mount
 from tfbuild.core.engine_protocol import Engine
 from tfbuild.core.errors import InputError
@@ -137,7 +137,7 @@ def helper_headers(headers: RemoteHeaders, plan: BuildPlan) -> str:
     for name, value in headers.pairs:
         merged.setdefault(name, []).append(value)
     hosts = sorted(
-        {(urllib.parse.urlsplit(url).hostname or "").lower() for url in remote_urls(plan)}
+        {(urllib.parse.urlsplit(url).hostname or "").lower() for _, url in remotes(plan)}
     )
     return json.dumps({"hosts": [h for h in hosts if h], "headers": merged}, indent=2) + "\n"
 

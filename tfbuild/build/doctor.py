@@ -115,9 +115,6 @@ class DoctorReport:
         )
 
 
-Say = Callable[[Check], None]
-
-
 # --- checks that need no build ----------------------------------------------------------------------
 
 
@@ -135,7 +132,7 @@ def engine_checks(info: EngineInfo, *, disk_needed_gib: int) -> list[Check]:
         Check(
             name="storage driver",
             status="warn" if driver in SLOW_DRIVERS else "ok",
-            detail=SLOW_DRIVERS.get(driver, f"{driver}"),
+            detail=SLOW_DRIVERS.get(driver, driver),
             fix="Configure overlay2 in /etc/docker/daemon.json." if driver in SLOW_DRIVERS else "",
         )
     )
@@ -317,7 +314,7 @@ def run_canary(
     say("canary: smoke (install, import, run), instruction check and timing in the toolchain image")
     probe = _probe(engine, host.data.inputs.toolchain_image, host.wheel, baseline.wheel)
     section = canary_check(probe, expected_instructions(plans["host"]))
-    update_receipt(host.receipt, "canary", section)
+    update_receipt(host.receipt, section)
     return CanaryReport(
         **{f.name: getattr(section, f.name) for f in dataclasses.fields(CanaryCheck)},
         base_image=base,
@@ -416,14 +413,8 @@ def speedup_text(found: Verdict | None, median_ms: dict[CanaryBuildName, float])
         f"{median_ms[name]:.3f} ms {name}" for name in CANARY_BUILDS if name in median_ms
     )
     low, high = found.interval
-    if found.label == UNDECIDED:
-        reach = f"±{found.spread * 100:.0f}%"
-        said = f"undecided: {found.ratio:.2f}x ({reach}) the speed of the x86_64 build"
-    else:
-        said = (
-            f"{found.label}: {found.ratio:.2f}x ({low:.2f}-{high:.2f}) the speed of the "
-            "x86_64 build"
-        )
+    reach = f"±{found.spread * 100:.0f}%" if found.label == UNDECIDED else f"{low:.2f}-{high:.2f}"
+    said = f"{found.label}: {found.ratio:.2f}x ({reach}) the speed of the x86_64 build"
     pairs = found.n_candidate
     return f"the host-targeted canary kernel is {said} ({pairs} alternating pairs: {medians})"
 
@@ -572,38 +563,26 @@ def run_doctor(
     with_canary: bool = True,
     dist: Path | None = None,
     say: Callable[[str], None] = lambda _text: None,
-    show: Say = lambda _check: None,
+    show: Callable[[Check], None] = lambda _check: None,
     verbose: bool = False,
     quiet: bool = False,
 ) -> DoctorReport:
+    """Run the checks, each shown through ``show`` as it is made; the canary's report is None
+    when it did not run."""
     checks: list[Check] = []
 
     def add(check: Check) -> None:
         checks.append(check)
         show(check)
 
-    canary_report = _diagnose(
-        add, with_canary=with_canary, dist=dist, say=say, verbose=verbose, quiet=quiet
-    )
-    return DoctorReport(checks=tuple(checks), canary=canary_report)
+    def report(canary_report: CanaryReport | None = None) -> DoctorReport:
+        return DoctorReport(checks=tuple(checks), canary=canary_report)
 
-
-def _diagnose(
-    add: Callable[[Check], None],
-    *,
-    with_canary: bool,
-    dist: Path | None,
-    say: Callable[[str], None],
-    verbose: bool,
-    quiet: bool = False,
-) -> CanaryReport | None:
-    """Run the checks, each said through ``add``; the canary's report, None when it did not run."""
-    canary_report: CanaryReport | None = None
     try:
         engine = DockerEngine.connect()
     except TfbuildError as exc:
         add(Check(name="engine", status="fail", detail=exc.what + f": {exc.why}", fix=exc.fix))
-        return None
+        return report()
     try:
         facts = host_facts()
         plan = plan_here(PlanOptions(skip_disk_check=True), engine, host=facts).plan
@@ -612,7 +591,7 @@ def _diagnose(
         add(resource_check(plan, cpus=facts.build_cpus, memory_bytes=facts.build_memory_bytes))
         add(network_check(dict(os.environ)))
         if not with_canary:
-            return None
+            return report()
         base, base_check = canary_base(
             engine, on_line=lambda line: say(f"base: {line}"), verbose=verbose
         )
@@ -633,7 +612,7 @@ def _diagnose(
             raise  # SIGINT or SIGTERM stopped the canary: no failed check, the run ends (130)
         except TfbuildError as exc:
             add(canary_failure(exc, base_check))
-            return None
+            return report()
         finally:
             if dist is None:
                 shutil.rmtree(holder, ignore_errors=True)
@@ -676,4 +655,4 @@ def _diagnose(
         )
     finally:
         engine.close()
-    return canary_report
+    return report(canary_report)

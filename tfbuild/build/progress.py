@@ -18,10 +18,7 @@ Three modes (``choose_mode`` picks one):
   counter (every line with ``verbose`` or on GitHub, where the groups keep the log readable), and
   whenever :data:`HEARTBEAT_S` seconds passed without a line, one that says where the phase is and
   for how long (then less often while nothing else is said).
-- ``quiet``: nothing at all; the phase and the counter are still tracked for the caller.
-
-Every line says whose it is: ``[tfbuild]`` for ``tfbuild wheel``, ``[verify]`` for a rebuild,
-``[doctor]`` for the canary's builds (``tag``).
+- ``quiet``: nothing at all.
 
 rich is imported only on the live path, so importing this module stays fast.
 """
@@ -41,8 +38,6 @@ from tfbuild.core.controls import printable, printable_line
 from tfbuild.core.text import terminal_width, wrap
 
 if TYPE_CHECKING:
-    from types import TracebackType
-
     from rich.console import Console
     from rich.progress import Progress, TaskID
 
@@ -105,10 +100,10 @@ def parse_step(line: str) -> tuple[int, int, str] | None:
     return step, steps, match.group(3).strip()
 
 
-def shortened(text: str, width: int = _SHOWN) -> str:
-    """``text`` on one line, whitespace runs collapsed, cut to ``width`` characters with ``...``."""
+def shortened(text: str) -> str:
+    """``text`` on one line, whitespace runs collapsed, cut to ``_SHOWN`` characters with ``...``."""
     text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 3].rstrip() + "..."
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3].rstrip() + "..."
 
 
 def _minutes(seconds: float) -> str:
@@ -369,22 +364,6 @@ class _Live(_Output):
         self._print(f"[{self._tag}] {text}", style="cyan")
 
 
-def _make_output(
-    mode: Mode,
-    stream: TextIO,
-    *,
-    verbose: bool,
-    github: bool,
-    clock: Callable[[], float],
-    tag: str,
-) -> _Output:
-    if mode == "live":
-        return _Live(stream, verbose=verbose, clock=clock, tag=tag)
-    if mode == "plain":
-        return _Plain(stream, verbose=verbose, github=github, tag=tag, clock=clock)
-    return _Output()
-
-
 class BuildProgress:
     """What a build shows while it runs; use it as a context manager around the build."""
 
@@ -406,27 +385,19 @@ class BuildProgress:
         self._clock = clock
         self._start = clock()
         self._phase: str | None = None
-        self._progress: tuple[int, int] | None = None
-        self._output = _make_output(
-            mode,
-            sys.stderr if stream is None else stream,
-            verbose=verbose,
-            github=github,
-            clock=clock,
-            tag=tag,
-        )
+        stream = sys.stderr if stream is None else stream
+        self._output = _Output()
+        if mode == "live":
+            self._output = _Live(stream, verbose=verbose, clock=clock, tag=tag)
+        elif mode == "plain":
+            self._output = _Plain(stream, verbose=verbose, github=github, tag=tag, clock=clock)
 
     def __enter__(self) -> BuildProgress:
         self._start = self._clock()
         self._output.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_details: object) -> None:
         self._output.stop()
 
     def phase(self, name: str) -> None:
@@ -436,7 +407,6 @@ class BuildProgress:
         if not name or name == self._phase:
             return
         self._phase = name
-        self._progress = None
         self._output.phase(name, self.elapsed())
 
     def line(self, text: str) -> None:
@@ -446,10 +416,7 @@ class BuildProgress:
         if phase is not None:
             self.phase(phase)
             return
-        counter = parse_progress(text)
-        if counter is not None:
-            self._progress = counter
-        self._output.line(text, counter)
+        self._output.line(text, parse_progress(text))
 
     def note(self, text: str) -> None:
         """tfbuild's own message (one line per line of ``text``)."""
@@ -460,14 +427,6 @@ class BuildProgress:
         """What the plain display's ticker does every few seconds: say where the phase is when
         nothing was shown for :data:`HEARTBEAT_S` seconds (the other modes: nothing)."""
         self._output.tick()
-
-    def progress(self) -> tuple[int, int] | None:
-        """The last bazel ``(done, total)`` seen in the current phase."""
-        return self._progress
-
-    @property
-    def current_phase(self) -> str | None:
-        return self._phase
 
     def elapsed(self) -> float:
         """Seconds since the display was entered (or made, before that)."""

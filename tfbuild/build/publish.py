@@ -25,13 +25,7 @@ from tfbuild.core.files import (
     write_files,
 )
 from tfbuild.core.stopping import Stopped
-from tfbuild.wheel.receipt import (
-    SECTIONS,
-    CanaryCheck,
-    Receipt,
-    read_receipt,
-    receipt_path,
-)
+from tfbuild.wheel.receipt import CanaryCheck, Receipt, read_receipt, receipt_path
 
 #: Room kept beyond what publishing writes: directory entries, the log's last lines, metadata.
 PUBLISH_MARGIN = 256 << 10
@@ -157,12 +151,10 @@ def _cannot_publish(dist: Path, exc: OSError, *, needed: int, what: str) -> Inpu
     )
 
 
-def update_receipt(receipt: Path, key: str, value: CanaryCheck) -> None:
-    """Add one section to a published receipt (the canary's instruction-set check and speedup),
+def update_receipt(receipt: Path, canary: CanaryCheck) -> None:
+    """Add the canary's section (its instruction-set check and speedup) to a published receipt,
     whole and under the lock of its ``dist/``, as the build published it."""
     with locked(receipt.parent / DIST_LOCK):
         found = read_receipt(receipt)
-        if key not in SECTIONS:
-            raise ValueError(f"{key!r} is a field of the receipt, not a section to add")
-        text = json.dumps(replace(found, canary=value).to_json(), indent=2)  # the one section
+        text = json.dumps(replace(found, canary=canary).to_json(), indent=2)
         write_files(receipt.parent, {receipt.name: (text + "\n", 0o644)})

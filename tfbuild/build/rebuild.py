@@ -63,17 +63,16 @@ def load_receipt(wheel: Path | None, receipt: Path | None) -> Receipt:
                 "no receipt to build from", fix="Name a wheel, or pass --receipt FILE."
             )
         receipt = receipt_path(wheel)
-    path = receipt
-    found = read_receipt(path, wheel=wheel)
+    found = read_receipt(receipt, wheel=wheel)
     if not found.plan_intact():
         raise InputError(
-            f"{path} was changed after the build",
+            f"{receipt} was changed after the build",
             why="its plan no longer matches its plan_sha256, so it does not say what was built",
             fix="Use the receipt the build wrote, unedited.",
         )
     if found.inputs_intact() is False:
         raise InputError(
-            f"{path} was changed after the build",
+            f"{receipt} was changed after the build",
             why="its inputs (packages, source, images, tools) no longer match its inputs_sha256, "
             "so they do not say what was built",
             fix="Use the receipt the build wrote, unedited.",
@@ -360,5 +359,4 @@ def from_receipt(receipt_file: Path, args: PlanOptions, run: BuildRun) -> tuple[
         why="a rebuild from a receipt sends nothing to, and takes nothing from, a remote cache or "
         "executor its receipt names: their results would shape the wheel",
     )
-    planned = replace(planned, plan=plan)
-    return planned, rebuild_run(found, run)
+    return replace(planned, plan=plan), rebuild_run(found, run)

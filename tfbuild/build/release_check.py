@@ -16,7 +16,7 @@ from tfbuild.build.preflight import preflight
 from tfbuild.build.preflight.bazelrc import read_rc
 from tfbuild.build.preflight.report import Finding, PreflightReport, failures_error
 from tfbuild.build.preflight.tree_files import TreeFiles
-from tfbuild.build.preflight.workspace import CUDA_LOADS, cuda_tables, loaded_from, table_keys
+from tfbuild.build.preflight.workspace import cuda_table, table_keys
 from tfbuild.core.errors import TfbuildError, UnsupportedError
 from tfbuild.core.variants import Variant
 from tfbuild.plan import BuildPlan
@@ -88,9 +88,7 @@ def recipe_findings(recipe: Recipe, tree: Path) -> tuple[Finding, ...]:
         )
     cuda = recipe.cuda
     if cuda is not None and cuda.hermetic:
-        loaded = loaded_from(files, CUDA_LOADS)
-        candidates = cuda_tables(loaded)
-        table = next((c for c in candidates if files.exists(c)), None)
+        loaded, candidates, table = cuda_table(files)
         keys = table_keys(files.read(table) or "") if table else {}
         lists = f"{recipe.where('cuda')} cuda_versions and cudnn_versions"
         if loaded is not None and loaded.path is None:
@@ -170,7 +168,6 @@ def verify_plans(
                     what=f"the planner refuses {variant}"
                     + (f" for Python {python}" if python else "")
                     + f": {error.what}",
-                    file=None,
                     why=error.why,
                     fix=error.fix.rstrip("."),
                 )
@@ -183,7 +180,6 @@ def check_release(
     *,
     base_images: Mapping[str, BaseImage],
     source: Path | None = None,
-    cache_dir: Path | None = None,
     ca_bundle: Path | None = None,
     on_line: Callable[[str], None] = lambda _line: None,
 ) -> ReleaseCheck:
@@ -198,7 +194,7 @@ def check_release(
             recipe.tarball,
             version=recipe.tensorflow,
             sha256=recipe.sha256,
-            cache_dir=cache_dir or default_cache_dir(),
+            cache_dir=default_cache_dir(),
             ca_bundle=ca_bundle,
             on_line=on_line,
         )

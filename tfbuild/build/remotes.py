@@ -14,18 +14,10 @@ from tfbuild.plan import BuildPlan
 _LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
-def remote_urls(plan: BuildPlan) -> tuple[str, ...]:
-    """The plan's remote cache and executor URLs (``--remote_cache=``, ``--remote_executor=``)."""
-    prefixes = ("--remote_cache=", "--remote_executor=")
-    return tuple(
-        option.split("=", 1)[1] for option in plan.build_options if option.startswith(prefixes)
-    )
-
-
 def host_network(plan: BuildPlan) -> bool:
     """Does the build reach a remote cache or executor on this machine's loopback? A container's
     127.0.0.1 is its own: only the host's network reaches the host's loopback."""
-    hosts = {urllib.parse.urlsplit(url).hostname for url in remote_urls(plan)}
+    hosts = {urllib.parse.urlsplit(url).hostname for _, url in remotes(plan)}
     return bool(hosts & _LOOPBACK)
 
 

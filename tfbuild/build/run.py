@@ -22,6 +22,7 @@ included, unless ``--keep-container``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import re
@@ -104,29 +105,19 @@ class WheelResult:
     data: Receipt  # what the receipt file holds
     warnings: tuple[str, ...] = ()  # said loudly at the end: e.g. the wheel misses its glibc floor
 
-    # hand-written: the CLI adds the receipt's own (checked) JSON; ``data`` is not written here
+    # ``data`` is not written here: the CLI adds the receipt's own (checked) JSON
     def to_json(self) -> dict[str, Any]:
-        return {
-            "wheel": str(self.wheel),
-            "receipt": str(self.receipt),
-            "env_file": str(self.env_file),
-            "log": str(self.log),
-            "sha256": self.sha256,
-            "size": self.size,
-            "seconds": round(self.seconds, 3),
-            "image_built": self.image_built,
-            "attempts": serial.to_data(self.attempts),
-            "replaced": self.replaced,
-            "warnings": list(self.warnings),
-        }
+        kept = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "data"}
+        written: dict[str, Any] = serial.to_data(kept | {"seconds": round(self.seconds, 3)})
+        return written
 
 
 # --- inputs ---------------------------------------------------------------------------------------
 
 
-def new_build_id(now: datetime | None = None) -> str:
+def new_build_id() -> str:
     """Sortable and unique enough for one dist/: 20261123-091502-3fa9c1."""
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{secrets.token_hex(3)}"
 
 

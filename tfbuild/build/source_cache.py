@@ -81,9 +81,9 @@ class SourceCache:
             return None, False
         except (InputError, UnicodeDecodeError, ValueError):  # a FIFO or a device too: discarded
             data = None
-        sha256 = data.get("sha256") if isinstance(data, dict) else None
-        recorded_url = data.get("url") if isinstance(data, dict) else None
-        if recorded_url == url and isinstance(sha256, str) and SHA256.fullmatch(sha256):
+        data = data if isinstance(data, dict) else {}
+        sha256 = data.get("sha256")
+        if data.get("url") == url and isinstance(sha256, str) and SHA256.fullmatch(sha256):
             return sha256, False
         remove_tree(record)
         return None, True

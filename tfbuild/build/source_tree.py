@@ -19,10 +19,6 @@ record, and an upstream that now serves other bytes is an error naming both chec
 Entries of the earlier per-version layout (``tensorflow-2.21.0.tar.gz``, its ``.sha256`` record and
 ``tensorflow-2.21.0-<sha256[:12]>/``) are ignored: nothing reads them, and they can be deleted.
 
-The source's epoch (:attr:`Source.epoch`, the build's ``SOURCE_DATE_EPOCH``) is the newest member
-mtime of a tarball, the HEAD commit's time of a git checkout, or the newest file mtime of any other
-directory.
-
 Everything is written under a ``.partial-<pid>`` name (or another temp name) and renamed into place,
 so an interrupted run (Ctrl-C included) leaves nothing half-written, and two runs sharing the cache
 never see each other's partial work.
@@ -43,7 +39,6 @@ from pathlib import Path
 from typing import Literal
 
 from tfbuild.build import local_tree, source_download, tarball
-from tfbuild.build.local_tree import BUILD_WRITES
 from tfbuild.build.source_cache import (
     COMPLETE,
     SHA256,
@@ -58,15 +53,6 @@ from tfbuild.build.source_cache import (
 )
 from tfbuild.core.errors import InputError
 from tfbuild.wheel.receipt import SourceRecord
-
-__all__ = [
-    "BUILD_WRITES",
-    "SOURCE_MARKER",
-    "Source",
-    "default_cache_dir",
-    "fetch_source",
-    "local_source",
-]
 
 #: What a TensorFlow source tree has and other trees do not.
 SOURCE_MARKER = "tensorflow/tools/pip_package"
@@ -121,10 +107,11 @@ def default_cache_dir(env: Mapping[str, str] = os.environ) -> Path:
 # --- 1. a local directory ----------------------------------------------------------------------
 
 
-def local_source(path: Path, *, marker: str = SOURCE_MARKER) -> Source:
-    """The checkout at ``path``; InputError unless it is a directory with a ``marker`` subdirectory."""
+def local_source(path: Path) -> Source:
+    """The checkout at ``path``; InputError unless it is a directory with a SOURCE_MARKER
+    subdirectory."""
     path = path.absolute()
-    local_tree.check_tree(path, marker)
+    local_tree.check_tree(path, SOURCE_MARKER)
     commit, dirty = local_tree.git_state(path) if (path / ".git").exists() else (None, None)
     epoch = local_tree.git_epoch(path) if commit is not None else None
     return Source(
@@ -172,10 +159,9 @@ def fetch_source(
 ) -> Source:
     """The release tarball at ``url``, downloaded, verified and extracted into ``cache_dir``.
 
-    ``sha256`` is the pinned checksum, which names the cache entry; without one, the first
-    download's checksum is recorded for ``url`` and every later use is verified against it.
-    ``version`` only appears in messages. A verified tarball already in the cache is reused without
-    any network access. ``timeout`` bounds each connect and read of the download (the whole of it:
+    ``sha256`` pins the tarball (None: trusted on first use, as above). ``version`` only appears
+    in messages. A verified tarball already in the cache is reused without any network access.
+    ``timeout`` bounds each connect and read of the download (the whole of it:
     :data:`~tfbuild.build.source_download.SOURCE_DEADLINE_S`). Raises InputError for a checksum
     mismatch or a bad archive, EnvironmentProblem when the download fails or the cache cannot be
     written.
@@ -277,11 +263,10 @@ def _record_sha256(fetch: _Fetch, sha256: str) -> None:
     """Record what ``fetch.url`` served at its first download (unless a run sharing the cache
     recorded it meanwhile: then that record must agree)."""
     recorded = _recorded_sha256(fetch)
-    if recorded is not None:
-        if recorded != sha256:
-            raise _mismatch(fetch, recorded, sha256)
-        return
-    fetch.cache.write_record(fetch.url, sha256)
+    if recorded is None:
+        fetch.cache.write_record(fetch.url, sha256)
+    elif recorded != sha256:
+        raise _mismatch(fetch, recorded, sha256)
 
 
 def _download_into_cache(fetch: _Fetch, expected: str | None) -> str:

@@ -7,7 +7,7 @@ files, ``workspace`` what its WORKSPACE, BUILD and .bzl files declare. It only r
 ``tfbuild recipes verify``, which fetches a release to check a recipe, is ``build.release_check``.
 """
 
-from tfbuild.build.preflight.checks import describe, preflight
-from tfbuild.build.preflight.report import PREFLIGHT_SCHEMA, Finding, PreflightReport
+from tfbuild.build.preflight.checks import preflight
+from tfbuild.build.preflight.report import Finding, PreflightReport
 
-__all__ = ["PREFLIGHT_SCHEMA", "Finding", "PreflightReport", "describe", "preflight"]
+__all__ = ["Finding", "PreflightReport", "preflight"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,15 +136,17 @@ def read_rc(tree: TreeFiles, rendered: tuple[str, ...]) -> RcFiles | None:
     )
 
 
-def config_uses(args: Iterable[str]) -> list[str]:
-    args = list(args)
-    found = []
+def _values(args: Sequence[str], flag: str) -> Iterator[tuple[int, str]]:
+    """Each value ``args`` give ``flag`` (``--flag=V`` or ``--flag V``), with the flag's index."""
     for index, arg in enumerate(args):
-        if arg.startswith("--config="):
-            found.append(arg.removeprefix("--config="))
-        elif arg == "--config" and index + 1 < len(args):
-            found.append(args[index + 1])
-    return found
+        if arg.startswith(f"{flag}="):
+            yield index, arg.removeprefix(f"{flag}=")
+        elif arg == flag and index + 1 < len(args):
+            yield index, args[index + 1]
+
+
+def config_uses(args: Iterable[str]) -> list[str]:
+    return [config for _, config in _values(list(args), "--config")]
 
 
 #: The configs bazel applies on its own on a Linux host with ``--enable_platform_specific_config``
@@ -230,14 +232,8 @@ def repo_env(applied: Iterable[tuple[str, RcLine | None]], name: str) -> tuple[s
     that gives it; ``("", None)`` when no option sets it."""
     found: tuple[str, RcLine | None] = ("", None)
     applied = list(applied)
-    for index, (arg, origin) in enumerate(applied):
-        if arg.startswith("--repo_env="):
-            setting = arg.removeprefix("--repo_env=")
-        elif arg == "--repo_env" and index + 1 < len(applied):
-            setting = applied[index + 1][0]
-        else:
-            continue
+    for index, setting in _values([arg for arg, _ in applied], "--repo_env"):
         key, _, value = setting.partition("=")
         if key == name:
-            found = (value, origin)
+            found = (value, applied[index][1])
     return found

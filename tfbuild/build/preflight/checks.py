@@ -62,10 +62,9 @@ from tfbuild.build.preflight.report import Finding, PreflightReport
 from tfbuild.build.preflight.starlark import Call, StarlarkError, calls, constants
 from tfbuild.build.preflight.tree_files import TreeFiles, line_of
 from tfbuild.build.preflight.workspace import (
-    CUDA_LOADS,
     Loaded,
     build_rules,
-    cuda_tables,
+    cuda_table,
     label_path,
     loaded_from,
     python_locks,
@@ -188,25 +187,20 @@ def _check_configs(
         origin = next(o for a, o in reversed(applied) if platform_config_switch([a]) is not None)
         wanted.append((PLATFORM_CONFIG, origin))
     found: list[Finding] = []
-    checked: dict[str, RcLine] = {}
+    checked: list[str] = []  # in the order checked
     while wanted:
         name, used_at = wanted.pop(0)
         if name in checked:
             continue
-        defs = definitions.get(name)
+        checked.append(name)
+        defs = definitions.get(name, [])
         if not defs:
             found.append(_undefined(name, used_at, recipe, definitions))
-            checked[name] = RcLine(file="", line=0, command="", config=None, args=())
-            continue
-        checked[name] = defs[0]
         for definition in defs:
             wanted += [(c, definition) for c in config_uses(definition.args)]
     if not found:
-        where = ", ".join(
-            f"{name} ({d.file}:{d.line})"
-            for name, d in checked.items()
-            if name in plan.bazel_configs
-        )
+        firsts = [(name, definitions[name][0]) for name in checked if name in plan.bazel_configs]
+        where = ", ".join(f"{name} ({d.file}:{d.line})" for name, d in firsts)
         found.append(
             Finding(
                 check="configs",
@@ -229,21 +223,18 @@ def _undefined(
     if close:
         first = definitions[close[0]][0]
         hint = f"; did you mean {close[0]} ({first.file}:{first.line})?"
-    listed = recipe is not None and name in recipe.configs
     why = f"bazel stops with \"Config value '{name}' is not defined in any .rc file\"{hint}"
     if used_at is not None:
         why = f"{used_at.file}:{used_at.line} names it; {why}"
-    elif listed:
-        assert recipe is not None
-        why = f"{recipe.where('configs')} says this release defines it; {why}"
-    if used_at is None:
+        fix = "Fix the tree's rc files, or build from a complete checkout of the release"
+    else:
+        if recipe is not None and name in recipe.configs:
+            why = f"{recipe.where('configs')} says this release defines it; {why}"
         fix = (
             "This tree is not the release the recipe describes: build the recipe's own source, or "
             "give a recipe for this tree with --recipes-dir whose configs list only what its "
             ".bazelrc defines (the planner then refuses that variant)"
         )
-    else:
-        fix = "Fix the tree's rc files, or build from a complete checkout of the release"
     return Finding(
         check="configs",
         status="fail",
@@ -387,7 +378,7 @@ def _check_python_lock(plan: BuildPlan, tree: TreeFiles) -> Finding:
 
 def _check_cuda_versions(plan: BuildPlan, tree: TreeFiles) -> list[Finding]:
     assert plan.cuda is not None
-    loaded = loaded_from(tree, CUDA_LOADS)
+    loaded, candidates, table = cuda_table(tree)
     if loaded is not None and loaded.path is None:
         return [
             Finding(
@@ -399,8 +390,6 @@ def _check_cuda_versions(plan: BuildPlan, tree: TreeFiles) -> list[Finding]:
                 why="a repository bazel downloads, not a file of this tree",
             )
         ]
-    candidates = cuda_tables(loaded)
-    table = next((c for c in candidates if tree.exists(c)), None)
     if table is None:
         return [
             Finding(
@@ -744,13 +733,6 @@ def _skipped(check: str, what: str, why: str) -> Finding:
 # --- the report ----------------------------------------------------------------------------------------
 
 
-def describe(plan: BuildPlan) -> str:
-    """The plan in a few words, for the report."""
-    standin = " (STAND-IN canary)" if plan.canary else ""
-    cuda = f" CUDA {plan.cuda.cuda}" if plan.cuda else ""
-    return f"TensorFlow {plan.tensorflow}{standin} {plan.variant}{cuda}, Python {plan.python}"
-
-
 def preflight(plan: BuildPlan, recipe: Recipe | None, tree: Path) -> PreflightReport:
     """Check ``tree`` (the top of a source tree) against ``plan`` (and the recipe it came from;
     None for a rebuild from a receipt). Only reads files of ``tree``."""
@@ -789,4 +771,7 @@ def preflight(plan: BuildPlan, recipe: Recipe | None, tree: Path) -> PreflightRe
         )
     else:
         findings += _check_toolchain(plan, recipe, files, applied)
-    return PreflightReport(tree=str(tree), plan=describe(plan), findings=tuple(findings))
+    standin = " (STAND-IN canary)" if plan.canary else ""
+    cuda = f" CUDA {plan.cuda.cuda}" if plan.cuda else ""
+    described = f"TensorFlow {plan.tensorflow}{standin} {plan.variant}{cuda}, Python {plan.python}"
+    return PreflightReport(tree=str(tree), plan=described, findings=tuple(findings))

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Literal
 
 from tfbuild.core.errors import UnsupportedError
 
-PREFLIGHT_SCHEMA: Final = "tfbuild.preflight/1"
 Status = Literal["ok", "fail", "note", "skipped"]
 
 
@@ -49,7 +48,7 @@ class Finding:
 class PreflightReport:
     """Every finding for one plan and one tree."""
 
-    schema: Literal["tfbuild.preflight/1"] = PREFLIGHT_SCHEMA
+    schema: Literal["tfbuild.preflight/1"] = "tfbuild.preflight/1"
     tree: str
     plan: str  # what was checked, in words: "TensorFlow 2.21.0 cpu, Python 3.11"
     passed: bool = field(init=False)  # no finding failed

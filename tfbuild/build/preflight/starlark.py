@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 class StarlarkError(ValueError):
@@ -98,7 +98,7 @@ def calls(text: str) -> list[Call]:
     Raises :class:`StarlarkError` when the text does not tokenize."""
     tokens = [t for t in _tokens(text) if t.type not in _SKIP and t.type != tokenize.NEWLINE]
     done: list[tuple[int, Call]] = []
-    # Open brackets: (index of the call in ``open_calls`` or None for a plain bracket).
+    # Open brackets: (the call's index in ``tokens``, the call, its strings), None for a plain bracket.
     stack: list[tuple[int, Call, list[str]] | None] = []
     for index, token in enumerate(tokens):
         if token.type == tokenize.OP and token.string in "([{":
@@ -113,17 +113,7 @@ def calls(text: str) -> list[Call]:
                 top = stack.pop()
                 if top is not None:
                     opened, call, strings = top
-                    done.append(
-                        (
-                            opened,
-                            Call(
-                                function=call.function,
-                                line=call.line,
-                                keywords=call.keywords,
-                                strings=tuple(strings),
-                            ),
-                        )
-                    )
+                    done.append((opened, replace(call, strings=tuple(strings))))
             continue
         value = _string(token)
         if value is None:

@@ -119,12 +119,15 @@ def loaded_from(tree: TreeFiles, files: tuple[str, ...]) -> Loaded | None:
 CUDA_LOADS = ("cuda_redist_init_repositories.bzl", "cuda_redist_versions.bzl")
 
 
-def cuda_tables(loaded: Loaded | None) -> tuple[str, ...]:
-    """The table the workspace loads (beside its cuda_redist_init_repositories.bzl), else every
-    known one; empty when it is in another repository."""
-    if loaded is None:
-        return CUDA_TABLES
-    return () if loaded.path is None else (f"{loaded.path}/cuda_redist_versions.bzl",)
+def cuda_table(tree: TreeFiles) -> tuple[Loaded | None, tuple[str, ...], str | None]:
+    """The workspace's load of the CUDA tables; the files the table may be: the one loaded
+    (beside its cuda_redist_init_repositories.bzl), else every known one, none when it is in
+    another repository; the first of them the tree has (None: none)."""
+    loaded = loaded_from(tree, CUDA_LOADS)
+    candidates: tuple[str, ...] = CUDA_TABLES
+    if loaded is not None:
+        candidates = () if loaded.path is None else (f"{loaded.path}/cuda_redist_versions.bzl",)
+    return loaded, candidates, next((c for c in candidates if tree.exists(c)), None)
 
 
 _TABLE = re.compile(r"^(CUDA|CUDNN)_REDIST_JSON_DICT\s*=\s*\{\s*$")
