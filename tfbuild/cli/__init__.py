@@ -1,13 +1,10 @@
-"""The command line: the app, its commands in --help order, and :func:`main`, which maps errors to exit codes.
+"""The command line: the app, its commands in --help order, and :func:`main`, which maps errors
+to exit codes.
 
-No logic lives in the command line. Every command (each in the module of its name,
-:mod:`~tfbuild.cli.plan`, :mod:`~tfbuild.cli.wheel`, ...) hands its options, as one typed value,
-to a function of the layers below (a planner, a build run, a detector) and prints the result (:mod:`~tfbuild.cli.display`, :mod:`~tfbuild.cli.wheel_display`,
-:mod:`~tfbuild.cli.output`); every failure arrives as a :class:`tfbuild.core.errors.TfbuildError`
-and leaves through :func:`main` as one line and the error's exit code. The plan options that
-``plan``, ``render`` and ``wheel`` share are declared once, on the fields of
-:class:`tfbuild.plan.options.PlanOptions` (:mod:`~tfbuild.cli.options` makes them typer
-options), and reach each command as one PlanOptions.
+No logic lives in the command line. Every command (each in the module of its name) hands its
+options, as one typed request (:mod:`~tfbuild.cli.options`), to a function of the layers below and
+prints the result; every failure arrives as a :class:`tfbuild.core.errors.TfbuildError` and leaves
+through :func:`main` as one line and the error's exit code.
 """
 
 from __future__ import annotations
@@ -20,26 +17,24 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from tfbuild import __version__
-from tfbuild.cli import (
-    base,
-    cache,
-    detect,
-    doctor,
-    forecast,
-    index,
-    matrix,
-    overlay,
-    pick,
-    plan,
-    recipes,
-    render,
-    smoke,
-    tune,
-    verify,
-    wheel,
-)
+from tfbuild.cli.base import base_command
+from tfbuild.cli.cache import cache_command
+from tfbuild.cli.detect import detect_command
+from tfbuild.cli.doctor import doctor_command
+from tfbuild.cli.forecast import forecast_command
+from tfbuild.cli.index import index_command
+from tfbuild.cli.matrix import matrix_command
 from tfbuild.cli.options import parsing
+from tfbuild.cli.overlay import overlay_command
+from tfbuild.cli.pick import pick_command
+from tfbuild.cli.plan import plan_command
+from tfbuild.cli.recipes import recipes_app
+from tfbuild.cli.render import render_command
+from tfbuild.cli.smoke import smoke_command
+from tfbuild.cli.tune import tune_command
 from tfbuild.cli.usage import CommandLineError, NoArgsIsHelp, as_usage_error
+from tfbuild.cli.verify import verify_command
+from tfbuild.cli.wheel import wheel_command
 from tfbuild.core.controls import printable
 from tfbuild.core.errors import TfbuildError
 
@@ -87,50 +82,26 @@ def _root(
 # here, short enough for the list of an 80-column --help (click would cut a longer first sentence of
 # the docstring with "..."); the docstring is the command's own --help.
 _COMMANDS = (
-    ("detect", detect.detect, "Describe a machine: CPU, TensorFlow's CPU features, flags, GPUs"),
-    (
-        "matrix",
-        matrix.matrix_command,
-        "The CI build matrix: TensorFlow x Python x target x variant",
-    ),
-    ("plan", plan.plan_command, "Every choice of a build, one line each (--why: with its reason)"),
-    (
-        "forecast",
-        forecast.forecast_command,
-        "What a build would gain over the stock wheel, before building",
-    ),
-    (
-        "render",
-        render.render_command,
-        "Write the build context (Dockerfile, rc, build.sh, env, plan)",
-    ),
-    (
-        "wheel",
-        wheel.wheel_command,
-        "Build the wheel in Docker: wheel, receipt and env file in dist/",
-    ),
-    ("doctor", doctor.doctor_command, "Check this machine, then prove the pipeline with a canary"),
-    (
-        "overlay",
-        overlay.overlay_command,
-        "A wheel of stock TensorFlow's element-wise kernels for this CPU",
-    ),
-    ("verify", verify.verify_command, "Rebuild a wheel from its receipt; check it byte for byte"),
-    (
-        "smoke",
-        smoke.smoke_command,
-        "Prove a wheel: no unused-instruction message, faster than stock",
-    ),
-    ("tune", tune.tune_command, "Measure a wheel's runtime settings here; keep those that win"),
-    ("base", base.base_command, "Make a base image with debootstrap (no registry needed)"),
-    ("index", index.index_command, "Write index.html (a pip --find-links page) and SHA256SUMS"),
-    ("pick", pick.pick_command, "Choose the wheel (or overlay) that runs best here; install it"),
-    ("cache", cache.cache_command, "What tfbuild keeps here, its size and age; --prune frees it"),
+    ("detect", detect_command, "Describe a machine: CPU, TensorFlow's CPU features, flags, GPUs"),
+    ("matrix", matrix_command, "The CI build matrix: TensorFlow x Python x target x variant"),
+    ("plan", plan_command, "Every choice of a build, one line each (--why: with its reason)"),
+    ("forecast", forecast_command, "What a build would gain over the stock wheel, before building"),
+    ("render", render_command, "Write the build context (Dockerfile, rc, build.sh, env, plan)"),
+    ("wheel", wheel_command, "Build the wheel in Docker: wheel, receipt and env file in dist/"),
+    ("doctor", doctor_command, "Check this machine, then prove the pipeline with a canary"),
+    ("overlay", overlay_command, "A wheel of stock TensorFlow's element-wise kernels for this CPU"),
+    ("verify", verify_command, "Rebuild a wheel from its receipt; check it byte for byte"),
+    ("smoke", smoke_command, "Prove a wheel: no unused-instruction message, faster than stock"),
+    ("tune", tune_command, "Measure a wheel's runtime settings here; keep those that win"),
+    ("base", base_command, "Make a base image with debootstrap (no registry needed)"),
+    ("index", index_command, "Write index.html (a pip --find-links page) and SHA256SUMS"),
+    ("pick", pick_command, "Choose the wheel (or overlay) that runs best here; install it"),
+    ("cache", cache_command, "What tfbuild keeps here, its size and age; --prune frees it"),
 )
 for _name, _command, _summary in _COMMANDS:
     app.command(_name, short_help=_summary)(_command)
 app.add_typer(
-    recipes.recipes_app,
+    recipes_app,
     name="recipes",
     short_help="The TensorFlow releases tfbuild can build, one recipe each",
 )
@@ -174,25 +145,19 @@ def main(argv: list[str] | None = None) -> None:
     try:
         # Not standalone: click's usage errors come here, to be said as tfbuild says its own.
         code = app(args=argv, prog_name="tfbuild", standalone_mode=False)
-    except TfbuildError as exc:
-        if _state["debug"]:
-            raise
-        _refuse(exc)
     except NoArgsIsHelp as exc:  # bare tfbuild: the help, as click gives it
         exc.show()
         sys.exit(exc.exit_code)
-    except CommandLineError as exc:
+    except (Exception, KeyboardInterrupt) as exc:
         if _state["debug"]:
             raise
-        _refuse(as_usage_error(exc, sys.argv[1:] if argv is None else argv))
-    except KeyboardInterrupt:
-        if _state["debug"]:
-            raise
-        sys.stderr.write("tfbuild: interrupted: everything tfbuild started was stopped.\n")
-        sys.exit(130)
-    except Exception as exc:
-        if _state["debug"]:
-            raise
+        if isinstance(exc, TfbuildError):
+            _refuse(exc)
+        if isinstance(exc, CommandLineError):
+            _refuse(as_usage_error(exc, sys.argv[1:] if argv is None else argv))
+        if isinstance(exc, KeyboardInterrupt):
+            sys.stderr.write("tfbuild: interrupted: everything tfbuild started was stopped.\n")
+            sys.exit(130)
         sys.stderr.write(
             f"tfbuild: internal error: {type(exc).__name__}: {printable(str(exc))}. "
             "Run again with --debug for the traceback, and please report it.\n"

@@ -5,39 +5,26 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from tfbuild.cli.options import takes
-from tfbuild.cli.output import print_base_image, print_json, progress
-from tfbuild.core.options import JSON, VERBOSE, Cli, option
+from tfbuild.cli.options import declared, takes
+from tfbuild.cli.output import print_base_image, print_data, progress
+from tfbuild.core.options import JSON, VERBOSE, option
 
 
 @dataclass(frozen=True, kw_only=True)
 class BaseArgs:
     """What ``tfbuild base`` was asked."""
 
-    suite: str = option(
-        Cli(
-            flags=("--suite",),
-            help="Debian or Ubuntu suite: bullseye, bookworm, trixie, jammy, noble (on any host "
-            "with debootstrap: tfbuild brings the script and keyring a suite needs).",
-        ),
-        default="bookworm",
+    suite: str = declared(
+        "bookworm",
+        "--suite",
+        help="Debian or Ubuntu suite: bullseye, bookworm, trixie, jammy, noble (on any host "
+        "with debootstrap: tfbuild brings the script and keyring a suite needs).",
     )
-    mirror: str | None = option(
-        Cli(
-            flags=("--mirror",),
-            metavar="URL",
-            help="Package mirror (default: the distribution's).",
-            show_default=False,
-        ),
-        default=None,
+    mirror: str | None = declared(
+        None, "--mirror", metavar="URL", help="Package mirror (default: the distribution's)."
     )
-    tag: str | None = option(
-        Cli(flags=("--tag",), help="Image tag (default: tfbuild/base:SUITE).", show_default=False),
-        default=None,
-    )
-    force: bool = option(
-        Cli(flags=("--force",), help="Rebuild even if the tag exists."), default=False
-    )
+    tag: str | None = declared(None, "--tag", help="Image tag (default: tfbuild/base:SUITE).")
+    force: bool = declared(False, "--force", help="Rebuild even if the tag exists.")
     verbose: bool = option(VERBOSE, default=False)
     as_json: bool = option(JSON, default=False)
 
@@ -59,8 +46,6 @@ def base_command(request: BaseArgs) -> None:
             verbose=request.verbose,
         )
     if request.as_json:
-        from tfbuild.core import serial
-
-        print_json(serial.to_data(result))
+        print_data(result)
     else:
         print_base_image(result)

@@ -4,18 +4,17 @@ uses."""
 
 from __future__ import annotations
 
-import json
-import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
 import typer
 
-from tfbuild.cli.options import takes
-from tfbuild.cli.output import progress
+from tfbuild.cli.options import declared, takes
+from tfbuild.cli.output import indented, print_json, progress
 from tfbuild.core.controls import printable
-from tfbuild.core.options import JSON, Cli, option
+from tfbuild.core.errors import EnvironmentProblem, UsageError
+from tfbuild.core.options import JSON, option
 
 if TYPE_CHECKING:
     from tfbuild.core.cache import CacheEntry
@@ -26,7 +25,6 @@ _DAY = 86400.0
 
 def _kinds(values: list[str] | None) -> tuple[str, ...]:
     from tfbuild.core.cache import KINDS
-    from tfbuild.core.errors import UsageError
 
     chosen = [k.strip() for v in values or () for k in v.split(",") if k.strip()]
     for kind in chosen:
@@ -43,44 +41,34 @@ def _kinds(values: list[str] | None) -> tuple[str, ...]:
 class CacheArgs:
     """What ``tfbuild cache`` was asked: which kinds, and what to remove."""
 
-    prune: bool = option(
-        Cli(
-            flags=("--prune",),
-            help="Remove what nothing needs any more: environments whose wheel is gone or that "
-            "were left half-made, images a newer build of their tag replaced; with --older-than "
-            "or --all, more. Never what a running tfbuild uses.",
-        ),
-        default=False,
+    prune: bool = declared(
+        False,
+        "--prune",
+        help="Remove what nothing needs any more: environments whose wheel is gone or that "
+        "were left half-made, images a newer build of their tag replaced; with --older-than "
+        "or --all, more. Never what a running tfbuild uses.",
     )
-    kinds: tuple[str, ...] = option(
-        Cli(
-            flags=("--kind",),
-            metavar="KIND",
-            help="Only these: environment, forecast, log, source, image, volume (repeat, or "
-            "separate with commas; default: all).",
-            cli_type=list[str] | None,
-            convert=_kinds,
-            show_default=False,
-        ),
-        default=(),
+    kinds: tuple[str, ...] = declared(
+        (),
+        "--kind",
+        metavar="KIND",
+        help="Only these: environment, forecast, log, source, image, volume (repeat, or "
+        "separate with commas; default: all).",
+        cli_type=list[str] | None,
+        convert=_kinds,
     )
-    older_than: float | None = option(
-        Cli(
-            flags=("--older-than",),
-            metavar="DAYS",
-            help="With --prune: also what was not used for DAYS days.",
-            min=0,
-            show_default=False,
-        ),
-        default=None,
+    older_than: float | None = declared(
+        None,
+        "--older-than",
+        metavar="DAYS",
+        help="With --prune: also what was not used for DAYS days.",
+        min=0,
     )
-    everything: bool = option(
-        Cli(flags=("--all",), help="With --prune: everything of the kinds chosen."),
-        default=False,
+    everything: bool = declared(
+        False, "--all", help="With --prune: everything of the kinds chosen."
     )
-    dry_run: bool = option(
-        Cli(flags=("--dry-run",), help="With --prune: say what would go, remove nothing."),
-        default=False,
+    dry_run: bool = declared(
+        False, "--dry-run", help="With --prune: say what would go, remove nothing."
     )
     as_json: bool = option(JSON, default=False)
 
@@ -89,18 +77,14 @@ class CacheArgs:
 def cache_command(args: CacheArgs) -> None:
     """What tfbuild keeps here, its size and when it was last used; --prune removes some."""
     from tfbuild.core import cache
-    from tfbuild.core.errors import UsageError
 
-    if (args.older_than is not None or args.everything or args.dry_run) and not args.prune:
-        given = [
-            f
-            for f, v in (
-                ("--older-than", args.older_than is not None),
-                ("--all", args.everything),
-                ("--dry-run", args.dry_run),
-            )
-            if v
-        ]
+    shaping = {
+        "--older-than": args.older_than is not None,
+        "--all": args.everything,
+        "--dry-run": args.dry_run,
+    }
+    given = [flag for flag, value in shaping.items() if value]
+    if given and not args.prune:
         raise UsageError(
             f"{' and '.join(given)} shape what --prune removes", fix="Add --prune, or drop them."
         )
@@ -136,7 +120,7 @@ def cache_command(args: CacheArgs) -> None:
             "removed" if not args.dry_run else "would_remove": [k.name for k in gone],
             "in_use": [k.name for k in busy],
         }
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        print_json(data)
         return
     typer.echo(printable("\n".join(_lines(kept, gone, busy, args, engine_note))))
 
@@ -146,7 +130,6 @@ def _engine(kinds: tuple[str, ...]) -> tuple[DockerEngine | None, str]:
     if not {"image", "volume"} & set(kinds):
         return None, "not asked"
     from tfbuild.core.engine import DockerEngine
-    from tfbuild.core.errors import EnvironmentProblem
 
     try:
         return DockerEngine.connect(timeout=10), ""
@@ -192,12 +175,8 @@ def _remove(entry: CacheEntry, engine: DockerEngine | None) -> bool:
 
 
 def _entry(k: CacheEntry) -> dict[str, object]:
-    return {
-        "kind": k.kind,
-        "name": k.name,
-        "size": k.size,
+    return asdict(k) | {
         "used": round(k.used, 1),
-        "in_use": k.in_use,
         "orphan": k.orphan or None,
         "what": k.what or None,
     }
@@ -235,11 +214,9 @@ def _lines(
 ) -> list[str]:
     from tfbuild.core.cache import cache_root
     from tfbuild.core.files import human_size
-    from tfbuild.core.text import wrap
 
     now = time.time()
-    lines = wrap(f"tfbuild keeps, in {cache_root()} and the Docker engine:", 80, rest=2)
-    lines[1:] = ["  " + line for line in lines[1:]]
+    lines = indented(f"tfbuild keeps, in {cache_root()} and the Docker engine:", 80, rest=2)
     if engine_note and engine_note != "not asked":
         lines.append(f"  the engine: {engine_note}")
     lines.append(f"  {'kind':<12}{'size':>9}{'used':>8}  name, then what it holds")
@@ -249,14 +226,12 @@ def _lines(
         name, held = _label(k)
         lines.append(f"  {k.kind:<12}{size:>9}{_age(now - k.used):>8}  {name}{state}")
         for note in (held, k.orphan):
-            for i, line in enumerate(wrap(note, 80, first=6, rest=8)):
-                lines.append(("        " if i else "      ") + line)
+            lines += indented(note, 80, first=6, rest=8)
     totals: dict[str, int] = {}
     for k in kept:
         totals[k.kind] = totals.get(k.kind, 0) + (k.size or 0)
     summary = ", ".join(f"{kind} {human_size(size)}" for kind, size in totals.items())
-    for i, line in enumerate(wrap(f"in all: {summary}", 80, first=2, rest=4)):
-        lines.append(("    " if i else "  ") + line)
+    lines += indented(f"in all: {summary}", 80, first=2, rest=4)
     freed = human_size(sum(k.size or 0 for k in gone))
     using = [k for k in kept if k.in_use]
     if using:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.cli.options import takes
-from tfbuild.cli.output import print_json
-from tfbuild.core.options import CPUINFOS, JSON, TARGET, Cli, option
+from tfbuild.cli.options import declared, takes
+from tfbuild.cli.output import print_data
+from tfbuild.core.options import CPUINFOS, JSON, TARGET, option
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -16,15 +16,12 @@ class DetectArgs:
 
     as_json: bool = option(JSON, default=False)
     cpuinfo: tuple[Path, ...] = option(CPUINFOS, default=())
-    compiler: str | None = option(
-        Cli(
-            flags=("--compiler",),
-            metavar="COMPILER",
-            help="Compiler the flags are for, e.g. clang-18 or gcc-12 (a bare name asks PATH). "
-            "Default: the newest recipe's compiler (what a build uses).",
-            show_default=False,
-        ),
-        default=None,
+    compiler: str | None = declared(
+        None,
+        "--compiler",
+        metavar="COMPILER",
+        help="Compiler the flags are for, e.g. clang-18 or gcc-12 (a bare name asks PATH). "
+        "Default: the newest recipe's compiler (what a build uses).",
     )
     target: str | None = option(
         TARGET.but(
@@ -33,19 +30,15 @@ class DetectArgs:
         ),
         default=None,
     )
-    why_not: tuple[str, ...] = option(
-        Cli(
-            flags=("--why-not",),
-            metavar="NAME",
-            help="Only whether code built for this target runs on the machine, and why not: the "
-            "answer alone (--json: the whole report with it).",
-            show_default=False,
-        ),
-        default=(),
+    why_not: tuple[str, ...] = declared(
+        (),
+        "--why-not",
+        metavar="NAME",
+        help="Only whether code built for this target runs on the machine, and why not: the "
+        "answer alone (--json: the whole report with it).",
     )
-    gpu: bool = option(
-        Cli(flags=("--gpu/--no-gpu",), help="Look for CUDA, cuDNN, NCCL, TensorRT and GPUs."),
-        default=True,
+    gpu: bool = declared(
+        True, "--gpu/--no-gpu", help="Look for CUDA, cuDNN, NCCL, TensorRT and GPUs."
     )
 
     @property
@@ -56,7 +49,7 @@ class DetectArgs:
 
 
 @takes(DetectArgs)
-def detect(request: DetectArgs) -> None:
+def detect_command(request: DetectArgs) -> None:
     """Describe a machine: CPU and microarchitecture, TensorFlow's CPU features, compiler flags,
     CUDA and GPUs, resources."""
     from tfbuild.detect.gather import gather
@@ -69,9 +62,7 @@ def detect(request: DetectArgs) -> None:
         with_gpu=request.gpu and not request.question,
     )
     if request.as_json:
-        from tfbuild.core import serial
-
-        print_json(serial.to_data(report))
+        print_data(report)
         return
     from tfbuild.cli.display import print_detect, print_detect_answers
 

@@ -4,14 +4,13 @@ wheel, doctor. Only the text modes import this; ``--json`` never does."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from tfbuild.cli.console import make_console, print_hanging, safe
-from tfbuild.core import serial
 from tfbuild.core.controls import printable
 from tfbuild.core.files import human_size
 from tfbuild.core.text import wrap
@@ -24,7 +23,9 @@ if TYPE_CHECKING:  # types of other commands' results: importing them would load
     from tfbuild.build.preflight import PreflightReport
     from tfbuild.build.release_check import ReleaseCheck
     from tfbuild.build.run import WheelResult
-    from tfbuild.plan.matrix import Matrix, OverlayMatrix, Skipped
+    from tfbuild.detect.cuda_report import CudaReport
+    from tfbuild.detect.nvidia import NvidiaReport
+    from tfbuild.plan.matrix import Skipped
 
 
 _GIB = 1024**3
@@ -119,37 +120,36 @@ def _system_rows(report: DetectReport) -> Table | None:
     return table
 
 
-def _gpu_lines(data: dict[str, Any] | None, nvidia: dict[str, Any] | None) -> list[str]:
+def _gpu_lines(cuda: CudaReport | None, nvidia: NvidiaReport | None) -> list[str]:
     lines: list[str] = []
-    if data is not None:
-        toolkits = data.get("toolkits") or []
-        if not toolkits:
+    if cuda is not None:
+        if not cuda.toolkits:
             lines.append("CUDA toolkit: none found")
-        for kit in toolkits:
-            found_by = ", ".join(kit.get("found_by") or [])
-            lines.append(
-                f"CUDA toolkit {kit.get('version') or '?'} at {kit.get('root')} (found by {found_by})"
-            )
-        for key, label in (("cudnn", "cuDNN"), ("nccl", "NCCL"), ("tensorrt", "TensorRT")):
-            entries = data.get(key) or []
+        for kit in cuda.toolkits:
+            found_by = ", ".join(kit.found_by)
+            lines.append(f"CUDA toolkit {kit.version or '?'} at {kit.root} (found by {found_by})")
+        for entries, label in (
+            (cuda.cudnn, "cuDNN"),
+            (cuda.nccl, "NCCL"),
+            (cuda.tensorrt, "TensorRT"),
+        ):
             if not entries:
                 lines.append(f"{label}: none found")
             for entry in entries:
-                where = entry.get("header") or ", ".join(entry.get("libraries") or [])
-                lines.append(f"{label} {entry.get('version') or '?'} ({where})")
+                where = entry.header or ", ".join(str(path) for path in entry.libraries)
+                lines.append(f"{label} {entry.version or '?'} ({where})")
     if nvidia is not None:
-        driver = nvidia.get("driver")
+        driver = nvidia.driver
         if driver is None:
             lines.append("NVIDIA driver: none")
         else:
             lines.append(
-                f"NVIDIA driver {driver.get('version')} (supports CUDA up to "
-                f"{driver.get('cuda_version') or '?'})"
+                f"NVIDIA driver {driver.version} (supports CUDA up to {driver.cuda_version or '?'})"
             )
-        for gpu in nvidia.get("gpus") or []:
+        for gpu in nvidia.gpus:
             lines.append(
-                f"GPU {gpu.get('index')}: {gpu.get('name')}, {gpu.get('memory_mib')} MiB, "
-                f"compute capability {gpu.get('compute_capability') or 'unknown'}"
+                f"GPU {gpu.index}: {gpu.name}, {gpu.memory_mib} MiB, "
+                f"compute capability {gpu.compute_capability or 'unknown'}"
             )
     return lines
 
@@ -244,11 +244,7 @@ def print_detect(report: DetectReport) -> None:
     system = _system_rows(report)
     if system is not None:
         console.print(system)
-    gpu = _gpu_lines(
-        serial.to_data(report.cuda) if report.cuda else None,
-        serial.to_data(report.nvidia) if report.nvidia else None,
-    )
-    for line in gpu:
+    for line in _gpu_lines(report.cuda, report.nvidia):
         _hanging(console, "", line)
     if report.tensorflow is not None:
         usable = [t.version for t in report.tensorflow if t.python_ok and t.cpu_ok]
@@ -307,30 +303,21 @@ def print_recipes(recipes: RecipeSet) -> None:
         console.print(f"from a user directory: {safe(path)}", highlight=False, soft_wrap=True)
 
 
-def print_matrix(matrix: Matrix, *, explain: bool) -> None:
-    table = Table(title="CI build matrix", title_justify="left", box=box.SIMPLE_HEAD)
-    for column in ("job (tf-python-target-variant)", "wheel label", "CUDA"):
+def print_matrix(
+    title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], *, left_out: int
+) -> None:
+    """A CI matrix (the wheels' or the overlays'): one row a job; ``left_out``: how many
+    combinations were left out unexplained."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD)
+    for column in columns:
         table.add_column(column, no_wrap=True)
-    for job in matrix.jobs:
-        table.add_row(safe(job.name), safe(f"+{job.label}"), safe(job.cuda or "-"))
+    for row in rows:
+        table.add_row(*(safe(value) for value in row))
     console = make_console(highlight=False, soft_wrap=True)
     console.print(table)
-    if matrix.skipped and not explain:
-        left = len(matrix.skipped)
-        console.print(f"{left} combination{'s' if left > 1 else ''} left out: --explain says why")
-
-
-def print_overlay_matrix(matrix: OverlayMatrix, *, explain: bool) -> None:
-    table = Table(title="CI overlay matrix", title_justify="left", box=box.SIMPLE_HEAD)
-    for column in ("job (overlay-tf-target)", "wheel label", "stock Python"):
-        table.add_column(column, no_wrap=True)
-    for job in matrix.jobs:
-        table.add_row(safe(job.name), safe(f"+{job.label}"), safe(job.python))
-    console = make_console(highlight=False, soft_wrap=True)
-    console.print(table)
-    if matrix.skipped and not explain:
-        left = len(matrix.skipped)
-        console.print(f"{left} combination{'s' if left > 1 else ''} left out: --explain says why")
+    if left_out:
+        s = "s" if left_out > 1 else ""
+        console.print(f"{left_out} combination{s} left out: --explain says why")
 
 
 def print_skipped(skipped: Sequence[Skipped]) -> None:

@@ -5,27 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.cli.options import takes
-from tfbuild.cli.output import print_json, progressing
+from tfbuild.cli.options import declared, takes
+from tfbuild.cli.output import print_data, progressing
 from tfbuild.core.defaults import DOCTOR_TIMES
-from tfbuild.core.options import DIST, JSON, VERBOSE, Cli, option
+from tfbuild.core.options import DIST, JSON, VERBOSE, option
 
 
 @dataclass(frozen=True, kw_only=True)
 class DoctorArgs:
     """What ``tfbuild doctor`` was asked."""
 
-    canary: bool = option(
-        Cli(
-            flags=("--canary/--no-canary",),
-            help=f"Build the stand-in canary through the whole pipeline ({DOCTOR_TIMES}).",
-        ),
-        default=True,
+    canary: bool = declared(
+        True,
+        "--canary/--no-canary",
+        help=f"Build the stand-in canary through the whole pipeline ({DOCTOR_TIMES}).",
     )
     dist: Path | None = option(
         DIST.but(
-            help="Keep the canary wheels, receipts and logs here (default: a temporary directory).",
-            show_default=False,
+            help="Keep the canary wheels, receipts and logs here (default: a temporary directory)."
         ),
         default=None,
     )
@@ -49,9 +46,6 @@ def doctor_command(request: DoctorArgs) -> None:
             quiet=request.as_json,
         )
     if request.as_json:
-        from tfbuild.core import serial
-
-        print_json(serial.to_data(report))
-    failure = report.failure()
-    if failure is not None:
+        print_data(report)
+    if (failure := report.failure()) is not None:
         raise failure

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from tfbuild.cli.options import takes
-from tfbuild.cli.output import progressing
-from tfbuild.core import serial
+from tfbuild.cli.output import indented, print_data, progressing
 from tfbuild.core.controls import printable
-from tfbuild.core.options import BUDGET, HOST_COMPILER, JSON, STOCK, Cli, group, option
+from tfbuild.core.options import BUDGET, HOST_COMPILER, JSON, STOCK, cli, group, option
 from tfbuild.plan.options import PlanOptions
-
-
-def _print_json(data: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,15 +24,14 @@ class ForecastArgs:
         STOCK.but(help=f"{STOCK.help} The kernels are compiled against it and timed in it."),
         default=None,
     )
-    emit: Path | None = option(
-        Cli(
-            flags=("--emit",),
+    emit: Path | None = field(
+        default=None,
+        metadata=cli(
+            "--emit",
             metavar="DIR",
             help="For a plan this machine cannot run (--cpuinfo, or a --target beyond this CPU): "
             "write the overlay wheel and run.sh, which times it there (tfbuild smoke).",
-            show_default=False,
         ),
-        default=None,
     )
     compiler: str | None = option(HOST_COMPILER, default=None)
     budget: float = option(BUDGET, default=60.0)
@@ -77,7 +70,7 @@ def forecast_command(forecast_args: ForecastArgs) -> None:
         with progressing("forecast", quiet=as_json) as progress:
             emitted = emit_forecast(request, emit, progress=progress)
         if as_json:
-            _print_json(serial.to_data(emitted))
+            print_data(emitted)
             return
         typer.echo(
             printable(
@@ -92,7 +85,7 @@ def forecast_command(forecast_args: ForecastArgs) -> None:
             f"kept for tfbuild smoke of a wheel built for {plan.target}: {save_forecast(forecast)}"
         )
     if as_json:
-        _print_json(serial.to_data(forecast))
+        print_data(forecast)
         return
     print_forecast(forecast)
 
@@ -100,17 +93,12 @@ def forecast_command(forecast_args: ForecastArgs) -> None:
 def print_forecast(forecast: Any) -> None:
     """The summary line, then one row per op class and per op, then what was compiled how."""
     from tfbuild.cli.console import make_console
-    from tfbuild.core.text import wrap
     from tfbuild.measure.forecast_report import CLASSES
 
     width = make_console().width
 
-    def prose(text: str, indent: int = 2) -> list[str]:
-        """A sentence in lines of the terminal's width, further lines indented."""
-        return [
-            " " * (indent if i else 0) + line
-            for i, line in enumerate(wrap(text, width, rest=indent))
-        ]
+    def prose(text: str, indent: int = 2) -> list[str]:  # in the terminal's width
+        return indented(text, width, rest=indent)
 
     lines = [*prose(forecast.summary), ""]
     lines.append(f"{'op':<16}{'stock':>8}{'target':>8}{'ratio':>8}  {'interval':<12}verdict")
@@ -143,18 +131,26 @@ def print_forecast(forecast: Any) -> None:
         f"{built.wheel})"
     )
     lines += prose(f"  flags: {' '.join(built.cflags)}", 4)
-    left: dict[tuple[str, str], list[str]] = {}
-    for entry in built.left_to_stock:  # "Log1p float32: why", as the overlay's receipt says
-        kernel, _, why = entry.partition(": ")
-        op, _, dtype = kernel.partition(" ")
-        left.setdefault((op, why), []).append(dtype)
-    for (op, why), dtypes in left.items():
-        lines += prose(f"  left to stock: {op} ({', '.join(dtypes)}): {why}", 4)
+    for left in left_to_stock(built.left_to_stock):
+        lines += prose(f"  {left}", 4)
     if forecast.machine is not None:
         lines += prose(f"while timed, {forecast.machine.describe()}")
     for note in forecast.notes:
         lines += prose(f"note: {note}", 6)
     typer.echo(printable("\n".join(lines)))
+
+
+def left_to_stock(entries: Sequence[str]) -> list[str]:
+    """What an overlay left to stock (its receipt's "Log1p float32: why"), a line per op and reason:
+    ``left to stock: Log1p (float32, float64): why``."""
+    left: dict[tuple[str, str], list[str]] = {}
+    for entry in entries:
+        kernel, _, why = entry.partition(": ")
+        op, _, dtype = kernel.partition(" ")
+        left.setdefault((op, why), []).append(dtype)
+    return [
+        f"left to stock: {op} ({', '.join(dtypes)}): {why}" for (op, why), dtypes in left.items()
+    ]
 
 
 def print_forecast_beside(forecast: dict[str, Any] | None) -> None:
@@ -180,5 +176,5 @@ def print_forecast_beside(forecast: dict[str, Any] | None) -> None:
         text = (
             f"  {CLASSES.get(row['class'], row['class'])}: forecast {low:.2f}-{high:.2f}x, {seen}"
         )
-        lines += [("    " if i else "") + line for i, line in enumerate(wrap(text, width, rest=4))]
+        lines += indented(text, width, rest=4)
     typer.echo(printable("\n".join(lines)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.cli.options import takes
+from tfbuild.cli.options import declared, takes
 from tfbuild.cli.output import print_index, print_json
 from tfbuild.core.options import JSON, Cli, option
 
@@ -17,20 +17,12 @@ class IndexArgs:
     directory: Path = option(
         Cli(argument=True, metavar="DIR", help="The directory of wheels, e.g. dist.")
     )
-    title: str | None = option(
-        Cli(
-            flags=("--title",), help="The page's title (default: a fixed one).", show_default=False
-        ),
-        default=None,
-    )
-    base_url: str | None = option(
-        Cli(
-            flags=("--base-url",),
-            metavar="URL",
-            help="Link the wheels at URL/NAME (e.g. a release's download URL), not beside the page.",
-            show_default=False,
-        ),
-        default=None,
+    title: str | None = declared(None, "--title", help="The page's title (default: a fixed one).")
+    base_url: str | None = declared(
+        None,
+        "--base-url",
+        metavar="URL",
+        help="Link the wheels at URL/NAME (e.g. a release's download URL), not beside the page.",
     )
     as_json: bool = option(JSON, default=False)
 

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from tfbuild.cli.options import takes
-from tfbuild.core.options import JSON, RECIPES_DIR, TF, Cli, option
+from tfbuild.cli.options import declared, takes
+from tfbuild.core.options import JSON, RECIPES_DIR, TF, option
 from tfbuild.core.pythons import PYTHON, python_version
 
 if TYPE_CHECKING:
-    from tfbuild.plan.matrix import Matrix, Skipped
+    from tfbuild.plan.matrix import Matrix, OverlayMatrix
 
 _SEVERAL = "repeat, or separate with commas"
 
@@ -47,36 +46,24 @@ class MatrixArgs:
         ),
         default=(),
     )
-    targets: tuple[str, ...] = option(
-        Cli(
-            flags=("--targets",),
-            metavar="NAME",
-            help=f"Portable CPU targets ({_SEVERAL}; default: x86_64_v2,x86_64_v3,x86_64_v4).",
-            show_default=False,
-        ),
-        default=(),
+    targets: tuple[str, ...] = declared(
+        (),
+        "--targets",
+        metavar="NAME",
+        help=f"Portable CPU targets ({_SEVERAL}; default: x86_64_v2,x86_64_v3,x86_64_v4).",
     )
-    variants: tuple[str, ...] = option(
-        Cli(
-            flags=("--variants",),
-            metavar="NAME",
-            help=f"cpu, mkl, cuda ({_SEVERAL}; default: cpu).",
-            show_default=False,
-        ),
-        default=(),
+    variants: tuple[str, ...] = declared(
+        (), "--variants", metavar="NAME", help=f"cpu, mkl, cuda ({_SEVERAL}; default: cpu)."
     )
-    overlays: bool = option(
-        Cli(
-            flags=("--overlays",),
-            help="The overlay jobs instead (tfbuild overlay): TensorFlow release x target "
-            "(default targets: x86_64_v3, x86_64_v4, icelake, sapphirerapids, graniterapids, "
-            "zen4, zen5).",
-        ),
-        default=False,
+    overlays: bool = declared(
+        False,
+        "--overlays",
+        help="The overlay jobs instead (tfbuild overlay): TensorFlow release x target "
+        "(default targets: x86_64_v3, x86_64_v4, icelake, sapphirerapids, graniterapids, "
+        "zen4, zen5).",
     )
-    explain: bool = option(
-        Cli(flags=("--explain",), help="Say why each left-out combination is impossible."),
-        default=False,
+    explain: bool = declared(
+        False, "--explain", help="Say why each left-out combination is impossible."
     )
     as_json: bool = option(
         JSON.but(help="One line of JSON for GitHub Actions' fromJSON: {include}."), default=False
@@ -87,73 +74,53 @@ class MatrixArgs:
 @takes(MatrixArgs)
 def matrix_command(request: MatrixArgs) -> None:
     """The CI build matrix: TensorFlow x Python x CPU target x variant, impossible ones left out."""
-    from tfbuild.plan.matrix import build_matrix
+    from tfbuild.core.errors import UsageError
+    from tfbuild.plan.matrix import build_matrix, overlay_matrix
     from tfbuild.recipes.images import load_base_images
     from tfbuild.recipes.recipe import load_recipes
 
-    if request.overlays:
-        _overlays(request)
-        return
-    matrix = build_matrix(
-        load_recipes(request.recipes_dir),
-        load_base_images(request.recipes_dir),
-        tf=request.tf,
-        python=request.python,
-        targets=request.targets,
-        variants=request.variants,
-    )
-    _print(request, matrix.skipped, matrix.to_json(), lambda: _table(matrix, request.explain))
-
-
-def _table(matrix: Matrix, explain: bool) -> None:
-    from tfbuild.cli.display import print_matrix
-
-    print_matrix(matrix, explain=explain)
-
-
-def _print(
-    request: MatrixArgs,
-    skipped: Sequence[Skipped],
-    data: dict[str, Any],
-    table: Callable[[], None],
-) -> None:
-    """Why each combination was left out (--explain, on stderr), then the matrix: one line of
-    JSON (the workflow writes it to $GITHUB_OUTPUT as name=<json>), or the table."""
+    matrix: Matrix | OverlayMatrix
+    if request.overlays:  # the overlay jobs
+        given = [
+            f for f, v in (("--python", request.python), ("--variants", request.variants)) if v
+        ]
+        if given:
+            raise UsageError(
+                f"--overlays with {' and '.join(given)}",
+                why="an overlay is one py3-none wheel per release and target, of the cpu variant",
+                fix=f"Drop {' and '.join(given)}.",
+            )
+        matrix = overlay_matrix(
+            load_recipes(request.recipes_dir),
+            load_base_images(request.recipes_dir),
+            tf=request.tf,
+            targets=request.targets,
+        )
+        title = "CI overlay matrix"
+        columns = ("job (overlay-tf-target)", "wheel label", "stock Python")
+        rows = [(job.name, f"+{job.label}", job.python) for job in matrix.jobs]
+    else:
+        matrix = build_matrix(
+            load_recipes(request.recipes_dir),
+            load_base_images(request.recipes_dir),
+            tf=request.tf,
+            python=request.python,
+            targets=request.targets,
+            variants=request.variants,
+        )
+        title = "CI build matrix"
+        columns = ("job (tf-python-target-variant)", "wheel label", "CUDA")
+        rows = [(job.name, f"+{job.label}", job.cuda or "-") for job in matrix.jobs]
+    # Why each combination was left out (--explain, on stderr), then the matrix: one line of JSON
+    # (the workflow writes it to $GITHUB_OUTPUT as name=<json>), or the table.
     if request.explain:
         from tfbuild.cli.display import print_skipped
 
-        print_skipped(skipped)
+        print_skipped(matrix.skipped)
     if request.as_json:
-        sys.stdout.write(json.dumps(data, separators=(",", ":")) + "\n")
+        sys.stdout.write(json.dumps(matrix.to_json(), separators=(",", ":")) + "\n")
         return
-    table()
+    from tfbuild.cli.display import print_matrix
 
-
-def _overlays(request: MatrixArgs) -> None:
-    """``tfbuild matrix --overlays``: the overlay jobs."""
-    from tfbuild.core.errors import UsageError
-    from tfbuild.plan.matrix import overlay_matrix
-    from tfbuild.recipes.images import load_base_images
-    from tfbuild.recipes.recipe import load_recipes
-
-    given = [f for f, v in (("--python", request.python), ("--variants", request.variants)) if v]
-    if given:
-        raise UsageError(
-            f"--overlays with {' and '.join(given)}",
-            why="an overlay is one py3-none wheel per release and target, of the cpu variant",
-            fix=f"Drop {' and '.join(given)}.",
-        )
-    matrix = overlay_matrix(
-        load_recipes(request.recipes_dir),
-        load_base_images(request.recipes_dir),
-        tf=request.tf,
-        targets=request.targets,
-    )
-    from tfbuild.cli.display import print_overlay_matrix
-
-    _print(
-        request,
-        matrix.skipped,
-        matrix.to_json(),
-        lambda: print_overlay_matrix(matrix, explain=request.explain),
-    )
+    left_out = 0 if request.explain else len(matrix.skipped)
+    print_matrix(title, columns, rows, left_out=left_out)

@@ -3,9 +3,8 @@
 :func:`takes` turns a function of one request (a frozen dataclass whose fields carry their
 declarations, :mod:`tfbuild.core.options`) into the function typer reads: one keyword parameter
 per option, annotated with its typer.Option (or typer.Argument), whose call makes the request
-(checked when made) and hands it on. :func:`parsing` collects the requests the commands make instead of running them: with it,
-:func:`tfbuild.cli.request_of` parses a command line into the request a command would get, what the
-in-process tests assert on.
+(checked when made) and hands it on. With :func:`parsing`, :func:`tfbuild.cli.request_of` gets
+the request a command line makes, and nothing runs.
 """
 
 from __future__ import annotations
@@ -19,9 +18,16 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from tfbuild.core.options import Parameter, from_command_line, parameters
+from tfbuild.core.options import Parameter, cli, from_command_line, parameters
 
 R = TypeVar("R")
+
+
+def declared(default: Any, *flags: str, **declaration: Any) -> Any:
+    """A field that is an option declared in place: its default, its flags, then the rest of its
+    :class:`~tfbuild.core.options.Cli` (metavar, help, ...). A field whose type ruff does not know
+    to be immutable (a Path, an enum) is ``field(default=..., metadata=cli(...))`` instead."""
+    return dataclasses.field(default=default, metadata=cli(*flags, **declaration))
 
 
 def _typer_parameter(parameter: Parameter) -> Any:
@@ -87,7 +93,10 @@ def takes(
     """
 
     def decorate(run: Callable[..., None]) -> Callable[..., None]:
-        made = signature_of(request)
+        ctx = inspect.Parameter(
+            "ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context
+        )
+        made = [ctx, *signature_of(request)] if context else signature_of(request)
 
         @functools.wraps(run)
         def command(**values: Any) -> None:
@@ -98,17 +107,8 @@ def takes(
                 return
             run(*leading, made_request)
 
-        leading = (
-            [
-                inspect.Parameter(
-                    "ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context
-                )
-            ]
-            if context
-            else []
-        )
-        command.__signature__ = inspect.Signature([*leading, *made])  # type: ignore[attr-defined]
-        command.__annotations__ = {p.name: p.annotation for p in [*leading, *made]}
+        command.__signature__ = inspect.Signature(made)  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in made}
         del command.__wrapped__  # typer must read the signature made here, not run's
         command.request = request  # type: ignore[attr-defined]
         return command

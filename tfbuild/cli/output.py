@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -23,6 +23,13 @@ if TYPE_CHECKING:
 def print_json(data: dict[str, Any]) -> None:
     """One JSON document on standard output."""
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def print_data(value: Any) -> None:
+    """A result (a dataclass, or containers of them) as one JSON document on standard output."""
+    from tfbuild.core import serial
+
+    print_json(serial.to_data(value))
 
 
 def progress(tag: str, *, quiet: bool) -> Callable[[str], None]:
@@ -60,6 +67,26 @@ def progressing(tag: str, *, quiet: bool) -> Iterator[Callable[[str], None]]:
         return
     with Heartbeat(say) as beat:
         yield beat
+
+
+def indented(text: str, width: int, *, first: int = 0, rest: int = 0) -> list[str]:
+    """``text`` wrapped to ``width`` columns, its first line ``first`` columns in and the others
+    ``rest``; no line for a blank text."""
+    from tfbuild.core.text import wrap
+
+    lines = wrap(text, width, first=first, rest=rest)
+    return [" " * (rest if i else first) + line for i, line in enumerate(lines)]
+
+
+def echo_hanging(lines: Sequence[tuple[str, int]]) -> None:
+    """Each (text, indent) on standard output, wrapped to its terminal with the further lines
+    ``indent`` columns in; every line whole when it is piped."""
+    from tfbuild.core.text import hanging, terminal_width
+
+    width = terminal_width(sys.stdout)
+    typer.echo(
+        printable("\n".join(r for t, indent in lines for r in hanging(t, width, indent=indent)))
+    )
 
 
 def print_index(result: IndexResult) -> None:

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from tfbuild.cli.options import takes
-from tfbuild.cli.output import progressing
+from tfbuild.cli.forecast import left_to_stock, print_forecast_beside
+from tfbuild.cli.options import declared, takes
+from tfbuild.cli.output import print_data, print_json, progressing
 from tfbuild.core import serial
 from tfbuild.core.controls import printable
+from tfbuild.core.errors import UsageError
 from tfbuild.core.options import (
     CPUINFO,
     DIST,
@@ -25,16 +26,13 @@ from tfbuild.core.options import (
     STOCK,
     TARGET,
     TF,
-    Cli,
     option,
 )
 from tfbuild.core.pythons import PYTHON_INTERPRETER
 
 if TYPE_CHECKING:
-    from tfbuild.measure.models import ModelFile
-    from tfbuild.overlay.build import OverlayResult
     from tfbuild.overlay.models import ModelResult
-    from tfbuild.plan.model import BuildPlan
+    from tfbuild.overlay.prove import OverlayProof
     from tfbuild.wheel.overlay_receipt import KernelCheck, OverlayReceipt
 
 #: The command that runs an overlay's pending check (tfbuild.overlay.pending.COMMAND, kept here
@@ -58,15 +56,13 @@ class OverlayArgs:
     compiler: str | None = option(HOST_COMPILER, default=None)
     dist: Path = option(DIST, default=Path("dist"))
     as_json: bool = option(JSON, default=False)
-    check: bool = option(
-        Cli(
-            flags=("--check",),
-            help="Build nothing: run the special-value check of the overlay installed for "
-            "--python on this CPU, and record that it passed where its loader reads it. An "
-            "overlay built on a machine without its target's instruction sets loads only after "
-            "that.",
-        ),
-        default=False,
+    check: bool = declared(
+        False,
+        "--check",
+        help="Build nothing: run the special-value check of the overlay installed for "
+        "--python on this CPU, and record that it passed where its loader reads it. An "
+        "overlay built on a machine without its target's instruction sets loads only after "
+        "that.",
     )
 
 
@@ -74,7 +70,7 @@ class OverlayArgs:
 def overlay_command(args: OverlayArgs) -> None:
     """A faster stock TensorFlow in minutes: its element-wise kernels compiled for this CPU, as a
     wheel installed beside it (pip uninstall it and TensorFlow is stock again)."""
-    from tfbuild.core.errors import UsageError
+    from tfbuild.overlay.build import OverlayRequest, build_overlay
     from tfbuild.plan.here import plan_here
     from tfbuild.plan.options import PlanOptions
 
@@ -94,51 +90,39 @@ def overlay_command(args: OverlayArgs) -> None:
         )
 
     with progressing("overlay", quiet=args.as_json) as progress:
-        result = _build(args, plan, installed, progress)
+        result = build_overlay(
+            OverlayRequest.of_plan(
+                plan,
+                host_compiler=args.compiler,
+                in_image=args.compiler is None,
+                # --installed: the release installed, which a patch release of the recipe's minor is
+                tensorflow=installed or plan.tensorflow,
+                stock=args.stock,
+                python=args.python if args.installed else None,
+                venv_python=args.python,
+                out=args.dist,
+            ),
+            progress=progress,
+        )
     if args.as_json:
-        sys.stdout.write(json.dumps(serial.to_data(result.receipt), indent=2) + "\n")
+        print_data(result.receipt)
         return
     typer.echo(printable("\n".join(built_lines(result.wheel, result.receipt))))
 
 
-def _build(
-    args: OverlayArgs, plan: BuildPlan, installed: str | None, progress: Callable[[str], None]
-) -> OverlayResult:
-    from tfbuild.overlay.build import OverlayRequest, build_overlay
-
-    return build_overlay(
-        OverlayRequest.of_plan(
-            plan,
-            host_compiler=args.compiler,
-            in_image=args.compiler is None,
-            # --installed: the release installed, which a patch release of the recipe's minor is
-            tensorflow=installed or plan.tensorflow,
-            stock=args.stock,
-            python=args.python if args.installed else None,
-            venv_python=args.python,
-            out=args.dist,
-        ),
-        progress=progress,
-    )
-
-
 def check_command(args: OverlayArgs) -> None:
     """``tfbuild overlay --check``: the installed overlay's check, run and recorded here."""
-    from tfbuild.core.errors import UsageError
     from tfbuild.overlay.pending import check_installed
 
-    given = [
-        flag
-        for flag, value in (
-            ("--tf", args.tf),
-            ("--target", args.target),
-            ("--cpuinfo", args.cpuinfo),
-            ("--stock", args.stock),
-            ("--installed", args.installed or None),
-            ("--compiler", args.compiler),
-        )
-        if value is not None
-    ]
+    building = {
+        "--tf": args.tf,
+        "--target": args.target,
+        "--cpuinfo": args.cpuinfo,
+        "--stock": args.stock,
+        "--installed": args.installed or None,
+        "--compiler": args.compiler,
+    }
+    given = [flag for flag, value in building.items() if value is not None]
     if given:
         raise UsageError(
             f"--check builds nothing, so {' '.join(given)} has no use with it",
@@ -157,7 +141,7 @@ def check_command(args: OverlayArgs) -> None:
             "recorded": str(done.record) if done.record else None,
             "checks": serial.to_data(done.checks),
         }
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        print_json(data)
         return
     manifest = done.manifest
     lines = [
@@ -190,7 +174,6 @@ def _installed_release(python: str, asked: str | None) -> str | None:
     """The TensorFlow release installed for ``python`` (tensorflow-cpu's, else tensorflow's), or
     None when there is none to read (the build then says why). A ``--tf`` of another minor
     release than the one installed is refused; a patch release of it is the same overlay."""
-    from tfbuild.core.errors import UsageError
     from tfbuild.measure.envs import installed_version
 
     found = installed_version(python, "tensorflow-cpu") or installed_version(python, "tensorflow")
@@ -229,11 +212,6 @@ def built_lines(wheel: Path, receipt: OverlayReceipt) -> list[str]:
     else:
         checked = _checked_line(receipt.checks)
         checked += "; each kernel's in the receipt" if receipt.checks else ""
-    left: dict[str, list[str]] = {}
-    for entry in receipt.skipped:  # "Log1p float32: why"
-        kernel, _, why = entry.partition(": ")
-        op, _, dtype = kernel.partition(" ")
-        left.setdefault(f"{op}: {why}", []).append(dtype)
     lines = [
         str(wheel),
         *_block(
@@ -253,9 +231,8 @@ def built_lines(wheel: Path, receipt: OverlayReceipt) -> list[str]:
         if not other.system:
             lines += _block(f"not used: {other.instruction_set} ({other.why})")
     lines += _block(checked)
-    for reason, dtypes in left.items():
-        op, _, why = reason.partition(": ")
-        lines += _block(f"left to stock: {op} ({', '.join(dtypes)}): {why}")
+    for left in left_to_stock(receipt.skipped):
+        lines += _block(left)
     lines += [
         *_command("install", "pip install", wheel),
         f"    (beside {receipt.distribution}=={receipt.tensorflow})",
@@ -273,74 +250,41 @@ def _command(label: str, command: str, path: Path, *, width: int = 80) -> list[s
     return [f"  {label}: {command} \\", f"    {path}"]
 
 
-def smoke_overlay(
-    wheel: Path,
-    *,
-    python: str | None,
-    quick: bool,
-    budget: float | None,
-    bench: bool,
-    as_json: bool,
-    model: ModelFile | None = None,
-) -> None:
-    """``tfbuild smoke OVERLAY.whl``: each replaced op and control, then whole models (the user's
-    ``model`` when given), overlay against stock."""
-    from tfbuild.cli.forecast import print_forecast_beside
-    from tfbuild.core.errors import SmokeFailed
+def print_overlay_smoke(proof: OverlayProof) -> None:
+    """``tfbuild smoke OVERLAY.whl``: each replaced op and control against stock, then the models."""
     from tfbuild.core.stats import describe
-    from tfbuild.overlay.prove import CONTROLS, LEFT_TO_STOCK, prove_overlay
+    from tfbuild.overlay.prove import CONTROLS, LEFT_TO_STOCK
 
-    with progressing("smoke", quiet=as_json) as progress:
-        proof = prove_overlay(
-            wheel,
-            python=python or sys.executable,
-            quick=quick,
-            budget=budget,
-            bench=bench,
-            model=model,
-            progress=progress,
+    lines = [f"{proof.wheel}: " + ("loaded" if proof.loaded else "NOT loaded")]
+    if proof.load_message:
+        lines.append(f"  {proof.load_message}")
+    if proof.ops:
+        lines.append(f"  {'op':<15}{'threads':>8}{'stock':>9}{'overlay':>9}  verdict")
+    for r in proof.ops:
+        base = f"{r.baseline.throughput.median:>9.2f}" if r.baseline else f"{'-':>9}"
+        found = describe(r.verdict) if r.verdict else "-"
+        lines.append(
+            f"  {r.op:<15}{r.threads:>8}{base}{r.candidate.throughput.median:>9.2f}  {found}"
         )
-    if as_json:
-        data = serial.to_data(proof)
-        data["schema"] = "tfbuild.overlay-smoke/1"
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    else:
-        lines = [f"{proof.wheel}: " + ("loaded" if proof.loaded else "NOT loaded")]
-        if proof.load_message:
-            lines.append(f"  {proof.load_message}")
-        if proof.ops:
-            lines.append(f"  {'op':<15}{'threads':>8}{'stock':>9}{'overlay':>9}  verdict")
-        for r in proof.ops:
-            base = f"{r.baseline.throughput.median:>9.2f}" if r.baseline else f"{'-':>9}"
-            found = describe(r.verdict) if r.verdict else "-"
-            lines.append(
-                f"  {r.op:<15}{r.threads:>8}{base}{r.candidate.throughput.median:>9.2f}  {found}"
-            )
-        if proof.ops:
-            lines += _block(
-                "(Gelem/s, medians; stock: the same environment with TFBUILD_OVERLAY=off; "
-                f"{', '.join(LEFT_TO_STOCK)}: left to stock, and {', '.join(CONTROLS)}: "
-                "controls, the same)"
-            )
-        lines += _model_lines(proof.models)
-        scope = textwrap.TextWrapper(width=80, initial_indent="  ", subsequent_indent="    ")
-        lines += [line for note in proof.scope for line in scope.wrap(f"scope: {note}")]
-        typer.echo(printable("\n".join(lines)))
-        if proof.forecast is not None:
-            print_forecast_beside(proof.forecast)
-        elif proof.receipt is not None and proof.ops:
-            note = (
-                f"no forecast kept for {proof.receipt.target}: 'tfbuild forecast --tf "
-                f"{proof.receipt.tensorflow} --target {proof.receipt.target}' predicts these "
-                "gains, and smoke shows them side by side"
-            )
-            typer.echo(printable("\n".join(_block(note))))
-    if proof.slower:
-        raise SmokeFailed(
-            f"the overlay {proof.wheel} is slower than stock",
-            why=f"on {', '.join(proof.slower)}",
-            fix="Report it with the receipt; meanwhile pip uninstall tfbuild-overlay.",
+    if proof.ops:
+        lines += _block(
+            "(Gelem/s, medians; stock: the same environment with TFBUILD_OVERLAY=off; "
+            f"{', '.join(LEFT_TO_STOCK)}: left to stock, and {', '.join(CONTROLS)}: "
+            "controls, the same)"
         )
+    lines += _model_lines(proof.models)
+    scope = textwrap.TextWrapper(width=80, initial_indent="  ", subsequent_indent="    ")
+    lines += [line for note in proof.scope for line in scope.wrap(f"scope: {note}")]
+    typer.echo(printable("\n".join(lines)))
+    if proof.forecast is not None:
+        print_forecast_beside(proof.forecast)
+    elif proof.receipt is not None and proof.ops:
+        note = (
+            f"no forecast kept for {proof.receipt.target}: 'tfbuild forecast --tf "
+            f"{proof.receipt.tensorflow} --target {proof.receipt.target}' predicts these "
+            "gains, and smoke shows them side by side"
+        )
+        typer.echo(printable("\n".join(_block(note))))
 
 
 def _model_lines(models: Sequence[ModelResult]) -> list[str]:
@@ -388,7 +332,7 @@ def verify_overlay_command(wheel: Path, *, as_json: bool) -> None:
         again = verify_overlay(wheel, progress=progress)
     if as_json:
         data = {"wheel": wheel.name, "reproducible": True, "sha256": again.receipt.wheel.sha256}
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        print_json(data)
         return
     typer.echo(
         printable(

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from tfbuild.cli.options import takes
-from tfbuild.cli.output import print_json, progressing
+from tfbuild.cli.options import declared, takes
+from tfbuild.cli.output import print_data, progressing
 from tfbuild.core.controls import printable
 from tfbuild.core.defaults import PICK_TIMEOUT_S
-from tfbuild.core.options import CPUINFO, JSON, TF, Cli, option
+from tfbuild.core.options import CPUINFO, JSON, TF, Cli, cli, option
 from tfbuild.core.pythons import PYTHON, PythonChoice, parse_python
 from tfbuild.core.variants import Variant
 
@@ -46,92 +46,63 @@ class PickArgs:
         ),
         default=None,
     )
-    driver_cuda: str | None = option(
-        Cli(
-            flags=("--driver-cuda",),
-            metavar="X.Y|none",
-            help="The newest CUDA the GPU driver supports (default: from nvidia-smi; none with "
-            "--cpuinfo).",
-            show_default=False,
-        ),
-        default=None,
+    driver_cuda: str | None = declared(
+        None,
+        "--driver-cuda",
+        metavar="X.Y|none",
+        help="The newest CUDA the GPU driver supports (default: from nvidia-smi; none with "
+        "--cpuinfo).",
     )
-    glibc: str | None = option(
-        Cli(
-            flags=("--glibc",),
-            metavar="X.Y",
-            help="The machine's glibc (default: this machine's; not checked with --cpuinfo).",
-            show_default=False,
-        ),
-        default=None,
+    glibc: str | None = declared(
+        None,
+        "--glibc",
+        metavar="X.Y",
+        help="The machine's glibc (default: this machine's; not checked with --cpuinfo).",
     )
-    libstdcxx: str | None = option(
-        Cli(
-            flags=("--libstdcxx",),
-            metavar="X.Y.Z",
-            help="The newest GLIBCXX_ version of the machine's libstdc++, e.g. 3.4.25 (default: "
-            "this machine's; not checked with --cpuinfo).",
-            show_default=False,
-        ),
-        default=None,
+    libstdcxx: str | None = declared(
+        None,
+        "--libstdcxx",
+        metavar="X.Y.Z",
+        help="The newest GLIBCXX_ version of the machine's libstdc++, e.g. 3.4.25 (default: "
+        "this machine's; not checked with --cpuinfo).",
     )
     tf: str | None = option(TF.but(help="Only this TensorFlow release, e.g. 2.20."), default=None)
-    variant: Variant | None = option(
-        Cli(
-            flags=("--variant",),
-            case_sensitive=False,
-            help="Only this kind of build.",
-            show_default=False,
-        ),
+    variant: Variant | None = field(
         default=None,
+        metadata=cli("--variant", case_sensitive=False, help="Only this kind of build."),
     )
-    install: bool = option(
-        Cli(
-            flags=("--install",), help="pip install the chosen wheel into the --python interpreter."
-        ),
-        default=False,
+    install: bool = declared(
+        False, "--install", help="pip install the chosen wheel into the --python interpreter."
     )
-    pip_arg: tuple[str, ...] = option(
-        Cli(
-            flags=("--pip-arg",),
-            metavar="ARG",
-            help="Pass ARG to pip install (repeat), e.g. --pip-arg=--no-deps.",
-            show_default=False,
-        ),
-        default=(),
+    pip_arg: tuple[str, ...] = declared(
+        (),
+        "--pip-arg",
+        metavar="ARG",
+        help="Pass ARG to pip install (repeat), e.g. --pip-arg=--no-deps.",
     )
-    timeout: float = option(
-        Cli(
-            flags=("--timeout",),
-            metavar="SECONDS",
-            help="One deadline for reading the index page and its receipts.",
-        ),
-        default=PICK_TIMEOUT_S,
+    timeout: float = declared(
+        PICK_TIMEOUT_S,
+        "--timeout",
+        metavar="SECONDS",
+        help="One deadline for reading the index page and its receipts.",
     )
-    allow_origin: tuple[str, ...] = option(
-        Cli(
-            flags=("--allow-origin",),
-            metavar="HOST",
-            help="Also follow an index page's links to HOST (HOST:PORT, https://HOST) (repeat); "
-            "by default only links to the page's own origin.",
-            show_default=False,
-        ),
-        default=(),
+    allow_origin: tuple[str, ...] = declared(
+        (),
+        "--allow-origin",
+        metavar="HOST",
+        help="Also follow an index page's links to HOST (HOST:PORT, https://HOST) (repeat); "
+        "by default only links to the page's own origin.",
     )
-    allow_unhashed: bool = option(
-        Cli(
-            flags=("--allow-unhashed",),
-            help="--install a wheel whose index link carries no #sha256= (pip cannot check it).",
-        ),
-        default=False,
+    allow_unhashed: bool = declared(
+        False,
+        "--allow-unhashed",
+        help="--install a wheel whose index link carries no #sha256= (pip cannot check it).",
     )
-    overlay: bool = option(
-        Cli(
-            flags=("--overlay",),
-            help="Only overlays (tfbuild overlay) for the TensorFlow the interpreter has: "
-            "--install then installs one beside it instead of a wheel.",
-        ),
-        default=False,
+    overlay: bool = declared(
+        False,
+        "--overlay",
+        help="Only overlays (tfbuild overlay) for the TensorFlow the interpreter has: "
+        "--install then installs one beside it instead of a wheel.",
     )
     as_json: bool = option(JSON, default=False)
 
@@ -173,12 +144,10 @@ def pick_command(command: PickArgs) -> None:
     with progressing("pick", quiet=as_json) as say:
         checked = _check_pending(picked, installed, say)
     if as_json:
-        from tfbuild.core import serial
         from tfbuild.pick.report import pick_report
 
-        print_json(serial.to_data(pick_report(picked.result, installed)))
-    failure = picked.failure(installed)
-    if failure is not None:
+        print_data(pick_report(picked.result, installed))
+    if (failure := picked.failure(installed)) is not None:
         raise failure
     if installed is not None and not as_json:
         typer.echo(printable(f"installed {installed.wheel} into {installed.python}"))

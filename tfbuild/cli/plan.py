@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.cli.options import takes
+from tfbuild.cli.options import declared, takes
 from tfbuild.cli.output import print_json
 from tfbuild.core.options import JSON, Cli, group, option
 from tfbuild.plan.options import PlanOptions
 
 #: ``--source DIR``: a TensorFlow checkout on this machine.
-SOURCE = Cli(flags=("--source",), metavar="DIR", show_default=False)
+SOURCE = Cli(flags=("--source",), metavar="DIR")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,13 +19,11 @@ class PlanArgs:
     """What ``tfbuild plan`` was asked: the plan options, and how to show the plan."""
 
     as_json: bool = option(JSON, default=False)
-    why: bool = option(
-        Cli(
-            flags=("--why",),
-            help="Every choice with its reason in full, and the whole bazel command (the default "
-            "shows the decisions, one line each).",
-        ),
-        default=False,
+    why: bool = declared(
+        False,
+        "--why",
+        help="Every choice with its reason in full, and the whole bazel command (the default "
+        "shows the decisions, one line each).",
     )
     source: Path | None = option(
         SOURCE.but(
@@ -60,6 +58,5 @@ def plan_command(request: PlanArgs) -> None:
         print_plan(plan, why=request.why, lead=planned.lead, here=planned.here)
         if report is not None:
             print_preflight(report)
-    failure = report.error(shown=not request.as_json) if report is not None else None
-    if failure is not None:
+    if report is not None and (failure := report.error(shown=not request.as_json)) is not None:
         raise failure

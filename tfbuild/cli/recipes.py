@@ -9,7 +9,8 @@ from pathlib import Path
 import typer
 
 from tfbuild.cli.options import takes
-from tfbuild.cli.output import print_json, progress
+from tfbuild.cli.output import print_data, print_json, progress
+from tfbuild.cli.plan import SOURCE
 from tfbuild.core.options import JSON, RECIPES_DIR, Cli, option
 
 recipes_app = typer.Typer(
@@ -20,20 +21,12 @@ recipes_app = typer.Typer(
 
 #: The release a subcommand is about.
 VERSION = Cli(argument=True, metavar="VERSION", help="TensorFlow version, e.g. 2.21 or 2.21.0.")
-#: ``--source DIR``: a TensorFlow checkout on this machine.
-SOURCE = Cli(
-    flags=("--source",),
-    metavar="DIR",
-    help="Check this local tree instead of downloading the recipe's release tarball.",
-    show_default=False,
-)
 #: ``--ca-bundle FILE``: the CA certificates for downloads.
 CA_BUNDLE = Cli(
     flags=("--ca-bundle",),
     metavar="FILE",
     help="CA certificates for the downloads (default: $SSL_CERT_FILE or $REQUESTS_CA_BUNDLE when "
     "set).",
-    show_default=False,
 )
 
 
@@ -84,7 +77,12 @@ class RecipeVerifyArgs:
     """What ``tfbuild recipes verify`` was asked."""
 
     version: str = option(VERSION)
-    source: Path | None = option(SOURCE, default=None)
+    source: Path | None = option(
+        SOURCE.but(
+            help="Check this local tree instead of downloading the recipe's release tarball."
+        ),
+        default=None,
+    )
     ca_bundle: Path | None = option(CA_BUNDLE, default=None)
     as_json: bool = option(JSON, default=False)
     recipes_dir: tuple[Path, ...] = option(RECIPES_DIR, default=())
@@ -112,13 +110,10 @@ def recipes_verify(request: RecipeVerifyArgs) -> None:
         on_line=progress("verify", quiet=request.as_json),
     )
     if request.as_json:
-        from tfbuild.core import serial
-
-        print_json(serial.to_data(result))
+        print_data(result)
     else:
         from tfbuild.cli.display import print_release_check
 
         print_release_check(result)
-    failure = result.error()
-    if failure is not None:
+    if (failure := result.error()) is not None:
         raise failure

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import typer
 
-from tfbuild.cli.options import takes
+from tfbuild.cli.options import declared, takes
 from tfbuild.core.options import Cli, group, option
 from tfbuild.plan.options import PlanOptions
 
@@ -18,13 +18,11 @@ class RenderArgs:
     output: str = option(
         Cli(flags=("-o", "--output"), metavar="DIR", help="Where to write the context.")
     )
-    force: bool = option(
-        Cli(
-            flags=("--force",),
-            help="Write into DIR even if it holds files tfbuild did not write there (or that "
-            "were changed since); they may be overwritten.",
-        ),
-        default=False,
+    force: bool = declared(
+        False,
+        "--force",
+        help="Write into DIR even if it holds files tfbuild did not write there (or that "
+        "were changed since); they may be overwritten.",
     )
     plan: PlanOptions = group(PlanOptions)
 

@@ -4,14 +4,15 @@ canary's stand-in, an overlay, and ``--in-image`` (does it load on another syste
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfbuild.cli.forecast import print_forecast_beside
-from tfbuild.cli.options import takes
-from tfbuild.cli.output import print_json, progressing
+from tfbuild.cli.options import declared, takes
+from tfbuild.cli.output import print_data, print_json, progressing
 from tfbuild.core import serial
-from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, Cli, group, option
+from tfbuild.core.errors import SmokeFailed, UsageError
+from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, cli, group, option
 from tfbuild.core.pythons import PYTHON_INTERPRETER
 from tfbuild.measure.models import ModelOptions
 
@@ -27,103 +28,70 @@ class SmokeArgs:
     wheel: str | None = option(WHEEL, default=None)
     installed: bool = option(INSTALLED, default=False)
     python: str = option(PYTHON_INTERPRETER, default=sys.executable)
-    baseline: str | None = option(
-        Cli(
-            flags=("--baseline",),
-            metavar="SPEC",
-            help="What to compare with: a .whl, a requirement, or 'none'. Default: the stock "
-            "tensorflow-cpu of the same version.",
-            show_default=False,
-        ),
-        default=None,
+    baseline: str | None = declared(
+        None,
+        "--baseline",
+        metavar="SPEC",
+        help="What to compare with: a .whl, a requirement, or 'none'. Default: the stock "
+        "tensorflow-cpu of the same version.",
     )
-    quick: bool = option(
-        Cli(flags=("--quick",), help="Shorter measurements for CI (under 2 minutes)."),
-        default=False,
-    )
+    quick: bool = declared(False, "--quick", help="Shorter measurements for CI (under 2 minutes).")
     budget: float | None = option(
-        BUDGET.but(help=f"{BUDGET.help} Default: 90 with --quick, else 300.", show_default=False),
+        BUDGET.but(help=f"{BUDGET.help} Default: 90 with --quick, else 300."),
         default=None,
     )
-    bench: bool = option(
-        Cli(flags=("--bench/--no-bench",), help="Benchmark, or only probe the import."),
-        default=True,
+    bench: bool = declared(True, "--bench/--no-bench", help="Benchmark, or only probe the import.")
+    settings: bool = declared(
+        True, "--settings/--no-settings", help="Try TCMalloc, thread and OpenMP settings."
     )
-    settings: bool = option(
-        Cli(flags=("--settings/--no-settings",), help="Try TCMalloc, thread and OpenMP settings."),
-        default=True,
-    )
-    env_file: Path | None = option(
-        Cli(
-            flags=("--env-file",),
-            metavar="FILE",
-            help="The wheel's runtime env file: read, then updated.",
-            show_default=False,
-        ),
+    env_file: Path | None = field(
         default=None,
-    )
-    allow_unused: bool = option(
-        Cli(
-            flags=("--allow-unused",),
-            help="Pass even if TensorFlow names unused instructions.",
+        metadata=cli(
+            "--env-file", metavar="FILE", help="The wheel's runtime env file: read, then updated."
         ),
-        default=False,
     )
-    allow_slower: tuple[str, ...] = option(
-        Cli(
-            flags=("--allow-slower",),
-            metavar="OPS",
-            help="Comma-separated ops allowed to be slower.",
-            show_default=False,
-            cli_type=str | None,
-            convert=_ops,
-        ),
-        default=(),
+    allow_unused: bool = declared(
+        False, "--allow-unused", help="Pass even if TensorFlow names unused instructions."
     )
-    min_margin: float = option(
-        Cli(
-            flags=("--min-margin",), min=0.0, max=1.0, help="Smallest difference called a verdict."
-        ),
-        default=0.05,
+    allow_slower: tuple[str, ...] = declared(
+        (),
+        "--allow-slower",
+        metavar="OPS",
+        help="Comma-separated ops allowed to be slower.",
+        cli_type=str | None,
+        convert=_ops,
+    )
+    min_margin: float = declared(
+        0.05, "--min-margin", min=0.0, max=1.0, help="Smallest difference called a verdict."
     )
     as_json: bool = option(JSON, default=False)
-    plot: Path | None = option(
-        Cli(
-            flags=("--plot",),
-            metavar="FILE.png",
-            help="Draw candidate vs baseline per op.",
-            show_default=False,
-        ),
+    plot: Path | None = field(
         default=None,
+        metadata=cli("--plot", metavar="FILE.png", help="Draw candidate vs baseline per op."),
     )
     model: ModelOptions = group(ModelOptions)
-    in_image: tuple[str, ...] = option(
-        Cli(
-            flags=("--in-image",),
-            metavar="IMAGE",
-            help="Instead: does the wheel's native code load on another system? Its loader is "
-            "asked in a container of IMAGE (e.g. tfbuild/base:bullseye, made by tfbuild base). "
-            "Repeat for several.",
-            show_default=False,
-        ),
-        default=(),
+    in_image: tuple[str, ...] = declared(
+        (),
+        "--in-image",
+        metavar="IMAGE",
+        help="Instead: does the wheel's native code load on another system? Its loader is "
+        "asked in a container of IMAGE (e.g. tfbuild/base:bullseye, made by tfbuild base). "
+        "Repeat for several.",
     )
-    wheelhouse: Path | None = option(
-        Cli(
-            flags=("--wheelhouse",),
+    wheelhouse: Path | None = field(
+        default=None,
+        metadata=cli(
+            "--wheelhouse",
             metavar="DIR",
             help="With --in-image: the dependencies' wheels (pip download -d DIR ...), installed "
             "offline with the image's pip before the import.",
-            show_default=False,
         ),
-        default=None,
     )
 
 
 @takes(SmokeArgs)
 def smoke_command(request: SmokeArgs) -> None:
     """Prove a wheel: no unused-instruction complaint at import, and faster than the stock wheel."""
-    from tfbuild.core.errors import SmokeFailed, UsageError
     from tfbuild.smoke.loads import check_in_image_request
     from tfbuild.wheel.overlay_receipt import is_overlay_wheel
 
@@ -136,31 +104,16 @@ def smoke_command(request: SmokeArgs) -> None:
             fix="Pass an overlay wheel (tfbuild_overlay-*.whl); for any other wheel, "
             "tfbuild tune WHEEL --model PATH measures what makes your model fastest.",
         )
-    if overlay:
-        from tfbuild.cli.overlay import smoke_overlay
-
-        assert wheel is not None
-        smoke_overlay(
-            Path(wheel),
-            python=request.python,
-            quick=request.quick,
-            budget=request.budget,
-            bench=request.bench,
-            as_json=request.as_json,
-            model=request.model.checked(),
-        )
+    if overlay and wheel is not None:
+        _smoke_overlay(Path(wheel), request)
         return
     if request.in_image and wheel is not None:  # checked: --in-image has a .whl file
-        _smoke_in_images(
-            wheel, list(request.in_image), wheelhouse=request.wheelhouse, as_json=request.as_json
-        )
+        _smoke_in_images(Path(wheel), request)
         return
     from tfbuild.smoke.standin import is_standin_wheel
 
     if wheel is not None and is_standin_wheel(Path(wheel)):  # the canary: not TensorFlow
-        _smoke_standin(
-            Path(wheel), python=request.python, bench=request.bench, as_json=request.as_json
-        )
+        _smoke_standin(Path(wheel), request)
         return
     from tfbuild.smoke.report import Rules, check_plot
     from tfbuild.smoke.session import SmokeOptions, run_smoke, with_wheel_files
@@ -202,40 +155,66 @@ def smoke_command(request: SmokeArgs) -> None:
         raise SmokeFailed(f"{report.candidate_label} did not pass", why="; ".join(report.failures))
 
 
-def _smoke_standin(wheel: Path, *, python: str, bench: bool, as_json: bool) -> None:
+def _smoke_overlay(wheel: Path, request: SmokeArgs) -> None:
+    """``tfbuild smoke OVERLAY.whl``: each replaced op and control, then whole models (the user's
+    ``--model`` when given), overlay against stock."""
+    from tfbuild.overlay.prove import prove_overlay
+
+    model = request.model.checked()
+    with progressing("smoke", quiet=request.as_json) as progress:
+        proof = prove_overlay(
+            wheel,
+            python=request.python,
+            quick=request.quick,
+            budget=request.budget,
+            bench=request.bench,
+            model=model,
+            progress=progress,
+        )
+    if request.as_json:
+        print_json(serial.to_data(proof) | {"schema": "tfbuild.overlay-smoke/1"})
+    else:
+        from tfbuild.cli.overlay import print_overlay_smoke
+
+        print_overlay_smoke(proof)
+    if proof.slower:
+        raise SmokeFailed(
+            f"the overlay {proof.wheel} is slower than stock",
+            why=f"on {', '.join(proof.slower)}",
+            fix="Report it with the receipt; meanwhile pip uninstall tfbuild-overlay.",
+        )
+
+
+def _smoke_standin(wheel: Path, request: SmokeArgs) -> None:
     """``smoke`` of the canary's STAND-IN wheel: installed, imported and run as what it is, its
     flags checked (recorded, and in its machine code); exit 7 when it does not work."""
-    from tfbuild.core.errors import SmokeFailed
     from tfbuild.smoke.standin import run_standin_smoke
 
-    with progressing("smoke", quiet=as_json) as say:
-        report = run_standin_smoke(wheel, python=python, say=say)
-    if as_json:
-        print_json(serial.to_data(report))
+    with progressing("smoke", quiet=request.as_json) as say:
+        report = run_standin_smoke(wheel, python=request.python, say=say)
+    if request.as_json:
+        print_data(report)
     else:
         from tfbuild.cli.wheel_display import print_standin_smoke
 
-        print_standin_smoke(report, bench=bench)
+        print_standin_smoke(report, bench=request.bench)
     if not report.passed:
         raise SmokeFailed(
             f"{wheel.name} (the STAND-IN canary) did not pass", why="; ".join(report.failures)
         )
 
 
-def _smoke_in_images(
-    wheel: str, images: list[str], *, wheelhouse: Path | None, as_json: bool
-) -> None:
+def _smoke_in_images(wheel: Path, request: SmokeArgs) -> None:
     """``smoke --in-image``: load the wheel's libraries with each image's own loader, check its
     tags and requirements against the image's Python and import it there."""
     from tfbuild.smoke.loads import loads_failure, loads_in_images
 
-    reports = loads_in_images(Path(wheel), images, wheelhouse=wheelhouse)
-    if as_json:
-        print_json({"schema": "tfbuild.loads/1", "wheel": wheel, "images": serial.to_data(reports)})
+    reports = loads_in_images(wheel, list(request.in_image), wheelhouse=request.wheelhouse)
+    if request.as_json:
+        print_data({"schema": "tfbuild.loads/1", "wheel": request.wheel, "images": reports})
     else:
         from tfbuild.cli.wheel_display import print_loads
 
-        print_loads(Path(wheel), reports)
-    failure = loads_failure(Path(wheel), reports)
-    if failure is not None:
+        print_loads(wheel, reports)
+    if (failure := loads_failure(wheel, reports)) is not None:
         raise failure

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
-from tfbuild.cli.options import takes
-from tfbuild.cli.output import progress
+from tfbuild.cli.options import declared, takes
+from tfbuild.cli.output import echo_hanging, print_json, progress
 from tfbuild.cli.tune_model import MODEL_BUDGET, tune_a_model
-from tfbuild.core.controls import printable
 from tfbuild.core.heartbeat import Heartbeat
-from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, Cli, group, option
+from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, cli, group, option
 from tfbuild.core.pythons import PYTHON_INTERPRETER
 from tfbuild.measure.models import ModelOptions
 
@@ -35,32 +31,27 @@ class TuneArgs:
     python: str = option(PYTHON_INTERPRETER, default=sys.executable)
     budget: float | None = option(
         BUDGET.but(
-            help=f"{BUDGET.help} Default: {DEFAULT_BUDGET:.0f}, {MODEL_BUDGET:.0f} with --model.",
-            show_default=False,
+            help=f"{BUDGET.help} Default: {DEFAULT_BUDGET:.0f}, {MODEL_BUDGET:.0f} with --model."
         ),
         default=None,
     )
-    env_file: Path | None = option(
-        Cli(
-            flags=("--env-file",),
+    env_file: Path | None = field(
+        default=None,
+        metadata=cli(
+            "--env-file",
             metavar="FILE",
             help="The runtime env file the profile is written to (default: <wheel>.env beside a "
             "wheel file; with --model, <model>.env beside the model).",
-            show_default=False,
         ),
-        default=None,
     )
     model: ModelOptions = group(ModelOptions)
-    overlay: str | None = option(
-        Cli(
-            flags=("--overlay-wheel",),
-            metavar="WHEEL|build|none",
-            help="With --model, the overlay measured as a lever: a wheel tfbuild overlay made, "
-            "'build' (one built here for this CPU, with the host's clang, into dist/), or 'none'. "
-            "Default: the one installed in the tuned TensorFlow, if any.",
-            show_default=False,
-        ),
-        default=None,
+    overlay: str | None = declared(
+        None,
+        "--overlay-wheel",
+        metavar="WHEEL|build|none",
+        help="With --model, the overlay measured as a lever: a wheel tfbuild overlay made, "
+        "'build' (one built here for this CPU, with the host's clang, into dist/), or 'none'. "
+        "Default: the one installed in the tuned TensorFlow, if any.",
     )
     as_json: bool = option(JSON, default=False)
 
@@ -108,7 +99,7 @@ def tune_command(args: TuneArgs) -> None:
         write_profile(target, report)
     if as_json:
         data = report.to_json() | {"written": str(target) if target else None}
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        print_json(data)
         return
     print_tune(report, target)
 
@@ -117,7 +108,6 @@ def print_tune(report: TuneReport, written: Path | None) -> None:
     """What tune kept and why, a line each (each trial's under its word): wrapped to the terminal
     when standard output is one, every line whole when it is piped."""
     from tfbuild.core.stats import UNDECIDED
-    from tfbuild.core.text import terminal_width
     from tfbuild.measure.tune import gain
 
     kept = ", ".join(t.name for t in report.kept) or "nothing (TensorFlow's defaults stay)"
@@ -127,12 +117,8 @@ def print_tune(report: TuneReport, written: Path | None) -> None:
     if report.confirmation is not None:
         median, low, high = gain(report.confirmation)
         verdict = "confirmed" if report.confirmation.wins else "not confirmed"
-        lines.append(
-            (
-                f"  together against the defaults: {median:.2f}x ({low:.2f}-{high:.2f}x), {verdict}",
-                4,
-            )
-        )
+        together = f"together against the defaults: {median:.2f}x ({low:.2f}-{high:.2f}x)"
+        lines.append((f"  {together}, {verdict}", 4))
     for trial in report.tried:
         median, low, high = gain(trial)
         word = (
@@ -149,23 +135,10 @@ def print_tune(report: TuneReport, written: Path | None) -> None:
     lines.extend((f"  not tried {name} (the --budget ran out)", 4) for name in report.not_tried)
     if report.machine is not None:
         lines.append((f"machine: {report.machine.describe()}", 2))
-    lines.append(
-        (
-            f"profile written to {written}"
-            if written is not None
-            else "profile not written: pass --env-file FILE (a requirement has no env file)",
-            2,
+    if written is not None:
+        lines.append((f"profile written to {written}", 2))
+    else:
+        lines.append(
+            ("profile not written: pass --env-file FILE (a requirement has no env file)", 2)
         )
-    )
-    width = terminal_width(sys.stdout)
-    shown = [row for text, indent in lines for row in _indented(text, width, indent)]
-    typer.echo(printable("\n".join(shown)))
-
-
-def _indented(text: str, width: int | None, indent: int) -> list[str]:
-    """``text`` (its own leading spaces kept) wrapped under column ``indent``."""
-    from tfbuild.core.text import hanging
-
-    lead = len(text) - len(text.lstrip(" "))
-    rows = hanging(text.lstrip(" "), None if width is None else width - lead, indent=indent - lead)
-    return [" " * lead + row for row in rows]
+    echo_hanging(lines)

@@ -4,16 +4,13 @@ lines it prints, and the env file it writes."""
 
 from __future__ import annotations
 
-import json
-import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
-from tfbuild.core.controls import printable
+from tfbuild.cli.output import echo_hanging, print_json
+from tfbuild.core.errors import InputError, UsageError
 
 if TYPE_CHECKING:
     from tfbuild.measure.envs import WheelSpec
@@ -31,11 +28,7 @@ OVERLAY_BUILD, OVERLAY_NONE = "build", "none"
 def default_env_file(model: ModelFile) -> Path:
     """``gru.keras`` -> ``gru.env`` beside it; a SavedModel directory ``served`` -> ``served.env``."""
     path = Path(model.path)
-    return (
-        path.with_name(path.stem + ".env")
-        if model.kind == "keras"
-        else path.with_name(path.name + ".env")
-    )
+    return path.with_name((path.stem if model.kind == "keras" else path.name) + ".env")
 
 
 def tune_a_model(
@@ -79,7 +72,7 @@ def tune_a_model(
     line = headline(found)
     if as_json:
         data = model_tune_json(found, line) | {"written": str(target)}
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        print_json(data)
         return
     print_model_tune(found, line, target)
 
@@ -89,7 +82,6 @@ def find_overlay(
 ) -> tuple[OverlayLever | None, str | None]:
     """The overlay to measure, and why none is when none is: ``choice`` is --overlay-wheel (a
     wheel, "build", "none", or None: the one installed for ``python``, if any)."""
-    from tfbuild.core.errors import UsageError
     from tfbuild.measure.envs import installed_version
     from tfbuild.measure.levers import OverlayLever
 
@@ -119,7 +111,6 @@ def find_overlay(
 def build_overlay_here(python: str, *, say: Say) -> Path:
     """An overlay for this CPU against ``python``'s TensorFlow, built with the host's compiler of
     the recipe's family, checked on special values, into dist/."""
-    from tfbuild.core.errors import UsageError
     from tfbuild.measure.envs import installed_version
     from tfbuild.overlay.build import OverlayRequest, build_overlay
     from tfbuild.plan.here import plan_here
@@ -151,7 +142,6 @@ def unpacked_overlay(wheel: Path, scratch: Path) -> OverlayLever:
     """An overlay wheel unpacked into ``scratch``/site-packages, which TensorFlow scans for
     tensorflow-plugins/ when it is on PYTHONPATH: on for the processes that measure it, and
     nothing installed into the user's TensorFlow."""
-    from tfbuild.core.errors import InputError
     from tfbuild.measure.levers import OverlayLever
     from tfbuild.overlay.build import install_into
     from tfbuild.wheel.overlay_receipt import is_overlay_wheel, read_overlay_receipt
@@ -246,7 +236,6 @@ def headline(found: ModelTune) -> str:
 def print_model_tune(found: ModelTune, line: str, written: Path) -> None:
     """The headline, how to apply the kept profile, each lever, what a rebuild would add: wrapped
     to the terminal when standard output is one, every line whole when piped."""
-    from tfbuild.core.text import hanging, terminal_width
     from tfbuild.measure.levers import STOCK_NAMES
     from tfbuild.measure.tune_report import machine
 
@@ -267,16 +256,9 @@ def print_model_tune(found: ModelTune, line: str, written: Path) -> None:
         for i in described.get("inputs", [])  # type: ignore[attr-defined]
     )
     params = described.get("params")
-    lines.append(
-        (
-            f"levers on {Path(found.model.path).name} ({found.model.step}, "
-            f"{params:,} parameters; a batch of {made}), each against stock at its threads:"
-            if isinstance(params, int)
-            else f"levers on {Path(found.model.path).name} ({found.model.step}; a batch of "
-            f"{made}), each against stock at its threads:",
-            2,
-        )
-    )
+    size = f", {params:,} parameters" if isinstance(params, int) else ""
+    model = f"{Path(found.model.path).name} ({found.model.step}{size}; a batch of {made})"
+    lines.append((f"levers on {model}, each against stock at its threads:", 2))
     lines.append((f"  {'stock':<30}{'default':>8}  {_ms(found.stock_seconds)} a step", 4))
     for row in found.levers:
         shown = f"  {row.name:<30}{row.threads:>8}  {_ratio(row):<21}{row.outcome}"
@@ -294,9 +276,7 @@ def print_model_tune(found: ModelTune, line: str, written: Path) -> None:
     if state is not None:
         lines.append((f"machine: {state.describe()}", 2))
     lines.append((f"tuned in {found.seconds:.0f} s", 2))
-    width = terminal_width(sys.stdout)
-    shown_lines = [row for text, indent in lines for row in hanging(text, width, indent=indent)]
-    typer.echo(printable("\n".join(shown_lines)))
+    echo_hanging(lines)
 
 
 def _rebuild_lines(found: ModelTune) -> list[tuple[str, int]]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfbuild.cli.options import takes
-from tfbuild.cli.output import print_json
+from tfbuild.cli.output import print_data
 from tfbuild.cli.plan import SOURCE
-from tfbuild.core.options import JSON, VERBOSE, Cli, option
+from tfbuild.core.options import JSON, VERBOSE, Cli, cli, option
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -19,14 +19,11 @@ class VerifyArgs:
     wheel: Path = option(
         Cli(argument=True, metavar="WHEEL", help="A wheel built by tfbuild wheel or overlay.")
     )
-    receipt: Path | None = option(
-        Cli(
-            flags=("--receipt",),
-            metavar="FILE",
-            help="Its receipt (default: <wheel>.json beside it).",
-            show_default=False,
-        ),
+    receipt: Path | None = field(
         default=None,
+        metadata=cli(
+            "--receipt", metavar="FILE", help="Its receipt (default: <wheel>.json beside it)."
+        ),
     )
     source: Path | None = option(
         SOURCE.but(help="The checkout it was built from, when it was built with --source."),
@@ -59,13 +56,10 @@ def verify_command(request: VerifyArgs) -> None:
             verbose=request.verbose,
         )
     if request.as_json:
-        from tfbuild.core import serial
-
-        print_json(serial.to_data(result))
+        print_data(result)
     else:
         from tfbuild.cli.wheel_display import print_verify
 
         print_verify(result)
-    failure = result.error()
-    if failure is not None:
+    if (failure := result.error()) is not None:
         raise failure

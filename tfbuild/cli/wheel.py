@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from tfbuild.cli.options import takes
+from tfbuild.cli.options import declared, takes
 from tfbuild.cli.output import print_json
 from tfbuild.cli.plan import SOURCE
 from tfbuild.cli.recipes import CA_BUNDLE
-from tfbuild.core.options import DIST, JSON, VERBOSE, Cli, group, option
+from tfbuild.core.options import DIST, JSON, VERBOSE, cli, group, option
 from tfbuild.plan.options import PlanOptions
 
 
@@ -25,14 +25,11 @@ class WheelArgs:
         ),
         default=None,
     )
-    source_sha256: str | None = option(
-        Cli(
-            flags=("--source-sha256",),
-            metavar="HEX",
-            help="The tarball's sha256, where the recipe pins none.",
-            show_default=False,
-        ),
-        default=None,
+    source_sha256: str | None = declared(
+        None,
+        "--source-sha256",
+        metavar="HEX",
+        help="The tarball's sha256, where the recipe pins none.",
     )
     dist: str = option(DIST, default="dist")
     ca_bundle: Path | None = option(
@@ -42,41 +39,32 @@ class WheelArgs:
         ),
         default=None,
     )
-    memory: str | None = option(
-        Cli(
-            flags=("--memory",),
-            metavar="SIZE",
-            help="Memory limit of the build container, e.g. 16g.",
-            show_default=False,
-        ),
-        default=None,
+    memory: str | None = declared(
+        None, "--memory", metavar="SIZE", help="Memory limit of the build container, e.g. 16g."
     )
-    remote_header_file: Path | None = option(
-        Cli(
-            flags=("--remote-header-file",),
+    remote_header_file: Path | None = field(
+        default=None,
+        metadata=cli(
+            "--remote-header-file",
             metavar="FILE",
             help="Credentials for --remote-cache/--remote-executor: 'Name: value' lines, given to "
             "bazel through a credential helper in a private directory (an rc file for a bazel "
             "without one); never in the plan, receipt, log or a command line.",
-            show_default=False,
         ),
-        default=None,
     )
-    keep_container: bool = option(
-        Cli(flags=("--keep-container",), help="Keep the build container for a post-mortem."),
-        default=False,
+    keep_container: bool = declared(
+        False, "--keep-container", help="Keep the build container for a post-mortem."
     )
-    quiet: bool = option(Cli(flags=("-q", "--quiet"), help="Print only the result."), default=False)
+    quiet: bool = declared(False, "-q", "--quiet", help="Print only the result.")
     verbose: bool = option(VERBOSE, default=False)
-    from_receipt: Path | None = option(
-        Cli(
-            flags=("--from-receipt",),
+    from_receipt: Path | None = field(
+        default=None,
+        metadata=cli(
+            "--from-receipt",
             metavar="RECEIPT",
             help="Build the same wheel again, here: the receipt's plan, source hash and package "
             "versions (instead of the plan options).",
-            show_default=False,
         ),
-        default=None,
     )
     as_json: bool = option(JSON, default=False)
     plan: PlanOptions = group(PlanOptions)

@@ -308,19 +308,17 @@ def print_verify(result: VerifyResult) -> None:
         if member.elf is not None:
             sections = ", ".join(member.elf.sections) or "none: the headers or padding differ"
             print_hanging(console, "    ", 6, f"ELF sections that differ: {sections}")
-    for path in diff.only_in_a:
-        print_hanging(console, "  ", 4, f"only in the wheel: {path}")
-    for path in diff.only_in_b:
-        print_hanging(console, "  ", 4, f"only in the rebuild: {path}")
-    for entry in diff.entries:
-        print_hanging(
-            console,
-            "  ",
-            4,
-            f"same contents, the zip entry differs: {entry.path} ({', '.join(entry.fields)})",
-        )
-    for note in diff.layout:
-        print_hanging(console, "  ", 4, f"archive: {note}")
+    notes = [
+        *(f"only in the wheel: {path}" for path in diff.only_in_a),
+        *(f"only in the rebuild: {path}" for path in diff.only_in_b),
+        *(
+            f"same contents, the zip entry differs: {e.path} ({', '.join(e.fields)})"
+            for e in diff.entries
+        ),
+        *(f"archive: {note}" for note in diff.layout),
+    ]
+    for note in notes:
+        print_hanging(console, "  ", 4, note)
 
 
 # --- smoke --in-image ----------------------------------------------------------------------------
