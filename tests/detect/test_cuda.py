@@ -14,9 +14,9 @@ import pytest
 
 from tfbuild.core import serial
 from tfbuild.core.commands import CommandResult, Runner, run_command
-from tfbuild.detect.cuda import (
-    CudaReport,
-    locate_cuda,
+from tfbuild.detect.cuda import locate_cuda
+from tfbuild.detect.cuda_report import CudaReport, CudaToolkit, LibraryInstall
+from tfbuild.detect.cuda_versions import (
     parse_cuda_version_macro,
     parse_header_version,
     parse_nvcc_version,
@@ -55,6 +55,11 @@ def locate(
 ) -> CudaReport:
     root = case if isinstance(case, Path) else FIXTURES / case
     return locate_cuda(root=root, env=env, site_packages=site_packages, run=run)
+
+
+def evidence_of(found: CudaToolkit | LibraryInstall, source: str) -> str | None:
+    """What one source (``cuda.h``, ``nvcc``, ``version.json``, ...) says, if it was read."""
+    return dict(found.evidence).get(source)
 
 
 def warned(report: CudaReport, *fragments: str) -> bool:
@@ -119,9 +124,9 @@ def test_classic_toolkits_side_by_side() -> None:
     # /usr/local/cuda chooses 12.6, and PATH reaches it through that symlink: one toolkit.
     assert new.root == P("/usr/local/cuda-12.6")
     assert new.version == "12.6"
-    assert new.evidence_of("version.json") == "12.6.20241114"
-    assert new.evidence_of("nvcc") == "12.6.85"
-    assert new.evidence_of("libcudart") == "12.6.77"
+    assert evidence_of(new, "version.json") == "12.6.20241114"
+    assert evidence_of(new, "nvcc") == "12.6.85"
+    assert evidence_of(new, "libcudart") == "12.6.77"
     assert new.found_by == ("/usr/local/cuda", "/usr/local/cuda-*", "PATH")
     assert new.nvcc == P("/usr/local/cuda-12.6/bin/nvcc")
     lib = P("/usr/local/cuda-12.6/targets/x86_64-linux/lib")
@@ -206,10 +211,10 @@ def test_pip_wheels_cuda12_and_cuda13() -> None:
     assert cudnn.version == "9.3.0"
     assert cudnn.header == P(f"{PIP_VENV}/nvidia/cudnn/include/cudnn_version.h")
     assert cudnn.libraries == (P(f"{PIP_VENV}/nvidia/cudnn/lib/libcudnn.so.9"),)
-    assert cudnn.evidence_of("dist-info") == "9.3.0.75"
+    assert evidence_of(cudnn, "dist-info") == "9.3.0.75"
     assert cudnn.found_by == ("pip",)
     (nccl,) = report.nccl
-    assert (nccl.version, nccl.evidence_of("dist-info")) == ("2.27.7", "2.27.7")
+    assert (nccl.version, evidence_of(nccl, "dist-info")) == ("2.27.7", "2.27.7")
 
 
 def test_pip_nvcc_put_on_path() -> None:
@@ -218,7 +223,7 @@ def test_pip_nvcc_put_on_path() -> None:
     (toolkit,) = report.toolkits
     assert toolkit.root == P(f"{PIP_VENV}/nvidia/cuda_runtime")
     assert toolkit.found_by == ("PATH", "pip")
-    assert toolkit.evidence_of("nvcc") == "12.5.82"
+    assert evidence_of(toolkit, "nvcc") == "12.5.82"
     assert report.warnings == ()
 
 
@@ -239,7 +244,7 @@ def test_conda_prefix() -> None:
     assert P(f"{prefix}/lib/libcudart.so.12") in toolkit.libraries
     (cudnn,) = report.cudnn
     assert (cudnn.version, cudnn.header) == ("8.9.7", P(f"{prefix}/include/cudnn_version.h"))
-    assert cudnn.evidence_of("conda-meta") == "8.9.7.29"
+    assert evidence_of(cudnn, "conda-meta") == "8.9.7.29"
     assert "conda" in cudnn.found_by
 
 
@@ -266,7 +271,7 @@ def test_broken_installs_become_warnings() -> None:
     # Headers of 12.4 with an nvcc of 12.2: reported as a warning, cuda.h decides the version.
     assert mixed.root == P("/usr/local/cuda-12.4")
     assert mixed.version == "12.4"
-    assert (mixed.evidence_of("cuda.h"), mixed.evidence_of("nvcc")) == ("12.4", "12.2.140")
+    assert (evidence_of(mixed, "cuda.h"), evidence_of(mixed, "nvcc")) == ("12.4", "12.2.140")
     assert warned(
         report, "/usr/local/cuda-12.4 reports different versions", "cuda.h 12.4", "nvcc 12.2.140"
     )
@@ -293,7 +298,7 @@ def test_broken_installs_become_warnings() -> None:
         report, "cuDNN library /usr/lib/x86_64-linux-gnu/libcudnn.so.8 was found without its header"
     )
     # A cuDNN 9 header beside a cuDNN 8 library.
-    assert (clash.version, clash.evidence_of("library")) == ("9.1.0", "8")
+    assert (clash.version, evidence_of(clash, "library")) == ("9.1.0", "8")
     assert warned(
         report,
         "cuDNN header /usr/local/cuda-12.4/include/cudnn_version.h says 9.1.0",
@@ -313,7 +318,7 @@ def test_nvcc_that_cannot_run_or_prints_nonsense() -> None:
     report = locate_cuda(root=FIXTURES / "classic", env=env, site_packages=(), run=missing)
     assert warned(report, "nvcc at /usr/local/cuda-12.6/bin/nvcc could not be run")
     assert report.toolkits[1].version == "12.6"  # the files still say it
-    assert report.toolkits[1].evidence_of("nvcc") is None
+    assert evidence_of(report.toolkits[1], "nvcc") is None
     report = locate_cuda(root=FIXTURES / "classic", env=env, site_packages=(), run=chatty)
     assert warned(report, "nvcc at /usr/local/cuda-11.8/bin/nvcc printed no 'release X.Y' line")
 
@@ -406,18 +411,18 @@ def test_this_machine_reports_what_its_files_and_nvcc_say() -> None:
     assert code, f"{cuda_h} has no CUDA_VERSION"
     major, minor = int(code[1]) // 1000, int(code[1]) % 1000 // 10
     assert toolkit.version == f"{major}.{minor}"
-    assert toolkit.evidence_of("cuda.h") == f"{major}.{minor}"
+    assert evidence_of(toolkit, "cuda.h") == f"{major}.{minor}"
     nvcc = root / "bin/nvcc"
     if nvcc.exists():
         out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True)
         release = re.search(r"release \d+\.\d+, V([\d.]+)", out.stdout)
         assert release, out.stdout
-        assert toolkit.evidence_of("nvcc") == release[1]
+        assert evidence_of(toolkit, "nvcc") == release[1]
         assert toolkit.nvcc == P(nvcc)
     wheels = sorted((root / "dist-info").glob("nvidia_cuda_runtime*-*.dist-info"))
     if wheels:  # this machine's toolkit was assembled from pip wheels
         version = wheels[0].name.removesuffix(".dist-info").split("-")[1]
-        assert toolkit.evidence_of("dist-info") == version
+        assert evidence_of(toolkit, "dist-info") == version
     which = shutil.which("nvcc")
     if which:
         on_path = Path(which)

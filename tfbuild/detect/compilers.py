@@ -127,11 +127,9 @@ def newest_known(name: str) -> tuple[int, ...] | None:
     of their version ranges), or None when they name none."""
     from tfbuild.core.targets import targets
 
-    TARGETS = targets()
-
     found = [
         tuple(int(p) for p in re.findall(r"\d+", bound))
-        for target in TARGETS.values()
+        for target in targets().values()
         for entry in target.compilers.get(name, ())
         for bound in str(entry.get("versions", "")).split(":")
         if re.search(r"\d", bound)
@@ -245,14 +243,14 @@ def first_version(target: Microarchitecture, compiler: str) -> str | None:
     return ".".join(str(p) for p in min(parsed))
 
 
-def _option_known(feature: features.GuardFeature, compiler: Compiler) -> tuple[bool, str]:
+def _option_missing(feature: features.GuardFeature, compiler: Compiler) -> str | None:
+    """Why ``compiler`` has no option for ``feature``; None when it has one."""
     minimum = {"gcc": feature.gcc, "clang": feature.clang}.get(compiler.name)
     if minimum is None:
-        return False, f"tfbuild knows the -m options of gcc and clang only, not {compiler.name}"
-    need = tuple(int(p) for p in minimum.split("."))
-    if compiler.version_tuple >= need:
-        return True, ""
-    return False, f"{compiler.name} {compiler.version} has no {feature.option} (needs {minimum}+)"
+        return f"tfbuild knows the -m options of gcc and clang only, not {compiler.name}"
+    if compiler.version_tuple >= tuple(int(p) for p in minimum.split(".")):
+        return None
+    return f"{compiler.name} {compiler.version} has no {feature.option} (needs {minimum}+)"
 
 
 def flags_for(
@@ -294,9 +292,8 @@ def flags_for(
         )
 
     wanted = features.in_guard_order(machine_features)
-    march = _march_features(base, flags, compiler) if flags else frozenset()
-    arch_token = _arch_token(flags) or ""
-    covered: dict[str, str] = dict.fromkeys(march, arch_token)
+    march = _march_features(base, flags, compiler)
+    covered: dict[str, str] = dict.fromkeys(march, _arch_token(flags) or "")
     tokens = flags.split()
     for token in tokens:
         option = features.BY_OPTION.get(token)
@@ -311,9 +308,9 @@ def flags_for(
             coverage.append(Coverage(feature=name, flag=covered[name]))
             continue
         feature = features.BY_NAME[name]
-        known, why = _option_known(feature, compiler)
-        if not known:
-            coverage.append(Coverage(feature=name, flag=None, note=why))
+        missing = _option_missing(feature, compiler)
+        if missing:
+            coverage.append(Coverage(feature=name, flag=None, note=missing))
             continue
         extras.append(feature.option)
         for implied in features.closure([name]):

@@ -372,11 +372,9 @@ class Contention:
 
     def describe(self) -> str:
         """One sentence: ``the CPU was shared: 1.8 other cores busy on average, 6 % steal``."""
-        parts = (
-            [f"{self.others_busy:.1f} other cores busy on average"]
-            if self.others_busy is not None
-            else []
-        )
+        parts = []
+        if self.others_busy is not None:
+            parts.append(f"{self.others_busy:.1f} other cores busy on average")
         if self.steal is not None and self.steal >= MENTION:
             parts.append(f"{self.steal * 100:.0f} % steal")
         if self.throttled is not None and self.throttled >= MENTION:

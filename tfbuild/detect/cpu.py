@@ -51,21 +51,19 @@ def _partial(info: CpuInfo) -> Microarchitecture:
     )
 
 
+def _in_family(target: Microarchitecture, root: str) -> bool:
+    arch_root = _targets().get(root)
+    return arch_root is not None and (target == arch_root or arch_root in target.ancestors)
+
+
 def _compatible(info: Microarchitecture, target: Microarchitecture, root: str) -> bool:
     """archspec's per-family compatibility rule, applied to a dump instead of the live host."""
-    targets = _targets()
-    arch_root = targets[root]
-    in_family = target == arch_root or arch_root in target.ancestors
-    if not in_family:
+    if not _in_family(target, root):
         return False
     if root in ("ppc64", "ppc64le"):
         return bool(target.generation <= (info.generation or 0))
-    if root == "aarch64":
-        if target.vendor == "generic" and target.name != "aarch64":
-            return False
-        return bool(
-            target.vendor in (info.vendor, "generic") and target.features.issubset(info.features)
-        )
+    if root == "aarch64" and target.vendor == "generic" and target.name != "aarch64":
+        return False
     if root == "riscv64":
         return bool(target.name == info.name or target.vendor == "generic")
     return bool(
@@ -80,11 +78,8 @@ def _depth(target: Microarchitecture) -> tuple[int, int]:
 def compatible_targets(info: CpuInfo) -> list[Microarchitecture]:
     """Every archspec target a CPU with this dump's features can run code for."""
     root = family_root(info.architecture)
-    targets = _targets()
-    if root not in targets:
-        return []
     partial = _partial(info)
-    return [t for t in targets.values() if _compatible(partial, t, root)]
+    return [t for t in _targets().values() if _compatible(partial, t, root)]
 
 
 def identify(info: CpuInfo) -> Microarchitecture:
@@ -119,18 +114,13 @@ def nearest_named(info: CpuInfo) -> Microarchitecture | None:
     identified = identify(info)
     if identified.vendor != "generic":
         return None
-    root = family_root(info.architecture)
-    targets = _targets()
-    if root not in targets:
-        return None
+    family = _targets().get(family_root(info.architecture))
     near = [
         t
-        for t in targets.values()
-        if t.vendor == info.vendor and t > identified and t.family == targets[root]
+        for t in _targets().values()
+        if t.vendor == info.vendor and t > identified and t.family == family
     ]
-    if not near:
-        return None
-    return min(near, key=lambda t: (len(t.features - info.flags), -len(t.ancestors)))
+    return min(near, key=lambda t: (len(t.features - info.flags), -len(t.ancestors)), default=None)
 
 
 #: What lists every target name: archspec's CLI has no such command (``archspec cpu`` prints only
@@ -225,50 +215,36 @@ def _archspec_fit(target: Microarchitecture, info: CpuInfo) -> Fit:
     """archspec's own rule: the target's features are all the CPU's, or an ancestor's."""
     detected = identify(info)
     name = str(target.name)
+
+    def fit(runs: bool, reason: str) -> Fit:
+        return Fit(target=name, machine=info.source, runs=runs, reason=reason)
+
     if target == detected:
-        return Fit(
-            target=name,
-            machine=info.source,
-            runs=True,
-            reason=f"{name} is this machine's microarchitecture",
-        )
+        return fit(True, f"{name} is this machine's microarchitecture")
     root = family_root(info.architecture)
-    targets = _targets()
-    arch_root = targets.get(root)
-    if arch_root is None or not (target == arch_root or arch_root in target.ancestors):
-        return Fit(
-            target=name,
-            machine=info.source,
-            runs=False,
-            reason=f"{name} belongs to the {target.family.name} architecture family, "
+    if not _in_family(target, root):
+        return fit(
+            False,
+            f"{name} belongs to the {target.family.name} architecture family, "
             f"but the machine is {info.architecture}",
         )
     if target < detected:
-        return Fit(
-            target=name,
-            machine=info.source,
-            runs=True,
-            reason=f"{name} runs here: it is an ancestor of the detected {detected.name}",
-        )
+        return fit(True, f"{name} runs here: it is an ancestor of the detected {detected.name}")
     partial = _partial(info)
     if _compatible(partial, target, root):
-        return Fit(
-            target=name,
-            machine=info.source,
-            runs=True,
-            reason=f"{name} runs here, though {detected.name} was chosen as the better match",
-        )
+        return fit(True, f"{name} runs here, though {detected.name} was chosen as the better match")
     if root in ("ppc64", "ppc64le"):
-        reason = (
+        return fit(
+            False,
             f"{name} needs POWER generation {target.generation}, "
-            f"but the machine is generation {info.generation or 0}"
+            f"but the machine is generation {info.generation or 0}",
         )
-    elif target.vendor not in (info.vendor, "generic"):
-        reason = f"{name} targets vendor {target.vendor}, but the CPU vendor is {info.vendor}"
-    else:
-        missing = sorted(target.features - partial.features)
-        reason = f"{name} requires features the CPU lacks: {', '.join(missing)}"
-    return Fit(target=name, machine=info.source, runs=False, reason=reason)
+    if target.vendor not in (info.vendor, "generic"):
+        return fit(
+            False, f"{name} targets vendor {target.vendor}, but the CPU vendor is {info.vendor}"
+        )
+    missing = sorted(target.features - partial.features)
+    return fit(False, f"{name} requires features the CPU lacks: {', '.join(missing)}")
 
 
 def common_info(infos: Sequence[CpuInfo]) -> CpuInfo:
@@ -284,23 +260,15 @@ def common_info(infos: Sequence[CpuInfo]) -> CpuInfo:
     vendors = {i.vendor for i in infos}
     parts = {i.cpu_part for i in infos}
     flags = frozenset.intersection(*(frozenset(i.flags) for i in infos))
-    return replace(
-        first,
+    return CpuInfo(
         source=" + ".join(i.source for i in infos),
+        architecture=first.architecture,
         vendor=first.vendor if len(vendors) == 1 else "generic",
         brand=None,
-        family=None,
-        model=None,
-        stepping=None,
         flags=FlagSet(flags),
         cpu_part=first.cpu_part if len(parts) == 1 else None,
         generation=min(i.generation or 0 for i in infos) or None,
         processors_listed=0,
-        logical_cpus=None,
-        physical_cores=None,
-        sockets=None,
-        cache_size_kib=None,
-        mhz=None,
         warnings=tuple(dict.fromkeys(w for i in infos for w in i.warnings)),
     )
 

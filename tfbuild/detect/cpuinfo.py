@@ -22,6 +22,11 @@ from tfbuild.detect.values import FlagSet
 MAX_BYTES = 16 * 1024 * 1024
 
 _FIX = "Save one on the machine with 'cat /proc/cpuinfo > node.cpuinfo' and pass that file."
+_FIX_NEWLINE = f"{_FIX} If the line is complete, add the final newline."
+
+
+def _unusable(what: str, why: str, fix: str = _FIX) -> InputError:
+    return InputError(what, why=why, fix=fix)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,21 +74,14 @@ def read_cpuinfo(path: Path) -> CpuInfo:
     try:
         raw = read_input(path, limit=MAX_BYTES, what=f"--cpuinfo {path}", fix=_FIX)
     except FileNotFoundError:
-        raise InputError(what, why="the file does not exist", fix=_FIX) from None
-    source = "<stdin>" if str(path) == STDIN else str(path)
-    return _decode(raw, what=what, source=source)
-
-
-def _decode(raw: bytes, *, what: str, source: str) -> CpuInfo:
-    if len(raw) > MAX_BYTES:
-        raise InputError(what, why=f"it is larger than {MAX_BYTES // 2**20} MiB", fix=_FIX)
+        raise _unusable(what, "the file does not exist") from None
     if b"\0" in raw:
-        raise InputError(what, why="it is a binary file, not text", fix=_FIX)
+        raise _unusable(what, "it is a binary file, not text")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError(what, why="it is not UTF-8 text", fix=_FIX) from None
-    return parse_cpuinfo(text, source=source)
+        raise _unusable(what, "it is not UTF-8 text") from None
+    return parse_cpuinfo(text, source="<stdin>" if str(path) == STDIN else str(path))
 
 
 def _blocks(text: str) -> list[dict[str, str]]:
@@ -167,10 +165,8 @@ def _count(block: dict[str, str], key: str, what: str) -> int | None:
     if text is None:
         return None
     if not re.fullmatch(r"[0-9]{1,6}", text) or not 1 <= int(text) <= MAX_CPUS:
-        raise InputError(
-            what,
-            why=f"its '{key}' line says {text!r}, not a processor count from 1 to {MAX_CPUS}",
-            fix=_FIX,
+        raise _unusable(
+            what, f"its '{key}' line says {text!r}, not a processor count from 1 to {MAX_CPUS}"
         )
     return int(text)
 
@@ -215,11 +211,10 @@ def _check_complete(
     if len(cpu_blocks) > 1:
         missing = [key for key in cpu_blocks[0] if key not in last_block]
         if missing:
-            raise InputError(
+            raise _unusable(
                 what,
-                why=f"it is truncated: its last processor block (processor "
+                f"it is truncated: its last processor block (processor "
                 f"{last_block['processor']}) stops before its '{missing[0]}' line",
-                fix=_FIX,
             )
     if text.endswith(("\n", "\r")):
         return False
@@ -230,20 +225,18 @@ def _check_complete(
     if len(cpu_blocks) > 1:
         full = cpu_blocks[0].get(key)
         if full is not None and full != value and full.startswith(value):
-            raise InputError(
+            raise _unusable(
                 what,
-                why=f"it is truncated: its last line ('{key}') is cut short of the first "
-                "processor's",
-                fix=_FIX,
+                f"it is truncated: its last line ('{key}') is cut short of the first processor's",
             )
     elif key == feature_key:
         return True
     elif key in _READ_FIELDS:
-        raise InputError(
+        raise _unusable(
             what,
-            why=f"it may be truncated: it ends inside its '{key}' line without a final newline, "
+            f"it may be truncated: it ends inside its '{key}' line without a final newline, "
             "and it lists one processor, so nothing shows that line is complete",
-            fix=f"{_FIX} If the line is complete, add the final newline.",
+            _FIX_NEWLINE,
         )
     return False
 
@@ -306,56 +299,49 @@ def parse_cpuinfo(text: str, *, source: str) -> CpuInfo:
     """Parse the text of a /proc/cpuinfo dump (only the first processor's features are used)."""
     what = f"cannot use --cpuinfo {source}"
     if not text.strip():
-        raise InputError(what, why="the file is empty", fix=_FIX)
+        raise _unusable(what, "the file is empty")
     blocks = [b for b in _blocks(text) if b]
     cpu_blocks = [b for b in blocks if "processor" in b]
     if not cpu_blocks:
-        raise InputError(
-            what, why="it has no 'processor' entries, so it is not a /proc/cpuinfo dump", fix=_FIX
-        )
+        raise _unusable(what, "it has no 'processor' entries, so it is not a /proc/cpuinfo dump")
     first = cpu_blocks[0]
     arch = _architecture(first)
     if arch == "":
-        raise InputError(what, why="its 'CPU architecture' line is empty", fix=_FIX)
+        raise _unusable(what, "its 'CPU architecture' line is empty")
     if arch is None:
-        raise InputError(
+        raise _unusable(
             what,
-            why="it names no known CPU architecture (no x86 'flags', Arm 'Features' or POWER 'cpu')",
-            fix=_FIX,
+            "it names no known CPU architecture (no x86 'flags', Arm 'Features' or POWER 'cpu')",
         )
     feature_key = "flags" if arch in ("x86_64", "i686") else "Features"
     if arch in ("x86_64", "i686", "aarch64", "armv7l") and feature_key not in first:
-        raise InputError(
-            what, why=f"it is truncated: the first processor has no '{feature_key}' line", fix=_FIX
-        )
+        raise _unusable(what, f"it is truncated: the first processor has no '{feature_key}' line")
     if arch in ("aarch64", "armv7l") and "CPU revision" not in cpu_blocks[-1]:
         # Linux writes "CPU revision" last in every Arm processor block, after the implementer and
         # part this parser reads (arch/arm64/kernel/cpuinfo.c, c_show; arch/arm/kernel/setup.c).
-        raise InputError(
-            what,
-            why="it is truncated: its last processor block stops before its 'CPU revision' line",
-            fix=_FIX,
+        raise _unusable(
+            what, "it is truncated: its last processor block stops before its 'CPU revision' line"
         )
     cut = _check_complete(text, blocks, cpu_blocks, feature_key=feature_key, what=what)
     tokens = first.get(feature_key, "").split()
     bad = sorted(f for f in tokens if not re.fullmatch(r"[A-Za-z0-9_.]+", f))
     if bad:
-        raise InputError(what, why=f"its {feature_key} line holds garbage ({bad[0]!r})", fix=_FIX)
+        raise _unusable(what, f"its {feature_key} line holds garbage ({bad[0]!r})")
     flags, warnings = _flags(tokens, cut=cut, feature_key=feature_key, source=source)
     if cut and arch == "i686":
         # "lm" (long mode) is what tells x86-64 from 32-bit x86: a cut before it would make a
         # 64-bit machine a 32-bit one, which is a wrong answer, not a safer one.
-        raise InputError(
+        raise _unusable(
             what,
-            why="it may be truncated: it ends inside its 'flags' line without a final newline, "
+            "it may be truncated: it ends inside its 'flags' line without a final newline, "
             "before any 'lm' flag, which tells a 64-bit x86 CPU from a 32-bit one",
-            fix=f"{_FIX} If the line is complete, add the final newline.",
+            _FIX_NEWLINE,
         )
 
     logical, physical, sockets = _counts(cpu_blocks, what)
     mhz_text = first.get("cpu MHz")
     if mhz_text and not re.fullmatch(r"[0-9]{1,7}(\.[0-9]{1,9})?", mhz_text):
-        raise InputError(what, why=f"its 'cpu MHz' line says {mhz_text!r}, not a number", fix=_FIX)
+        raise _unusable(what, f"its 'cpu MHz' line says {mhz_text!r}, not a number")
     cache = re.match(r"(\d+)\s*KB", first.get("cache size", ""))
     common: dict[str, Any] = {
         "source": source,

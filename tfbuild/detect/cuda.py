@@ -9,8 +9,7 @@ a warning, never an error.
 The locator is split by job: :mod:`~tfbuild.detect.cuda_report` (the report types),
 :mod:`~tfbuild.detect.cuda_versions` (parsing version numbers), :mod:`~tfbuild.detect.cuda_search`
 (the files below ``root``), :mod:`~tfbuild.detect.cuda_toolkit` (toolkits) and
-:mod:`~tfbuild.detect.cuda_libraries` (cuDNN, NCCL, TensorRT). This module runs them, and re-exports
-what callers use.
+:mod:`~tfbuild.detect.cuda_libraries` (cuDNN, NCCL, TensorRT). This module runs them.
 """
 
 from __future__ import annotations
@@ -23,25 +22,9 @@ from pathlib import Path, PurePosixPath
 
 from tfbuild.core.commands import Runner, run_command
 from tfbuild.detect.cuda_libraries import locate_libraries
-from tfbuild.detect.cuda_report import SOURCES, CudaReport, CudaToolkit, LibraryInstall
+from tfbuild.detect.cuda_report import CudaReport
 from tfbuild.detect.cuda_search import Search, Tree
 from tfbuild.detect.cuda_toolkit import locate_toolkits
-from tfbuild.detect.cuda_versions import (
-    parse_cuda_version_macro,
-    parse_header_version,
-    parse_nvcc_version,
-)
-
-__all__ = [
-    "SOURCES",
-    "CudaReport",
-    "CudaToolkit",
-    "LibraryInstall",
-    "locate_cuda",
-    "parse_cuda_version_macro",
-    "parse_header_version",
-    "parse_nvcc_version",
-]
 
 
 def _default_site_packages() -> tuple[PurePosixPath, ...]:

@@ -28,13 +28,13 @@ class _Spec:
     title: str
     headers: tuple[str, ...]  # name patterns, most authoritative first
     header_label: str  # the header's name in messages
-    fallback: tuple[str, ...]  # read only when no header above is in the same place
     macros: tuple[str, str, str]
     library: str
     pip_include: str | None
     pip_lib: str
     dist_info: str  # regex on the distribution name
-    conda: str | None
+    conda: str | None = None
+    fallback: tuple[str, ...] = ()  # read only when no header above is in the same place
 
 
 _SPECS = (
@@ -58,7 +58,6 @@ _SPECS = (
         title="NCCL",
         headers=("nccl.h",),
         header_label="nccl.h",
-        fallback=(),
         macros=("NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH"),
         library="libnccl.so",
         pip_include="nvidia/nccl/include",
@@ -71,13 +70,11 @@ _SPECS = (
         title="TensorRT",
         headers=("NvInferVersion.h",),
         header_label="NvInferVersion.h",
-        fallback=(),
         macros=("NV_TENSORRT_MAJOR", "NV_TENSORRT_MINOR", "NV_TENSORRT_PATCH"),
         library="libnvinfer.so",
         pip_include=None,  # the tensorrt-cu12-libs wheel ships libraries only
         pip_lib="tensorrt_libs",
         dist_info=r"tensorrt(_cu\d+)?_libs",
-        conda=None,
     ),
 )
 
@@ -130,14 +127,8 @@ def _places(
     conda = env.get("CONDA_PREFIX", "")
     if conda.startswith("/"):
         prefix = PurePosixPath(conda)
-        places.append(
-            _Place(
-                "conda",
-                dirs(prefix, INCLUDE_DIRS),
-                dirs(prefix, LIB_DIRS),
-                conda_prefix=prefix,
-            )
-        )
+        conda_dirs = dirs(prefix, INCLUDE_DIRS), dirs(prefix, LIB_DIRS)
+        places.append(_Place("conda", *conda_dirs, conda_prefix=prefix))
     for entry in env.get("LD_LIBRARY_PATH", "").split(os.pathsep):
         if entry.startswith("/"):
             lib = PurePosixPath(entry)
@@ -154,24 +145,26 @@ def _headers(search: Search, spec: _Spec, place: _Place) -> list[tuple[PurePosix
     for patterns in (spec.headers, spec.fallback):
         if found:
             break  # cudnn.h is only a fallback for cuDNN 7 and older
-        for include in place.include_dirs:
-            for pattern in patterns:
-                for name in search.tree.names(include):
-                    if not fnmatch.fnmatchcase(name, pattern):
-                        continue
-                    path = include / name
-                    real = search.tree.real(path)
-                    if real is None or real in seen or not search.file(path):
-                        continue
-                    seen.add(real)
-                    text = search.text(path)
-                    if text is None:
-                        continue
-                    version = parse_header_version(text, spec.macros)
-                    if version is None:
-                        wanted = " and ".join(spec.macros[:2])
-                        search.warn(f"{path} has no {wanted} macros, so its version is unknown.")
-                    found.append((real, version))
+        paths = [
+            include / name
+            for include in place.include_dirs
+            for pattern in patterns
+            for name in search.tree.names(include)
+            if fnmatch.fnmatchcase(name, pattern)
+        ]
+        for path in paths:
+            real = search.tree.real(path)
+            if real is None or real in seen or not search.file(path):
+                continue
+            seen.add(real)
+            text = search.text(path)
+            if text is None:
+                continue
+            version = parse_header_version(text, spec.macros)
+            if version is None:
+                wanted = " and ".join(spec.macros[:2])
+                search.warn(f"{path} has no {wanted} macros, so its version is unknown.")
+            found.append((real, version))
     return found
 
 
@@ -199,22 +192,20 @@ def _find_in_place(search: Search, spec: _Spec, place: _Place) -> list[_Found]:
         for major in sorted(by_major, key=lambda m: -1 if m is None else m):
             groups.append((None, None, by_major[major]))
 
-    wheels = [
-        v for n, v in search.dist_infos(place.dist_info_dirs) if re.fullmatch(spec.dist_info, n)
-    ]
-    conda = [v for n, v in search.conda_packages(place.conda_prefix) if n == spec.conda]
+    wheels = search.dist_infos(place.dist_info_dirs)
+    wheel = newest([v for n, v in wheels if re.fullmatch(spec.dist_info, n)])
+    conda = newest([v for n, v in search.conda_packages(place.conda_prefix) if n == spec.conda])
     results = []
     for group_header, group_version, libs in groups:
-        evidence: dict[str, str] = {}
-        if group_version:
-            evidence["header"] = group_version
         sonames = [search.soname(lib, spec.library) for lib in libs]
-        if any(sonames):
-            evidence["library"] = dotted(max(sonames, key=len))
-        if wheels:
-            evidence["dist-info"] = newest(wheels) or wheels[0]
-        if conda:
-            evidence["conda-meta"] = newest(conda) or conda[0]
+        library = dotted(max(sonames, key=len)) if any(sonames) else None
+        said = {
+            "header": group_version,
+            "library": library,
+            "dist-info": wheel,
+            "conda-meta": conda,
+        }
+        evidence = {source: version for source, version in said.items() if version}
         reals = {r for r in (search.tree.real(lib) for lib in libs) if r is not None}
         results.append(
             _Found(group_header, group_version, sorted(libs), reals, evidence, [place.label])
@@ -225,8 +216,7 @@ def _find_in_place(search: Search, spec: _Spec, place: _Place) -> list[_Found]:
 def _same_install(a: _Found, b: _Found) -> bool:
     if a.header is not None and a.header == b.header:
         return True
-    headers_fit = a.header is None or b.header is None or a.header == b.header
-    return headers_fit and bool(a.lib_reals & b.lib_reals)
+    return (a.header is None or b.header is None) and bool(a.lib_reals & b.lib_reals)
 
 
 def _merge(found: Iterable[_Found]) -> list[_Found]:
@@ -287,22 +277,6 @@ def _install(search: Search, spec: _Spec, item: _Found) -> LibraryInstall:
     )
 
 
-def _locate_library(
-    search: Search,
-    spec: _Spec,
-    toolkits: Sequence[CudaToolkit],
-    env: Mapping[str, str],
-    site_dirs: Sequence[PurePosixPath],
-) -> tuple[LibraryInstall, ...]:
-    found = [
-        item
-        for place in _places(search, spec, toolkits, env, site_dirs)
-        for item in _find_in_place(search, spec, place)
-    ]
-    installs = [_install(search, spec, item) for item in _merge(found)]
-    return tuple(sorted(installs, key=lambda i: str(i.header or i.libraries[0])))
-
-
 def locate_libraries(
     search: Search,
     toolkits: Sequence[CudaToolkit],
@@ -310,7 +284,11 @@ def locate_libraries(
     site_dirs: Sequence[PurePosixPath],
 ) -> tuple[tuple[LibraryInstall, ...], tuple[LibraryInstall, ...], tuple[LibraryInstall, ...]]:
     """The (cuDNN, NCCL, TensorRT) installs, each sorted by header (or first library)."""
-    cudnn, nccl, tensorrt = (
-        _locate_library(search, spec, toolkits, env, site_dirs) for spec in _SPECS
-    )
+    found = []
+    for spec in _SPECS:
+        places = _places(search, spec, toolkits, env, site_dirs)
+        merged = _merge(item for place in places for item in _find_in_place(search, spec, place))
+        installs = [_install(search, spec, item) for item in merged]
+        found.append(tuple(sorted(installs, key=lambda i: str(i.header or i.libraries[0]))))
+    cudnn, nccl, tensorrt = found
     return cudnn, nccl, tensorrt

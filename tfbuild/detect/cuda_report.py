@@ -44,10 +44,6 @@ class CudaToolkit:
     def __post_init__(self) -> None:
         _settle(self)
 
-    def evidence_of(self, source: str) -> str | None:
-        """What one source (``cuda.h``, ``nvcc``, ``version.json``, ...) says, if it was read."""
-        return dict(self.evidence).get(source)
-
 
 @dataclass(frozen=True, kw_only=True)
 class LibraryInstall:
@@ -62,9 +58,6 @@ class LibraryInstall:
 
     def __post_init__(self) -> None:
         _settle(self)
-
-    def evidence_of(self, source: str) -> str | None:
-        return dict(self.evidence).get(source)
 
 
 def _settle(found: CudaToolkit | LibraryInstall) -> None:

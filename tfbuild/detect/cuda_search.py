@@ -55,10 +55,7 @@ class Tree:
         done = PurePosixPath("/")
         hops = 0
         result: PurePosixPath | None = None
-        while True:
-            if not todo:
-                result = done
-                break
+        while todo:
             name = todo.pop(0)
             if name in ("", "."):
                 continue
@@ -81,6 +78,8 @@ class Tree:
                 todo[:0] = link.parts[1:]
             else:
                 todo[:0] = link.parts
+        else:
+            result = done
         self._real[path] = result
         return result
 
@@ -191,14 +190,12 @@ class Search:
 
     def library_files(self, dirs: Iterable[PurePosixPath], prefix: str) -> list[PurePosixPath]:
         """``prefix`` and ``prefix.*`` files in resolved ``dirs``, skipping dangling links."""
-        files: list[PurePosixPath] = []
-        for directory in dirs:
-            for name in self.tree.names(directory):
-                if name == prefix or name.startswith(prefix + "."):
-                    path = directory / name
-                    if self.file(path):
-                        files.append(path)
-        return files
+        return [
+            directory / name
+            for directory in dirs
+            for name in self.tree.names(directory)
+            if (name == prefix or name.startswith(prefix + ".")) and self.file(directory / name)
+        ]
 
     def soname(self, path: PurePosixPath, prefix: str) -> tuple[int, ...]:
         """The version a library file carries in its name, or in the name it links to."""
@@ -211,24 +208,22 @@ class Search:
 
     def dist_infos(self, dirs: Iterable[PurePosixPath]) -> list[tuple[str, str]]:
         """(distribution name, version) of every ``*.dist-info`` directory directly in ``dirs``."""
-        found: list[tuple[str, str]] = []
-        for directory in dirs:
-            for name in self.tree.names(directory):
-                match = _DIST_INFO.fullmatch(name)
-                if match:
-                    found.append((match["name"], match["version"]))
-        return found
+        return self._named(dirs, _DIST_INFO)
 
     def conda_packages(self, prefix: PurePosixPath | None) -> list[tuple[str, str]]:
         """(package, version) from the names of ``conda-meta/*.json`` in a conda prefix."""
-        if prefix is None:
-            return []
-        found: list[tuple[str, str]] = []
-        for name in self.tree.names(prefix / "conda-meta"):
-            match = _CONDA_META.fullmatch(name)
-            if match:
-                found.append((match["name"], match["version"]))
-        return found
+        return [] if prefix is None else self._named([prefix / "conda-meta"], _CONDA_META)
+
+    def _named(
+        self, dirs: Iterable[PurePosixPath], pattern: re.Pattern[str]
+    ) -> list[tuple[str, str]]:
+        """(name, version) of the entries of ``dirs`` that ``pattern`` matches whole."""
+        return [
+            (match["name"], match["version"])
+            for directory in dirs
+            for name in self.tree.names(directory)
+            if (match := pattern.fullmatch(name))
+        ]
 
 
 def warn_disagreement(search: Search, what: str, evidence: Mapping[str, str]) -> None:

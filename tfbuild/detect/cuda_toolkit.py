@@ -260,20 +260,13 @@ def _inspect_toolkit(search: Search, root: PurePosixPath, lead: _Lead) -> CudaTo
                 "(no nvcc, cuda.h, version.json or libcudart in it)."
             )
         return None
-    if has_nvcc:
-        version = _run_nvcc(search, nvcc)
-        if version is not None:
-            evidence["nvcc"] = version
-    wheel = _runtime_wheel(search, root, [*lead.dist_info_dirs, root / "dist-info"])
-    if wheel is not None:
-        evidence["dist-info"] = wheel
-    conda = [
-        v
-        for n, v in search.conda_packages(lead.conda_prefix)
-        if n in ("cuda-cudart", "cudatoolkit")
-    ]
-    if conda:
-        evidence["conda-meta"] = newest(conda) or conda[0]
+    packages = search.conda_packages(lead.conda_prefix)
+    said = {
+        "nvcc": _run_nvcc(search, nvcc) if has_nvcc else None,
+        "dist-info": _runtime_wheel(search, root, [*lead.dist_info_dirs, root / "dist-info"]),
+        "conda-meta": newest([v for n, v in packages if n in ("cuda-cudart", "cudatoolkit")]),
+    }
+    evidence.update((source, version) for source, version in said.items() if version)
 
     # cuda.h first, as TensorFlow's own configure reads it; a soname carries the major alone.
     priority = ("cuda.h", "version.json", "nvcc", "version.txt", "dist-info", "conda-meta")
@@ -300,10 +293,5 @@ def locate_toolkits(
     leads.well_known(env)
     leads.on_path(env)
     leads.pip_and_conda(env, site_dirs)
-    toolkits = []
-    for real_root, lead in leads.by_root.items():
-        toolkit = _inspect_toolkit(search, real_root, lead)
-        if toolkit is not None:
-            toolkits.append(toolkit)
-    toolkits.sort(key=lambda t: str(t.root))
-    return toolkits
+    inspected = (_inspect_toolkit(search, root, lead) for root, lead in leads.by_root.items())
+    return sorted((t for t in inspected if t is not None), key=lambda t: str(t.root))

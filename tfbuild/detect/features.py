@@ -22,87 +22,46 @@ class GuardFeature:
 
     name: str  # TensorFlow's spelling, as printed in "To enable the following instructions: ..."
     cpuinfo: tuple[str, ...]  # /proc/cpuinfo flags (any of them) that mean the CPU has it
-    macro: str  # the predefined macro the guard tests at compile time
     option: str  # the GCC/Clang option that enables it
     gcc: str  # first GCC release that accepts the option
     clang: str  # first Clang release that accepts the option
     implies: tuple[str, ...] = ()  # guard features the option also turns on (direct ones)
 
+    @property
+    def macro(self) -> str:
+        """The predefined macro the guard tests at compile time (``-msse4.1``: ``__SSE4_1__``)."""
+        name = self.option.removeprefix("-m").replace(".", "_").replace("-", "_")
+        return f"__{name.upper()}__"
+
 
 # GCC's -mamx-int8/-bf16/-fp16 do not define __AMX_TILE__ (checked with GCC 12), so no AMX option
 # is claimed to imply AMX_TILE; nor is FMA claimed for -mavx512f (Clang implies it, GCC does not).
 # In the order TensorFlow prints them (2.14+; SSE and SSE2 are part of every x86-64 baseline).
-GUARD_FEATURES: tuple[GuardFeature, ...] = (
-    # /proc/cpuinfo calls SSE3 "pni" (Prescott New Instructions); archspec's data says "sse3".
-    GuardFeature(
-        name="SSE3", cpuinfo=("pni", "sse3"), macro="__SSE3__", option="-msse3", gcc="4.3",
-        clang="3.0",
-    ),
-    GuardFeature(
-        name="SSE4.1", cpuinfo=("sse4_1",), macro="__SSE4_1__", option="-msse4.1", gcc="4.3",
-        clang="3.0", implies=("SSE3",),
-    ),
-    GuardFeature(
-        name="SSE4.2", cpuinfo=("sse4_2",), macro="__SSE4_2__", option="-msse4.2", gcc="4.3",
-        clang="3.0", implies=("SSE4.1",),
-    ),
-    GuardFeature(
-        name="AVX", cpuinfo=("avx",), macro="__AVX__", option="-mavx", gcc="4.4", clang="3.0",
-        implies=("SSE4.2",),
-    ),
-    GuardFeature(
-        name="AVX2", cpuinfo=("avx2",), macro="__AVX2__", option="-mavx2", gcc="4.7",
-        clang="3.2", implies=("AVX",),
-    ),
-    GuardFeature(
-        name="AVX512F", cpuinfo=("avx512f",), macro="__AVX512F__", option="-mavx512f", gcc="4.9",
-        clang="3.5", implies=("AVX2",),
-    ),
-    GuardFeature(
-        name="AVX512_VNNI", cpuinfo=("avx512_vnni", "avx512vnni"), macro="__AVX512VNNI__",
-        option="-mavx512vnni", gcc="8.1", clang="6.0", implies=("AVX512F",),
-    ),
-    GuardFeature(
-        name="AVX512_BF16", cpuinfo=("avx512_bf16",), macro="__AVX512BF16__",
-        option="-mavx512bf16", gcc="10.1", clang="9.0", implies=("AVX512F",),
-    ),
-    GuardFeature(
-        name="AVX512_FP16", cpuinfo=("avx512_fp16",), macro="__AVX512FP16__",
-        option="-mavx512fp16", gcc="12.1", clang="14.0", implies=("AVX512F",),
-    ),
-    GuardFeature(
-        name="AVX_VNNI", cpuinfo=("avx_vnni",), macro="__AVXVNNI__", option="-mavxvnni",
-        gcc="11.1", clang="12.0", implies=("AVX2",),
-    ),
-    GuardFeature(
-        name="AVX_VNNI_INT8", cpuinfo=("avx_vnni_int8",), macro="__AVXVNNIINT8__",
-        option="-mavxvnniint8", gcc="13.1", clang="16.0", implies=("AVX2",),
-    ),
-    GuardFeature(
-        name="AVX_NE_CONVERT", cpuinfo=("avx_ne_convert",), macro="__AVXNECONVERT__",
-        option="-mavxneconvert", gcc="13.1", clang="16.0", implies=("AVX2",),
-    ),
-    GuardFeature(
-        name="AMX_TILE", cpuinfo=("amx_tile",), macro="__AMX_TILE__", option="-mamx-tile",
-        gcc="11.1", clang="11.0",
-    ),
-    GuardFeature(
-        name="AMX_INT8", cpuinfo=("amx_int8",), macro="__AMX_INT8__", option="-mamx-int8",
-        gcc="11.1", clang="11.0",
-    ),
-    GuardFeature(
-        name="AMX_BF16", cpuinfo=("amx_bf16",), macro="__AMX_BF16__", option="-mamx-bf16",
-        gcc="11.1", clang="11.0",
-    ),
-    GuardFeature(
-        name="AMX_FP16", cpuinfo=("amx_fp16",), macro="__AMX_FP16__", option="-mamx-fp16",
-        gcc="13.1", clang="16.0",
-    ),
-    GuardFeature(
-        name="FMA", cpuinfo=("fma",), macro="__FMA__", option="-mfma", gcc="4.7", clang="3.2",
-        implies=("AVX",),
-    ),
-)  # fmt: skip
+# /proc/cpuinfo calls SSE3 "pni" (Prescott New Instructions); archspec's data says "sse3".
+# (name, /proc/cpuinfo flags, option, first GCC, first Clang, what the option implies)
+_TABLE: tuple[tuple[str, tuple[str, ...], str, str, str, tuple[str, ...]], ...] = (
+    ("SSE3", ("pni", "sse3"), "-msse3", "4.3", "3.0", ()),
+    ("SSE4.1", ("sse4_1",), "-msse4.1", "4.3", "3.0", ("SSE3",)),
+    ("SSE4.2", ("sse4_2",), "-msse4.2", "4.3", "3.0", ("SSE4.1",)),
+    ("AVX", ("avx",), "-mavx", "4.4", "3.0", ("SSE4.2",)),
+    ("AVX2", ("avx2",), "-mavx2", "4.7", "3.2", ("AVX",)),
+    ("AVX512F", ("avx512f",), "-mavx512f", "4.9", "3.5", ("AVX2",)),
+    ("AVX512_VNNI", ("avx512_vnni", "avx512vnni"), "-mavx512vnni", "8.1", "6.0", ("AVX512F",)),
+    ("AVX512_BF16", ("avx512_bf16",), "-mavx512bf16", "10.1", "9.0", ("AVX512F",)),
+    ("AVX512_FP16", ("avx512_fp16",), "-mavx512fp16", "12.1", "14.0", ("AVX512F",)),
+    ("AVX_VNNI", ("avx_vnni",), "-mavxvnni", "11.1", "12.0", ("AVX2",)),
+    ("AVX_VNNI_INT8", ("avx_vnni_int8",), "-mavxvnniint8", "13.1", "16.0", ("AVX2",)),
+    ("AVX_NE_CONVERT", ("avx_ne_convert",), "-mavxneconvert", "13.1", "16.0", ("AVX2",)),
+    ("AMX_TILE", ("amx_tile",), "-mamx-tile", "11.1", "11.0", ()),
+    ("AMX_INT8", ("amx_int8",), "-mamx-int8", "11.1", "11.0", ()),
+    ("AMX_BF16", ("amx_bf16",), "-mamx-bf16", "11.1", "11.0", ()),
+    ("AMX_FP16", ("amx_fp16",), "-mamx-fp16", "13.1", "16.0", ()),
+    ("FMA", ("fma",), "-mfma", "4.7", "3.2", ("AVX",)),
+)
+GUARD_FEATURES: tuple[GuardFeature, ...] = tuple(
+    GuardFeature(name=name, cpuinfo=flags, option=option, gcc=gcc, clang=clang, implies=implies)
+    for name, flags, option, gcc, clang, implies in _TABLE
+)
 
 BY_NAME: dict[str, GuardFeature] = {f.name: f for f in GUARD_FEATURES}
 BY_OPTION: dict[str, GuardFeature] = {f.option: f for f in GUARD_FEATURES}

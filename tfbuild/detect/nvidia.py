@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tfbuild.core.commands import CommandResult, Runner, run_command
@@ -50,12 +50,11 @@ _PROC_MAX_BYTES = 64 * 1024
 _ALIASES = {"gpu_name": "name", "gpu_uuid": "uuid"}
 _KNOWN_FIELDS = frozenset(QUERY_FIELDS) | frozenset(_ALIASES)
 
-_VERSION_RE = re.compile(r"\d+(?:\.\d+){1,3}")
-_CUDA_RE = re.compile(r"\d+\.\d+")
+_VERSION = r"\d+(?:\.\d+){1,3}"
+_CUDA = r"\d+\.\d+"
 _REJECTED_FIELD_RE = re.compile(r'Field "([^"]+)" is not a valid field to query')
 
 
-# --------------------------------------------------------------------------------------------------
 # NVIDIA's "CUDA Toolkit and Corresponding Driver Versions" table (Linux x86_64 column).
 #
 # Source: NVIDIA CUDA Toolkit Release Notes, section "CUDA Driver", Table 3 "CUDA Toolkit and
@@ -68,7 +67,6 @@ _REJECTED_FIELD_RE = re.compile(r'Field "([^"]+)" is not a valid field to query'
 # Table 2 of the same notes allows "minor version compatibility" (a 12.x toolkit on any driver
 # >= 525, a 13.x toolkit on any driver >= 580, with reduced features such as no PTX JIT); that is the
 # build planner's decision, not a fact about the driver, so it is not folded in here.
-# --------------------------------------------------------------------------------------------------
 #: (CUDA release "X.Y", NVIDIA's row label, minimum Linux x86_64 driver), newest first.
 CUDA_DRIVER_TABLE: tuple[tuple[str, str, str], ...] = (
     ("13.3", "CUDA 13.3 Update 1", "610.43.02"),
@@ -139,12 +137,9 @@ CUDA_DRIVER_TABLE: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def _version_key(version: str) -> tuple[int, ...] | None:
-    """``"550.54.15"`` -> ``(550, 54, 15)``; None unless it is 2 to 4 dot-separated numbers."""
-    text = version.strip()
-    if not _VERSION_RE.fullmatch(text):
-        return None
-    return tuple(int(part) for part in text.split("."))
+def _numbers(version: str) -> tuple[int, ...]:
+    """``"550.54.15"`` -> ``(550, 54, 15)``."""
+    return tuple(int(part) for part in version.split("."))
 
 
 def max_cuda_for_driver(driver_version: str) -> str | None:
@@ -154,16 +149,13 @@ def max_cuda_for_driver(driver_version: str) -> str | None:
     is why the ``CUDA Version`` nvidia-smi prints is preferred when there is one. None for a version
     that is not a desktop/server driver number (e.g. Jetson's L4T "35.3.1") or older than CUDA 7.0.
     """
-    key = _version_key(driver_version)
-    if key is None:
+    text = driver_version.strip()
+    if not re.fullmatch(_VERSION, text):
         return None
-    best: tuple[int, ...] | None = None
-    for cuda, _label, minimum in CUDA_DRIVER_TABLE:
-        minimum_key = _version_key(minimum)
-        cuda_key = _version_key(cuda)
-        if minimum_key is not None and cuda_key is not None and key >= minimum_key:
-            best = cuda_key if best is None else max(best, cuda_key)
-    return None if best is None else ".".join(str(part) for part in best)
+    supported = [
+        cuda for cuda, _label, minimum in CUDA_DRIVER_TABLE if _numbers(text) >= _numbers(minimum)
+    ]
+    return max(supported, key=_numbers, default=None)
 
 
 def min_driver_for_cuda(cuda_version: str) -> str | None:
@@ -177,13 +169,7 @@ def min_driver_for_cuda(cuda_version: str) -> str | None:
         return None
     release = f"{int(parts[0])}.{int(parts[1])}"
     minimums = [m for cuda, _label, m in CUDA_DRIVER_TABLE if cuda == release]
-    keyed = [(k, m) for m in minimums if (k := _version_key(m)) is not None]
-    return min(keyed)[1] if keyed else None
-
-
-# --------------------------------------------------------------------------------------------------
-# Results
-# --------------------------------------------------------------------------------------------------
+    return min(minimums, key=_numbers, default=None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,19 +218,6 @@ class SmiHeader:
     smi_version: str | None  # "NVIDIA-SMI 550.54.15": the tool's own version
     driver_version: str | None  # "Driver Version:" or, from the 610 drivers on, "KMD Version:"
     cuda_version: str | None  # "CUDA Version:" / "CUDA UMD Version:"; None when absent or "N/A"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProcVersion:
-    """``/proc/driver/nvidia/version``: the loaded kernel module."""
-
-    version: str
-    flavor: str  # "open" (NVIDIA's open kernel modules) or "proprietary"
-
-
-# --------------------------------------------------------------------------------------------------
-# Pure parsers
-# --------------------------------------------------------------------------------------------------
 
 
 def _missing(value: str) -> bool:
@@ -317,42 +290,25 @@ def _gpu_from_row(row: dict[str, str], position: int) -> tuple[Gpu, str | None, 
         raw = row.get(field)
         return None if raw is None or _missing(raw) else raw
 
-    index = position
-    if (raw_index := value("index")) is not None:
-        if raw_index.isdigit():
-            index = int(raw_index)
-        else:
-            warnings.append(f"GPU in line {position + 1}: index {raw_index!r} is not a number")
+    def checked(field: str, pattern: str, where: str, what: str, expected: str) -> str | None:
+        raw = value(field)
+        if raw is None or re.fullmatch(pattern, raw):
+            return raw
+        warnings.append(f"{where}: {what} {raw!r} is not {expected}")
+        return None
 
-    memory: int | None = None
-    if (raw_memory := value("memory.total")) is not None:
-        match = re.fullmatch(r"(\d+)(?:\s*MiB)?", raw_memory)
-        if match:
-            memory = int(match.group(1))
-        else:
-            warnings.append(f"GPU {index}: total memory {raw_memory!r} is not a number of MiB")
-
-    compute: str | None = None
-    if (raw_compute := value("compute_cap")) is not None:
-        if _CUDA_RE.fullmatch(raw_compute):
-            compute = raw_compute
-        else:
-            warnings.append(f"GPU {index}: compute capability {raw_compute!r} is not 'X.Y'")
-
-    driver: str | None = None
-    if (raw_driver := value("driver_version")) is not None:
-        if _VERSION_RE.fullmatch(raw_driver):
-            driver = raw_driver
-        else:
-            warnings.append(f"GPU {index}: driver version {raw_driver!r} is not a version number")
-
+    raw_index = checked("index", r"\d+", f"GPU in line {position + 1}", "index", "a number")
+    index = position if raw_index is None else int(raw_index)
+    where = f"GPU {index}"
+    memory = checked("memory.total", r"\d+(?:\s*MiB)?", where, "total memory", "a number of MiB")
     gpu = Gpu(
         index=index,
         name=value("name"),
-        memory_mib=memory,
-        compute_capability=compute,
+        memory_mib=None if memory is None else int(memory.removesuffix("MiB")),
+        compute_capability=checked("compute_cap", _CUDA, where, "compute capability", "'X.Y'"),
         uuid=value("uuid"),
     )
+    driver = checked("driver_version", _VERSION, where, "driver version", "a version number")
     return gpu, driver, warnings
 
 
@@ -367,7 +323,7 @@ def parse_smi_header(text: str) -> SmiHeader | None:
     driver = re.search(r"(?:Driver|KMD) Version\s*:\s*(\d+(?:\.\d+)+)", text)
     cuda = re.search(r"CUDA (?:UMD )?Version\s*:\s*(\S+)", text)
     cuda_version = None
-    if cuda is not None and _CUDA_RE.fullmatch(cuda.group(1)):
+    if cuda is not None and re.fullmatch(_CUDA, cuda.group(1)):
         cuda_version = cuda.group(1)
     if driver is None and cuda_version is None:
         return None
@@ -378,20 +334,16 @@ def parse_smi_header(text: str) -> SmiHeader | None:
     )
 
 
-def parse_proc_version(text: str) -> ProcVersion | None:
-    """Read ``/proc/driver/nvidia/version``; None if it names no kernel module version.
+def parse_proc_version(text: str) -> str | None:
+    """The loaded kernel module's version in ``/proc/driver/nvidia/version``, or None.
 
     ``NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  ...`` (proprietary) or
     ``NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  565.57.01  Release Build ...`` (open).
     """
     match = re.search(
-        r"^NVRM version:.*?\b(Open )?Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)\b",
-        text,
-        re.MULTILINE,
+        r"^NVRM version:.*?\bKernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)\b", text, re.MULTILINE
     )
-    if match is None:
-        return None
-    return ProcVersion(version=match.group(2), flavor="open" if match.group(1) else "proprietary")
+    return match.group(1) if match else None
 
 
 def _first_line(result: CommandResult) -> str:
@@ -400,11 +352,6 @@ def _first_line(result: CommandResult) -> str:
             if line.strip():
                 return line.strip()
     return "(no output)"
-
-
-# --------------------------------------------------------------------------------------------------
-# Assembly
-# --------------------------------------------------------------------------------------------------
 
 
 def report_from_outputs(
@@ -453,13 +400,13 @@ def report_from_outputs(
 
     if smi_driver is not None:
         version, version_source = smi_driver, "nvidia-smi"
-        if proc is not None and proc.version != smi_driver:
+        if proc is not None and proc != smi_driver:
             warnings.append(
                 f"nvidia-smi reports driver {smi_driver} but the loaded kernel module is "
-                f"{proc.version}; reboot or reload the module so that they match"
+                f"{proc}; reboot or reload the module so that they match"
             )
     elif proc is not None:
-        version, version_source = proc.version, f"/{PROC_VERSION}"
+        version, version_source = proc, f"/{PROC_VERSION}"
     else:
         return NvidiaReport(driver=None, gpus=gpus, warnings=tuple(warnings))
 
@@ -484,11 +431,6 @@ def report_from_outputs(
         cuda_version_source=cuda_source,
     )
     return NvidiaReport(driver=driver, gpus=gpus, warnings=tuple(warnings))
-
-
-# --------------------------------------------------------------------------------------------------
-# The impure entry point
-# --------------------------------------------------------------------------------------------------
 
 
 def query_argv(fields: Sequence[str] = QUERY_FIELDS) -> tuple[str, ...]:
@@ -538,36 +480,33 @@ def detect_nvidia(*, run: Runner = _run_nvidia_smi, root: Path = Path("/")) -> N
                 "field); compute capability is unknown"
             )
 
+    query_csv = smi_text = None
     if result is None:
         if proc_text is None and not warnings:
             return NvidiaReport(driver=None, gpus=(), warnings=())  # no NVIDIA driver: absent
         warnings.append(
             "nvidia-smi is not installed or did not answer in time; GPUs are not listed"
         )
-        report = report_from_outputs(query_csv=None, proc_text=proc_text)
-        return NvidiaReport(driver=report.driver, gpus=(), warnings=(*warnings, *report.warnings))
-    if result.returncode != 0:
+    elif result.returncode != 0:
         # Typically the driver is not loaded ("NVIDIA-SMI has failed because it couldn't
         # communicate with the NVIDIA driver. ..."); the table call would fail the same way.
         warnings.append(
             f"nvidia-smi failed (exit status {result.returncode}): {_first_line(result)}"
         )
-        report = report_from_outputs(query_csv=None, proc_text=proc_text)
-        return NvidiaReport(driver=report.driver, gpus=(), warnings=(*warnings, *report.warnings))
-
-    table = run(SMI_ARGV)
-    smi_text: str | None = None
-    if table is None:
-        warnings.append("plain nvidia-smi did not answer in time; CUDA version from driver table")
-    elif table.returncode != 0:
-        warnings.append(
-            f"plain nvidia-smi failed (exit status {table.returncode}): {_first_line(table)}"
-        )
     else:
-        smi_text = table.stdout
+        query_csv = result.stdout
+        table = run(SMI_ARGV)
+        if table is None:
+            warnings.append(
+                "plain nvidia-smi did not answer in time; CUDA version from driver table"
+            )
+        elif table.returncode != 0:
+            warnings.append(
+                f"plain nvidia-smi failed (exit status {table.returncode}): {_first_line(table)}"
+            )
+        else:
+            smi_text = table.stdout
     report = report_from_outputs(
-        query_csv=result.stdout, query_fields=fields, smi_text=smi_text, proc_text=proc_text
+        query_csv=query_csv, query_fields=fields, smi_text=smi_text, proc_text=proc_text
     )
-    return NvidiaReport(
-        driver=report.driver, gpus=report.gpus, warnings=(*warnings, *report.warnings)
-    )
+    return replace(report, warnings=(*warnings, *report.warnings))
