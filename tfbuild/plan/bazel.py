@@ -21,10 +21,9 @@ from tfbuild.plan.model import (
     Reason,
     RefusedField,
     Resources,
-    Route,
-    Sysroot,
 )
 from tfbuild.plan.options import PlanOptions
+from tfbuild.plan.toolchain import Toolchain
 from tfbuild.recipes import tfversions
 from tfbuild.recipes.recipe import Recipe
 
@@ -48,13 +47,6 @@ class BazelRc:
     wheel_name: str
 
 
-@dataclass(frozen=True, kw_only=True)
-class BazelOptions:
-    startup: tuple[str, ...]
-    build: tuple[str, ...]
-    reasons: tuple[Reason, ...]
-
-
 def _quoted(value: str) -> str:
     return '"' + value + '"'
 
@@ -63,7 +55,6 @@ def choose_variant(
     options: PlanOptions, recipe: Recipe, host: HostFacts, family: str
 ) -> VariantChoice:
     """The bazel configs, runtime environment and CUDA plan of the variant (cpu, mkl, cuda)."""
-    version = recipe.version
     reasons: list[Reason] = []
     configs: list[str] = ["opt"]
     runtime: list[tuple[str, str]] = []
@@ -84,21 +75,19 @@ def choose_variant(
             )
             cores = host.machine.physical_cores or host.build_cpus
             sockets = host.machine.sockets or 1
-            runtime.extend(
-                [
-                    ("OMP_NUM_THREADS", str(cores)),
-                    ("KMP_BLOCKTIME", "1"),
-                    ("KMP_AFFINITY", "granularity=fine,compact,1,0"),
-                    ("TF_NUM_INTRAOP_THREADS", str(cores)),
-                    ("TF_NUM_INTEROP_THREADS", str(sockets)),
-                ]
-            )
+            runtime = [
+                ("OMP_NUM_THREADS", str(cores)),
+                ("KMP_BLOCKTIME", "1"),
+                ("KMP_AFFINITY", "granularity=fine,compact,1,0"),
+                ("TF_NUM_INTRAOP_THREADS", str(cores)),
+                ("TF_NUM_INTEROP_THREADS", str(sockets)),
+            ]
         reasons.append(Reason(what="bazel config", value=config, why=why))
     elif options.variant == Variant.cuda:
         cuda_plan, cuda_reasons = plan_cuda(options, recipe, host)
         reasons.extend(cuda_reasons)
         configs.append("cuda_clang" if family == "clang" else "cuda")
-        if tfversions.cuda_wheel_config(version):
+        if tfversions.cuda_wheel_config(recipe.version):
             configs.append("cuda_wheel")
     for name in configs:
         if name != "opt" and name not in recipe.configs:
@@ -113,23 +102,21 @@ def choose_variant(
 
 
 def configure_rc(
-    *,
     options: PlanOptions,
     recipe: Recipe,
-    family: str,
-    route: Route,
-    sysroot: Sysroot | None,
-    compiler_path: str | None,
+    toolchain: Toolchain,
+    *,
     cflags: tuple[str, ...],
     python: str,
     cuda_plan: CudaPlan | None,
 ) -> BazelRc:
     """What TensorFlow's ./configure would have written (.tf_configure.bazelrc), plus the wheel,
     and the lines that make the planned toolchain the one that compiles (``toolchain_rc``)."""
+    family, compiler_path = toolchain.family, toolchain.compiler_path
     rc: list[str] = [
         f"build --action_env PYTHON_BIN_PATH={_quoted('/usr/bin/python3')}",
         f"build --python_path={_quoted('/usr/bin/python3')}",
-        *toolchain_rc(recipe, route, sysroot, compiler_path),
+        *toolchain_rc(recipe, toolchain),
     ]
     if compiler_path is None:
         pass  # the hermetic toolchain: no compiler of the image to name
@@ -144,14 +131,11 @@ def configure_rc(
             f"build --action_env CC={_quoted(compiler_path)}",
             f"build --repo_env=CC={compiler_path}",
         ]
-    for flag in (*cflags, *recipe.copts):
-        rc.append(f"build:opt --copt={flag}")
+    rc += [f"build:opt --copt={flag}" for flag in (*cflags, *recipe.copts)]
     # Host tools (protoc, code generators) run on the build machine during the build: they get the
     # warning flags but never the target's -march, which the build machine may not have.
-    for flag in recipe.copts:
-        rc.append(f"build:opt --host_copt={flag}")
-    for define in recipe.defines:
-        rc.append(f"build --define={define}")
+    rc += [f"build:opt --host_copt={flag}" for flag in recipe.copts]
+    rc += [f"build --define={define}" for define in recipe.defines]
     if recipe.hermetic_python:
         for env in tfversions.PYTHON_VERSION_ENVS:
             rc.append(f"build --repo_env={env}={_quoted(python)}")
@@ -170,7 +154,7 @@ def configure_rc(
                 f"build --action_env TF_CUDA_PATHS={_quoted('/usr/local/cuda,/usr')}",
                 f"build --action_env TF_CUDA_COMPUTE_CAPABILITIES={_quoted(caps)}",
             ]
-        if family == "clang" and compiler_path is not None and route != "sysroot":
+        if family == "clang" and compiler_path is not None and toolchain.route != "sysroot":
             rc.append(f"build --action_env CLANG_CUDA_COMPILER_PATH={_quoted(compiler_path)}")
     wheel_name = {"cuda": "tensorflow"}.get(options.variant, "tensorflow_cpu")
     if options.canary:  # the stand-in is not TensorFlow: a wheel of its own, never tensorflow_cpu
@@ -225,9 +209,7 @@ def exec_repository(options: PlanOptions) -> str | None:
     return f"{options.push_toolchain}/{TOOLCHAIN_REPOSITORY}" if options.push_toolchain else None
 
 
-def toolchain_rc(
-    recipe: Recipe, route: Route, sysroot: Sysroot | None, compiler_path: str | None
-) -> list[str]:
+def toolchain_rc(recipe: Recipe, toolchain: Toolchain) -> list[str]:
     """The rc lines that make the planned compiler the one that compiles (docs/toolchain-facts.md).
 
     hermetic: rules_ml_toolchain's own defaults at TF 2.21's pin, written out so that no future
@@ -236,7 +218,7 @@ def toolchain_rc(
     registered toolchains win over ``--crosstool_top`` there. image: the image's compiler, and
     where TF has a hermetic toolchain, the opt-out its own ``clang_local`` config spells.
     """
-    resolution_off = "build --noincompatible_enable_cc_toolchain_resolution"
+    route, sysroot, compiler_path = toolchain.route, toolchain.sysroot, toolchain.compiler_path
     if route == "hermetic":
         assert sysroot is not None and recipe.toolchain is not None
         return [
@@ -247,7 +229,7 @@ def toolchain_rc(
         ]
     lines: list[str] = []
     if tfversions.cc_toolchain_resolution(recipe.bazel):
-        lines.append(resolution_off)
+        lines.append("build --noincompatible_enable_cc_toolchain_resolution")
     if tfversions.hermetic_cc(recipe.version):
         lines += [f"build {HERMETIC_CC_FLAG}=False", "build --repo_env=USE_HERMETIC_CC_TOOLCHAIN=0"]
     if route == "sysroot":
@@ -263,7 +245,8 @@ def toolchain_rc(
 @dataclass(frozen=True, kw_only=True)
 class BazelCommand:
     """bazel's startup and build options: a plan's as build.sh runs them and ``plan --why`` shows
-    them (:func:`bazel_command`), or those its resources become (:func:`resource_options`)."""
+    them (:func:`bazel_command`), those its resources become (:func:`resource_options`), or those
+    the planner chooses besides (:func:`bazel_options`)."""
 
     startup: tuple[str, ...]
     build: tuple[str, ...]
@@ -290,9 +273,9 @@ def bazel_command(plan: BuildPlan) -> BazelCommand:
     )
 
 
-def bazel_options(options: PlanOptions) -> BazelOptions:
+def bazel_options(options: PlanOptions) -> tuple[BazelCommand, tuple[Reason, ...]]:
     """bazel's startup options and the per-build options (caches, remote), without the resources'
-    (:func:`resource_options`, made from the plan's ``resources``)."""
+    (:func:`resource_options`, made from the plan's ``resources``), and the reasons for them."""
     reasons: list[Reason] = []
     startup = (f"--output_user_root={CACHE_ROOT}/output",)
     build_options = [f"--repository_cache={CACHE_ROOT}/repository"]
@@ -348,7 +331,7 @@ def bazel_options(options: PlanOptions) -> BazelOptions:
             )
         )
 
-    return BazelOptions(startup=startup, build=tuple(build_options), reasons=tuple(reasons))
+    return BazelCommand(startup=startup, build=tuple(build_options)), tuple(reasons)
 
 
 # --- What a plan read from a file may ask of bazel ----------------------------------------------
@@ -502,26 +485,16 @@ def _check_option(field: str, text: str, allowed: dict[str, Grammar], *, sep: st
         raise RefusedField(field, text, f"not a value tfbuild writes for {name}")
 
 
-def _not_a_resource(field: str, text: str) -> None:
-    found = _OPTION.fullmatch(text)
-    if found is not None and found.group(1) in {*STARTUP_RESOURCES, *BUILD_RESOURCES}:
-        raise RefusedField(
-            field, text, f"tfbuild gives bazel {found.group(1)} only from the plan's resources"
-        )
-
-
-def check_startup_options(options: tuple[str, ...]) -> None:
-    """Each is an option :func:`bazel_options` writes, with a value of its grammar."""
+def check_options(field: str, options: tuple[str, ...], allowed: dict[str, Grammar]) -> None:
+    """Each is an option :func:`bazel_options` (or the reproducible measures) writes, of
+    ``allowed`` (:data:`STARTUP_OPTIONS`, :data:`BUILD_OPTIONS`) with a value of its grammar;
+    none of those made from the plan's resources."""
     for i, option in enumerate(options):
-        _not_a_resource(f"startup_options[{i}]", option)
-        _check_option(f"startup_options[{i}]", option, STARTUP_OPTIONS, sep="=")
-
-
-def check_build_options(options: tuple[str, ...]) -> None:
-    """Each is an option :func:`bazel_options` (or the reproducible measures) writes."""
-    for i, option in enumerate(options):
-        _not_a_resource(f"build_options[{i}]", option)
-        _check_option(f"build_options[{i}]", option, BUILD_OPTIONS, sep="=")
+        found = _OPTION.fullmatch(option)
+        if found is not None and found.group(1) in {*STARTUP_RESOURCES, *BUILD_RESOURCES}:
+            why = f"tfbuild gives bazel {found.group(1)} only from the plan's resources"
+            raise RefusedField(f"{field}[{i}]", option, why)
+        _check_option(f"{field}[{i}]", option, allowed, sep="=")
 
 
 def check_resources(resources: Resources) -> None:

@@ -110,21 +110,19 @@ def plan_cuda(
         version, why = options.cuda_version, "asked for with --cuda-version"
     else:
         version, why = row.cuda, f"the default of TensorFlow {recipe.short}"
-    if host.driver_cuda and row.hermetic and not options.cuda_version:
+    if host.driver_cuda:
         driver_max = tfversions.parse_version(host.driver_cuda)
         fitting = [
             v
             for v in row.cuda_versions
             if tfversions.minor(tfversions.parse_version(v)) <= driver_max
         ]
-        if version not in fitting and fitting:
+        if row.hermetic and not options.cuda_version and version not in fitting and fitting:
             version = max(fitting, key=tfversions.parse_version)
             why = (
                 f"the newest CUDA this release knows that driver {host.driver_version} runs "
                 f"(it supports up to {host.driver_cuda})"
             )
-    if host.driver_cuda:
-        driver_max = tfversions.parse_version(host.driver_cuda)
         if tfversions.minor(tfversions.parse_version(version)) > driver_max:
             need = min_driver_for_cuda(".".join(version.split(".")[:2])) or "a newer one"
             raise UnsupportedError(
@@ -180,8 +178,9 @@ def describe_capabilities(capabilities: tuple[str, ...]) -> str:
     ptx = [c for c in capabilities if c.startswith("compute_")]
     parts = []
     if native:
-        found = sorted({generation(parse_capability(c)) for c in native}, key=_generation_order)
-        span = found[0] if len(found) == 1 else f"{found[0]} to {found[-1]}"
+        caps = [parse_capability(c) for c in native]
+        low, high = generation(min(caps)), generation(max(caps))
+        span = low if low == high else f"{low} to {high}"
         parts.append(f"{_named(native)} ({span})")
     if ptx:
         top = max(parse_capability(c) for c in ptx)
@@ -192,10 +191,6 @@ def describe_capabilities(capabilities: tuple[str, ...]) -> str:
         )
         parts.append(f"PTX {_named(ptx)} ({which} compile it on first load)")
     return " and ".join(parts)
-
-
-def _generation_order(name: str) -> int:
-    return [n for _, n in GENERATIONS].index(name)
 
 
 def gpu_lead(

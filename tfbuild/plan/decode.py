@@ -20,19 +20,20 @@ from typing import Any
 from tfbuild.core import serial
 from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
 from tfbuild.plan.bazel import (
+    BUILD_OPTIONS,
     BUILD_RESOURCES,
     CONFIGS,
     STANDIN_WHEEL_NAMES,
+    STARTUP_OPTIONS,
     STARTUP_RESOURCES,
     SYSROOT_DIST,
     SYSROOT_NAME,
     WHEEL_NAMES,
     WHEEL_TARGETS,
-    check_build_options,
     check_configs,
+    check_options,
     check_rc_lines,
     check_resources,
-    check_startup_options,
 )
 from tfbuild.plan.model import (
     PLAN_SCHEMA,
@@ -58,7 +59,6 @@ _RELEASE = r"[0-9]+(?:\.[0-9]+){0,3}"
 _SHA256 = r"[0-9a-f]{64}"
 _PACKAGE = r"[a-z0-9][a-z0-9+.-]+"
 _WHEEL_NAME_LINE = re.compile(r"build --repo_env[= ]WHEEL_NAME=(.*)")
-_TOKEN = r"[A-Za-z0-9][A-Za-z0-9_.+-]*"
 _SUITE = r"[a-z][a-z0-9-]*"
 #: A Docker image reference as a receipt holds one (no spaces, no shell, no Dockerfile variable).
 _IMAGE_REFERENCE = r"[A-Za-z0-9][A-Za-z0-9._/:-]*(?:@sha256:[0-9a-f]{64})?"
@@ -168,8 +168,8 @@ def check_plan(plan: BuildPlan) -> None:
     _text("bazel", plan.bazel, _VERSION3, "a bazel version X.Y.Z")
     check_configs(plan.bazel_configs)
     check_rc_lines(plan.rc_lines)
-    check_build_options(plan.build_options)
-    check_startup_options(plan.startup_options)
+    check_options("build_options", plan.build_options, BUILD_OPTIONS)
+    check_options("startup_options", plan.startup_options, STARTUP_OPTIONS)
     check_resources(plan.resources)
     if WHEEL_TARGETS.get(plan.wheel_flow) != plan.build_target:
         raise RefusedField("build_target", plan.build_target, "not the wheel target tfbuild builds")
@@ -199,11 +199,10 @@ def check_plan(plan: BuildPlan) -> None:
 
 
 def _lift_resources(plan: BuildPlan) -> BuildPlan:
-    """A plan of before tfbuild.plan/4, whose option lists held bazel's resource options beside
-    its ``resources``, as this version holds it: each such option's value in ``resources`` (the
-    value its build ran with) and the option gone from the list, so that the command made from the
-    plan (plan.bazel.bazel_command) names each once, where the build named it. A value off its
-    grammar, or an option given twice, is a :class:`RefusedField`; any other option stays, for
+    """A plan of before tfbuild.plan/4, whose option lists held bazel's resource options as well,
+    as this version holds it: each such option's value moved into ``resources``, so that the
+    command made from the plan (plan.bazel.bazel_command) names each once. A value off its grammar,
+    or an option given twice, is a :class:`RefusedField`; any other option stays, for
     :func:`check_plan` to judge."""
     lifted: dict[str, int] = {}
 
@@ -255,7 +254,5 @@ def decode_plan(data: dict[str, Any]) -> BuildPlan:
     if data["schema"] in RESOURCES_AMONG_OPTIONS:
         plan = _lift_resources(plan)
     check_package_versions(tuple(plan.package_versions.items()))
-    # What the planner could have written, and nothing else (a RefusedField names the first other
-    # value).
     check_plan(plan)
     return plan

@@ -1,10 +1,8 @@
 """Planning on this host: a request's base images looked up where they live, then planned.
 
-A base image is an entry of ``base-images.yaml`` or a local image made by ``tfbuild base`` (and the
-canary's default is the local Debian 12 one when it exists). :func:`plan_here` reads the local ones
-back from the Docker engine (their suite's facts, their own id) and hands every image, resolved, to
-:func:`tfbuild.plan.request.plan_request`. The engine is connected only when such a lookup is needed:
-``plan`` and ``render`` of a registry image never load docker.
+A base image is an entry of ``base-images.yaml`` or a local image made by ``tfbuild base``, read
+back from the Docker engine (its suite's facts, its own id); ``plan`` and ``render`` of a registry
+image never load docker.
 """
 
 from __future__ import annotations
@@ -49,25 +47,7 @@ def local_base_image(engine: DockerEngine, tag: str, known: Mapping[str, BaseIma
             why=f"it has no {BASE_LABEL} label naming a known suite (it has {suite!r})",
             fix=f"Use an image made by tfbuild base ({', '.join(SUITES)}).",
         )
-    return BaseImage(
-        name=tag,
-        reference=tag,
-        distro=facts.distro,
-        suite=facts.suite,
-        python=facts.python,
-        tcmalloc_package=facts.tcmalloc_package,
-        packaged_compilers=facts.packaged_compilers,
-        image_id=engine.image_id(tag),
-        glibc=facts.glibc,
-    )
-
-
-def canary_base_image(engine: DockerEngine) -> str:
-    """The canary's base image: the local one made by tfbuild base, else Debian 12 from the registry."""
-    from tfbuild.recipes import canary
-
-    local = default_tag(canary.SUITE)
-    return local if engine.image_exists(local) else "debian-12"
+    return replace(facts, name=tag, reference=tag, image_id=engine.image_id(tag), cudnn=None)
 
 
 def plan_here(
@@ -84,14 +64,17 @@ def plan_here(
         return plan_request(args, base_images=images, recipe=recipe, host=host)
     with contextlib.ExitStack() as stack:
         if engine is None:
-            from tfbuild.core.engine import (
-                DockerEngine,  # only now: plan and render run without docker
-            )
+            # only now: plan and render run without docker
+            from tfbuild.core.engine import DockerEngine
 
             engine = DockerEngine.connect()
             stack.callback(engine.close)
         if wanted is None and args.canary:
-            wanted = canary_base_image(engine)
+            from tfbuild.recipes import canary
+
+            # the local one made by tfbuild base, else Debian 12 from the registry
+            made = default_tag(canary.SUITE)
+            wanted = made if engine.image_exists(made) else "debian-12"
             args = replace(args, base_image=wanted)
         for tag in (wanted, *local):
             if tag is not None and tag not in images:

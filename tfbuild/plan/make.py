@@ -18,7 +18,7 @@ from tfbuild.plan.bazel import (
 )
 from tfbuild.plan.model import BuildPlan, CudaPlan, PlanSource, Reason, Resources
 from tfbuild.plan.options import PlanOptions
-from tfbuild.plan.reproducible import choose_measures, choose_snapshot
+from tfbuild.plan.reproducible import ACTION_ENV, BUILD_ENV, choose_measures, choose_snapshot
 from tfbuild.plan.resources import choose_resources, slow_build_warning
 from tfbuild.plan.target import check_architecture, choose_target
 from tfbuild.plan.toolchain import choose_python, choose_toolchain
@@ -38,28 +38,20 @@ _INSTANCE = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*")
 
 
 def _check_options(options: PlanOptions) -> None:
-    for label, value in (
-        ("remote cache", options.remote_cache),
-        ("remote executor", options.remote_executor),
+    """The remote options are well formed and make sense together: an executor runs actions in the
+    pushed toolchain image (nowhere else), and read-only or an instance name needs something
+    remote to apply to. The cache volume is a Docker volume's name."""
+    for flag, value in (
+        ("--remote-cache", options.remote_cache),
+        ("--remote-executor", options.remote_executor),
     ):
         if value is not None and not _REMOTE_URL.fullmatch(value):
             raise UsageError(
-                f"--{label.replace(' ', '-')} {value!r} is not a plain URL",
+                f"{flag} {value!r} is not a plain URL",
                 why="it must be grpc://, grpcs://, http:// or https:// with no spaces, quotes or "
                 "shell characters",
                 fix="Pass e.g. grpcs://cache.example.org:443.",
             )
-    _check_remote(options)
-    if not _VOLUME.fullmatch(options.cache_volume):
-        raise UsageError(
-            f"--cache-volume {options.cache_volume!r} is not a Docker volume name",
-            fix="Use letters, digits, '_', '.' or '-'.",
-        )
-
-
-def _check_remote(options: PlanOptions) -> None:
-    """The remote options make sense together: an executor runs actions in the pushed toolchain
-    image (nowhere else), and read-only or an instance name needs something remote to apply to."""
     if options.push_toolchain is not None and not _REGISTRY.fullmatch(options.push_toolchain):
         raise UsageError(
             f"--push-toolchain {options.push_toolchain!r} is not a registry",
@@ -97,6 +89,11 @@ def _check_remote(options: PlanOptions) -> None:
         raise UsageError(
             "--remote-instance without --remote-cache or --remote-executor",
             fix="Add the remote it names, or drop --remote-instance.",
+        )
+    if not _VOLUME.fullmatch(options.cache_volume):
+        raise UsageError(
+            f"--cache-volume {options.cache_volume!r} is not a Docker volume name",
+            fix="Use letters, digits, '_', '.' or '-'.",
         )
 
 
@@ -225,9 +222,8 @@ def with_jobs(plan: BuildPlan, jobs: int, *, why: str) -> BuildPlan:
 
 def with_resources(plan: BuildPlan, resources: Resources, *, why: str) -> BuildPlan:
     """The same plan with other resources (jobs, bazel's memory budget and heap): they decide how
-    fast a build runs on a machine, never what it builds. The plan holds them once, in
-    ``resources``; bazel's options are made from them where the command is rendered or shown
-    (plan.bazel.bazel_command)."""
+    fast a build runs on a machine, never what it builds (plan.bazel.bazel_command makes the
+    options)."""
     reasons = [Reason(what="jobs", value=str(resources.jobs), why=why)]
     if resources.local_ram_mb != plan.resources.local_ram_mb:
         reasons.append(
@@ -337,22 +333,13 @@ def make_plan(
     reasons.append(tcmalloc_reason)
 
     rc = configure_rc(
-        options=options,
-        recipe=recipe,
-        family=toolchain.family,
-        route=toolchain.route,
-        sysroot=toolchain.sysroot,
-        compiler_path=toolchain.compiler_path,
-        cflags=target.cflags,
-        python=python,
-        cuda_plan=variant.cuda,
+        options, recipe, toolchain, cflags=target.cflags, python=python, cuda_plan=variant.cuda
     )
 
-    bazel = bazel_options(options)
-    reasons.extend(bazel.reasons)
+    bazel, bazel_reasons = bazel_options(options)
+    reasons.extend(bazel_reasons)
 
-    measures = choose_measures(options)
-    reasons.extend(measures.reasons)
+    reasons.extend(choose_measures(options))
     snapshot, snapshot_reason = choose_snapshot(recipe, base)
     if snapshot_reason is not None:
         reasons.append(snapshot_reason)
@@ -392,7 +379,7 @@ def make_plan(
         rc_lines=rc.lines,
         build_options=(
             *bazel.build,
-            *(f"--action_env={name}" for name in measures.action_env),
+            *(f"--action_env={name}" for name in ACTION_ENV if options.reproducible),
         ),
         startup_options=bazel.startup,
         build_target=rc.build_target,
@@ -409,8 +396,8 @@ def make_plan(
         floor_goal=toolchain.floor_goal,
         route=toolchain.route,
         sysroot=toolchain.sysroot,
-        reproducible=measures.reproducible,
-        build_env=dict(measures.build_env),
+        reproducible=options.reproducible,
+        build_env=dict(BUILD_ENV if options.reproducible else ()),
         snapshot=snapshot,
         exec_image=exec_repository(options),
     )

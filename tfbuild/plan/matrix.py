@@ -4,18 +4,16 @@ Every combination is planned with the same :func:`tfbuild.plan.make_plan` that `
 runs, for a nominal CI build runner (x86_64, no GPU, no knowledge of the CPUs the wheels will run
 on). A combination the planner refuses is left out with the planner's own reason, so the matrix
 never holds a job that would fail at its first step, and never disagrees with ``tfbuild wheel``
-about what is possible.
-
-CI wheels are for named portable targets (x86_64_v2..v4 or a named microarchitecture), never for the
-CI runner's own CPU: ``native`` and machine-specific builds are refused here. Pure: recipes in, a
-frozen :class:`Matrix` out.
+about what is possible. CI wheels are for named portable targets, never for the runner's own CPU.
+Pure: recipes in, a frozen :class:`Matrix` out.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from tfbuild.core import serial
 from tfbuild.core.errors import TfbuildError, UsageError
@@ -23,7 +21,7 @@ from tfbuild.core.variants import VARIANTS, Variant
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.detect.host import HostFacts
-from tfbuild.plan import PlanOptions, make_plan
+from tfbuild.plan import BuildPlan, PlanOptions, make_plan
 from tfbuild.recipes.images import BaseImage
 from tfbuild.recipes.recipe import Recipe, RecipeSet
 from tfbuild.recipes.tfversions import parse_version
@@ -44,6 +42,7 @@ DEFAULT_VARIANTS: tuple[Variant, ...] = (Variant.cpu,)
 #: GitHub Actions runs at most this many jobs from one matrix.
 GITHUB_MATRIX_LIMIT = 256
 _GIB = 1 << 30
+J = TypeVar("J")
 
 #: The build runner as the planner sees it: the wheels are never for this machine.
 RUNNER = HostFacts(
@@ -95,8 +94,8 @@ class Skipped:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Matrix:
-    jobs: tuple[Job, ...]
+class _Matrix(Generic[J]):
+    jobs: tuple[J, ...]
     skipped: tuple[Skipped, ...]
 
     # hand-written: GitHub Actions' matrix shape (only include), not the type's
@@ -105,24 +104,14 @@ class Matrix:
         return {"include": serial.to_data(self.jobs)}
 
 
-@dataclass(frozen=True, kw_only=True)
-class OverlayMatrix:
-    jobs: tuple[OverlayJob, ...]
-    skipped: tuple[Skipped, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        """What GitHub Actions' ``fromJSON`` takes: only ``include``."""
-        return {"include": serial.to_data(self.jobs)}
+Matrix = _Matrix[Job]
+OverlayMatrix = _Matrix[OverlayJob]
 
 
 def _split(values: Sequence[str] | None) -> list[str]:
     """``["2.20,2.21", "2.19"]`` -> ``["2.20", "2.21", "2.19"]``, order kept, duplicates dropped."""
-    found: list[str] = []
-    for value in values or ():
-        for item in value.split(","):
-            if item.strip() and item.strip() not in found:
-                found.append(item.strip())
-    return found
+    items = (item.strip() for value in values or () for item in value.split(","))
+    return list(dict.fromkeys(item for item in items if item))
 
 
 def _recipes(recipes: RecipeSet, tf: list[str]) -> list[Recipe]:
@@ -184,77 +173,73 @@ def build_matrix(
     jobs: list[Job] = []
     skipped: list[Skipped] = []
     for recipe in chosen_recipes:
-        pythons = wanted_python or list(recipe.python)
-        for py in pythons:
-            for target in chosen_targets:
-                for variant in chosen_variants:
-                    name = f"tf{recipe.short}-py{py}-{target}-{variant}"
-                    # Another architecture than the runner's is refused by make_plan itself.
-                    options = PlanOptions(
-                        variant=variant,
-                        target=target,
-                        python=py,
-                        skip_disk_check=True,
-                    )
-                    try:
-                        plan = make_plan(options, recipe, RUNNER, base_images=base_images)
-                    except TfbuildError as error:
-                        skipped.append(Skipped(name=name, reason=_reason(error)))
-                        continue
-                    jobs.append(
-                        Job(
-                            name=name,
-                            tf=recipe.short,
-                            python=plan.python,
-                            target=plan.target,
-                            variant=variant,
-                            label=plan.label or "",
-                            cuda=plan.cuda.cuda if plan.cuda else "",
-                            args=_args(recipe.short, py, target, variant),
-                        )
-                    )
+        axes = (wanted_python or recipe.python, chosen_targets, chosen_variants)
+        for py, target, variant in itertools.product(*axes):
+            name = f"tf{recipe.short}-py{py}-{target}-{variant}"
+            # Another architecture than the runner's is refused by make_plan itself.
+            options = PlanOptions(variant=variant, target=target, python=py, skip_disk_check=True)
+            plan = _plan(name, options, recipe, base_images, skipped)
+            if plan is None:
+                continue
+            jobs.append(
+                Job(
+                    name=name,
+                    tf=recipe.short,
+                    python=plan.python,
+                    target=plan.target,
+                    variant=variant,
+                    label=plan.label or "",
+                    cuda=plan.cuda.cuda if plan.cuda else "",
+                    args=_args(recipe.short, py, target, variant),
+                )
+            )
     _check_size(
         len(jobs),
         skipped,
         kind="job",
-        matrix="matrix",
         limit=limit,
-        widen="--tf, --python, --targets, --variants",
-        narrow="--tf, --python, --targets or --variants",
+        filters=("--tf", "--python", "--targets", "--variants"),
     )
     return Matrix(jobs=tuple(jobs), skipped=tuple(skipped))
 
 
-def _reason(error: TfbuildError) -> str:
-    """Why the planner left a combination out, in its own words."""
-    return f"{error.what}: {error.why}" if error.why else error.what
+def _plan(
+    name: str,
+    options: PlanOptions,
+    recipe: Recipe,
+    base_images: dict[str, BaseImage],
+    skipped: list[Skipped],
+) -> BuildPlan | None:
+    """The plan of one combination on the runner, or None: left out, with the planner's reason in
+    its own words."""
+    try:
+        return make_plan(options, recipe, RUNNER, base_images=base_images)
+    except TfbuildError as error:
+        reason = f"{error.what}: {error.why}" if error.why else error.what
+        skipped.append(Skipped(name=name, reason=reason))
+        return None
 
 
 def _check_size(
-    jobs: int,
-    skipped: Sequence[Skipped],
-    *,
-    kind: str,
-    matrix: str,
-    limit: int,
-    widen: str,
-    narrow: str,
+    jobs: int, skipped: Sequence[Skipped], *, kind: str, limit: int, filters: tuple[str, ...]
 ) -> None:
-    """A matrix with no job left, or more than GitHub Actions runs, is a usage error."""
+    """A matrix with no job left, or more than GitHub Actions runs, is a usage error (``kind``: of
+    its jobs; ``filters``: its options)."""
+    matrix = kind.removesuffix("job") + "matrix"
     if not jobs:
         raise UsageError(
             f"no {kind} is left in the {matrix}",
             why=f"all {len(skipped)} combinations were left out (see above)"
             if skipped
             else "no combination was asked for",
-            fix=f"Widen the filters ({widen}).",
+            fix=f"Widen the filters ({', '.join(filters)}).",
             details=tuple(f"{s.name}: {s.reason}" for s in skipped),
         )
     if jobs > limit:
         raise UsageError(
             f"the {matrix} has {jobs} jobs",
             why=f"GitHub Actions runs at most {limit} jobs from one matrix",
-            fix=f"Narrow it with {narrow}.",
+            fix=f"Narrow it with {', '.join(filters[:-1])} or {filters[-1]}.",
         )
 
 
@@ -286,10 +271,8 @@ def overlay_matrix(
                 skipped.append(Skipped(name=name, reason=_BELOW_STOCK.format(target=target)))
                 continue
             options = PlanOptions(target=target, python=python, skip_disk_check=True)
-            try:
-                plan = make_plan(options, recipe, RUNNER, base_images=base_images)
-            except TfbuildError as error:
-                skipped.append(Skipped(name=name, reason=_reason(error)))
+            plan = _plan(name, options, recipe, base_images, skipped)
+            if plan is None:
                 continue
             jobs.append(
                 OverlayJob(
@@ -301,13 +284,5 @@ def overlay_matrix(
                     args=f"--tf {recipe.short} --target {target}",
                 )
             )
-    _check_size(
-        len(jobs),
-        skipped,
-        kind="overlay job",
-        matrix="overlay matrix",
-        limit=limit,
-        widen="--tf, --targets",
-        narrow="--tf or --targets",
-    )
+    _check_size(len(jobs), skipped, kind="overlay job", limit=limit, filters=("--tf", "--targets"))
     return OverlayMatrix(jobs=tuple(jobs), skipped=tuple(skipped))

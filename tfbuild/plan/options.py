@@ -1,11 +1,7 @@
-"""One build request, declared once: each plan option is a field here, with its command-line form.
-
-:class:`PlanOptions` is what ``tfbuild plan``, ``render`` and ``wheel`` were asked to build, from
-the command line to the planner, as one frozen value checked when it is made. Each field carries
-its option's declaration (:class:`tfbuild.core.options.Cli`: flags, metavar, help) in its metadata;
-the command line (:mod:`tfbuild.cli.options`) makes its typer options from them, so adding an option takes the
-field with its declaration here, and its use. The field is named after its option (``--canary`` is
-``canary``); ``--mkl``/``--cuda`` are the two flags of one field, ``variant``.
+"""One build request, declared once: each plan option is a field of :class:`PlanOptions` with its
+command-line declaration (:mod:`tfbuild.core.options`), checked when the request is made. The field
+is named after its option (``--canary`` is ``canary``); ``--mkl``/``--cuda`` are the two flags of
+one field, ``variant``.
 """
 
 from __future__ import annotations
@@ -13,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from tfbuild.core.defaults import CACHE_VOLUME, DOCTOR_TIMES
 from tfbuild.core.errors import UsageError
@@ -43,6 +40,11 @@ MIN_JVM_HEAP_MB = 256
 
 def _capabilities(text: str | None) -> tuple[str, ...]:
     return tuple(c.strip() for c in (text or "").split(",") if c.strip())
+
+
+def _option(default: Any, *flags: str, **declaration: Any) -> Any:
+    """A field with its option's declaration (flags, metavar, help: core.options.cli)."""
+    return field(default=default, metadata=cli(*flags, **declaration))
 
 
 def parse_capability(text: str) -> tuple[int, int]:
@@ -88,9 +90,8 @@ class PlanOptions:
     #: A portable archspec target; None: the machine described (this host or --cpuinfo).
     target: str | None = option(TARGET, default=None)
     cpuinfo: Path | None = option(CPUINFO, default=None)
-    native: bool = field(
-        default=False,
-        metadata=cli("--native", help="Literal -march=native (a build on the machine itself)."),
+    native: bool = _option(
+        False, "--native", help="Literal -march=native (a build on the machine itself)."
     )
     #: X.Y; the command line also takes an interpreter, whose version it asks.
     python: str | None = option(
@@ -101,155 +102,112 @@ class PlanOptions:
         ),
         default=None,
     )
-    jobs: int | None = field(
-        default=None, metadata=cli("--jobs", min=MIN_JOBS, max=MAX_JOBS, help="bazel --jobs.")
+    jobs: int | None = _option(None, "--jobs", min=MIN_JOBS, max=MAX_JOBS, help="bazel --jobs.")
+    local_ram_resources: int | None = _option(
+        None,
+        "--local-ram-resources",
+        metavar="MB",
+        min=MIN_LOCAL_RAM_MB,
+        help="bazel's memory budget.",
     )
-    local_ram_resources: int | None = field(  # MB
-        default=None,
-        metadata=cli(
-            "--local-ram-resources",
-            metavar="MB",
-            min=MIN_LOCAL_RAM_MB,
-            help="bazel's memory budget.",
-        ),
+    jvm_heap: int | None = _option(
+        None, "--jvm-heap", metavar="MB", min=MIN_JVM_HEAP_MB, help="bazel server heap."
     )
-    jvm_heap: int | None = field(  # MB
-        default=None,
-        metadata=cli("--jvm-heap", metavar="MB", min=MIN_JVM_HEAP_MB, help="bazel server heap."),
+    cache_volume: str = _option(
+        CACHE_VOLUME, "--cache-volume", metavar="NAME", help="Docker volume for bazel caches."
     )
-    cache_volume: str = field(
-        default=CACHE_VOLUME,
-        metadata=cli(
-            "--cache-volume",
-            metavar="NAME",
-            help="Docker volume for bazel caches.",
-        ),
+    disk_cache: bool = _option(
+        True, "--disk-cache/--no-disk-cache", help="bazel's local disk cache."
     )
-    disk_cache: bool = field(
-        default=True, metadata=cli("--disk-cache/--no-disk-cache", help="bazel's local disk cache.")
+    remote_cache: str | None = _option(
+        None, "--remote-cache", metavar="URL", help="A shared bazel cache."
     )
-    remote_cache: str | None = field(
-        default=None, metadata=cli("--remote-cache", metavar="URL", help="A shared bazel cache.")
+    remote_executor: str | None = _option(
+        None,
+        "--remote-executor",
+        metavar="URL",
+        help="A bazel remote executor (Remote Execution API); needs --push-toolchain, so that "
+        "its workers run every action in the toolchain image.",
     )
-    remote_executor: str | None = field(
-        default=None,
-        metadata=cli(
-            "--remote-executor",
-            metavar="URL",
-            help="A bazel remote executor (Remote Execution API); needs --push-toolchain, so that "
-            "its workers run every action in the toolchain image.",
-        ),
+    remote_instance: str | None = _option(
+        None,
+        "--remote-instance",
+        metavar="NAME",
+        help="The remote cache's or executor's instance name (bazel --remote_instance_name).",
+        show_default=False,
     )
-    remote_instance: str | None = field(
-        default=None,
-        metadata=cli(
-            "--remote-instance",
-            metavar="NAME",
-            help="The remote cache's or executor's instance name (bazel --remote_instance_name).",
-            show_default=False,
-        ),
+    remote_cache_read_only: bool = _option(
+        False,
+        "--remote-cache-read-only",
+        help="Take hits from --remote-cache, upload nothing (e.g. for pull requests).",
     )
-    remote_cache_read_only: bool = field(
-        default=False,
-        metadata=cli(
-            "--remote-cache-read-only",
-            help="Take hits from --remote-cache, upload nothing (e.g. for pull requests).",
-        ),
+    push_toolchain: str | None = _option(
+        None,
+        "--push-toolchain",
+        metavar="REGISTRY",
+        help="Push the toolchain image to REGISTRY (host[:port][/path]) and have the remote "
+        "executor run every action in it, by digest.",
+        show_default=False,
     )
-    #: A registry (host[:port][/path]) the remote executor's workers pull the toolchain image from.
-    push_toolchain: str | None = field(
-        default=None,
-        metadata=cli(
-            "--push-toolchain",
-            metavar="REGISTRY",
-            help="Push the toolchain image to REGISTRY (host[:port][/path]) and have the remote "
-            "executor run every action in it, by digest.",
-            show_default=False,
-        ),
+    cuda_capabilities: tuple[str, ...] = _option(
+        (),
+        "--cuda-capabilities",
+        metavar="LIST",
+        help="e.g. 8.9,9.0 (default: this host's GPUs).",
+        cli_type=str | None,
+        convert=_capabilities,
     )
-    cuda_capabilities: tuple[str, ...] = field(
-        default=(),
-        metadata=cli(
-            "--cuda-capabilities",
-            metavar="LIST",
-            help="e.g. 8.9,9.0 (default: this host's GPUs).",
-            cli_type=str | None,
-            convert=_capabilities,
-        ),
+    cuda_version: str | None = _option(
+        None, "--cuda-version", metavar="X.Y.Z", help="Hermetic CUDA version."
     )
-    cuda_version: str | None = field(
-        default=None, metadata=cli("--cuda-version", metavar="X.Y.Z", help="Hermetic CUDA version.")
+    cudnn_version: str | None = _option(
+        None, "--cudnn-version", metavar="X.Y.Z", help="cuDNN version."
     )
-    cudnn_version: str | None = field(
-        default=None, metadata=cli("--cudnn-version", metavar="X.Y.Z", help="cuDNN version.")
+    skip_disk_check: bool = _option(
+        False,
+        "--skip-disk-check",
+        help="Build even when free disk looks too small (tfbuild wheel checks it before it "
+        "builds; plan only warns).",
     )
-    skip_disk_check: bool = field(
-        default=False,
-        metadata=cli(
-            "--skip-disk-check",
-            help="Build even when free disk looks too small (tfbuild wheel checks it before it "
-            "builds; plan only warns).",
-        ),
+    label: bool = _option(
+        True,
+        "--label/--no-label",
+        help="Put the target in the wheel's version: 2.21.0+x86_64v4 (read by tfbuild pick).",
     )
-    #: Put the target in the wheel's PEP 440 local version label (+x86_64v4).
-    label: bool = field(
-        default=True,
-        metadata=cli(
-            "--label/--no-label",
-            help="Put the target in the wheel's version: 2.21.0+x86_64v4 (read by tfbuild pick).",
-        ),
+    base_image: str | None = _option(
+        None,
+        "--base-image",
+        metavar="NAME",
+        help="A base-images.yaml entry, or a local image made by tfbuild base "
+        "(e.g. tfbuild/base:jammy) where no registry can be reached.",
+        show_default=False,
     )
-    #: A key of base_images instead of the recipe's, or a local image made by tfbuild base.
-    base_image: str | None = field(
-        default=None,
-        metadata=cli(
-            "--base-image",
-            metavar="NAME",
-            help="A base-images.yaml entry, or a local image made by tfbuild base "
-            "(e.g. tfbuild/base:jammy) where no registry can be reached.",
-            show_default=False,
-        ),
+    portable: bool = _option(
+        True,
+        "--portable/--no-portable",
+        help="Reach the recipe's glibc floor (the stock wheel's) by TensorFlow's own route: "
+        "its hermetic toolchain (2.21) or its old-glibc sysroot. --no-portable: the image's "
+        "compiler and glibc, for systems as new as the image.",
     )
-    #: Reach the recipe's floor by its route (TF's hermetic toolchain or old-glibc sysroot); False:
-    #: the image's compiler against the image's glibc (a wheel for systems as new as the image).
-    portable: bool = field(
-        default=True,
-        metadata=cli(
-            "--portable/--no-portable",
-            help="Reach the recipe's glibc floor (the stock wheel's) by TensorFlow's own route: "
-            "its hermetic toolchain (2.21) or its old-glibc sysroot. --no-portable: the image's "
-            "compiler and glibc, for systems as new as the image.",
-        ),
+    sysroot_from: str | None = _option(
+        None,
+        "--sysroot-from",
+        metavar="IMAGE",
+        help="Link against this image's C library and libstdc++ (a base-images.yaml entry or "
+        "a tfbuild base image): the wheel loads on that system and newer.",
+        show_default=False,
     )
-    #: Link against this image's C library and libstdc++ instead (a key of base_images): a wheel
-    #: that loads on that distribution and newer.
-    sysroot_from: str | None = field(
-        default=None,
-        metadata=cli(
-            "--sysroot-from",
-            metavar="IMAGE",
-            help="Link against this image's C library and libstdc++ (a base-images.yaml entry or "
-            "a tfbuild base image): the wheel loads on that system and newer.",
-            show_default=False,
-        ),
+    canary: bool = _option(
+        False,
+        "--canary",
+        help="tfbuild's STAND-IN source (a miniature, not TensorFlow) through the same "
+        f"pipeline: what tfbuild doctor builds, twice (doctor: {DOCTOR_TIMES}).",
     )
-    #: The STAND-IN canary source and recipe instead of TensorFlow (the plan's ``canary``).
-    canary: bool = field(
-        default=False,
-        metadata=cli(
-            "--canary",
-            help="tfbuild's STAND-IN source (a miniature, not TensorFlow) through the same "
-            f"pipeline: what tfbuild doctor builds, twice (doctor: {DOCTOR_TIMES}).",
-        ),
-    )
-    #: The determinism measures (SOURCE_DATE_EPOCH, ..., normalised wheel; tfbuild.plan.reproducible).
-    reproducible: bool = field(
-        default=True,
-        metadata=cli(
-            "--reproducible/--no-reproducible",
-            help="The determinism measures: SOURCE_DATE_EPOCH, TZ, locale, path maps and a "
-            "normalised wheel, so that a rebuild gives the same bytes.",
-        ),
+    reproducible: bool = _option(
+        True,
+        "--reproducible/--no-reproducible",
+        help="The determinism measures: SOURCE_DATE_EPOCH, TZ, locale, path maps and a "
+        "normalised wheel, so that a rebuild gives the same bytes.",
     )
     recipes_dir: tuple[Path, ...] = option(RECIPES_DIR, default=())
 
@@ -307,26 +265,20 @@ class PlanOptions:
         request is made, so that a bad value is one line before anything of the machine is read."""
         for capability in self.cuda_capabilities:
             parse_capability(capability)
-        for flag, value in (
-            ("--cuda-version", self.cuda_version),
-            ("--cudnn-version", self.cudnn_version),
-        ):
+        versions = (
+            ("--cuda-version", self.cuda_version, "12.5.1"),
+            ("--cudnn-version", self.cudnn_version, "9.3.0"),
+        )
+        for flag, value, example in versions:
             if value is not None and not _VERSION.fullmatch(value):
                 raise UsageError(
                     f"{flag} {value!r} is not a version",
                     why="it is X.Y.Z or X.Y, as the recipe lists them",
-                    fix=f"Pass e.g. {flag} {'12.5.1' if flag == '--cuda-version' else '9.3.0'} "
-                    "('tfbuild recipes show VERSION' lists a release's), or leave it out.",
+                    fix=f"Pass e.g. {flag} {example} ('tfbuild recipes show VERSION' lists a "
+                    "release's), or leave it out.",
                 )
-        given = [
-            option
-            for option, value in (
-                ("--cuda-capabilities", self.cuda_capabilities),
-                ("--cuda-version", self.cuda_version),
-                ("--cudnn-version", self.cudnn_version),
-            )
-            if value
-        ]
+        given = ["--cuda-capabilities"] if self.cuda_capabilities else []
+        given += [flag for flag, value, _ in versions if value]
         if given and self.variant != Variant.cuda:
             raise UsageError(
                 f"{' and '.join(given)} without --cuda",

@@ -274,7 +274,6 @@ def output_dir(text: str, *, option: str) -> Path:
 #: What ``render -o`` writes last into its directory: ``sha256sum`` lines of the files it put there,
 #: so that a later ``render -o`` knows which files are tfbuild's and whether anyone changed them.
 MANIFEST = ".tfbuild-context"
-_FORCE = "--force"
 
 
 def _context_set(files: dict[str, str]) -> dict[str, tuple[str | bytes, int]]:

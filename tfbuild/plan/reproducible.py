@@ -1,15 +1,7 @@
 """Reproducibility: the measures that make two builds of the same inputs give the same wheel.
 
 Each measure answers a known source of difference between TensorFlow builds (docs/verify.md has
-the list and what remains):
-
-- ``SOURCE_DATE_EPOCH`` from the source (the commit time, or the newest file in the tarball):
-  compilers take ``__DATE__``/``__TIME__`` from it, and the wheel's member times;
-- ``TZ=UTC``, ``LC_ALL=C``, ``PYTHONHASHSEED=0`` and ``umask 022``: dates, sort orders, Python's
-  set and dict iteration in generated code, and file modes do not depend on the build machine;
-- ``-ffile-prefix-map`` of bazel's output base: absolute paths (``__FILE__``, debug info) do not
-  carry where bazel worked (a fixed path in the container, mapped to ``.``);
-- the finished wheel normalised: member order, times and permissions (a raw copy, no recompression).
+the list and what remains); :func:`choose_measures` says each, with its reason.
 
 The snapshot: where the distribution keeps a snapshot archive (Debian's, Ubuntu's), the
 toolchain's packages come from it at the time the recipe names, so a rebuild next month installs
@@ -17,8 +9,6 @@ the same versions.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from tfbuild.plan.model import OUTPUT_BASE, AptSnapshot, Reason
 from tfbuild.plan.options import PlanOptions
@@ -42,31 +32,19 @@ SECURITY_URLS = {
 COMPONENTS = {"debian": "main", "ubuntu": "main universe"}
 
 
-@dataclass(frozen=True, kw_only=True)
-class Measures:
-    reproducible: bool
-    build_env: tuple[tuple[str, str], ...]
-    action_env: tuple[str, ...]  # bazel --action_env=NAME for each
-    reasons: tuple[Reason, ...]
-
-
-def choose_measures(options: PlanOptions) -> Measures:
-    """The determinism measures, each with its reason; none with --no-reproducible."""
+def choose_measures(options: PlanOptions) -> tuple[Reason, ...]:
+    """The reason of each determinism measure (BUILD_ENV, ACTION_ENV, the path map, the wheel
+    normalised); none with --no-reproducible, which says so."""
     if not options.reproducible:
-        return Measures(
-            reproducible=False,
-            build_env=(),
-            action_env=(),
-            reasons=(
-                Reason(
-                    what="reproducible",
-                    value="off",
-                    why="asked for with --no-reproducible: two builds of the same inputs may "
-                    "differ (dates, paths, member order and times)",
-                ),
+        return (
+            Reason(
+                what="reproducible",
+                value="off",
+                why="asked for with --no-reproducible: two builds of the same inputs may "
+                "differ (dates, paths, member order and times)",
             ),
         )
-    reasons = (
+    return (
         Reason(
             what="SOURCE_DATE_EPOCH",
             value="from the source",
@@ -93,7 +71,6 @@ def choose_measures(options: PlanOptions) -> Measures:
             "the members are copied raw, never recompressed",
         ),
     )
-    return Measures(reproducible=True, build_env=BUILD_ENV, action_env=ACTION_ENV, reasons=reasons)
 
 
 def choose_snapshot(recipe: Recipe, base: BaseImage) -> tuple[AptSnapshot | None, Reason | None]:

@@ -1,10 +1,7 @@
-"""One build request planned: what ``tfbuild plan``, ``render`` and ``wheel`` were asked, to a plan.
+"""One build request planned: :class:`~tfbuild.plan.options.PlanOptions` to a :class:`Planned`.
 
-:func:`plan_request` turns a :class:`~tfbuild.plan.options.PlanOptions` (the command line's plan
-options as one frozen value) into a :class:`Planned` (the plan and the recipe it came from):
-it loads the recipes, chooses the release (or the canary's stand-in), describes this host, and asks
-the planner. Base images are given to it already resolved; the ones that live on a Docker engine
-(made by ``tfbuild base``) are looked up by :func:`tfbuild.plan.here.plan_here`.
+Base images are given already resolved; the ones that live on a Docker engine (made by
+``tfbuild base``) are looked up by :func:`tfbuild.plan.here.plan_here`.
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ if TYPE_CHECKING:  # imported where used: the command line imports this module o
     from tfbuild.detect.host import HostFacts
     from tfbuild.plan import BuildPlan
     from tfbuild.recipes.images import BaseImage
-    from tfbuild.recipes.recipe import Recipe, RecipeSet
+    from tfbuild.recipes.recipe import Recipe
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,11 +37,11 @@ class Planned:
     here: tuple[str, ...] = ()
 
 
-def choose_recipe(args: PlanOptions, recipes: RecipeSet | None = None) -> Recipe:
+def choose_recipe(args: PlanOptions) -> Recipe:
     """The recipe of ``--tf`` (default: the newest), or the canary's stand-in built on it."""
     from tfbuild.recipes.recipe import load_recipes
 
-    recipes = recipes or load_recipes(args.recipes_dir)
+    recipes = load_recipes(args.recipes_dir)
     recipe = recipes.get(args.tf) if args.tf else recipes.recipes[-1]
     if args.canary:
         from tfbuild.recipes import canary

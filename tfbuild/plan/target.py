@@ -81,48 +81,32 @@ def choose_target(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Targ
             kind="native",
             flags=None,
             cflags=("-march=native",),
-            coverage=_native_coverage(host),
+            # what the build host has: recorded, so that tfbuild pick can tell where it runs
+            coverage=tuple(
+                Coverage(feature=f, flag="-march=native") for f in cpu.guard_features(host.machine)
+            ),
             reasons=(Reason(what="target", value="-march=native", why="asked for with --native"),),
         )
     if options.target:
         target = cpu.lookup_target(options.target)
-        guaranteed = features.present(target.features) if target.family.name == "x86_64" else ()
-        flags = flags_for(target, compiler, machine_features=guaranteed)
-        reason = (
-            "a portable target: only what every CPU of that level has, never this host's extras"
+        kind: TargetKind = "portable"
+        have = features.present(target.features) if target.family.name == "x86_64" else ()
+        why = "a portable target: only what every CPU of that level has, never this host's extras"
+    else:
+        target = cpu.identify(host.machine)
+        kind = "machine"
+        have = cpu.guard_features(host.machine)
+        who = "this host" if host.machine_is_build_host else host.machine.source
+        why = (
+            f"the microarchitecture of {who} (archspec), with every TensorFlow guard feature it "
+            "has enabled"
         )
-        return Target(
-            name=str(target.name),
-            kind="portable",
-            flags=flags,
-            cflags=tuple(flags.flags),
-            coverage=flags.coverage,
-            reasons=(Reason(what="target", value=str(target.name), why=reason),),
-        )
-    target = cpu.identify(host.machine)
-    have = cpu.guard_features(host.machine)
     flags = flags_for(target, compiler, machine_features=have)
-    who = "this host" if host.machine_is_build_host else host.machine.source
     return Target(
         name=str(target.name),
-        kind="machine",
+        kind=kind,
         flags=flags,
         cflags=tuple(flags.flags),
         coverage=flags.coverage,
-        reasons=(
-            Reason(
-                what="target",
-                value=str(target.name),
-                why=f"the microarchitecture of {who} (archspec), with every TensorFlow guard "
-                "feature it has enabled",
-            ),
-        ),
-    )
-
-
-def _native_coverage(host: HostFacts) -> tuple[Coverage, ...]:
-    """-march=native turns on what the build host has: recorded, so that tfbuild pick can tell
-    which machines the wheel runs on."""
-    return tuple(
-        Coverage(feature=f, flag="-march=native") for f in cpu.guard_features(host.machine)
+        reasons=(Reason(what="target", value=str(target.name), why=why),),
     )

@@ -48,20 +48,16 @@ def choose_python(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Reas
                 why=f"{recipe.where('python')} allows {allowed}",
                 fix=f"Pick one of {allowed} with --python.",
             )
-        return Reason(what="python", value=options.python, why="asked for with --python")
-    if host.python in recipe.python:
-        return Reason(
-            what="python",
-            value=host.python,
-            why="this host's Python, so the wheel installs where tfbuild runs",
+        python, why = options.python, "asked for with --python"
+    elif host.python in recipe.python:
+        python, why = host.python, "this host's Python, so the wheel installs where tfbuild runs"
+    else:
+        python = recipe.python[-1]
+        why = (
+            f"this host's Python {host.python} is outside {recipe.where('python')} ({allowed}); "
+            "the newest supported one"
         )
-    newest = recipe.python[-1]
-    return Reason(
-        what="python",
-        value=newest,
-        why=f"this host's Python {host.python} is outside {recipe.where('python')} ({allowed}); "
-        "the newest supported one",
-    )
+    return Reason(what="python", value=python, why=why)
 
 
 def _compiler_path(family: str, major: str) -> tuple[str, tuple[str, ...]]:
@@ -105,20 +101,15 @@ def _route(
                 fix="Name an entry of base-images.yaml, or a local image made by tfbuild base.",
             )
         sysroot = Sysroot(name=IMAGE_SYSROOT, glibc=image.glibc, builder="image", image=image)
-        return (
-            "sysroot",
-            sysroot,
-            image.glibc,
-            Reason(
-                what="toolchain",
-                value=f"sysroot from {image.name}",
-                why=f"asked for with --sysroot-from: the image's clang links against the C library "
-                f"and libstdc++ of {image.distro} {image.suite}"
-                + (f" (glibc {image.glibc})" if image.glibc else "")
-                + ", through TF_SYSROOT as TensorFlow's release builds do, so the wheel loads "
-                "there and on newer systems",
-            ),
+        why = (
+            "asked for with --sysroot-from: the image's clang links against the C library and "
+            f"libstdc++ of {image.distro} {image.suite}"
+            + (f" (glibc {image.glibc})" if image.glibc else "")
+            + ", through TF_SYSROOT as TensorFlow's release builds do, so the wheel loads there and "
+            "on newer systems"
         )
+        reason = Reason(what="toolchain", value=f"sysroot from {image.name}", why=why)
+        return "sysroot", sysroot, image.glibc, reason
     if route is None or not options.portable:
         glibc = f"glibc {base.glibc}" if base.glibc else "its glibc"
         why = (
@@ -151,12 +142,8 @@ def _route(
         builder=route.builder,
         image=builder_image,
     )
-    return (
-        "sysroot",
-        sysroot,
-        recipe.floor,
-        Reason(what="toolchain", value=f"sysroot {route.sysroot} ({route.builder})", why=route.why),
-    )
+    value = f"sysroot {route.sysroot} ({route.builder})"
+    return "sysroot", sysroot, recipe.floor, Reason(what="toolchain", value=value, why=route.why)
 
 
 def choose_toolchain(
