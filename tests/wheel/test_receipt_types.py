@@ -1,4 +1,4 @@
-"""The receipts' grammars as types (tfbuild.wheel.receipt_types): what the types refuse, and the one
+"""The receipts' grammars as types (tfbuild.wheel.receipt): what the types refuse, and the one
 clause :func:`explain` says for it, naming the field."""
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from tests.conftest import ROOT
 from tfbuild.core import serial
 from tfbuild.core.stats import Verdict
 from tfbuild.wheel import receipt
-from tfbuild.wheel.receipt import InvalidReceipt, Receipt
-from tfbuild.wheel.receipt_types import (
+from tfbuild.wheel.receipt import (
     Count,
     DebianPackage,
     DebianVersion,
     ImageId,
+    InvalidReceipt,
+    Receipt,
     Sha256,
     Text,
     WheelRecord,

@@ -9,8 +9,7 @@ from pathlib import Path
 
 from tfbuild.core import defaults
 from tfbuild.core.defaults import BASE_REPOSITORY
-from tfbuild.core.resources import data_dir
-from tfbuild.recipes.recipe import user_dirs
+from tfbuild.recipes.recipe import recipe_dirs
 from tfbuild.recipes.strict_yaml import DataFile, Field, compose, entries_of, read_text, validate
 
 BASE_IMAGES_FILE = "base-images.yaml"
@@ -80,12 +79,8 @@ def parse_base_images(text: str, *, path: str) -> dict[str, BaseImage]:
 def load_base_images(extra_dirs: Sequence[Path] = ()) -> dict[str, BaseImage]:
     """``base-images.yaml``: name -> BaseImage (pinned by digest). A user recipes directory may
     carry its own file, whose entries add to or replace the shipped ones."""
-    # The user's directories are checked first: a --recipes-dir that cannot be read is said as
-    # such, even where tfbuild's own recipes/ cannot be read either (then that is said next).
-    users = user_dirs(extra_dirs)
-    dirs = [data_dir("recipes"), *users]
     images: dict[str, BaseImage] = {}
-    for index, directory in enumerate(dirs):
+    for index, directory in enumerate(recipe_dirs(extra_dirs)):
         path = directory / BASE_IMAGES_FILE
         if not os.path.lexists(path):
             continue  # a link that leads nowhere is not absent: reading it says so

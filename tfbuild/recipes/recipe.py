@@ -15,7 +15,7 @@ import fnmatch
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -274,143 +274,120 @@ class Recipe:
             "configs": list(self.configs),
             "copts": list(self.copts),
             "defines": list(self.defines),
-            "cuda": None
-            if self.cuda is None
-            else {
-                "hermetic": self.cuda.hermetic,
-                "cuda": self.cuda.cuda,
-                "cudnn": self.cuda.cudnn,
-                "cuda_versions": list(self.cuda.cuda_versions),
-                "cudnn_versions": list(self.cuda.cudnn_versions),
-                "capabilities": list(self.cuda.capabilities),
-                "base_image": self.cuda.base_image,
-            },
+            "cuda": serial.to_data(self.cuda),
             "notes": self.notes or None,
             "verified": serial.to_data(self.verified),
         }
 
 
 def _gate(recipe: Recipe) -> None:
-    """Refuse what the version gates rule out for this release."""
-    v = recipe.version
-    checks: list[tuple[str, bool, str]] = [
-        (
-            "wheel",
-            recipe.wheel_flow == tfversions.wheel_flow(v),
-            f"TensorFlow {recipe.short} builds its wheel with '{tfversions.wheel_flow(v)}', "
-            f"not '{recipe.wheel_flow}' (the :wheel target arrived in 2.17)",
-        ),
-        (
-            "wheel",
-            recipe.hermetic_python == tfversions.hermetic_python(v),
-            f"hermetic_python is {str(tfversions.hermetic_python(v)).lower()} for TensorFlow "
-            f"{recipe.short} (rules_python picks the interpreter from 2.14)",
-        ),
-        (
-            "wheel",
-            recipe.pywrap_rules == tfversions.pywrap_rules(v),
-            f"pywrap_rules is {str(tfversions.pywrap_rules(v)).lower()} for TensorFlow "
-            f"{recipe.short} (USE_PYWRAP_RULES from 2.20)",
-        ),
-    ]
-    tested = tfversions.TESTED.get(tfversions.minor(v))
-    if tested is not None:
-        low, high = (tfversions.parse_version(p) for p in tested.python)
-        outside = [p for p in recipe.python if not low <= tfversions.parse_version(p) <= high]
-        checks.append(
-            (
-                "python",
-                not outside,
-                f"Python {', '.join(outside)} is outside what TensorFlow {recipe.short} supports "
-                f"({tested.python[0]} to {tested.python[1]})",
-            )
-        )
-    family, _, version = recipe.compiler.partition("-")
-    conflict = tfversions.compiler_conflict(v, family, int(version.split(".")[0]))
-    checks.append(("compiler", conflict is None, conflict or ""))
-    if recipe.cuda is not None:
-        checks.append(
-            (
-                "cuda",
-                recipe.cuda.hermetic == tfversions.hermetic_cuda(v),
-                f"cuda.hermetic is {str(tfversions.hermetic_cuda(v)).lower()} for TensorFlow "
-                f"{recipe.short} (hermetic CUDA from 2.18)",
-            )
-        )
-        if recipe.cuda.hermetic:
-            bad = [x for x in (recipe.cuda.cuda, *recipe.cuda.cuda_versions) if x.count(".") != 2]
-            checks.append(
-                (
-                    "cuda",
-                    not bad,
-                    f"hermetic CUDA versions must be full x.y.z keys, not {', '.join(bad)} "
-                    "('12.5' does not work, '12.5.1' does)",
-                )
-            )
-        else:
-            checks.append(
-                (
-                    "cuda",
-                    recipe.cuda.base_image is not None,
-                    "a pre-hermetic CUDA row needs cuda.base_image (the toolchain image with "
-                    "CUDA and cuDNN installed)",
-                )
-            )
-    route = recipe.toolchain
-    if route is not None and route.route == "hermetic":
-        checks += [
-            (
-                "toolchain",
-                tfversions.hermetic_cc(v),
-                f"TensorFlow {recipe.short} has no hermetic C++ toolchain to select (its "
-                "rules_ml_toolchain compiles by default from 2.21)",
-            ),
-            ("toolchain", route.llvm is not None, "a hermetic route names its llvm (e.g. 18)"),
-            (
-                "toolchain",
-                route.rules_ml_toolchain is not None,
-                "a hermetic route names the rules_ml_toolchain commit the release pins "
-                "(rules_ml_toolchain: <40 hex digits>)",
-            ),
-            (
-                "toolchain",
-                not route.sysroot.startswith("/"),
-                "a hermetic route's sysroot is a SYSROOT_DIST name, e.g. linux_glibc_2_27",
-            ),
-            (
-                "toolchain",
-                route.llvm is not None and version.split(".")[0] == route.llvm,
-                f"the hermetic LLVM {route.llvm} is what compiles, so compiler must be "
-                f"clang-{route.llvm}.x (the flags are spelled for it), not {recipe.compiler}",
-            ),
-        ]
-    elif route is not None:
-        checks += [
-            (
-                "toolchain",
-                family == "clang",
-                "a sysroot route compiles with clang through TF's crosstool, not "
-                f"{recipe.compiler}",
-            ),
-            (
-                "toolchain",
-                route.sysroot.startswith("/") and None not in (route.builder, route.builder_image),
-                "a sysroot route names its sysroot's absolute path, its builder and builder_image",
-            ),
-            (
-                "toolchain",
-                route.builder != "devtoolset-9" or recipe.sha256 is not None,
-                "the devtoolset-9 builder takes TF's script from the release's source tarball, "
-                "which needs source.sha256 to be verified",
-            ),
-        ]
-    for key, ok, message in checks:
+    """Refuse what the version gates rule out for this release: the first rule broken, in order."""
+
+    def need(key: str, ok: bool, why: str) -> None:
         if not ok:
             raise InputError(
                 f"invalid recipe {recipe.where(key)}",
-                why=message,
+                why=why,
                 fix="Fix the recipe (see recipes/README.md for the schema).",
             )
+
+    v, short = recipe.version, recipe.short
+    need(
+        "wheel",
+        recipe.wheel_flow == tfversions.wheel_flow(v),
+        f"TensorFlow {short} builds its wheel with '{tfversions.wheel_flow(v)}', "
+        f"not '{recipe.wheel_flow}' (the :wheel target arrived in 2.17)",
+    )
+    need(
+        "wheel",
+        recipe.hermetic_python == tfversions.hermetic_python(v),
+        f"hermetic_python is {str(tfversions.hermetic_python(v)).lower()} for TensorFlow "
+        f"{short} (rules_python picks the interpreter from 2.14)",
+    )
+    need(
+        "wheel",
+        recipe.pywrap_rules == tfversions.pywrap_rules(v),
+        f"pywrap_rules is {str(tfversions.pywrap_rules(v)).lower()} for TensorFlow "
+        f"{short} (USE_PYWRAP_RULES from 2.20)",
+    )
+    tested = tfversions.TESTED_PYTHON.get(tfversions.minor(v))
+    if tested is not None:
+        low, high = (tfversions.parse_version(p) for p in tested)
+        outside = [p for p in recipe.python if not low <= tfversions.parse_version(p) <= high]
+        need(
+            "python",
+            not outside,
+            f"Python {', '.join(outside)} is outside what TensorFlow {short} supports "
+            f"({tested[0]} to {tested[1]})",
+        )
+    family, _, version = recipe.compiler.partition("-")
+    conflict = tfversions.compiler_conflict(v, family, int(version.split(".")[0]))
+    need("compiler", conflict is None, conflict or "")
+    if recipe.cuda is not None:
+        need(
+            "cuda",
+            recipe.cuda.hermetic == tfversions.hermetic_cuda(v),
+            f"cuda.hermetic is {str(tfversions.hermetic_cuda(v)).lower()} for TensorFlow "
+            f"{short} (hermetic CUDA from 2.18)",
+        )
+        if recipe.cuda.hermetic:
+            bad = [x for x in (recipe.cuda.cuda, *recipe.cuda.cuda_versions) if x.count(".") != 2]
+            need(
+                "cuda",
+                not bad,
+                f"hermetic CUDA versions must be full x.y.z keys, not {', '.join(bad)} "
+                "('12.5' does not work, '12.5.1' does)",
+            )
+        else:
+            need(
+                "cuda",
+                recipe.cuda.base_image is not None,
+                "a pre-hermetic CUDA row needs cuda.base_image (the toolchain image with "
+                "CUDA and cuDNN installed)",
+            )
+    route = recipe.toolchain
+    if route is not None and route.route == "hermetic":
+        need(
+            "toolchain",
+            tfversions.hermetic_cc(v),
+            f"TensorFlow {short} has no hermetic C++ toolchain to select (its "
+            "rules_ml_toolchain compiles by default from 2.21)",
+        )
+        need("toolchain", route.llvm is not None, "a hermetic route names its llvm (e.g. 18)")
+        need(
+            "toolchain",
+            route.rules_ml_toolchain is not None,
+            "a hermetic route names the rules_ml_toolchain commit the release pins "
+            "(rules_ml_toolchain: <40 hex digits>)",
+        )
+        need(
+            "toolchain",
+            not route.sysroot.startswith("/"),
+            "a hermetic route's sysroot is a SYSROOT_DIST name, e.g. linux_glibc_2_27",
+        )
+        need(
+            "toolchain",
+            version.split(".")[0] == route.llvm,
+            f"the hermetic LLVM {route.llvm} is what compiles, so compiler must be "
+            f"clang-{route.llvm}.x (the flags are spelled for it), not {recipe.compiler}",
+        )
+    elif route is not None:
+        need(
+            "toolchain",
+            family == "clang",
+            f"a sysroot route compiles with clang through TF's crosstool, not {recipe.compiler}",
+        )
+        need(
+            "toolchain",
+            route.sysroot.startswith("/") and None not in (route.builder, route.builder_image),
+            "a sysroot route names its sysroot's absolute path, its builder and builder_image",
+        )
+        need(
+            "toolchain",
+            route.builder != "devtoolset-9" or recipe.sha256 is not None,
+            "the devtoolset-9 builder takes TF's script from the release's source tarball, "
+            "which needs source.sha256 to be verified",
+        )
 
 
 def parse_recipe(text: str, *, path: str) -> Recipe:
@@ -505,15 +482,18 @@ class RecipeSet:
         return max(matches, key=lambda r: r.version)
 
 
-def user_dirs(extra_dirs: Sequence[Path]) -> list[Path]:
-    """``$TFBUILD_RECIPES_DIR`` (os.pathsep-separated), then ``--recipes-dir``: later ones win.
+def recipe_dirs(extra_dirs: Sequence[Path]) -> list[Path]:
+    """tfbuild's own recipes/, then ``$TFBUILD_RECIPES_DIR`` (os.pathsep-separated), then
+    ``--recipes-dir``: later ones win.
 
-    Each must be a directory this process can list (an InputError otherwise, never a silent skip)."""
+    Each user directory must be one this process can list (an InputError otherwise, never a silent
+    skip). They are checked first: a --recipes-dir that cannot be read is said as such, even where
+    tfbuild's own recipes/ cannot be read either (then that is said next)."""
     env = os.environ.get(RECIPES_ENV, "")
-    dirs = [*(Path(p) for p in env.split(os.pathsep) if p), *extra_dirs]
-    for directory in dirs:
+    users = [*(Path(p) for p in env.split(os.pathsep) if p), *extra_dirs]
+    for directory in users:
         _entries(directory)
-    return dirs
+    return [data_dir("recipes"), *users]
 
 
 def _entries(directory: Path) -> list[str]:
@@ -522,37 +502,23 @@ def _entries(directory: Path) -> list[str]:
     try:
         with os.scandir(directory) as entries:
             return sorted(entry.name for entry in entries)
-    except NotADirectoryError:
-        raise InputError(
-            f"cannot read recipes from {directory}", why="it is not a directory", fix=fix
-        ) from None
-    except FileNotFoundError:
-        raise InputError(
-            f"cannot read recipes from {directory}", why="it is not a directory", fix=fix
-        ) from None
     except OSError as exc:
-        raise InputError(
-            f"cannot read recipes from {directory}", why=exc.strerror or str(exc), fix=fix
-        ) from None
-
-
-def _recipe_files(directory: Path) -> Iterable[Path]:
-    # Recipes are tf-X.Y.yaml; other YAML beside them (base-images.yaml) is not a recipe. Every
-    # entry so named is read: one that is not a readable file (a dangling link, a directory) is an
-    # error, never silently dropped (an override that does not apply would go unnoticed).
-    return [directory / n for n in _entries(directory) if fnmatch.fnmatchcase(n, "tf-*.yaml")]
+        missing = isinstance(exc, NotADirectoryError | FileNotFoundError)
+        why = "it is not a directory" if missing else exc.strerror or str(exc)
+        raise InputError(f"cannot read recipes from {directory}", why=why, fix=fix) from None
 
 
 def load_recipes(extra_dirs: Sequence[Path] = ()) -> RecipeSet:
     """The shipped recipes, extended or overridden by ``extra_dirs`` (and ``$TFBUILD_RECIPES_DIR``)."""
-    # The user's directories are checked first: a --recipes-dir that cannot be read is said as
-    # such, even where tfbuild's own recipes/ cannot be read either (then that is said next).
-    users = user_dirs(extra_dirs)
-    dirs = [data_dir("recipes"), *users]
+    dirs = recipe_dirs(extra_dirs)
     by_version: dict[str, Recipe] = {}
     for index, directory in enumerate(dirs):
         seen: dict[str, str] = {}
-        for path in _recipe_files(directory):
+        # Recipes are tf-X.Y.yaml; other YAML beside them (base-images.yaml) is not a recipe. Every
+        # entry so named is read: one that is not a readable file (a dangling link, a directory) is
+        # an error, never silently dropped (an override that does not apply would go unnoticed).
+        names = [n for n in _entries(directory) if fnmatch.fnmatchcase(n, "tf-*.yaml")]
+        for path in (directory / n for n in names):
             # Shipped recipes are named as in the repository, so plans are the same on any machine.
             recipe = read_recipe(path, shown_as=f"recipes/{path.name}" if index == 0 else None)
             if recipe.tensorflow in seen:

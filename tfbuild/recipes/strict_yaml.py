@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +37,7 @@ _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 
 
 def _pattern(regex: re.Pattern[str], allowed: str) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        if isinstance(value, str) and regex.fullmatch(value):
-            return None
-        return allowed
-
-    return check
+    return lambda value: None if isinstance(value, str) and regex.fullmatch(value) else allowed
 
 
 VALUE_CHECKS: dict[str, Callable[[Any], str | None]] = {
@@ -162,12 +157,9 @@ def compose(text: str, doc: DataFile) -> yaml.Node:
     except _Refused as exc:
         raise refusal(doc, exc.mark, exc.why) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(
-            f"invalid {doc.noun} {doc.path}:{mark.line + 1 if mark is not None else 1}",
-            why=f"it is not valid YAML ({getattr(exc, 'problem', None) or exc})",
-            fix="Fix the YAML syntax.",
-        ) from None
+        why = f"it is not valid YAML ({getattr(exc, 'problem', None) or exc})"
+        syntax = replace(doc, fix="Fix the YAML syntax.")
+        raise refusal(syntax, getattr(exc, "problem_mark", None), why) from None
     if node is None:
         raise refusal(doc, None, "the file is empty")
     return node
@@ -292,11 +284,7 @@ def read_text(path: Path, noun: str) -> str:
     except InputError as exc:
         why = "it is a directory" if path.is_dir() else exc.why
     except FileNotFoundError:
-        why = (
-            "it does not exist (a dangling symbolic link?)"
-            if path.is_symlink()
-            else "it does not exist"
-        )
+        why = "it does not exist" + (" (a dangling symbolic link?)" if path.is_symlink() else "")
     except OSError as exc:
         why = exc.strerror or str(exc)
     raise InputError(

@@ -8,8 +8,6 @@ CUDA for 2.17, Clang 15 for 2.18...). Sources: ../shared/reference/tensorflow-bu
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 Version = tuple[int, ...]
 
 
@@ -21,29 +19,19 @@ def minor(version: Version) -> Version:
     return version[:2]
 
 
-@dataclass(frozen=True, kw_only=True)
-class Tested:
-    """A row of TensorFlow's "tested build configurations" table (Linux)."""
-
-    python: tuple[str, str]  # lowest and highest Python tested
-    compiler: str
-    bazel: str
-    cuda: str | None
-    cudnn: str | None
-
-
-#: tensorflow/docs site/en/install/source.md, tested configurations (HEAD 2026-03-11).
-TESTED: dict[Version, Tested] = {
-    (2, 21): Tested(python=("3.10", "3.13"), compiler="clang-18.1.8", bazel="7.4.1", cuda="12.5", cudnn="9.3"),
-    (2, 20): Tested(python=("3.9", "3.13"), compiler="clang-18.1.8", bazel="7.4.1", cuda="12.5", cudnn="9.3"),
-    (2, 19): Tested(python=("3.9", "3.12"), compiler="clang-18.1.8", bazel="6.5.0", cuda="12.5", cudnn="9.3"),
-    (2, 18): Tested(python=("3.9", "3.12"), compiler="clang-17.0.6", bazel="6.5.0", cuda="12.5", cudnn="9.3"),
-    (2, 17): Tested(python=("3.9", "3.12"), compiler="clang-17.0.6", bazel="6.5.0", cuda="12.3", cudnn="8.9"),
-    (2, 16): Tested(python=("3.9", "3.12"), compiler="clang-17.0.6", bazel="6.5.0", cuda="12.3", cudnn="8.9"),
-    (2, 15): Tested(python=("3.9", "3.11"), compiler="clang-16.0.0", bazel="6.1.0", cuda="12.2", cudnn="8.9"),
-    (2, 14): Tested(python=("3.9", "3.11"), compiler="clang-16.0.0", bazel="6.1.0", cuda="11.8", cudnn="8.7"),
-    (2, 13): Tested(python=("3.8", "3.11"), compiler="clang-16.0.0", bazel="5.3.0", cuda="11.8", cudnn="8.6"),
-}  # fmt: skip
+#: The lowest and highest Python of each release's row in TensorFlow's "tested build
+#: configurations" table (Linux): tensorflow/docs site/en/install/source.md (HEAD 2026-03-11).
+TESTED_PYTHON: dict[Version, tuple[str, str]] = {
+    (2, 21): ("3.10", "3.13"),
+    (2, 20): ("3.9", "3.13"),
+    (2, 19): ("3.9", "3.12"),
+    (2, 18): ("3.9", "3.12"),
+    (2, 17): ("3.9", "3.12"),
+    (2, 16): ("3.9", "3.12"),
+    (2, 15): ("3.9", "3.11"),
+    (2, 14): ("3.9", "3.11"),
+    (2, 13): ("3.8", "3.11"),
+}
 
 
 def wheel_flow(version: Version) -> str:

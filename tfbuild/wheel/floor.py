@@ -52,12 +52,21 @@ _ELF_MAGIC = b"\x7fELF"
 
 
 def inspect_wheel(wheel: Path, *, exclude: Iterable[str] = ()) -> WheelFloor:
-    """``wheel``'s floor (glibc, libstdc++, libgcc) and best manylinux policy, by auditwheel.
+    """``wheel``'s floor (glibc, libstdc++, libgcc) and best manylinux policy, by auditwheel
+    (``exclude``: auditwheel's ``--exclude``, as above)."""
+    try:  # imported when first needed
+        from importlib.metadata import version
 
-    ``exclude``: sonames or fnmatch patterns of libraries the wheel may need from the system
-    without any policy allowing them (auditwheel's ``--exclude``).
-    """
-    auditwheel = _load()
+        from auditwheel import wheel_abi
+        from auditwheel.error import AuditwheelError, NonPlatformWheelError
+
+        tool = f"auditwheel {version('auditwheel')}"
+    except ImportError as error:
+        raise EnvironmentProblem(
+            "auditwheel is not installed",
+            why=f"tfbuild finds a wheel's glibc floor and manylinux tag with it ({error})",
+            fix="Run `pip install auditwheel` in tfbuild's environment.",
+        ) from None
     if not wheel.is_file():
         raise InputError(
             f"{wheel} does not exist",
@@ -72,9 +81,8 @@ def inspect_wheel(wheel: Path, *, exclude: Iterable[str] = ()) -> WheelFloor:
         )
     _check_archive(wheel)
     excluded = frozenset((exclude,) if isinstance(exclude, str) else exclude)
-    tool = f"auditwheel {auditwheel.version}"
     try:
-        info = auditwheel.analyze(
+        info = wheel_abi.analyze_wheel_abi(
             None,  # libc: from the ELF files
             None,  # architecture: from the ELF files
             wheel.absolute(),
@@ -82,7 +90,7 @@ def inspect_wheel(wheel: Path, *, exclude: Iterable[str] = ()) -> WheelFloor:
             disable_isa_ext_check=True,
             allow_graft=False,
         )
-    except auditwheel.NonPlatformWheelError as error:
+    except NonPlatformWheelError as error:
         if _has_elf(wheel):
             raise InputError(
                 f"auditwheel cannot inspect {wheel.name}",
@@ -91,7 +99,7 @@ def inspect_wheel(wheel: Path, *, exclude: Iterable[str] = ()) -> WheelFloor:
             ) from None
         log.info("%s has no ELF file: a pure-Python wheel has no floor", wheel.name)
         return WheelFloor(glibc=None, libstdcxx=None, libgcc=None, policy=None, tool=tool)
-    except (auditwheel.AuditwheelError, RuntimeError, ValueError) as error:
+    except (AuditwheelError, RuntimeError, ValueError) as error:
         raise InputError(
             f"auditwheel cannot inspect {wheel.name}",
             why=str(error),
@@ -106,35 +114,8 @@ def inspect_wheel(wheel: Path, *, exclude: Iterable[str] = ()) -> WheelFloor:
     finally:
         # auditwheel caches the ELF analysis by file path: a wheel rewritten under the same name
         # would get the old answer, and the cache holds the whole library tree.
-        auditwheel.clear_cache()
+        wheel_abi.get_wheel_elfdata.cache_clear()
     return _floor(info, tool)
-
-
-class _Auditwheel:
-    """The few names tfbuild uses from auditwheel, imported when first needed."""
-
-    def __init__(self) -> None:
-        from importlib.metadata import version
-
-        from auditwheel import wheel_abi
-        from auditwheel.error import AuditwheelError, NonPlatformWheelError
-
-        self.analyze = wheel_abi.analyze_wheel_abi
-        self.clear_cache = wheel_abi.get_wheel_elfdata.cache_clear
-        self.AuditwheelError = AuditwheelError
-        self.NonPlatformWheelError = NonPlatformWheelError
-        self.version = version("auditwheel")
-
-
-def _load() -> _Auditwheel:
-    try:
-        return _Auditwheel()
-    except ImportError as error:
-        raise EnvironmentProblem(
-            "auditwheel is not installed",
-            why=f"tfbuild finds a wheel's glibc floor and manylinux tag with it ({error})",
-            fix="Run `pip install auditwheel` in tfbuild's environment.",
-        ) from None
 
 
 def _floor(info: Any, tool: str) -> WheelFloor:

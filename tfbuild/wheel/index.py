@@ -17,13 +17,8 @@ without its receipt is refused like a wheel that does not match its receipt.
 Every sha256 is computed from the wheel itself. Where a receipt exists, it must be a readable
 :class:`~tfbuild.wheel.receipt.Receipt` whose ``wheel.sha256`` (and name and size) agree and whose plan still
 hashes to its ``plan_sha256``, or nothing is written: a corrupted, swapped or edited artifact is never
-published.
-The output is deterministic (sorted by name, no timestamps), and the two files are written as one
-set (:func:`tfbuild.core.files.write_files`): both places checked, both written under temp names, then
-renamed, so a failure leaves the previous pair as it was. The directory is read and written under
-its dist/ lock, the one ``tfbuild wheel`` publishes under, so a wheel is never read beside a receipt
-of a set half-published. :func:`collect` and :func:`render_html` are pure apart from reading the
-directory; :func:`write_index` is the one step that writes.
+published. The output is deterministic (sorted by name, no timestamps); the two files are written as
+one set (:func:`tfbuild.core.files.write_files`), so a failure leaves the previous pair as it was.
 
 The directory is input, possibly hostile: a name with any character a wheel's name cannot hold, a
 link, anything but a regular file, or a file that is not a zip archive with a ``.dist-info/WHEEL``
@@ -52,7 +47,7 @@ from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, shown, write_files
 from tfbuild.wheel.labels import is_standin_name, parse_label, spelt_label, spelt_version
-from tfbuild.wheel.overlay_receipt import OverlayReceipt, is_overlay_wheel, read_overlay_receipt
+from tfbuild.wheel.overlay_receipt import is_overlay_wheel, read_overlay_receipt
 from tfbuild.wheel.receipt import Receipt, WheelFloor, WheelRecord, read_receipt, receipt_path
 
 SCHEMA = "tfbuild.index/1"
@@ -137,16 +132,15 @@ class IndexResult:
 # --- reading the directory -------------------------------------------------------------------------
 
 
-def _publish_fix(wheel: Path) -> str:
-    return (
+def _same_file(
+    recorded: WheelRecord, path: Path, wheel: Path, sha256: str, size: int, edited: str = ""
+) -> None:
+    """The receipt at ``path`` must describe exactly this file (the same name, sha256 and size) and
+    be as its build wrote it (``edited``: why it is not)."""
+    fix = (
         f"Do not publish {wheel.name}: rebuild it (or fetch it again) so that the wheel and its "
         "receipt come from the same build."
     )
-
-
-def _same_file(recorded: WheelRecord, path: Path, wheel: Path, sha256: str, size: int) -> None:
-    """The receipt at ``path`` must describe exactly this file: the same name, sha256 and size."""
-    fix = _publish_fix(wheel)
     if recorded.name != wheel.name:
         raise InputError(
             f"{wheel} does not match its receipt",
@@ -166,46 +160,17 @@ def _same_file(recorded: WheelRecord, path: Path, wheel: Path, sha256: str, size
             why=f"{path.name} records {recorded.size} bytes",
             fix=fix,
         )
+    if edited:
+        raise InputError(f"{path} was edited after {wheel.name} was built", why=edited, fix=fix)
 
 
-def _checked_receipt(path: Path, wheel: Path, sha256: str, size: int) -> Receipt:
-    """The receipt must describe exactly this file (same name, sha256 and size), and its plan must
-    be the one the build recorded."""
-    receipt = read_receipt(path)
-    _same_file(receipt.wheel, path, wheel, sha256, size)
-    fix = _publish_fix(wheel)
+def _edited(receipt: Receipt) -> str:
+    """Why the receipt's plan or inputs are not what its build recorded ("" when they are)."""
     if not receipt.plan_intact():
-        raise InputError(
-            f"{path} was edited after {wheel.name} was built",
-            why="its plan no longer matches its plan_sha256",
-            fix=fix,
-        )
+        return "its plan no longer matches its plan_sha256"
     if receipt.inputs_intact() is False:
-        raise InputError(
-            f"{path} was edited after {wheel.name} was built",
-            why="its inputs no longer match its inputs_sha256",
-            fix=fix,
-        )
-    return receipt
-
-
-def _checked_overlay(path: Path, wheel: Path, sha256: str, size: int) -> OverlayReceipt:
-    """An overlay's receipt, read whole and strictly (a missing one is an error), describing exactly
-    this file."""
-    receipt = read_overlay_receipt(path, wheel=wheel)
-    _same_file(receipt.wheel, path, wheel, sha256, size)
-    return receipt
-
-
-def _overlay_on(receipt: OverlayReceipt) -> OverlayOn:
-    return OverlayOn(
-        distribution=receipt.stock_name,
-        release=receipt.tensorflow,
-        framework_size=receipt.framework_size,
-        features=receipt.features,
-        kernels=len(receipt.kernels),
-        pending=receipt.pending,
-    )
+        return "its inputs no longer match its inputs_sha256"
+    return ""
 
 
 #: The characters a wheel's file name can hold. Each component is escaped to letters, digits, "_"
@@ -216,9 +181,6 @@ def _overlay_on(receipt: OverlayReceipt) -> OverlayOn:
 WHEEL_NAME = re.compile(r"[A-Za-z0-9_.+-]+\.whl")
 #: The member every wheel has: NAME-VERSION.dist-info/WHEEL, at the top of the archive.
 _WHEEL_MEMBER = re.compile(r"[^/]+\.dist-info/WHEEL")
-_NOT_A_WHEEL_FIX = (
-    "Publish only wheels that tfbuild wheel (or pip wheel) wrote; remove or rebuild it."
-)
 
 
 def _check_name(wheel: Path) -> None:
@@ -235,8 +197,9 @@ def _check_name(wheel: Path) -> None:
     )
 
 
-def _check_file(wheel: Path, mode: int) -> None:
-    """A regular file in the directory itself: a link could name any file and change later."""
+def _check_wheel(wheel: Path, mode: int, size: int) -> None:
+    """A regular file in the directory itself (a link could name any file and change later): a zip
+    archive with a NAME-VERSION.dist-info/WHEEL member (only its directory is read)."""
     if stat.S_ISLNK(mode):
         raise InputError(
             f"{wheel} is a symbolic link",
@@ -244,30 +207,24 @@ def _check_file(wheel: Path, mode: int) -> None:
             fix="Copy the wheel itself into the directory.",
         )
     if not stat.S_ISREG(mode):
-        raise InputError(
-            f"{wheel} is not a wheel", why="it is not a regular file", fix=_NOT_A_WHEEL_FIX
-        )
-
-
-def _check_archive(wheel: Path, size: int) -> None:
-    """A zip archive with a NAME-VERSION.dist-info/WHEEL member (only its directory is read)."""
-    if size == 0:
-        raise InputError(
-            f"{wheel} is not a wheel", why="it is empty (0 bytes)", fix=_NOT_A_WHEEL_FIX
-        )
-    try:
-        with zipfile.ZipFile(wheel) as archive:
-            members = archive.namelist()
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
-        raise InputError(
-            f"{wheel} is not a wheel", why=f"it is not a zip archive ({exc})", fix=_NOT_A_WHEEL_FIX
-        ) from None
-    if not any(_WHEEL_MEMBER.fullmatch(m) for m in members):
-        raise InputError(
-            f"{wheel} is not a wheel",
-            why="it has no NAME-VERSION.dist-info/WHEEL member",
-            fix=_NOT_A_WHEEL_FIX,
-        )
+        why = "it is not a regular file"
+    elif size == 0:
+        why = "it is empty (0 bytes)"
+    else:
+        try:
+            with zipfile.ZipFile(wheel) as archive:
+                members = archive.namelist()
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError) as exc:
+            why = f"it is not a zip archive ({exc})"
+        else:
+            if any(_WHEEL_MEMBER.fullmatch(m) for m in members):
+                return
+            why = "it has no NAME-VERSION.dist-info/WHEEL member"
+    raise InputError(
+        f"{wheel} is not a wheel",
+        why=why,
+        fix="Publish only wheels that tfbuild wheel (or pip wheel) wrote; remove or rebuild it.",
+    )
 
 
 def _entry(wheel: Path) -> IndexEntry:
@@ -282,9 +239,9 @@ def _entry(wheel: Path) -> IndexEntry:
             "remove it.",
         ) from None
     try:
-        _check_file(wheel, wheel.lstat().st_mode)
-        size = wheel.stat().st_size
-        _check_archive(wheel, size)
+        status = wheel.lstat()
+        size = status.st_size
+        _check_wheel(wheel, status.st_mode, size)
         sha256 = sha256_file(wheel)
     except OSError as exc:
         raise InputError(f"cannot read {wheel}", why=exc.strerror or str(exc)) from None
@@ -296,16 +253,23 @@ def _entry(wheel: Path) -> IndexEntry:
     floor: WheelFloor | None = None
     beside = receipt_path(wheel)
     receipt_name: str | None = None
-    described_by: Literal["receipt", "label"] = "label"
     overlay: OverlayOn | None = None
     if is_overlay_wheel(wheel):  # described by its receipt only, which must be there
-        found = _checked_overlay(beside, wheel, sha256, size)
-        receipt_name, described_by, overlay = beside.name, "receipt", _overlay_on(found)
-        target = found.target
+        found = read_overlay_receipt(beside, wheel=wheel)
+        _same_file(found.wheel, beside, wheel, sha256, size)
+        receipt_name, target = beside.name, found.target
+        overlay = OverlayOn(
+            distribution=found.stock_name,
+            release=found.tensorflow,
+            framework_size=found.framework_size,
+            features=found.features,
+            kernels=len(found.kernels),
+            pending=found.pending,
+        )
     elif os.path.lexists(beside):  # a FIFO or a device there is refused by the reader, not skipped
-        receipt = _checked_receipt(beside, wheel, sha256, size)
+        receipt = read_receipt(beside)
+        _same_file(receipt.wheel, beside, wheel, sha256, size, _edited(receipt))
         receipt_name = beside.name
-        described_by = "receipt"
         standin = standin or receipt.standin
         floor = receipt.floor
         target, variant = receipt.target, receipt.variant
@@ -329,7 +293,7 @@ def _entry(wheel: Path) -> IndexEntry:
         size=size,
         sha256=sha256,
         receipt=receipt_name,
-        described_by=described_by,
+        described_by="receipt" if receipt_name else "label",
         floor=floor,
         overlay=overlay,
     )
@@ -443,10 +407,7 @@ _COLUMNS = (
 
 def render_html(entries: tuple[IndexEntry, ...], *, title: str, base_url: str | None = None) -> str:
     """The page: one PEP 503 anchor per wheel (its only links), in a table; everything escaped."""
-
-    def esc(text: str) -> str:
-        return html.escape(text, quote=True)
-
+    esc = html.escape
     rows = []
     for e in entries:
         standin = ' <strong class="standin">STAND-IN</strong>' if e.standin else ""

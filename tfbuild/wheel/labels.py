@@ -74,9 +74,7 @@ def normalised(text: str) -> str:
 def _targets_by_label() -> dict[str, str]:
     from tfbuild.core.targets import targets
 
-    TARGETS = targets()
-
-    labels = {normalised(cpu_label(name)): name for name in TARGETS}
+    labels = {normalised(cpu_label(name)): name for name in targets()}
     labels[NATIVE] = NATIVE
     return labels
 
@@ -110,19 +108,14 @@ def parse_label(local: str | None) -> WheelLabel:
         else:
             rest.append(segment)
     by_label = _targets_by_label()
-    target: str | None = None
-    other: list[str] = list(rest)
     # The longest run of consecutive segments that names a target wins (skylake.avx512 over skylake).
     for size in range(len(rest), 0, -1):
         for start in range(len(rest) - size + 1):
-            candidate = ".".join(rest[start : start + size])
-            if candidate in by_label:
-                target = by_label[candidate]
-                other = rest[:start] + rest[start + size :]
-                break
-        if target is not None:
-            break
-    return WheelLabel(text=text, target=target, variant=variant, cuda=cuda, other=tuple(other))
+            if (name := ".".join(rest[start : start + size])) in by_label:
+                other = (*rest[:start], *rest[start + size :])
+                target = by_label[name]
+                return WheelLabel(text=text, target=target, variant=variant, cuda=cuda, other=other)
+    return WheelLabel(text=text, target=None, variant=variant, cuda=cuda, other=tuple(rest))
 
 
 #: The canary's own local version label (``0.0.0+tfbuild.canary``, written by its wheel packer,

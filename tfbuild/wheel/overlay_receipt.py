@@ -7,13 +7,13 @@ against, the kernels it registers and the numerical check of each, and where it 
 ``compiler`` (``--compiler``; every receipt written before the image existed, which reads the same).
 ``tfbuild verify`` rebuilds from it, so every value that reaches the compiler's command line, a
 Dockerfile or apt is held to a grammar here, after the same bounded JSON read as a build's receipt
-(:func:`tfbuild.wheel.receipt_types.load_json`).
+(:func:`tfbuild.wheel.receipt.load_json`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
@@ -22,7 +22,7 @@ from packaging.utils import canonicalize_name
 from tfbuild.core import serial
 from tfbuild.core.controls import control_in
 from tfbuild.core.errors import InputError
-from tfbuild.wheel.receipt_types import (
+from tfbuild.wheel.receipt import (
     IMAGE_ID,
     MAX_TEXT,
     SHA256,
@@ -133,11 +133,6 @@ class OverlayReceipt:
     def stock_name(self) -> str:
         """The TensorFlow distribution it goes on, normalised as pip names it: ``tensorflow-cpu``."""
         return str(canonicalize_name(self.distribution))
-
-    @property
-    def requirement(self) -> str:
-        """Its wheel's ``Requires-Dist``, normalised: ``tensorflow-cpu==2.21.0``."""
-        return f"{self.stock_name}=={self.tensorflow}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -264,17 +259,9 @@ def decode_overlay_receipt(raw: bytes, *, source: str, charset: str = "utf-8") -
 
 
 def read_overlay_receipt(path: Path, *, wheel: Path | None = None) -> OverlayReceipt:
-    return read_receipt_file(
-        path,
-        wheel=wheel,
-        decode=lambda raw, source: decode_overlay_receipt(raw, source=source),
-        fix=FIX,
-    )
+    return read_receipt_file(path, wheel=wheel, decode=decode_overlay_receipt, fix=FIX)
 
 
 def is_overlay_wheel(wheel: Path) -> bool:
     """An overlay's wheel, by its name (the distribution tfbuild-overlay)."""
     return wheel.name.startswith("tfbuild_overlay-") and wheel.suffix == ".whl"
-
-
-FIELDS = tuple(f.name for f in fields(OverlayReceipt))

@@ -114,10 +114,8 @@ def compare(a: Path, b: Path) -> WheelDiff:
         entries: list[EntryDiff] = []
         for name in sorted(common):
             info_a, info_b = files_a[name], files_b[name]
-            (digest_a, elf_a, bad_a), (digest_b, elf_b, bad_b) = (
-                _digest(zip_a, info_a),
-                _digest(zip_b, info_b),
-            )
+            digest_a, elf_a, bad_a = _digest(zip_a, info_a)
+            digest_b, elf_b, bad_b = _digest(zip_b, info_b)
             if digest_a != digest_b or bad_a or bad_b:
                 elf = _elf_diff(zip_a, info_a, zip_b, info_b) if elf_a and elf_b else None
                 changed.append(

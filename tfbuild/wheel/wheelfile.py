@@ -41,7 +41,6 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
 from tfbuild.core.defaults import ZIP_EPOCH
@@ -66,15 +65,12 @@ DateTime = tuple[int, int, int, int, int, int]
 
 def zip_time(epoch: int) -> DateTime:
     """SOURCE_DATE_EPOCH as a zip member's (UTC) date and time, clamped to what a zip can hold."""
-    moment = time.gmtime(min(max(epoch, ZIP_EPOCH), _ZIP_LAST))
-    return (
-        moment.tm_year,
-        moment.tm_mon,
-        moment.tm_mday,
-        moment.tm_hour,
-        moment.tm_min,
-        moment.tm_sec,
-    )
+    year, month, day, hour, minute, second = time.gmtime(min(max(epoch, ZIP_EPOCH), _ZIP_LAST))[:6]
+    return year, month, day, hour, minute, second
+
+
+def _damaged(what: str, why: str) -> InputError:
+    return InputError(what, why=why, fix="Rebuild the wheel.")
 
 
 def _record_hash(data: bytes) -> str:
@@ -150,10 +146,9 @@ def _copy_raw(
     fp.seek(info.header_offset)
     header = _LOCAL_HEADER.unpack(fp.read(_LOCAL_HEADER.size))
     if header[0] != _LOCAL_SIGNATURE:
-        raise InputError(
+        raise _damaged(
             f"the wheel's member {info.filename} has a bad local header",
-            why="the zip archive is damaged",
-            fix="Rebuild the wheel.",
+            "the zip archive is damaged",
         )
     fp.seek(header[-2] + header[-1], os.SEEK_CUR)  # skip the local name and extra field
     out.add_raw(entry, fp)
@@ -165,25 +160,12 @@ class _Writer:
     Python's zipfile cannot add already-compressed data, so the few structures needed are written
     here, following APPNOTE: no extra fields and no comments (nothing that carries a time or the
     packing machine); members over 4 GiB (never in a wheel) are refused rather than written wrongly.
-    The central directory is written when the ``with`` block ends without an error.
+    :meth:`finish` writes the central directory after the last member.
     """
 
-    def __init__(self, path: Path) -> None:
-        self._file = path.open("wb")
+    def __init__(self, file: IO[bytes]) -> None:
+        self._file = file
         self._central: list[bytes] = []
-
-    def __enter__(self) -> _Writer:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        with self._file:
-            if kind is None:
-                self._finish()
 
     def _header(self, entry: zipfile.ZipInfo) -> None:
         name = entry.filename.encode("utf-8")
@@ -233,17 +215,17 @@ class _Writer:
         while remaining:
             chunk = data.read(min(_COPY_CHUNK, remaining))
             if not chunk:
-                raise InputError(
+                raise _damaged(
                     f"the wheel's member {entry.filename} is truncated",
-                    why="the zip archive ends early",
-                    fix="Rebuild the wheel.",
+                    "the zip archive ends early",
                 )
             self._file.write(chunk)
             remaining -= len(chunk)
 
     def add_bytes(self, entry: zipfile.ZipInfo, content: bytes) -> None:
         """``content`` deflated, under ``entry``'s name, time and mode."""
-        packed = _deflate(content)
+        compressor = zlib.compressobj(6, zlib.DEFLATED, -15)  # raw deflate, as zip stores it
+        packed = compressor.compress(content) + compressor.flush()
         entry.compress_type = zipfile.ZIP_DEFLATED
         entry.flag_bits = 0
         entry.CRC = zlib.crc32(content)
@@ -252,18 +234,13 @@ class _Writer:
         self._header(entry)
         self._file.write(packed)
 
-    def _finish(self) -> None:
+    def finish(self) -> None:
         start = self._file.tell()
         for record in self._central:
             self._file.write(record)
         size = self._file.tell() - start
         count = len(self._central)
         self._file.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, count, count, size, start, 0))
-
-
-def _deflate(content: bytes) -> bytes:
-    compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
-    return compressor.compress(content) + compressor.flush()
 
 
 def relabel(
@@ -294,25 +271,16 @@ def relabel(
 
 
 def retag(wheel: Path, platform: str, out_dir: Path) -> Path:
-    """Write ``wheel`` with the platform tag ``platform`` into ``out_dir``; return the new path.
-
-    ``platform`` is a tag (``manylinux_2_27_x86_64``) or a compressed tag set (dots between tags):
-    it replaces the file name's platform part and the platform of every ``Tag:`` line in WHEEL (one
-    line per Python and ABI tag and platform), and RECORD gets WHEEL's new hash. The version, with
-    tfbuild's local label, stays; every other member's compressed bytes are copied as they are.
-    Retagging to the tag the wheel has is a rewrite all the same (WHEEL then says it too).
-    """
+    """Write ``wheel`` with the platform tag ``platform`` (a tag, or a compressed tag set: dots
+    between tags) into ``out_dir``; return the new path. Retagging to the tag the wheel has is a
+    rewrite all the same (WHEEL then says it too)."""
     return _rewrite(wheel, out_dir, _split_name(wheel)[1], None, platform)
 
 
 def normalise(wheel: Path, out_dir: Path, *, epoch: int) -> Path:
-    """Write ``wheel``, normalised, into ``out_dir`` under the same name; return the new path.
-
-    Members sorted by path (the ``.dist-info`` directory last, RECORD the very last), every time
-    ``epoch`` (SOURCE_DATE_EPOCH, UTC, clamped to 1980-01-01), modes 0644 or 0755 (when the member
-    had an executable bit), made on Unix, no directory entries, no extra fields, RECORD in the same
-    order. Compressed bytes are copied as they are. ``out_dir`` may be the wheel's own directory.
-    """
+    """Write ``wheel``, normalised on ``epoch`` (SOURCE_DATE_EPOCH, UTC, clamped to what a zip holds),
+    into ``out_dir`` under the same name; return the new path. ``out_dir`` may be the wheel's own
+    directory."""
     return _rewrite(wheel, out_dir, _split_name(wheel)[1], epoch)
 
 
@@ -333,9 +301,7 @@ def _rewrite(
     try:
         source = zipfile.ZipFile(wheel)
     except (zipfile.BadZipFile, OSError) as exc:
-        raise InputError(
-            f"cannot read {wheel.name}", why=str(exc), fix="Rebuild the wheel."
-        ) from None
+        raise _damaged(f"cannot read {wheel.name}", str(exc)) from None
     with source, replacing(target, mode=stat.S_IMODE(wheel.stat().st_mode)) as partial:
         members = source.infolist()
         old_prefix = _dist_info(wheel, members, version)[: -len(".dist-info")]
@@ -377,7 +343,8 @@ def _rewrite(
                 key=lambda m: (renamed(m.filename).startswith(dist_info_dir), renamed(m.filename))
             )
         record = _record(source, kept, renamed, replaced, record_name)
-        with _Writer(partial) as out:
+        with partial.open("wb") as file:
+            out = _Writer(file)
             for info in kept:
                 entry = _entry(info, renamed(info.filename), stamp)
                 if info.filename in replaced:
@@ -385,6 +352,7 @@ def _rewrite(
                 else:
                     _copy_raw(source, info, entry, out)
             out.add_bytes(_entry(source.getinfo(record_name), renamed(record_name), stamp), record)
+            out.finish()
         _same_owner(wheel, partial)
     return target
 
@@ -431,21 +399,16 @@ def _wheel_with_platform(text: bytes, platform: str) -> bytes:
             continue
         pair, dash, _ = value.strip().rpartition(b"-")
         if not dash or pair.count(b"-") != 1:
-            raise InputError(
+            raise _damaged(
                 f"the wheel's WHEEL has a malformed tag: {value.strip().decode(errors='replace')}",
-                why="a tag is PYTHON-ABI-PLATFORM",
-                fix="Rebuild the wheel.",
+                "a tag is PYTHON-ABI-PLATFORM",
             )
         if first < 0:
             first = len(kept)
         if pair not in pairs:
             pairs.append(pair)
     if first < 0:
-        raise InputError(
-            "the wheel's WHEEL has no Tag line",
-            why="WHEEL names the tags the wheel is for",
-            fix="Rebuild the wheel.",
-        )
+        raise _damaged("the wheel's WHEEL has no Tag line", "WHEEL names the tags the wheel is for")
     tags = [
         b"Tag: " + pair + b"-" + tag.encode("ascii") + ending
         for pair in pairs
@@ -458,11 +421,7 @@ def _dist_info(wheel: Path, members: list[zipfile.ZipInfo], version: str) -> str
     """The wheel's own top-level ``.dist-info`` directory (for ``version``)."""
     names = [m.filename for m in members]
     if len(set(names)) != len(names):
-        raise InputError(
-            f"{wheel.name} holds a member twice",
-            why="which copy pip installs is undefined",
-            fix="Rebuild the wheel.",
-        )
+        raise _damaged(f"{wheel.name} holds a member twice", "which copy pip installs is undefined")
     tops = {n.split("/", 1)[0] for n in names}
     found = [
         t
@@ -470,10 +429,9 @@ def _dist_info(wheel: Path, members: list[zipfile.ZipInfo], version: str) -> str
         if t.endswith(".dist-info") and normalised(t[:-10]).endswith(normalised(version))
     ]
     if len(found) != 1:
-        raise InputError(
+        raise _damaged(
             f"{wheel.name} has no single .dist-info directory for version {version}",
-            why=f"found {', '.join(sorted(t for t in tops if t.endswith('.dist-info'))) or 'none'}",
-            fix="Rebuild the wheel.",
+            f"found {', '.join(sorted(t for t in tops if t.endswith('.dist-info'))) or 'none'}",
         )
     return found[0]
 
@@ -482,10 +440,8 @@ def _read(source: zipfile.ZipFile, name: str) -> bytes:
     try:
         return _member(source, source.getinfo(name))
     except KeyError:
-        raise InputError(
-            f"the wheel has no {name}",
-            why="every wheel's .dist-info holds METADATA and RECORD",
-            fix="Rebuild the wheel.",
+        raise _damaged(
+            f"the wheel has no {name}", "every wheel's .dist-info holds METADATA and RECORD"
         ) from None
 
 
@@ -494,10 +450,8 @@ def _member(source: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     try:
         return source.read(info)
     except ZIP_MEMBER_ERRORS as exc:
-        raise InputError(
-            f"the wheel's member {info.filename} is corrupt",
-            why=f"{type(exc).__name__}: {exc}",
-            fix="Rebuild the wheel.",
+        raise _damaged(
+            f"the wheel's member {info.filename} is corrupt", f"{type(exc).__name__}: {exc}"
         ) from None
 
 
@@ -539,11 +493,10 @@ def _record(
             writer.writerow([rename(info.filename), _record_hash(data), str(len(data))])
             continue
         if row[2] not in ("", str(info.file_size)):
-            raise InputError(
+            raise _damaged(
                 f"the wheel's RECORD gives {info.filename} {row[2]} bytes, the member has "
                 f"{info.file_size}",
-                why="RECORD and the archive disagree: the wheel is damaged",
-                fix="Rebuild the wheel.",
+                "RECORD and the archive disagree: the wheel is damaged",
             )
         writer.writerow([rename(info.filename), row[1], str(info.file_size)])
     writer.writerow([rename(record_name), "", ""])

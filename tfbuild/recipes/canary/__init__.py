@@ -9,21 +9,11 @@ and finds a wheel in ``bazel-bin/tensorflow/tools/pip_package/wheel_house/``.
 The tree is a real bazel workspace (WORKSPACE, .bazelrc, BUILD files) and ``bazel`` is a real bazel:
 Debian's ``bazel-bootstrap`` package (bazel 4.2.3; the toolchain image installs it instead of
 bazelisk, ``render.STANDIN_BAZEL_PACKAGE``), because it builds offline and is packaged by the
-canary's distributions (bookworm 4.2.3+ds-9, trixie 4.2.3+ds-11). How the canary's rules take what
-TensorFlow's C++ compiles take (tree/third_party/canary.bzl):
+canary's distributions (bookworm 4.2.3+ds-9, trixie 4.2.3+ds-11). The canary's rules take the
+target flags, the compiler and TF_SYSROOT by the paths TensorFlow's C++ compiles take them
+(tree/third_party/canary.bzl says which: an undefined ``--config`` stops bazel, and TF_SYSROOT
+without ``@local_config_cuda``'s crosstool changes nothing, as in TensorFlow's build); besides:
 
-- the target flags: ``build:opt --copt=...`` of the imported .tf_configure.bazelrc reach the rules as
-  the cpp fragment's ``copts``, by the path TensorFlow's compiles get them (an undefined
-  ``--config`` stops bazel, as in TensorFlow's build);
-- the compiler: bazel 4.2.3's ``--repo_env`` reaches repository rules, not actions, so the rules read
-  the rc file's ``--action_env CC=...`` (gcc plans) or ``CLANG_COMPILER_PATH`` (clang plans) from the
-  configuration's default shell environment; ``--repo_env=CC`` is left to repository rules, as in
-  TensorFlow's local crosstool;
-- TF_SYSROOT: the canary's WORKSPACE makes ``@local_config_cuda`` (a repository rule that reads
-  ``--repo_env=TF_SYSROOT``), whose ``//crosstool:toolchain`` carries the sysroot; the rules read the
-  target ``--crosstool_top`` names (the cpp fragment's ``cc_toolchain`` field) and give every
-  compile and the link ``--sysroot``. Without that crosstool (the .bazelrc's default is the canary's
-  own, //third_party:crosstool), TF_SYSROOT changes nothing, as in TensorFlow's build;
 - ``--@rules_ml_toolchain//common:enable_hermetic_cc``: a build setting of a local stand-in
   repository; True is refused (the canary has no hermetic toolchain);
 - WHEEL_NAME: a repository rule reads it, as TensorFlow's python repository rule does. The plan
@@ -31,9 +21,8 @@ TensorFlow's C++ compiles take (tree/third_party/canary.bzl):
   import name), so that installing the stand-in never replaces a TensorFlow.
 
 The wheel is packed by a Python script run as a bazel action
-(tree/tensorflow/tools/pip_package/pack_wheel.py), deliberately NOT reproducible (its docstring
-lists how); the compiles name their sources by absolute path inside the output base, so the
-library embeds it unless tfbuild's prefix map removes it.
+(tree/tensorflow/tools/pip_package/pack_wheel.py), deliberately NOT reproducible: its docstring
+and canary.bzl's say how.
 
 What bazel 4.2.3 limits, against the recipes' bazel 6 and 7: it cannot build cc rules offline here
 (Debian's rules_cc is newer than it), so the canary has its own compile rules instead of
