@@ -40,56 +40,17 @@ exactly the TensorFlow its receipt names installed, the same distribution, relea
 are chosen apart from the wheels (:mod:`~tfbuild.pick.rank` says why): ``chosen`` is still the best
 wheel, ``overlay`` the best overlay for the TensorFlow installed.
 
-One module a job, each importing only those before it:
+One module a job (each one's docstring, and ARCHITECTURE.md's table, say which), each importing
+only those before it: ``fetch``, ``listing``, ``machine``, ``compat``, ``rank``, ``install``,
+``session``; ``report`` is what ``--json`` writes of a result.
 
-- :mod:`~tfbuild.pick.fetch`: an http(s) GET bounded by the pick's one deadline and by size,
-  receipts fetched a few at a time (:func:`~tfbuild.pick.fetch.fetch`, through
-  :mod:`tfbuild.core.http`, tfbuild's one HTTP client);
-- :mod:`~tfbuild.pick.listing`: the wheels and their receipts, from a directory or an index page
-  (:func:`load_wheels`, a directory or page read, or an HTTP fetch), following only http(s) links
-  to the page's own origin (or an ``--allow-origin`` one), or a local page's files inside its
-  directory (:class:`~tfbuild.pick.listing.LinkPolicy`);
-- :mod:`~tfbuild.pick.machine`: the machine, its Python, glibc, libstdc++ and driver
-  (:func:`describe_host`: cpuinfo, nvidia-smi, the interpreter, the loader's libstdc++);
-- :mod:`~tfbuild.pick.compat`: the five checks, one wheel on one host (:func:`evaluate`, pure),
-  giving an :class:`Assessment`;
-- :mod:`~tfbuild.pick.rank`: the ranking and the choice (:func:`pick`, pure);
-- :mod:`~tfbuild.pick.install`: pip installs the choice (:func:`install`), a linked wheel only
-  with the ``#sha256=`` pip checks (:func:`check_hash`);
-- :mod:`~tfbuild.pick.session`: the command's steps in order, from a
-  :class:`~tfbuild.pick.session.PickRequest` to the choice, the install and the error it ends with.
-
-The human output is :func:`tfbuild.cli.display.print_pick`; this package never imports rich, so
+The human output is :func:`tfbuild.cli.wheel_display.print_pick`; this package never imports rich, so
 ``--json`` does not either.
 """
 
 from __future__ import annotations
 
-from tfbuild.pick.compat import UNLABELLED_REASON, Assessment, evaluate
-from tfbuild.pick.fetch import FetchLimits
-from tfbuild.pick.install import InstallResult, check_hash, check_install_here, install
-from tfbuild.pick.listing import WheelFile, WheelSource, load_wheels, parse_index
-from tfbuild.pick.machine import Host, describe_host, libstdcxx_here
-from tfbuild.pick.rank import SCHEMA, PickOptions, PickResult, pick
+from tfbuild.pick.compat import Assessment
+from tfbuild.pick.rank import PickResult
 
-__all__ = [
-    "SCHEMA",
-    "UNLABELLED_REASON",
-    "Assessment",
-    "FetchLimits",
-    "Host",
-    "InstallResult",
-    "PickOptions",
-    "PickResult",
-    "WheelFile",
-    "WheelSource",
-    "check_hash",
-    "check_install_here",
-    "describe_host",
-    "evaluate",
-    "install",
-    "libstdcxx_here",
-    "load_wheels",
-    "parse_index",
-    "pick",
-]
+__all__ = ["Assessment", "PickResult"]

@@ -60,6 +60,9 @@ STAGE_ORDER: dict[str, int] = {
     "ok": 6,
 }
 UNLABELLED_REASON = "no CPU label: assumed portable (like the stock wheel)"
+_ILLEGAL = "would die with Illegal instruction"
+#: Said of an overlay whose kernels would not load: it is no use, though nothing breaks.
+_NOT_LOADED = "its loader would not load it here (stock kernels would run)"
 
 
 _INTERPRETER = re.compile(r"([a-z]+?)(\d)(\d*)")
@@ -89,9 +92,8 @@ class Assessment:
     python_rank: int = 0  # 3 exact cpXY, 2 abi3 (or cpXY-none), 1 py3-none; 0 when it does not fit
     standin: bool = False  # the canary's STAND-IN wheel (receipt or label says so), not TensorFlow
     filtered: str | None = None  # why --tf / --variant leaves it out
-    rank: int | None = (
-        None  # 1 for the chosen wheel, 2... for the others that run and are asked for
-    )
+    # 1 for the chosen wheel, 2... for the others that run and are asked for.
+    rank: int | None = None
 
     @property
     def variant(self) -> Variant:
@@ -169,13 +171,6 @@ def _tag_libc_refusal(need: _LibcNeed, platform: str, host: Host) -> str | None:
     return _glibc_refusal(f"{need[0]}.{need[1]}", platform, host)
 
 
-def _floor_glibc_refusal(floor: WheelFloor | None, host: Host) -> str | None:
-    """The receipt's floor: the newest GLIBC_ symbol version the wheel's ELF files need."""
-    if floor is None or not floor.glibc:
-        return None
-    return _glibc_refusal(floor.glibc, f"its receipt: GLIBC_{floor.glibc} symbols", host)
-
-
 def _libstdcxx_refusal(floor: WheelFloor | None, host: Host) -> str | None:
     """The receipt's floor against the newest GLIBCXX_ version of the host's libstdc++."""
     if floor is None or not floor.libstdcxx or host.libstdcxx is None:
@@ -238,25 +233,19 @@ def _describe_tag(tag: Tag) -> str:
     return f"{tag.interpreter}-{tag.abi} ({who} {version})"
 
 
-def is_standin(filename: str, receipt: Receipt | None) -> bool:
-    """Is this the canary's STAND-IN wheel? Its receipt says so, or its name (``tfbuild_canary``)
-    or version label (``0.0.0+tfbuild.canary``) does."""
-    return (receipt is not None and receipt.standin) or is_standin_name(filename)
-
-
-def _illegal(fit_reason: str, target: Microarchitecture, host: Host) -> str:
+def _not_for(
+    fit_reason: str, target: Microarchitecture, host: Host, *, here: str = _ILLEGAL
+) -> str:
+    """A target this CPU cannot run: what it would do ``here`` (this vendor's or a generic one),
+    else another vendor's."""
     if target.vendor in (host.cpu.vendor, "generic"):
-        return f"would die with Illegal instruction: {fit_reason}"
+        return f"{here}: {fit_reason}"
     return f"not for this CPU: {fit_reason}"
 
 
-def _cpu_check(
-    label: WheelLabel, receipt: Receipt | None, host: Host
-) -> tuple[bool, str, str | None]:
-    """(runs, reason, the target decided on) for the CPU part of a wheel."""
+def _cpu_check(label: WheelLabel, receipt: Receipt | None, host: Host) -> tuple[bool, str]:
+    """(runs, reason) for the CPU part of a wheel: its label's target, else its receipt's."""
     from tfbuild.core.targets import targets
-
-    TARGETS = targets()
 
     target = label.target
     source = "label"
@@ -269,9 +258,8 @@ def _cpu_check(
                 False,
                 f"its label segment {shown!r} names no CPU target tfbuild knows (no archspec "
                 "microarchitecture), and no receipt says what it was built for",
-                None,
             )
-        return True, UNLABELLED_REASON, None
+        return True, UNLABELLED_REASON
     guard = set(host.guard)
     if target == NATIVE:
         if receipt is None:
@@ -279,45 +267,33 @@ def _cpu_check(
                 False,
                 "built with -march=native on some machine, and no receipt beside it says which "
                 "instructions it uses",
-                target,
             )
         if receipt.architecture and receipt.architecture != host.cpu.architecture:
             return (
                 False,
                 f"built with -march=native on an {receipt.architecture} machine, but this one is "
                 f"{host.cpu.architecture}",
-                target,
             )
         if not receipt.covered:
-            return (
-                False,
-                "built with -march=native, and its receipt records no CPU features",
-                target,
-            )
+            return False, "built with -march=native, and its receipt records no CPU features"
         missing = [f for f in receipt.covered if f not in guard]
         if missing:
             return (
                 False,
                 "would die with Illegal instruction: built with -march=native on a CPU with "
                 f"{', '.join(missing)}, which this CPU lacks (from its receipt)",
-                target,
             )
         return (
             True,
             f"built with -march=native; every feature its receipt records is here "
             f"({', '.join(receipt.covered)})",
-            target,
         )
-    if target not in TARGETS:
-        return (
-            False,
-            f"its receipt names the target {target!r}, which archspec does not know",
-            target,
-        )
-    micro = TARGETS[target]
+    micro = targets().get(target)
+    if micro is None:
+        return False, f"its receipt names the target {target!r}, which archspec does not know"
     fit = cpu.why_not(micro, host.cpu)
     if not fit.runs:
-        return False, _illegal(fit.reason, micro, host), target
+        return False, _not_for(fit.reason, micro, host)
     reason = fit.reason + (" (target from its receipt)" if source == "receipt" else "")
     if receipt is not None:
         missing = [f for f in receipt.covered if f not in guard]
@@ -326,15 +302,10 @@ def _cpu_check(
                 False,
                 f"would die with Illegal instruction: its receipt says the compiler turned on "
                 f"{', '.join(missing)}, which this CPU lacks",
-                target,
             )
         if receipt.covered:
             reason += "; every feature its receipt records is here"
-    return True, reason, target
-
-
-#: Said of an overlay whose kernels would not load: it is no use, though nothing breaks.
-_NOT_LOADED = "its loader would not load it here (stock kernels would run)"
+    return True, reason
 
 
 def _unused(overlay: OverlayReceipt | None) -> dict[str, str]:
@@ -348,17 +319,14 @@ def _unused(overlay: OverlayReceipt | None) -> dict[str, str]:
 
 
 def _overlay_cpu_check(
-    label: WheelLabel, overlay: OverlayReceipt | None, host: Host
-) -> tuple[bool, str, str | None]:
-    """(runs, reason, the target) for an overlay: its target by a wheel's rule, then every
-    instruction set its receipt says the loader checks for."""
+    target: str | None, overlay: OverlayReceipt | None, host: Host
+) -> tuple[bool, str]:
+    """(runs, reason) for an overlay: its target (its receipt's, else its label's) by a wheel's
+    rule, then every instruction set its receipt says the loader checks for."""
     from tfbuild.core.targets import targets
 
-    TARGETS = targets()
-
-    target = overlay.target if overlay is not None else label.target
     if target is None:
-        return False, "its label names no CPU target, and no receipt says what it is for", None
+        return False, "its label names no CPU target, and no receipt says what it is for"
     reason = ""
     if target == NATIVE:
         if overlay is None:
@@ -366,20 +334,16 @@ def _overlay_cpu_check(
                 False,
                 "compiled with -march=native on some machine, and no receipt beside it says "
                 "which instructions its loader checks for",
-                target,
             )
         reason = "compiled with -march=native"
-    elif target not in TARGETS:
-        return False, f"it names the target {target!r}, which archspec does not know", target
+    elif (micro := targets().get(target)) is None:
+        return False, f"it names the target {target!r}, which archspec does not know"
     else:
-        micro = TARGETS[target]
         fit = cpu.why_not(
             micro, host.cpu, unused=_unused(overlay), because="which its kernels do not contain"
         )
-        if not fit.runs and micro.vendor in (host.cpu.vendor, "generic"):
-            return False, f"{_NOT_LOADED}: {fit.reason}", target
         if not fit.runs:  # another vendor's target: refused as a wheel is, whatever it loads
-            return False, f"not for this CPU: {fit.reason}", target
+            return False, _not_for(fit.reason, micro, host, here=_NOT_LOADED)
         reason = fit.reason
     if overlay is not None:
         present = cpu.instruction_sets(host.cpu)
@@ -389,10 +353,9 @@ def _overlay_cpu_check(
                 False,
                 f"{_NOT_LOADED}: it checks the CPU for {', '.join(missing)}, which this CPU lacks "
                 "(from its receipt)",
-                target,
             )
         reason += "; the CPU has every instruction set its loader checks for"
-    return True, reason, target
+    return True, reason
 
 
 def _tensorflow_check(overlay: OverlayReceipt | None, host: Host) -> tuple[bool, str]:
@@ -446,6 +409,9 @@ def evaluate(wheel: WheelFile, host: Host) -> Assessment:
     name, version, _build, tagset = parse_wheel_filename(wheel.filename)
     tags = sorted(tagset, key=str)
     label = parse_label(spelt_label(wheel.filename) or version.local)
+    # The canary's STAND-IN: its receipt says so, or its name (tfbuild_canary) or version label
+    # (0.0.0+tfbuild.canary) does.
+    standin = bool(wheel.receipt and wheel.receipt.standin) or is_standin_name(wheel.filename)
 
     def assessment(
         stage: Stage, reason: str, *, target: str | None = None, rank: int = 0
@@ -462,7 +428,7 @@ def evaluate(wheel: WheelFile, host: Host) -> Assessment:
             stage=stage,
             reason=reason,
             python_rank=rank,
-            standin=is_standin(wheel.filename, wheel.receipt),
+            standin=standin,
         )
 
     if wheel.mismatch is not None:
@@ -483,7 +449,11 @@ def evaluate(wheel: WheelFile, host: Host) -> Assessment:
     floor = wheel.receipt.floor if wheel.receipt is not None else None
     refusals = [(t, need, _tag_libc_refusal(need, t.platform, host)) for t, need in fitting]
     usable = [t for t, _need, refusal in refusals if refusal is None]
-    floor_refusal = _floor_glibc_refusal(floor, host)
+    floor_refusal = None  # the newest GLIBC_ symbol version the wheel's ELF files need
+    if floor is not None and floor.glibc:
+        floor_refusal = _glibc_refusal(
+            floor.glibc, f"its receipt: GLIBC_{floor.glibc} symbols", host
+        )
     if not usable:
         _tag, need, refusal = refusals[0]
         stricter = floor_refusal if floor_refusal and _stricter(need, floor) else None
@@ -494,19 +464,20 @@ def evaluate(wheel: WheelFile, host: Host) -> Assessment:
         return assessment("glibc", libstdcxx_refusal)
     rank = max(python_rank(t, host) for t in usable)
     if wheel.is_overlay:
-        runs, reason, target = _overlay_cpu_check(label, wheel.overlay, host)
+        target = wheel.overlay.target if wheel.overlay is not None else label.target
+        runs, reason = _overlay_cpu_check(target, wheel.overlay, host)
         if not runs:
             return assessment("cpu", reason, target=target, rank=rank)
         tf_ok, tf_reason = _tensorflow_check(wheel.overlay, host)
         if not tf_ok:
             return assessment("tensorflow", tf_reason, target=target, rank=rank)
         return assessment("ok", f"{reason}; {tf_reason}", target=target, rank=rank)
-    runs, reason, target = _cpu_check(label, wheel.receipt, host)
+    runs, reason = _cpu_check(label, wheel.receipt, host)
     if not runs:
-        return assessment("cpu", reason, target=target, rank=rank)
+        return assessment("cpu", reason, rank=rank)
     if label.cuda:
         cuda_ok, cuda_reason = _cuda_check(label.cuda, host)
         if not cuda_ok:
-            return assessment("cuda", cuda_reason, target=target, rank=rank)
+            return assessment("cuda", cuda_reason, rank=rank)
         reason = f"{reason}; {cuda_reason}"
-    return assessment("ok", reason, target=target, rank=rank)
+    return assessment("ok", reason, rank=rank)

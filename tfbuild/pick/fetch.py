@@ -112,21 +112,17 @@ def _failure(url: str, exc: http.HttpFailure, deadline: PickDeadline) -> Excepti
         if exc.received:
             return deadline.error(f"{url} had sent {exc.received} bytes and was still sending")
         return deadline.error(f"{url} had not answered")
+    what = f"cannot read {url}"
     if isinstance(exc, http.TooLarge):
-        return InputError(f"cannot read {url}", why=exc.why)
+        return InputError(what, why=exc.why)
     if isinstance(exc, http.RedirectRefused):
-        return InputError(
-            f"cannot read {url}", why=exc.why, fix="" if exc.by_rule else _OWN_ADDRESS
-        )
+        return InputError(what, why=exc.why, fix="" if exc.by_rule else _OWN_ADDRESS)
     if isinstance(exc, http.StatusFailure):
         if 300 <= exc.status < 400:  # a redirect without a Location, or one too many
-            return InputError(
-                f"cannot read {url}",
-                why=f"the server answered {exc.status}: {exc.reason}",
-                fix=_OWN_ADDRESS,
-            )
+            why = f"the server answered {exc.status}: {exc.reason}"
+            return InputError(what, why=why, fix=_OWN_ADDRESS)
         return InputError(
-            f"cannot read {url}",
+            what,
             why=f"the server answered {exc.status} {exc.reason}",
             fix="Check the URL: it should be an index page that links to .whl files.",
         )

@@ -23,7 +23,7 @@ from __future__ import annotations
 import html.parser
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -49,43 +49,27 @@ def is_url(text: str) -> bool:
 # --- receipts and wheels ---------------------------------------------------------------------------
 
 
-def parse_receipt(raw: bytes, *, charset: str = "utf-8", wheel: str) -> Receipt:
-    """A receipt's bytes read; a ValueError (:class:`InvalidReceipt`, bad JSON or text) says why
-    it is not a usable receipt of ``wheel``."""
-    try:
-        receipt = decode_receipt(raw, source="it", charset=charset)
-    except InputError as exc:  # bounded, typed decoding: one clause for the warning
-        raise InvalidReceipt(exc.why or exc.what) from None
-    if receipt.wheel.name != wheel:
-        raise InvalidReceipt(f"it describes {receipt.wheel.name!r}, not this wheel")
-    if not receipt.plan_intact():
-        raise InvalidReceipt("its plan no longer matches its plan_sha256")
-    if receipt.inputs_intact() is False:
-        raise InvalidReceipt("its inputs no longer match its inputs_sha256")
-    return receipt
-
-
-def parse_overlay_receipt(raw: bytes, *, charset: str = "utf-8", wheel: str) -> OverlayReceipt:
-    """An overlay's receipt read; a ValueError (:class:`InvalidReceipt`) says why it is not a
-    usable receipt of the overlay ``wheel``."""
-    try:
-        receipt = decode_overlay_receipt(raw, source="it", charset=charset)
-    except InputError as exc:
-        raise InvalidReceipt(exc.why or exc.what) from None
-    if receipt.wheel.name != wheel:
-        raise InvalidReceipt(f"it describes {receipt.wheel.name!r}, not this overlay")
-    return receipt
-
-
 #: A receipt of either kind: a build's (tfbuild.receipt/2) or an overlay's (tfbuild.overlay/1).
 AnyReceipt = Receipt | OverlayReceipt
 
 
 def parse_any_receipt(raw: bytes, *, charset: str = "utf-8", wheel: str) -> AnyReceipt:
-    """The receipt of ``wheel`` by its kind: an overlay's for an overlay, a build's otherwise."""
-    if is_overlay_wheel(Path(wheel)):
-        return parse_overlay_receipt(raw, charset=charset, wheel=wheel)
-    return parse_receipt(raw, charset=charset, wheel=wheel)
+    """The receipt of ``wheel`` by its kind: an overlay's for an overlay, a build's otherwise; a
+    ValueError (:class:`InvalidReceipt`, bad JSON or text) says why it is not a usable one."""
+    overlay = is_overlay_wheel(Path(wheel))
+    decode: Callable[..., AnyReceipt] = decode_overlay_receipt if overlay else decode_receipt
+    try:
+        receipt = decode(raw, source="it", charset=charset)
+    except InputError as exc:  # bounded, typed decoding: one clause for the warning
+        raise InvalidReceipt(exc.why or exc.what) from None
+    if receipt.wheel.name != wheel:
+        kind = "overlay" if overlay else "wheel"
+        raise InvalidReceipt(f"it describes {receipt.wheel.name!r}, not this {kind}")
+    if isinstance(receipt, Receipt) and not receipt.plan_intact():
+        raise InvalidReceipt("its plan no longer matches its plan_sha256")
+    if isinstance(receipt, Receipt) and receipt.inputs_intact() is False:
+        raise InvalidReceipt("its inputs no longer match its inputs_sha256")
+    return receipt
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -275,10 +259,13 @@ class _Anchors(html.parser.HTMLParser):
         self.max_links = max_links
         self.events = 0
 
-    def _event(self) -> None:
+    def _event(self, *_args: object, **_kwargs: object) -> None:
         self.events += 1
         if self.events > self.max_links * _EVENTS_PER_LINK:
             raise _TooMany(f"more than {self.max_links * _EVENTS_PER_LINK} tags")
+
+    # Every other event is only counted.
+    handle_endtag = handle_comment = handle_decl = handle_pi = unknown_decl = _event
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._event()
@@ -291,21 +278,6 @@ class _Anchors(html.parser.HTMLParser):
             if len(self.hrefs) >= self.max_links:
                 raise _TooMany(f"more than {self.max_links} links")
             self.hrefs.append(href.strip())
-
-    def handle_endtag(self, tag: str) -> None:
-        self._event()
-
-    def handle_comment(self, data: str) -> None:
-        self._event()
-
-    def handle_decl(self, decl: str) -> None:
-        self._event()
-
-    def handle_pi(self, data: str) -> None:
-        self._event()
-
-    def unknown_decl(self, data: str) -> None:
-        self._event()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -456,23 +428,37 @@ def _valid(name: str, warnings: list[str]) -> bool:
     return True
 
 
-def _receipts(receipt: AnyReceipt | None) -> tuple[Receipt | None, OverlayReceipt | None]:
-    """(a build's receipt, an overlay's receipt): WheelFile's two fields, at most one of them set."""
-    if isinstance(receipt, OverlayReceipt):
-        return None, receipt
-    return receipt, None
+def _wheel_file(
+    found: AnyReceipt | None,
+    source: str,
+    *,
+    filename: str,
+    location: str,
+    mismatch: str | None,
+    sha256: str | None = None,
+    from_index: bool = False,
+) -> WheelFile:
+    """A wheel with the receipt ``found`` at ``source`` (or none) in the field of its kind."""
+    return WheelFile(
+        filename=filename,
+        location=location,
+        sha256=sha256,
+        from_index=from_index,
+        receipt=found if isinstance(found, Receipt) else None,
+        receipt_source=source if found else None,
+        mismatch=mismatch,
+        overlay=found if isinstance(found, OverlayReceipt) else None,
+    )
 
 
 def _local_wheel(wheel: Path, warnings: list[str]) -> WheelFile:
     beside = receipt_path(wheel)
     found = _read_receipt_file(beside, wheel.name, warnings)
-    receipt, overlay = _receipts(found)
-    return WheelFile(
+    return _wheel_file(
+        found,
+        str(beside),
         filename=wheel.name,
         location=str(wheel),
-        receipt=receipt,
-        overlay=overlay,
-        receipt_source=str(beside) if found else None,
         mismatch=_file_mismatch(wheel, found),
     )
 
@@ -601,15 +587,13 @@ def _linked_local_wheel(
     mismatch = _file_mismatch(path, found) or _mismatch(
         found, sha256, said="the page links it with sha256"
     )
-    receipt, overlay = _receipts(found)
-    return WheelFile(
+    return _wheel_file(
+        found,
+        str(receipt_file),
         filename=name,
         location=str(path),
         sha256=sha256,
         from_index=True,
-        receipt=receipt,
-        overlay=overlay,
-        receipt_source=str(receipt_file) if found else None,
         mismatch=mismatch,
     )
 
@@ -662,21 +646,19 @@ def _from_links(
         workers=limits.workers,
         deadline=deadline,
     )
-    fetched = dict(zip((job for job in jobs), results, strict=True))
+    fetched = dict(zip(jobs, results, strict=True))
     for name, location, sha256, receipt_url in remote:
         read, warning = fetched.get((name, receipt_url or ""), (None, None))
         if warning:
             warnings.append(warning)
-        receipt, overlay = _receipts(read)
         found.append(
-            WheelFile(
+            _wheel_file(
+                read,
+                receipt_url or "",
                 filename=name,
                 location=location,
                 sha256=sha256,
                 from_index=True,
-                receipt=receipt,
-                overlay=overlay,
-                receipt_source=receipt_url if read else None,
                 mismatch=_mismatch(read, sha256, said="the page links it with sha256"),
             )
         )

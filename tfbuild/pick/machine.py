@@ -18,7 +18,6 @@ import ctypes.util
 import os
 import re
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -160,10 +159,6 @@ def parse_libstdcxx(text: str) -> str:
     return ".".join(str(int(p)) for p in stripped.split("."))
 
 
-def _abi_prefix(name: str) -> str:
-    return {"cpython": "cp", "pypy": "pp"}.get(name, name)
-
-
 def _driver_here() -> tuple[str | None, str]:
     from tfbuild.detect.nvidia import detect_nvidia
 
@@ -273,9 +268,7 @@ def _glibc_of(live: bool, stated: str | None) -> tuple[str | None, bool, str]:
     return detected, True, "this machine"
 
 
-def _libstdcxx_of(
-    live: bool, stated: str | None, here: Callable[[], tuple[str | None, str]]
-) -> tuple[str | None, str]:
+def _libstdcxx_of(live: bool, stated: str | None) -> tuple[str | None, str]:
     """(newest GLIBCXX_ version, source): stated with --libstdcxx, read here, else unknown."""
     if not live:
         if stated is not None:
@@ -285,7 +278,7 @@ def _libstdcxx_of(
             "not checked: a --cpuinfo dump does not say the machine's libstdc++; state its "
             "newest GLIBCXX_ version with --libstdcxx X.Y.Z",
         )
-    detected, source = here()
+    detected, source = libstdcxx_here()
     if stated is not None:
         own = f"GLIBCXX_{detected}" if detected else source
         return stated, f"--libstdcxx (this machine's own libstdc++: {own})"
@@ -300,8 +293,6 @@ def describe_host(
     driver_cuda: str | None = None,
     glibc: str | None = None,
     libstdcxx: str | None = None,
-    driver: Callable[[], tuple[str | None, str]] = _driver_here,
-    libstdcxx_reader: Callable[[], tuple[str | None, str]] = libstdcxx_here,
 ) -> Host:
     """This machine, or a saved cpuinfo; the Python, C/C++ runtimes and CUDA driver stated or
     found."""
@@ -318,7 +309,8 @@ def describe_host(
     elif python is not None:
         implementation, version, python_source = "cp", parse_python(python), "--python"
     else:
-        implementation = _abi_prefix(sys.implementation.name)
+        name = sys.implementation.name
+        implementation = {"cpython": "cp", "pypy": "pp"}.get(name, name)
         version = f"{sys.version_info.major}.{sys.version_info.minor}"
         python_source = f"{OWN_INTERPRETER}, {sys.executable}"
     if driver_cuda is not None:
@@ -330,9 +322,9 @@ def describe_host(
             "no GPU assumed for a --cpuinfo machine; state its driver's CUDA with --driver-cuda X.Y",
         )
     else:
-        cuda, cuda_source = driver()
+        cuda, cuda_source = _driver_here()
     glibc_found, glibc_checked, glibc_source = _glibc_of(live, stated_glibc)
-    libstdcxx_found, libstdcxx_source = _libstdcxx_of(live, stated_libstdcxx, libstdcxx_reader)
+    libstdcxx_found, libstdcxx_source = _libstdcxx_of(live, stated_libstdcxx)
     return Host(
         source="this machine" if live else str(cpuinfo),
         live=live,

@@ -74,8 +74,6 @@ def _specificity(target: Microarchitecture) -> tuple[int, int]:
 def _target_specificity(assessment: Assessment, host: Host) -> tuple[int, int]:
     from tfbuild.core.targets import targets
 
-    TARGETS = targets()
-
     target = assessment.target
     if target is None:
         return (-1, -1)  # unlabelled: the least specific of all
@@ -86,7 +84,8 @@ def _target_specificity(assessment: Assessment, host: Host) -> tuple[int, int]:
             return _specificity(cpu.identify(host.cpu))
         # A subset of this CPU's features: only known to run, so just above unlabelled.
         return (0, 0)
-    return _specificity(TARGETS[target]) if target in TARGETS else (-1, -1)
+    micro = targets().get(target)
+    return _specificity(micro) if micro is not None else (-1, -1)
 
 
 def _rank_key(assessment: Assessment, host: Host) -> tuple[Any, ...]:
@@ -192,12 +191,7 @@ def _why(chosen: Assessment, others: Sequence[Assessment]) -> tuple[str, ...]:
     if chosen.label.cuda and any(v.label.cuda is None for v in peers):
         lines.append("a CUDA build the driver can run, preferred over CPU builds")
     peers = [v for v in peers if (v.label.cuda is None) == (chosen.label.cuda is None)]
-    below = sorted({v.target or "unlabelled" for v in peers if v.target != chosen.target})
-    if below:
-        lines.append(
-            f"the most specific CPU target that runs here: {chosen.target or 'unlabelled'} "
-            f"(over {', '.join(below)})"
-        )
+    lines += _most_specific(chosen, peers)
     if chosen.variant == Variant.cpu and any(v.variant == Variant.mkl for v in peers):
         lines.append("the plain build over the oneDNN (mkl) one; --variant mkl asks for that")
     if chosen.python_rank == 3 and any(v.python_rank < 3 for v in peers):
@@ -209,28 +203,28 @@ def _overlay_why(chosen: Assessment, others: Sequence[Assessment]) -> tuple[str,
     lines = [chosen.reason]
     if not others:
         return (*lines, "the only overlay that runs here and goes on the TensorFlow installed")
-    below = sorted({v.target or "unlabelled" for v in others if v.target != chosen.target})
-    if below:
-        lines.append(
-            f"the most specific CPU target that runs here: {chosen.target} (over {', '.join(below)})"
-        )
-    return tuple(lines)
+    return (*lines, *_most_specific(chosen, others))
+
+
+def _most_specific(chosen: Assessment, peers: Sequence[Assessment]) -> list[str]:
+    below = sorted({v.target or "unlabelled" for v in peers if v.target != chosen.target})
+    if not below:
+        return []
+    target = chosen.target or "unlabelled"
+    return [f"the most specific CPU target that runs here: {target} (over {', '.join(below)})"]
 
 
 def _ordered(assessments: Sequence[Assessment], host: Host) -> tuple[Assessment, ...]:
     """The best first, ranked 1, 2, ...; then those that run but were not asked for; then the
     refused, the nearest miss first."""
-    eligible = sorted(
-        (v for v in assessments if v.runs and v.filtered is None),
+    runs = sorted(
+        (v for v in assessments if v.runs),
         key=lambda v: (_rank_key(v, host), v.wheel.filename),
         reverse=True,
     )
+    eligible = [v for v in runs if v.filtered is None]
     eligible = [replace(v, rank=i) for i, v in enumerate(eligible, start=1)]
-    filtered = sorted(
-        (v for v in assessments if v.runs and v.filtered is not None),
-        key=lambda v: (_rank_key(v, host), v.wheel.filename),
-        reverse=True,
-    )
+    filtered = [v for v in runs if v.filtered is not None]
     refused = sorted(
         (v for v in assessments if not v.runs),
         key=lambda v: (

@@ -25,14 +25,13 @@ Messages are matched by their text wherever they sit in a line, so every log pre
 ``2017-05-01 10:11:12.123456: W tensorflow/...:45]``, ``I0000 00:00:1795313969.500936 17197
 cpu_feature_guard.cc:227]``, Windows paths, indentation). The guard's INFO lines are hidden by
 ``TF_CPP_MIN_LOG_LEVEL>=1`` while the oneDNN line is not, so a log with no guard message proves
-nothing unless :func:`log_level_hides_info` is False for the environment it ran with. Nothing here
-raises on odd input.
+nothing unless that variable was unset where it ran (smoke's probe unsets it). Nothing here raises
+on odd input.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from tfbuild.core.controls import printable_line
@@ -40,7 +39,6 @@ from tfbuild.core.controls import printable_line
 __all__ = [
     "FORMS",
     "TensorFlowMessages",
-    "log_level_hides_info",
     "parse_messages",
 ]
 
@@ -126,7 +124,6 @@ _SEVERE = re.compile(
     """,
     re.VERBOSE,
 )
-_LEVEL = re.compile(r"\s*\+?(\d+)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,23 +149,6 @@ class TensorFlowMessages:
         object.__setattr__(self, "failed", bool(self.missing or self.errors))
 
 
-class _Ordered:
-    """An insertion-ordered set of strings."""
-
-    def __init__(self) -> None:
-        self._items: dict[str, None] = {}
-
-    def add(self, item: str) -> None:
-        self._items.setdefault(item, None)
-
-    def extend(self, items: Iterable[str]) -> None:
-        for item in items:
-            self.add(item)
-
-    def items(self) -> tuple[str, ...]:
-        return tuple(self._items)
-
-
 def _names(listed: str) -> list[str]:
     """Instruction names from a printed list; punctuation and markup around them are dropped."""
     return [name.rstrip(".") for name in re.findall(r"[A-Za-z0-9][A-Za-z0-9_.]*", listed)]
@@ -187,7 +167,10 @@ def parse_messages(
 ) -> TensorFlowMessages:
     """Read TensorFlow's CPU-feature messages from a process's output; never raises."""
     form: str | None = None
-    unused, missing, benign, errors = _Ordered(), _Ordered(), _Ordered(), _Ordered()
+    unused: list[str] = []
+    missing: list[str] = []
+    benign: list[str] = []
+    errors: list[str] = []
     onednn = False
     text = _text(stderr) + "\n" + _text(stdout)
     for raw in text.splitlines():
@@ -203,24 +186,28 @@ def parse_messages(
             continue
         match = _MISSING.search(line)
         if match:
-            missing.add(match.group("name"))
+            missing.append(match.group("name"))
             continue
         if _ONEDNN_ON.search(line):
             onednn = True
             continue
         if any(pattern.search(line) for pattern in _BENIGN):
-            benign.add(line)
+            benign.append(line)
             continue
         if _SEVERE.search(line):
-            errors.add(line)
+            errors.append(line)
     return TensorFlowMessages(
         form=form,
-        unused=unused.items(),
-        missing=missing.items(),
+        unused=_unique(unused),
+        missing=_unique(missing),
         onednn_custom_ops=onednn,
-        benign=benign.items(),
-        errors=errors.items(),
+        benign=_unique(benign),
+        errors=_unique(errors),
     )
+
+
+def _unique(items: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
 
 
 def _guard(line: str) -> tuple[str, list[str]] | None:
@@ -241,19 +228,3 @@ def _guard(line: str) -> tuple[str, list[str]] | None:
     if _V212_HEAD.search(line):
         return "2.12+", []
     return None
-
-
-def log_level_hides_info(env: Mapping[str, str]) -> bool:
-    """Whether ``TF_CPP_MIN_LOG_LEVEL`` in ``env`` would hide TensorFlow's INFO-level guard lines.
-
-    Older TensorFlow reads it with ``istringstream >> int`` (``LogLevelStrToInt``): leading spaces,
-    an optional sign and the leading digits, so ``1abc`` means 1. TF 2.21 wants the whole
-    value to be a number (measured: ``1abc``, ``1.9`` and ``0x1`` show the guard line, `` 1``,
-    ``1 ``, ``+1`` and ``01`` hide it). This answers True when either reading hides it, so a probe
-    that refuses to trust silence under it never trusts a vacuous pass. Values too large for an int
-    read as 0 in both, but are still answered True: nobody sets them on purpose.
-    """
-    value = env.get("TF_CPP_MIN_LOG_LEVEL")
-    match = _LEVEL.match(value) if isinstance(value, str) else None
-    # Compared as text: int() refuses strings of more than 4300 digits.
-    return match is not None and match.group(1).lstrip("0") != ""

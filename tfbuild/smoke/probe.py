@@ -51,12 +51,16 @@ class Imported:
     python: str
 
 
+def _signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
 def failure_line(stderr: str, returncode: int) -> str:
     if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
+        name = _signal_name(returncode)
         if name == "SIGILL":
             return (
                 "died with SIGILL (Illegal instruction): the wheel uses instructions this CPU lacks"
@@ -91,12 +95,6 @@ def run_probe(python: str, *, env: Mapping[str, str], timeout: float = 600) -> P
             said = commands.decode_last_line(call, done, Imported)
         except TfbuildError as exc:
             stderr += f"\n{exc.why}"
-    signal_name = None
-    if code < 0:
-        try:
-            signal_name = signal.Signals(-code).name
-        except ValueError:
-            signal_name = f"signal {-code}"
     ok = said is not None and said.ok
     failure = None if ok else failure_line(stderr, code)
     if not ok and guard.missing:
@@ -107,7 +105,7 @@ def run_probe(python: str, *, env: Mapping[str, str], timeout: float = 600) -> P
     return ProbeResult(
         ok=ok,
         returncode=code,
-        signal=signal_name,
+        signal=_signal_name(code) if code < 0 else None,
         failure=failure,
         version=said.version if said else None,
         git_version=said.git_version if said else None,

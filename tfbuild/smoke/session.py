@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import shlex
-import stat
 import sys
 import time
 from collections.abc import Callable
@@ -23,7 +21,7 @@ from tfbuild.measure.forecast_store import saved_forecast
 from tfbuild.measure.run import Method, OpResult, SettingTrial, compare, try_setting
 from tfbuild.smoke.probe import ProbeResult, run_probe
 from tfbuild.smoke.report import Rules, SmokeReport, write_env_file
-from tfbuild.wheel.receipt import read_receipt, receipt_path
+from tfbuild.smoke.standin import receipt_beside
 
 Progress = Callable[[str], None]
 
@@ -96,24 +94,10 @@ def read_env_file(path: Path) -> dict[str, str]:
 
 
 def built_for(wheel: Path) -> str | None:
-    """ "x86_64_v4 (-march=x86-64-v4 ...)" from the wheel's receipt (``<wheel>.json``), if usable.
-
-    A receipt that is not a file at all (a FIFO, a device, a link to one) is refused (exit 3), as
-    every reader of a receipt refuses it; one that is missing or unusable leaves it unsaid."""
-    path = receipt_path(wheel)
-    try:
-        return read_receipt(path, wheel=wheel).built_for
-    except InputError:  # none, unreadable, another schema or wheel: the report does not say
-        if os.path.lexists(path) and not _regular(path):
-            raise
-        return None
-
-
-def _regular(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(path.stat().st_mode)
-    except OSError:
-        return True  # a dangling link or an unreadable one: missing, as far as smoke is concerned
+    """ "x86_64_v4 (-march=x86-64-v4 ...)" from the wheel's receipt (``<wheel>.json``), if usable
+    (:func:`~tfbuild.smoke.standin.receipt_beside`)."""
+    receipt = receipt_beside(wheel)
+    return receipt.built_for if receipt is not None else None
 
 
 def check_python(python: str, *, installed: bool) -> None:

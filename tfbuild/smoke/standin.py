@@ -51,7 +51,6 @@ MARKERS = {"zmm": r"%zmm\d", "ymm": r"%ymm\d", "fma": r"\bvfn?m(?:add|sub)\w*"}
 ENABLED_BY = {"zmm": ("AVX512F",), "ymm": ("AVX", "AVX2", "AVX512F"), "fma": ("FMA", "AVX512F")}
 
 
-#: Runs in the stand-in's own environment (standard library only); its JSON is the last stdout line.
 def is_standin_wheel(wheel: Path) -> bool:
     """Is ``wheel`` (a .whl file) the canary's STAND-IN? Its name says so, or its receipt does
     (one that cannot be read says nothing here: the smoke reads it again, and says why)."""
@@ -69,9 +68,9 @@ def is_standin_wheel(wheel: Path) -> bool:
 class Instructions:
     """The library's vector instructions, counted, against what the build's flags enable."""
 
-    counted: dict[str, int] | None  # None: not counted (see ``note``)
-    enabled: tuple[str, ...] | None  # the kinds the flags enable; None without a receipt
-    expected: tuple[str, ...] | None  # the kinds the kernel must use with them (expected_kinds)
+    counted: dict[str, int] | None = None  # None: not counted (see ``note``)
+    enabled: tuple[str, ...] | None = None  # the kinds the flags enable; None without a receipt
+    expected: tuple[str, ...] | None = None  # the kinds the kernel must use with them
     note: str | None = None  # why nothing was counted, or what was not checked
 
 
@@ -101,9 +100,10 @@ class StandinSmoke:
         object.__setattr__(self, "passed", not self.failures)
 
 
-def _receipt(wheel: Path) -> Receipt | None:
-    """The receipt beside ``wheel``: None when there is none or it is not this wheel's; one that is
-    not a file at all (a FIFO, a device) is refused, as every reader of a receipt refuses it."""
+def receipt_beside(wheel: Path) -> Receipt | None:
+    """The receipt beside ``wheel``: None when there is none or it is unusable (unreadable, another
+    schema or wheel); one that is not a file at all (a FIFO, a device, a link to one) is refused
+    (exit 3), as every reader of a receipt refuses it."""
     path = receipt_path(wheel)
     try:
         return read_receipt(path, wheel=wheel)
@@ -206,7 +206,7 @@ def run_standin_smoke(
 ) -> StandinSmoke:
     """Install the stand-in into a fresh environment, import and run it, and check its flags."""
     started = time.perf_counter()
-    receipt = _receipt(wheel)
+    receipt = receipt_beside(wheel)
     spec = WheelSpec.parse(str(wheel))
     say(f"{wheel.name} is the STAND-IN canary (not TensorFlow): testing it as that")
     say(f"preparing an environment for {spec.label}")
@@ -233,29 +233,18 @@ def run_standin_smoke(
             f"it was built with {' '.join(flags) or 'no flags'}, and its receipt says "
             f"{' '.join(receipt_flags) or 'no flags'}"
         )
-    instructions = Instructions(
-        counted=None, enabled=None, expected=None, note="not counted: it did not run"
-    )
-    library = found.library if found else None
+    instructions = Instructions(note="not counted: it did not run")
     architecture = (receipt.architecture if receipt else None) or platform.machine()
     if architecture != "x86_64":
-        instructions = Instructions(
-            counted=None,
-            enabled=None,
-            expected=None,
-            note=f"not counted: the check is x86-64's ({architecture})",
-        )
-    elif isinstance(library, str):
+        instructions = Instructions(note=f"not counted: the check is x86-64's ({architecture})")
+    elif found is not None:
         say("counting its vector instructions (objdump)")
-        counted = count_instructions(Path(library))
+        counted = count_instructions(Path(found.library))
         if isinstance(counted, str):
-            instructions = Instructions(counted=None, enabled=None, expected=None, note=counted)
+            instructions = Instructions(note=counted)
         elif receipt is None:
             instructions = Instructions(
-                counted=counted,
-                enabled=None,
-                expected=None,
-                note="not checked against its flags: no receipt beside the wheel",
+                counted=counted, note="not checked against its flags: no receipt beside the wheel"
             )
         else:
             instructions = Instructions(
