@@ -28,12 +28,7 @@ from typing import TYPE_CHECKING, Any
 from tfbuild import __version__
 from tfbuild.core import serial
 from tfbuild.core.compilers import CompilerExecutable, compiler_at, find_compiler
-from tfbuild.core.errors import (
-    EnvironmentProblem,
-    InputError,
-    NotReproducible,
-    UsageError,
-)
+from tfbuild.core.errors import EnvironmentProblem, InputError, NotReproducible, UsageError
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, write_files
 from tfbuild.detect.cpu import host_cpuinfo
 from tfbuild.detect.cpuinfo import CpuInfo
@@ -44,8 +39,9 @@ from tfbuild.overlay.compile import (
     FRAMEWORK,
     KERNELS,
     LOADER,
+    MACROS,
+    SYSTEM_FLAGS,
     Compiled,
-    CompilerDrivers,
     compile_overlay,
     host_toolchain,
     target_features,
@@ -67,6 +63,7 @@ from tfbuild.wheel.overlay_receipt import (
 from tfbuild.wheel.receipt import WheelRecord, receipt_path
 
 if TYPE_CHECKING:
+    from tfbuild.overlay.image import InImage
     from tfbuild.plan.model import BuildPlan
 
 Progress = Callable[[str], None]
@@ -199,25 +196,18 @@ def _manifest(
     return (json.dumps(serial.to_data(manifest), indent=1) + "\n").encode()
 
 
-def _first_word(request: OverlayRequest, cpu: CpuInfo) -> str | None:
-    """What the build says first when this CPU lacks instruction sets of its target that a loader
-    checks (archspec's features of the target, the system ones the kernels leave out aside): its
-    check will wait. The kernels' own sets, once compiled, decide (:func:`_lacking`)."""
+def beyond_here(target: str, cpu: CpuInfo | None = None) -> tuple[str, ...]:
+    """The instruction sets of ``target`` that an overlay's loader checks and ``cpu`` (this
+    machine's by default) lacks: archspec's features of the target, the system ones the kernels
+    leave out aside. None for -march=native and the like (the kernels' own sets, once compiled,
+    decide: :func:`_lacking`)."""
     from tfbuild.core.targets import targets
-    from tfbuild.overlay.compile import MACROS, SYSTEM_FLAGS
 
-    target = targets().get(request.target)
-    if target is None:
-        return None  # -march=native and the like: the kernels' own features decide, later
+    known = targets().get(target)
+    if known is None:
+        return ()
     checked = set(MACROS.values()) - SYSTEM_FLAGS - {""}
-    lacked = _lacking(sorted(target.features & checked), cpu)
-    if not lacked:
-        return None
-    return (
-        f"this CPU lacks {' '.join(lacked)} of {request.target}: its kernels are built, and "
-        "their special-value check waits for a machine that has them (tfbuild overlay --check "
-        "there, after pip install; pick --install runs it)"
-    )
+    return _lacking(sorted(known.features & checked), cpu or host_cpuinfo())
 
 
 def _lacking(features: Sequence[str], cpu: CpuInfo) -> tuple[str, ...]:
@@ -248,16 +238,6 @@ def install_into(wheel: Path, site: Path) -> None:
             target.chmod((info.external_attr >> 16) & 0o777 or 0o644)
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Where:
-    """Where a build compiles: its compiler, its image (None: the host), and its toolchain once
-    the stock TensorFlow it compiles against is known."""
-
-    compiler: CompilerExecutable
-    image: OverlayImage | None
-    toolchain: Callable[[StockTensorFlow], CompilerDrivers]
-
-
 def _host_fallback(request: OverlayRequest) -> str:
     """How to build on this host instead of in the image: ``--compiler clang++-16``."""
     try:
@@ -267,14 +247,14 @@ def _host_fallback(request: OverlayRequest) -> str:
     return f"--compiler {Path(found.path).name}"
 
 
-def _where(request: OverlayRequest, say: Progress, stack: contextlib.ExitStack) -> _Where:
-    """On the host (``--compiler``, or the library's default), or in the overlay's toolchain image
-    (``in_image``, the command's default: its engine open until ``stack`` closes)."""
+def _where(
+    request: OverlayRequest, say: Progress, stack: contextlib.ExitStack
+) -> tuple[CompilerExecutable, InImage | None]:
+    """The compiler, and the overlay's toolchain image it is in: None on the host (``--compiler``,
+    or the library's default), else ``in_image``, the command's default (its engine open until
+    ``stack`` closes)."""
     if request.compiler_path is not None or not request.in_image:
-        compiler = _compiler(request)
-        return _Where(
-            compiler=compiler, image=None, toolchain=lambda _stock: host_toolchain(compiler.path)
-        )
+        return _compiler(request), None
     from tfbuild.build.run import proxies_from
     from tfbuild.overlay.image import image_toolchain
 
@@ -287,27 +267,25 @@ def _where(request: OverlayRequest, say: Progress, stack: contextlib.ExitStack) 
             proxies=dict(proxies_from(os.environ)),
         )
     )
-    return _Where(
-        compiler=found.compiler,
-        image=found.image,
-        # the stock TensorFlow's package, read-only at its own path
-        toolchain=lambda stock: found.toolchain((str(Path(stock.package).resolve()),)),
-    )
+    return found.compiler, found
 
 
 def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) -> OverlayResult:
     say = progress or (lambda _m: None)
     started = time.monotonic()
     cpu = request.build_cpu or host_cpuinfo()
-    if request.pending is None:
-        first = _first_word(request, cpu)
-        if first is not None:
-            say(first)
+    lacked = beyond_here(request.target, cpu) if request.pending is None else ()
+    if lacked:
+        say(
+            f"this CPU lacks {' '.join(lacked)} of {request.target}: its kernels are built, and "
+            "their special-value check waits for a machine that has them (tfbuild overlay --check "
+            "there, after pip install; pick --install runs it)"
+        )
     with contextlib.ExitStack() as stack:
         # Where it compiles first: a missing engine or base image is said before the stock
         # environment is made (a download of hundreds of MB the first time).
-        where = _where(request, say, stack)
-        compiler, image = where.compiler, where.image
+        compiler, in_image = _where(request, say, stack)
+        image = in_image.image if in_image else None
         python, stock_name = _stock_python(request, say)
         stock = for_overlay(read_stock(python, registry_ops()), python)
         if stock.version != request.tensorflow:
@@ -319,7 +297,12 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
         registration = plan_kernels(stock.registry())
         label = cpu_label(request.target)
         version = f"{stock.version}+{label}"
-        toolchain = where.toolchain(stock)
+        toolchain = (
+            # the stock TensorFlow's package, read-only at its own path
+            in_image.toolchain((str(Path(stock.package).resolve()),))
+            if in_image
+            else host_toolchain(compiler.path)
+        )
         scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tfbuild-overlay-")))
         scratch = scratch.resolve()
         (scratch / "src").mkdir()
@@ -343,6 +326,7 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
             registration=registration,
             target=request.target,
             cflags=cflags,
+            features=features,
             scratch=scratch / "src",
             pending=pending,
         )

@@ -83,7 +83,7 @@ def value(bits: int, dtype: str) -> float:
     return float(struct.unpack(f"<{code[0]}", struct.pack(f"<{code[1]}", bits))[0])
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class Bound:
     """The most ulp an op may differ by, per output type, and why. With ``floor``, an output
     smaller in magnitude than it is measured in ulp of ``floor`` (when that is fewer)."""
@@ -99,10 +99,6 @@ class Bound:
         return int(getattr(self, dtype))
 
 
-def _bound(f32: int, f64: int, bf16: int, f16: int, why: str, floor: float = 0.0) -> Bound:
-    return Bound(float32=f32, float64=f64, bfloat16=bf16, float16=f16, why=why, floor=floor)
-
-
 _POLY = "Eigen's polynomial, with FMA in the overlay's build and without in stock's"
 #: Why an op exact in IEEE terms may differ: its packet and scalar code round differently (SqrtGrad:
 #: g * (0.5 / y) against 0.5 * g / y), and the last n mod packet-width elements take the scalar code.
@@ -110,43 +106,40 @@ _TAIL = "Eigen's packet and scalar code differ, and the overlay's packets are wi
 #: Softmax: a row's sum of exps, in an order that follows the packet width (rows of up to 1000).
 _SUM = "a row's sum, ordered by packet width"
 _LOG_SOFTMAX = f"{_SUM}; log(sum) is off by ulp of 1, so outputs nearer 0 are measured in ulp of 1"
+_SQRT = (
+    "the sqrt instruction on both sides, correctly rounded (the overlay's compiled without "
+    "Eigen's fast math, whose AVX-512 sqrt is an estimate): measured 0"
+)
 
 #: Per op, the most ulp by output type (float32, float64, bfloat16, float16) and why the op may
 #: differ at all, with what was measured (in that order) on an AMD Zen 5, the full overlay built
 #: for x86_64_v4 by clang 16; a bound leaves about half again for other targets and compilers.
 BOUNDS: Mapping[str, Bound] = {
-    "Cast": _bound(0, 0, 0, 0, "correctly rounded conversions have one answer: measured 0"),
-    "Exp": _bound(2, 2, 1, 1, f"{_POLY}: measured 1, 0, 0, 0"),
-    "Expm1": _bound(4, 3, 1, 1, f"{_POLY}: measured 3, 2, 0, 0"),
-    "Log": _bound(3, 2, 1, 1, f"{_POLY}: measured 2, 1, 0, 0"),
-    "Log1p": _bound(3, 3, 1, 1, f"{_POLY}: measured 2, 2, 0, 1"),
-    "Tanh": _bound(9, 10, 1, 1, f"{_POLY}, clamped to 1 at another |x|: measured 6, 7, 0, 1"),
-    "Sigmoid": _bound(5, 2, 1, 1, f"{_POLY}: measured 3, 0, 0, 0"),
-    "Erf": _bound(8, 3, 1, 1, f"{_POLY}: measured 5, 2, 0, 0"),
+    "Cast": Bound(0, 0, 0, 0, "correctly rounded conversions have one answer: measured 0"),
+    "Exp": Bound(2, 2, 1, 1, f"{_POLY}: measured 1, 0, 0, 0"),
+    "Expm1": Bound(4, 3, 1, 1, f"{_POLY}: measured 3, 2, 0, 0"),
+    "Log": Bound(3, 2, 1, 1, f"{_POLY}: measured 2, 1, 0, 0"),
+    "Log1p": Bound(3, 3, 1, 1, f"{_POLY}: measured 2, 2, 0, 1"),
+    "Tanh": Bound(9, 10, 1, 1, f"{_POLY}, clamped to 1 at another |x|: measured 6, 7, 0, 1"),
+    "Sigmoid": Bound(5, 2, 1, 1, f"{_POLY}: measured 3, 0, 0, 0"),
+    "Erf": Bound(8, 3, 1, 1, f"{_POLY}: measured 5, 2, 0, 0"),
     # exp(-x^2): an ulp of x^2 (< 128 in float32, < 1024 in float64) is 64 (512) ulp of the result
-    "Erfc": _bound(96, 768, 1, 1, f"{_POLY}, of exp(-x^2): measured 53, 142, 0, 0"),
-    "Rsqrt": _bound(3, 3, 1, 1, "estimates of another width, Newton steps: measured 2, 2, 0, 0"),
-    "Sqrt": _bound(
-        0,
-        0,
-        0,
-        0,
-        "the sqrt instruction on both sides, correctly rounded (the overlay's compiled without "
-        "Eigen's fast math, whose AVX-512 sqrt is an estimate): measured 0",
-    ),
-    "Softplus": _bound(6, 3, 1, 1, f"exp and log1p, {_POLY}: measured 4, 2, 0, 0"),
-    "Elu": _bound(2, 2, 1, 1, f"expm1 below 0, {_POLY}: measured 1, 0, 0, 0"),
-    "Selu": _bound(2, 2, 1, 1, f"expm1 below 0, {_POLY}: measured 1, 0, 0, 0"),
-    "TanhGrad": _bound(2, 2, 1, 1, f"{_TAIL}: measured 0, 0, 0, 0"),
-    "SigmoidGrad": _bound(2, 2, 1, 1, f"{_TAIL}: measured 1, 0, 0, 0"),
-    "RsqrtGrad": _bound(2, 2, 1, 1, f"{_TAIL}: measured 0, 0, 0, 0"),
-    "SqrtGrad": _bound(2, 2, 1, 1, f"{_TAIL}: measured 1, 0, 0, 0"),
-    "SoftplusGrad": _bound(2, 2, 1, 1, f"g / (1 + exp(-x)), {_POLY}: measured 1, 0, 0, 0"),
-    "EluGrad": _bound(0, 0, 0, 0, "one Eigen expression of IEEE operations: measured 0"),
-    "SeluGrad": _bound(0, 0, 0, 0, "one Eigen expression of IEEE operations: measured 0"),
-    "Softmax": _bound(4, 40, 2, 8, f"exp, {_SUM}, in float16 for it: measured 0, 24, 0, 4"),
+    "Erfc": Bound(96, 768, 1, 1, f"{_POLY}, of exp(-x^2): measured 53, 142, 0, 0"),
+    "Rsqrt": Bound(3, 3, 1, 1, "estimates of another width, Newton steps: measured 2, 2, 0, 0"),
+    "Sqrt": Bound(0, 0, 0, 0, _SQRT),
+    "Softplus": Bound(6, 3, 1, 1, f"exp and log1p, {_POLY}: measured 4, 2, 0, 0"),
+    "Elu": Bound(2, 2, 1, 1, f"expm1 below 0, {_POLY}: measured 1, 0, 0, 0"),
+    "Selu": Bound(2, 2, 1, 1, f"expm1 below 0, {_POLY}: measured 1, 0, 0, 0"),
+    "TanhGrad": Bound(2, 2, 1, 1, f"{_TAIL}: measured 0, 0, 0, 0"),
+    "SigmoidGrad": Bound(2, 2, 1, 1, f"{_TAIL}: measured 1, 0, 0, 0"),
+    "RsqrtGrad": Bound(2, 2, 1, 1, f"{_TAIL}: measured 0, 0, 0, 0"),
+    "SqrtGrad": Bound(2, 2, 1, 1, f"{_TAIL}: measured 1, 0, 0, 0"),
+    "SoftplusGrad": Bound(2, 2, 1, 1, f"g / (1 + exp(-x)), {_POLY}: measured 1, 0, 0, 0"),
+    "EluGrad": Bound(0, 0, 0, 0, "one Eigen expression of IEEE operations: measured 0"),
+    "SeluGrad": Bound(0, 0, 0, 0, "one Eigen expression of IEEE operations: measured 0"),
+    "Softmax": Bound(4, 40, 2, 8, f"exp, {_SUM}, in float16 for it: measured 0, 24, 0, 4"),
     # in their own ulp, outputs near 0 differed by up to 67108863
-    "LogSoftmax": _bound(4, 24, 3, 4, f"{_LOG_SOFTMAX}: measured 2, 12, 2, 2", floor=1.0),
+    "LogSoftmax": Bound(4, 24, 3, 4, f"{_LOG_SOFTMAX}: measured 2, 12, 2, 2", floor=1.0),
 }
 
 
@@ -308,9 +301,7 @@ def _bits(archive: zipfile.ZipFile, entry: tuple[str, str]) -> array.array[int]:
 LOADER_SAYS = "tfbuild overlay ("
 
 
-def _run(
-    python: str, env: Mapping[str, str], mode: str, out: Path, timeout: float
-) -> tuple[Index, str | None]:
+def _run(python: str, env: Mapping[str, str], mode: str, out: Path) -> tuple[Index, str | None]:
     """The run's records, and the loader's line if it said why it did not load."""
     what = f"the overlay's numerical check (TFBUILD_OVERLAY={mode}) could not run"
     call = commands.Command(
@@ -318,7 +309,7 @@ def _run(
         what=what,
         fix=f"Check that {python} imports tensorflow and numpy.",
         env=env,
-        timeout=timeout,
+        timeout=900,
     )
     done = commands.run(call)
     if not out.is_file():
@@ -347,7 +338,7 @@ def unchecked(registered: Iterable[str], results: Iterable[OpCheck]) -> tuple[st
 
 
 def check_ops(
-    python: str, env: Mapping[str, str], pythonpath: str | None = None, *, timeout: float = 900.0
+    python: str, env: Mapping[str, str], pythonpath: str | None = None
 ) -> tuple[OpCheck, ...]:
     """Every op and type of the corpus, overlay against stock: ``python`` (the stock wheel's
     interpreter) runs the script in ``env`` with ``pythonpath`` (the site-packages directory that
@@ -359,7 +350,7 @@ def check_ops(
         full["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH")) if p)
     with tempfile.TemporaryDirectory(prefix="tfbuild-check-") as tmp:
         off_zip, on_zip = Path(tmp) / "off.zip", Path(tmp) / "on.zip"
-        off, _ = _run(python, {**full, "TFBUILD_OVERLAY": "off"}, "off", off_zip, timeout)
+        off, _ = _run(python, {**full, "TFBUILD_OVERLAY": "off"}, "off", off_zip)
         if off.overlaid:
             raise EnvironmentProblem(
                 "TFBUILD_OVERLAY=off did not keep the overlay's kernels out",
@@ -367,9 +358,7 @@ def check_ops(
                 fix="Check the loader in tensorflow-plugins/: it must not load when off.",
             )
         # "check": on, and an overlay whose check is pending on this machine loads for it
-        on, loader_said = _run(
-            python, {**full, "TFBUILD_OVERLAY": "check"}, "check", on_zip, timeout
-        )
+        on, loader_said = _run(python, {**full, "TFBUILD_OVERLAY": "check"}, "check", on_zip)
         if not on.overlaid:
             raise EnvironmentProblem(
                 "the overlay's kernels were not loaded with TFBUILD_OVERLAY=check",

@@ -36,8 +36,8 @@ from tfbuild.measure.stock import StockTensorFlow
 from tfbuild.overlay.ops import PARTS, Part, Registration, inc_files
 from tfbuild.wheel.overlay_receipt import LeftOut
 
-#: The loader's flags: the x86-64 baseline (SSE2), whatever the target.
-LOADER_MARCH = "-march=x86-64"
+#: The loader's flags: C for the x86-64 baseline (SSE2), whatever the target.
+LOADER_FLAGS = ("-x", "c", "-march=x86-64", "-O2", "-fPIC", "-fvisibility=hidden")
 #: The kernels' flags besides the target's: TensorFlow's opt config level, hidden symbols (else the
 #: framework's own instantiations win at run time, and stock's -mavx code runs).
 KERNEL_FLAGS = (
@@ -151,8 +151,6 @@ MACROS = {
     "__CRC32__": "",  # part of SSE4.2, checked there
 }
 _DEFINE = re.compile(r"#define (__[A-Z0-9_]+__) 1")
-#: The names in loader.c's table (the tests keep MACROS and the table in step).
-BASELINE = ("mmx", "sse", "sse2")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -414,15 +412,16 @@ def compile_overlay(
     registration: Registration,
     target: str,
     cflags: Sequence[str],
+    features: tuple[str, ...],
     scratch: Path,
     pending: Sequence[str] = (),
 ) -> Compiled:
-    """The kernels and the loader, compiled in ``scratch`` (an absolute path). ``pending``: the
-    instruction sets the build machine lacks, so the kernels' check waits for a machine that has
-    them; the loader registers nothing until a CHECK file beside the kernels says it passed for
-    these kernels (their sha256, :attr:`Compiled.token`)."""
+    """The kernels and the loader, compiled in ``scratch`` (an absolute path); ``features``: what
+    the loader checks (:func:`target_features` of ``cflags``). ``pending``: the instruction sets
+    the build machine lacks, so the kernels' check waits for a machine that has them; the loader
+    registers nothing until a CHECK file beside the kernels says it passed for these kernels
+    (their sha256, :attr:`Compiled.token`)."""
     _stage(scratch, registration)
-    features = target_features(toolchain, cflags, cwd=scratch)
     include = str(Path(stock.include).resolve())
     maps = [
         f"-ffile-prefix-map={scratch}=overlay",
@@ -463,12 +462,7 @@ def compile_overlay(
         toolchain,
         [
             toolchain.cc,
-            "-x",
-            "c",
-            LOADER_MARCH,
-            "-O2",
-            "-fPIC",
-            "-fvisibility=hidden",
+            *LOADER_FLAGS,
             *REPRODUCIBLE,
             *maps,
             *_defines(

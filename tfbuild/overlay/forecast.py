@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import shlex
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -27,17 +26,12 @@ from typing import Literal
 from tfbuild.core import commands
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import contention
-from tfbuild.detect.cpu import host_cpuinfo, instruction_sets
-from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.measure.envs import clean_env
 from tfbuild.measure.forecast_onednn import onednn_call, read_probe
 from tfbuild.measure.forecast_report import Forecast, KernelsBuilt, OneDnn, OpForecast, by_class
 from tfbuild.measure.run import Method, compare
-from tfbuild.overlay.build import OverlayRequest, OverlayResult, build_overlay, install_into
-from tfbuild.overlay.compile import MACROS, SYSTEM_FLAGS
+from tfbuild.overlay.build import OverlayRequest, Progress, beyond_here, build_overlay, install_into
 from tfbuild.overlay.prove import CONTROLS, LEFT_TO_STOCK, OFF, REPLACED
-
-Progress = Callable[[str], None]
 
 #: One thread, as the forecast has always been given: the kernels' own gain, no threading in it.
 ONE_THREAD = (("1", 1, 1),)
@@ -51,19 +45,6 @@ class ForecastRequest:
     overlay: OverlayRequest
     elsewhere: str | None = None  # the other machine a --cpuinfo plan is for; None: this host
     budget: float = 60.0  # seconds for the timing: an undecided op gets more rounds meanwhile
-
-
-def beyond_here(target: str, cpu: CpuInfo | None = None) -> tuple[str, ...]:
-    """The instruction sets of ``target`` that an overlay's loader checks and this CPU lacks
-    (archspec's features of the target, the system ones the kernels leave out aside)."""
-    from tfbuild.core.targets import targets
-
-    known = targets().get(target)
-    if known is None:  # -march=native and the like: this machine's own
-        return ()
-    checked = set(MACROS.values()) - SYSTEM_FLAGS - {""}
-    have = instruction_sets(cpu or host_cpuinfo())
-    return tuple(sorted(f for f in known.features & checked if f not in have))
 
 
 def elsewhere(request: ForecastRequest) -> str | None:
@@ -119,26 +100,21 @@ def run_forecast(request: ForecastRequest, *, progress: Progress) -> Forecast:
         tensorflow=receipt.tensorflow,
         target=receipt.target,
         stock_wheel=receipt.stock,
-        built=_built(built),
+        built=KernelsBuilt(
+            wheel=built.wheel.name,
+            sha256=receipt.wheel.sha256,
+            kernels=len(receipt.kernels),
+            compiler=receipt.compiler_version,
+            image=receipt.image.tag if receipt.image is not None else None,
+            cflags=receipt.cflags,
+            left_to_stock=receipt.skipped,
+            seconds=receipt.seconds,
+        ),
         classes=by_class(ops),
         ops=ops,
         onednn=onednn,
         machine=contention.combine(spans) if spans else None,
         notes=_notes(ops),
-    )
-
-
-def _built(built: OverlayResult) -> KernelsBuilt:
-    receipt = built.receipt
-    return KernelsBuilt(
-        wheel=built.wheel.name,
-        sha256=receipt.wheel.sha256,
-        kernels=len(receipt.kernels),
-        compiler=receipt.compiler_version,
-        image=receipt.image.tag if receipt.image is not None else None,
-        cflags=receipt.cflags,
-        left_to_stock=receipt.skipped,
-        seconds=receipt.seconds,
     )
 
 

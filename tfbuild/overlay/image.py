@@ -61,8 +61,6 @@ if TYPE_CHECKING:
 
 Say = Callable[[str], None]
 
-#: The overlay's toolchain images: ``tfbuild/overlay-toolchain:<input hash[:16]>``.
-REPOSITORY = IMAGE_REPOSITORY
 TEMPLATE = "overlay.Dockerfile.j2"
 #: The suite whose C library and libstdc++ the overlay compiles against: Debian 11, glibc 2.31 and
 #: GCC 10's libstdc++ (GLIBCXX_3.4.28), the oldest `tfbuild base` makes (jammy has 2.35, bookworm
@@ -113,25 +111,17 @@ class ImageSpec:
 
     compiler: str  # the package: "clang-18"
     suite: str  # the suite that packages it: "trixie"
-    base_id: str  # its tfbuild base image's id
     sysroot_suite: str
-    sysroot_base_id: str
     glibc: str  # the sysroot suite's glibc: "2.31"
+    base_id: str = ""  # its tfbuild base image's id (the engine has it)
+    sysroot_base_id: str = ""
     #: A rebuild from a receipt: each recorded package at its version (None: as the suite has it).
     pins: Mapping[str, str] | None = None
     sysroot_pins: Mapping[str, str] | None = None
 
     @property
-    def major(self) -> str:
-        return self.compiler.removeprefix("clang-")
-
-    @property
     def cxx(self) -> str:
-        return f"clang++-{self.major}"
-
-    @property
-    def cc(self) -> str:
-        return self.compiler
+        return f"clang++-{self.compiler.removeprefix('clang-')}"
 
 
 def choose(recipe_compiler: str, known: Mapping[str, BaseImage] | None = None) -> ImageSpec:
@@ -159,12 +149,7 @@ def choose(recipe_compiler: str, known: Mapping[str, BaseImage] | None = None) -
             fix="Build on the host with --compiler CXX.",
         )
     return ImageSpec(
-        compiler=package,
-        suite=suite,
-        base_id="",
-        sysroot_suite=SYSROOT_SUITE,
-        sysroot_base_id="",
-        glibc=sysroot.glibc,
+        compiler=package, suite=suite, sysroot_suite=SYSROOT_SUITE, glibc=sysroot.glibc
     )
 
 
@@ -297,7 +282,7 @@ def ensure_overlay_image(
     output = _BuildOutput(log_path(), say)
     with tempfile.TemporaryDirectory(prefix="tfbuild-overlay-image-") as context:
         (Path(context) / "Dockerfile").write_text(render_dockerfile(spec))
-        tag = f"{REPOSITORY}:{input_hash(Path(context))[:16]}"
+        tag = f"{IMAGE_REPOSITORY}:{input_hash(Path(context))[:16]}"
         if not engine.image_exists(tag):
             say(
                 f"building the toolchain image {tag} ({spec.compiler} from Debian {spec.suite}, "
@@ -307,7 +292,7 @@ def ensure_overlay_image(
         try:
             tag, built = engine.ensure_image(
                 Path(context),
-                repository=REPOSITORY,
+                repository=IMAGE_REPOSITORY,
                 on_line=output.line,
                 build_args=dict(proxies or {}),
             )
@@ -426,7 +411,7 @@ class InImage:
         """Its commands each in a container that sees ``read_only`` (the stock TensorFlow)."""
         return CompilerDrivers(
             cxx=self.spec.cxx,
-            cc=self.spec.cc,
+            cc=self.spec.compiler,  # the package's C driver: clang-18
             flags=SYSROOT_FLAGS,
             run=ImageRunner(self.engine, self.image.tag, read_only),
             where=f"in {self.image.tag}",
@@ -459,9 +444,7 @@ def image_toolchain(
         else ImageSpec(
             compiler=pinned.compiler,
             suite=pinned.suite,
-            base_id="",
             sysroot_suite=pinned.sysroot_suite,
-            sysroot_base_id="",
             glibc=pinned.glibc,
             pins=pinned.packages,
             sysroot_pins=pinned.sysroot_packages,

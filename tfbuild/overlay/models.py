@@ -17,6 +17,7 @@ shown, not hidden, and the profile's op table says where the time went.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -96,6 +97,23 @@ def profile_models(
     return found
 
 
+def _result(name: str, what: str, off: Profile, on: Profile, measured: OpResult) -> ModelResult:
+    """One model's profiles (overlay off, then on) and its measured result, with their prediction."""
+    speedup, predicted, times = predict(off, on)
+    return ModelResult(
+        model=name,
+        what=what,
+        share=off.share,
+        speedup=speedup,
+        predicted=predicted,
+        kernels=times,
+        top=off.top(),
+        not_run=off.not_run,
+        measured=measured,
+        note=disagreement(off.share, predicted, speedup, measured.verdict),
+    )
+
+
 def prove_models(
     python: str,
     *,
@@ -117,13 +135,8 @@ def prove_models(
         python,
         candidate_env=overlay_env,
         baseline_env=stock_env,
-        method=Method(
-            pairs=method.pairs,
-            min_rep_seconds=method.min_rep_seconds,
-            ops=tuple(f"model_{m}" for m in models),
-            min_margin=MARGIN,
-            budget=method.budget,
-            looks=method.looks,
+        method=dataclasses.replace(
+            method, ops=tuple(f"model_{m}" for m in models), min_margin=MARGIN
         ),
         thread_settings=(("default", 0, 0),),
         script=SCRIPT,
@@ -131,28 +144,11 @@ def prove_models(
         progress=say,
     )
     by_op = {r.op: r for r in timed}
-    results = []
-    for model in models:
-        measured = by_op.get(f"model_{model}")
-        if measured is None:
-            continue
-        speedup, predicted, times = predict(off[model], on[model])
-        top = sorted(off[model].ops.items(), key=lambda item: -item[1])[:4]
-        results.append(
-            ModelResult(
-                model=model,
-                what=WHAT[model],
-                share=off[model].share,
-                speedup=speedup,
-                predicted=predicted,
-                kernels=times,
-                top=tuple(top),
-                not_run=off[model].not_run,
-                measured=measured,
-                note=disagreement(off[model].share, predicted, speedup, measured.verdict),
-            )
-        )
-    return tuple(results)
+    return tuple(
+        _result(m, WHAT[m], off[m], on[m], by_op[f"model_{m}"])
+        for m in models
+        if f"model_{m}" in by_op
+    )
 
 
 def prove_user_model(
@@ -177,14 +173,7 @@ def prove_user_model(
         python,
         candidate_env=overlay_env,
         baseline_env=stock_env,
-        method=Method(
-            pairs=method.pairs,
-            min_rep_seconds=method.min_rep_seconds,
-            ops=(model.op,),
-            min_margin=MARGIN,
-            budget=method.budget,
-            looks=method.looks,
-        ),
+        method=dataclasses.replace(method, ops=(model.op,), min_margin=MARGIN),
         thread_settings=(("default", 0, 0),),
         model=model,
         progress=say,
@@ -196,16 +185,5 @@ def prove_user_model(
             why="it raised while timed",
             fix="Time it with tfbuild tune --model first: it says what fails.",
         )
-    speedup, predicted, times = predict(off, on)
-    return ModelResult(
-        model=model.op,
-        what=f"your model ({model.step}, batch {model.batch})",
-        share=off.share,
-        speedup=speedup,
-        predicted=predicted,
-        kernels=times,
-        top=off.top(),
-        not_run=off.not_run,
-        measured=measured,
-        note=disagreement(off.share, predicted, speedup, measured.verdict),
-    )
+    what = f"your model ({model.step}, batch {model.batch})"
+    return _result(model.op, what, off, on, measured)

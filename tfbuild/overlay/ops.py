@@ -14,7 +14,7 @@ overlay for x86_64_v4 with clang 16, on an AMD Zen 5; ``benchmarks/overlay_ops.p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -181,9 +181,8 @@ def plan_kernels(registry: Mapping[str, Sequence[StockKernel]]) -> Registration:
 
 
 def _line(op: OverlayOp, dtype: str) -> str:
-    cxx = CXX_TYPES[dtype]
-    macro = {"unary": "TFB_UNARY", "grad": "TFB_GRAD", "class": "TFB_CLASS", "own": "TFB_OWN"}
-    return f'{macro[op.kind]}("{op.name}", {op.kernel}, {cxx});'
+    """The kernel files' macro of the op's kind (TFB_UNARY, TFB_GRAD, TFB_CLASS, TFB_OWN)."""
+    return f'TFB_{op.kind.upper()}("{op.name}", {op.kernel}, {CXX_TYPES[dtype]});'
 
 
 def inc_files(registration: Registration) -> dict[str, str]:
@@ -201,14 +200,6 @@ def inc_files(registration: Registration) -> dict[str, str]:
         f"{part}_ops.inc": head + "".join(f"{line}\n" for line in lines)
         for part, lines in parts.items()
     }
-
-
-def op_names(registration: Registration) -> Iterable[str]:
-    """The TensorFlow op names registered (each once)."""
-    seen = dict.fromkeys(name for name, _ in registration.kernels)
-    if registration.casts:
-        seen["Cast"] = None
-    return tuple(seen)
 
 
 def candidate_names() -> tuple[str, ...]:

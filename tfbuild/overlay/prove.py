@@ -132,24 +132,20 @@ def prove_overlay(
     seconds = budget if budget is not None else (90.0 if quick else 300.0)
     share = 2 / 3 if models else 1.0
     method = Method.quick(budget=seconds) if quick else Method(budget=seconds)
-    method = Method(
-        pairs=method.pairs,
-        min_rep_seconds=method.min_rep_seconds,
-        ops=(*REPLACED, *LEFT_TO_STOCK, *CONTROLS),
-        min_margin=method.min_margin,
-        budget=method.budget * share,
+    method = dataclasses.replace(
+        method, ops=(*REPLACED, *LEFT_TO_STOCK, *CONTROLS), budget=method.budget * share
     )
     say("each op with the overlay against stock, in alternation (TFBUILD_OVERLAY=off)")
+    stock_env, overlay_env = {**clean_env(), **OFF}, clean_env()
     results = compare(
         env.python,
         env.python,
-        candidate_env=clean_env(),
-        baseline_env={**clean_env(), **OFF},
+        candidate_env=overlay_env,
+        baseline_env=stock_env,
         method=method,
         progress=say,
     )
     rest = dataclasses.replace(method, budget=seconds - method.budget)
-    stock_env, overlay_env = {**clean_env(), **OFF}, clean_env()
     if model is not None:
         timed_models: tuple[ModelResult, ...] = (
             prove_user_model(

@@ -83,6 +83,8 @@ class Corpus:
         self.np, self.dtype = np, dtype
         self.width, self.exp, self.mant = FORMATS[dtype]
         self.uint = {16: np.uint16, 32: np.uint32, 64: np.uint64}[self.width]
+        # the largest finite value, the smallest normal, the smallest subnormal
+        self.big, self.tiny, self.sub = self.values(self.specials()[[9, 7, 5]])
 
     def bits(self, values: Any) -> Any:
         """float64 values rounded to this type (to nearest, ties to even), as bits."""
@@ -146,10 +148,8 @@ class Corpus:
     def key(self) -> Any:
         """Specials, the edges of exp's range, values about 0 and 1, a coarse log sweep."""
         np = self.np
-        big = self.values(self.specials()[9])  # the largest finite
-        tiny = self.values(self.specials()[7])  # the smallest normal
-        sub = self.values(self.specials()[5])
-        edges = [math.log(big), math.log(tiny), math.log(sub), 1.0, 0.5, 2.0, 3.0, 10.0]
+        big, sub = self.big, self.sub
+        edges = [math.log(big), math.log(self.tiny), math.log(sub), 1.0, 0.5, 2.0, 3.0, 10.0]
         edges += [1e-8, 1e-3, 0.25, 20.0, 100.0]
         edges += [-e for e in edges]
         with np.errstate(over="ignore"):  # geomspace's last step overflows, then is set to big
@@ -167,8 +167,7 @@ class Corpus:
         if self.width == 16:
             return np.arange(1 << 16, dtype=np.uint16)
         rng = np.random.default_rng(SEED)
-        big = self.values(self.specials()[9])
-        sub = self.values(self.specials()[5])
+        big, sub = self.big, self.sub
         with np.errstate(over="ignore"):
             log_sweep = np.geomspace(sub, big, 1024)
         lo, hi = math.log(sub) - 1, math.log(big) + 1
@@ -204,8 +203,7 @@ class Corpus:
         np = self.np
         rng = np.random.default_rng(SEED + width)
         inf, nan = math.inf, math.nan
-        big = float(self.values(self.specials()[9]))
-        sub = float(self.values(self.specials()[5]))
+        big, sub = float(self.big), float(self.sub)
         top = math.log(big)
         special = [
             [0.0],

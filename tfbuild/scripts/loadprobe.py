@@ -319,22 +319,16 @@ def installable(info: "dict[str, Any]", here: "dict[str, Any]") -> "tuple[bool, 
             ", ".join(tags) or "none", has
         )
     if not any(tag_fits(python, abi, here) for python, abi, _ in expanded):
-        wanted: list[str] = []
-        for python, abi, _ in expanded:
-            words = _wants(python, abi)
-            if words not in wanted:
-                wanted.append(words)
+        wanted = dict.fromkeys(_wants(python, abi) for python, abi, _ in expanded)
         return False, "the wheel is for {} ({}); this system has {}".format(
             " or ".join(wanted), ", ".join(tags), has
         )
     specifier = info.get("requires_python")
-    if specifier:
-        version = tuple(int(part) for part in here["version"].split("."))
-        if requires_python_holds(specifier, version) is False:
-            return (
-                False,
-                f"the wheel requires Python {specifier} (Requires-Python); this system has {has}",
-            )
+    if specifier and requires_python_holds(specifier, _release(here["version"])) is False:
+        return (
+            False,
+            f"the wheel requires Python {specifier} (Requires-Python); this system has {has}",
+        )
     return True, None
 
 

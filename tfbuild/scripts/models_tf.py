@@ -2,17 +2,16 @@
 """Four small models for the overlay's end-to-end proof, in the interpreter that has TensorFlow.
 
 Imports only the standard library, numpy, tensorflow and the measuring worker and profiler beside
-it (never tfbuild);
-valid on Python 3.9. Two ways to run it:
+it (never tfbuild); valid on Python 3.9. Two ways to run it:
 
     PYTHON models_tf.py [--intra N] [--inter M] [--cpus LIST] [--models LIST]
     PYTHON models_tf.py [--intra N] [--inter M] [--models LIST] --profile [--steps K]
         [--replaced KERNELS]
 
-The first serves the models as ops of the smoke worker's protocol (``worker.py``:
-the same ready line, requests and replies, so :mod:`tfbuild.measure.run` times them in alternation,
-with verdicts and rechecks, as it times single ops): op ``model_<name>``, group "model", unit
-"Gsample/s", work = the batch. Its ready line adds ``"overlaid"``: the kernels this process runs at
+The first serves the models as ops of the smoke worker's protocol (``worker.py``: the same ready
+line, requests and replies, so :mod:`tfbuild.measure.run` times them in alternation, with verdicts
+and rechecks, as it times single ops): op ``model_<name>``, group "model", unit "Gsample/s", work =
+the batch. Its ready line adds ``"overlaid"``: the kernels this process runs at
 the overlay's priority (1), read from TensorFlow's own registry ("Exp:float32",
 "Cast:float32->bfloat16"); empty when the overlay is off.
 
@@ -33,10 +32,10 @@ point:
   (4 heads), a gelu MLP (512), two LayerNormalizations. Matmuls dominate, and oneDNN's graph pass
   runs the attention's Softmax as ``_MklSoftmax``, out of the overlay's reach.
 
-``--profile`` builds each model afresh and profiles it (``profile_tf.py``, the
-profiler the measuring worker uses on a user's model too): one line per model, the op time per op
-type and the share of the replaced kernels (``--replaced``; default: those this process runs at the
-overlay's priority).
+``--profile`` builds each model afresh and profiles it (``profile_tf.py``, the profiler the
+measuring worker uses on a user's model too): one line per model, the op time per op type and the
+share of the replaced kernels (``--replaced``; default: those this process runs at the overlay's
+priority).
 """
 
 from __future__ import annotations
@@ -131,9 +130,6 @@ def _training_step(tf: Any, model: Any, x: Any) -> Callable[[], Any]:
         return loss, tape.gradient(loss, variables)
 
     return step  # type: ignore[no-any-return]
-
-
-# --- the profile ---------------------------------------------------------------------------------
 
 
 # --- running ---------------------------------------------------------------------------------------

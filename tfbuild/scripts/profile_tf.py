@@ -2,10 +2,9 @@
 """Where a model's time goes: TensorFlow's profiler on one step function, in the interpreter that has
 TensorFlow.
 
-Imports only the standard library (TensorFlow is passed in); valid on Python 3.9. Not run on its own:
-the measuring worker (``worker.py --profile``, a user's model) loads it by its path, from its own directory;
-the overlay's models (``models_tf.py --profile``) load it from the file their
-parent names (``--profiler``).
+Imports only the standard library (TensorFlow is passed in); valid on Python 3.9. Not run on its
+own: the measuring worker (``worker.py --profile``, a user's model) and the overlay's models
+(``models_tf.py --profile``, through the worker) load it by its path, from their own directory.
 
 :func:`profile` calls a step (a ``tf.function`` of no arguments) once, runs STEPS calls under
 ``tf.profiler.experimental`` and reads the ``.xplane.pb`` written with the XPlane proto the wheel
