@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from tfbuild.cli.options import declared, takes
+from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_base_image, print_data, progress
-from tfbuild.core.options import JSON, VERBOSE, option
+from tfbuild.core.options import JSON, VERBOSE, declared, option
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from tfbuild.cli.options import declared, takes
+from tfbuild.cli.options import takes
 from tfbuild.cli.output import indented, print_json, progress
 from tfbuild.core.controls import printable
 from tfbuild.core.errors import EnvironmentProblem, UsageError
-from tfbuild.core.options import JSON, option
+from tfbuild.core.options import JSON, declared, option
 
 if TYPE_CHECKING:
     from tfbuild.core.cache import CacheEntry

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.cli.options import declared, takes
+from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_data
-from tfbuild.core.options import CPUINFOS, JSON, TARGET, option
+from tfbuild.core.options import CPUINFOS, JSON, TARGET, declared, option
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.cli.options import declared, takes
+from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_data, progressing
 from tfbuild.core.defaults import DOCTOR_TIMES
-from tfbuild.core.options import DIST, JSON, VERBOSE, option
+from tfbuild.core.options import DIST, JSON, VERBOSE, declared, option
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,7 @@ import typer
 from tfbuild.cli.options import takes
 from tfbuild.cli.output import indented, print_data, progressing
 from tfbuild.core.controls import printable
-from tfbuild.core.options import BUDGET, HOST_COMPILER, JSON, STOCK, cli, group, option
+from tfbuild.core.options import BUDGET, HOST_COMPILER, JSON, STOCK, declared, group, option
 from tfbuild.plan.options import PlanOptions
 
 
@@ -24,14 +24,12 @@ class ForecastArgs:
         STOCK.but(help=f"{STOCK.help} The kernels are compiled against it and timed in it."),
         default=None,
     )
-    emit: Path | None = field(
-        default=None,
-        metadata=cli(
-            "--emit",
-            metavar="DIR",
-            help="For a plan this machine cannot run (--cpuinfo, or a --target beyond this CPU): "
-            "write the overlay wheel and run.sh, which times it there (tfbuild smoke).",
-        ),
+    emit: Path | None = declared(
+        None,
+        "--emit",
+        metavar="DIR",
+        help="For a plan this machine cannot run (--cpuinfo, or a --target beyond this CPU): "
+        "write the overlay wheel and run.sh, which times it there (tfbuild smoke).",
     )
     compiler: str | None = option(HOST_COMPILER, default=None)
     budget: float = option(BUDGET, default=60.0)

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 
-from tfbuild.cli.options import declared, takes
+from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_index, print_json
-from tfbuild.core.options import JSON, Cli, option
+from tfbuild.core.options import JSON, declared, option
 
 
 @dataclass(frozen=True, kw_only=True)
 class IndexArgs:
     """What ``tfbuild index`` was asked."""
 
-    directory: Path = option(
-        Cli(argument=True, metavar="DIR", help="The directory of wheels, e.g. dist.")
+    directory: Path = declared(
+        MISSING, argument=True, metavar="DIR", help="The directory of wheels, e.g. dist."
     )
     title: str | None = declared(None, "--title", help="The page's title (default: a fixed one).")
     base_url: str | None = declared(

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tfbuild.cli.options import declared, takes
-from tfbuild.core.options import JSON, RECIPES_DIR, TF, option
+from tfbuild.cli.options import takes
+from tfbuild.core.options import JSON, RECIPES_DIR, TF, declared, option
 from tfbuild.core.pythons import PYTHON, python_version
 
 if TYPE_CHECKING:

@@ -18,16 +18,9 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from tfbuild.core.options import Parameter, cli, from_command_line, parameters
+from tfbuild.core.options import Parameter, from_command_line, parameters
 
 R = TypeVar("R")
-
-
-def declared(default: Any, *flags: str, **declaration: Any) -> Any:
-    """A field that is an option declared in place: its default, its flags, then the rest of its
-    :class:`~tfbuild.core.options.Cli` (metavar, help, ...). A field whose type ruff does not know
-    to be immutable (a Path, an enum) is ``field(default=..., metadata=cli(...))`` instead."""
-    return dataclasses.field(default=default, metadata=cli(*flags, **declaration))
 
 
 def _typer_parameter(parameter: Parameter) -> Any:

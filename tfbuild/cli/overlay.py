@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from tfbuild.cli.forecast import left_to_stock, print_forecast_beside
-from tfbuild.cli.options import declared, takes
+from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_data, print_json, progressing
 from tfbuild.core import serial
 from tfbuild.core.controls import printable
@@ -26,6 +26,7 @@ from tfbuild.core.options import (
     STOCK,
     TARGET,
     TF,
+    declared,
     option,
 )
 from tfbuild.core.pythons import PYTHON_INTERPRETER

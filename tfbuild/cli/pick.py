@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
 
-from tfbuild.cli.options import declared, takes
+from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_data, progressing
 from tfbuild.core.controls import printable
 from tfbuild.core.defaults import PICK_TIMEOUT_S
-from tfbuild.core.options import CPUINFO, JSON, TF, Cli, cli, option
+from tfbuild.core.options import CPUINFO, JSON, TF, declared, option
 from tfbuild.core.pythons import PYTHON, PythonChoice, parse_python
 from tfbuild.core.variants import Variant
 
@@ -28,13 +28,12 @@ if TYPE_CHECKING:
 class PickArgs:
     """What ``tfbuild pick`` was asked (the command line's; :class:`PickRequest` is pick's)."""
 
-    source: str = option(
-        Cli(
-            argument=True,
-            metavar="DIR_OR_INDEX_URL",
-            help="A directory of wheels (e.g. dist), one .whl, or an index page that links to "
-            "them: a file (e.g. dist/index.html, written by tfbuild index) or an http(s) URL.",
-        )
+    source: str = declared(
+        MISSING,
+        argument=True,
+        metavar="DIR_OR_INDEX_URL",
+        help="A directory of wheels (e.g. dist), one .whl, or an index page that links to "
+        "them: a file (e.g. dist/index.html, written by tfbuild index) or an http(s) URL.",
     )
     cpuinfo: Path | None = option(CPUINFO, default=None)
     python: PythonChoice | None = option(
@@ -67,9 +66,8 @@ class PickArgs:
         "this machine's; not checked with --cpuinfo).",
     )
     tf: str | None = option(TF.but(help="Only this TensorFlow release, e.g. 2.20."), default=None)
-    variant: Variant | None = field(
-        default=None,
-        metadata=cli("--variant", case_sensitive=False, help="Only this kind of build."),
+    variant: Variant | None = declared(
+        None, "--variant", case_sensitive=False, help="Only this kind of build."
     )
     install: bool = declared(
         False, "--install", help="pip install the chosen wheel into the --python interpreter."

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.cli.options import declared, takes
+from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_json
-from tfbuild.core.options import JSON, Cli, group, option
+from tfbuild.core.options import JSON, Cli, declared, group, option
 from tfbuild.plan.options import PlanOptions
 
 #: ``--source DIR``: a TensorFlow checkout on this machine.

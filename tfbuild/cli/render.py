@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 
 import typer
 
-from tfbuild.cli.options import declared, takes
-from tfbuild.core.options import Cli, group, option
+from tfbuild.cli.options import takes
+from tfbuild.core.options import declared, group
 from tfbuild.plan.options import PlanOptions
 
 
@@ -15,8 +15,8 @@ from tfbuild.plan.options import PlanOptions
 class RenderArgs:
     """What ``tfbuild render`` was asked: where to write, and the plan options."""
 
-    output: str = option(
-        Cli(flags=("-o", "--output"), metavar="DIR", help="Where to write the context.")
+    output: str = declared(
+        MISSING, "-o", "--output", metavar="DIR", help="Where to write the context."
     )
     force: bool = declared(
         False,

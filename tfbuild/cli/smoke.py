@@ -4,15 +4,15 @@ canary's stand-in, an overlay, and ``--in-image`` (does it load on another syste
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from tfbuild.cli.forecast import print_forecast_beside
-from tfbuild.cli.options import declared, takes
+from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_data, print_json, progressing
 from tfbuild.core import serial
 from tfbuild.core.errors import SmokeFailed, UsageError
-from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, cli, group, option
+from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, declared, group, option
 from tfbuild.core.pythons import PYTHON_INTERPRETER
 from tfbuild.measure.models import ModelOptions
 
@@ -44,11 +44,8 @@ class SmokeArgs:
     settings: bool = declared(
         True, "--settings/--no-settings", help="Try TCMalloc, thread and OpenMP settings."
     )
-    env_file: Path | None = field(
-        default=None,
-        metadata=cli(
-            "--env-file", metavar="FILE", help="The wheel's runtime env file: read, then updated."
-        ),
+    env_file: Path | None = declared(
+        None, "--env-file", metavar="FILE", help="The wheel's runtime env file: read, then updated."
     )
     allow_unused: bool = declared(
         False, "--allow-unused", help="Pass even if TensorFlow names unused instructions."
@@ -65,9 +62,8 @@ class SmokeArgs:
         0.05, "--min-margin", min=0.0, max=1.0, help="Smallest difference called a verdict."
     )
     as_json: bool = option(JSON, default=False)
-    plot: Path | None = field(
-        default=None,
-        metadata=cli("--plot", metavar="FILE.png", help="Draw candidate vs baseline per op."),
+    plot: Path | None = declared(
+        None, "--plot", metavar="FILE.png", help="Draw candidate vs baseline per op."
     )
     model: ModelOptions = group(ModelOptions)
     in_image: tuple[str, ...] = declared(
@@ -78,14 +74,12 @@ class SmokeArgs:
         "asked in a container of IMAGE (e.g. tfbuild/base:bullseye, made by tfbuild base). "
         "Repeat for several.",
     )
-    wheelhouse: Path | None = field(
-        default=None,
-        metadata=cli(
-            "--wheelhouse",
-            metavar="DIR",
-            help="With --in-image: the dependencies' wheels (pip download -d DIR ...), installed "
-            "offline with the image's pip before the import.",
-        ),
+    wheelhouse: Path | None = declared(
+        None,
+        "--wheelhouse",
+        metavar="DIR",
+        help="With --in-image: the dependencies' wheels (pip download -d DIR ...), installed "
+        "offline with the image's pip before the import.",
     )
 
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tfbuild.cli.options import declared, takes
+from tfbuild.cli.options import takes
 from tfbuild.cli.output import echo_hanging, print_json, progress
 from tfbuild.cli.tune_model import MODEL_BUDGET, tune_a_model
 from tfbuild.core.heartbeat import Heartbeat
-from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, cli, group, option
+from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, declared, group, option
 from tfbuild.core.pythons import PYTHON_INTERPRETER
 from tfbuild.measure.models import ModelOptions
 
@@ -35,14 +35,12 @@ class TuneArgs:
         ),
         default=None,
     )
-    env_file: Path | None = field(
-        default=None,
-        metadata=cli(
-            "--env-file",
-            metavar="FILE",
-            help="The runtime env file the profile is written to (default: <wheel>.env beside a "
-            "wheel file; with --model, <model>.env beside the model).",
-        ),
+    env_file: Path | None = declared(
+        None,
+        "--env-file",
+        metavar="FILE",
+        help="The runtime env file the profile is written to (default: <wheel>.env beside a "
+        "wheel file; with --model, <model>.env beside the model).",
     )
     model: ModelOptions = group(ModelOptions)
     overlay: str | None = declared(

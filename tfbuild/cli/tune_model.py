@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from tfbuild.measure.models import ModelFile
 
 Say = Callable[[str], None]
-OVERLAY_DISTRIBUTION = "tfbuild-overlay"
 #: Seconds tune measures a model's levers by default.
 MODEL_BUDGET = 600.0
 #: ``--overlay-wheel``'s words besides a wheel's path.
@@ -84,8 +83,9 @@ def find_overlay(
     wheel, "build", "none", or None: the one installed for ``python``, if any)."""
     from tfbuild.measure.envs import installed_version
     from tfbuild.measure.levers import OverlayLever
+    from tfbuild.overlay.package import DISTRIBUTION
 
-    installed = installed_version(python, OVERLAY_DISTRIBUTION)
+    installed = installed_version(python, DISTRIBUTION)
     if choice == OVERLAY_NONE:
         return None, "not measured (--overlay-wheel none)"
     if choice is None:
@@ -94,15 +94,13 @@ def find_overlay(
                 "no overlay measured: none is installed in this TensorFlow; --overlay-wheel build "
                 "makes one for this CPU here (about 30 s), --overlay-wheel WHEEL measures one"
             )
-        return OverlayLever(
-            source=f"installed ({OVERLAY_DISTRIBUTION} {installed})", installed=True
-        ), None
+        return OverlayLever(source=f"installed ({DISTRIBUTION} {installed})", installed=True), None
     if installed is not None:
         raise UsageError(
-            f"--overlay-wheel {choice}: an overlay ({OVERLAY_DISTRIBUTION} {installed}) is installed in "
+            f"--overlay-wheel {choice}: an overlay ({DISTRIBUTION} {installed}) is installed in "
             "the TensorFlow tuned, and both would answer",
             fix="Drop --overlay-wheel to measure the installed one, or pip uninstall "
-            "tfbuild-overlay.",
+            f"{DISTRIBUTION}.",
         )
     wheel = build_overlay_here(python, say=say) if choice == OVERLAY_BUILD else Path(choice)
     return unpacked_overlay(wheel, scratch), None

@@ -3,27 +3,24 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 
 from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_data
 from tfbuild.cli.plan import SOURCE
-from tfbuild.core.options import JSON, VERBOSE, Cli, cli, option
+from tfbuild.core.options import JSON, VERBOSE, declared, option
 
 
 @dataclass(frozen=True, kw_only=True)
 class VerifyArgs:
     """What ``tfbuild verify`` was asked."""
 
-    wheel: Path = option(
-        Cli(argument=True, metavar="WHEEL", help="A wheel built by tfbuild wheel or overlay.")
+    wheel: Path = declared(
+        MISSING, argument=True, metavar="WHEEL", help="A wheel built by tfbuild wheel or overlay."
     )
-    receipt: Path | None = field(
-        default=None,
-        metadata=cli(
-            "--receipt", metavar="FILE", help="Its receipt (default: <wheel>.json beside it)."
-        ),
+    receipt: Path | None = declared(
+        None, "--receipt", metavar="FILE", help="Its receipt (default: <wheel>.json beside it)."
     )
     source: Path | None = option(
         SOURCE.but(help="The checkout it was built from, when it was built with --source."),

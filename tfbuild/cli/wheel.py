@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.cli.options import declared, takes
+from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_json
 from tfbuild.cli.plan import SOURCE
 from tfbuild.cli.recipes import CA_BUNDLE
-from tfbuild.core.options import DIST, JSON, VERBOSE, cli, group, option
+from tfbuild.core.options import DIST, JSON, VERBOSE, declared, group, option
 from tfbuild.plan.options import PlanOptions
 
 
@@ -42,29 +42,25 @@ class WheelArgs:
     memory: str | None = declared(
         None, "--memory", metavar="SIZE", help="Memory limit of the build container, e.g. 16g."
     )
-    remote_header_file: Path | None = field(
-        default=None,
-        metadata=cli(
-            "--remote-header-file",
-            metavar="FILE",
-            help="Credentials for --remote-cache/--remote-executor: 'Name: value' lines, given to "
-            "bazel through a credential helper in a private directory (an rc file for a bazel "
-            "without one); never in the plan, receipt, log or a command line.",
-        ),
+    remote_header_file: Path | None = declared(
+        None,
+        "--remote-header-file",
+        metavar="FILE",
+        help="Credentials for --remote-cache/--remote-executor: 'Name: value' lines, given to "
+        "bazel through a credential helper in a private directory (an rc file for a bazel "
+        "without one); never in the plan, receipt, log or a command line.",
     )
     keep_container: bool = declared(
         False, "--keep-container", help="Keep the build container for a post-mortem."
     )
     quiet: bool = declared(False, "-q", "--quiet", help="Print only the result.")
     verbose: bool = option(VERBOSE, default=False)
-    from_receipt: Path | None = field(
-        default=None,
-        metadata=cli(
-            "--from-receipt",
-            metavar="RECEIPT",
-            help="Build the same wheel again, here: the receipt's plan, source hash and package "
-            "versions (instead of the plan options).",
-        ),
+    from_receipt: Path | None = declared(
+        None,
+        "--from-receipt",
+        metavar="RECEIPT",
+        help="Build the same wheel again, here: the receipt's plan, source hash and package "
+        "versions (instead of the plan options).",
     )
     as_json: bool = option(JSON, default=False)
     plan: PlanOptions = group(PlanOptions)

@@ -344,8 +344,8 @@ def print_loads(wheel: Path, reports: Sequence[LoadReport]) -> None:
             states.append("nothing to import")
         if report.missing:
             states.append(f"[yellow]missing {safe(', '.join(report.missing))}[/yellow]")
-        if report.installed_by == "pip":
-            states.append(f"installed by pip {safe(report.pip or '')} from the wheelhouse")
+        if report.install.by == "pip":
+            states.append(f"installed by pip {safe(report.install.pip or '')} from the wheelhouse")
         console.print(
             f"  {safe(report.image)} (glibc {safe(report.glibc or 'unknown')}, "
             f"Python {safe(report.python or 'unknown')}): {', '.join(states)}"
@@ -361,8 +361,8 @@ def print_loads(wheel: Path, reports: Sequence[LoadReport]) -> None:
         ]
         if report.no_pip:
             notes.append(f"{report.image} has no pip; dependencies cannot be installed offline")
-        if report.install_error:
-            notes.append(f"pip could not install it from the wheelhouse: {report.install_error}")
+        if report.install.error:
+            notes.append(f"pip could not install it from the wheelhouse: {report.install.error}")
         notes += [
             f"{r.state} (no packaging here to evaluate markers): {r.requirement}"
             for r in report.requirements

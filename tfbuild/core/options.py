@@ -1,9 +1,10 @@
 """Every command's options, declared once, as fields of frozen dataclasses.
 
 A command's request is a dataclass; each field that is an option carries its command-line
-declaration (:class:`Cli`: flags, metavar, help) in its metadata, made by :func:`option`. The
-command line (:mod:`tfbuild.cli.options`) turns those fields into typer options, and the values a
-user gave back into the dataclass (:func:`from_command_line`), which checks them when it is made.
+declaration (:class:`Cli`: flags, metavar, help) in its metadata, made by :func:`declared` (said
+in place) or :func:`option` (a declaration shared). The command line (:mod:`tfbuild.cli.options`)
+turns those fields into typer options, and the values a user gave back into the dataclass
+(:func:`from_command_line`), which checks them when it is made.
 So adding an option takes the field, with its declaration, and its use.
 
 An option several commands take means one thing, and is declared once: a module-level
@@ -59,14 +60,15 @@ class Cli:
         return dataclasses.replace(self, **changes)
 
 
-def cli(*flags: str, help: str = "", **declaration: Any) -> dict[str, Cli]:
-    """A field's metadata: its command-line declaration."""
-    return {_OPTION: Cli(flags=flags, help=help, **declaration)}
-
-
 def option(declaration: Cli, *, default: Any = dataclasses.MISSING, **field_args: Any) -> Any:
     """A dataclass field that is the option ``declaration`` (one declared once, shared)."""
     return dataclasses.field(default=default, metadata={_OPTION: declaration}, **field_args)
+
+
+def declared(default: Any, *flags: str, **declaration: Any) -> Any:
+    """A dataclass field that is an option declared in place: its default, its flags, then the
+    rest of its :class:`Cli` (metavar, help, ...)."""
+    return option(Cli(flags=flags, **declaration), default=default)
 
 
 def group(factory: Callable[[], Any]) -> Any:

@@ -7,13 +7,12 @@ one field, ``variant``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
 
 from tfbuild.core.defaults import CACHE_VOLUME, DOCTOR_TIMES
 from tfbuild.core.errors import UsageError
-from tfbuild.core.options import CPUINFO, RECIPES_DIR, TARGET, TF, cli, declaration, option
+from tfbuild.core.options import CPUINFO, RECIPES_DIR, TARGET, TF, declaration, declared, option
 from tfbuild.core.pythons import PYTHON, VERSION, python_version
 from tfbuild.core.variants import MklThreading, Variant
 
@@ -42,11 +41,6 @@ def _capabilities(text: str | None) -> tuple[str, ...]:
     return tuple(c.strip() for c in (text or "").split(",") if c.strip())
 
 
-def _option(default: Any, *flags: str, **declaration: Any) -> Any:
-    """A field with its option's declaration (flags, metavar, help: core.options.cli)."""
-    return field(default=default, metadata=cli(*flags, **declaration))
-
-
 def parse_capability(text: str) -> tuple[int, int]:
     """A compute capability as (major, minor): ``8.9``, ``89``, ``sm_89`` or ``compute_90``; any
     other text is a UsageError naming ``--cuda-capabilities``."""
@@ -71,26 +65,22 @@ class PlanOptions:
     """The plan options of one build (one field per option, in ``--help`` order), checked when made."""
 
     tf: str | None = option(TF, default=None)
-    variant: Variant = field(
-        default=Variant.cpu,
-        metadata=cli(
-            choices=(
-                ("--mkl", Variant.mkl, "The oneDNN CPU build (docs/plan.md says how it threads)."),
-                ("--cuda", Variant.cuda, "The CUDA build."),
-            ),
+    variant: Variant = declared(
+        Variant.cpu,
+        choices=(
+            ("--mkl", Variant.mkl, "The oneDNN CPU build (docs/plan.md says how it threads)."),
+            ("--cuda", Variant.cuda, "The CUDA build."),
         ),
     )
-    mkl_threading: MklThreading = field(
-        default=MklThreading.threadpool,
-        metadata=cli(
-            "--mkl-threading",
-            help="oneDNN threading: TensorFlow's thread pool (mkl_threadpool) or OpenMP (mkl).",
-        ),
+    mkl_threading: MklThreading = declared(
+        MklThreading.threadpool,
+        "--mkl-threading",
+        help="oneDNN threading: TensorFlow's thread pool (mkl_threadpool) or OpenMP (mkl).",
     )
     #: A portable archspec target; None: the machine described (this host or --cpuinfo).
     target: str | None = option(TARGET, default=None)
     cpuinfo: Path | None = option(CPUINFO, default=None)
-    native: bool = _option(
+    native: bool = declared(
         False, "--native", help="Literal -march=native (a build on the machine itself)."
     )
     #: X.Y; the command line also takes an interpreter, whose version it asks.
@@ -102,46 +92,46 @@ class PlanOptions:
         ),
         default=None,
     )
-    jobs: int | None = _option(None, "--jobs", min=MIN_JOBS, max=MAX_JOBS, help="bazel --jobs.")
-    local_ram_resources: int | None = _option(
+    jobs: int | None = declared(None, "--jobs", min=MIN_JOBS, max=MAX_JOBS, help="bazel --jobs.")
+    local_ram_resources: int | None = declared(
         None,
         "--local-ram-resources",
         metavar="MB",
         min=MIN_LOCAL_RAM_MB,
         help="bazel's memory budget.",
     )
-    jvm_heap: int | None = _option(
+    jvm_heap: int | None = declared(
         None, "--jvm-heap", metavar="MB", min=MIN_JVM_HEAP_MB, help="bazel server heap."
     )
-    cache_volume: str = _option(
+    cache_volume: str = declared(
         CACHE_VOLUME, "--cache-volume", metavar="NAME", help="Docker volume for bazel caches."
     )
-    disk_cache: bool = _option(
+    disk_cache: bool = declared(
         True, "--disk-cache/--no-disk-cache", help="bazel's local disk cache."
     )
-    remote_cache: str | None = _option(
+    remote_cache: str | None = declared(
         None, "--remote-cache", metavar="URL", help="A shared bazel cache."
     )
-    remote_executor: str | None = _option(
+    remote_executor: str | None = declared(
         None,
         "--remote-executor",
         metavar="URL",
         help="A bazel remote executor (Remote Execution API); needs --push-toolchain, so that "
         "its workers run every action in the toolchain image.",
     )
-    remote_instance: str | None = _option(
+    remote_instance: str | None = declared(
         None,
         "--remote-instance",
         metavar="NAME",
         help="The remote cache's or executor's instance name (bazel --remote_instance_name).",
         show_default=False,
     )
-    remote_cache_read_only: bool = _option(
+    remote_cache_read_only: bool = declared(
         False,
         "--remote-cache-read-only",
         help="Take hits from --remote-cache, upload nothing (e.g. for pull requests).",
     )
-    push_toolchain: str | None = _option(
+    push_toolchain: str | None = declared(
         None,
         "--push-toolchain",
         metavar="REGISTRY",
@@ -149,7 +139,7 @@ class PlanOptions:
         "executor run every action in it, by digest.",
         show_default=False,
     )
-    cuda_capabilities: tuple[str, ...] = _option(
+    cuda_capabilities: tuple[str, ...] = declared(
         (),
         "--cuda-capabilities",
         metavar="LIST",
@@ -157,24 +147,24 @@ class PlanOptions:
         cli_type=str | None,
         convert=_capabilities,
     )
-    cuda_version: str | None = _option(
+    cuda_version: str | None = declared(
         None, "--cuda-version", metavar="X.Y.Z", help="Hermetic CUDA version."
     )
-    cudnn_version: str | None = _option(
+    cudnn_version: str | None = declared(
         None, "--cudnn-version", metavar="X.Y.Z", help="cuDNN version."
     )
-    skip_disk_check: bool = _option(
+    skip_disk_check: bool = declared(
         False,
         "--skip-disk-check",
         help="Build even when free disk looks too small (tfbuild wheel checks it before it "
         "builds; plan only warns).",
     )
-    label: bool = _option(
+    label: bool = declared(
         True,
         "--label/--no-label",
         help="Put the target in the wheel's version: 2.21.0+x86_64v4 (read by tfbuild pick).",
     )
-    base_image: str | None = _option(
+    base_image: str | None = declared(
         None,
         "--base-image",
         metavar="NAME",
@@ -182,14 +172,14 @@ class PlanOptions:
         "(e.g. tfbuild/base:jammy) where no registry can be reached.",
         show_default=False,
     )
-    portable: bool = _option(
+    portable: bool = declared(
         True,
         "--portable/--no-portable",
         help="Reach the recipe's glibc floor (the stock wheel's) by TensorFlow's own route: "
         "its hermetic toolchain (2.21) or its old-glibc sysroot. --no-portable: the image's "
         "compiler and glibc, for systems as new as the image.",
     )
-    sysroot_from: str | None = _option(
+    sysroot_from: str | None = declared(
         None,
         "--sysroot-from",
         metavar="IMAGE",
@@ -197,13 +187,13 @@ class PlanOptions:
         "a tfbuild base image): the wheel loads on that system and newer.",
         show_default=False,
     )
-    canary: bool = _option(
+    canary: bool = declared(
         False,
         "--canary",
         help="tfbuild's STAND-IN source (a miniature, not TensorFlow) through the same "
         f"pipeline: what tfbuild doctor builds, twice (doctor: {DOCTOR_TIMES}).",
     )
-    reproducible: bool = _option(
+    reproducible: bool = declared(
         True,
         "--reproducible/--no-reproducible",
         help="The determinism measures: SOURCE_DATE_EPOCH, TZ, locale, path maps and a "
