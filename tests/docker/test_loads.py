@@ -226,8 +226,8 @@ def test_a_wheelhouse_installs_the_dependencies_with_the_images_pip(
     engine: Any, needs_dep: Path, wheelhouse: Path, pip_image: str, tmp_path: Path
 ) -> None:
     report = loads_in(engine, needs_dep, pip_image, wheelhouse=wheelhouse)
-    assert (report.installed_by, report.install_error) == ("pip", None)
-    assert report.pip is not None
+    assert (report.install.by, report.install.error) == ("pip", None)
+    assert report.install.pip is not None
     assert [(r.name, r.state, r.version) for r in report.requirements] == [
         (DEP, "installed", "1.0"),
         ("tfbuild-test-other", "not evaluated", None),
@@ -243,8 +243,8 @@ def test_a_wheelhouse_installs_the_dependencies_with_the_images_pip(
     empty = tmp_path / "empty"
     empty.mkdir()
     report = loads_in(engine, needs_dep, pip_image, wheelhouse=empty)
-    assert report.installed_by == "unpacked"
-    assert report.install_error is not None and DEP in report.install_error
-    assert report.install_error.startswith("ERROR: ")
+    assert report.install.by == "unpacked"
+    assert report.install.error is not None and DEP in report.install.error
+    assert report.install.error.startswith("ERROR: ")
     (module,) = report.modules
     assert (module.ok, module.cause) == (False, DEP)

@@ -124,3 +124,13 @@ def test_a_path_that_is_no_wheel_file_says_what_it_is(command: str, tmp_path: Pa
     assert one_error_line(other, 3) == (
         f"tfbuild: error: notes.txt is not a wheel: a wheel is a .whl file. {fix}"
     )
+
+
+def test_an_overlay_wheel_that_is_not_there_is_refused_as_any_wheel(tmp_path: Path) -> None:
+    """An overlay's name sends smoke to the overlay's proof, which refuses a missing wheel in the
+    words smoke has for any wheel, exit 3, before it says anything else."""
+    gone = tmp_path / "tfbuild_overlay-2.21.0+icelake-py3-none-manylinux_2_31_x86_64.whl"
+    assert one_error_line(run_cli("smoke", str(gone)), 3) == (
+        f"tfbuild: error: cannot test wheel {gone}: it does not exist. Pass the path of a .whl "
+        "file, or a requirement such as tensorflow-cpu==2.21.0."
+    )

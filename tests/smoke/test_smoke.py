@@ -262,3 +262,43 @@ def test_a_receipt_or_env_file_beside_the_wheel_that_is_no_file_is_one_line_exit
     (line,) = result.stderr.splitlines()
     noun = "receipt" if beside == ".json" else "env file"
     assert line.startswith(f"tfbuild: error: the {noun} {path} is not a file: {said}.")
+
+
+@pytest.mark.parametrize("preloaded", [False, True], ids=["tcmalloc-free", "ld-preload-set"])
+def test_the_settings_are_tried_in_order_each_with_its_name_and_env(
+    monkeypatch: pytest.MonkeyPatch, preloaded: bool
+) -> None:
+    """TCMalloc (where it is installed and LD_PRELOAD is not already set), then the thread pools
+    at the physical cores, then OpenMP's variables: each said, then tried, in that order."""
+    from tfbuild.detect.cpuinfo import CpuInfo
+    from tfbuild.smoke import session
+
+    events: list[object] = []
+
+    def tried(python: str, *, base_env: object, name: str, env: object, method: object) -> str:
+        events.append((name, env))
+        return name
+
+    monkeypatch.setattr(session, "try_setting", tried)
+    monkeypatch.setattr(Path, "exists", lambda self: self == TCMALLOC)
+    info = CpuInfo(
+        source="-", architecture="x86_64", vendor="GenuineIntel", brand=None, physical_cores=8
+    )
+    base_env = {"LD_PRELOAD": "x.so"} if preloaded else {}
+    trials = session._try_settings("py", base_env, info, Method(budget=1.0), events.append)
+    tcmalloc = ["trying TCMalloc preloaded", ("tcmalloc", {"LD_PRELOAD": str(TCMALLOC)})]
+    assert events == [
+        *([] if preloaded else tcmalloc),
+        "trying intra-op threads = 8 physical cores, inter-op = 1",
+        ("threads intra=8 inter=1", {"TF_NUM_INTRAOP_THREADS": "8", "TF_NUM_INTEROP_THREADS": "1"}),
+        "trying OpenMP settings (OMP_NUM_THREADS, KMP_BLOCKTIME, KMP_AFFINITY)",
+        (
+            "openmp",
+            {
+                "OMP_NUM_THREADS": "8",
+                "KMP_BLOCKTIME": "1",
+                "KMP_AFFINITY": "granularity=fine,compact,1,0",
+            },
+        ),
+    ]
+    assert trials == tuple(event[0] for event in events if isinstance(event, tuple))

@@ -25,6 +25,7 @@ from tfbuild.core.stats import SLOWER
 from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env
 from tfbuild.measure.models import ModelFile
 from tfbuild.measure.run import Method, OpResult, compare
+from tfbuild.overlay.compile import loader_line
 from tfbuild.overlay.models import ModelResult, prove_models, prove_user_model
 from tfbuild.smoke.session import forecast_beside
 from tfbuild.wheel.overlay_receipt import OverlayReceipt, read_overlay_receipt
@@ -84,11 +85,7 @@ def load_line(python: str) -> str | None:
         env=clean_env(),
         timeout=300,
     )
-    done = commands.attempt(call)
-    for line in done.stderr.splitlines():
-        if line.startswith("tfbuild overlay"):
-            return line
-    return None
+    return loader_line(commands.attempt(call).stderr, last=False)
 
 
 def prove_overlay(
@@ -106,10 +103,11 @@ def prove_overlay(
     the user's ``model`` when given, else the built-in ones) with the overlay against stock. The
     ops get two thirds of the budget, the models the rest."""
     say = progress or (lambda _m: None)
+    spec = WheelSpec.parse(str(wheel))  # no such file: an InputError, as for any wheel smoke tests
     receipt_file = receipt_path(wheel)
     receipt = read_overlay_receipt(receipt_file, wheel=wheel) if receipt_file.exists() else None
     say(f"an environment with {wheel.name} and its stock TensorFlow (made once, then reused)")
-    env = ensure_env(WheelSpec(kind="file", value=str(wheel.resolve())), python=python)
+    env = ensure_env(spec, python=python)
     line = load_line(env.python)
     if line is not None and PENDING_SAYS in line:
         # built on a machine without its target's instruction sets: its check runs here first

@@ -106,25 +106,9 @@ class LoadReport:
         object.__setattr__(self, "passed", loads and self.installable and imports is not False)
 
     @property
-    def installed_by(self) -> Literal["unpacked", "pip"]:
-        return self.install.by
-
-    @property
-    def wheelhouse(self) -> bool:
-        return self.install.wheelhouse
-
-    @property
-    def pip(self) -> str | None:
-        return self.install.pip
-
-    @property
-    def install_error(self) -> str | None:
-        return self.install.error
-
-    @property
     def no_pip(self) -> bool:
         """A wheelhouse was given, but the image has no pip to install from it."""
-        return self.wheelhouse and self.pip is None
+        return self.install.wheelhouse and self.install.pip is None
 
     def problem(self) -> str | None:
         """The first reason the wheel fails here, in the loader's, the tags' or Python's words."""
@@ -285,12 +269,12 @@ def loads_failure(wheel: Path, reports: list[LoadReport]) -> SmokeFailed | None:
             "Build the wheel for that system's Python (tfbuild wheel --python X.Y), or check it "
             "in an image with the Python it was built for."
         )
-    elif first.install_error:
+    elif first.install.error:
         fix = (
             "Put the wheels pip could not find into the wheelhouse (pip download -d DIR "
             "REQUIREMENT) and rerun."
         )
-    elif first.missing and (first.no_pip or not first.wheelhouse):
+    elif first.missing and (first.no_pip or not first.install.wheelhouse):
         fix = (
             "Give its dependencies with --wheelhouse DIR (pip download -d DIR ...), in an image "
             "with pip."

@@ -7,7 +7,6 @@ never as a traceback from tfbuild.
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -51,16 +50,9 @@ class Imported:
     python: str
 
 
-def _signal_name(returncode: int) -> str:
-    try:
-        return signal.Signals(-returncode).name
-    except ValueError:
-        return f"signal {-returncode}"
-
-
 def failure_line(stderr: str, returncode: int) -> str:
     if returncode < 0:
-        name = _signal_name(returncode)
+        name = commands.signal_name(-returncode)
         if name == "SIGILL":
             return (
                 "died with SIGILL (Illegal instruction): the wheel uses instructions this CPU lacks"
@@ -105,7 +97,7 @@ def run_probe(python: str, *, env: Mapping[str, str], timeout: float = 600) -> P
     return ProbeResult(
         ok=ok,
         returncode=code,
-        signal=_signal_name(code) if code < 0 else None,
+        signal=commands.signal_name(-code) if code < 0 else None,
         failure=failure,
         version=said.version if said else None,
         git_version=said.git_version if said else None,

@@ -224,44 +224,31 @@ def _try_settings(
     python: str, base_env: dict[str, str], info: CpuInfo, method: Method, say: Progress
 ) -> tuple[SettingTrial, ...]:
     """The seed guides' runtime advice, each tried against the wheel without it."""
-    trials = []
     multiarch = "aarch64-linux-gnu" if info.architecture == "aarch64" else "x86_64-linux-gnu"
     tcmalloc = Path(f"/usr/lib/{multiarch}/libtcmalloc.so.4")
-    if tcmalloc.exists() and "LD_PRELOAD" not in base_env:
-        say("trying TCMalloc preloaded")
-        trials.append(
-            try_setting(
-                python,
-                base_env=base_env,
-                name="tcmalloc",
-                env={"LD_PRELOAD": str(tcmalloc)},
-                method=method,
-            )
-        )
+    preload = tcmalloc.exists() and "LD_PRELOAD" not in base_env
     cores = info.physical_cores or info.logical_cpus or 1
-    say(f"trying intra-op threads = {cores} physical cores, inter-op = 1")
-    # TensorFlow reads these two variables when it creates its thread pools (process_util.cc).
-    trials.append(
-        try_setting(
-            python,
-            base_env=base_env,
-            name=f"threads intra={cores} inter=1",
-            env={"TF_NUM_INTRAOP_THREADS": str(cores), "TF_NUM_INTEROP_THREADS": "1"},
-            method=method,
-        )
-    )
-    say("trying OpenMP settings (OMP_NUM_THREADS, KMP_BLOCKTIME, KMP_AFFINITY)")
-    trials.append(
-        try_setting(
-            python,
-            base_env=base_env,
-            name="openmp",
-            env={
+    # Each: what is said, its name, its variables; TCMalloc where installed and LD_PRELOAD unset.
+    settings = (
+        ("TCMalloc preloaded", "tcmalloc", {"LD_PRELOAD": str(tcmalloc)}),
+        # TensorFlow reads these two variables when it creates its thread pools (process_util.cc).
+        (
+            f"intra-op threads = {cores} physical cores, inter-op = 1",
+            f"threads intra={cores} inter=1",
+            {"TF_NUM_INTRAOP_THREADS": str(cores), "TF_NUM_INTEROP_THREADS": "1"},
+        ),
+        (
+            "OpenMP settings (OMP_NUM_THREADS, KMP_BLOCKTIME, KMP_AFFINITY)",
+            "openmp",
+            {
                 "OMP_NUM_THREADS": str(cores),
                 "KMP_BLOCKTIME": "1",
                 "KMP_AFFINITY": "granularity=fine,compact,1,0",
             },
-            method=method,
-        )
+        ),
     )
+    trials = []
+    for said, name, env in settings if preload else settings[1:]:
+        say(f"trying {said}")
+        trials.append(try_setting(python, base_env=base_env, name=name, env=env, method=method))
     return tuple(trials)
