@@ -858,7 +858,6 @@ def test_a_git_checkout_records_its_commit_and_cleanliness(tmp_path: Path) -> No
         epoch=source.epoch,
     )
     assert serial.to_data(source.record())["commit"] == head
-    assert source.record().identity == f"git:{head}"
 
 
 @needs_git

@@ -257,8 +257,7 @@ SAME_IN_EVERY_PROCESS = {
     ("tfbuild/core/targets.py", "targets"),  # archspec's table, with tfbuild's additions
     ("tfbuild/detect/cpu.py", "_targets"),  # archspec's microarchitectures.json
     ("tfbuild/detect/cpuinfo.py", "flags_read"),  # archspec's, and the guard features' table
-    ("tfbuild/overlay/image.py", "_environment"),  # jinja2 over the package's templates
-    ("tfbuild/plan/render.py", "_environment"),  # jinja2 over the package's templates
+    ("tfbuild/plan/render.py", "template_environment"),  # jinja2 over the package's templates
     ("tfbuild/wheel/labels.py", "_targets_by_label"),  # archspec's names
 }
 #: tfbuild's module state, which the runner sets as a new process has it and puts back after.

@@ -65,6 +65,11 @@ def test_a_killed_process_names_its_signal() -> None:
         commands.run(python_call("import os; os.kill(os.getpid(), 9)"))
 
 
+def test_a_signal_is_named_and_an_unknown_number_said_as_one() -> None:
+    assert commands.signal_name(4) == "SIGILL"
+    assert commands.signal_name(99) == "signal 99"
+
+
 class Answer(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     n: int
 

@@ -25,6 +25,7 @@ from tfbuild.core.engine import (
     DockerEngine,
     Mount,
 )
+from tfbuild.core.engine_objects import input_hash
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem, UsageError
 from tfbuild.core.image_failure import DownloadFailed, ImageUnavailable
 
@@ -134,7 +135,7 @@ def test_build_streams_lines_while_it_runs_and_reuses_by_hash(
     returned = time.monotonic()
     scratch.images.append(tag)
     assert built_now
-    assert tag == f"{scratch.repository}:{engine.input_hash(context)[:16]}"
+    assert tag == f"{scratch.repository}:{input_hash(context)[:16]}"
     lines = [line for _, line in seen]
     hello = lines.index("hello-from-build")
     # The engine adds one LABEL step per label after ours, so only the step number is fixed.
@@ -147,29 +148,29 @@ def test_build_streams_lines_while_it_runs_and_reuses_by_hash(
     labels = engine._client.api.inspect_image(tag)["Config"]["Labels"]
     assert labels["org.tfbuild"] == "1"
     assert labels["org.tfbuild.test"] == scratch.key
-    assert labels["org.tfbuild.input-hash"] == engine.input_hash(context)
+    assert labels["org.tfbuild.input-hash"] == input_hash(context)
 
     again, built_again = engine.ensure_image(context, repository=scratch.repository)
     assert (again, built_again) == (tag, False)
     assert engine.image_id(tag) == engine.image_id(again) is not None
 
 
-def test_input_hash_follows_content_paths_modes_and_links(engine: Any, tmp_path: Path) -> None:
+def test_input_hash_follows_content_paths_modes_and_links(tmp_path: Path) -> None:
     context = _context(tmp_path / "a", "FROM scratch\n", data="one")
     (context / "tool.sh").write_text("#!/bin/sh\n")
     (context / "link").symlink_to("data.txt")
-    first = engine.input_hash(context)
-    assert engine.input_hash(context) == first
+    first = input_hash(context)
+    assert input_hash(context) == first
     # The same files elsewhere hash the same: only relative paths count.
     twin = _context(tmp_path / "b", "FROM scratch\n", data="one")
     (twin / "tool.sh").write_text("#!/bin/sh\n")
     (twin / "link").symlink_to("data.txt")
-    assert engine.input_hash(twin) == first
+    assert input_hash(twin) == first
 
     seen = {first}
 
     def changed() -> bool:
-        digest = engine.input_hash(context)
+        digest = input_hash(context)
         new = digest not in seen
         seen.add(digest)
         return new
@@ -591,7 +592,7 @@ def _toolchain_failure(
     image = tmp_path / "image"
     image.mkdir()
     (image / "Dockerfile").write_text(render_files(plan)["Dockerfile"])
-    tag = f"{TOOLCHAIN_REPOSITORY}:{engine.input_hash(image)[:16]}"
+    tag = f"{TOOLCHAIN_REPOSITORY}:{input_hash(image)[:16]}"
     # A toolchain image made where these downloads work would be reused, and the build go on.
     assert not engine.image_exists(tag), f"{tag} exists: this test needs it not to"
     tree = tmp_path / "tree"

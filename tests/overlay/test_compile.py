@@ -13,12 +13,14 @@ from tfbuild.core.errors import EnvironmentProblem
 from tfbuild.overlay import compile as overlay_compile
 from tfbuild.overlay.compile import (
     FP16_CLANG,
+    LOADER_SAYS,
     MACROS,
     PART_FLAGS,
     SOURCES,
     SYSTEM_FLAGS,
     SYSTEM_ONLY,
     host_toolchain,
+    loader_line,
     predefined,
     shared_math,
     target_features,
@@ -211,3 +213,25 @@ def test_every_target_of_the_fleet_compiles_with_every_set_checked(
     loader = (PACKAGE / "loader.c").read_text()
     assert all(f'{{"{name}", ' in loader for name in found), found
     assert "avx" in found  # more than stock's
+
+
+def test_the_loaders_line_is_picked_out_of_standard_error_first_or_last() -> None:
+    said = (
+        "2026-11-29 06:39:11: I tensorflow/core/platform/cpu_feature_guard.cc:210] AVX2\n"
+        "tfbuild overlay (x86_64_v4, TensorFlow 2.21): not loaded, stock kernels run: first\n"
+        "run: tfbuild overlay --check\n"
+        "tfbuild overlay (x86_64_v4, TensorFlow 2.21): loaded, 9 kernels\n"
+    )
+    assert loader_line(said, last=False) == (
+        "tfbuild overlay (x86_64_v4, TensorFlow 2.21): not loaded, stock kernels run: first"
+    )
+    assert (
+        loader_line(said, last=True)
+        == "tfbuild overlay (x86_64_v4, TensorFlow 2.21): loaded, 9 kernels"
+    )
+    assert loader_line("run: tfbuild overlay --check\n", last=True) is None
+    # Every line the loader writes begins so.
+    loader = (PACKAGE / "loader.c").read_text()
+    assert (
+        loader.count("fprintf(stderr,") == loader.count(f'"{LOADER_SAYS}%s, TensorFlow %s): ') == 3
+    )

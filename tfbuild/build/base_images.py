@@ -42,7 +42,6 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -56,6 +55,7 @@ from tfbuild.core.errors import (
     TfbuildError,
     UsageError,
 )
+from tfbuild.core.files import utc_stamp
 from tfbuild.core.resources import data_dir
 from tfbuild.core.rounded import Round1, round_fields
 from tfbuild.recipes.images import BASE_LABEL, SUITES, default_tag
@@ -470,8 +470,7 @@ def base_log_path(suite: str) -> Path:
     """Where a `tfbuild base` run keeps its tools' output: ``<cache>/logs/base-SUITE-TIME.log``."""
     from tfbuild.core.cache import LOGS, cache_root
 
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return cache_root() / LOGS / f"base-{suite}-{stamp}-{os.getpid()}.log"
+    return cache_root() / LOGS / f"base-{suite}-{utc_stamp()}-{os.getpid()}.log"
 
 
 def _stream(argv: Sequence[str], on_line: Callable[[str], None]) -> tuple[int, list[str]]:

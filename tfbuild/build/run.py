@@ -34,7 +34,6 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +72,7 @@ from tfbuild.core.files import (
     locked,
     sha256_file,
     shown,
+    utc_stamp,
 )
 from tfbuild.core.stopping import stop_on_signals
 from tfbuild.plan import BuildPlan
@@ -117,8 +117,7 @@ class WheelResult:
 
 def new_build_id() -> str:
     """Sortable and unique enough for one dist/: 20261123-091502-3fa9c1."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return f"{stamp}-{secrets.token_hex(3)}"
+    return f"{utc_stamp()}-{secrets.token_hex(3)}"
 
 
 def proxies_from(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

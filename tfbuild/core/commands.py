@@ -228,7 +228,7 @@ def failure(call: Command, finished: Finished, why: str | None = None) -> Tfbuil
     """The one error for a call that failed: its subject, the program and its last line."""
     if why is None:
         how = finished.problem or (
-            f"it was killed by {_signal_name(-finished.returncode)}"
+            f"it was killed by {signal_name(-finished.returncode)}"
             if finished.returncode is not None and finished.returncode < 0
             else f"it exited with {finished.returncode}"
         )
@@ -238,7 +238,8 @@ def failure(call: Command, finished: Finished, why: str | None = None) -> Tfbuil
     return call.error(call.what, why=f"{call.program}: {why}", fix=call.fix, details=tail)
 
 
-def _signal_name(number: int) -> str:
+def signal_name(number: int) -> str:
+    """``SIGILL`` for 4; ``signal 99`` for a number no signal has."""
     try:
         return signal.Signals(number).name  # SIGILL: built for instructions this CPU lacks
     except ValueError:

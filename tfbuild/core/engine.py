@@ -267,8 +267,6 @@ def _unless_used(remove: Callable[..., Any], name: str) -> bool:
 class DockerEngine:
     """A connected Docker engine. Make one with :meth:`connect`; :meth:`close` it when done."""
 
-    input_hash = staticmethod(input_hash)
-
     def __init__(self, client: Any, *, endpoint: str) -> None:
         self._client = client
         self.endpoint = endpoint

@@ -32,6 +32,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from datetime import datetime, timezone
 from pathlib import Path
 
 from tfbuild.core.errors import EnvironmentProblem, InputError
@@ -222,6 +223,11 @@ def human_size(size: int) -> str:
     if size < 1 << 30:
         return f"{size / (1 << 20):.1f} MiB"
     return f"{size / (1 << 30):.1f} GiB"
+
+
+def utc_stamp(now: datetime | None = None) -> str:
+    """A time (by default now, in UTC) as a build id or a log's name holds it: ``20261123-091502``."""
+    return (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
 
 
 #: What :func:`write_files` puts in place: text, bytes, or an existing file (by its path) moved in.

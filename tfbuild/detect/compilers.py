@@ -28,6 +28,7 @@ from tfbuild.core.compilers import release_of
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import features
 from tfbuild.detect.values import CommandLine
+from tfbuild.recipes.tfversions import parse_version
 
 if TYPE_CHECKING:
     from archspec.cpu import Microarchitecture
@@ -59,7 +60,7 @@ class Compiler:
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
-        return tuple(int(p) for p in self.version.split("."))
+        return parse_version(self.version)
 
 
 def _first_release(name: str, major: int) -> str:
@@ -248,7 +249,7 @@ def _option_missing(feature: features.GuardFeature, compiler: Compiler) -> str |
     minimum = {"gcc": feature.gcc, "clang": feature.clang}.get(compiler.name)
     if minimum is None:
         return f"tfbuild knows the -m options of gcc and clang only, not {compiler.name}"
-    if compiler.version_tuple >= tuple(int(p) for p in minimum.split(".")):
+    if compiler.version_tuple >= parse_version(minimum):
         return None
     return f"{compiler.name} {compiler.version} has no {feature.option} (needs {minimum}+)"
 

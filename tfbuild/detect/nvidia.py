@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tfbuild.core.commands import CommandResult, Runner, run_command
+from tfbuild.recipes.tfversions import parse_version
 
 #: Fields asked of ``nvidia-smi --query-gpu``, in output order. ``name`` is last because nvidia-smi
 #: does not quote its CSV: a comma in a product name can then only spill into the last column.
@@ -137,11 +138,6 @@ CUDA_DRIVER_TABLE: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def _numbers(version: str) -> tuple[int, ...]:
-    """``"550.54.15"`` -> ``(550, 54, 15)``."""
-    return tuple(int(part) for part in version.split("."))
-
-
 def max_cuda_for_driver(driver_version: str) -> str | None:
     """The newest CUDA release ("X.Y") whose toolkit driver this Linux driver meets, or None.
 
@@ -153,9 +149,11 @@ def max_cuda_for_driver(driver_version: str) -> str | None:
     if not re.fullmatch(_VERSION, text):
         return None
     supported = [
-        cuda for cuda, _label, minimum in CUDA_DRIVER_TABLE if _numbers(text) >= _numbers(minimum)
+        cuda
+        for cuda, _label, minimum in CUDA_DRIVER_TABLE
+        if parse_version(text) >= parse_version(minimum)
     ]
-    return max(supported, key=_numbers, default=None)
+    return max(supported, key=parse_version, default=None)
 
 
 def min_driver_for_cuda(cuda_version: str) -> str | None:
@@ -169,7 +167,7 @@ def min_driver_for_cuda(cuda_version: str) -> str | None:
         return None
     release = f"{int(parts[0])}.{int(parts[1])}"
     minimums = [m for cuda, _label, m in CUDA_DRIVER_TABLE if cuda == release]
-    return min(minimums, key=_numbers, default=None)
+    return min(minimums, key=parse_version, default=None)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,6 +16,7 @@ from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.detect.cuda_report import CudaReport
 from tfbuild.detect.nvidia import NvidiaReport
 from tfbuild.detect.system import SystemInfo
+from tfbuild.recipes.tfversions import parse_version
 
 if TYPE_CHECKING:
     from tfbuild.recipes.recipe import Recipe
@@ -41,7 +42,7 @@ class GuardReport:
 
 def guard_report(info: CpuInfo) -> GuardReport:
     if info.architecture == "x86_64":
-        return GuardReport(applicable=True, present=cpu.guard_features(info))
+        return GuardReport(applicable=True, present=features.present(info.flags))
     return GuardReport(
         applicable=False,
         present=(),
@@ -143,8 +144,7 @@ def tensorflow_support(
         cuda = recipe.cuda.cuda if recipe.cuda else None
         cuda_ok = None
         if cuda and driver_cuda:
-            need = tuple(int(p) for p in cuda.split(".")[:2])
-            cuda_ok = need <= tuple(int(p) for p in driver_cuda.split(".")[:2])
+            cuda_ok = parse_version(cuda)[:2] <= parse_version(driver_cuda)[:2]
         notes = []
         if not python_ok:
             notes.append(f"Python {python} is outside {recipe.python[0]}-{recipe.python[-1]}")

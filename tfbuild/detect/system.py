@@ -13,6 +13,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tfbuild.core.cache import cache_root
+
 
 @dataclass(frozen=True, kw_only=True)
 class PythonInfo:
@@ -62,13 +64,6 @@ class SystemInfo:
     caches: tuple[Cache, ...]
     memory: Memory
     disk: Disk | None
-
-
-def default_cache_dir() -> Path:
-    """Where tfbuild keeps sources, environments and logs (:func:`tfbuild.core.cache.cache_root`)."""
-    from tfbuild.core.cache import cache_root
-
-    return cache_root()
 
 
 def _read(path: Path) -> str | None:
@@ -195,5 +190,5 @@ def system_info(*, root: Path = Path("/"), build_dir: Path | None = None) -> Sys
             available_bytes=available,
             cgroup_limit_bytes=cgroup_memory_limit(root),
         ),
-        disk=disk_for(build_dir or default_cache_dir()),
+        disk=disk_for(build_dir or cache_root()),
     )

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from tfbuild.core import commands, serial
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem
+from tfbuild.overlay.compile import loader_line
 from tfbuild.wheel.overlay_receipt import KernelCheck
 
 SCRIPT = commands.script("check_tf.py")
@@ -297,10 +298,6 @@ def _bits(archive: zipfile.ZipFile, entry: tuple[str, str]) -> array.array[int]:
     return out
 
 
-#: How the overlay's loader begins the one line it says when it does not load (loader.c, say()).
-LOADER_SAYS = "tfbuild overlay ("
-
-
 def _run(python: str, env: Mapping[str, str], mode: str, out: Path) -> tuple[Index, str | None]:
     """The run's records, and the loader's line if it said why it did not load."""
     what = f"the overlay's numerical check (TFBUILD_OVERLAY={mode}) could not run"
@@ -326,8 +323,8 @@ def _run(python: str, env: Mapping[str, str], mode: str, out: Path) -> tuple[Ind
                 raise serial.DecodeFailure(f"unknown op or type: {r.op} {r.dtype}")
     except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
         raise EnvironmentProblem(what, why=f"its output is unreadable: {exc}") from exc
-    said = [line for line in done.stderr.splitlines() if line.startswith(LOADER_SAYS)]
-    return index, (said[-1][:400] if said else None)
+    said = loader_line(done.stderr, last=True)
+    return index, (None if said is None else said[:400])
 
 
 def unchecked(registered: Iterable[str], results: Iterable[OpCheck]) -> tuple[str, ...]:

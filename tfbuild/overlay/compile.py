@@ -74,6 +74,8 @@ SOURCES = (
 PART_FLAGS: Mapping[Part, tuple[str, ...]] = {"exact": ("-DEIGEN_FAST_MATH=0",)}
 KERNELS = "kernels.so"
 LOADER = "libtfbuild_overlay.so"
+#: How each line the loader writes to standard error begins (loader.c).
+LOADER_SAYS = "tfbuild overlay ("
 #: The stock TensorFlow's library the kernels link against (its soname), in the stock wheel.
 FRAMEWORK = "libtensorflow_framework.so.2"
 
@@ -171,6 +173,14 @@ class Ran:
 
 #: Runs one compiler command (argv, in the directory given), wherever the toolchain lives.
 Runner = Callable[[Sequence[str], Path], Ran]
+
+
+def loader_line(stderr: str, *, last: bool) -> str | None:
+    """The loader's line in a process's standard error (its first, or its ``last``), or None."""
+    said = [line for line in stderr.splitlines() if line.startswith(LOADER_SAYS)]
+    if not said:
+        return None
+    return said[-1] if last else said[0]
 
 
 def run_here(argv: Sequence[str], cwd: Path) -> Ran:

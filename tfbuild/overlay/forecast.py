@@ -31,6 +31,7 @@ from tfbuild.measure.forecast_onednn import onednn_call, read_probe
 from tfbuild.measure.forecast_report import Forecast, KernelsBuilt, OneDnn, OpForecast, by_class
 from tfbuild.measure.run import Method, compare
 from tfbuild.overlay.build import OverlayRequest, Progress, beyond_here, build_overlay, install_into
+from tfbuild.overlay.compile import loader_line
 from tfbuild.overlay.prove import CONTROLS, LEFT_TO_STOCK, OFF, REPLACED
 
 #: One thread, as the forecast has always been given: the kernels' own gain, no threading in it.
@@ -138,14 +139,14 @@ def _loaded_and_onednn(python: str, env: dict[str, str], target: str) -> OneDnn:
     the kernels in ``env``, which the loader must say it registered; else its error."""
     call = onednn_call(python, env | {"TFBUILD_OVERLAY": "status"})
     done = commands.attempt(call)
-    said = [line for line in done.stderr.splitlines() if line.startswith("tfbuild overlay")]
-    if not said or LOADED not in said[-1]:
+    said = loader_line(done.stderr, last=True)
+    if said is None or LOADED not in said:
         failed = dataclasses.replace(
             call,
             what=f"the kernels for {target} did not load in the stock TensorFlow",
             error=UnsupportedError,
         )
-        raise commands.failure(failed, done, said[-1] if said else None)
+        raise commands.failure(failed, done, said)
     return read_probe(done)
 
 

@@ -25,16 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import os
 import re
-import shlex
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from tfbuild.core.compilers import CompilerExecutable
 from tfbuild.core.engine import DockerEngine, Mount
@@ -47,10 +44,10 @@ from tfbuild.core.errors import (
     Unreachable,
     UnsupportedError,
 )
+from tfbuild.core.files import utc_stamp
 from tfbuild.core.image_failure import DownloadFailed, ImageUnavailable
-from tfbuild.core.resources import data_dir
 from tfbuild.overlay.compile import CompilerDrivers, Ran
-from tfbuild.plan.render import SYSROOT_BUILDER_PACKAGES, dockerfile_string
+from tfbuild.plan.render import SYSROOT_BUILDER_PACKAGES, template_environment
 from tfbuild.plan.toolchain import IMAGE_SYSROOT
 from tfbuild.recipes.images import SUITES, default_tag, load_base_images, suite_facts
 from tfbuild.wheel.overlay_receipt import IMAGE_REPOSITORY, OverlayImage
@@ -153,21 +150,6 @@ def choose(recipe_compiler: str, known: Mapping[str, BaseImage] | None = None) -
     )
 
 
-@functools.cache
-def _environment() -> Any:
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    env.filters["sh"] = shlex.quote
-    env.filters["dq"] = dockerfile_string
-    return env
-
-
 def _specs(pins: Mapping[str, str] | None, unpinned: Sequence[str]) -> list[str]:
     if pins is None:
         return sorted(unpinned)
@@ -180,7 +162,7 @@ def _specs(pins: Mapping[str, str] | None, unpinned: Sequence[str]) -> list[str]
 def render_dockerfile(spec: ImageSpec) -> str:
     """The image's Dockerfile: the same text for the same spec (it is hashed for the tag)."""
     return str(
-        _environment()
+        template_environment()
         .get_template(TEMPLATE)
         .render(
             compiler_package=spec.compiler,
@@ -207,12 +189,11 @@ def render_dockerfile(spec: ImageSpec) -> str:
 # --- the engine -----------------------------------------------------------------------------------
 
 
-def log_path(now: datetime | None = None) -> Path:
+def log_path() -> Path:
     """Where an image build keeps its output: ``<cache>/logs/overlay-image-TIME-PID.log``."""
     from tfbuild.core.cache import LOGS, cache_root
 
-    stamp = (now or datetime.now(timezone.utc)).strftime("%Y%m%d-%H%M%S")
-    return cache_root() / LOGS / f"overlay-image-{stamp}-{os.getpid()}.log"
+    return cache_root() / LOGS / f"overlay-image-{utc_stamp()}-{os.getpid()}.log"
 
 
 class _BuildOutput:

@@ -10,15 +10,13 @@ another, and the loader refuses to load beside another anyway.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from tfbuild.core.defaults import ZIP_EPOCH
-from tfbuild.wheel.wheelfile import zip_time
+from tfbuild.wheel.wheelfile import record_hash, zip_time
 
 DISTRIBUTION = "tfbuild-overlay"
 PLUGINS = "tensorflow-plugins"
@@ -56,12 +54,6 @@ def _wheel_file(name: WheelName) -> str:
         "Root-Is-Purelib: false\n"
         f"Tag: py3-none-{name.platform}\n"
     )
-
-
-def record_hash(data: bytes) -> str:
-    """A file's hash as a wheel's RECORD writes it: ``sha256=`` and the urlsafe base64 digest."""
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-    return "sha256=" + digest.decode()
 
 
 def members(

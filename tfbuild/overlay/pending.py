@@ -24,8 +24,9 @@ from tfbuild.core.pythons import packages_of
 from tfbuild.detect.cpu import host_cpuinfo, instruction_sets
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.overlay.compile import KERNELS, LOADER
-from tfbuild.overlay.package import MANIFEST, PLUGINS, record_hash
+from tfbuild.overlay.package import MANIFEST, PLUGINS
 from tfbuild.wheel.overlay_receipt import KernelCheck, OverlayManifest, decode_overlay_manifest
+from tfbuild.wheel.wheelfile import record_hash
 
 #: The file beside the kernels that records their check here (loader.c reads its first line).
 CHECK_FILE = "CHECK"

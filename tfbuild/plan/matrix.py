@@ -264,7 +264,7 @@ def overlay_matrix(
     jobs: list[OverlayJob] = []
     skipped: list[Skipped] = []
     for recipe in _recipes(recipes, _split(tf)):
-        python = max(recipe.python, key=lambda v: tuple(int(p) for p in v.split(".")))
+        python = max(recipe.python, key=parse_version)
         for target in _targets(_split(targets), DEFAULT_OVERLAY_TARGETS):
             name = f"overlay-tf{recipe.short}-{target}"
             if "avx" not in cpu.lookup_target(target).features:

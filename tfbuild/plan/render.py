@@ -61,7 +61,8 @@ BASE_PACKAGES = (
 
 
 @functools.cache  # one environment per process: each template is parsed and compiled once
-def _environment() -> Any:
+def template_environment() -> Any:
+    """jinja2 over the package's templates (the build's context, the overlay's image)."""
     import jinja2
 
     env = jinja2.Environment(
@@ -69,7 +70,6 @@ def _environment() -> Any:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
-        trim_blocks=False,
     )
     env.filters["sh"] = shlex.quote
     env.filters["dq"] = dockerfile_string
@@ -155,7 +155,7 @@ def _apt_spec(spec: str) -> None:
 
 def render_files(plan: BuildPlan) -> dict[str, str]:
     """The build context as file name -> text."""
-    env = _environment()
+    env = template_environment()
     packages = toolchain_packages(plan)
     arch = "arm64" if plan.architecture == "aarch64" else "amd64"
     bazelisk = load_tools()["bazelisk"]

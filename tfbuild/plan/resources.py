@@ -7,9 +7,10 @@ cannot hold (:func:`check_disk`, before anything is fetched or built), ``tfbuild
 
 from __future__ import annotations
 
+from tfbuild.core.cache import cache_root
 from tfbuild.core.errors import EnvironmentProblem, UnsupportedError
 from tfbuild.detect.host import HostFacts
-from tfbuild.detect.system import Disk, default_cache_dir, disk_for
+from tfbuild.detect.system import Disk, disk_for
 from tfbuild.plan.model import GIB, MIB, Reason, Resources
 from tfbuild.plan.options import MIN_JVM_HEAP_MB, MIN_LOCAL_RAM_MB, PlanOptions
 
@@ -180,4 +181,4 @@ def check_disk(options: PlanOptions, disk: Disk | None) -> None:
 def check_disk_here(options: PlanOptions) -> None:
     """:func:`check_disk` on this host's disk where builds go ($TFBUILD_CACHE_DIR, else
     ~/.cache/tfbuild): what ``tfbuild wheel`` checks before it connects to Docker."""
-    check_disk(options, disk_for(default_cache_dir()))
+    check_disk(options, disk_for(cache_root()))

@@ -164,11 +164,6 @@ class VerifiedPart:
         level = next(level for level in VERIFIED_LEVELS if statement.startswith(f"{level}: "))
         return VerifiedPart(part=part, level=level, how=statement.split(": ", 1)[1])
 
-    @property
-    def statement(self) -> str:
-        """As the recipe file says it: ``level: how``."""
-        return f"{self.level}: {self.how}"
-
 
 @dataclass(frozen=True, kw_only=True)
 class Verified:

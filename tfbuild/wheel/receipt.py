@@ -410,15 +410,6 @@ class SourceRecord:
     dirty: bool | None = None  # a git checkout with uncommitted changes
     epoch: Count | None = None  # SOURCE_DATE_EPOCH taken from the source
 
-    @property
-    def identity(self) -> str:
-        """What names the content: ``sha256:<hex>``, ``git:<commit>``, or the path (no identity)."""
-        if self.sha256:
-            return f"sha256:{self.sha256}"
-        if self.commit and not self.dirty:
-            return f"git:{self.commit}"
-        return f"path:{self.path}"
-
 
 @dataclass(frozen=True, kw_only=True)
 class Inputs:

@@ -73,7 +73,8 @@ def _damaged(what: str, why: str) -> InputError:
     return InputError(what, why=why, fix="Rebuild the wheel.")
 
 
-def _record_hash(data: bytes) -> str:
+def record_hash(data: bytes) -> str:
+    """A file's hash as a wheel's RECORD writes it: ``sha256=`` and the urlsafe base64 digest."""
     digest = hashlib.sha256(data).digest()
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
@@ -490,7 +491,7 @@ def _record(
             data = replaced.get(info.filename)
             if data is None:
                 data = _member(source, info)
-            writer.writerow([rename(info.filename), _record_hash(data), str(len(data))])
+            writer.writerow([rename(info.filename), record_hash(data), str(len(data))])
             continue
         if row[2] not in ("", str(info.file_size)):
             raise _damaged(
