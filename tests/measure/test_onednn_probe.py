@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import ROOT
-from tfbuild.measure.forecast_onednn import onednn_dispatch, read_onednn_verbose
+from tfbuild.core import commands
+from tfbuild.measure.forecast_onednn import onednn_call, read_onednn_verbose, read_probe
 
 RECORDED = ROOT / "tests" / "fixtures" / "onednn"
 ISA = "Intel AVX-512 with Intel DL Boost and bfloat16 support"  # the recording machine's
@@ -55,7 +56,7 @@ def test_a_probe_that_reads_nothing_says_it_was_tfbuilds(
 
 
 def test_the_probe_reads_the_real_stock_wheel(stock_python: str) -> None:
-    onednn = onednn_dispatch(stock_python)
+    onednn = read_probe(commands.attempt(onednn_call(stock_python)))
     assert onednn.measured, onednn.error
     assert set(onednn.kernels) == {"matmul", "conv"}
 
@@ -66,6 +67,7 @@ def test_the_probe_reads_tensorflow_2_13s_onednn() -> None:
     real wheel (it said "oneDNN printed no ISA (is oneDNN on in this wheel?)" once)."""
     from tfbuild.measure.envs import WheelSpec, ensure_env
 
-    onednn = onednn_dispatch(ensure_env(WheelSpec.parse("tensorflow-cpu==2.13.1")).python)
+    python = ensure_env(WheelSpec.parse("tensorflow-cpu==2.13.1")).python
+    onednn = read_probe(commands.attempt(onednn_call(python)))
     assert onednn.error is None and onednn.isa, onednn
     assert set(onednn.kernels) == {"matmul", "conv"}, onednn

@@ -28,6 +28,8 @@ _REQUIREMENT = re.compile(
     r"[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?([=<>!~]=?[A-Za-z0-9.*+!-]+)?"
 )
 
+_WHEEL_FIX = "Pass the path of a .whl file, or a requirement such as tensorflow-cpu==2.21.0."
+
 
 @dataclass(frozen=True, kw_only=True)
 class WheelSpec:
@@ -48,7 +50,7 @@ class WheelSpec:
                 raise InputError(
                     f"cannot test wheel {text}",
                     why=_not_a_file(path),
-                    fix="Pass the path of a .whl file, or a requirement such as tensorflow-cpu==2.21.0.",
+                    fix=_WHEEL_FIX,
                 )
             if path.suffix != ".whl":
                 raise _not_a_wheel(path)
@@ -78,11 +80,7 @@ def _not_a_wheel(path: Path) -> InputError:
         why = "it is a receipt (JSON), which describes a wheel; a wheel is a .whl file"
     else:
         why = "a wheel is a .whl file"
-    fix = (
-        f"Pass the wheel beside it: {wheel}"
-        if wheel.is_file()
-        else "Pass the path of a .whl file, or a requirement such as tensorflow-cpu==2.21.0."
-    )
+    fix = f"Pass the wheel beside it: {wheel}" if wheel.is_file() else _WHEEL_FIX
     return InputError(f"{path.name} is not a wheel", why=why, fix=fix)
 
 

@@ -34,12 +34,6 @@ def onednn_call(python: str, env: Mapping[str, str] | None = None) -> commands.C
     )
 
 
-def onednn_dispatch(python: str) -> OneDnn:
-    """Which kernels oneDNN runs for matmul and conv in the stock wheel on this machine, from its
-    verbose output (ONEDNN_VERBOSE=1): the ISA it detected and each primitive's implementation."""
-    return read_probe(commands.attempt(onednn_call(python)))
-
-
 def read_probe(done: commands.Finished) -> OneDnn:
     """What the probe's run (:func:`onednn_call`) says oneDNN ran, or how it failed."""
     failed = ""
@@ -70,9 +64,9 @@ def _verbose_fields(line: str) -> list[str] | None:
 
 
 def read_onednn_verbose(output: str, *, failed: str = "") -> OneDnn:
-    """What oneDNN's verbose ``output`` says it ran (see :func:`onednn_dispatch`); ``failed``: how
-    the probe failed, when it did. Every failure to read it is said as tfbuild's, never as a
-    question about the wheel."""
+    """What oneDNN's verbose ``output`` says it ran: the ISA it detected and each primitive's
+    implementation; ``failed``: how the probe failed, when it did. Every failure to read it is
+    said as tfbuild's, never as a question about the wheel."""
     isa = None
     kernels: dict[str, list[str]] = {}
     seen = False

@@ -47,18 +47,16 @@ OP_CLASSES = {
 MIXED = "mixed"
 
 
-class OpForecast(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    forbid_unknown_fields=True,
-    rename={"name": "op", "klass": "class", "label": "verdict"},
-):
-    """One op, timed in the stock TensorFlow with the target's kernels and with stock's.
+class _Classed(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A row with the JSON key "class": a msgspec Struct, not a dataclass, only for that key (a
+    Python keyword: a dataclass field cannot be named so, and msgspec renames only a Struct's
+    fields)."""
 
-    A msgspec Struct, not a dataclass, only for its JSON key "class" (a Python keyword: a
-    dataclass field cannot be named so, and msgspec renames only a Struct's fields).
-    """
+
+class OpForecast(
+    _Classed, frozen=True, rename={"name": "op", "klass": "class", "label": "verdict"}
+):
+    """One op, timed in the stock TensorFlow with the target's kernels and with stock's."""
 
     name: str
     klass: str
@@ -88,15 +86,9 @@ class OpForecast(
         )
 
 
-class ClassResult(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    forbid_unknown_fields=True,
-    rename={"klass": "class", "label": "verdict"},
-):
+class ClassResult(_Classed, frozen=True, rename={"klass": "class", "label": "verdict"}):
     """One op class: the range of its ops' ratios, the union of their intervals, one verdict
-    (``mixed`` when its ops disagree). A msgspec Struct for its JSON key "class"."""
+    (``mixed`` when its ops disagree)."""
 
     klass: str
     ops: tuple[str, ...]
@@ -220,56 +212,43 @@ class Forecast:
 def _element_words(head: ClassResult, ops: Sequence[OpForecast]) -> str:
     """What the class's verdict says about TensorFlow's ops of that class, named with its ops."""
     ops_here = f"TensorFlow's {head.klass} ops ({', '.join(head.ops)})"
+    speed = f"{_times(head.low, head.high)} the stock speed here"
+    faster = f"would run {ops_here} about {_times(head.low, head.high)} faster here"
+    slower = f"would run {ops_here} about {_times(1 / head.high, 1 / head.low)} slower here"
     if head.label == FASTER:
-        return f"would run {ops_here} about {_times(head.low, head.high)} faster here"
+        return faster
     if head.label == SLOWER:
-        return (
-            f"would run {ops_here} about {_times(1 / head.high, 1 / head.low)} slower here "
-            "(a loss against stock)"
-        )
+        return f"{slower} (a loss against stock)"
     if head.label == SAME:
         return f"would run {ops_here} no faster here (within the noise)"
     if head.label == UNDECIDED:
         return (
-            f"may run {ops_here} {_times(head.low, head.high)} the stock speed here: the timings "
-            "were too noisy to tell (run it again on a quiet machine, or with a longer --budget)"
+            f"may run {ops_here} {speed}: the timings were too noisy to tell (run it again on a "
+            "quiet machine, or with a longer --budget)"
         )
     labels = [o.label for o in ops if o.klass == head.klass]
     undecided = labels.count(UNDECIDED)
+    if FASTER in labels and SLOWER in labels:
+        return f"would run {ops_here} {speed}, some faster and some slower"
     if FASTER not in labels and SLOWER not in labels:  # same and undecided
         return (
-            f"would run {ops_here} {_times(head.low, head.high)} the stock speed here "
-            f"({labels.count(SAME)} of {len(labels)} ops the same, {undecided} too noisy to tell)"
+            f"would run {ops_here} {speed} ({labels.count(SAME)} of {len(labels)} ops the same, "
+            f"{undecided} too noisy to tell)"
         )
-    word = "faster" if SLOWER not in labels else "slower" if FASTER not in labels else ""
+    word = FASTER if FASTER in labels else SLOWER
     beyond = f"{labels.count(word)} of {len(labels)} ops beyond the noise" + (
         f", {undecided} undecided" if undecided else ""
     )
-    if word == "faster":
-        return f"would run {ops_here} about {_times(head.low, head.high)} faster here ({beyond})"
-    if word == "slower":
-        return (
-            f"would run {ops_here} about {_times(1 / head.high, 1 / head.low)} slower here "
-            f"({beyond}: a loss against stock)"
-        )
     return (
-        f"would run {ops_here} {_times(head.low, head.high)} the stock speed here, some faster "
-        "and some slower"
+        f"{faster} ({beyond})" if word == FASTER else f"{slower} ({beyond}: a loss against stock)"
     )
 
 
 # --- the forecast beside what tfbuild smoke measured ----------------------------------------------
 
 
-class Beside(
-    msgspec.Struct,
-    frozen=True,
-    kw_only=True,
-    forbid_unknown_fields=True,
-    rename={"klass": "class"},
-):
-    """One op class: the forecast's ratio range and the one smoke measured for the same ops.
-    A msgspec Struct for its JSON key "class"."""
+class Beside(_Classed, frozen=True, rename={"klass": "class"}):
+    """One op class: the forecast's ratio range and the one smoke measured for the same ops."""
 
     klass: str
     ops: tuple[str, ...]  # the forecast's ops that smoke measured too (one thread)

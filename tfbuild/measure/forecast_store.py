@@ -11,6 +11,7 @@ from typing import Any
 
 from tfbuild.core import serial
 from tfbuild.core.cache import FORECASTS, cache_root
+from tfbuild.core.files import write_text
 from tfbuild.measure.forecast_report import SCHEMA, Forecast
 
 
@@ -28,10 +29,7 @@ def _forecast_file(tensorflow: str, target: str) -> Path:
 def save_forecast(forecast: Forecast) -> Path:
     """Keep the forecast where ``tfbuild smoke`` finds it for a wheel of that version and target."""
     path = _forecast_file(forecast.tensorflow, forecast.target)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_suffix(".tmp")
-    staging.write_text(json.dumps(serial.to_data(forecast), indent=2) + "\n", encoding="utf-8")
-    staging.replace(path)
+    write_text(path, json.dumps(serial.to_data(forecast), indent=2) + "\n")
     return path
 
 

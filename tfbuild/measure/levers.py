@@ -47,6 +47,7 @@ from tfbuild.measure.profile import (
     KernelTime,
     bound,
     disagreement,
+    kernel_times,
     predict,
     profile_model,
     unclaimed,
@@ -316,10 +317,6 @@ def trouble(found: Race, arm: Arm) -> str | None:
     return None
 
 
-def _stock_at(arm: Arm) -> Arm:
-    return Arm(levers=(ONE_THREAD,)) if arm.threads == "1" else Arm()
-
-
 #: The names of stock at each thread count: what every first-stage row is judged against (the
 #: process settings' rows are judged against the lever they are raced on top of).
 STOCK_NAMES = frozenset({Arm().name, Arm(levers=(ONE_THREAD,)).name})
@@ -423,7 +420,8 @@ def reference_of(arm: Arm) -> Arm | None:
     thread, against stock at the default threads; stock, against nothing."""
     if not arm.levers:
         return None
-    return Arm() if arm.keys == (ONE_THREAD.key,) else _stock_at(arm)
+    one_thread = arm.threads == "1" and arm.keys != (ONE_THREAD.key,)
+    return Arm(levers=(ONE_THREAD,)) if one_thread else Arm()
 
 
 def confirm(arm: Arm, options: ModelTuneOptions, *, deadline: float, say: Progress) -> OpResult:
@@ -490,10 +488,7 @@ def rebuild_share(
         replaced=kernels or None,
     )
     speedup = predicted = None
-    times = tuple(
-        KernelTime(kernel=k, stock_s=s, overlay_s=0.0)
-        for k, s in sorted(off.replaced.items(), key=lambda item: -item[1])
-    )
+    times = kernel_times(off)
     if overlay is not None:
         on_arm = stock.with_(overlay.lever())
         on = profile_model(
@@ -552,7 +547,6 @@ def tune_model(options: ModelTuneOptions, *, say: Progress) -> ModelTune:
     else:
         not_tried += [f"{chosen.name} + {k.name}" for k in knobs]
     kept, why_not = None, None
-    stock_seconds = first.lane(STOCK).median
     if chosen.levers:
         result = confirm(chosen, options, deadline=end, say=say)
         if result.verdict is not None and result.verdict.label == FASTER:
@@ -573,7 +567,7 @@ def tune_model(options: ModelTuneOptions, *, say: Progress) -> ModelTune:
         wheel=options.wheel,
         model=options.model,
         described=first.lane(STOCK).described,
-        stock_seconds=stock_seconds,
+        stock_seconds=first.lane(STOCK).median,
         levers=tuple(rows),
         kept=kept,
         not_kept=why_not,
@@ -621,10 +615,8 @@ def _with_knobs(second: Race, chosen: Arm, knobs: Sequence[Lever]) -> Arm:
     allocators both set LD_PRELOAD: the better stays)."""
     winners = []
     for knob in knobs:
-        name = chosen.with_(knob).name
-        if trouble(second, chosen.with_(knob)) is not None:
-            continue
-        compared = second.compare(name, chosen.name)
+        arm = chosen.with_(knob)
+        compared = second.compare(arm.name, chosen.name) if trouble(second, arm) is None else None
         if compared is not None and compared.label == FASTER:
             winners.append((compared.ratio, knob))
     result, taken = chosen, set[str]()

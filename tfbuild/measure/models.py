@@ -21,7 +21,9 @@ inference, and a Python file that defines the model's custom classes.
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
 import re
 import stat
@@ -32,7 +34,7 @@ from pathlib import Path
 from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.core.files import ZIP_MEMBER_ERRORS, kind_of, shown
-from tfbuild.core.options import Cli, option
+from tfbuild.core.options import Cli, declared, option
 
 #: The largest model tune takes, on disk and (a .keras zip) unpacked: each timing worker holds it.
 MAX_BYTES = 2 << 30
@@ -85,9 +87,7 @@ def parse_model_input(text: str) -> ModelInput:
         )
     shape = tuple(int(d) for d in found["dims"].split(","))
     dtype = found["dtype"]
-    elements = 1
-    for dim in shape:
-        elements *= dim
+    elements = math.prod(shape)
     if len(shape) > MAX_DIMS or not all(1 <= d <= MAX_DIM for d in shape):
         raise UsageError(
             f"--model-input {text!r}: {len(shape)} dimensions of {min(shape)} to {max(shape)}",
@@ -138,48 +138,40 @@ class ModelOptions:
     overlay, declared once."""
 
     model: Path | None = option(MODEL, default=None)
-    model_batch: int = option(
-        Cli(
-            flags=("--model-batch",),
-            metavar="N",
-            min=1,
-            max=MAX_BATCH,
-            help="The batch given to the model's inputs (their open first dimension).",
-        ),
-        default=1,
+    model_batch: int = declared(
+        1,
+        "--model-batch",
+        metavar="N",
+        min=1,
+        max=MAX_BATCH,
+        help="The batch given to the model's inputs (their open first dimension).",
     )
-    model_input: tuple[ModelInput, ...] = option(
-        Cli(
-            flags=("--model-input",),
-            metavar=INPUT_FORM,
-            help=(
-                "The shape of the inputs the model leaves open, without the batch (224,224,3), and "
-                "their dtype; NAME= for one input only. Repeat for several."
-            ),
-            show_default=False,
-            cli_type=list[str] | None,
-            convert=_model_inputs,
+    model_input: tuple[ModelInput, ...] = declared(
+        (),
+        "--model-input",
+        metavar=INPUT_FORM,
+        help=(
+            "The shape of the inputs the model leaves open, without the batch (224,224,3), and "
+            "their dtype; NAME= for one input only. Repeat for several."
         ),
-        default=(),
+        show_default=False,
+        cli_type=list[str] | None,
+        convert=_model_inputs,
     )
-    model_step: str = option(
-        Cli(
-            flags=("--model-step",),
-            metavar="predict|train",
-            help="Time inference (predict) or a training step (forward, loss, gradients, Adam's "
-            "update).",
-        ),
-        default="predict",
+    model_step: str = declared(
+        "predict",
+        "--model-step",
+        metavar="predict|train",
+        help="Time inference (predict) or a training step (forward, loss, gradients, Adam's "
+        "update).",
     )
-    model_code: Path | None = option(
-        Cli(
-            flags=("--model-code",),
-            metavar="FILE.py",
-            help="A Python file of yours that defines and registers the model's custom classes "
-            "(a subclassed model, custom layers), imported before the model loads.",
-            show_default=False,
-        ),
-        default=None,
+    model_code: Path | None = declared(
+        None,
+        "--model-code",
+        metavar="FILE.py",
+        help="A Python file of yours that defines and registers the model's custom classes "
+        "(a subclassed model, custom layers), imported before the model loads.",
+        show_default=False,
     )
 
     def __post_init__(self) -> None:
@@ -231,23 +223,21 @@ class ModelFile:
 
 def check_code(path: Path) -> str:
     """The resolved path of a --model-code file: a regular .py file of at most 1 MiB."""
-    name = shown(str(path))
-    fix = "Pass the .py file that defines the model's custom classes (as your program imports it)."
+    refused = functools.partial(
+        InputError,
+        f"cannot use --model-code {shown(str(path))}",
+        fix="Pass the .py file that defines the model's custom classes (as your program imports "
+        "it).",
+    )
     try:
         mode = path.stat()
     except OSError as exc:
-        raise InputError(
-            f"cannot use --model-code {name}", why=exc.strerror or str(exc), fix=fix
-        ) from None
+        raise refused(why=exc.strerror or str(exc)) from None
     if not stat.S_ISREG(mode.st_mode) or path.suffix != ".py":
         what = kind_of(mode.st_mode) if not stat.S_ISREG(mode.st_mode) else "not named *.py"
-        raise InputError(f"cannot use --model-code {name}", why=f"it is {what}", fix=fix)
+        raise refused(why=f"it is {what}")
     if mode.st_size > MAX_CODE_BYTES:
-        raise InputError(
-            f"cannot use --model-code {name}",
-            why=f"it is larger than {MAX_CODE_BYTES >> 20} MiB",
-            fix=fix,
-        )
+        raise refused(why=f"it is larger than {MAX_CODE_BYTES >> 20} MiB")
     return str(path.resolve())
 
 

@@ -34,6 +34,7 @@ PROFILE_TIMEOUT = 600
 #: Op types that are oneDNN's (matmuls, convolutions, their fused forms): picked for the CPU at
 #: run time by the stock wheel, unchanged by a rebuild or the overlay.
 ONEDNN_PREFIXES = ("_Mkl", "_FusedConv", "_FusedMatMul", "_FusedBatchMatMul")
+_REPORT_IT = "Report it with the output of 'tfbuild --debug' and the same command."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,12 +87,18 @@ def bound(share: float) -> float:
     return float("inf") if share == 1 else 1 / (1 - share)
 
 
-def predict(stock: Profile, overlay: Profile) -> tuple[float, float, tuple[KernelTime, ...]]:
-    """The replaced kernels' speedup together, the model's predicted speedup, each kernel's times."""
-    kernels = tuple(
-        KernelTime(kernel=k, stock_s=s, overlay_s=overlay.replaced.get(k, 0.0))
+def kernel_times(stock: Profile, overlay: Profile | None = None) -> tuple[KernelTime, ...]:
+    """Each replaced kernel's time, slowest first: stock's, and the overlay's (0 without one)."""
+    on = overlay.replaced if overlay is not None else {}
+    return tuple(
+        KernelTime(kernel=k, stock_s=s, overlay_s=on.get(k, 0.0))
         for k, s in sorted(stock.replaced.items(), key=lambda item: -item[1])
     )
+
+
+def predict(stock: Profile, overlay: Profile) -> tuple[float, float, tuple[KernelTime, ...]]:
+    """The replaced kernels' speedup together, the model's predicted speedup, each kernel's times."""
+    kernels = kernel_times(stock, overlay)
     after = sum(k.overlay_s for k in kernels)
     speedup = stock.replaced_s / after if after > 0 and stock.replaced_s > 0 else 1.0
     return speedup, amdahl(stock.share, speedup), kernels
@@ -110,7 +117,7 @@ def decode_profiles(stdout: str, what: str) -> list[Profile]:
             raise SmokeFailed(
                 f"{what}: a line is not a profile",
                 why=str(exc),
-                fix="Report it with the output of 'tfbuild --debug' and the same command.",
+                fix=_REPORT_IT,
             ) from None
     return found
 
@@ -151,7 +158,7 @@ def profile_model(
     if len(profiles) != 1:
         raise SmokeFailed(
             f"the profile of {model.op} printed {len(profiles)} profiles, not one",
-            fix="Report it with the output of 'tfbuild --debug' and the same command.",
+            fix=_REPORT_IT,
         )
     return profiles[0]
 

@@ -39,7 +39,7 @@ from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.models import ModelFile
 from tfbuild.measure.protocol import ModelError
-from tfbuild.measure.run import WORKER, Method, Rounds, Worker, model_failed
+from tfbuild.measure.run import WORKER, Method, Rounds, Worker, model_failed, proc_bytes
 
 Progress = Callable[[str], object]
 
@@ -117,19 +117,9 @@ class Race:
         return verdict(mine, theirs, paired=True, margin=self.margin, looks=self.looks)
 
 
-def _available_memory() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text(encoding="ascii").splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def _check_memory(first: Worker, count: int) -> None:
     """Refuse, in one line, a race whose processes would not fit in memory together."""
-    rss, available = first.rss_bytes(), _available_memory()
+    rss, available = first.rss_bytes(), proc_bytes("/proc/meminfo", "MemAvailable:")
     if rss is None or available is None or count <= 1:
         return
     needed = rss * (count - 1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import tempfile
@@ -18,7 +19,6 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any, TypeVar
 
 from tfbuild.core import commands
@@ -77,8 +77,6 @@ class Worker:
         ops are made)."""
         self.label = label
         self._model = model
-        #: The worker's reason when the model could not be loaded, batched or called.
-        self.model_problem: ModelError | None = None
         self._quit_asked = False
         self._log = tempfile.TemporaryFile(mode="w+", prefix="tfbuild-worker-")  # noqa: SIM115
         argv = ["--intra", str(intra), "--inter", str(inter), *extra]
@@ -102,7 +100,6 @@ class Worker:
             if not self.info.ready:
                 problem = self.info.model_error
                 if model is not None and problem is not None:
-                    self.model_problem = problem
                     raise model_failed(model, problem)
                 raise self._died("did not start")
         except BaseException:  # a worker that never started leaves no process, pipe or log open
@@ -157,14 +154,7 @@ class Worker:
 
     def rss_bytes(self) -> int | None:
         """The worker's resident memory now (Linux), None when it cannot be read."""
-        try:
-            status = Path(f"/proc/{self._proc.pid}/status").read_text(encoding="ascii")
-        except (OSError, UnicodeDecodeError):
-            return None
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-        return None
+        return proc_bytes(f"/proc/{self._proc.pid}/status", "VmRSS:")
 
     @property
     def ops(self) -> dict[str, OpInfo]:
@@ -195,13 +185,20 @@ class Worker:
     def __enter__(self) -> Worker:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def proc_bytes(path: str, key: str) -> int | None:
+    """The bytes of the line ``key`` of a file in /proc ("VmRSS:   1024 kB"), None when it cannot
+    be read."""
+    try:
+        for line in Path(path).read_text(encoding="ascii").splitlines():
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    except (OSError, UnicodeDecodeError, ValueError, IndexError):
+        return None
+    return None
 
 
 #: What to do when a model fails in the worker, by the stage it failed at.
@@ -534,33 +531,30 @@ def compare(
     for index, (label, intra, inter) in enumerate(thread_settings):
         now = time.monotonic()
         deadline = now + max(0.0, end - now) / (len(thread_settings) - index)
-        cpus = shared_cpu(intra)
+        worker = functools.partial(
+            Worker,
+            intra=intra,
+            inter=inter,
+            bf16=bf16,
+            cpus=shared_cpu(intra),
+            script=script,
+            extra=extra,
+            model=model,
+            model_only=model is not None,
+        )
 
         @contextlib.contextmanager
         def start(
-            intra: int = intra, inter: int = inter, cpus: tuple[int, ...] = cpus
+            worker: functools.partial[Worker] = worker,
         ) -> Iterator[tuple[Worker, Worker | None]]:
-            def worker(python: str, env: Mapping[str, str], side: str) -> Worker:
-                return Worker(
-                    python,
-                    intra=intra,
-                    inter=inter,
-                    env=env,
-                    bf16=bf16,
-                    label=side,
-                    cpus=cpus,
-                    script=script,
-                    extra=extra,
-                    model=model,
-                    model_only=model is not None,
-                )
-
             with contextlib.ExitStack() as stack:
-                cand = stack.enter_context(worker(candidate_python, candidate_env, "candidate"))
+                cand = stack.enter_context(
+                    worker(candidate_python, env=candidate_env, label="candidate")
+                )
                 base = None
                 if baseline_python is not None:
                     env = baseline_env or candidate_env
-                    base = stack.enter_context(worker(baseline_python, env, "baseline"))
+                    base = stack.enter_context(worker(baseline_python, env=env, label="baseline"))
                 yield cand, base
 
         results += time_and_recheck(
@@ -652,8 +646,6 @@ def try_setting(
     base_env: Mapping[str, str],
     name: str,
     env: Mapping[str, str],
-    intra: int = 0,
-    inter: int = 0,
     method: Method,
 ) -> SettingTrial:
     """Measure the candidate with a runtime setting against itself without it, in alternation, on
@@ -663,7 +655,7 @@ def try_setting(
     @contextlib.contextmanager
     def start() -> Iterator[tuple[Worker, Worker | None]]:
         with (
-            Worker(python, intra=intra, inter=inter, env=setting_env, label=name) as with_it,
+            Worker(python, intra=0, inter=0, env=setting_env, label=name) as with_it,
             Worker(python, intra=0, inter=0, env=base_env, label="as is") as without,
         ):
             yield with_it, without
@@ -675,5 +667,5 @@ def try_setting(
         deadline=time.monotonic() + method.budget,
     )
     return SettingTrial(
-        name=name, env=tuple(sorted(env.items())), intra=intra, inter=inter, results=tuple(results)
+        name=name, env=tuple(sorted(env.items())), intra=0, inter=0, results=tuple(results)
     )

@@ -6,9 +6,9 @@ OpenMP oneDNN build ``OMP_NUM_THREADS``/``KMP_BLOCKTIME``/``KMP_AFFINITY``), eac
 alternation with the defaults on the smoke's op set and judged by the smoke's rule (a setting wins
 when it is faster beyond the noise on most ops and slower on none; an op still undecided is timed
 again while the budget lasts, and a setting the timings still cannot judge is "undecided", and not
-kept). The winners together are then
-confirmed against the defaults, once more in alternation; only a confirmed profile is kept. A time
-budget bounds the search: knobs left when it runs out are reported as not tried.
+kept). The winners together are then confirmed against the defaults, once more in alternation;
+only a confirmed profile is kept. A time budget bounds the search: knobs left when it runs out are
+reported as not tried.
 """
 
 from __future__ import annotations
@@ -33,16 +33,6 @@ SCHEMA = "tfbuild.tune/1"
 
 
 @dataclass(frozen=True, kw_only=True)
-class Knob:
-    """One setting to try: its name and the environment (and thread counts) it sets."""
-
-    name: str
-    env: dict[str, str]
-    intra: int = 0
-    inter: int = 0
-
-
-@dataclass(frozen=True, kw_only=True)
 class TuneOptions:
     spec: WheelSpec
     python: str
@@ -62,47 +52,39 @@ def _openmp_build(python: str) -> bool:
     return any(where.rglob("libiomp5*.so*")) or any(where.rglob("libgomp*.so*"))
 
 
-def knobs(python: str) -> tuple[Knob, ...]:
-    """The settings that matter for this wheel on this machine, in the order they are tried."""
+def knobs(python: str) -> tuple[Lever, ...]:
+    """The settings that matter for this wheel on this machine, in the order they are tried (each
+    tried under its name in a sentence: "tcmalloc preloaded")."""
     info = cpu.host_cpuinfo()
-    cores = info.physical_cores or info.logical_cpus or 1
-    found: list[Knob] = [
+    cores = str(info.physical_cores or info.logical_cpus or 1)
+    found = [
         # TensorFlow reads these two when it creates its thread pools (process_util.cc).
-        Knob(
+        Lever(
+            key="threads",
             name=f"threads intra={cores} inter=1",
-            env={"TF_NUM_INTRAOP_THREADS": str(cores), "TF_NUM_INTEROP_THREADS": "1"},
+            env=(("TF_NUM_INTEROP_THREADS", "1"), ("TF_NUM_INTRAOP_THREADS", cores)),
         ),
-        Knob(name="oneDNN off", env={"TF_ENABLE_ONEDNN_OPTS": "0"}),
+        ONEDNN_OFF,
     ]
     libs = Path("/usr/lib") / _multiarch(info.architecture)
     for name, lib in (("tcmalloc", "libtcmalloc.so.4"), ("jemalloc", "libjemalloc.so.2")):
         if (libs / lib).exists():
-            found.append(Knob(name=f"{name} preloaded", env={"LD_PRELOAD": str(libs / lib)}))
+            preload = (("LD_PRELOAD", str(libs / lib)),)
+            found.append(Lever(key=name, name=name, said=f"{name} preloaded", env=preload))
     if _openmp_build(python):
-        found.append(
-            Knob(
-                name="openmp",
-                env={
-                    "OMP_NUM_THREADS": str(cores),
-                    "KMP_BLOCKTIME": "1",
-                    "KMP_AFFINITY": "granularity=fine,compact,1,0",
-                },
-            )
+        openmp = (
+            ("KMP_AFFINITY", "granularity=fine,compact,1,0"),
+            ("KMP_BLOCKTIME", "1"),
+            ("OMP_NUM_THREADS", cores),
         )
+        found.append(Lever(key="openmp", name="openmp", env=openmp))
     return tuple(found)
 
 
 def process_knobs(python: str) -> tuple[Lever, ...]:
     """The process settings :func:`knobs` tries, as levers raced on top of a model's fastest way
     of running (its threads are a lever of their own there)."""
-    found = []
-    for knob in knobs(python):
-        if knob.name.startswith("threads"):
-            continue
-        key = ONEDNN_OFF.key if "TF_ENABLE_ONEDNN_OPTS" in knob.env else knob.name.split()[0]
-        name = knob.name.removesuffix(" preloaded")
-        found.append(Lever(key=key, name=name, said=knob.name, env=tuple(sorted(knob.env.items()))))
-    return tuple(found)
+    return tuple(knob for knob in knobs(python) if knob.key != "threads")
 
 
 def gain(trial: SettingTrial) -> tuple[float, float, float]:
@@ -200,10 +182,11 @@ def run_tune(options: TuneOptions, *, progress: Progress) -> TuneReport:
     found = knobs(env.python)
     for index, knob in enumerate(found):
         left = options.budget - (time.perf_counter() - started)
+        name = knob.said or knob.name
         if tried and longest > left:
-            not_tried.append(knob.name)
+            not_tried.append(name)
             continue
-        progress(f"trying {knob.name} against TensorFlow's defaults, in alternation")
+        progress(f"trying {name} against TensorFlow's defaults, in alternation")
         began = time.perf_counter()
         # What is left beyond the first rounds is shared by this knob, the ones after it and the
         # confirmation: an undecided op is timed again from that share.
@@ -212,10 +195,8 @@ def run_tune(options: TuneOptions, *, progress: Progress) -> TuneReport:
             try_setting(
                 env.python,
                 base_env=base,
-                name=knob.name,
-                env=knob.env,
-                intra=knob.intra,
-                inter=knob.inter,
+                name=name,
+                env=dict(knob.env),
                 method=replace(options.method, budget=share),
             )
         )

@@ -41,10 +41,11 @@ def profile_env_lines(found: ModelTune) -> list[str]:
         f"# {found.kept.name}: {found_verdict.ratio:.2f}x [{low:.2f}, {high:.2f}] faster than "
         "stock at its defaults (confirmed in a fresh pair of processes)"
     )
-    for change in found.kept.apply.code:
-        lines.append(f"# and in your code (an environment variable cannot do it): {change}")
-    for step in found.kept.apply.install:
-        lines.append(f"# and first: {step}")
+    lines += [
+        f"# and in your code (an environment variable cannot do it): {change}"
+        for change in found.kept.apply.code
+    ]
+    lines += [f"# and first: {step}" for step in found.kept.apply.install]
     lines += [f"{name}={shlex.quote(value)}" for name, value in found.kept.apply.env]
     return lines
 
@@ -65,8 +66,8 @@ def _verdict_json(found: Verdict | None) -> dict[str, object] | None:
     }
 
 
-def _r4(value: float) -> float:
-    return round(float(value), 4)
+def _r4(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 4)
 
 
 def _apply_json(apply: Apply) -> dict[str, object]:
@@ -126,18 +127,16 @@ def model_tune_json(found: ModelTune, headline: str) -> dict[str, object]:
         "rebuild": None
         if rebuild is None
         else {
-            "share": round(rebuild.share, 4),
-            "onednn_share": round(rebuild.onednn_share, 4),
-            "bound": None if rebuild.bound == float("inf") else round(rebuild.bound, 4),
+            "share": _r4(rebuild.share),
+            "onednn_share": _r4(rebuild.onednn_share),
+            "bound": None if rebuild.bound == float("inf") else _r4(rebuild.bound),
             "top": {op: _sig(s) for op, s in rebuild.top},
             "kernels": {
                 k.kernel: {"stock": _sig(k.stock_s), "overlay": _sig(k.overlay_s)}
                 for k in rebuild.kernels
             },
-            "kernel_speedup": None
-            if rebuild.kernel_speedup is None
-            else round(rebuild.kernel_speedup, 4),
-            "predicted": None if rebuild.predicted is None else round(rebuild.predicted, 4),
+            "kernel_speedup": _r4(rebuild.kernel_speedup),
+            "predicted": _r4(rebuild.predicted),
             "measured": _verdict_json(rebuild.measured),
             "note": rebuild.note,
         },

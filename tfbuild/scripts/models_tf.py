@@ -185,8 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             ops.append(_worker.Op(f"model_{name}", "model", "Gsample/s", BATCH[name], step))
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
-        failure = f"{type(exc).__name__}: {_worker.one_line(str(exc))}"[:2000]
-        protocol.send({"ready": False, "error": failure})
+        protocol.send({"ready": False, "error": _worker.failure(exc, 2000)})
         return 1
     served: int = _worker.serve(
         protocol,

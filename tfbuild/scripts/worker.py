@@ -58,7 +58,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 WARMUP_CALLS = 3
 #: Element-wise inputs: 262,144 float32 (1 MiB), as rows so softmax and layer norm have an axis.
@@ -80,24 +80,15 @@ RECORDED_ENV = (
 )
 
 
-class Op:
+class Op(NamedTuple):
     """One benchmark: a zero-argument callable over inputs made once, and its work per call."""
 
-    def __init__(
-        self,
-        name: str,
-        group: str,
-        unit: str,
-        work: int,
-        fn: Callable[[], Any],
-        dtype: str = "float32",
-    ) -> None:
-        self.name = name
-        self.group = group
-        self.unit = unit
-        self.work = work
-        self.fn = fn
-        self.dtype = dtype  # of the inputs: a bfloat16 matmul has another peak than a float32 one
+    name: str
+    group: str
+    unit: str
+    work: int
+    fn: Callable[[], Any]
+    dtype: str = "float32"  # of the inputs: a bfloat16 matmul has another peak than a float32 one
 
     def describe(self) -> dict[str, Any]:
         return {"unit": self.unit, "work": self.work, "group": self.group, "dtype": self.dtype}
@@ -169,8 +160,9 @@ class ModelProblem(Exception):
         self.stage = stage
 
 
-def _failure(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {one_line(str(exc))}"[:1000]
+def failure(exc: BaseException, limit: int | None = 1000) -> str:
+    """The exception in one line: its type and message, at most ``limit`` characters."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"[:limit]
 
 
 #: Integer and boolean inputs named like this get ones (every position valid), not zeros.
@@ -199,19 +191,20 @@ def _keras_structure(model: Any) -> Any:
     return _built_shape(model)
 
 
-class BuiltInput:
-    """The one input a subclassed model was built with, from its build config (its first dimension
-    the batch it was built with, which the batch replaces), in the model's compute dtype."""
+class InputSpec:
+    """An input the model does not declare as a tensor: its name, its shape without the batch
+    (which is left open), its dtype."""
 
-    def __init__(self, shape: list[int | None], dtype: str) -> None:
-        self.name = "input"
-        self.shape = [None, *shape[1:]]
-        self.dtype = dtype
+    def __init__(self, shape: list[int | None], name: str | None, dtype: str | None) -> None:
+        self.name = name or "input"
+        self.shape = [None, *shape]
+        self.dtype = dtype or "float32"
 
 
 def _built_shape(model: Any) -> Any:
     """A subclassed model that was built (called, or ``build(shape)``) before it was saved records
-    the shape in its build config; one plain shape is one input. None otherwise."""
+    the shape in its build config; one plain shape is one input (its first dimension the batch it
+    was built with, which the batch replaces), in the model's compute dtype. None otherwise."""
     try:
         shape = (model.get_build_config() or {}).get("input_shape")
     except Exception:
@@ -220,8 +213,8 @@ def _built_shape(model: Any) -> Any:
         return None
     if not all(d is None or isinstance(d, int) for d in shape):
         return None
-    dtype = getattr(model, "compute_dtype", None) or "float32"
-    return BuiltInput(list(shape), str(dtype))
+    dtype = getattr(model, "compute_dtype", None)
+    return InputSpec(list(shape[1:]), None, str(dtype) if dtype else None)
 
 
 def _embedding_vocabularies(tf: Any, model: Any, structure: Any) -> dict[int, int]:
@@ -261,40 +254,24 @@ def _given(specs: list[dict[str, Any]], name: str, dims: list[int | None] | None
     return None
 
 
-class Leaf:
-    """One input tensor to make: its name, shape (the batch first), dtype and what fills it."""
-
-    def __init__(self, name: str, dims: list[int], dtype: Any, fill: str, vocabulary: int) -> None:
-        self.name = name
-        self.dims = dims
-        self.dtype = dtype
-        self.fill = fill
-        self.vocabulary = vocabulary
-
-    def describe(self) -> dict[str, Any]:
-        found = {"name": self.name, "shape": self.dims, "dtype": self.dtype.name, "fill": self.fill}
-        return found | ({"vocabulary": self.vocabulary} if self.fill == "token ids" else {})
-
-
 def model_inputs(
     tf: Any,
     np: Any,
     structure: Any,
     batch: int,
-    given: list[dict[str, Any]] | None = None,
-    vocabularies: dict[int, int] | None = None,
-) -> tuple[Any, list[Leaf]]:
-    """Tensors for a nest of input specs (TensorSpec or Keras tensors), and what each is.
+    given: list[dict[str, Any]],
+    vocabularies: dict[int, int],
+) -> tuple[Any, list[dict[str, Any]]]:
+    """Tensors for a nest of input specs (TensorSpec or Keras tensors), and what each is: its
+    name, shape (the batch first), dtype and what fills it.
 
     The open first dimension is the batch; a shape or dtype given on the command line
     (``--model-inputs``: by input name, or unnamed for every input that leaves a dimension open)
-    replaces the model's. Floats are random
-    normal (a fixed seed); integers feeding an Embedding are token ids drawn below its vocabulary;
-    integers and booleans named ``*mask`` are ones (every position valid); other integers zeros."""
+    replaces the model's. Floats are random normal (a fixed seed); integers feeding an Embedding
+    are token ids drawn below its vocabulary; integers and booleans named ``*mask`` are ones
+    (every position valid); other integers zeros."""
     rng = np.random.default_rng(20261125)
-    given = given or []
-    vocabularies = vocabularies or {}
-    leaves: list[Leaf] = []
+    leaves: list[dict[str, Any]] = []
 
     def make(spec: Any) -> Any:
         name = getattr(spec, "name", None) or "?"
@@ -333,7 +310,8 @@ def model_inputs(
             value, fill = tf.zeros(whole, dtype), "zeros"
         else:
             raise ModelProblem("inputs", f"input {name!r} is {dtype.name}; tune makes numbers only")
-        leaves.append(Leaf(name, whole, dtype, fill, vocabulary))
+        leaf = {"name": name, "shape": whole, "dtype": dtype.name, "fill": fill}
+        leaves.append(leaf | ({"vocabulary": vocabulary} if vocabulary else {}))
         return value
 
     return tf.nest.map_structure(make, structure), leaves
@@ -342,31 +320,24 @@ def model_inputs(
 def _declared(given: list[dict[str, Any]]) -> Any:
     """The input structure the command line gives a model that declares none: one tensor, or a
     dict by name."""
-
-    class Given:
-        def __init__(self, spec: dict[str, Any]) -> None:
-            self.name = spec.get("name") or "input"
-            self.shape = [None, *spec["shape"]]
-            self.dtype = spec.get("dtype") or "float32"
-
+    if not given:
+        raise ModelProblem(
+            "inputs", "the model declares no inputs: it was saved before it was built or called"
+        )
+    specs = [InputSpec(spec["shape"], spec.get("name"), spec.get("dtype")) for spec in given]
     if len(given) == 1 and not given[0].get("name"):
-        return Given(given[0])
+        return specs[0]
     if all(spec.get("name") for spec in given):
-        return {spec["name"]: Given(spec) for spec in given}
+        return {spec.name: spec for spec in specs}
     raise ModelProblem(
         "inputs", "the model declares no inputs: name each --model-input (NAME=DIMS) it takes"
     )
 
 
-def _keras_params(model: Any) -> int | None:
+def _params(model: Any, kind: str) -> int | None:
     try:
-        return int(model.count_params())
-    except Exception:
-        return None
-
-
-def _saved_params(model: Any) -> int | None:
-    try:
+        if kind == "keras":
+            return int(model.count_params())
         return int(sum(int(v.shape.num_elements() or 0) for v in model.variables))
     except Exception:
         return None
@@ -393,54 +364,41 @@ def _train_step(tf: Any, model: Any, inputs: Any) -> Callable[[], Any]:
     return step
 
 
-def _import_code(path: str) -> None:
-    """Run the user's Python file as a module of its own (``--model-code``): it defines and
-    registers the model's custom classes before the model is loaded, as the user's program does."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("tfbuild_model_code", path)
+def import_file(name: str, path: str | Path) -> Any:
+    """The Python file ``path`` run as module ``name``: nothing of tfbuild's tree is on this
+    process's path (it runs isolated, ``python -I``), nor the user's ``--model-code``."""
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
+    return module
 
 
-class LoadedModel:
-    """A model ready to time: its call (a tf.function of no arguments, called once) and what it is."""
-
-    def __init__(self, call: Callable[[], Any], describe: dict[str, Any]) -> None:
-        self.call = call
-        self.describe = describe
-
-
-def load_model(tf: Any, np: Any, args: argparse.Namespace) -> LoadedModel:
-    """The model's step on its batch, as ``--model-step`` and ``--model-xla`` say, called once;
-    ModelProblem when it cannot be loaded ("load"), given a batch ("inputs"), or called ("call")."""
+def load_model(
+    tf: Any, np: Any, args: argparse.Namespace
+) -> tuple[Callable[[], Any], dict[str, Any]]:
+    """The model's step on its batch, as ``--model-step`` and ``--model-xla`` say (a tf.function
+    of no arguments, called once), and what the model is; ModelProblem when it cannot be loaded
+    ("load"), given a batch ("inputs"), or called ("call")."""
     given: list[dict[str, Any]] = json.loads(args.model_inputs) if args.model_inputs else []
     try:
-        if args.model_code:
-            _import_code(args.model_code)
+        if args.model_code:  # the model's custom classes, registered as the user's program does
+            import_file("tfbuild_model_code", args.model_code)
         if args.model_kind == "keras":
             model = tf.keras.models.load_model(args.model, compile=False, safe_mode=True)
         else:
             model = tf.saved_model.load(args.model)
     except Exception as exc:
-        raise ModelProblem("load", _failure(exc)) from exc
+        raise ModelProblem("load", failure(exc)) from exc
     if args.model_kind == "keras":
         structure = _keras_structure(model)
-        if structure is None and not given:
-            raise ModelProblem(
-                "inputs",
-                "the model declares no inputs: it was saved before it was built or called",
-            )
-        vocabularies = (
-            _embedding_vocabularies(tf, model, structure) if structure is not None else {}
-        )
-        inputs, leaves = model_inputs(
-            tf, np, structure if structure is not None else _declared(given), args.model_batch,
-            given, vocabularies,
-        )  # fmt: skip
+        if structure is None:
+            structure, vocabularies = _declared(given), {}
+        else:
+            vocabularies = _embedding_vocabularies(tf, model, structure)
+        inputs, leaves = model_inputs(tf, np, structure, args.model_batch, given, vocabularies)
         if args.model_step == "train":
             fn = _train_step(tf, model, inputs)
         else:
@@ -459,7 +417,7 @@ def load_model(tf: Any, np: Any, args: argparse.Namespace) -> LoadedModel:
             )
         serve = signatures["serving_default"]
         named, leaves = model_inputs(
-            tf, np, serve.structured_input_signature[1], args.model_batch, given
+            tf, np, serve.structured_input_signature[1], args.model_batch, given, {}
         )
         fn = lambda: serve(**named)  # noqa: E731
     # Under tf.function, as predict, fit and serving run a model; XLA compiles it whole when asked.
@@ -468,17 +426,13 @@ def load_model(tf: Any, np: Any, args: argparse.Namespace) -> LoadedModel:
         call()
     except Exception as exc:
         stage = "xla" if args.model_xla == "jit" else "call"
-        raise ModelProblem(stage, _failure(exc)) from exc
-    params = _keras_params(model) if args.model_kind == "keras" else _saved_params(model)
-    return LoadedModel(
-        call,
-        {
-            "inputs": [leaf.describe() for leaf in leaves],
-            "params": params,
-            "step": args.model_step,
-            "xla": args.model_xla,
-        },
-    )
+        raise ModelProblem(stage, failure(exc)) from exc
+    return call, {
+        "inputs": leaves,
+        "params": _params(model, args.model_kind),
+        "step": args.model_step,
+        "xla": args.model_xla,
+    }
 
 
 def build_ops(tf: Any, np: Any, *, bf16: bool) -> tuple[list[Op], dict[str, str]]:
@@ -502,7 +456,7 @@ def build_ops(tf: Any, np: Any, *, bf16: bool) -> tuple[list[Op], dict[str, str]
         try:
             probe()
         except Exception as exc:  # the build refuses it: leave the op out
-            dropped[name] = f"{type(exc).__name__}: {one_line(str(exc))}"[:500]
+            dropped[name] = failure(exc, 500)
             return False
         return True
 
@@ -520,26 +474,17 @@ def build_ops(tf: Any, np: Any, *, bf16: bool) -> tuple[list[Op], dict[str, str]
             add("matmul_bf16_1024", "matmul", "GFLOP/s", 2 * 1024**3, product(a16, b16), "bfloat16")
 
     conv2d = tf.nn.conv2d
+
+    def convolution(x: Any, w: Any, data_format: str) -> Callable[[], Any]:
+        return lambda: conv2d(x, w, strides=1, padding="SAME", data_format=data_format)
+
     x_nhwc = tensor((CONV_N, CONV_HW, CONV_HW, CONV_C))
     w = tensor((CONV_K, CONV_K, CONV_C, CONV_C))  # HWIO in both data formats
-    add(
-        "conv2d_nhwc",
-        "conv",
-        "GFLOP/s",
-        CONV_FLOPS,
-        lambda: conv2d(x_nhwc, w, strides=1, padding="SAME", data_format="NHWC"),
-    )
+    add("conv2d_nhwc", "conv", "GFLOP/s", CONV_FLOPS, convolution(x_nhwc, w, "NHWC"))
     tiny_x, tiny_w = tensor((1, CONV_C, 4, 4)), tensor((CONV_K, CONV_K, CONV_C, CONV_C))
-    nchw_probe = lambda: conv2d(tiny_x, tiny_w, strides=1, padding="SAME", data_format="NCHW")  # noqa: E731
-    if accepted("conv2d_nchw", nchw_probe):
+    if accepted("conv2d_nchw", convolution(tiny_x, tiny_w, "NCHW")):
         x_nchw = tf.transpose(x_nhwc, [0, 3, 1, 2])
-        add(
-            "conv2d_nchw",
-            "conv",
-            "GFLOP/s",
-            CONV_FLOPS,
-            lambda: conv2d(x_nchw, w, strides=1, padding="SAME", data_format="NCHW"),
-        )
+        add("conv2d_nchw", "conv", "GFLOP/s", CONV_FLOPS, convolution(x_nchw, w, "NCHW"))
 
     x, y = tensor((ROWS, COLS)), tensor((ROWS, COLS))
     x_pos = tf.abs(x)  # log1p's domain
@@ -568,10 +513,6 @@ def build_ops(tf: Any, np: Any, *, bf16: bool) -> tuple[list[Op], dict[str, str]
     add("relu", "control", "Gelem/s", ELEMENTS, lambda: tf.nn.relu(x))
     add("reduce_sum", "control", "Gelem/s", ELEMENTS, lambda: tf.math.reduce_sum(x, axis=-1))
     return ops, dropped
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def time_calls(fn: Callable[[], Any], count: int) -> float:
@@ -665,7 +606,7 @@ def handle(line: str, ops: dict[str, Op]) -> dict[str, Any] | None:
         return measure(op, reps, float(min_rep_seconds), inner, warmup)
     except Exception as exc:  # the op failed on this build: say so and go on
         traceback.print_exc(file=sys.stderr)
-        return {"op": name, "error": f"{type(exc).__name__}: {one_line(str(exc))}"[:2000]}
+        return {"op": name, "error": failure(exc, 2000)}
 
 
 def cpu_count() -> int:
@@ -700,21 +641,21 @@ def main(argv: list[str] | None = None) -> int:
         ops, dropped = ([], {}) if args.model_only else build_ops(tf, np, bf16=args.bf16)
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
-        protocol.send({"ready": False, "error": f"{type(exc).__name__}: {one_line(str(exc))}"})
+        protocol.send({"ready": False, "error": failure(exc, None)})
         return 1
     model: dict[str, Any] = {}
     if args.model:
         try:
-            loaded = load_model(tf, np, args)
+            call, described = load_model(tf, np, args)
         except ModelProblem as exc:
             traceback.print_exc(file=sys.stderr)
             problem = {"stage": exc.stage, "error": str(exc)}
             protocol.send({"ready": False, "error": str(exc), "model_error": problem})
             return 1
         if args.profile:
-            return profile_model(protocol, tf, loaded, args)
-        ops.append(Op(args.model_op, "model", "Gsample/s", args.model_batch, loaded.call))
-        model = {"model": loaded.describe}
+            return profile_model(protocol, tf, call, described, args)
+        ops.append(Op(args.model_op, "model", "Gsample/s", args.model_batch, call))
+        model = {"model": described}
     return serve(
         protocol,
         ops,
@@ -729,34 +670,25 @@ def main(argv: list[str] | None = None) -> int:
             "python": sys.version.split()[0],
             "numpy": np.__version__,
             "pid": os.getpid(),
-            "overlay_loaded": overlay_loaded(),
+            "overlay_loaded": sibling("profile_tf").overlay_loaded(),
             **model,
         },
     )
 
 
 def sibling(name: str) -> Any:
-    """The script NAME.py beside this one, imported once by its path: nothing of tfbuild's tree
-    is on this process's path (it runs isolated, ``python -I``)."""
+    """The script NAME.py beside this one, imported once."""
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load {name}.py beside {__file__}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+        import_file(name, Path(__file__).with_name(f"{name}.py"))
     return sys.modules[name]
 
 
-def overlay_loaded() -> bool:
-    """Whether a tfbuild overlay's kernels are mapped into this process (its loader registered
-    them)."""
-    loaded: bool = sibling("profile_tf").overlay_loaded()
-    return loaded
-
-
 def profile_model(
-    protocol: Protocol, tf: Any, loaded: LoadedModel, args: argparse.Namespace
+    protocol: Protocol,
+    tf: Any,
+    call: Callable[[], Any],
+    described: dict[str, Any],
+    args: argparse.Namespace,
 ) -> int:
     """``--profile STEPS``: one line, where the model's step spends its time (``profile_tf.py``),
     counting the kernels of ``--replaced`` (default: those this process runs at the overlay's
@@ -767,8 +699,8 @@ def profile_model(
     else:
         replaced = _profile_tf.overlaid(tf)
     # load_model called it once already: the one untraced call the profile needs
-    found = _profile_tf.profile(tf, loaded.call, args.model_op, args.profile, replaced, warm=False)
-    protocol.send({**found, "describe": loaded.describe})
+    found = _profile_tf.profile(tf, call, args.model_op, args.profile, replaced, warm=False)
+    protocol.send({**found, "describe": described})
     return 0
 
 
