@@ -67,14 +67,17 @@ def test_each_entrant_is_judged_against_its_reference_and_the_far_slower_stop_ea
     # never the wrong way, whatever the machine did meanwhile
     fast = found.compare("fast", "stock")
     assert fast is not None and fast.label not in (SAME, SLOWER)
-    if fast.label == FASTER:
+    assert found.contention is not None
+    # On a quiet machine the ratio is the truth's; others' time slices inside each short
+    # repetition add to both sides alike and pull a busy machine's ratio towards 1 (1.6 for 4x,
+    # seen with 7 processes on 2 CPUs), never past it.
+    if fast.label == FASTER and not found.contention.busy:
         assert 2.5 < fast.ratio < 6.5, fast
     same = found.compare("same", "stock")
     assert same is not None and same.label not in (FASTER, SLOWER), same
     far = found.lane("far")
     against = found.compare("far", "stock")
     assert against is not None and against.label not in (FASTER, SAME), against
-    assert found.contention is not None
     if not found.contention.busy:  # a quiet machine: 10x slower in every pair stops it early
         assert far.stopped is not None and f"stopped after {EARLY_ROUNDS} rounds" in far.stopped
         assert "the speed of fast" in far.stopped
