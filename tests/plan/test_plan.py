@@ -300,6 +300,33 @@ def test_a_remote_cache_alone_is_given_up_on_in_bounded_time() -> None:
     ]
 
 
+def test_remote_timeout_sets_the_caches_wait_and_its_reason_says_the_bound() -> None:
+    made = plan(PlanOptions(remote_cache="grpcs://cache.example.org", remote_timeout=10))
+    waits = [
+        o for o in made.build_options if o.startswith(("--remote_timeout=", "--remote_retries="))
+    ]
+    assert waits == ["--remote_timeout=10", "--remote_retries=1"]
+    (reason,) = [r for r in made.reasons if r.what == "remote cache timeout"]
+    assert reason.value == "10 s per call, 1 retries"
+    assert "about 20 s" in reason.why and "--remote-timeout" in reason.why
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {
+            "remote_cache": "grpcs://cache.example.org",
+            "remote_executor": "grpcs://rbe.example.org",
+            "push_toolchain": "registry.example.org",
+        },
+    ],
+)
+def test_remote_timeout_without_a_cache_alone_is_refused(options: dict[str, str]) -> None:
+    with pytest.raises(UsageError, match="--remote-timeout without --remote-cache alone"):
+        plan(PlanOptions(remote_timeout=10, **options))  # type: ignore[arg-type]
+
+
 def test_a_read_only_remote_cache_uploads_nothing() -> None:
     p = plan(PlanOptions(remote_cache="grpcs://cache.example.org", remote_cache_read_only=True))
     assert "--noremote_upload_local_results" in p.build_options

@@ -198,10 +198,15 @@ REMOTE_EXECUTION = (
 #: about 2 x 60 s. Remote execution keeps TF's 3600 s: there a call waits for the action to run.
 REMOTE_CACHE_TIMEOUT_S = 60
 REMOTE_CACHE_RETRIES = 1
-REMOTE_CACHE = (
-    f"--remote_timeout={REMOTE_CACHE_TIMEOUT_S}",
-    f"--remote_retries={REMOTE_CACHE_RETRIES}",
-)
+
+
+def remote_cache_options(seconds: int) -> tuple[str, ...]:
+    """A remote cache's deadline per call (``--remote-timeout``; REMOTE_CACHE_TIMEOUT_S by default)
+    and its retries."""
+    return (f"--remote_timeout={seconds}", f"--remote_retries={REMOTE_CACHE_RETRIES}")
+
+
+REMOTE_CACHE = remote_cache_options(REMOTE_CACHE_TIMEOUT_S)
 
 
 def exec_repository(options: PlanOptions) -> str | None:
@@ -289,14 +294,16 @@ def bazel_options(options: PlanOptions) -> tuple[BazelCommand, tuple[Reason, ...
             )
         )
         if not options.remote_executor:  # remote execution has TensorFlow's own timeout
-            build_options += REMOTE_CACHE
+            seconds = options.remote_timeout or REMOTE_CACHE_TIMEOUT_S
+            build_options += remote_cache_options(seconds)
             reasons.append(
                 Reason(
                     what="remote cache timeout",
-                    value=f"{REMOTE_CACHE_TIMEOUT_S} s per call, {REMOTE_CACHE_RETRIES} retries",
+                    value=f"{seconds} s per call, {REMOTE_CACHE_RETRIES} retries",
                     why="a cache that accepts connections and never answers fails the build in "
-                    f"about {(REMOTE_CACHE_RETRIES + 1) * REMOTE_CACHE_TIMEOUT_S} s, not the "
-                    "6 x 60 s of bazel's default 5 retries",
+                    f"about {(REMOTE_CACHE_RETRIES + 1) * seconds} s, not the "
+                    "6 x 60 s of bazel's default 5 retries"
+                    + (" (--remote-timeout)" if options.remote_timeout else ""),
                 )
             )
     if options.remote_instance is not None:

@@ -85,6 +85,12 @@ def _check_options(options: PlanOptions) -> None:
             "--remote-cache-read-only without --remote-cache",
             fix="Add --remote-cache URL, or drop --remote-cache-read-only.",
         )
+    if options.remote_timeout is not None and (not options.remote_cache or options.remote_executor):
+        raise UsageError(
+            "--remote-timeout without --remote-cache alone",
+            why="it is the remote cache's wait; remote execution keeps TensorFlow's own (3600 s)",
+            fix="Add --remote-cache URL, or drop --remote-timeout.",
+        )
     if instance is not None and not (options.remote_cache or options.remote_executor):
         raise UsageError(
             "--remote-instance without --remote-cache or --remote-executor",

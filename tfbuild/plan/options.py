@@ -131,6 +131,15 @@ class PlanOptions:
         "--remote-cache-read-only",
         help="Take hits from --remote-cache, upload nothing (e.g. for pull requests).",
     )
+    remote_timeout: int | None = declared(
+        None,
+        "--remote-timeout",
+        metavar="SECONDS",
+        min=5,
+        max=3600,
+        help="How long bazel waits for each call to --remote-cache before trying once more, then "
+        "failing the build (default 60; a shorter wait can cut a slow transfer of a large blob).",
+    )
     push_toolchain: str | None = declared(
         None,
         "--push-toolchain",
