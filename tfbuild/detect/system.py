@@ -162,14 +162,19 @@ def _abi_prefix() -> str:
     return {"cpython": "cp", "pypy": "pp"}.get(name, name)
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity: a container's --cpuset-cpus, taskset)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def system_info(*, root: Path = Path("/"), build_dir: Path | None = None) -> SystemInfo:
     """Describe the machine tfbuild runs on."""
     total, available = parse_meminfo(_read(root / "proc/meminfo") or "")
     logical = os.cpu_count() or 1
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        usable = logical
+    usable = usable_cpus()
     version = platform.python_version()
     return SystemInfo(
         os=os_name(root),

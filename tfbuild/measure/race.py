@@ -25,7 +25,6 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +36,7 @@ from tfbuild.core.errors import EnvironmentProblem, SmokeFailed, UnsupportedErro
 from tfbuild.core.stats import CONFIDENCE, Verdict, ratio, verdict
 from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
+from tfbuild.detect.system import usable_cpus
 from tfbuild.measure.models import ModelFile
 from tfbuild.measure.protocol import ModelError
 from tfbuild.measure.run import WORKER, Method, Rounds, Worker, model_failed, proc_bytes
@@ -182,10 +182,7 @@ class _Starting:
 def _at_once() -> int:
     """How many workers start at once: one a CPU (importing TensorFlow and tracing, or compiling
     with XLA, is one CPU's work each); none of them is timed yet."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
+    return usable_cpus()
 
 
 def race(
