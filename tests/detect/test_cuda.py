@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import re
@@ -12,8 +13,8 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from tfbuild.core import serial
-from tfbuild.core.commands import CommandResult, Runner, run_command
+from tfbuild.core import commands, serial
+from tfbuild.core.commands import Finished
 from tfbuild.detect.cuda import locate_cuda
 from tfbuild.detect.cuda_report import CudaReport, CudaToolkit, LibraryInstall
 from tfbuild.detect.cuda_versions import (
@@ -37,24 +38,23 @@ Build cuda_12.5.r12.5/compiler.34385749_0
 
 
 class Recorder:
-    """A Runner that runs for real and remembers what it ran."""
+    """A runner that runs each call for real (in the context it was made in, outside the replay)
+    and remembers what it ran."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
+        self.outside = contextvars.copy_context()
 
-    def __call__(self, argv: Sequence[str]) -> CommandResult | None:
-        self.calls.append(argv[0])
-        return run_command(argv)
+    def __call__(self, call: commands.Command) -> Finished:
+        self.calls.append(call.argv[0])
+        return self.outside.run(commands.attempt, call)
 
 
 def locate(
-    case: str | Path,
-    env: Mapping[str, str],
-    site_packages: Sequence[str] = (),
-    run: Runner = run_command,
+    case: str | Path, env: Mapping[str, str], site_packages: Sequence[str] = ()
 ) -> CudaReport:
     root = case if isinstance(case, Path) else FIXTURES / case
-    return locate_cuda(root=root, env=env, site_packages=site_packages, run=run)
+    return locate_cuda(root=root, env=env, site_packages=site_packages)
 
 
 def evidence_of(found: CudaToolkit | LibraryInstall, source: str) -> str | None:
@@ -105,11 +105,9 @@ def test_parse_tensorrt_header_both_styles() -> None:
 
 def test_classic_toolkits_side_by_side() -> None:
     run = Recorder()
-    report = locate(
-        "classic",
-        {"PATH": "/usr/local/cuda/bin:/usr/bin", "CUDA_HOME": "/usr/local/cuda-11.8"},
-        run=run,
-    )
+    env = {"PATH": "/usr/local/cuda/bin:/usr/bin", "CUDA_HOME": "/usr/local/cuda-11.8"}
+    with commands.replaying(run):
+        report = locate("classic", env)
     assert report.warnings == ()
     old, new = report.toolkits
     assert old.root == P("/usr/local/cuda-11.8")
@@ -308,18 +306,20 @@ def test_broken_installs_become_warnings() -> None:
 
 
 def test_nvcc_that_cannot_run_or_prints_nonsense() -> None:
-    def missing(argv: Sequence[str]) -> CommandResult | None:
-        return None
+    def missing(call: commands.Command) -> Finished:
+        return Finished(returncode=None, problem="it cannot run: Permission denied")
 
-    def chatty(argv: Sequence[str]) -> CommandResult | None:
-        return CommandResult(returncode=0, stdout="hello\n", stderr="")
+    def chatty(call: commands.Command) -> Finished:
+        return Finished(returncode=0, stdout="hello\n")
 
     env = {"PATH": "/usr/bin"}
-    report = locate_cuda(root=FIXTURES / "classic", env=env, site_packages=(), run=missing)
+    with commands.replaying(missing):
+        report = locate("classic", env)
     assert warned(report, "nvcc at /usr/local/cuda-12.6/bin/nvcc could not be run")
     assert report.toolkits[1].version == "12.6"  # the files still say it
     assert evidence_of(report.toolkits[1], "nvcc") is None
-    report = locate_cuda(root=FIXTURES / "classic", env=env, site_packages=(), run=chatty)
+    with commands.replaying(chatty):
+        report = locate("classic", env)
     assert warned(report, "nvcc at /usr/local/cuda-11.8/bin/nvcc printed no 'release X.Y' line")
 
 

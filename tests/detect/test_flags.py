@@ -16,7 +16,7 @@ import archspec.cpu
 import pytest
 
 from tests.conftest import cpuinfo_fixture, cpuinfo_fixtures
-from tfbuild.core.commands import CommandResult
+from tfbuild.core import commands
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import cpu, features
 from tfbuild.detect.compilers import Compiler, first_version, flags_for, parse_compiler
@@ -256,8 +256,11 @@ def test_bare_name_asks_the_compiler_on_path() -> None:
 
 
 def test_bare_name_without_a_compiler_is_a_usage_error() -> None:
-    def nothing_installed(argv: object) -> CommandResult | None:
-        return None
+    def nothing_installed(call: commands.Command) -> commands.Finished:
+        return commands.Finished(returncode=None, problem="it cannot run: No such file")
 
-    with pytest.raises(UsageError, match="Give the version explicitly"):
-        parse_compiler("clang", run=nothing_installed)
+    with (
+        commands.replaying(nothing_installed),
+        pytest.raises(UsageError, match="Give the version explicitly"),
+    ):
+        parse_compiler("clang")

@@ -2,20 +2,20 @@
 
 Every text under tests/fixtures/nvidia/ was printed by a real nvidia-smi or kernel module; SOURCES.md
 there names the machine or thread each came from. Parsers are tested on them directly; the entry
-point is tested with a Runner that replays them per command line, and once on this machine for real.
+point is tested with them replayed per command line through ``commands.replaying``, and once on this machine for real.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from tfbuild.core import serial
-from tfbuild.core.commands import CommandResult
+from tfbuild.core import commands, serial
+from tfbuild.core.commands import Finished
 from tfbuild.detect.nvidia import (
     CUDA_DRIVER_TABLE,
     QUERY_FIELDS,
@@ -47,34 +47,42 @@ def fx(relative: str) -> str:
     return (FIXTURES / relative).read_text(encoding="utf-8")
 
 
-def ok(stdout: str) -> CommandResult:
-    return CommandResult(returncode=0, stdout=stdout, stderr="")
+#: How the runner answers a program that is not installed (or did not answer in time).
+ABSENT = Finished(returncode=None, problem="it cannot run: No such file or directory")
+
+
+def ok(stdout: str) -> Finished:
+    return Finished(returncode=0, stdout=stdout)
 
 
 class Replay:
-    """A Runner answering each command line with its recorded result; it fails on any other."""
+    """A runner answering each command line with its recorded result; it fails on any other."""
 
-    def __init__(self, answers: Mapping[tuple[str, ...], CommandResult | None]) -> None:
+    def __init__(self, answers: Mapping[tuple[str, ...], Finished]) -> None:
         self.answers = dict(answers)
         self.calls: list[tuple[str, ...]] = []
 
-    def __call__(self, argv: Sequence[str]) -> CommandResult | None:
-        key = tuple(argv)
-        self.calls.append(key)
-        assert key in self.answers, f"detect_nvidia ran an unrecorded command: {key}"
-        return self.answers[key]
+    def __call__(self, call: commands.Command) -> Finished:
+        self.calls.append(call.argv)
+        assert call.argv in self.answers, f"detect_nvidia ran an unrecorded command: {call.argv}"
+        return self.answers[call.argv]
 
 
 class Everything:
-    """A Runner giving the same answer to every command (None: nvidia-smi is not installed)."""
+    """A runner giving the same answer to every command (:data:`ABSENT`: no nvidia-smi)."""
 
-    def __init__(self, answer: CommandResult | None) -> None:
+    def __init__(self, answer: Finished) -> None:
         self.answer = answer
         self.calls: list[tuple[str, ...]] = []
 
-    def __call__(self, argv: Sequence[str]) -> CommandResult | None:
-        self.calls.append(tuple(argv))
+    def __call__(self, call: commands.Command) -> Finished:
+        self.calls.append(call.argv)
         return self.answer
+
+
+def detect(run: Replay | Everything, root: Path) -> NvidiaReport:
+    with commands.replaying(run):
+        return detect_nvidia(root=root)
 
 
 def with_proc(tmp_path: Path, text: str) -> Path:
@@ -470,16 +478,14 @@ def test_query_command_line() -> None:
 
 
 def test_detect_absent_cleanly(tmp_path: Path) -> None:
-    run = Everything(None)
-    assert detect_nvidia(run=run, root=tmp_path) == NvidiaReport(driver=None, gpus=(), warnings=())
+    run = Everything(ABSENT)
+    assert detect(run, tmp_path) == NvidiaReport(driver=None, gpus=(), warnings=())
     assert run.calls == [query_argv()]
 
 
 def test_detect_driver_not_loaded(tmp_path: Path) -> None:
-    run = Everything(
-        CommandResult(returncode=9, stdout=fx("driver-not-loaded/nvidia-smi.txt"), stderr="")
-    )
-    report = detect_nvidia(run=run, root=tmp_path)
+    run = Everything(Finished(returncode=9, stdout=fx("driver-not-loaded/nvidia-smi.txt")))
+    report = detect(run, tmp_path)
     assert report == NvidiaReport(
         driver=None, gpus=(), warnings=(f"nvidia-smi failed (exit status 9): {NOT_LOADED}",)
     )
@@ -493,7 +499,7 @@ def test_detect_l40s(tmp_path: Path) -> None:
             SMI_ARGV: ok(fx("l40s-595.80/nvidia-smi.txt")),
         }
     )
-    report = detect_nvidia(run=run, root=tmp_path)
+    report = detect(run, tmp_path)
     assert report == NvidiaReport(
         driver=DriverInfo(
             version="595.80",
@@ -522,7 +528,7 @@ def test_detect_h200_with_the_610_header(tmp_path: Path) -> None:
             SMI_ARGV: ok(fx("h200-610.43.02/nvidia-smi.txt")),
         }
     )
-    report = detect_nvidia(run=run, root=tmp_path)
+    report = detect(run, tmp_path)
     assert report.driver == DriverInfo(
         version="610.43.02",
         version_source="nvidia-smi",
@@ -534,8 +540,8 @@ def test_detect_h200_with_the_610_header(tmp_path: Path) -> None:
 
 
 def test_detect_old_driver_retries_without_compute_cap(tmp_path: Path) -> None:
-    rejected = CommandResult(
-        returncode=2, stdout=fx("compute-cap-rejected-470/query-gpu-compute-cap.txt"), stderr=""
+    rejected = Finished(
+        returncode=2, stdout=fx("compute-cap-rejected-470/query-gpu-compute-cap.txt")
     )
     run = Replay(
         {
@@ -543,10 +549,10 @@ def test_detect_old_driver_retries_without_compute_cap(tmp_path: Path) -> None:
             query_argv(QUERY_FIELDS_NO_COMPUTE_CAP): ok(
                 fx("rtx2080super-465.27/query-no-compute-cap.csv")
             ),
-            SMI_ARGV: None,  # not in the recording: replayed as "did not answer in time"
+            SMI_ARGV: ABSENT,  # not in the recording: replayed as "did not answer in time"
         }
     )
-    report = detect_nvidia(run=run, root=tmp_path)
+    report = detect(run, tmp_path)
     assert report.driver == DriverInfo(
         version="465.27",
         version_source="nvidia-smi",
@@ -569,11 +575,11 @@ def test_detect_old_driver_retries_without_compute_cap(tmp_path: Path) -> None:
 
 
 def test_detect_rejected_field_and_failing_retry(tmp_path: Path) -> None:
-    rejected = CommandResult(
-        returncode=2, stdout=fx("compute-cap-rejected-470/query-gpu-compute-cap.txt"), stderr=""
+    rejected = Finished(
+        returncode=2, stdout=fx("compute-cap-rejected-470/query-gpu-compute-cap.txt")
     )
     run = Everything(rejected)
-    report = detect_nvidia(run=run, root=tmp_path)
+    report = detect(run, tmp_path)
     assert report.driver is None and report.gpus == ()
     assert report.warnings[-1] == (
         'nvidia-smi failed (exit status 2): Field "compute_cap" is not a valid field to query.'
@@ -583,7 +589,7 @@ def test_detect_rejected_field_and_failing_retry(tmp_path: Path) -> None:
 
 def test_detect_kernel_module_without_nvidia_smi(tmp_path: Path) -> None:
     root = with_proc(tmp_path, fx("proc-version/proprietary-384.98.txt"))
-    report = detect_nvidia(run=Everything(None), root=root)
+    report = detect(Everything(ABSENT), root)
     assert report.driver == DriverInfo(
         version="384.98",
         version_source="/proc/driver/nvidia/version",
@@ -598,7 +604,7 @@ def test_detect_kernel_module_without_nvidia_smi(tmp_path: Path) -> None:
 
 def test_detect_unreadable_proc_file(tmp_path: Path) -> None:
     (tmp_path / "proc" / "driver" / "nvidia" / "version").mkdir(parents=True)  # a directory
-    report = detect_nvidia(run=Everything(None), root=tmp_path)
+    report = detect(Everything(ABSENT), tmp_path)
     assert report.driver is None
     assert any("cannot read /proc/driver/nvidia/version" in w for w in report.warnings)
 
@@ -606,7 +612,7 @@ def test_detect_unreadable_proc_file(tmp_path: Path) -> None:
 def test_detect_garbage_output_gives_warnings_not_errors(tmp_path: Path) -> None:
     # An nvidia-smi that ignores its arguments and prints its table, then prints nothing.
     run = Replay({query_argv(): ok(fx("l40s-595.80/nvidia-smi.txt")), SMI_ARGV: ok("")})
-    report = detect_nvidia(run=run, root=tmp_path)
+    report = detect(run, tmp_path)
     assert report.driver is None
     assert report.gpus == ()
     assert report.warnings  # explained, not raised
@@ -617,12 +623,10 @@ def test_detect_failing_table_call_falls_back_to_the_table(tmp_path: Path) -> No
     run = Replay(
         {
             query_argv(): ok(fx("l40s-595.80/query.csv")),
-            SMI_ARGV: CommandResult(
-                returncode=9, stdout=fx("driver-not-loaded/nvidia-smi.txt"), stderr=""
-            ),
+            SMI_ARGV: Finished(returncode=9, stdout=fx("driver-not-loaded/nvidia-smi.txt")),
         }
     )
-    report = detect_nvidia(run=run, root=tmp_path)
+    report = detect(run, tmp_path)
     assert report.driver is not None
     assert (report.driver.cuda_version, report.driver.cuda_version_source) == (
         "13.2",

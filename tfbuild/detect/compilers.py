@@ -23,7 +23,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tfbuild.core.commands import Runner, run_command
 from tfbuild.core.compilers import release_of
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.detect import features
@@ -72,7 +71,7 @@ def _first_release(name: str, major: int) -> str:
     return f"{major}.0.0"
 
 
-def parse_compiler(spec: str, *, run: Runner = run_command) -> Compiler:
+def parse_compiler(spec: str) -> Compiler:
     """Parse ``gcc-12``, ``clang-18.1.8``, ``gcc@11.4`` or a bare ``gcc`` (version read from PATH)."""
     text = spec.strip().lower()
     match = _SPEC.fullmatch(text)
@@ -100,9 +99,9 @@ def parse_compiler(spec: str, *, run: Runner = run_command) -> Compiler:
             fix=f"{hint}Known: {', '.join(KNOWN_COMPILERS)}.",
         )
     if version is not None:
-        _check_released(name, version, spec, run)
+        _check_released(name, version, spec)
     else:
-        probed = release_of(name, family=name, run=run)
+        probed = release_of(name, family=name)
         if probed is None:
             raise UsageError(
                 f"cannot tell the version of --compiler {spec!r}",
@@ -138,7 +137,7 @@ def newest_known(name: str) -> tuple[int, ...] | None:
     return max(found, default=None)
 
 
-def _check_released(name: str, version: str, spec: str, run: Runner) -> None:
+def _check_released(name: str, version: str, spec: str) -> None:
     """Refuse a gcc or clang version no release has (``gcc-99``): one whose major is beyond the
     newest archspec knows is taken only when that compiler is on PATH (``gcc-17``, or ``gcc``
     itself) and says it is that version; flags for a compiler neither knows would be a guess."""
@@ -147,7 +146,7 @@ def _check_released(name: str, version: str, spec: str, run: Runner) -> None:
     if newest is None or major <= newest[0]:
         return
     for program in (f"{name}-{major}", name):
-        found = release_of(program, family=name, run=run)
+        found = release_of(program, family=name)
         if found is not None and found.split(".", maxsplit=1)[0] == str(major):
             return
     known = ".".join(str(p) for p in newest)

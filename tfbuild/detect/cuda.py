@@ -20,7 +20,6 @@ import site
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from tfbuild.core.commands import Runner, run_command
 from tfbuild.detect.cuda_libraries import locate_libraries
 from tfbuild.detect.cuda_report import CudaReport
 from tfbuild.detect.cuda_search import Search, Tree
@@ -44,7 +43,6 @@ def locate_cuda(
     root: Path = Path("/"),
     env: Mapping[str, str] | None = None,
     site_packages: Sequence[PurePosixPath | str] | None = None,
-    run: Runner = run_command,
 ) -> CudaReport:
     """Every CUDA toolkit, cuDNN, NCCL and TensorRT installed below ``root``.
 
@@ -55,7 +53,7 @@ def locate_cuda(
     env = os.environ if env is None else env
     sites = _default_site_packages() if site_packages is None else site_packages
     site_dirs = [PurePosixPath(s) for s in sites if str(s).startswith("/")]
-    search = Search(Tree(root), run)
+    search = Search(Tree(root))
 
     toolkits = locate_toolkits(search, env, site_dirs)
     cudnn, nccl, tensorrt = locate_libraries(search, toolkits, env, site_dirs)

@@ -8,7 +8,6 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
-from tfbuild.core.commands import Runner
 from tfbuild.detect.cuda_versions import soname_version, versions_agree
 
 # NVIDIA names its per-architecture trees after the CPU (x86_64, sbsa for arm64 servers, aarch64 for
@@ -135,11 +134,10 @@ class Tree:
 
 
 class Search:
-    """One run of the locator: the tree, the runner and the warnings gathered so far."""
+    """One run of the locator: the tree and the warnings gathered so far."""
 
-    def __init__(self, tree: Tree, run: Runner) -> None:
+    def __init__(self, tree: Tree) -> None:
         self.tree = tree
-        self.run = run
         self.warnings: list[str] = []
 
     def warn(self, message: str) -> None:

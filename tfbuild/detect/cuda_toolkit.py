@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from tfbuild.core.commands import Command, attempt
 from tfbuild.detect.cuda_report import CudaToolkit, in_source_order
 from tfbuild.detect.cuda_search import INCLUDE_DIRS, LIB_DIRS, Search, warn_disagreement
 from tfbuild.detect.cuda_versions import (
@@ -191,8 +192,10 @@ def _runtime_wheel(
 
 
 def _run_nvcc(search: Search, nvcc: PurePosixPath) -> str | None:
-    result = search.run([str(search.tree.host(nvcc)), "--version"])
-    if result is None:
+    argv = (str(search.tree.host(nvcc)), "--version")
+    env = {**os.environ, "LC_ALL": "C"}  # its "release X.Y" line is read in English
+    result = attempt(Command(argv=argv, what="nvcc did not run", env=env, timeout=10.0))
+    if result.returncode is None:
         search.warn(f"nvcc at {nvcc} could not be run (not executable, or it timed out).")
         return None
     if result.returncode != 0:

@@ -19,12 +19,13 @@ cannot be understood becomes a warning in the report.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfbuild.core.commands import CommandResult, Runner, run_command
+from tfbuild.core.commands import Command, Finished, attempt
 from tfbuild.recipes.tfversions import parse_version
 
 #: Fields asked of ``nvidia-smi --query-gpu``, in output order. ``name`` is last because nvidia-smi
@@ -344,7 +345,7 @@ def parse_proc_version(text: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _first_line(result: CommandResult) -> str:
+def _first_line(result: Finished) -> str:
     for stream in (result.stdout, result.stderr):
         for line in stream.splitlines():
             if line.strip():
@@ -440,8 +441,10 @@ def query_argv(fields: Sequence[str] = QUERY_FIELDS) -> tuple[str, ...]:
 SMI_ARGV: tuple[str, ...] = ("nvidia-smi",)
 
 
-def _run_nvidia_smi(argv: Sequence[str]) -> CommandResult | None:
-    return run_command(argv, timeout=NVIDIA_SMI_TIMEOUT)
+def _run_nvidia_smi(argv: tuple[str, ...]) -> Finished:
+    env = {**os.environ, "LC_ALL": "C"}  # its messages are matched in English
+    call = Command(argv=argv, what="nvidia-smi did not run", env=env, timeout=NVIDIA_SMI_TIMEOUT)
+    return attempt(call)
 
 
 def _read_proc(root: Path) -> tuple[str | None, str | None]:
@@ -457,7 +460,7 @@ def _read_proc(root: Path) -> tuple[str | None, str | None]:
     return raw.decode("utf-8", errors="replace"), None
 
 
-def detect_nvidia(*, run: Runner = _run_nvidia_smi, root: Path = Path("/")) -> NvidiaReport:
+def detect_nvidia(*, root: Path = Path("/")) -> NvidiaReport:
     """Detect the NVIDIA driver and GPUs: at most one query (two for old drivers) and one table call.
 
     No nvidia-smi and no ``/proc/driver/nvidia/version`` means no driver, no GPUs and no warning.
@@ -466,20 +469,20 @@ def detect_nvidia(*, run: Runner = _run_nvidia_smi, root: Path = Path("/")) -> N
     warnings = [proc_warning] if proc_warning else []
 
     fields = QUERY_FIELDS
-    result = run(query_argv(fields))
-    if result is not None and result.returncode != 0:
+    result = _run_nvidia_smi(query_argv(fields))
+    if result.returncode not in (None, 0):
         rejected = _REJECTED_FIELD_RE.search(result.stdout + "\n" + result.stderr)
         if rejected is not None and rejected.group(1) == "compute_cap":
             # Drivers before the compute_cap field (e.g. 465.27, whose --help-query-gpu lacks it).
             fields = QUERY_FIELDS_NO_COMPUTE_CAP
-            result = run(query_argv(fields))
+            result = _run_nvidia_smi(query_argv(fields))
             warnings.append(
                 "this nvidia-smi cannot report compute capability (it rejects the 'compute_cap' "
                 "field); compute capability is unknown"
             )
 
     query_csv = smi_text = None
-    if result is None:
+    if result.returncode is None:
         if proc_text is None and not warnings:
             return NvidiaReport(driver=None, gpus=(), warnings=())  # no NVIDIA driver: absent
         warnings.append(
@@ -493,8 +496,8 @@ def detect_nvidia(*, run: Runner = _run_nvidia_smi, root: Path = Path("/")) -> N
         )
     else:
         query_csv = result.stdout
-        table = run(SMI_ARGV)
-        if table is None:
+        table = _run_nvidia_smi(SMI_ARGV)
+        if table.returncode is None:
             warnings.append(
                 "plain nvidia-smi did not answer in time; CUDA version from driver table"
             )
