@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from tfbuild.detect import cpu, features
 from tfbuild.detect.compilers import Compiler, CompilerFlags, flags_for
@@ -193,21 +193,3 @@ class DetectReport:
                 found.extend(part.warnings)
         object.__setattr__(self, "warnings", tuple(dict.fromkeys(found)))
 
-
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema of ``tfbuild.detect/1`` (``schemas/detect.schema.json``), from the types.
-
-    ``detect --json`` writes every key of every object, defaults included, so every key is required;
-    keys the schema does not name may be added in a later version (its rule: add keys, or bump).
-    """
-    from tfbuild.core import serial
-
-    schema = serial.schema(DetectReport)
-    for definition in schema["$defs"].values():
-        if definition.get("type") == "object" and "properties" in definition:
-            definition["required"] = list(definition["properties"])
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": SCHEMA,
-        **schema,
-    }
