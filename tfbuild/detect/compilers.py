@@ -181,8 +181,6 @@ class CompilerFlags:
     warnings: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.flags, CommandLine):  # a plain tuple from a caller
-            object.__setattr__(self, "flags", CommandLine(self.flags))
         uncovered = tuple(c.feature for c in self.coverage if c.flag is None)
         object.__setattr__(self, "uncovered", uncovered)
 

@@ -52,10 +52,6 @@ class CpuInfo:
     # What reading the dump left out and why (a last flag that may be cut short), each a sentence.
     warnings: tuple[str, ...] = ()
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.flags, FlagSet):  # a plain set from a caller
-            object.__setattr__(self, "flags", FlagSet(self.flags))
-
     @property
     def byte_order_known(self) -> bool:
         """False for plain ``ppc64``: a POWER dump does not say ppc64 or ppc64le (the live host's
@@ -346,7 +342,7 @@ def parse_cpuinfo(text: str, *, source: str) -> CpuInfo:
     common: dict[str, Any] = {
         "source": source,
         "architecture": arch,
-        "flags": flags,
+        "flags": FlagSet(flags),
         "processors_listed": len(cpu_blocks),
         "logical_cpus": logical,
         "physical_cores": physical,

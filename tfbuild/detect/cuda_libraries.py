@@ -27,7 +27,6 @@ class _Spec:
     name: str
     title: str
     headers: tuple[str, ...]  # name patterns, most authoritative first
-    header_label: str  # the header's name in messages
     macros: tuple[str, str, str]
     library: str
     pip_include: str | None
@@ -44,7 +43,6 @@ _SPECS = (
         # cuDNN 8+ keeps its version in cudnn_version.h; Debian's packages name it
         # cudnn_version_v9.h under the multiarch directory. cudnn.h carries it only before cuDNN 8.
         headers=("cudnn_version.h", "cudnn_version_v[0-9]*.h"),
-        header_label="cudnn_version.h or cudnn.h",
         fallback=("cudnn.h",),
         macros=("CUDNN_MAJOR", "CUDNN_MINOR", "CUDNN_PATCHLEVEL"),
         library="libcudnn.so",
@@ -57,7 +55,6 @@ _SPECS = (
         name="nccl",
         title="NCCL",
         headers=("nccl.h",),
-        header_label="nccl.h",
         macros=("NCCL_MAJOR", "NCCL_MINOR", "NCCL_PATCH"),
         library="libnccl.so",
         pip_include="nvidia/nccl/include",
@@ -69,7 +66,6 @@ _SPECS = (
         name="tensorrt",
         title="TensorRT",
         headers=("NvInferVersion.h",),
-        header_label="NvInferVersion.h",
         macros=("NV_TENSORRT_MAJOR", "NV_TENSORRT_MINOR", "NV_TENSORRT_PATCH"),
         library="libnvinfer.so",
         pip_include=None,  # the tensorrt-cu12-libs wheel ships libraries only
@@ -242,7 +238,7 @@ def _install(search: Search, spec: _Spec, item: _Found) -> LibraryInstall:
     if item.header is None and first_lib is not None:
         search.warn(
             f"{title} library {first_lib} was found without its header "
-            f"({spec.header_label}); building against it needs one."
+            f"({' or '.join((spec.headers[0], *spec.fallback))}); building against it needs one."
         )
     if item.header is not None and first_lib is None:
         search.warn(

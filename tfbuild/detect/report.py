@@ -192,4 +192,3 @@ class DetectReport:
             if part is not None:
                 found.extend(part.warnings)
         object.__setattr__(self, "warnings", tuple(dict.fromkeys(found)))
-
