@@ -52,8 +52,14 @@ def _macros(executable: str, flags: tuple[str, ...]) -> set[str]:
     return {line.split()[1] for line in out.stdout.splitlines() if line.startswith("#define")}
 
 
+def _macro(feature: features.GuardFeature) -> str:
+    """The predefined macro the guard tests at compile time (``-msse4.1``: ``__SSE4_1__``)."""
+    name = feature.option.removeprefix("-m").replace(".", "_").replace("-", "_")
+    return f"__{name.upper()}__"
+
+
 def _guard_macros(defined: set[str]) -> set[str]:
-    return {f.name for f in features.GUARD_FEATURES if f.macro in defined}
+    return {f.name for f in features.GUARD_FEATURES if _macro(f) in defined}
 
 
 def test_a_compiler_is_installed_to_check_against() -> None:

@@ -1,13 +1,13 @@
 """The CPU features TensorFlow's ``cpu_feature_guard`` checks, and how each is named elsewhere.
 
 This is TensorFlow-specific knowledge that archspec does not carry: the guard's own spelling of each
-feature, the /proc/cpuinfo flag that reveals it, the compile-time macro the guard tests, and the
-``-m`` option that turns it on in GCC and Clang with the first release of each that accepts it.
+feature, the /proc/cpuinfo flag that reveals it, and the ``-m`` option that turns it on in GCC and
+Clang with the first release of each that accepts it.
 
 Sources: tensorflow/core/platform/cpu_feature_guard.cc (2.14+ list and order); the Linux kernel's
 cpufeatures names as they appear in /proc/cpuinfo (the same names archspec's data uses); GCC and
 Clang release notes for the versions that introduced each option. Tests check every claim here
-against the compilers installed on the test machine (``-dM -E``).
+against the compilers installed on the test machine (the macro each option defines, ``-dM -E``).
 """
 
 from __future__ import annotations
@@ -26,12 +26,6 @@ class GuardFeature:
     gcc: str  # first GCC release that accepts the option
     clang: str  # first Clang release that accepts the option
     implies: tuple[str, ...] = ()  # guard features the option also turns on (direct ones)
-
-    @property
-    def macro(self) -> str:
-        """The predefined macro the guard tests at compile time (``-msse4.1``: ``__SSE4_1__``)."""
-        name = self.option.removeprefix("-m").replace(".", "_").replace("-", "_")
-        return f"__{name.upper()}__"
 
 
 # GCC's -mamx-int8/-bf16/-fp16 do not define __AMX_TILE__ (checked with GCC 12), so no AMX option
