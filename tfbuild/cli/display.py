@@ -13,7 +13,7 @@ from rich.table import Table
 from tfbuild.cli.console import make_console, print_hanging, safe
 from tfbuild.core.controls import printable
 from tfbuild.core.files import human_size
-from tfbuild.core.text import wrap
+from tfbuild.core.text import hanging, wrap
 from tfbuild.detect.report import DetectReport, MachineReport
 from tfbuild.plan import BuildPlan
 from tfbuild.recipes.recipe import VERIFIED_PARTS, RecipeSet
@@ -158,10 +158,7 @@ def _hanging(console: Console, head: str, text: str, *, indent: int = 2, style: 
     """``head`` + ``text`` wrapped at the console's width at spaces, the lines after the first
     indented under it (a terminal's own wrap would start them at column 0); ``style`` is the
     markup of ``head`` ("yellow" for "warning:"). Words longer than a line are left whole."""
-    width = max(console.width, 40)
-    plain = printable(f"{head}{text}")
-    wrapped = wrap(plain, width, rest=indent)
-    lines = [line if i == 0 else " " * indent + line for i, line in enumerate(wrapped)] or [plain]
+    lines = hanging(printable(f"{head}{text}"), max(console.width, 40), indent=indent)
     first = safe(lines[0])
     if style and lines[0].lstrip().startswith(head.strip()):
         at = lines[0].index(head.strip())
