@@ -51,10 +51,11 @@ def test_the_commands_that_take_python_are_those_expected() -> None:
 
 
 def python_of(request: Any) -> Any:
-    """The request's field made from --python (the plan options' for plan, render, ...)."""
+    """The request's field made from --python (the plan options' for plan, render, ...; the smoke
+    options' for smoke)."""
     if hasattr(request, "python"):
         return request.python
-    return request.plan.python
+    return (request.smoke if hasattr(request, "smoke") else request.plan).python
 
 
 def as_version(value: Any) -> str:

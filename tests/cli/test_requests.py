@@ -95,10 +95,11 @@ def test_pick_keeps_repeated_options_in_their_order() -> None:
 def test_smoke_splits_allow_slower_at_its_commas() -> None:
     request = request_of(["smoke", "x.whl", "--allow-slower", " Conv2D, MatMul,,Relu "])
     assert isinstance(request, SmokeArgs)
-    assert request.wheel == "x.whl"
-    assert request.allow_slower == ("Conv2D", "MatMul", "Relu")  # spaces and empty names dropped
-    assert request_of(["smoke", "x.whl"]).allow_slower == ()
-    assert request_of(["smoke", "x.whl", "--allow-slower", ","]).allow_slower == ()
+    assert request.smoke.wheel == "x.whl"
+    rules = request.smoke.rules
+    assert rules.allow_slower == ("Conv2D", "MatMul", "Relu")  # spaces and empty names dropped
+    assert request_of(["smoke", "x.whl"]).smoke.rules.allow_slower == ()
+    assert request_of(["smoke", "x.whl", "--allow-slower", ","]).smoke.rules.allow_slower == ()
 
 
 def test_detect_takes_every_cpuinfo_in_its_order() -> None:

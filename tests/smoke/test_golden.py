@@ -15,8 +15,8 @@ from tfbuild.core import serial
 from tfbuild.measure.run import Method
 from tfbuild.smoke.loads import LoadReport
 from tfbuild.smoke.messages import parse_messages
+from tfbuild.smoke.options import Rules
 from tfbuild.smoke.probe import ProbeResult
-from tfbuild.smoke.report import Rules
 
 GOLDEN = GOLDEN_DIR / "smoke"
 LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "tf-logs"

@@ -12,8 +12,6 @@ from tfbuild.core.options import JSON, VERBOSE, declared, option
 
 @dataclass(frozen=True, kw_only=True)
 class BaseArgs:
-    """What ``tfbuild base`` was asked."""
-
     suite: str = declared(
         "bookworm",
         "--suite",

@@ -12,8 +12,6 @@ from tfbuild.core.options import CPUINFOS, JSON, TARGET, declared, option
 
 @dataclass(frozen=True, kw_only=True)
 class DetectArgs:
-    """What ``tfbuild detect`` was asked."""
-
     as_json: bool = option(JSON, default=False)
     cpuinfo: tuple[Path, ...] = option(CPUINFOS, default=())
     compiler: str | None = declared(

@@ -13,7 +13,7 @@ from rich.table import Table
 from tfbuild.cli.console import make_console, print_hanging, safe
 from tfbuild.core.controls import printable
 from tfbuild.core.files import human_size
-from tfbuild.core.text import wrap
+from tfbuild.core.text import hanging, wrap
 from tfbuild.detect.report import DetectReport, MachineReport
 from tfbuild.plan import BuildPlan
 from tfbuild.recipes.recipe import VERIFIED_PARTS, RecipeSet
@@ -158,10 +158,7 @@ def _hanging(console: Console, head: str, text: str, *, indent: int = 2, style: 
     """``head`` + ``text`` wrapped at the console's width at spaces, the lines after the first
     indented under it (a terminal's own wrap would start them at column 0); ``style`` is the
     markup of ``head`` ("yellow" for "warning:"). Words longer than a line are left whole."""
-    width = max(console.width, 40)
-    plain = printable(f"{head}{text}")
-    wrapped = wrap(plain, width, rest=indent)
-    lines = [line if i == 0 else " " * indent + line for i, line in enumerate(wrapped)] or [plain]
+    lines = hanging(printable(f"{head}{text}"), max(console.width, 40), indent=indent)
     first = safe(lines[0])
     if style and lines[0].lstrip().startswith(head.strip()):
         at = lines[0].index(head.strip())
@@ -331,14 +328,18 @@ def print_skipped(skipped: Sequence[Skipped]) -> None:
 _MEASURES = ("SOURCE_DATE_EPOCH", "build environment", "path prefix map", "wheel normalisation")
 
 
-def _plan_rows(plan: BuildPlan) -> list[tuple[str, str, tuple[str, ...]]]:
-    """The decisions of a plan, one (what, value, reasons) each, in the planner's order, the
-    first reason that fits on the line shown: the compiler and its toolchain as one row (what
-    compiles), the determinism measures as one, then the flags, bazel and the cache in short."""
+def _plan_rows(plan: BuildPlan, *, why: bool) -> list[tuple[str, str, tuple[str, ...]]]:
+    """The rows of a plan, one (what, value, reasons) each, in the planner's order. By default its
+    decisions, the first reason that fits on the line shown: the compiler and its toolchain as
+    one row (what compiles), the determinism measures as one, then the flags, bazel and the cache
+    in short. ``why``: every choice with its reason, then what compiles, the flags and the CPU
+    features each covers, the whole bazel command, the runtime environment."""
     rows: list[tuple[str, str, tuple[str, ...]]] = []
     measures = [r.what for r in plan.reasons if r.what in _MEASURES]
     for reason in plan.reasons:
-        if reason.what in _MEASURES:
+        if why:
+            rows.append((reason.what, reason.value, (reason.why,)))
+        elif reason.what in _MEASURES:
             if reason.what == measures[0]:  # the row of all of them, where the first one was
                 rows.append(("reproducible", "on: " + ", ".join(measures), ()))
         elif reason.what == "compiler":
@@ -353,27 +354,45 @@ def _plan_rows(plan: BuildPlan) -> list[tuple[str, str, tuple[str, ...]]]:
     whats = [what for what, _, _ in rows]
     if "what compiles" not in whats:
         rows.append(("what compiles", plan.toolchain, ()))
-    if plan.floor_goal and "glibc floor" not in whats:
+    if plan.floor_goal and (why or "glibc floor" not in whats):
         rows.append(
             ("loads on", f"glibc {plan.floor_goal} and newer", ("checked after the build",))
         )
     rows.append(("compiler flags", " ".join(plan.cflags), ()))
-    if plan.coverage:
-        missing = [c for c in plan.coverage if not c.flag]
-        if missing:
-            covered = "; ".join(f"{c.feature} NOT COVERED: {c.note or 'no flag'}" for c in missing)
-            value = f"{len(plan.coverage) - len(missing)} of {len(plan.coverage)}; {covered}"
-        else:
-            value = f"all {len(plan.coverage)} TensorFlow guard features of the target enabled"
-        rows.append(("CPU features", value, ()))
     configs = " ".join(f"--config={c}" for c in plan.bazel_configs)
-    rows.append(("bazel", f"{plan.bazel} {configs}".strip(), (plan.build_target,)))
-    rows.append(("cache volume", plan.cache_volume, ("bazel's disk and repository caches",)))
-    shown = [value for _, value, _ in rows]
-    env = [
-        f"{k}={v}" for k, v in plan.runtime_env.items() if not any(f"{k}={v}" in v2 for v2 in shown)
-    ]
-    if env:  # what no row above says already (the TCMalloc row names its LD_PRELOAD)
+    if why:
+        if plan.coverage:
+            covers = ", ".join(
+                f"{c.feature} ({c.flag or 'NOT COVERED: ' + (c.note or '')})" for c in plan.coverage
+            )
+            guard = "TensorFlow's guard features, each with the flag that enables it"
+            rows.append(("CPU features", covers, (guard,)))
+        from tfbuild.plan.bazel import bazel_command  # the planner's: loaded for --why only
+
+        options = " ".join(bazel_command(plan).build)  # with those made from plan.resources
+        rows.append((f"bazel {plan.bazel}", f"build {configs} {options} {plan.build_target}", ()))
+        env = [f"{k}={v}" for k, v in plan.runtime_env.items()]
+    else:
+        if plan.coverage:
+            missing = [c for c in plan.coverage if not c.flag]
+            if missing:
+                covered = "; ".join(
+                    f"{c.feature} NOT COVERED: {c.note or 'no flag'}" for c in missing
+                )
+                value = f"{len(plan.coverage) - len(missing)} of {len(plan.coverage)}; {covered}"
+            else:
+                value = f"all {len(plan.coverage)} TensorFlow guard features of the target enabled"
+            rows.append(("CPU features", value, ()))
+        rows.append(("bazel", f"{plan.bazel} {configs}".strip(), (plan.build_target,)))
+        rows.append(("cache volume", plan.cache_volume, ("bazel's disk and repository caches",)))
+        shown = [value for _, value, _ in rows]
+        # What no row above says already (the TCMalloc row names its LD_PRELOAD).
+        env = [
+            f"{k}={v}"
+            for k, v in plan.runtime_env.items()
+            if not any(f"{k}={v}" in v2 for v2 in shown)
+        ]
+    if env:
         rows.append(("runtime env", " ".join(env), ()))
     return rows
 
@@ -433,40 +452,7 @@ def print_plan(
     )
     for warning in lead:
         _hanging(console, "warning:", f" {warning}", style="yellow")
-    if why:
-        rows: list[tuple[str, str, tuple[str, ...]]] = [
-            (r.what, r.value, (r.why,)) for r in plan.reasons
-        ]
-        rows.append(("what compiles", plan.toolchain, ()))
-        if plan.floor_goal:
-            rows.append(
-                ("loads on", f"glibc {plan.floor_goal} and newer", ("checked after the build",))
-            )
-        rows.append(("compiler flags", " ".join(plan.cflags), ()))
-        if plan.coverage:
-            covers = ", ".join(
-                f"{c.feature} ({c.flag or 'NOT COVERED: ' + (c.note or '')})" for c in plan.coverage
-            )
-            rows.append(
-                (
-                    "CPU features",
-                    covers,
-                    ("TensorFlow's guard features, each with the flag that enables it",),
-                )
-            )
-        from tfbuild.plan.bazel import bazel_command  # the planner's: loaded for --why only
-
-        configs = " ".join(f"--config={c}" for c in plan.bazel_configs)
-        options = " ".join(bazel_command(plan).build)  # with those made from plan.resources
-        command = f"build {configs} {options} {plan.build_target}"
-        rows.append((f"bazel {plan.bazel}", command, ()))
-        if plan.runtime_env:
-            rows.append(
-                ("runtime env", " ".join(f"{k}={v}" for k, v in plan.runtime_env.items()), ())
-            )
-        _print_rows(console, rows, why=True)
-    else:
-        _print_rows(console, _plan_rows(plan), why=False)
+    _print_rows(console, _plan_rows(plan, why=why), why=why)
     for warning in (*plan.warnings, *here):  # escaped (in _hanging): archspec's say "[supported"
         _hanging(console, "warning:", f" {warning}", style="yellow")
     if not why:

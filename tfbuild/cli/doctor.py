@@ -13,8 +13,6 @@ from tfbuild.core.options import DIST, JSON, VERBOSE, declared, option
 
 @dataclass(frozen=True, kw_only=True)
 class DoctorArgs:
-    """What ``tfbuild doctor`` was asked."""
-
     canary: bool = declared(
         True,
         "--canary/--no-canary",

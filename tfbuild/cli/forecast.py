@@ -157,12 +157,11 @@ def print_forecast_beside(forecast: dict[str, Any] | None) -> None:
     if not forecast:
         return
     from tfbuild.cli.console import make_console
-    from tfbuild.core.text import wrap
     from tfbuild.measure.forecast_report import CLASSES
 
     width = make_console().width
     head = f"forecast beside this smoke, one thread, per op class (kept in {forecast['file']}):"
-    lines = ["", *wrap(head, width)]
+    lines = ["", *indented(head, width)]
     for row in forecast["classes"]:
         low, high = row["forecast"]
         measured = row["measured"]

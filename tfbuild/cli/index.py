@@ -12,8 +12,6 @@ from tfbuild.core.options import JSON, declared, option
 
 @dataclass(frozen=True, kw_only=True)
 class IndexArgs:
-    """What ``tfbuild index`` was asked."""
-
     directory: Path = declared(
         MISSING, argument=True, metavar="DIR", help="The directory of wheels, e.g. dist."
     )

@@ -80,29 +80,23 @@ def matrix_command(request: MatrixArgs) -> None:
     from tfbuild.recipes.recipe import load_recipes
 
     matrix: Matrix | OverlayMatrix
-    if request.overlays:  # the overlay jobs
-        given = [
-            f for f, v in (("--python", request.python), ("--variants", request.variants)) if v
-        ]
-        if given:
-            raise UsageError(
-                f"--overlays with {' and '.join(given)}",
-                why="an overlay is one py3-none wheel per release and target, of the cpu variant",
-                fix=f"Drop {' and '.join(given)}.",
-            )
-        matrix = overlay_matrix(
-            load_recipes(request.recipes_dir),
-            load_base_images(request.recipes_dir),
-            tf=request.tf,
-            targets=request.targets,
+    given = [f for f, v in (("--python", request.python), ("--variants", request.variants)) if v]
+    if request.overlays and given:
+        raise UsageError(
+            f"--overlays with {' and '.join(given)}",
+            why="an overlay is one py3-none wheel per release and target, of the cpu variant",
+            fix=f"Drop {' and '.join(given)}.",
         )
+    recipes, images = load_recipes(request.recipes_dir), load_base_images(request.recipes_dir)
+    if request.overlays:  # the overlay jobs
+        matrix = overlay_matrix(recipes, images, tf=request.tf, targets=request.targets)
         title = "CI overlay matrix"
         columns = ("job (overlay-tf-target)", "wheel label", "stock Python")
         rows = [(job.name, f"+{job.label}", job.python) for job in matrix.jobs]
     else:
         matrix = build_matrix(
-            load_recipes(request.recipes_dir),
-            load_base_images(request.recipes_dir),
+            recipes,
+            images,
             tf=request.tf,
             python=request.python,
             targets=request.targets,

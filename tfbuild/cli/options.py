@@ -42,24 +42,6 @@ def _typer_parameter(parameter: Parameter) -> Any:
     )
 
 
-def signature_of(request: type[Any]) -> list[inspect.Parameter]:
-    """One keyword parameter per option of ``request``, annotated for typer, in its fields' order."""
-    made: list[inspect.Parameter] = []
-    for parameter in parameters(request):
-        if any(p.name == parameter.name for p in made):  # a group's field named twice
-            raise TypeError(f"{request.__name__}: two options named {parameter.name}")
-        default = parameter.default
-        made.append(
-            inspect.Parameter(
-                parameter.name,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=inspect.Parameter.empty if default is dataclasses.MISSING else default,
-                annotation=Annotated[parameter.type, _typer_parameter(parameter)],
-            )
-        )
-    return made
-
-
 #: While request_of parses, a list: the command makes its request, keeps it there and does
 #: nothing more.
 _parsing: list[list[Any]] = []
@@ -89,7 +71,19 @@ def takes(
         ctx = inspect.Parameter(
             "ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context
         )
-        made = [ctx, *signature_of(request)] if context else signature_of(request)
+        made = [ctx] if context else []
+        for parameter in parameters(request):  # one keyword parameter per option, for typer
+            if any(p.name == parameter.name for p in made):  # a group's field named twice
+                raise TypeError(f"{request.__name__}: two options named {parameter.name}")
+            default = parameter.default
+            made.append(
+                inspect.Parameter(
+                    parameter.name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=inspect.Parameter.empty if default is dataclasses.MISSING else default,
+                    annotation=Annotated[parameter.type, _typer_parameter(parameter)],
+                )
+            )
 
         @functools.wraps(run)
         def command(**values: Any) -> None:

@@ -57,8 +57,6 @@ def recipes_list(ctx: typer.Context, request: RecipesArgs) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class RecipeShowArgs:
-    """What ``tfbuild recipes show`` was asked."""
-
     version: str = option(VERSION)
     recipes_dir: tuple[Path, ...] = option(RECIPES_DIR, default=())
 
@@ -74,8 +72,6 @@ def recipes_show(request: RecipeShowArgs) -> None:
 
 @dataclass(frozen=True, kw_only=True)
 class RecipeVerifyArgs:
-    """What ``tfbuild recipes verify`` was asked."""
-
     version: str = option(VERSION)
     source: Path | None = option(
         SOURCE.but(

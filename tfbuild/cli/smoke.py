@@ -3,7 +3,6 @@ canary's stand-in, an overlay, and ``--in-image`` (does it load on another syste
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,55 +11,16 @@ from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_data, print_json, progressing
 from tfbuild.core import serial
 from tfbuild.core.errors import SmokeFailed, UsageError
-from tfbuild.core.options import BUDGET, INSTALLED, JSON, WHEEL, declared, group, option
-from tfbuild.core.pythons import PYTHON_INTERPRETER
+from tfbuild.core.options import JSON, declared, group, option
 from tfbuild.measure.models import ModelOptions
-
-
-def _ops(text: str) -> tuple[str, ...]:
-    return tuple(o.strip() for o in text.split(",") if o.strip())
+from tfbuild.smoke.options import SmokeOptions
 
 
 @dataclass(frozen=True, kw_only=True)
 class SmokeArgs:
-    """What ``tfbuild smoke`` was asked."""
+    """What ``tfbuild smoke`` was asked: a TensorFlow wheel's smoke options, and the command's."""
 
-    wheel: str | None = option(WHEEL, default=None)
-    installed: bool = option(INSTALLED, default=False)
-    python: str = option(PYTHON_INTERPRETER, default=sys.executable)
-    baseline: str | None = declared(
-        None,
-        "--baseline",
-        metavar="SPEC",
-        help="What to compare with: a .whl, a requirement, or 'none'. Default: the stock "
-        "tensorflow-cpu of the same version.",
-    )
-    quick: bool = declared(False, "--quick", help="Shorter measurements for CI (under 2 minutes).")
-    budget: float | None = option(
-        BUDGET.but(help=f"{BUDGET.help} Default: 90 with --quick, else 300."),
-        default=None,
-    )
-    bench: bool = declared(True, "--bench/--no-bench", help="Benchmark, or only probe the import.")
-    settings: bool = declared(
-        True, "--settings/--no-settings", help="Try TCMalloc, thread and OpenMP settings."
-    )
-    env_file: Path | None = declared(
-        None, "--env-file", metavar="FILE", help="The wheel's runtime env file: read, then updated."
-    )
-    allow_unused: bool = declared(
-        False, "--allow-unused", help="Pass even if TensorFlow names unused instructions."
-    )
-    allow_slower: tuple[str, ...] = declared(
-        (),
-        "--allow-slower",
-        metavar="OPS",
-        help="Comma-separated ops allowed to be slower.",
-        cli_type=str | None,
-        convert=_ops,
-    )
-    min_margin: float = declared(
-        0.05, "--min-margin", min=0.0, max=1.0, help="Smallest difference called a verdict."
-    )
+    smoke: SmokeOptions = group(SmokeOptions)
     as_json: bool = option(JSON, default=False)
     plot: Path | None = declared(
         None, "--plot", metavar="FILE.png", help="Draw candidate vs baseline per op."
@@ -89,7 +49,7 @@ def smoke_command(request: SmokeArgs) -> None:
     from tfbuild.smoke.loads import check_in_image_request
     from tfbuild.wheel.overlay_receipt import is_overlay_wheel
 
-    wheel = request.wheel
+    wheel = request.smoke.wheel
     check_in_image_request(wheel, list(request.in_image), request.wheelhouse)
     overlay = wheel is not None and not request.in_image and is_overlay_wheel(Path(wheel))
     if request.model.model is not None and not overlay:
@@ -109,28 +69,13 @@ def smoke_command(request: SmokeArgs) -> None:
     if wheel is not None and is_standin_wheel(Path(wheel)):  # the canary: not TensorFlow
         _smoke_standin(Path(wheel), request)
         return
-    from tfbuild.smoke.report import Rules, check_plot
-    from tfbuild.smoke.session import SmokeOptions, run_smoke, with_wheel_files
+    from tfbuild.smoke.report import check_plot
+    from tfbuild.smoke.session import run_smoke, with_wheel_files
 
-    options = SmokeOptions(
-        wheel=wheel,
-        installed=request.installed,
-        python=request.python,
-        baseline=request.baseline,
-        quick=request.quick,
-        budget=request.budget,
-        bench=request.bench,
-        settings=request.settings,
-        rules=Rules(
-            allow_unused=request.allow_unused,
-            allow_slower=request.allow_slower,
-            min_margin=request.min_margin,
-        ),
-        env_file=request.env_file,
-    )
+    request.smoke.check()
     if request.plot is not None:
         check_plot()
-    options = with_wheel_files(options)
+    options = with_wheel_files(request.smoke)
 
     with progressing("smoke", quiet=request.as_json) as say:
         report = run_smoke(options, progress=say)
@@ -158,10 +103,10 @@ def _smoke_overlay(wheel: Path, request: SmokeArgs) -> None:
     with progressing("smoke", quiet=request.as_json) as progress:
         proof = prove_overlay(
             wheel,
-            python=request.python,
-            quick=request.quick,
-            budget=request.budget,
-            bench=request.bench,
+            python=request.smoke.python,
+            quick=request.smoke.quick,
+            budget=request.smoke.budget,
+            bench=request.smoke.bench,
             model=model,
             progress=progress,
         )
@@ -185,13 +130,13 @@ def _smoke_standin(wheel: Path, request: SmokeArgs) -> None:
     from tfbuild.smoke.standin import run_standin_smoke
 
     with progressing("smoke", quiet=request.as_json) as say:
-        report = run_standin_smoke(wheel, python=request.python, say=say)
+        report = run_standin_smoke(wheel, python=request.smoke.python, say=say)
     if request.as_json:
         print_data(report)
     else:
         from tfbuild.cli.wheel_display import print_standin_smoke
 
-        print_standin_smoke(report, bench=request.bench)
+        print_standin_smoke(report, bench=request.smoke.bench)
     if not report.passed:
         raise SmokeFailed(
             f"{wheel.name} (the STAND-IN canary) did not pass", why="; ".join(report.failures)
@@ -205,7 +150,7 @@ def _smoke_in_images(wheel: Path, request: SmokeArgs) -> None:
 
     reports = loads_in_images(wheel, list(request.in_image), wheelhouse=request.wheelhouse)
     if request.as_json:
-        print_data({"schema": "tfbuild.loads/1", "wheel": request.wheel, "images": reports})
+        print_data({"schema": "tfbuild.loads/1", "wheel": request.smoke.wheel, "images": reports})
     else:
         from tfbuild.cli.wheel_display import print_loads
 

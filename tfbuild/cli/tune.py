@@ -96,8 +96,7 @@ def tune_command(args: TuneArgs) -> None:
     if target is not None:
         write_profile(target, report)
     if as_json:
-        data = report.to_json() | {"written": str(target) if target else None}
-        print_json(data)
+        print_json(report.to_json() | {"written": str(target) if target else None})
         return
     print_tune(report, target)
 

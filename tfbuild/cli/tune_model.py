@@ -70,8 +70,7 @@ def tune_a_model(
     write_env_file(target, found)
     line = headline(found)
     if as_json:
-        data = model_tune_json(found, line) | {"written": str(target)}
-        print_json(data)
+        print_json(model_tune_json(found, line) | {"written": str(target)})
         return
     print_model_tune(found, line, target)
 

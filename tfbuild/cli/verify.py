@@ -14,8 +14,6 @@ from tfbuild.core.options import JSON, VERBOSE, declared, option
 
 @dataclass(frozen=True, kw_only=True)
 class VerifyArgs:
-    """What ``tfbuild verify`` was asked."""
-
     wheel: Path = declared(
         MISSING, argument=True, metavar="WHEEL", help="A wheel built by tfbuild wheel or overlay."
     )

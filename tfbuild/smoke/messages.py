@@ -36,12 +36,6 @@ from dataclasses import dataclass, field
 
 from tfbuild.core.controls import printable_line
 
-__all__ = [
-    "FORMS",
-    "TensorFlowMessages",
-    "parse_messages",
-]
-
 #: Every value :attr:`TensorFlowMessages.form` can take besides None, oldest first.
 FORMS: tuple[str, ...] = (
     "1.x-per-feature",
@@ -154,17 +148,7 @@ def _names(listed: str) -> list[str]:
     return [name.rstrip(".") for name in re.findall(r"[A-Za-z0-9][A-Za-z0-9_.]*", listed)]
 
 
-def _text(value: str | bytes | None) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return value if isinstance(value, str) else str(value)
-
-
-def parse_messages(
-    stderr: str | bytes | None, stdout: str | bytes | None = None
-) -> TensorFlowMessages:
+def parse_messages(text: str) -> TensorFlowMessages:
     """Read TensorFlow's CPU-feature messages from a process's output; never raises."""
     form: str | None = None
     unused: list[str] = []
@@ -172,7 +156,6 @@ def parse_messages(
     benign: list[str] = []
     errors: list[str] = []
     onednn = False
-    text = _text(stderr) + "\n" + _text(stdout)
     for raw in text.splitlines():
         # Colour codes, if the output went through a terminal, and controls: shown, never obeyed.
         line = printable_line(raw[:_MAX_LINE]).strip()

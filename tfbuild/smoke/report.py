@@ -19,6 +19,7 @@ from tfbuild.core.stats import SLOWER
 from tfbuild.detect import contention
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.run import Method, OpResult, SettingTrial, why_undecided
+from tfbuild.smoke.options import Rules
 from tfbuild.smoke.probe import ProbeResult
 
 #: /2: each verdict gives its interval and "undecided"; the method times pairs within a budget;
@@ -27,13 +28,6 @@ from tfbuild.smoke.probe import ProbeResult
 #: (a nominal one from /proc/cpuinfo's clock, a measured one from FMA probes that cost 4-8 s of
 #: every benchmarked smoke), and a boosting CPU's matmul ran above either.
 SCHEMA = "tfbuild.smoke/3"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Rules:
-    allow_unused: bool = False
-    allow_slower: tuple[str, ...] = ()  # op names whose "slower" does not fail the smoke
-    min_margin: float = 0.05
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import shlex
-import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from tfbuild.core import serial
-from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
+from tfbuild.core.errors import EnvironmentProblem, InputError
 from tfbuild.core.files import read_input
 from tfbuild.core.pythons import packages_of
 from tfbuild.detect import cpu
@@ -19,35 +18,12 @@ from tfbuild.measure import forecast_report
 from tfbuild.measure.envs import TestEnv, WheelSpec, clean_env, ensure_env, stock_spec
 from tfbuild.measure.forecast_store import saved_forecast
 from tfbuild.measure.run import Method, OpResult, SettingTrial, compare, try_setting
+from tfbuild.smoke.options import SmokeOptions
 from tfbuild.smoke.probe import ProbeResult, run_probe
-from tfbuild.smoke.report import Rules, SmokeReport, write_env_file
+from tfbuild.smoke.report import SmokeReport, write_env_file
 from tfbuild.smoke.standin import receipt_beside
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True, kw_only=True)
-class SmokeOptions:
-    wheel: str | None = None  # a .whl path or a requirement; None with installed=True
-    installed: bool = False
-    python: str = sys.executable
-    baseline: str | None = None  # None: the stock wheel of the same version; "none": no baseline
-    quick: bool = False
-    budget: float | None = None  # seconds for the timing; None: the method's (90 quick, 300 not)
-    bench: bool = True
-    settings: bool = True
-    rules: Rules = field(default_factory=Rules)
-    env_file: Path | None = None
-    runtime_env: dict[str, str] = field(default_factory=dict)  # the wheel's runtime env file
-    built_for: str | None = None  # from the wheel's receipt: the target and flags it was built with
-
-    def __post_init__(self) -> None:
-        if (self.wheel is None) == (not self.installed):
-            raise UsageError(
-                "name one wheel to test",
-                why="give a WHEEL argument or --installed, not both and not neither",
-                fix="e.g. tfbuild smoke dist/tensorflow_cpu-2.21.0-cp311-cp311-linux_x86_64.whl",
-            )
 
 
 def with_wheel_files(options: SmokeOptions) -> SmokeOptions:
