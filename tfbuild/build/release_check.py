@@ -14,7 +14,7 @@ from typing import Literal
 
 from tfbuild.build.preflight import preflight
 from tfbuild.build.preflight.bazelrc import read_rc
-from tfbuild.build.preflight.report import Finding, PreflightReport, failures_error
+from tfbuild.build.preflight.report import Check, Finding, PreflightReport, failures_error
 from tfbuild.build.preflight.tree_files import TreeFiles
 from tfbuild.build.preflight.workspace import cuda_table, table_keys
 from tfbuild.core.errors import TfbuildError, UnsupportedError
@@ -23,6 +23,8 @@ from tfbuild.plan import BuildPlan
 from tfbuild.recipes.images import BaseImage
 from tfbuild.recipes.recipe import Recipe
 from tfbuild.wheel.receipt import SourceRecord
+
+_RECIPE_CUDA = Check("recipe_cuda")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,21 +95,12 @@ def recipe_findings(recipe: Recipe, tree: Path) -> tuple[Finding, ...]:
         lists = f"{recipe.where('cuda')} cuda_versions and cudnn_versions"
         if loaded is not None and loaded.path is None:
             found.append(
-                Finding(
-                    check="recipe_cuda",
-                    status="note",
-                    what=f"not checked: {lists}, since the CUDA tables come from {loaded.label}",
-                    file=loaded.file,
-                    line=loaded.line,
-                    why="a repository bazel downloads, not a file of this tree",
-                )
+                _RECIPE_CUDA.downloaded(f"{lists}, since the CUDA tables come from", loaded)
             )
         elif table is None or not keys:
             found.append(
-                Finding(
-                    check="recipe_cuda",
-                    status="note",
-                    what=f"not checked: {lists}, since "
+                _RECIPE_CUDA.note(
+                    f"not checked: {lists}, since "
                     + (
                         "the tree has none of the known CUDA version tables"
                         if table is None
@@ -162,10 +155,8 @@ def verify_plans(
             plans.append(make_plan(options, recipe, RUNNER, base_images=dict(base_images)))
         except TfbuildError as error:
             refused.append(
-                Finding(
-                    check="plan",
-                    status="fail",
-                    what=f"the planner refuses {variant}"
+                Check("plan").fail(
+                    f"the planner refuses {variant}"
                     + (f" for Python {python}" if python else "")
                     + f": {error.what}",
                     why=error.why,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tfbuild.build.preflight.workspace import Loaded
 from tfbuild.core.errors import UnsupportedError
 
 Status = Literal["ok", "fail", "note", "skipped"]
@@ -42,6 +43,37 @@ class Finding:
         if self.fix:
             out += f". {self.fix}"
         return out
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check's findings, each made with its name and status."""
+
+    name: str
+
+    def ok(self, what: str, file: str | None = None, line: int | None = None) -> Finding:
+        return Finding(check=self.name, status="ok", what=what, file=file, line=line)
+
+    def note(
+        self, what: str, file: str | None = None, line: int | None = None, *, why: str = ""
+    ) -> Finding:
+        return Finding(check=self.name, status="note", what=what, file=file, line=line, why=why)
+
+    def fail(
+        self, what: str, file: str | None = None, line: int | None = None, *, why: str, fix: str
+    ) -> Finding:
+        return Finding(
+            check=self.name, status="fail", what=what, file=file, line=line, why=why, fix=fix
+        )
+
+    def downloaded(self, what: str, loaded: Loaded) -> Finding:
+        """Not checked: ``what`` comes from another repository, not from the tree."""
+        return self.note(
+            f"not checked: {what} {loaded.label}",
+            loaded.file,
+            loaded.line,
+            why="a repository bazel downloads, not a file of this tree",
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
