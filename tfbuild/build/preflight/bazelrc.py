@@ -97,11 +97,8 @@ def read_rc(tree: TreeFiles, rendered: tuple[str, ...]) -> RcFiles | None:
             if rc.command not in ("import", "try-import") or not rc.args:
                 continue
             target = rc.args[0]
-            if not target.startswith("%workspace%/"):
-                state["refused"].append((rc, "it names a file outside the source tree"))
-                continue
             rel = posixpath.normpath(target.removeprefix("%workspace%/"))
-            if rel == ".." or rel.startswith(("../", "/")):
+            if not target.startswith("%workspace%/") or rel == ".." or rel.startswith(("../", "/")):
                 state["refused"].append((rc, "it names a file outside the source tree"))
                 continue
             if rel == RENDERED_RC:
