@@ -32,7 +32,6 @@ The suites, their default tags and the label that names an image's suite are in
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -40,7 +39,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -48,6 +47,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from tfbuild.core.engine_protocol import Engine
 
+from tfbuild.build.progress import ticking
 from tfbuild.core import commands
 from tfbuild.core.errors import (
     BuildFailed,
@@ -399,24 +399,6 @@ class DebootstrapProgress:
     def _tell(self, text: str) -> None:
         self._last = self._clock()
         self._say(text)
-
-
-@contextlib.contextmanager
-def ticking(tick: Callable[[], None]) -> Iterator[None]:
-    """``tick`` called every 2 seconds from a thread of its own while the block runs."""
-    stop = threading.Event()
-
-    def run() -> None:
-        while not stop.wait(2.0):
-            tick()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=5)
 
 
 class ToolLog:
