@@ -176,7 +176,7 @@ def check_release(
 ) -> ReleaseCheck:
     """``tfbuild recipes verify``: the recipe's release tarball (downloaded once, checked against
     its sha256, extracted) or ``source``, checked for every plan of :func:`verify_plans`."""
-    from tfbuild.build.source_tree import default_cache_dir, fetch_source, local_source
+    from tfbuild.build.source_tree import fetch_source, local_source
 
     if source is not None:
         tree = local_source(source)
@@ -185,7 +185,6 @@ def check_release(
             recipe.tarball,
             version=recipe.tensorflow,
             sha256=recipe.sha256,
-            cache_dir=default_cache_dir(),
             ca_bundle=ca_bundle,
             on_line=on_line,
         )

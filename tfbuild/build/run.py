@@ -56,7 +56,7 @@ from tfbuild.build.log import BuildLog, Progress
 from tfbuild.build.preflight import preflight
 from tfbuild.build.publish import PUBLISH_MARGIN, check_space, full_disk_is_input, publish
 from tfbuild.build.remotes import check_remote_reachable
-from tfbuild.build.source_tree import Source, default_cache_dir, fetch_source, local_source
+from tfbuild.build.source_tree import Source, fetch_source, local_source
 from tfbuild.build.toolchain_image import ensure_toolchain_image, toolchain_packages
 from tfbuild.core import serial
 from tfbuild.core.engine import DockerEngine
@@ -414,7 +414,6 @@ class BuildRun:
                 str(plan.source.tarball),
                 version=plan.tensorflow,
                 sha256=self.source_sha256 or plan.source.sha256,
-                cache_dir=default_cache_dir(),
                 ca_bundle=ca_bundle,
                 on_line=progress.note,
             )
