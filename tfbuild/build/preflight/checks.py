@@ -598,10 +598,6 @@ def _hermetic_switch(applied: Applied, loaded: Loaded | None, present: list[str]
     )
 
 
-def _skipped(check: str, what: str, why: str) -> Finding:
-    return Finding(check=check, status="skipped", what=f"not checked: {what}", why=why)
-
-
 # --- the report ----------------------------------------------------------------------------------------
 
 
@@ -621,26 +617,18 @@ def preflight(plan: BuildPlan, recipe: Recipe | None, tree: Path) -> PreflightRe
     version = tfversions.parse_version(plan.tensorflow)
     hermetic_python = recipe.hermetic_python if recipe else tfversions.hermetic_python(version)
     if plan.canary:
-        findings.append(
-            _skipped(
-                "python_lock",
-                "hermetic Python's requirements lock",
-                "the STAND-IN canary's bazel resolves no Python packages",
-            )
-        )
+        why = "the STAND-IN canary's bazel resolves no Python packages"
+        findings.append(_PYTHON_LOCK.skipped("hermetic Python's requirements lock", why))
     elif hermetic_python:
         findings.append(_check_python_lock(plan, files))
     if plan.cuda is not None and plan.cuda.hermetic:
         findings += _check_cuda_versions(plan, files)
     if plan.canary:
-        findings.append(
-            _skipped(
-                "toolchain",
-                "the toolchain route",
-                "the STAND-IN canary's bazel compiles with the planned compiler itself, "
-                "TF_SYSROOT included",
-            )
+        why = (
+            "the STAND-IN canary's bazel compiles with the planned compiler itself, "
+            "TF_SYSROOT included"
         )
+        findings.append(_TOOLCHAIN.skipped("the toolchain route", why))
     else:
         findings += _check_toolchain(plan, recipe, files, applied)
     standin = " (STAND-IN canary)" if plan.canary else ""

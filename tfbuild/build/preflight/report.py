@@ -66,6 +66,9 @@ class Check:
             check=self.name, status="fail", what=what, file=file, line=line, why=why, fix=fix
         )
 
+    def skipped(self, what: str, why: str) -> Finding:
+        return Finding(check=self.name, status="skipped", what=f"not checked: {what}", why=why)
+
     def downloaded(self, what: str, loaded: Loaded) -> Finding:
         """Not checked: ``what`` comes from another repository, not from the tree."""
         return self.note(
