@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from tfbuild.build.preflight import preflight
-from tfbuild.build.preflight.bazelrc import read_rc
+from tfbuild.build.preflight.bazelrc import config_definitions, read_rc
 from tfbuild.build.preflight.report import Check, Finding, PreflightReport, failures_error
 from tfbuild.build.preflight.tree_files import TreeFiles
 from tfbuild.build.preflight.workspace import cuda_table, table_keys
@@ -24,7 +24,7 @@ from tfbuild.recipes.images import BaseImage
 from tfbuild.recipes.recipe import Recipe
 from tfbuild.wheel.receipt import SourceRecord
 
-_RECIPE_CUDA = Check("recipe_cuda")
+_RECIPE_CONFIGS, _RECIPE_CUDA = Check("recipe_configs"), Check("recipe_cuda")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -72,20 +72,18 @@ def recipe_findings(recipe: Recipe, tree: Path) -> tuple[Finding, ...]:
     rc = read_rc(files, ())
     found: list[Finding] = []
     if rc is not None:
-        defined = {
-            line.config for line in rc.lines if line.command in ("build", "common") and line.config
-        }
+        defined = config_definitions(rc.lines)
         missing = [c for c in recipe.configs if c not in defined]
         found.append(
-            Finding(
-                check="recipe_configs",
-                status="fail" if missing else "ok",
-                what=f"the recipe lists configs the tree's rc files do not define: {', '.join(missing)}"
-                if missing
-                else f"all {len(recipe.configs)} configs the recipe lists are defined",
-                file=".bazelrc",
-                why=f"{recipe.where('configs')} says the release defines them" if missing else "",
-                fix="Drop them from the recipe's configs list" if missing else "",
+            _RECIPE_CONFIGS.fail(
+                f"the recipe lists configs the tree's rc files do not define: {', '.join(missing)}",
+                ".bazelrc",
+                why=f"{recipe.where('configs')} says the release defines them",
+                fix="Drop them from the recipe's configs list",
+            )
+            if missing
+            else _RECIPE_CONFIGS.ok(
+                f"all {len(recipe.configs)} configs the recipe lists are defined", ".bazelrc"
             )
         )
     cuda = recipe.cuda
@@ -114,15 +112,15 @@ def recipe_findings(recipe: Recipe, tree: Path) -> tuple[Finding, ...]:
             for kind, versions in (("cuda", cuda.cuda_versions), ("cudnn", cuda.cudnn_versions)):
                 unknown = [v for v in versions if v not in keys.get(kind, {})]
                 found.append(
-                    Finding(
-                        check="recipe_cuda",
-                        status="fail" if unknown else "ok",
-                        what=f"{kind}_versions not in the tree's table: {', '.join(unknown)}"
-                        if unknown
-                        else f"all {len(versions)} {kind}_versions are keys of the table",
-                        file=table,
-                        why=f"{recipe.where('cuda')} lists them" if unknown else "",
-                        fix="Drop them from the recipe's cuda row" if unknown else "",
+                    _RECIPE_CUDA.fail(
+                        f"{kind}_versions not in the tree's table: {', '.join(unknown)}",
+                        table,
+                        why=f"{recipe.where('cuda')} lists them",
+                        fix="Drop them from the recipe's cuda row",
+                    )
+                    if unknown
+                    else _RECIPE_CUDA.ok(
+                        f"all {len(versions)} {kind}_versions are keys of the table", table
                     )
                 )
     return tuple(found)
