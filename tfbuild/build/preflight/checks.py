@@ -396,11 +396,9 @@ def _check_toolchain(
         loaded, present = _crosstool_files(tree)
         found.append(_crosstool(plan, tree, loaded, present))
         found.append(_hermetic_switch(applied, loaded, present))
-    if not found:
-        found.append(
-            _TOOLCHAIN.ok("the image's own compiler and glibc: nothing of the tree to check")
-        )
-    return found
+    return found or [
+        _TOOLCHAIN.ok("the image's own compiler and glibc: nothing of the tree to check")
+    ]
 
 
 def _unreadable(rel: str, error: StarlarkError) -> Finding:

@@ -32,7 +32,6 @@ class Finding:
 
     @property
     def located(self) -> str:
-        """``where: what``."""
         return f"{self.where}: {self.what}" if self.where else self.what
 
     def text(self) -> str:
