@@ -14,7 +14,7 @@ from typing import Literal
 
 from tfbuild.build.preflight import preflight
 from tfbuild.build.preflight.bazelrc import config_definitions, read_rc
-from tfbuild.build.preflight.report import Check, Finding, PreflightReport, failures_error
+from tfbuild.build.preflight.report import Finding, PreflightReport, TreeCheck, failures_error
 from tfbuild.build.preflight.tree_files import TreeFiles
 from tfbuild.build.preflight.workspace import cuda_table, table_keys
 from tfbuild.core.errors import TfbuildError, UnsupportedError
@@ -24,7 +24,8 @@ from tfbuild.recipes.images import BaseImage
 from tfbuild.recipes.recipe import Recipe
 from tfbuild.wheel.receipt import SourceRecord
 
-_RECIPE_CONFIGS, _RECIPE_CUDA = Check("recipe_configs"), Check("recipe_cuda")
+_RECIPE_CONFIGS = TreeCheck("recipe_configs")
+_RECIPE_CUDA = TreeCheck("recipe_cuda")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -153,7 +154,7 @@ def verify_plans(
             plans.append(make_plan(options, recipe, RUNNER, base_images=dict(base_images)))
         except TfbuildError as error:
             refused.append(
-                Check("plan").fail(
+                TreeCheck("plan").fail(
                     f"the planner refuses {variant}"
                     + (f" for Python {python}" if python else "")
                     + f": {error.what}",

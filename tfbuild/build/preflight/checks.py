@@ -58,7 +58,7 @@ from tfbuild.build.preflight.bazelrc import (
     read_rc,
     repo_env,
 )
-from tfbuild.build.preflight.report import Check, Finding, PreflightReport
+from tfbuild.build.preflight.report import Finding, PreflightReport, TreeCheck
 from tfbuild.build.preflight.starlark import Call, StarlarkError, calls, constants
 from tfbuild.build.preflight.tree_files import TreeFiles, line_of
 from tfbuild.build.preflight.workspace import (
@@ -89,9 +89,13 @@ CROSSTOOLS = (
     "third_party/xla/third_party/tsl/third_party/gpus/cuda_configure.bzl",
     "third_party/gpus/cuda_configure.bzl",
 )
-_BAZELVERSION, _BAZELRC, _CONFIGS = Check("bazelversion"), Check("bazelrc"), Check("configs")
-_WHEEL_TARGET, _PYTHON_LOCK = Check("wheel_target"), Check("python_lock")
-_CUDA_VERSIONS, _TOOLCHAIN = Check("cuda_versions"), Check("toolchain")
+_BAZELVERSION = TreeCheck("bazelversion")
+_BAZELRC = TreeCheck("bazelrc")
+_CONFIGS = TreeCheck("configs")
+_WHEEL_TARGET = TreeCheck("wheel_target")
+_PYTHON_LOCK = TreeCheck("python_lock")
+_CUDA_VERSIONS = TreeCheck("cuda_versions")
+_TOOLCHAIN = TreeCheck("toolchain")
 
 
 def _check_bazelrc(rc: RcFiles | None) -> list[Finding]:

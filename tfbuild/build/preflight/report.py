@@ -45,7 +45,7 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class Check:
+class TreeCheck:
     """One check's findings, each made with its name and status."""
 
     name: str
