@@ -128,22 +128,20 @@ def test_a_stage_that_prints_nothing_is_said_by_the_ticker() -> None:
 def test_a_step_that_prints_nothing_is_said_again_with_its_time() -> None:
     """tar and docker import print nothing: importing a 360 MiB root filesystem took 26 s on the
     project's VM."""
-    from tfbuild.build.base_images import Lasting
-
     clock, said = Clock(), []
-    lasting = Lasting("importing it into the engine as tfbuild/base:bookworm", said.append, clock)
+    steps = DebootstrapProgress(said.append, clock=clock)
+    importing = "importing it into the engine as tfbuild/base:bookworm"
+    steps.stage(importing)
     clock.now += PROGRESS_EVERY_S - 1
-    lasting.tick()
-    assert said == []
+    steps.tick()
+    assert said == [importing]
     clock.now += 1
-    lasting.tick()
-    lasting.tick()
+    steps.tick()
+    steps.tick()
     clock.now += PROGRESS_EVERY_S
-    lasting.tick()
+    steps.tick()
     seconds = (PROGRESS_EVERY_S, 2 * PROGRESS_EVERY_S)
-    assert said == [
-        f"importing it into the engine as tfbuild/base:bookworm: {s:.0f} s so far" for s in seconds
-    ]
+    assert said == [importing, *(f"{importing}: {s:.0f} s so far" for s in seconds)]
 
 
 def test_a_failure_tfbuild_cannot_name_shows_debootstraps_last_lines_and_its_log() -> None:

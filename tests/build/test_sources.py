@@ -24,8 +24,9 @@ from tests.conftest import NO_FILE_KINDS, plant_no_file
 from tests.http_server import Server, closed_port, hang, oversized, redirect_to, trickle
 from tfbuild.build import source_download
 from tfbuild.build import tarball as archives
-from tfbuild.build.source_tree import Source, default_cache_dir, fetch_source, local_source
+from tfbuild.build.source_tree import Source, fetch_source, local_source
 from tfbuild.core import serial
+from tfbuild.core.cache import SOURCES, cache_root
 from tfbuild.core.errors import EnvironmentProblem, InputError
 from tfbuild.wheel.receipt import SourceRecord
 
@@ -741,8 +742,8 @@ def test_ctrl_c_during_extraction_leaves_no_partial_tree(
         ({"TFBUILD_CACHE_DIR": "", "HOME": "/h"}, "/h/.cache/tfbuild/sources"),
     ],
 )
-def test_default_cache_dir(env: dict[str, str], expected: str) -> None:
-    assert default_cache_dir(env) == Path(expected)
+def test_the_source_cache_dir(env: dict[str, str], expected: str) -> None:
+    assert cache_root(env) / SOURCES == Path(expected)
 
 
 # --- a local directory -------------------------------------------------------------------------

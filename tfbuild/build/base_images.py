@@ -32,7 +32,6 @@ The suites, their default tags and the label that names an image's suite are in
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -40,7 +39,7 @@ import tempfile
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -48,6 +47,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from tfbuild.core.engine_protocol import Engine
 
+from tfbuild.build.progress import ticking
 from tfbuild.core import commands
 from tfbuild.core.errors import (
     BuildFailed,
@@ -344,7 +344,8 @@ _OPENED_BY = {
 class DebootstrapProgress:
     """debootstrap's output read as it comes: each stage said once, then where it is at most every
     :data:`PROGRESS_EVERY_S` seconds (its count of packages as lines come, or, from :meth:`tick`,
-    how long a stage that prints nothing has taken); its warnings and errors as they are."""
+    how long a stage that prints nothing has taken); its warnings and errors as they are. The
+    steps after it that print nothing (tar, docker import) are stages too (:meth:`stage`)."""
 
     def __init__(
         self, say: Callable[[str], None], clock: Callable[[], float] = time.monotonic
@@ -362,13 +363,13 @@ class DebootstrapProgress:
         with self._lock:
             for start, said in _STAGES:
                 if text.startswith(start):
-                    self._open(said)
+                    self.stage(said)
                     return
             step = _PACKAGE_STEP.match(text)
             if step is not None:
                 opened = _OPENED_BY.get(step.group(1))
                 if opened is not None and opened != self._stage:
-                    self._open(opened)
+                    self.stage(opened)
                 self._count += 1
                 if self._clock() - self._last >= PROGRESS_EVERY_S:
                     self._tell(f"{self._stage}: {self._count} so far")
@@ -386,7 +387,8 @@ class DebootstrapProgress:
             else:
                 self._tell(f"{self._stage}: {seconds:.0f} s so far")
 
-    def _open(self, stage: str) -> None:
+    def stage(self, stage: str) -> None:
+        """``stage`` opens: said now, then by :meth:`tick` while nothing else is said."""
         if stage == self._stage:
             return  # "Resolving dependencies" of the required packages, then of the base ones
         if self._stage == _OPENED_BY["Retrieving"]:
@@ -397,42 +399,6 @@ class DebootstrapProgress:
     def _tell(self, text: str) -> None:
         self._last = self._clock()
         self._say(text)
-
-
-class Lasting:
-    """One step that prints nothing (tar, docker import): said again with how long it has taken,
-    every :data:`PROGRESS_EVERY_S` seconds, by :meth:`tick`."""
-
-    def __init__(
-        self, what: str, say: Callable[[str], None], clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self._what = what
-        self._say = say
-        self._clock = clock
-        self._started = self._last = clock()
-
-    def tick(self) -> None:
-        if self._clock() - self._last >= PROGRESS_EVERY_S:
-            self._last = self._clock()
-            self._say(f"{self._what}: {self._last - self._started:.0f} s so far")
-
-
-@contextlib.contextmanager
-def ticking(tick: Callable[[], None]) -> Iterator[None]:
-    """``tick`` called every 2 seconds from a thread of its own while the block runs."""
-    stop = threading.Event()
-
-    def run() -> None:
-        while not stop.wait(2.0):
-            tick()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=5)
 
 
 class ToolLog:
@@ -536,9 +502,9 @@ def make_base_image(
         for leftover in ("var/lib/apt/lists", "var/cache/apt/archives"):
             shutil.rmtree(rootfs / leftover, ignore_errors=True)
         archive = workdir / "rootfs.tar"
-        packing = f"packing the {suite} root filesystem (tar)"
-        on_line(packing)
-        with ticking(Lasting(packing, on_line).tick):
+        steps = DebootstrapProgress(on_line)
+        steps.stage(f"packing the {suite} root filesystem (tar)")
+        with ticking(steps.tick):
             code, output = _stream(
                 ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(archive), "."], log.line
             )
@@ -550,9 +516,8 @@ def make_base_image(
             )
         repository, _, image_tag = name.rpartition(":")
         size = archive.stat().st_size / 1024**2
-        importing = f"importing it into the engine as {name} ({size:.0f} MiB)"
-        on_line(importing)
-        with ticking(Lasting(importing, on_line).tick):
+        steps.stage(f"importing it into the engine as {name} ({size:.0f} MiB)")
+        with ticking(steps.tick):
             image_id = engine.import_image(
                 archive,
                 repository=repository,

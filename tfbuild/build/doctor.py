@@ -119,44 +119,38 @@ class DoctorReport:
 
 
 def engine_checks(info: EngineInfo, *, disk_needed_gib: int) -> list[Check]:
-    checks = [
+    driver = info.storage_driver
+    if info.free_disk_bytes is None:
+        disk = Check(
+            name="disk",
+            status="skip",
+            detail=f"the engine's root {info.docker_root_dir or '?'} is not on this machine",
+        )
+    else:
+        free = info.free_disk_bytes / GIB
+        enough = free >= disk_needed_gib
+        disk = Check(
+            name="disk",
+            status="ok" if enough else "fail",
+            detail=f"{free:.0f} GiB free under {info.docker_root_dir} (images, bazel caches); "
+            f"a build needs about {disk_needed_gib} GiB",
+            fix="" if enough else "Free space there, or move the engine's data-root.",
+        )
+    return [
         Check(
             name="engine",
             status="ok",
             detail=f"Docker {info.server_version} (API {info.api_version}) at {info.endpoint}, "
             f"cgroup v{info.cgroup_version}",
-        )
-    ]
-    driver = info.storage_driver
-    checks.append(
+        ),
         Check(
             name="storage driver",
             status="warn" if driver in SLOW_DRIVERS else "ok",
             detail=SLOW_DRIVERS.get(driver, driver),
             fix="Configure overlay2 in /etc/docker/daemon.json." if driver in SLOW_DRIVERS else "",
-        )
-    )
-    if info.free_disk_bytes is None:
-        checks.append(
-            Check(
-                name="disk",
-                status="skip",
-                detail=f"the engine's root {info.docker_root_dir or '?'} is not on this machine",
-            )
-        )
-    else:
-        free = info.free_disk_bytes / GIB
-        enough = free >= disk_needed_gib
-        checks.append(
-            Check(
-                name="disk",
-                status="ok" if enough else "fail",
-                detail=f"{free:.0f} GiB free under {info.docker_root_dir} (images, bazel caches); "
-                f"a build needs about {disk_needed_gib} GiB",
-                fix="" if enough else "Free space there, or move the engine's data-root.",
-            )
-        )
-    return checks
+        ),
+        disk,
+    ]
 
 
 def resource_check(plan: BuildPlan, *, cpus: int, memory_bytes: int | None) -> Check:
@@ -617,16 +611,16 @@ def run_doctor(
             if dist is None:
                 shutil.rmtree(holder, ignore_errors=True)
         host = canary_report.builds["host"]
-        add(
+        smoke_ok = canary_report.smoke_ok
+        isa = canary_report.isa
+        found = canary_report.judged
+        for check in (
             Check(
                 name="canary build",
                 status="ok",
                 detail=f"both wheels built through the pipeline in {time.monotonic() - started:.0f} s "
                 f"(host target {host.target}: {' '.join(host.cflags)})",
-            )
-        )
-        smoke_ok = canary_report.smoke_ok
-        add(
+            ),
             Check(
                 name="canary smoke",
                 status="ok" if smoke_ok else "fail",
@@ -634,25 +628,20 @@ def run_doctor(
                 if smoke_ok
                 else smoke_failure_text(canary_report.smoke),
                 fix="" if smoke_ok else "Read the canary's build log; report it if it persists.",
-            )
-        )
-        isa = canary_report.isa
-        add(
+            ),
             Check(
                 name="instruction set",
                 status="ok" if isa.ok else "fail",
                 detail=isa_text(isa),
                 fix="" if isa.ok else "The planned flags did not reach the compiler: report it.",
-            )
-        )
-        found = canary_report.judged
-        add(
+            ),
             Check(
                 name="speedup",
                 status="ok" if found is not None and found.label == FASTER else "warn",
                 detail=speedup_text(found, canary_report.median_ms),
-            )
-        )
+            ),
+        ):
+            add(check)
     finally:
         engine.close()
     return report(canary_report)

@@ -112,14 +112,6 @@ def _inspect(wheel: Path, log: BuildLog, *, exclude: tuple[str, ...] = ()) -> Wh
     return floor
 
 
-def tools_seen(plan: BuildPlan, seen: dict[str, str]) -> dict[str, str]:
-    """bazel, the compiler and python as the build printed them; bazelisk as the image pins it."""
-    tools = dict(seen)
-    if not plan.canary:
-        tools["bazelisk"] = load_tools()["bazelisk"].version
-    return tools
-
-
 def make_receipt(
     job: BuildJob,
     *,
@@ -130,16 +122,17 @@ def make_receipt(
     exec_image: str | None = None,
     packages: dict[str, str],
     attempts: list[Attempt],
-    tools: dict[str, str],
     floor: WheelFloor | None,
     host: BuildHost,
     timings: dict[str, float],
-    log: Path,
-    env_file: Path,
-    processes: dict[str, int] | None = None,
+    log: BuildLog,
 ) -> Receipt:
     plan_json = serial.to_data(plan)
-    processes = processes or {}
+    processes = log.processes
+    # bazel, the compiler and python as the build printed them; bazelisk as the image pins it.
+    tools = dict(log.tools)
+    if not plan.canary:
+        tools["bazelisk"] = load_tools()["bazelisk"].version
     inputs = Inputs(
         tfbuild=__version__,
         recipe=plan.recipe,
@@ -171,8 +164,8 @@ def make_receipt(
         floor=floor,
         timings={k: round(v, 3) for k, v in timings.items()},
         attempts=tuple(BuildAttempt(**serial.to_data(a)) for a in attempts),
-        runtime_env_file=env_file.name,
-        log=str(log),
+        runtime_env_file=wheel.with_suffix(".env").name,
+        log=str(log.path),
         processes=processes,
         remote_cache_hits=processes.get("remote cache hit", 0)
         if any(o.startswith("--remote_cache=") for o in plan.build_options)

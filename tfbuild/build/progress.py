@@ -31,7 +31,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal, TextIO
 
 from tfbuild.core.controls import printable, printable_line
@@ -124,6 +124,26 @@ def severity(line: str) -> Literal["error", "warning"] | None:
     return None
 
 
+@contextlib.contextmanager
+def ticking(tick: Callable[[], None]) -> Iterator[None]:
+    """``tick`` called every :data:`_TICK_S` seconds from a thread of its own while the block runs
+    (a stream closed meanwhile makes it say nothing, never an error)."""
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(_TICK_S):
+            with contextlib.suppress(OSError, ValueError):
+                tick()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
 def _isatty(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
@@ -191,8 +211,7 @@ class _Plain(_Output):
         self._beats = 0  # heartbeats since the last other line
         self._where = ""  # the image's step, bazel's counter or status, as last seen
         self._lock = threading.RLock()  # the ticker writes too
-        self._stopped = threading.Event()
-        self._ticker: threading.Thread | None = None
+        self._ticker = contextlib.ExitStack()
 
     def _write(self, text: str) -> None:
         with self._lock:
@@ -212,22 +231,12 @@ class _Plain(_Output):
             self._group_open = False
 
     def start(self) -> None:
-        self._stopped.clear()
-        self._ticker = threading.Thread(target=self._tick_until_stopped, daemon=True)
-        self._ticker.start()
+        self._ticker.enter_context(ticking(self.tick))
 
     def stop(self) -> None:
-        self._stopped.set()
-        if self._ticker is not None:
-            self._ticker.join(timeout=5)
-            self._ticker = None
+        self._ticker.close()
         with self._lock:
             self._close_group()
-
-    def _tick_until_stopped(self) -> None:
-        while not self._stopped.wait(_TICK_S):
-            with contextlib.suppress(OSError, ValueError):  # a closed stream: nothing to say
-                self.tick()
 
     def tick(self) -> None:
         """Say where the phase is, when nothing was written for :data:`HEARTBEAT_S` seconds

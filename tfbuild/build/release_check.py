@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Literal
 
 from tfbuild.build.preflight import preflight
-from tfbuild.build.preflight.bazelrc import read_rc
-from tfbuild.build.preflight.report import Finding, PreflightReport, failures_error
+from tfbuild.build.preflight.bazelrc import config_definitions, read_rc
+from tfbuild.build.preflight.report import Finding, PreflightReport, TreeCheck, failures_error
 from tfbuild.build.preflight.tree_files import TreeFiles
 from tfbuild.build.preflight.workspace import cuda_table, table_keys
 from tfbuild.core.errors import TfbuildError, UnsupportedError
@@ -23,6 +23,9 @@ from tfbuild.plan import BuildPlan
 from tfbuild.recipes.images import BaseImage
 from tfbuild.recipes.recipe import Recipe
 from tfbuild.wheel.receipt import SourceRecord
+
+_RECIPE_CONFIGS = TreeCheck("recipe_configs")
+_RECIPE_CUDA = TreeCheck("recipe_cuda")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,20 +73,18 @@ def recipe_findings(recipe: Recipe, tree: Path) -> tuple[Finding, ...]:
     rc = read_rc(files, ())
     found: list[Finding] = []
     if rc is not None:
-        defined = {
-            line.config for line in rc.lines if line.command in ("build", "common") and line.config
-        }
+        defined = config_definitions(rc.lines)
         missing = [c for c in recipe.configs if c not in defined]
         found.append(
-            Finding(
-                check="recipe_configs",
-                status="fail" if missing else "ok",
-                what=f"the recipe lists configs the tree's rc files do not define: {', '.join(missing)}"
-                if missing
-                else f"all {len(recipe.configs)} configs the recipe lists are defined",
-                file=".bazelrc",
-                why=f"{recipe.where('configs')} says the release defines them" if missing else "",
-                fix="Drop them from the recipe's configs list" if missing else "",
+            _RECIPE_CONFIGS.fail(
+                f"the recipe lists configs the tree's rc files do not define: {', '.join(missing)}",
+                ".bazelrc",
+                why=f"{recipe.where('configs')} says the release defines them",
+                fix="Drop them from the recipe's configs list",
+            )
+            if missing
+            else _RECIPE_CONFIGS.ok(
+                f"all {len(recipe.configs)} configs the recipe lists are defined", ".bazelrc"
             )
         )
     cuda = recipe.cuda
@@ -93,21 +94,12 @@ def recipe_findings(recipe: Recipe, tree: Path) -> tuple[Finding, ...]:
         lists = f"{recipe.where('cuda')} cuda_versions and cudnn_versions"
         if loaded is not None and loaded.path is None:
             found.append(
-                Finding(
-                    check="recipe_cuda",
-                    status="note",
-                    what=f"not checked: {lists}, since the CUDA tables come from {loaded.label}",
-                    file=loaded.file,
-                    line=loaded.line,
-                    why="a repository bazel downloads, not a file of this tree",
-                )
+                _RECIPE_CUDA.downloaded(f"{lists}, since the CUDA tables come from", loaded)
             )
         elif table is None or not keys:
             found.append(
-                Finding(
-                    check="recipe_cuda",
-                    status="note",
-                    what=f"not checked: {lists}, since "
+                _RECIPE_CUDA.note(
+                    f"not checked: {lists}, since "
                     + (
                         "the tree has none of the known CUDA version tables"
                         if table is None
@@ -121,15 +113,15 @@ def recipe_findings(recipe: Recipe, tree: Path) -> tuple[Finding, ...]:
             for kind, versions in (("cuda", cuda.cuda_versions), ("cudnn", cuda.cudnn_versions)):
                 unknown = [v for v in versions if v not in keys.get(kind, {})]
                 found.append(
-                    Finding(
-                        check="recipe_cuda",
-                        status="fail" if unknown else "ok",
-                        what=f"{kind}_versions not in the tree's table: {', '.join(unknown)}"
-                        if unknown
-                        else f"all {len(versions)} {kind}_versions are keys of the table",
-                        file=table,
-                        why=f"{recipe.where('cuda')} lists them" if unknown else "",
-                        fix="Drop them from the recipe's cuda row" if unknown else "",
+                    _RECIPE_CUDA.fail(
+                        f"{kind}_versions not in the tree's table: {', '.join(unknown)}",
+                        table,
+                        why=f"{recipe.where('cuda')} lists them",
+                        fix="Drop them from the recipe's cuda row",
+                    )
+                    if unknown
+                    else _RECIPE_CUDA.ok(
+                        f"all {len(versions)} {kind}_versions are keys of the table", table
                     )
                 )
     return tuple(found)
@@ -162,10 +154,8 @@ def verify_plans(
             plans.append(make_plan(options, recipe, RUNNER, base_images=dict(base_images)))
         except TfbuildError as error:
             refused.append(
-                Finding(
-                    check="plan",
-                    status="fail",
-                    what=f"the planner refuses {variant}"
+                TreeCheck("plan").fail(
+                    f"the planner refuses {variant}"
                     + (f" for Python {python}" if python else "")
                     + f": {error.what}",
                     why=error.why,
@@ -185,7 +175,7 @@ def check_release(
 ) -> ReleaseCheck:
     """``tfbuild recipes verify``: the recipe's release tarball (downloaded once, checked against
     its sha256, extracted) or ``source``, checked for every plan of :func:`verify_plans`."""
-    from tfbuild.build.source_tree import default_cache_dir, fetch_source, local_source
+    from tfbuild.build.source_tree import fetch_source, local_source
 
     if source is not None:
         tree = local_source(source)
@@ -194,7 +184,6 @@ def check_release(
             recipe.tarball,
             version=recipe.tensorflow,
             sha256=recipe.sha256,
-            cache_dir=default_cache_dir(),
             ca_bundle=ca_bundle,
             on_line=on_line,
         )

@@ -51,12 +51,12 @@ from tfbuild.build.credentials import (
     remove_server_logs,
     write_remote_credentials,
 )
-from tfbuild.build.finish import finish_wheel, make_receipt, tools_seen
+from tfbuild.build.finish import finish_wheel, make_receipt
 from tfbuild.build.log import BuildLog, Progress
 from tfbuild.build.preflight import preflight
 from tfbuild.build.publish import PUBLISH_MARGIN, check_space, full_disk_is_input, publish
 from tfbuild.build.remotes import check_remote_reachable
-from tfbuild.build.source_tree import Source, default_cache_dir, fetch_source, local_source
+from tfbuild.build.source_tree import Source, fetch_source, local_source
 from tfbuild.build.toolchain_image import ensure_toolchain_image, toolchain_packages
 from tfbuild.core import serial
 from tfbuild.core.engine import DockerEngine
@@ -269,7 +269,6 @@ def build_wheel(engine: Engine, request: BuildJob, progress: Progress) -> WheelR
                 exec_image=exec_image,
                 packages=packages,
                 attempts=attempts,
-                tools=tools_seen(plan, log.tools),
                 floor=floor,
                 host=BuildHost(
                     engine=engine.endpoint,
@@ -283,9 +282,7 @@ def build_wheel(engine: Engine, request: BuildJob, progress: Progress) -> WheelR
                     "build_s": sum(a.seconds for a in attempts),
                     "total_s": finished - started,
                 },
-                log=log.path,
-                env_file=dist / Path(built.name).with_suffix(".env").name,
-                processes=log.processes,
+                log=log,
             )
             wheel, receipt_file, env_path, replaced = publish(dist, built, receipt, env_text)
             log.note(f"wheel: {wheel} ({wheel.stat().st_size} bytes, sha256 {sha256})")
@@ -417,7 +414,6 @@ class BuildRun:
                 str(plan.source.tarball),
                 version=plan.tensorflow,
                 sha256=self.source_sha256 or plan.source.sha256,
-                cache_dir=default_cache_dir(),
                 ca_bundle=ca_bundle,
                 on_line=progress.note,
             )

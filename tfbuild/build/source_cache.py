@@ -1,6 +1,6 @@
 """The source cache: every entry named by a sha256, written under a temporary name and renamed.
 
-The layout (:class:`SourceCache`, under :func:`tfbuild.build.source_tree.default_cache_dir`)::
+The layout (:class:`SourceCache`, under :func:`tfbuild.build.source_tree.fetch_source`'s cache)::
 
     sha256/<sha256>.tar.gz          a verified download, named by its own sha256
     sha256/<sha256>/                its extracted tree; the .complete marker (JSON: the sha256 and

@@ -8,8 +8,9 @@ Two ways:
 2. The recipe's release tarball (:func:`fetch_source`): downloaded once into a cache that is keyed by
    content, verified against its sha256 before every use, then extracted once.
 
-The cache (:func:`default_cache_dir`, ``~/.cache/tfbuild/sources`` by default) names every entry by
-a sha256, never by a TensorFlow version or a file name (its layout: :mod:`tfbuild.build.source_cache`).
+The cache (``~/.cache/tfbuild/sources`` by default: :func:`tfbuild.core.cache.cache_root`) names
+every entry by a sha256, never by a TensorFlow version or a file name (its layout:
+:mod:`tfbuild.build.source_cache`).
 A pinned sha256 (the recipe's ``source.sha256`` or ``--source-sha256``) names its entry directly, and
 the entry is used only when its tarball hashes to the pin: a tarball that another recipe put in the
 cache, from another URL, can never stand in for this one. Without a pin, the first download of a
@@ -33,7 +34,7 @@ extraction).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -51,6 +52,7 @@ from tfbuild.build.source_cache import (
     remove_tree,
     tree_root,
 )
+from tfbuild.core.cache import SOURCES, cache_root
 from tfbuild.core.errors import InputError
 from tfbuild.wheel.receipt import SourceRecord
 
@@ -94,14 +96,6 @@ class Source:
             dirty=self.git_dirty,
             epoch=self.epoch,
         )
-
-
-def default_cache_dir(env: Mapping[str, str] = os.environ) -> Path:
-    """``$TFBUILD_CACHE_DIR/sources``, else ``$XDG_CACHE_HOME/tfbuild/sources``, else
-    ``~/.cache/tfbuild/sources``."""
-    from tfbuild.core.cache import SOURCES, cache_root
-
-    return cache_root(env) / SOURCES
 
 
 # --- 1. a local directory ----------------------------------------------------------------------
@@ -152,12 +146,13 @@ def fetch_source(
     *,
     version: str,
     sha256: str | None,
-    cache_dir: Path,
+    cache_dir: Path | None = None,
     ca_bundle: Path | None = None,
     on_line: Callable[[str], None] = lambda _l: None,
     timeout: float = source_download.SOURCE_TIMEOUT_S,
 ) -> Source:
-    """The release tarball at ``url``, downloaded, verified and extracted into ``cache_dir``.
+    """The release tarball at ``url``, downloaded, verified and extracted into ``cache_dir``
+    (default: the user's cache).
 
     ``sha256`` pins the tarball (None: trusted on first use, as above). ``version`` only appears
     in messages. A verified tarball already in the cache is reused without any network access.
@@ -170,7 +165,7 @@ def fetch_source(
     fetch = _Fetch(
         url=url,
         version=version,
-        cache=SourceCache.at(cache_dir),
+        cache=SourceCache.at(cache_dir or cache_root() / SOURCES),
         pinned=pinned is not None,
         ca_bundle=ca_bundle,
         timeout=timeout,

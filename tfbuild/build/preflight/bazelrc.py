@@ -97,11 +97,8 @@ def read_rc(tree: TreeFiles, rendered: tuple[str, ...]) -> RcFiles | None:
             if rc.command not in ("import", "try-import") or not rc.args:
                 continue
             target = rc.args[0]
-            if not target.startswith("%workspace%/"):
-                state["refused"].append((rc, "it names a file outside the source tree"))
-                continue
             rel = posixpath.normpath(target.removeprefix("%workspace%/"))
-            if rel == ".." or rel.startswith(("../", "/")):
+            if not target.startswith("%workspace%/") or rel == ".." or rel.startswith(("../", "/")):
                 state["refused"].append((rc, "it names a file outside the source tree"))
                 continue
             if rel == RENDERED_RC:
@@ -169,7 +166,7 @@ def platform_config_switch(args: Iterable[str]) -> bool | None:
     return said
 
 
-def _definitions(lines: Iterable[RcLine]) -> dict[str, list[RcLine]]:
+def config_definitions(lines: Iterable[RcLine]) -> dict[str, list[RcLine]]:
     """``config -> its common:NAME lines, then its build:NAME lines`` (bazel's order)."""
     found: dict[str, list[RcLine]] = {}
     for command in ("common", "build"):
@@ -192,7 +189,7 @@ def expand(lines: Iterable[RcLine], configs: Iterable[str]) -> list[tuple[str, R
     undefined config, or one that names itself again, adds nothing here: the configs check
     reports the first, and bazel stops on both."""
     lines = list(lines)
-    definitions = _definitions(lines)
+    definitions = config_definitions(lines)
 
     def follow(name: str, chain: tuple[str, ...]) -> list[tuple[str, RcLine | None]]:
         out: list[tuple[str, RcLine | None]] = []

@@ -58,7 +58,7 @@ from tfbuild.build.preflight.bazelrc import (
     read_rc,
     repo_env,
 )
-from tfbuild.build.preflight.report import Finding, PreflightReport
+from tfbuild.build.preflight.report import Finding, PreflightReport, TreeCheck
 from tfbuild.build.preflight.starlark import Call, StarlarkError, calls, constants
 from tfbuild.build.preflight.tree_files import TreeFiles, line_of
 from tfbuild.build.preflight.workspace import (
@@ -89,52 +89,52 @@ CROSSTOOLS = (
     "third_party/xla/third_party/tsl/third_party/gpus/cuda_configure.bzl",
     "third_party/gpus/cuda_configure.bzl",
 )
+_BAZELVERSION = TreeCheck("bazelversion")
+_BAZELRC = TreeCheck("bazelrc")
+_CONFIGS = TreeCheck("configs")
+_WHEEL_TARGET = TreeCheck("wheel_target")
+_PYTHON_LOCK = TreeCheck("python_lock")
+_CUDA_VERSIONS = TreeCheck("cuda_versions")
+_TOOLCHAIN = TreeCheck("toolchain")
 
 
 def _check_bazelrc(rc: RcFiles | None) -> list[Finding]:
     if rc is None:
         return [
-            Finding(
-                check="bazelrc",
-                status="fail",
-                what="the tree has no .bazelrc",
-                file=".bazelrc",
+            _BAZELRC.fail(
+                "the tree has no .bazelrc",
+                ".bazelrc",
                 why=f"TensorFlow's .bazelrc is what imports the rendered {RENDERED_RC}: without it "
                 "the plan's flags (target, toolchain, Python) would not apply",
                 fix="Pass the top of a TensorFlow checkout (or the release tarball's tree)",
             )
         ]
     found = [
-        Finding(
-            check="bazelrc",
-            status="fail",
-            what=f"'{m.command} {m.args[0]}' names a file the tree lacks",
-            file=m.file,
-            line=m.line,
+        _BAZELRC.fail(
+            f"'{m.command} {m.args[0]}' names a file the tree lacks",
+            m.file,
+            m.line,
             why="bazel stops on a missing import (try-import would not)",
             fix="Restore the file, or build from a complete checkout",
         )
         for m in rc.missing_imports
     ]
     found += [
-        Finding(
-            check="bazelrc",
-            status="fail",
-            what=f"'{m.command} {m.args[0]}' is not followed: {why}",
-            file=m.file,
-            line=m.line,
+        _BAZELRC.fail(
+            f"'{m.command} {m.args[0]}' is not followed: {why}",
+            m.file,
+            m.line,
             why="bazel stops on an import loop, and a tree's rc files are the tree's own",
             fix="Import only files of the tree (%workspace%/...), each once along a chain",
         )
         for m, why in rc.refused_imports
     ]
-    if rc.rendered_import is None:
+    imported = rc.rendered_import
+    if imported is None:
         found.append(
-            Finding(
-                check="bazelrc",
-                status="fail",
-                what=f"no rc file of the tree imports %workspace%/{RENDERED_RC}",
-                file=".bazelrc",
+            _BAZELRC.fail(
+                f"no rc file of the tree imports %workspace%/{RENDERED_RC}",
+                ".bazelrc",
                 why="build.sh installs the rendered rc file there; unread, the plan's flags "
                 "(target, toolchain, Python) would silently not apply",
                 fix=f"Add 'try-import %workspace%/{RENDERED_RC}' to the tree's .bazelrc, as "
@@ -143,13 +143,10 @@ def _check_bazelrc(rc: RcFiles | None) -> list[Finding]:
         )
     else:
         found.append(
-            Finding(
-                check="bazelrc",
-                status="ok",
-                what=f"the rendered rc file is imported ({rc.rendered_import.command} "
-                f"{rc.rendered_import.args[0]})",
-                file=rc.rendered_import.file,
-                line=rc.rendered_import.line,
+            _BAZELRC.ok(
+                f"the rendered rc file is imported ({imported.command} {imported.args[0]})",
+                imported.file,
+                imported.line,
             )
         )
     return found
@@ -201,14 +198,7 @@ def _check_configs(
     if not found:
         firsts = [(name, definitions[name][0]) for name in checked if name in plan.bazel_configs]
         where = ", ".join(f"{name} ({d.file}:{d.line})" for name, d in firsts)
-        found.append(
-            Finding(
-                check="configs",
-                status="ok",
-                what=f"every --config the build uses is defined: {where}",
-                file=".bazelrc",
-            )
-        )
+        found.append(_CONFIGS.ok(f"every --config the build uses is defined: {where}", ".bazelrc"))
     return found
 
 
@@ -235,12 +225,10 @@ def _undefined(
             "give a recipe for this tree with --recipes-dir whose configs list only what its "
             ".bazelrc defines (the planner then refuses that variant)"
         )
-    return Finding(
-        check="configs",
-        status="fail",
-        what=f"--config={name} is not defined",
-        file=used_at.file if used_at is not None else ".bazelrc",
-        line=used_at.line if used_at is not None else None,
+    return _CONFIGS.fail(
+        f"--config={name} is not defined",
+        used_at.file if used_at is not None else ".bazelrc",
+        used_at.line if used_at is not None else None,
         why=why,
         fix=fix,
     )
@@ -254,68 +242,50 @@ def _check_bazelversion(plan: BuildPlan, tree: TreeFiles) -> Finding:
     first = (text or "").splitlines()[0].strip() if (text or "").strip() else ""
     if text is None or not first:
         runs = "its STAND-IN bazel" if plan.canary else f"the plan's bazel {plan.bazel}"
-        return Finding(
-            check="bazelversion",
-            status="note",
-            what=f"the tree pins no bazel version: the build runs {runs}",
-            file=".bazelversion",
+        return _BAZELVERSION.note(
+            f"the tree pins no bazel version: the build runs {runs}",
+            ".bazelversion",
             why="the STAND-IN canary runs Debian's bazel-bootstrap (4.2.3), whatever a tree pins"
             if plan.canary
             else "the toolchain image pins it (USE_BAZEL_VERSION) and nothing here asks for another",
         )
     if first != plan.bazel:
-        return Finding(
-            check="bazelversion",
-            status="fail",
-            what=f"the tree wants bazel {first}, the plan runs bazel {plan.bazel}",
-            file=".bazelversion",
-            line=1,
+        return _BAZELVERSION.fail(
+            f"the tree wants bazel {first}, the plan runs bazel {plan.bazel}",
+            ".bazelversion",
+            1,
             why="the toolchain image runs the plan's bazel (USE_BAZEL_VERSION wins over "
             ".bazelversion), and a release builds with the bazel it names: another stops on "
             "flags and rules it does not know",
             fix=f"Use a recipe whose bazel is {first} for this tree (--recipes-dir), or build the "
             "release the recipe is for",
         )
-    return Finding(
-        check="bazelversion",
-        status="ok",
-        what=f"bazel {first}, as planned",
-        file=".bazelversion",
-        line=1,
-    )
+    return _BAZELVERSION.ok(f"bazel {first}, as planned", ".bazelversion", 1)
 
 
 def _check_wheel_target(plan: BuildPlan, tree: TreeFiles) -> Finding:
     target = plan.build_target.rpartition(":")[2]
     build = next((p for p in PIP_PACKAGE_BUILD if tree.exists(p)), None)
     if build is None:
-        return Finding(
-            check="wheel_target",
-            status="fail",
-            what=f"the tree has no {PIP_PACKAGE_BUILD[0]}",
-            file=PIP_PACKAGE_BUILD[0],
+        return _WHEEL_TARGET.fail(
+            f"the tree has no {PIP_PACKAGE_BUILD[0]}",
+            PIP_PACKAGE_BUILD[0],
             why=f"bazel build {plan.build_target} needs the package that declares it",
             fix="Pass the top of a TensorFlow checkout",
         )
     rules = build_rules(tree.read(build) or "")
     if target in rules:
         kind, line = rules[target]
-        return Finding(
-            check="wheel_target",
-            status="ok",
-            what=f'{kind}(name = "{target}") builds {plan.build_target}',
-            file=build,
-            line=line,
+        return _WHEEL_TARGET.ok(
+            f'{kind}(name = "{target}") builds {plan.build_target}', build, line
         )
     other = "build_pip_package" if target == "wheel" else "wheel"
     why = f'bazel build {plan.build_target} stops with "no such target"'
     if other in rules:
         why += f"; this tree has :{other} ({build}:{rules[other][1]}), the other wheel flow"
-    return Finding(
-        check="wheel_target",
-        status="fail",
-        what=f"no {target} target",
-        file=build,
+    return _WHEEL_TARGET.fail(
+        f"no {target} target",
+        build,
         why=why,
         fix="Use the recipe of this tree's release (the :wheel target arrived in 2.17), or build "
         "the release the recipe is for",
@@ -329,12 +299,10 @@ def _check_python_lock(plan: BuildPlan, tree: TreeFiles) -> Finding:
     if mapped:
         if python not in mapped:
             first_line = min(line for _, line in mapped.values())
-            return Finding(
-                check="python_lock",
-                status="fail",
-                what=f"no requirements lock for Python {python}",
-                file="WORKSPACE",
-                line=first_line,
+            return _PYTHON_LOCK.fail(
+                f"no requirements lock for Python {python}",
+                "WORKSPACE",
+                first_line,
                 why=f"python_init_repositories maps only {', '.join(mapped)}: bazel cannot set up a "
                 f"hermetic Python {python}",
                 fix=f"Build for one of those (--python X.Y), or a tree that supports {python}",
@@ -342,34 +310,25 @@ def _check_python_lock(plan: BuildPlan, tree: TreeFiles) -> Finding:
         label, line = mapped[python]
         rel = label_path(label)
         if rel is None or tree.exists(rel):
-            return Finding(
-                check="python_lock",
-                status="ok",
-                what=f"Python {python}: {label}" + ("" if rel else " (in another repository)"),
-                file="WORKSPACE",
-                line=line,
-            )
-        return Finding(
-            check="python_lock",
-            status="fail",
-            what=f"WORKSPACE maps Python {python} to {label}, which the tree lacks",
-            file="WORKSPACE",
-            line=line,
+            in_tree = "" if rel else " (in another repository)"
+            return _PYTHON_LOCK.ok(f"Python {python}: {label}{in_tree}", "WORKSPACE", line)
+        return _PYTHON_LOCK.fail(
+            f"WORKSPACE maps Python {python} to {label}, which the tree lacks",
+            "WORKSPACE",
+            line,
             why="bazel stops when rules_python reads the lock file",
             fix="Build from a complete checkout of the release",
         )
     rel = f"requirements_lock_{python.replace('.', '_')}.txt"
     if tree.exists(rel):
-        return Finding(check="python_lock", status="ok", what=f"Python {python}: {rel}", file=rel)
+        return _PYTHON_LOCK.ok(f"Python {python}: {rel}", rel)
     have = sorted(
         (p.name for p in tree.root.glob("requirements_lock_*.txt")),
         key=lambda n: [int(x) for x in re.findall(r"\d+", n)],
     )
-    return Finding(
-        check="python_lock",
-        status="fail",
-        what=f"no {rel} for Python {python}",
-        file=rel,
+    return _PYTHON_LOCK.fail(
+        f"no {rel} for Python {python}",
+        rel,
         why="hermetic Python installs the build's packages from that lock"
         + (f"; the tree has {', '.join(have)}" if have else "; the tree has none"),
         fix="Build for a Python the tree has a lock for (--python X.Y)",
@@ -380,36 +339,19 @@ def _check_cuda_versions(plan: BuildPlan, tree: TreeFiles) -> list[Finding]:
     assert plan.cuda is not None
     loaded, candidates, table = cuda_table(tree)
     if loaded is not None and loaded.path is None:
-        return [
-            Finding(
-                check="cuda_versions",
-                status="note",
-                what=f"not checked: the CUDA tables come from {loaded.label}",
-                file=loaded.file,
-                line=loaded.line,
-                why="a repository bazel downloads, not a file of this tree",
-            )
-        ]
+        return [_CUDA_VERSIONS.downloaded("the CUDA tables come from", loaded)]
     if table is None:
         return [
-            Finding(
-                check="cuda_versions",
-                status="note",
-                what="not checked: the tree has none of the known CUDA version tables",
-                file=candidates[0],
+            _CUDA_VERSIONS.note(
+                "not checked: the tree has none of the known CUDA version tables",
+                candidates[0],
                 why=f"looked for {', '.join(candidates)}",
             )
         ]
     keys = table_keys(tree.read(table) or "")
     if not keys:
-        return [
-            Finding(
-                check="cuda_versions",
-                status="note",
-                what="not checked: no CUDA_REDIST_JSON_DICT in the table (another layout)",
-                file=table,
-            )
-        ]
+        what = "not checked: no CUDA_REDIST_JSON_DICT in the table (another layout)"
+        return [_CUDA_VERSIONS.note(what, table)]
     found = []
     for kind, version, option in (
         ("cuda", plan.cuda.cuda, "--cuda-version"),
@@ -418,22 +360,13 @@ def _check_cuda_versions(plan: BuildPlan, tree: TreeFiles) -> list[Finding]:
         known = keys.get(kind, {})
         name = "CUDA" if kind == "cuda" else "cuDNN"
         if version in known:
-            found.append(
-                Finding(
-                    check="cuda_versions",
-                    status="ok",
-                    what=f"hermetic {name} {version} is in the tree's table",
-                    file=table,
-                    line=known[version],
-                )
-            )
+            what = f"hermetic {name} {version} is in the tree's table"
+            found.append(_CUDA_VERSIONS.ok(what, table, known[version]))
         else:
             found.append(
-                Finding(
-                    check="cuda_versions",
-                    status="fail",
-                    what=f"hermetic {name} {version} is not a key of {kind.upper()}_REDIST_JSON_DICT",
-                    file=table,
+                _CUDA_VERSIONS.fail(
+                    f"hermetic {name} {version} is not a key of {kind.upper()}_REDIST_JSON_DICT",
+                    table,
                     why=f"the table knows {', '.join(known) or 'nothing'}; bazel cannot fetch "
                     "another",
                     fix=f"Pass {option} with one of those, or fix the recipe's cuda row for this "
@@ -467,24 +400,16 @@ def _check_toolchain(
         loaded, present = _crosstool_files(tree)
         found.append(_crosstool(plan, tree, loaded, present))
         found.append(_hermetic_switch(applied, loaded, present))
-    if not found:
-        found.append(
-            Finding(
-                check="toolchain",
-                status="ok",
-                what="the image's own compiler and glibc: nothing of the tree to check",
-            )
-        )
-    return found
+    return found or [
+        _TOOLCHAIN.ok("the image's own compiler and glibc: nothing of the tree to check")
+    ]
 
 
 def _unreadable(rel: str, error: StarlarkError) -> Finding:
-    return Finding(
-        check="toolchain",
-        status="fail",
-        what=f"{rel} cannot be read as Starlark ({error})",
-        file=rel,
-        line=error.line or None,
+    return _TOOLCHAIN.fail(
+        f"{rel} cannot be read as Starlark ({error})",
+        rel,
+        error.line or None,
         why="bazel could not load it either",
         fix="Restore the file from the release's source, or build from a complete checkout",
     )
@@ -527,11 +452,9 @@ def _rules_ml_toolchain(plan: BuildPlan, recipe: Recipe | None, tree: TreeFiles)
     )
     if not rules:
         return [
-            Finding(
-                check="toolchain",
-                status="fail",
-                what="the tree declares no rules_ml_toolchain repository",
-                file="WORKSPACE",
+            _TOOLCHAIN.fail(
+                "the tree declares no rules_ml_toolchain repository",
+                "WORKSPACE",
                 why=f'{why_needed}; no repository rule (name = "rules_ml_toolchain") in the '
                 "WORKSPACE or the workspace*.bzl files it loads, and bazel cannot load from a "
                 "repository the tree never declares",
@@ -547,38 +470,26 @@ def _rules_ml_toolchain(plan: BuildPlan, recipe: Recipe | None, tree: TreeFiles)
         commit = _pinned_commit(call)
         if commit is None:
             found.append(
-                Finding(
-                    check="toolchain",
-                    status="note",
-                    what=f"not compared: the tree's rules_ml_toolchain ({call.function}) names "
-                    "no commit",
-                    file=rel,
-                    line=line,
+                _TOOLCHAIN.note(
+                    f"not compared: the tree's rules_ml_toolchain ({call.function}) names no commit",
+                    rel,
+                    line,
                     why="a local or unpinned repository: the plan's toolchain flags are those of "
                     f"rules_ml_toolchain {(wanted or '?')[:7]}",
                 )
             )
         elif wanted is None:
-            found.append(
-                Finding(
-                    check="toolchain",
-                    status="ok",
-                    what=f"the tree pins rules_ml_toolchain {commit[:7]} (no recipe to compare with)",
-                    file=rel,
-                    line=line,
-                )
-            )
+            what = f"the tree pins rules_ml_toolchain {commit[:7]} (no recipe to compare with)"
+            found.append(_TOOLCHAIN.ok(what, rel, line))
         elif commit == wanted:
             agreeing.append((rel, line))
         else:
             assert recipe is not None
             found.append(
-                Finding(
-                    check="toolchain",
-                    status="fail",
-                    what=f"the tree pins rules_ml_toolchain {commit[:7]}, the recipe {wanted[:7]}",
-                    file=rel,
-                    line=line,
+                _TOOLCHAIN.fail(
+                    f"the tree pins rules_ml_toolchain {commit[:7]}, the recipe {wanted[:7]}",
+                    rel,
+                    line,
                     why=f"{recipe.where('toolchain')} plans with the flags and defaults of "
                     f"{wanted[:7]} (LLVM, SYSROOT_DIST, //common:enable_hermetic_cc); another "
                     "commit may name them otherwise or default differently",
@@ -590,17 +501,9 @@ def _rules_ml_toolchain(plan: BuildPlan, recipe: Recipe | None, tree: TreeFiles)
     if agreeing:
         assert wanted is not None
         also = ", ".join(f"{rel}:{line}" for rel, line in agreeing[1:])
-        found.insert(
-            0,
-            Finding(
-                check="toolchain",
-                status="ok",
-                what=f"the tree pins rules_ml_toolchain {wanted[:7]}, the recipe's"
-                + (f" (and so does {also})" if also else ""),
-                file=agreeing[0][0],
-                line=agreeing[0][1],
-            ),
-        )
+        what = f"the tree pins rules_ml_toolchain {wanted[:7]}, the recipe's"
+        what += f" (and so does {also})" if also else ""
+        found.insert(0, _TOOLCHAIN.ok(what, *agreeing[0]))
     return found
 
 
@@ -612,26 +515,18 @@ def _devtoolset(tree: TreeFiles) -> Finding:
             continue
         line = line_of(text, _DEVTOOLSET_CASE)
         if line is not None:
-            return Finding(
-                check="toolchain",
-                status="ok",
-                what="build_devtoolset.sh builds devtoolset-9 (the /dt9 sysroot)",
-                file=rel,
-                line=line,
+            return _TOOLCHAIN.ok(
+                "build_devtoolset.sh builds devtoolset-9 (the /dt9 sysroot)", rel, line
             )
-        return Finding(
-            check="toolchain",
-            status="fail",
-            what="build_devtoolset.sh has no devtoolset-9 case",
-            file=rel,
+        return _TOOLCHAIN.fail(
+            "build_devtoolset.sh has no devtoolset-9 case",
+            rel,
             why="the toolchain image's sysroot stage runs 'build_devtoolset.sh devtoolset-9 /dt9'",
             fix="Build with --no-portable (the image's glibc), or --sysroot-from IMAGE",
         )
-    return Finding(
-        check="toolchain",
-        status="fail",
-        what="the tree has no builder.devtoolset/build_devtoolset.sh",
-        file=f"{DEVTOOLSET_DIRS[0]}/build_devtoolset.sh",
+    return _TOOLCHAIN.fail(
+        "the tree has no builder.devtoolset/build_devtoolset.sh",
+        f"{DEVTOOLSET_DIRS[0]}/build_devtoolset.sh",
         why=f"the toolchain image's sysroot stage looks in {' and '.join(DEVTOOLSET_DIRS)} "
         "for the script that makes /dt9, and would fail",
         fix="Build with --no-portable (the image's glibc), or --sysroot-from IMAGE",
@@ -652,20 +547,11 @@ def _crosstool(
 ) -> Finding:
     assert plan.sysroot is not None
     if loaded is not None and loaded.path is None:
-        return Finding(
-            check="toolchain",
-            status="note",
-            what=f"not checked: the crosstool comes from {loaded.label}",
-            file=loaded.file,
-            line=loaded.line,
-            why="a repository bazel downloads, not a file of this tree",
-        )
+        return _TOOLCHAIN.downloaded("the crosstool comes from", loaded)
     if not present:
-        return Finding(
-            check="toolchain",
-            status="note",
-            what="not checked: the tree has none of the known cuda_configure.bzl files",
-            file=(f"{loaded.path}/cuda_configure.bzl" if loaded is not None else CROSSTOOLS[0]),
+        return _TOOLCHAIN.note(
+            "not checked: the tree has none of the known cuda_configure.bzl files",
+            f"{loaded.path}/cuda_configure.bzl" if loaded is not None else CROSSTOOLS[0],
             why="the receipt's floor (auditwheel) shows after the build whether the sysroot was used",
         )
     for rel in present:
@@ -674,18 +560,11 @@ def _crosstool(
         except StarlarkError as error:
             return _unreadable(rel, error)
         if code.get(_TF_SYSROOT, ("",))[0] == "TF_SYSROOT":
-            return Finding(
-                check="toolchain",
-                status="ok",
-                what=f"the crosstool reads TF_SYSROOT ({plan.sysroot.name})",
-                file=rel,
-                line=code[_TF_SYSROOT][1],
-            )
-    return Finding(
-        check="toolchain",
-        status="fail",
-        what="the crosstool never reads TF_SYSROOT",
-        file=present[0],
+            what = f"the crosstool reads TF_SYSROOT ({plan.sysroot.name})"
+            return _TOOLCHAIN.ok(what, rel, code[_TF_SYSROOT][1])
+    return _TOOLCHAIN.fail(
+        "the crosstool never reads TF_SYSROOT",
+        present[0],
         why=f"no '{_TF_SYSROOT} = \"TF_SYSROOT\"' in its code (a docstring or comment does not "
         f"count): the wheel would link against the image's glibc, not the sysroot "
         f"{plan.sysroot.name}, and miss the recipe's floor",
@@ -703,31 +582,22 @@ def _hermetic_switch(applied: Applied, loaded: Loaded | None, present: list[str]
     crosstool = crosstool or (present[0] if present else "cuda_configure.bzl")
     in_tree = origin is not None and not origin.file.startswith("(")
     if value == "1":
-        return Finding(
-            check="toolchain",
-            status="fail",
-            what=f"the tree turns TensorFlow's hermetic C++ toolchain on ({_HERMETIC_SWITCH}=1, "
+        return _TOOLCHAIN.fail(
+            f"the tree turns TensorFlow's hermetic C++ toolchain on ({_HERMETIC_SWITCH}=1, "
             "the value bazel ends with)",
-            file=origin.file if origin is not None else ".bazelrc",
-            line=origin.line if origin is not None else None,
+            origin.file if origin is not None else ".bazelrc",
+            origin.line if origin is not None else None,
             why=f"with it {crosstool} generates no crosstool, so the sysroot route's "
             "--crosstool_top=@local_config_cuda//crosstool:toolchain has nothing to point at",
             fix=f"Remove that setting from the tree's rc files (or set {_HERMETIC_SWITCH}=0 after "
             "it), or build with the recipe of this tree's release",
         )
     said = f"{origin.file}:{origin.line}" if origin is not None else "no rc line sets it"
-    return Finding(
-        check="toolchain",
-        status="ok",
-        what=f"{_HERMETIC_SWITCH}={value or '(unset)'} ({said}): {crosstool} generates the "
-        "crosstool",
-        file=origin.file if in_tree and origin is not None else None,
-        line=origin.line if in_tree and origin is not None else None,
+    return _TOOLCHAIN.ok(
+        f"{_HERMETIC_SWITCH}={value or '(unset)'} ({said}): {crosstool} generates the crosstool",
+        origin.file if in_tree and origin is not None else None,
+        origin.line if in_tree and origin is not None else None,
     )
-
-
-def _skipped(check: str, what: str, why: str) -> Finding:
-    return Finding(check=check, status="skipped", what=f"not checked: {what}", why=why)
 
 
 # --- the report ----------------------------------------------------------------------------------------
@@ -749,26 +619,18 @@ def preflight(plan: BuildPlan, recipe: Recipe | None, tree: Path) -> PreflightRe
     version = tfversions.parse_version(plan.tensorflow)
     hermetic_python = recipe.hermetic_python if recipe else tfversions.hermetic_python(version)
     if plan.canary:
-        findings.append(
-            _skipped(
-                "python_lock",
-                "hermetic Python's requirements lock",
-                "the STAND-IN canary's bazel resolves no Python packages",
-            )
-        )
+        why = "the STAND-IN canary's bazel resolves no Python packages"
+        findings.append(_PYTHON_LOCK.skipped("hermetic Python's requirements lock", why))
     elif hermetic_python:
         findings.append(_check_python_lock(plan, files))
     if plan.cuda is not None and plan.cuda.hermetic:
         findings += _check_cuda_versions(plan, files)
     if plan.canary:
-        findings.append(
-            _skipped(
-                "toolchain",
-                "the toolchain route",
-                "the STAND-IN canary's bazel compiles with the planned compiler itself, "
-                "TF_SYSROOT included",
-            )
+        why = (
+            "the STAND-IN canary's bazel compiles with the planned compiler itself, "
+            "TF_SYSROOT included"
         )
+        findings.append(_TOOLCHAIN.skipped("the toolchain route", why))
     else:
         findings += _check_toolchain(plan, recipe, files, applied)
     standin = " (STAND-IN canary)" if plan.canary else ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from tfbuild.build.preflight.workspace import Loaded
 from tfbuild.core.errors import UnsupportedError
 
 Status = Literal["ok", "fail", "note", "skipped"]
@@ -31,7 +32,6 @@ class Finding:
 
     @property
     def located(self) -> str:
-        """``where: what``."""
         return f"{self.where}: {self.what}" if self.where else self.what
 
     def text(self) -> str:
@@ -42,6 +42,40 @@ class Finding:
         if self.fix:
             out += f". {self.fix}"
         return out
+
+
+@dataclass(frozen=True)
+class TreeCheck:
+    """One check's findings, each made with its name and status."""
+
+    name: str
+
+    def ok(self, what: str, file: str | None = None, line: int | None = None) -> Finding:
+        return Finding(check=self.name, status="ok", what=what, file=file, line=line)
+
+    def note(
+        self, what: str, file: str | None = None, line: int | None = None, *, why: str = ""
+    ) -> Finding:
+        return Finding(check=self.name, status="note", what=what, file=file, line=line, why=why)
+
+    def fail(
+        self, what: str, file: str | None = None, line: int | None = None, *, why: str, fix: str
+    ) -> Finding:
+        return Finding(
+            check=self.name, status="fail", what=what, file=file, line=line, why=why, fix=fix
+        )
+
+    def skipped(self, what: str, why: str) -> Finding:
+        return Finding(check=self.name, status="skipped", what=f"not checked: {what}", why=why)
+
+    def downloaded(self, what: str, loaded: Loaded) -> Finding:
+        """Not checked: ``what`` comes from another repository, not from the tree."""
+        return self.note(
+            f"not checked: {what} {loaded.label}",
+            loaded.file,
+            loaded.line,
+            why="a repository bazel downloads, not a file of this tree",
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,7 +21,6 @@ CUDA_TABLES = (
     "third_party/xla/third_party/tsl/third_party/gpus/cuda/hermetic/cuda_redist_versions.bzl",
     "third_party/gpus/cuda/hermetic/cuda_redist_versions.bzl",
 )
-#: The crosstool of ``@local_config_cuda`` (what ``--crosstool_top`` of the sysroot route names),
 #: Where a WORKSPACE's ``@repo//`` labels live inside TensorFlow's tree.
 LOCAL_REPOSITORIES = {
     "": "",
