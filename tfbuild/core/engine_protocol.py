@@ -28,23 +28,13 @@ class Engine(Protocol):
     """The engine's methods tfbuild calls; each behaves as DockerEngine's of the same name says."""
 
     @property
-    def endpoint(self) -> str:
-        """Where the engine answers (``unix:///var/run/docker.sock``): the receipt records it."""
-        ...
+    def endpoint(self) -> str: ...  # the receipt records it
 
-    def info(self) -> EngineInfo:
-        """What the engine says of itself: its version and API, storage driver, cgroup version and
-        driver, root directory, and the free disk there (None when the engine is not on this
-        machine, whose disk would say nothing of it). Doctor's checks judge it."""
-        ...
+    def info(self) -> EngineInfo: ...
 
-    def image_id(self, tag: str) -> str | None:
-        """The image's id, None when there is no such image."""
-        ...
+    def image_id(self, tag: str) -> str | None: ...
 
-    def image_exists(self, tag: str) -> bool:
-        """Whether the engine has an image ``tag`` (``image_id(tag) is not None``)."""
-        ...
+    def image_exists(self, tag: str) -> bool: ...
 
     def import_image(
         self, archive: Path, *, repository: str, tag: str, changes: Sequence[str] = ()

@@ -79,15 +79,8 @@ def read_input(path: Path | str, *, limit: int, what: str, fix: str = "") -> byt
                         fix=fix,
                     )
                 os.set_blocking(fd, True)
-                chunks: list[bytes] = []
-                size = 0
-                while size <= limit:
-                    chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    size += len(chunk)
-                raw = b"".join(chunks)
+                with open(fd, "rb", closefd=False) as handle:
+                    raw = handle.read(limit + 1)  # to the bound or the end, however many reads
             finally:
                 os.close(fd)
         except FileNotFoundError:
@@ -216,13 +209,10 @@ def free_space(directory: Path) -> int:
 
 def human_size(size: int) -> str:
     """A size as a message says it: ``512 bytes``, ``44 KiB``, ``1.2 MiB``, ``3.4 GiB``."""
-    if size < 1 << 10:
-        return f"{size} bytes"
-    if size < 1 << 20:
-        return f"{size / (1 << 10):.0f} KiB"
-    if size < 1 << 30:
-        return f"{size / (1 << 20):.1f} MiB"
-    return f"{size / (1 << 30):.1f} GiB"
+    for unit, shift, places in (("GiB", 30, ".1f"), ("MiB", 20, ".1f"), ("KiB", 10, ".0f")):
+        if size >= 1 << shift:
+            return f"{size / (1 << shift):{places}} {unit}"
+    return f"{size} bytes"
 
 
 def utc_stamp(now: datetime | None = None) -> str:
@@ -291,16 +281,15 @@ def _stage(directory: Path, target: Path, content: Content, mode: int, temps: li
     added to ``temps`` as it is made (signals held), so that it is removed on any way out."""
     if isinstance(content, Path):
         temp = directory / f"{TEMP_PREFIX}{target.name}.{secrets.token_hex(6)}"
+        linked = True
         with held_signals():  # a link takes microseconds
             try:
                 os.link(content, temp, follow_symlinks=False)
+                temps.append(temp)
             except OSError as exc:
                 if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                     raise
                 linked = False
-            else:
-                temps.append(temp)
-                linked = True
         if not linked:  # another filesystem: a copy
             with held_signals():
                 fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
