@@ -180,32 +180,27 @@ def _unix_socket(endpoint: str) -> str | None:
 _SOCKET_PATH_MAX = 107
 
 
-def _refuse_long_socket_path(endpoint: str) -> None:
-    """A ``unix://`` endpoint no socket can be reached by, its path too long (a socket in a deep
-    directory: a checkout's, a long $TMPDIR's): said as that, not as an engine that is not running."""
-    path = _unix_socket(endpoint)
-    size = len(os.fsencode(path)) if path is not None else 0
-    if size <= _SOCKET_PATH_MAX:
-        return
-    raise EnvironmentProblem(
-        f"cannot reach the Docker engine at {endpoint}",
-        why=f"the socket's path is {size} bytes, and a Unix socket's may have at most "
-        f"{_SOCKET_PATH_MAX}",
-        fix=f"Link a shorter path to it (ln -s {path} /tmp/docker.sock) and set "
-        "DOCKER_HOST=unix:///tmp/docker.sock.",
-    )
-
-
 def _probe_socket(endpoint: str, timeout: float) -> None:
     """Connect to a unix socket and hang up, raising the OSError when that fails.
 
     docker-py's UnixHTTPConnection.connect leaks its socket when connect() fails (7.1), which shows
     up as a ResourceWarning; asking first, with a socket that is always closed, avoids that and
-    gives the plain errno (no such file, permission denied, refused) for the message.
+    gives the plain errno (no such file, permission denied, refused) for the message. A path too
+    long for any socket (a socket in a deep directory: a checkout's, a long $TMPDIR's) is said as
+    that, not as an engine that is not running.
     """
     path = _unix_socket(endpoint)
     if path is None:
         return
+    size = len(os.fsencode(path))
+    if size > _SOCKET_PATH_MAX:
+        raise EnvironmentProblem(
+            f"cannot reach the Docker engine at {endpoint}",
+            why=f"the socket's path is {size} bytes, and a Unix socket's may have at most "
+            f"{_SOCKET_PATH_MAX}",
+            fix=f"Link a shorter path to it (ln -s {path} /tmp/docker.sock) and set "
+            "DOCKER_HOST=unix:///tmp/docker.sock.",
+        )
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         probe.settimeout(timeout)
         probe.connect(path)
@@ -280,7 +275,6 @@ class DockerEngine:
     def connect(cls, *, base_url: str | None = None, timeout: float = 30) -> DockerEngine:
         """Connect to ``base_url``, or to what DOCKER_HOST (or the default socket) names, and ping it."""
         endpoint = base_url or os.environ.get("DOCKER_HOST") or DEFAULT_SOCKET
-        _refuse_long_socket_path(endpoint)
         client = None
         try:
             _probe_socket(endpoint, timeout)
@@ -291,6 +285,8 @@ class DockerEngine:
             else:
                 client = docker.from_env(timeout=timeout)
             client.ping()
+        except EnvironmentProblem:
+            raise  # a socket's path too long
         except Exception as exc:  # the SDK wraps everything differently; each means "not reachable"
             if client is not None:
                 client.close()

@@ -30,8 +30,8 @@ import tempfile
 import threading
 import zipfile
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -171,34 +171,21 @@ def held_signals() -> Iterator[None]:
     def note(signum: int, _frame: object) -> None:
         caught.append(signum)
 
-    previous: list[tuple[int, signal.Handlers | int | object]] = []
     try:
-        for signum in HELD_SIGNALS:
-            handler = signal.getsignal(signum)
-            if handler is None or handler == signal.SIG_IGN:
-                continue  # not set from Python (left alone), or ignored anyway
-            previous.append((signum, handler))  # before the swap: restored whatever happens next
-            signal.signal(signum, note)
-        yield
+        # Each handler is put back, even when a signal arriving meanwhile raises from one put back.
+        with ExitStack() as restore:
+            for signum in HELD_SIGNALS:
+                handler = signal.getsignal(signum)
+                if handler is None or handler == signal.SIG_IGN:
+                    continue  # not set from Python (left alone), or ignored anyway
+                restore.callback(signal.signal, signum, handler)  # before the swap
+                signal.signal(signum, note)
+            yield
     finally:
-        try:
-            _restore_handlers(previous)
-        finally:
-            # Each once, in the order they came, also when the step failed: the first handler's
-            # exception (KeyboardInterrupt, tfbuild's Interrupted) is raised from here.
-            for pending in dict.fromkeys(caught):
-                signal.raise_signal(pending)
-
-
-def _restore_handlers(handlers: Sequence[tuple[int, object]]) -> None:
-    """Put each handler back, even when a signal arriving meanwhile raises from one put back."""
-    if not handlers:
-        return
-    (signum, handler), rest = handlers[0], handlers[1:]
-    try:
-        signal.signal(signum, handler)  # type: ignore[arg-type]
-    finally:
-        _restore_handlers(rest)
+        # Each once, in the order they came, also when the step failed: the first handler's
+        # exception (KeyboardInterrupt, tfbuild's Interrupted) is raised from here.
+        for pending in dict.fromkeys(caught):
+            signal.raise_signal(pending)
 
 
 def free_space(directory: Path) -> int:
