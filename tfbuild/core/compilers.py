@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tfbuild.core.commands import CommandResult, Runner, run_command
@@ -104,9 +104,7 @@ def find_compiler(wanted: str, *, needed_for: str) -> CompilerExecutable:
             continue
         if found.family != family:
             why = f"this host has no {family} (the plan's {wanted}): its {found.family} instead"
-            found = CompilerExecutable(
-                path=found.path, family=found.family, version=found.version, why=why
-            )
+            found = replace(found, why=why)
         return found
     raise EnvironmentProblem(
         "no C++ compiler on this host",

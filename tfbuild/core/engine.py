@@ -582,9 +582,8 @@ class DockerEngine:
             # The same as mem_limit: the limit means memory, not memory plus as much swap again.
             "memswap_limit": mem_limit,
             "name": name,
+            "network_mode": network_mode,  # None: the SDK's "default"
         }
-        if network_mode is not None:
-            options["network_mode"] = network_mode
         try:
             container, started = self._start(image, command, options)
             result = self._follow(container, started=started, emit=on_line or _ignore)

@@ -1,15 +1,12 @@
 """What tfbuild asks of a container engine: :class:`Engine`.
 
 :class:`tfbuild.core.engine.DockerEngine` is the one in the product. Every stage that uses an engine
-takes it as this type: the build (``build.run``, ``build.container``, ``build.toolchain_image``,
-``build.credentials``, ``build.rebuild``'s verify), the overlay's toolchain image
-(``overlay.image``), ``smoke --in-image`` (``smoke.loads``), doctor's checks and canary probe
-(``build.doctor``) and ``tfbuild base`` (``build.base_images``). So what they do with the engine's
-answers (the OOM retry, a container killed or removed from outside, signals during the clean-up, an
-image reused, a wheel that does not load elsewhere, the engine's own facts judged) also runs against
-the tests' in-memory engine, ``tests/engine_fake.py``, which replays what the real one was recorded
-doing (``tests/fixtures/engine/``). Planning with a local base image (``plan.here``) still takes
-the DockerEngine itself, and so does doctor's ``run_canary``, which plans the canary's builds with it.
+takes it as this type, so what they do with the engine's answers (the OOM retry, a container killed
+or removed from outside, signals during the clean-up, an image reused, a wheel that does not load
+elsewhere, the engine's own facts judged) also runs against the tests' in-memory engine,
+``tests/engine_fake.py``, which replays what the real one was recorded doing
+(``tests/fixtures/engine/``). Planning with a local base image (``plan.here``) and doctor's
+``run_canary``, which plans the canary's builds with it, still take the DockerEngine itself.
 
 Loads no docker: the types named below are only looked at by the type checker.
 """
