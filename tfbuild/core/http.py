@@ -185,12 +185,10 @@ class RedirectRefused(HttpFailure, InputError):
 
     def __init__(self, url: str, *, status: int, refusal: str, by_rule: bool) -> None:
         self.by_rule = by_rule
-        why = (
-            f"the server redirects it: {refusal}"
-            if by_rule
-            else f"the server answered {status}: {refusal}"
+        said = "redirects it" if by_rule else f"answered {status}"
+        super().__init__(
+            url, f"the server {said}: {refusal}", fix="Give the resource's own http(s) address."
         )
-        super().__init__(url, why, fix="Give the resource's own http(s) address.")
 
 
 class Truncated(HttpFailure, Unreachable):
