@@ -1,20 +1,15 @@
 """Every external command tfbuild runs, and every script it runs in another interpreter: one typed
 call, one error rule, one seam tests replay.
 
-A :class:`Command` is what to run (argv, environment, directory, time limit) and what to say when it
-fails (``what``, ``fix``, and the tfbuild error class, so the exit code is the stage's).
-:func:`run` returns what it printed, or raises that error for each way a command fails: it cannot
-be started, it outlives its time limit, it exits non-zero. The error's line names the program and
-the last line it said. :func:`ask` runs a call whose last line of output is a JSON value and
-decodes it strictly (:mod:`tfbuild.core.serial`) into the type asked for; an undecodable answer is
-the same error. :func:`attempt` is for the few callers to whom a failure is an answer (a probe that
-reports a crashing import): it never raises, and says how the command ended.
+A :class:`Command` says what to run and what to say when it fails (its error class carries the
+stage's exit code). :func:`run` raises that error for each way a command fails, its line naming the
+program and the last line it said; :func:`ask` decodes that last line as JSON, strictly
+(:mod:`tfbuild.core.serial`); :func:`attempt`, for callers to whom a failure is an answer, never
+raises.
 
 Scripts that run in another Python (the stock TensorFlow's, an image's) live in
-``tfbuild/scripts/``, one file each, importing nothing of tfbuild. :func:`in_python` runs one
-isolated (``python -I``: no script directory, no PYTHON* variables, no user site), with nothing of
-tfbuild's tree on its path but the directories the call names (``paths``), first on ``sys.path``
-as PYTHONPATH would put them.
+``tfbuild/scripts/``, one file each, importing nothing of tfbuild; :func:`in_python` runs one
+isolated (``python -I``), with nothing of tfbuild's tree on its path but what the call names.
 
 Tests replay recorded real output through :func:`replaying` instead of monkeypatching
 ``subprocess``: every call of this module goes through the one runner in force.
@@ -300,14 +295,8 @@ def wait_or_kill(process: subprocess.Popen[str], timeout: float) -> None:
 # --- the detectors' short form --------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
-class CommandResult:
-    """What a finished command printed and returned."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
+#: How a command of the short form ended: never one that did not start (that is no result).
+CommandResult = Finished
 
 #: A function that runs ``argv`` and returns its result, or None when the program does not exist or
 #: cannot be started (or does not finish within the detector's time limit). Detectors take one, so
@@ -323,6 +312,4 @@ def run_command(
     env = {**(os.environ if env is None else env), "LC_ALL": "C"}
     call = Command(argv=tuple(argv), what=f"{argv[0]} did not run", env=env, timeout=timeout)
     done = attempt(call)
-    if done.returncode is None:
-        return None
-    return CommandResult(returncode=done.returncode, stdout=done.stdout, stderr=done.stderr)
+    return None if done.returncode is None else done

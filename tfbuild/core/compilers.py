@@ -8,13 +8,13 @@ first) and the overlay the C driver beside it. What a compiler *release* spells 
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfbuild.core.commands import CommandResult, Runner, run_command
+from tfbuild.core.commands import Runner, run_command
 from tfbuild.core.errors import EnvironmentProblem
 
 #: C++ compilers by family, in the order they are looked for on PATH.
@@ -54,9 +54,8 @@ class CompilerExecutable:
         return int(release.split(".")[0]) if release else None
 
 
-def _ask(argv: Sequence[str]) -> CommandResult | None:
-    """A compiler's answer to ``argv``, within 30 s (a cold compiler on a busy machine is slow)."""
-    return run_command(argv, timeout=30.0)
+#: A compiler's answer, within 30 s (a cold compiler on a busy machine is slow).
+_ask: Runner = functools.partial(run_command, timeout=30.0)
 
 
 def version_line(program: str, *, run: Runner = _ask) -> str | None:
@@ -104,9 +103,7 @@ def find_compiler(wanted: str, *, needed_for: str) -> CompilerExecutable:
             continue
         if found.family != family:
             why = f"this host has no {family} (the plan's {wanted}): its {found.family} instead"
-            found = CompilerExecutable(
-                path=found.path, family=found.family, version=found.version, why=why
-            )
+            found = replace(found, why=why)
         return found
     raise EnvironmentProblem(
         "no C++ compiler on this host",

@@ -115,22 +115,26 @@ class RunResult:
 
 
 class _Lines:
-    """Turns chunks of text (or bytes) cut anywhere into whole lines, without the newline."""
+    """Turns chunks of text (or bytes) cut anywhere into whole lines, without the newline, each
+    given to ``emit`` once whole."""
 
-    def __init__(self) -> None:
+    def __init__(self, emit: LineCallback) -> None:
         # Incremental, so that a UTF-8 character split across two chunks decodes once whole.
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""
+        self._emit = emit
 
-    def feed(self, chunk: str | bytes) -> list[str]:
+    def feed(self, chunk: str | bytes) -> None:
         text = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
         *lines, self._pending = (self._pending + text).split("\n")
-        return [line.rstrip("\r") for line in lines]
+        for line in lines:
+            self._emit(line.rstrip("\r"))
 
-    def flush(self) -> list[str]:
+    def flush(self) -> None:
         rest = self._pending + self._decoder.decode(b"", final=True)
         self._pending = ""
-        return [rest.rstrip("\r")] if rest else []
+        if rest:
+            self._emit(rest.rstrip("\r"))
 
 
 class PushFailed(EnvironmentProblem):
@@ -180,32 +184,27 @@ def _unix_socket(endpoint: str) -> str | None:
 _SOCKET_PATH_MAX = 107
 
 
-def _refuse_long_socket_path(endpoint: str) -> None:
-    """A ``unix://`` endpoint no socket can be reached by, its path too long (a socket in a deep
-    directory: a checkout's, a long $TMPDIR's): said as that, not as an engine that is not running."""
-    path = _unix_socket(endpoint)
-    size = len(os.fsencode(path)) if path is not None else 0
-    if size <= _SOCKET_PATH_MAX:
-        return
-    raise EnvironmentProblem(
-        f"cannot reach the Docker engine at {endpoint}",
-        why=f"the socket's path is {size} bytes, and a Unix socket's may have at most "
-        f"{_SOCKET_PATH_MAX}",
-        fix=f"Link a shorter path to it (ln -s {path} /tmp/docker.sock) and set "
-        "DOCKER_HOST=unix:///tmp/docker.sock.",
-    )
-
-
 def _probe_socket(endpoint: str, timeout: float) -> None:
     """Connect to a unix socket and hang up, raising the OSError when that fails.
 
     docker-py's UnixHTTPConnection.connect leaks its socket when connect() fails (7.1), which shows
     up as a ResourceWarning; asking first, with a socket that is always closed, avoids that and
-    gives the plain errno (no such file, permission denied, refused) for the message.
+    gives the plain errno (no such file, permission denied, refused) for the message. A path too
+    long for any socket (a socket in a deep directory: a checkout's, a long $TMPDIR's) is said as
+    that, not as an engine that is not running.
     """
     path = _unix_socket(endpoint)
     if path is None:
         return
+    size = len(os.fsencode(path))
+    if size > _SOCKET_PATH_MAX:
+        raise EnvironmentProblem(
+            f"cannot reach the Docker engine at {endpoint}",
+            why=f"the socket's path is {size} bytes, and a Unix socket's may have at most "
+            f"{_SOCKET_PATH_MAX}",
+            fix=f"Link a shorter path to it (ln -s {path} /tmp/docker.sock) and set "
+            "DOCKER_HOST=unix:///tmp/docker.sock.",
+        )
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         probe.settimeout(timeout)
         probe.connect(path)
@@ -280,7 +279,6 @@ class DockerEngine:
     def connect(cls, *, base_url: str | None = None, timeout: float = 30) -> DockerEngine:
         """Connect to ``base_url``, or to what DOCKER_HOST (or the default socket) names, and ping it."""
         endpoint = base_url or os.environ.get("DOCKER_HOST") or DEFAULT_SOCKET
-        _refuse_long_socket_path(endpoint)
         client = None
         try:
             _probe_socket(endpoint, timeout)
@@ -291,6 +289,8 @@ class DockerEngine:
             else:
                 client = docker.from_env(timeout=timeout)
             client.ping()
+        except EnvironmentProblem:
+            raise  # a socket's path too long
         except Exception as exc:  # the SDK wraps everything differently; each means "not reachable"
             if client is not None:
                 client.close()
@@ -445,26 +445,24 @@ class DockerEngine:
 
     @staticmethod
     def _follow_build(chunks: Iterable[dict[str, Any]], *, tag: str, emit: LineCallback) -> None:
-        lines, log = _Lines(), StepOutput()
+        log = StepOutput()
 
         def say(line: str) -> None:
             log.note(line)
             emit(line)
 
+        lines = _Lines(lambda line: say(printable_line(line)))
         for chunk in chunks:
-            for line in lines.feed(chunk.get("stream", "")):
-                say(printable_line(line))
+            lines.feed(chunk.get("stream", ""))
             if chunk.get("status"):  # e.g. "Downloading" lines, one status per chunk
                 say(" ".join(str(chunk[key]) for key in ("status", "progress") if chunk.get(key)))
             error = _chunk_error(chunk)
             if error is not None:
-                for line in lines.flush():
-                    say(printable_line(line))
+                lines.flush()
                 # Not the builder's "The command '<the whole RUN again>' returned ...".
                 emit(f"[the step failed: {one_reason(error)}]")
                 raise log.failure(tag, error)
-        for line in lines.flush():
-            say(printable_line(line))
+        lines.flush()
 
     def ensure_image(
         self,
@@ -586,9 +584,8 @@ class DockerEngine:
             # The same as mem_limit: the limit means memory, not memory plus as much swap again.
             "memswap_limit": mem_limit,
             "name": name,
+            "network_mode": network_mode,  # None: the SDK's "default"
         }
-        if network_mode is not None:
-            options["network_mode"] = network_mode
         try:
             container, started = self._start(image, command, options)
             result = self._follow(container, started=started, emit=on_line or _ignore)
@@ -628,19 +625,18 @@ class DockerEngine:
         return container, started
 
     def _follow(self, container: Any, *, started: float, emit: LineCallback) -> RunResult:
-        lines = _Lines()
+        lines = _Lines(emit)
         with self._talking(f"following container {container.short_id}"), _gone(container):
-            seen = self._pass_logs(container, lines, emit, follow=True)
+            seen = self._pass_logs(container, lines, follow=True)
             status = container.wait()
             duration = time.monotonic() - started
             # A follow can end before an unterminated last line (moby/moby#43860, seen on 20.10).
             # Once the container has exited its log is complete: pass on what the follow missed.
-            self._pass_logs(container, lines, emit, follow=False, skip=seen)
+            self._pass_logs(container, lines, follow=False, skip=seen)
             container.reload()
             if container.attrs["State"].get("Status") in _REMOVED:
                 raise ContainerGone(container.short_id, str(container.attrs["State"]["Status"]))
-        for line in lines.flush():
-            emit(line)
+        lines.flush()
         return RunResult(
             exit_code=int(status.get("StatusCode", -1)),
             oom_killed=bool(container.attrs["State"].get("OOMKilled")),
@@ -649,18 +645,15 @@ class DockerEngine:
         )
 
     @staticmethod
-    def _pass_logs(
-        container: Any, lines: _Lines, emit: LineCallback, *, follow: bool, skip: int = 0
-    ) -> int:
-        """Send the output after its first ``skip`` bytes to ``emit``, line by line; bytes read."""
+    def _pass_logs(container: Any, lines: _Lines, *, follow: bool, skip: int = 0) -> int:
+        """Send the output after its first ``skip`` bytes to ``lines``; the bytes read."""
         stream = container.logs(stream=True, follow=follow, stdout=True, stderr=True)
         offset = 0
         try:
             for chunk in stream:
                 start = max(0, skip - offset)  # the part of this chunk that was passed on before
                 offset += len(chunk)
-                for line in lines.feed(chunk[start:]):
-                    emit(line)
+                lines.feed(chunk[start:])
         finally:
             # Else an interrupted follow keeps its connection. Not stream.close(): in docker-py 7.1
             # it shuts the socket but leaves the response's file open (a ResourceWarning).

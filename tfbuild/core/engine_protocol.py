@@ -1,15 +1,12 @@
 """What tfbuild asks of a container engine: :class:`Engine`.
 
 :class:`tfbuild.core.engine.DockerEngine` is the one in the product. Every stage that uses an engine
-takes it as this type: the build (``build.run``, ``build.container``, ``build.toolchain_image``,
-``build.credentials``, ``build.rebuild``'s verify), the overlay's toolchain image
-(``overlay.image``), ``smoke --in-image`` (``smoke.loads``), doctor's checks and canary probe
-(``build.doctor``) and ``tfbuild base`` (``build.base_images``). So what they do with the engine's
-answers (the OOM retry, a container killed or removed from outside, signals during the clean-up, an
-image reused, a wheel that does not load elsewhere, the engine's own facts judged) also runs against
-the tests' in-memory engine, ``tests/engine_fake.py``, which replays what the real one was recorded
-doing (``tests/fixtures/engine/``). Planning with a local base image (``plan.here``) still takes
-the DockerEngine itself, and so does doctor's ``run_canary``, which plans the canary's builds with it.
+takes it as this type, so what they do with the engine's answers (the OOM retry, a container killed
+or removed from outside, signals during the clean-up, an image reused, a wheel that does not load
+elsewhere, the engine's own facts judged) also runs against the tests' in-memory engine,
+``tests/engine_fake.py``, which replays what the real one was recorded doing
+(``tests/fixtures/engine/``). Planning with a local base image (``plan.here``) and doctor's
+``run_canary``, which plans the canary's builds with it, still take the DockerEngine itself.
 
 Loads no docker: the types named below are only looked at by the type checker.
 """
@@ -28,23 +25,13 @@ class Engine(Protocol):
     """The engine's methods tfbuild calls; each behaves as DockerEngine's of the same name says."""
 
     @property
-    def endpoint(self) -> str:
-        """Where the engine answers (``unix:///var/run/docker.sock``): the receipt records it."""
-        ...
+    def endpoint(self) -> str: ...  # the receipt records it
 
-    def info(self) -> EngineInfo:
-        """What the engine says of itself: its version and API, storage driver, cgroup version and
-        driver, root directory, and the free disk there (None when the engine is not on this
-        machine, whose disk would say nothing of it). Doctor's checks judge it."""
-        ...
+    def info(self) -> EngineInfo: ...
 
-    def image_id(self, tag: str) -> str | None:
-        """The image's id, None when there is no such image."""
-        ...
+    def image_id(self, tag: str) -> str | None: ...
 
-    def image_exists(self, tag: str) -> bool:
-        """Whether the engine has an image ``tag`` (``image_id(tag) is not None``)."""
-        ...
+    def image_exists(self, tag: str) -> bool: ...
 
     def import_image(
         self, archive: Path, *, repository: str, tag: str, changes: Sequence[str] = ()

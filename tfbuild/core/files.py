@@ -30,8 +30,8 @@ import tempfile
 import threading
 import zipfile
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -79,15 +79,8 @@ def read_input(path: Path | str, *, limit: int, what: str, fix: str = "") -> byt
                         fix=fix,
                     )
                 os.set_blocking(fd, True)
-                chunks: list[bytes] = []
-                size = 0
-                while size <= limit:
-                    chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    size += len(chunk)
-                raw = b"".join(chunks)
+                with open(fd, "rb", closefd=False) as handle:
+                    raw = handle.read(limit + 1)  # to the bound or the end, however many reads
             finally:
                 os.close(fd)
         except FileNotFoundError:
@@ -178,34 +171,21 @@ def held_signals() -> Iterator[None]:
     def note(signum: int, _frame: object) -> None:
         caught.append(signum)
 
-    previous: list[tuple[int, signal.Handlers | int | object]] = []
     try:
-        for signum in HELD_SIGNALS:
-            handler = signal.getsignal(signum)
-            if handler is None or handler == signal.SIG_IGN:
-                continue  # not set from Python (left alone), or ignored anyway
-            previous.append((signum, handler))  # before the swap: restored whatever happens next
-            signal.signal(signum, note)
-        yield
+        # Each handler is put back, even when a signal arriving meanwhile raises from one put back.
+        with ExitStack() as restore:
+            for signum in HELD_SIGNALS:
+                handler = signal.getsignal(signum)
+                if handler is None or handler == signal.SIG_IGN:
+                    continue  # not set from Python (left alone), or ignored anyway
+                restore.callback(signal.signal, signum, handler)  # before the swap
+                signal.signal(signum, note)
+            yield
     finally:
-        try:
-            _restore_handlers(previous)
-        finally:
-            # Each once, in the order they came, also when the step failed: the first handler's
-            # exception (KeyboardInterrupt, tfbuild's Interrupted) is raised from here.
-            for pending in dict.fromkeys(caught):
-                signal.raise_signal(pending)
-
-
-def _restore_handlers(handlers: Sequence[tuple[int, object]]) -> None:
-    """Put each handler back, even when a signal arriving meanwhile raises from one put back."""
-    if not handlers:
-        return
-    (signum, handler), rest = handlers[0], handlers[1:]
-    try:
-        signal.signal(signum, handler)  # type: ignore[arg-type]
-    finally:
-        _restore_handlers(rest)
+        # Each once, in the order they came, also when the step failed: the first handler's
+        # exception (KeyboardInterrupt, tfbuild's Interrupted) is raised from here.
+        for pending in dict.fromkeys(caught):
+            signal.raise_signal(pending)
 
 
 def free_space(directory: Path) -> int:
@@ -216,13 +196,10 @@ def free_space(directory: Path) -> int:
 
 def human_size(size: int) -> str:
     """A size as a message says it: ``512 bytes``, ``44 KiB``, ``1.2 MiB``, ``3.4 GiB``."""
-    if size < 1 << 10:
-        return f"{size} bytes"
-    if size < 1 << 20:
-        return f"{size / (1 << 10):.0f} KiB"
-    if size < 1 << 30:
-        return f"{size / (1 << 20):.1f} MiB"
-    return f"{size / (1 << 30):.1f} GiB"
+    for unit, shift, places in (("GiB", 30, ".1f"), ("MiB", 20, ".1f"), ("KiB", 10, ".0f")):
+        if size >= 1 << shift:
+            return f"{size / (1 << shift):{places}} {unit}"
+    return f"{size} bytes"
 
 
 def utc_stamp(now: datetime | None = None) -> str:
@@ -291,16 +268,15 @@ def _stage(directory: Path, target: Path, content: Content, mode: int, temps: li
     added to ``temps`` as it is made (signals held), so that it is removed on any way out."""
     if isinstance(content, Path):
         temp = directory / f"{TEMP_PREFIX}{target.name}.{secrets.token_hex(6)}"
+        linked = True
         with held_signals():  # a link takes microseconds
             try:
                 os.link(content, temp, follow_symlinks=False)
+                temps.append(temp)
             except OSError as exc:
                 if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                     raise
                 linked = False
-            else:
-                temps.append(temp)
-                linked = True
         if not linked:  # another filesystem: a copy
             with held_signals():
                 fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)

@@ -185,12 +185,10 @@ class RedirectRefused(HttpFailure, InputError):
 
     def __init__(self, url: str, *, status: int, refusal: str, by_rule: bool) -> None:
         self.by_rule = by_rule
-        why = (
-            f"the server redirects it: {refusal}"
-            if by_rule
-            else f"the server answered {status}: {refusal}"
+        said = "redirects it" if by_rule else f"answered {status}"
+        super().__init__(
+            url, f"the server {said}: {refusal}", fix="Give the resource's own http(s) address."
         )
-        super().__init__(url, why, fix="Give the resource's own http(s) address.")
 
 
 class Truncated(HttpFailure, Unreachable):
@@ -248,12 +246,8 @@ def download(
     ca_bundle: Path | None = None,
     on_progress: Progress | None = None,
 ) -> Fetched:
-    """GET ``url``, each piece of the body given to ``sink`` as it arrives (and hashed), within
-    ``deadline`` and ``limit`` bytes; ``timeout`` seconds at most for each connect and read.
-
-    A redirect is followed to http(s) only, never from https to http, and only where ``redirect``
-    (given the new URL) says nothing against it. ``on_progress`` is told the bytes received after
-    each piece. Raises an :class:`HttpFailure` subclass for every way the request fails, InputError
+    """GET ``url`` within the module's bounds, each piece of the body given to ``sink`` as it
+    arrives (and hashed), and ``on_progress`` told the bytes received after it. Raises InputError
     for a ``ca_bundle`` that is no CA bundle; what ``sink`` or ``on_progress`` raise (a full disk,
     Ctrl-C) passes through unchanged."""
     _check_url(url)
@@ -356,13 +350,15 @@ class _Transfer:
             raise self.failure(exc, by_deadline) from None
         digest = hashlib.sha256()
         with response:
-            length = _content_length(response.headers.get("Content-Length"))
+            announced = (response.headers.get("Content-Length") or "").strip()
+            length = int(announced) if announced.isascii() and announced.isdigit() else None
             if length is not None and length > limit:
                 raise TooLarge(self.url, limit=limit, declared=length)
             while not self.watch.fired:
-                chunk = self.read(
-                    response, min(_CHUNK, limit + 1 - self.watch.received), by_deadline
-                )
+                try:
+                    chunk = response.read1(min(_CHUNK, limit + 1 - self.watch.received))
+                except (http.client.HTTPException, OSError, ValueError) as exc:
+                    raise self.failure(exc, by_deadline) from None  # reset, timeout, cut
                 if not chunk:
                     break
                 self.watch.received += len(chunk)
@@ -380,14 +376,6 @@ class _Transfer:
         if length is not None and received < length:
             raise Truncated(self.url, received=received, expected=length)
         return Fetched(url=final, size=received, sha256=digest.hexdigest(), charset=charset)
-
-    def read(self, response: http.client.HTTPResponse, size: int, by_deadline: bool) -> bytes:
-        import http.client
-
-        try:
-            return response.read1(size)
-        except (http.client.HTTPException, OSError, ValueError) as exc:  # reset, timeout, cut
-            raise self.failure(exc, by_deadline) from None
 
     def failure(self, exc: Exception, by_deadline: bool) -> HttpFailure:
         """The failure ``exc`` (raised by urllib, http.client or a socket) means."""
@@ -411,12 +399,6 @@ class _Transfer:
             why = str(reason) or type(reason).__name__
         certificate = isinstance(reason, ssl.SSLCertVerificationError)
         return NetworkFailure(self.url, why, certificate=certificate)
-
-
-def _content_length(header: str | None) -> int | None:
-    """The announced length, or None when there is none (or none that is a number)."""
-    text = (header or "").strip()
-    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _opener(

@@ -1,17 +1,15 @@
 """Every command's options, declared once, as fields of frozen dataclasses.
 
 A command's request is a dataclass; each field that is an option carries its command-line
-declaration (:class:`Cli`: flags, metavar, help) in its metadata, made by :func:`declared` (said
-in place) or :func:`option` (a declaration shared). The command line (:mod:`tfbuild.cli.options`)
-turns those fields into typer options, and the values a user gave back into the dataclass
-(:func:`from_command_line`), which checks them when it is made.
-So adding an option takes the field, with its declaration, and its use.
+declaration (:class:`Cli`) in its metadata. The command line (:mod:`tfbuild.cli.options`) turns
+those fields into typer options, and the values a user gave back into the dataclass
+(:func:`from_command_line`), which checks them when it is made. So adding an option takes the
+field, with its declaration, and its use.
 
 An option several commands take means one thing, and is declared once: a module-level
 :class:`Cli` (:data:`JSON`, :data:`CPUINFO`, the ``--python`` of :mod:`tfbuild.core.pythons`) that
-each command's field names. A field whose type is itself such a dataclass, made by :func:`group`,
-brings all of that dataclass's options (``plan``, ``render``, ``wheel`` and ``forecast`` each take
-:class:`~tfbuild.plan.options.PlanOptions` whole). Fields without a declaration are not options.
+each command's field names; a :func:`group` field brings a whole request's (``plan``, ``render``,
+``wheel`` and ``forecast`` each take :class:`~tfbuild.plan.options.PlanOptions`).
 
 typer is not imported here: the stages that declare their requests (plan, smoke, pick) stay free of
 the command line's libraries.

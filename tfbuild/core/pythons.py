@@ -1,11 +1,9 @@
 """``--python``, in every command: a Python, named by its version (``3.12``) or by an interpreter
 (``.venv/bin/python``, ``python3.12``).
 
-One kind of value, with one grammar (:func:`parse_python`); each command takes of it what it needs.
-A wheel is for a version: an interpreter gives its own (:func:`python_version`, asked in a
-subprocess). A test environment needs an interpreter: a version is found as tfbuild's own
-interpreter when it is that version, else as ``pythonX.Y`` on PATH (:func:`python_executable`).
-``pick`` takes both from one value: the version to match, and the interpreter to install into.
+One kind of value, with one grammar (:func:`parse_python`); each command takes of it what it needs:
+a wheel a version (:func:`python_version`), a test environment an interpreter
+(:func:`python_executable`), ``pick`` both (the version to match, the interpreter to install into).
 """
 
 from __future__ import annotations

@@ -82,7 +82,8 @@ def quantile(sorted_values: Sequence[float], q: float) -> float:
 
 
 def _seconds(values: Sequence[float], what: str) -> list[float]:
-    data = sorted(float(v) for v in values)
+    """``values`` as floats, in their order, refused unless they are positive, finite seconds."""
+    data = [float(v) for v in values]
     if not data:
         raise ValueError(f"{what}: no timings")
     if not all(math.isfinite(v) and v > 0 for v in data):
@@ -133,7 +134,7 @@ class Summary:
 
     @staticmethod
     def of(seconds_per_call: Sequence[float], work: float, unit: str) -> Summary:
-        data = _seconds(seconds_per_call, "Summary.of")
+        data = sorted(_seconds(seconds_per_call, "Summary.of"))
         mean = statistics.fmean(data)
         median = statistics.median(data)
         q1, q3 = quantile(data, 0.25), quantile(data, 0.75)
@@ -242,8 +243,8 @@ def ratios(
     confidences: Sequence[float],
 ) -> list[Ratio]:
     """:func:`ratio` at each of ``confidences``, the Walsh averages sorted once."""
-    cand = [math.log(v) for v in _raw(candidate, "candidate")]
-    base = [math.log(v) for v in _raw(baseline, "baseline")]
+    cand = [math.log(v) for v in _seconds(candidate, "candidate")]
+    base = [math.log(v) for v in _seconds(baseline, "baseline")]
     if not all(0 < c < 1 for c in confidences):
         raise ValueError("a confidence lies between 0 and 1")
     if not paired:
@@ -262,12 +263,6 @@ def ratios(
             low, high = math.exp(values[bound]), math.exp(values[len(values) - 1 - bound])
         found.append(Ratio(ratio=estimate, low=low, high=high, confidence=confidence))
     return found
-
-
-def _raw(values: Sequence[float], what: str) -> list[float]:
-    data = [float(v) for v in values]
-    _seconds(data, what)
-    return data
 
 
 # --- the answer ------------------------------------------------------------------------------------
