@@ -290,26 +290,3 @@ def wait_or_kill(process: subprocess.Popen[str], timeout: float) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-
-
-# --- the detectors' short form --------------------------------------------------------------------
-
-
-#: How a command of the short form ended: never one that did not start (that is no result).
-CommandResult = Finished
-
-#: A function that runs ``argv`` and returns its result, or None when the program does not exist or
-#: cannot be started (or does not finish within the detector's time limit). Detectors take one, so
-#: tests replay recorded output of commands this machine cannot produce (``nvidia-smi``).
-Runner = Callable[[Sequence[str]], "CommandResult | None"]
-
-
-def run_command(
-    argv: Sequence[str], *, timeout: float = 10.0, env: Mapping[str, str] | None = None
-) -> CommandResult | None:
-    """Run ``argv`` with a C locale (in ``env``, default this process's environment) and return its
-    output; None if it cannot run or times out."""
-    env = {**(os.environ if env is None else env), "LC_ALL": "C"}
-    call = Command(argv=tuple(argv), what=f"{argv[0]} did not run", env=env, timeout=timeout)
-    done = attempt(call)
-    return None if done.returncode is None else done

@@ -8,13 +8,13 @@ first) and the overlay the C driver beside it. What a compiler *release* spells 
 
 from __future__ import annotations
 
-import functools
+import os
 import re
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tfbuild.core.commands import Runner, run_command
+from tfbuild.core.commands import Command, Finished, attempt
 from tfbuild.core.errors import EnvironmentProblem
 
 #: C++ compilers by family, in the order they are looked for on PATH.
@@ -54,30 +54,31 @@ class CompilerExecutable:
         return int(release.split(".")[0]) if release else None
 
 
-#: A compiler's answer, within 30 s (a cold compiler on a busy machine is slow).
-_ask: Runner = functools.partial(run_command, timeout=30.0)
+def _ask(*argv: str) -> Finished:
+    """What a compiler answers, in the C locale, within 30 s (a cold compiler on a busy machine is
+    slow)."""
+    env = {**os.environ, "LC_ALL": "C"}
+    return attempt(Command(argv=argv, what=f"{argv[0]} did not run", env=env, timeout=30.0))
 
 
-def version_line(program: str, *, run: Runner = _ask) -> str | None:
+def version_line(program: str) -> str | None:
     """The first line ``program --version`` prints, or None when it does not run, fails or says
     nothing."""
-    result = run([program, "--version"])
-    if result is None or result.returncode != 0:
+    result = _ask(program, "--version")
+    if not result.ok:
         return None
     first = next(iter(result.stdout.strip().splitlines()), "")
     return first or None
 
 
-def release_of(program: str, *, family: str, run: Runner = _ask) -> str | None:
+def release_of(program: str, *, family: str) -> str | None:
     """The release ``program`` of ``family`` says it is ("12.2.0"), or None. gcc tells it whole
     with ``-dumpfullversion`` (``-dumpversion`` before GCC 7, which knows no -dumpfullversion);
     every other compiler names it in ``--version``."""
     if family == "gcc":
-        result = run([program, "-dumpfullversion", "-dumpversion"])
-        if result is None or result.returncode != 0:
-            return None
-        return result.stdout.strip() or None
-    line = version_line(program, run=run)
+        result = _ask(program, "-dumpfullversion", "-dumpversion")
+        return (result.stdout.strip() or None) if result.ok else None
+    line = version_line(program)
     return release_in(line) if line else None
 
 
