@@ -263,25 +263,6 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def _unicode(value: Any) -> None:
-    """Every string (keys too) is text that encodes: no lone surrogate from a ``\\ud800`` escape."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValueError(
-                    "it holds a lone surrogate (\\ud800-\\udfff) in a string"
-                ) from None
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-
-
 def load_json(raw: bytes, *, charset: str = "utf-8") -> Any:
     """The JSON in ``raw`` (a file's bytes, an HTTP body in ``charset``), read bounded in size,
     nesting and numbers; a ValueError whose message is one clause for anything else: too large or
@@ -305,7 +286,10 @@ def load_json(raw: bytes, *, charset: str = "utf-8") -> Any:
         )
     except RecursionError:  # not reached after json_depth; kept so that it can never escape
         raise ValueError(deeper) from None
-    _unicode(data)
+    try:  # every string (keys too) is text that encodes: no lone surrogate from a \ud800 escape
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("it holds a lone surrogate (\\ud800-\\udfff) in a string") from None
     return data
 
 
@@ -553,10 +537,6 @@ class CanaryCheck:
         return all(self.smoke.get(name, SmokeOutcome(ok=False)).ok for name in CANARY_BUILDS)
 
 
-#: Sections other commands add to a published receipt (``update_receipt``): doctor's canary check.
-SECTIONS = ("canary",)
-
-
 @dataclass(frozen=True, kw_only=True)
 class Receipt:
     """A wheel's receipt. ``canary`` is what another command adds later (doctor's check)."""
@@ -594,11 +574,6 @@ class Receipt:
     #: doctor's canary check (instruction sets found, speedup), added to the published receipt by
     #: ``update_receipt``; written only once added.
     canary: CanaryCheck | None = None
-
-    @property
-    def sections(self) -> dict[str, CanaryCheck]:
-        """The sections other commands added, by name."""
-        return {"canary": self.canary} if self.canary is not None else {}
 
     # --- what readers ask ---------------------------------------------------------------------
 
@@ -642,13 +617,12 @@ class Receipt:
 
     # --- JSON ---------------------------------------------------------------------------------
 
-    # hand-written: a section not added (None) is written as no key, not as null
+    # hand-written: the canary section not added (None) is written as no key, not as null
     def to_json(self) -> dict[str, Any]:
-        """The receipt as JSON data: its fields in order, the sections at the top level last."""
+        """The receipt as JSON data: its fields in order, the canary section last."""
         data: dict[str, Any] = serial.to_data(self)
-        for name in SECTIONS:
-            if data[name] is None:  # not added: no key
-                del data[name]
+        if data["canary"] is None:
+            del data["canary"]
         return data
 
     # hand-written: untrusted input, its schema first, then every field to its type and grammar
@@ -712,9 +686,8 @@ def _grammar(receipt: Receipt, data: dict[str, Any]) -> str | None:
         datetime.fromisoformat(receipt.created)
     except ValueError:
         return holds("created", receipt.created, "an ISO 8601 time")
-    for name in SECTIONS:  # a section not added is no key, never null
-        if name in data and data[name] is None:
-            return f"its {name} holds NoneType, not an object"
+    if "canary" in data and data["canary"] is None:  # a section not added is no key, never null
+        return "its canary holds NoneType, not an object"
     canary = receipt.canary
     if canary is None:
         return None
