@@ -250,31 +250,25 @@ def toolchain_rc(recipe: Recipe, toolchain: Toolchain) -> list[str]:
 @dataclass(frozen=True, kw_only=True)
 class BazelCommand:
     """bazel's startup and build options: a plan's as build.sh runs them and ``plan --why`` shows
-    them (:func:`bazel_command`), those its resources become (:func:`resource_options`), or those
-    the planner chooses besides (:func:`bazel_options`)."""
+    them (:func:`bazel_command`), or those the planner chooses besides (:func:`bazel_options`)."""
 
     startup: tuple[str, ...]
     build: tuple[str, ...]
 
 
-def resource_options(resources: Resources) -> BazelCommand:
-    """The options bazel's resources become: the server heap (startup), jobs and the memory
-    budget (build). Made where a plan's command is rendered or shown, never held in the plan,
-    whose ``resources`` say each value once."""
-    return BazelCommand(
-        startup=(f"--host_jvm_args=-Xmx{resources.jvm_heap_mb}m",),
-        build=(f"--jobs={resources.jobs}", f"--local_ram_resources={resources.local_ram_mb}"),
-    )
-
-
 def bazel_command(plan: BuildPlan) -> BazelCommand:
-    """The options bazel runs ``plan`` with: the heap after the plan's startup options, jobs and
+    """The options bazel runs ``plan`` with: its resources' (made here, never held in the plan,
+    whose ``resources`` say each value once), the heap after the plan's startup options, jobs and
     memory before its build options (where plans before tfbuild.plan/4 held them, so a rebuild
     of one runs the same command)."""
-    made = resource_options(plan.resources)
+    resources = plan.resources
     return BazelCommand(
-        startup=(*plan.startup_options, *made.startup),
-        build=(*made.build, *plan.build_options),
+        startup=(*plan.startup_options, f"--host_jvm_args=-Xmx{resources.jvm_heap_mb}m"),
+        build=(
+            f"--jobs={resources.jobs}",
+            f"--local_ram_resources={resources.local_ram_mb}",
+            *plan.build_options,
+        ),
     )
 
 
@@ -426,7 +420,7 @@ BUILD_OPTIONS: dict[str, Grammar] = {
     "--remote_download_toplevel": None,
     "--action_env": ACTION_ENV,
 }
-#: The options :func:`resource_options` makes, never held in a plan's option lists: name -> the
+#: The options :func:`bazel_command` makes from a plan's resources, never held in a plan's option lists: name -> the
 #: field of ``Resources`` it is made from, and the grammar of its value (the number, its one
 #: group). A plan before tfbuild.plan/4 held them in its lists as well (startup and build options
 #: each their own): tfbuild.plan.decode lifts their values into ``resources``.
@@ -505,18 +499,12 @@ def check_options(field: str, options: tuple[str, ...], allowed: dict[str, Gramm
 
 
 def check_resources(resources: Resources) -> None:
-    """Each resource is a number the options made from it (:func:`resource_options`) may hold:
-    what a plan's resources become on bazel's command line, held to the grammar of
-    :data:`STARTUP_RESOURCES` and :data:`BUILD_RESOURCES`."""
-    made = resource_options(resources)
-    for options, table in ((made.startup, STARTUP_RESOURCES), (made.build, BUILD_RESOURCES)):
-        for option in options:
-            name, _, value = option.partition("=")
-            field, grammar = table[name]
-            if re.fullmatch(grammar, value) is None:
-                raise RefusedField(
-                    f"resources.{field}", str(getattr(resources, field)), "not a count bazel takes"
-                )
+    """Each resource is a number its option (:data:`STARTUP_RESOURCES`, :data:`BUILD_RESOURCES`)
+    may hold on bazel's command line."""
+    for field, _ in (*STARTUP_RESOURCES.values(), *BUILD_RESOURCES.values()):
+        value = str(getattr(resources, field))
+        if re.fullmatch(_NUMBER, value) is None:
+            raise RefusedField(f"resources.{field}", value, "not a count bazel takes")
 
 
 _RC_LINE = re.compile(r"([A-Za-z0-9_:-]+) (.*)", re.DOTALL)

@@ -76,7 +76,7 @@ class CudaPlan:
 @dataclass(frozen=True, kw_only=True)
 class Resources:
     """bazel's jobs, memory budget (MiB) and server heap (MiB), and the disk a build needs: the
-    plan's only record of them (bazel's options are made from them, plan.bazel.resource_options)."""
+    plan's only record of them (bazel's options are made from them, plan.bazel.bazel_command)."""
 
     jobs: int
     local_ram_mb: int
