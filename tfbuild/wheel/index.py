@@ -299,9 +299,10 @@ def _entry(wheel: Path) -> IndexEntry:
     )
 
 
-def wheels_in(directory: Path) -> list[Path]:
-    """Every entry of ``directory`` named ``*.whl``, sorted by name, but directories and hidden
-    (temp) files. Links and other non-files are listed, for :func:`collect` to refuse by name."""
+def collect(directory: Path) -> tuple[IndexEntry, ...]:
+    """Every wheel in ``directory``, checked against its receipt; an error if there are none. Every
+    entry named ``*.whl`` is one, sorted by name, but directories and hidden (temp) files: links and
+    other non-files are refused by name."""
     fix = "Name the directory the wheels are in, e.g. tfbuild index dist."
     if not directory.is_dir():
         raise InputError(f"{shown(str(directory))} is not a directory", fix=fix)
@@ -311,7 +312,7 @@ def wheels_in(directory: Path) -> list[Path]:
         raise InputError(
             f"cannot read {shown(str(directory))}", why=exc.strerror or str(exc), fix=fix
         ) from None
-    return sorted(
+    wheels = sorted(
         (
             p
             for p in entries
@@ -321,11 +322,6 @@ def wheels_in(directory: Path) -> list[Path]:
         ),
         key=lambda p: p.name,
     )
-
-
-def collect(directory: Path) -> tuple[IndexEntry, ...]:
-    """Every wheel in ``directory``, checked against its receipt; an error if there are none."""
-    wheels = wheels_in(directory)
     if not wheels:
         raise InputError(
             f"no wheels in {directory}",
