@@ -34,7 +34,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -155,15 +155,13 @@ def _wanted(kind: Any) -> str:
     return _PLAIN.get(kind, f"a {getattr(kind, '__name__', kind)}")
 
 
-def explain(
-    data: Any, kind: Any, name: str = "", *, instead: Mapping[type, type] | None = None
-) -> str | None:
+def explain(data: Any, kind: Any, name: str = "") -> str | None:
     """Why ``data`` (parsed JSON) does not fit ``kind``, in one clause naming the field (``name``
     is the path to it, "" for the whole receipt), or None when it fits. Each value is checked by
     :func:`tfbuild.core.serial.from_data` against its own type, so that this says what msgspec
-    refused. ``instead`` checks a type as another: one whose fields say their grammar."""
-    instead = instead or {}
-    kind = instead.get(kind, kind) if isinstance(kind, type) else kind
+    refused. A type of :data:`_CHECKED_AS` is checked as another: one whose fields say their
+    grammar."""
+    kind = _CHECKED_AS.get(kind, kind) if isinstance(kind, type) else kind
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if kind is Any:
         return None
@@ -171,22 +169,22 @@ def explain(
         if data is None and type(None) in args:
             return None
         options = [a for a in args if a not in (type(None), serial.Unset)]
-        return explain(data, options[0], name, instead=instead) if len(options) == 1 else None
+        return explain(data, options[0], name) if len(options) == 1 else None
     if dataclasses.is_dataclass(kind):
-        return _explain_fields(data, kind, name, instead)
+        return _explain_fields(data, kind, name)
     if origin is dict:
         if not isinstance(data, dict):
             return f"its {name} holds {type(data).__name__}, not an object"
         for key, value in data.items():
             at = f"{name}[{short(key)!r}]"
-            why = explain(key, args[0], f"{name} key", instead=instead)
-            if why or (why := explain(value, args[1], at, instead=instead)):
+            why = explain(key, args[0], f"{name} key")
+            if why or (why := explain(value, args[1], at)):
                 return why
         return None
     if origin is list or (origin is tuple and args[-1:] == (...,)):
         if not isinstance(data, list):
             return f"its {name} holds {type(data).__name__}, not a list"
-        items = (explain(v, args[0], f"{name}[{i}]", instead=instead) for i, v in enumerate(data))
+        items = (explain(v, args[0], f"{name}[{i}]") for i, v in enumerate(data))
         return next((why for why in items if why), None)
     try:  # a value checked whole: a plain type, a Literal, an Annotated one
         serial.from_data(data, kind)
@@ -195,7 +193,7 @@ def explain(
     return None
 
 
-def _explain_fields(data: Any, kind: Any, name: str, instead: Mapping[type, type]) -> str | None:
+def _explain_fields(data: Any, kind: Any, name: str) -> str | None:
     if not isinstance(data, dict):
         return f"its {name} holds {type(data).__name__}, not an object"
     fields = {f.name: f for f in dataclasses.fields(kind)}
@@ -210,7 +208,7 @@ def _explain_fields(data: Any, kind: Any, name: str, instead: Mapping[type, type
     hints = typing.get_type_hints(kind, include_extras=True)
     for key in fields:
         at = f"{name}.{key}" if name else key
-        if key in data and (why := explain(data[key], hints[key], at, instead=instead)):
+        if key in data and (why := explain(data[key], hints[key], at)):
             return why
     return None
 
@@ -641,7 +639,7 @@ class Receipt:
         try:
             receipt = serial.from_data(data, Receipt)
         except serial.DecodeFailure as exc:  # said again for people: which field, and why
-            why = explain(data, Receipt, instead=_CHECKED_AS)
+            why = explain(data, Receipt)
             raise InvalidReceipt(why or f"it is malformed: {exc}") from None
         why = _grammar(receipt, data)
         if why:
