@@ -141,25 +141,14 @@ def _same_file(
         f"Do not publish {wheel.name}: rebuild it (or fetch it again) so that the wheel and its "
         "receipt come from the same build."
     )
-    if recorded.name != wheel.name:
-        raise InputError(
-            f"{wheel} does not match its receipt",
-            why=f"{path.name} describes {recorded.name!r}",
-            fix=fix,
-        )
-    if recorded.sha256.lower() != sha256:
-        raise InputError(
-            f"{wheel} does not match its receipt: sha256 {sha256}",
-            why=f"{path.name} records sha256 {recorded.sha256}, so the wheel was changed or "
-            "corrupted after it was built",
-            fix=fix,
-        )
-    if recorded.size != size:
-        raise InputError(
-            f"{wheel} does not match its receipt: {size} bytes",
-            why=f"{path.name} records {recorded.size} bytes",
-            fix=fix,
-        )
+    changed = f"{path.name} records sha256 {recorded.sha256}, so the wheel was changed or corrupted"
+    for differs, what, why in (
+        (recorded.name != wheel.name, "", f"{path.name} describes {recorded.name!r}"),
+        (recorded.sha256.lower() != sha256, f": sha256 {sha256}", f"{changed} after it was built"),
+        (recorded.size != size, f": {size} bytes", f"{path.name} records {recorded.size} bytes"),
+    ):
+        if differs:
+            raise InputError(f"{wheel} does not match its receipt{what}", why=why, fix=fix)
     if edited:
         raise InputError(f"{path} was edited after {wheel.name} was built", why=edited, fix=fix)
 
