@@ -22,7 +22,6 @@ from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
 from tfbuild.plan.bazel import (
     BUILD_OPTIONS,
     BUILD_RESOURCES,
-    CONFIGS,
     STANDIN_WHEEL_NAMES,
     STARTUP_OPTIONS,
     STARTUP_RESOURCES,
@@ -45,7 +44,7 @@ from tfbuild.plan.model import (
 from tfbuild.plan.reproducible import BUILD_ENV, SNAPSHOT_URLS, snapshot_for
 from tfbuild.recipes.images import BaseImage
 
-__all__ = ["CONFIGS", "check_plan", "decode_plan"]
+__all__ = ["check_plan", "decode_plan"]
 
 #: Older plans a receipt may carry, still read (a /2 plan compiled with the image's compiler).
 READABLE_SCHEMAS = ("tfbuild.plan/2", "tfbuild.plan/3", PLAN_SCHEMA)
@@ -82,7 +81,6 @@ SYSROOT_BUILDERS = ("devtoolset-9", "image")
 
 
 def _text(field: str, value: str | None, pattern: str, what: str) -> None:
-    """``value`` (None: a field left empty) matches ``pattern`` whole."""
     if value is not None and re.fullmatch(pattern, value) is None:
         raise RefusedField(field, value, f"not {what}")
 
