@@ -38,15 +38,6 @@ class VariantChoice:
     reasons: tuple[Reason, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
-class BazelRc:
-    """What TensorFlow's ./configure would have written, and the wheel target it builds."""
-
-    lines: tuple[str, ...]
-    build_target: str
-    wheel_name: str
-
-
 def _quoted(value: str) -> str:
     return '"' + value + '"'
 
@@ -109,8 +100,8 @@ def configure_rc(
     cflags: tuple[str, ...],
     python: str,
     cuda_plan: CudaPlan | None,
-) -> BazelRc:
-    """What TensorFlow's ./configure would have written (.tf_configure.bazelrc), plus the wheel,
+) -> tuple[str, ...]:
+    """What TensorFlow's ./configure would have written (.tf_configure.bazelrc), the wheel's name,
     and the lines that make the planned toolchain the one that compiles (``toolchain_rc``)."""
     family, compiler_path = toolchain.family, toolchain.compiler_path
     rc: list[str] = [
@@ -156,18 +147,20 @@ def configure_rc(
             ]
         if family == "clang" and compiler_path is not None and toolchain.route != "sysroot":
             rc.append(f"build --action_env CLANG_CUDA_COMPILER_PATH={_quoted(compiler_path)}")
-    wheel_name = {"cuda": "tensorflow"}.get(options.variant, "tensorflow_cpu")
-    if options.canary:  # the stand-in is not TensorFlow: a wheel of its own, never tensorflow_cpu
-        wheel_name = STANDIN_WHEEL
     if recipe.wheel_flow == "wheel":
-        rc.append(f"build --repo_env=WHEEL_NAME={wheel_name}")
-    build_target = WHEEL_TARGETS[recipe.wheel_flow]
+        rc.append(f"build --repo_env=WHEEL_NAME={wheel_name(options)}")
     if recipe.pywrap_rules:
         rc.append("build --repo_env=USE_PYWRAP_RULES=1")
         # 2.20+: a release wheel (no .dev0+selfbuilt suffix in its version).
         rc.append("build --repo_env=ML_WHEEL_TYPE=release")
+    return tuple(rc)
 
-    return BazelRc(lines=tuple(rc), build_target=build_target, wheel_name=wheel_name)
+
+def wheel_name(options: PlanOptions) -> str:
+    """The wheel bazel names: ``tensorflow`` for CUDA, else ``tensorflow_cpu``."""
+    if options.canary:  # the stand-in is not TensorFlow: a wheel of its own, never tensorflow_cpu
+        return STANDIN_WHEEL
+    return {"cuda": "tensorflow"}.get(options.variant, "tensorflow_cpu")
 
 
 #: TensorFlow's crosstool that takes TF_SYSROOT (cuda_configure.bzl's _tf_sysroot); its release

@@ -11,10 +11,12 @@ from tfbuild.core.variants import Variant
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan.bazel import (
     REMOTE_EXECUTION,
+    WHEEL_TARGETS,
     bazel_options,
     choose_variant,
     configure_rc,
     exec_repository,
+    wheel_name,
 )
 from tfbuild.plan.model import BuildPlan, CudaPlan, PlanSource, Reason, Resources
 from tfbuild.plan.options import PlanOptions
@@ -324,7 +326,7 @@ def make_plan(
     preload, tcmalloc_reason = _tcmalloc(host, base)
     reasons.append(tcmalloc_reason)
 
-    rc = configure_rc(
+    rc_lines = configure_rc(
         options, recipe, toolchain, cflags=target.cflags, python=python, cuda_plan=variant.cuda
     )
 
@@ -368,15 +370,15 @@ def make_plan(
         base_image=base,
         bazel=recipe.bazel,
         bazel_configs=variant.configs,
-        rc_lines=rc.lines,
+        rc_lines=rc_lines,
         build_options=(
             *bazel.build,
             *(f"--action_env={name}" for name in ACTION_ENV if options.reproducible),
         ),
         startup_options=bazel.startup,
-        build_target=rc.build_target,
+        build_target=WHEEL_TARGETS[recipe.wheel_flow],
         wheel_flow=recipe.wheel_flow,
-        wheel_name=rc.wheel_name,
+        wheel_name=wheel_name(options),
         cache_volume=options.cache_volume,
         runtime_env=dict((preload, *variant.runtime_env)),
         resources=resources,
