@@ -16,9 +16,10 @@ import pytest
 
 from tests.conftest import ROOT, recorded_host, run_cli
 from tests.goldens import compare_or_write_files
+from tfbuild.core.errors import UnsupportedError
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan import PlanOptions, make_plan
-from tfbuild.plan.render import FILES, render_files, undefined_configs
+from tfbuild.plan.render import FILES, check, render_files
 from tfbuild.recipes.images import load_base_images
 from tfbuild.recipes.recipe import load_recipes
 
@@ -140,7 +141,7 @@ def test_no_buildkit_only_syntax(name: str, files: dict[str, str]) -> None:
 def test_every_config_used_is_defined(name: str, files: dict[str, str]) -> None:
     version = name.split("-")[0]
     recipe = load_recipes().get(version)
-    assert undefined_configs(files, recipe) == []
+    check(files, recipe)  # every one defined: no error
     used = set(re.findall(r"--config=([A-Za-z0-9_]+)", files["build.sh"]))
     assert "opt" in used
     assert "build:opt --copt=" in files["tf_configure.bazelrc"]
@@ -154,7 +155,9 @@ def test_undefined_config_is_caught() -> None:
     files["build.sh"] = files["build.sh"].replace(
         "--config=opt", "--config=opt \\\n  --config=avx2_linux"
     )
-    assert undefined_configs(files, recipe) == ["avx2_linux"]
+    with pytest.raises(UnsupportedError) as caught:
+        check(files, recipe)
+    assert caught.value.what == "the build would use undefined bazel config(s) avx2_linux"
 
 
 def test_render_writes_every_file_and_an_executable_script(tmp_path: Path) -> None:

@@ -18,9 +18,7 @@ if TYPE_CHECKING:
         OUTPUT_DIR,
         SOURCE_DIR,
         BuildPlan,
-        CudaPlan,
         Reason,
-        Resources,
     )
     from tfbuild.plan.options import PlanOptions
 
@@ -45,10 +43,8 @@ __all__ = [
     "OUTPUT_DIR",
     "SOURCE_DIR",
     "BuildPlan",
-    "CudaPlan",
     "PlanOptions",
     "Reason",
-    "Resources",
     "isolated",
     "make_plan",
     "with_jobs",

@@ -38,15 +38,6 @@ class VariantChoice:
     reasons: tuple[Reason, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
-class BazelRc:
-    """What TensorFlow's ./configure would have written, and the wheel target it builds."""
-
-    lines: tuple[str, ...]
-    build_target: str
-    wheel_name: str
-
-
 def _quoted(value: str) -> str:
     return '"' + value + '"'
 
@@ -109,8 +100,8 @@ def configure_rc(
     cflags: tuple[str, ...],
     python: str,
     cuda_plan: CudaPlan | None,
-) -> BazelRc:
-    """What TensorFlow's ./configure would have written (.tf_configure.bazelrc), plus the wheel,
+) -> tuple[str, ...]:
+    """What TensorFlow's ./configure would have written (.tf_configure.bazelrc), the wheel's name,
     and the lines that make the planned toolchain the one that compiles (``toolchain_rc``)."""
     family, compiler_path = toolchain.family, toolchain.compiler_path
     rc: list[str] = [
@@ -156,18 +147,20 @@ def configure_rc(
             ]
         if family == "clang" and compiler_path is not None and toolchain.route != "sysroot":
             rc.append(f"build --action_env CLANG_CUDA_COMPILER_PATH={_quoted(compiler_path)}")
-    wheel_name = {"cuda": "tensorflow"}.get(options.variant, "tensorflow_cpu")
-    if options.canary:  # the stand-in is not TensorFlow: a wheel of its own, never tensorflow_cpu
-        wheel_name = STANDIN_WHEEL
     if recipe.wheel_flow == "wheel":
-        rc.append(f"build --repo_env=WHEEL_NAME={wheel_name}")
-    build_target = WHEEL_TARGETS[recipe.wheel_flow]
+        rc.append(f"build --repo_env=WHEEL_NAME={wheel_name(options)}")
     if recipe.pywrap_rules:
         rc.append("build --repo_env=USE_PYWRAP_RULES=1")
         # 2.20+: a release wheel (no .dev0+selfbuilt suffix in its version).
         rc.append("build --repo_env=ML_WHEEL_TYPE=release")
+    return tuple(rc)
 
-    return BazelRc(lines=tuple(rc), build_target=build_target, wheel_name=wheel_name)
+
+def wheel_name(options: PlanOptions) -> str:
+    """The wheel bazel names: ``tensorflow`` for CUDA, else ``tensorflow_cpu``."""
+    if options.canary:  # the stand-in is not TensorFlow: a wheel of its own, never tensorflow_cpu
+        return STANDIN_WHEEL
+    return {"cuda": "tensorflow"}.get(options.variant, "tensorflow_cpu")
 
 
 #: TensorFlow's crosstool that takes TF_SYSROOT (cuda_configure.bzl's _tf_sysroot); its release
@@ -250,31 +243,25 @@ def toolchain_rc(recipe: Recipe, toolchain: Toolchain) -> list[str]:
 @dataclass(frozen=True, kw_only=True)
 class BazelCommand:
     """bazel's startup and build options: a plan's as build.sh runs them and ``plan --why`` shows
-    them (:func:`bazel_command`), those its resources become (:func:`resource_options`), or those
-    the planner chooses besides (:func:`bazel_options`)."""
+    them (:func:`bazel_command`), or those the planner chooses besides (:func:`bazel_options`)."""
 
     startup: tuple[str, ...]
     build: tuple[str, ...]
 
 
-def resource_options(resources: Resources) -> BazelCommand:
-    """The options bazel's resources become: the server heap (startup), jobs and the memory
-    budget (build). Made where a plan's command is rendered or shown, never held in the plan,
-    whose ``resources`` say each value once."""
-    return BazelCommand(
-        startup=(f"--host_jvm_args=-Xmx{resources.jvm_heap_mb}m",),
-        build=(f"--jobs={resources.jobs}", f"--local_ram_resources={resources.local_ram_mb}"),
-    )
-
-
 def bazel_command(plan: BuildPlan) -> BazelCommand:
-    """The options bazel runs ``plan`` with: the heap after the plan's startup options, jobs and
+    """The options bazel runs ``plan`` with: its resources' (made here, never held in the plan,
+    whose ``resources`` say each value once), the heap after the plan's startup options, jobs and
     memory before its build options (where plans before tfbuild.plan/4 held them, so a rebuild
     of one runs the same command)."""
-    made = resource_options(plan.resources)
+    resources = plan.resources
     return BazelCommand(
-        startup=(*plan.startup_options, *made.startup),
-        build=(*made.build, *plan.build_options),
+        startup=(*plan.startup_options, f"--host_jvm_args=-Xmx{resources.jvm_heap_mb}m"),
+        build=(
+            f"--jobs={resources.jobs}",
+            f"--local_ram_resources={resources.local_ram_mb}",
+            *plan.build_options,
+        ),
     )
 
 
@@ -426,7 +413,7 @@ BUILD_OPTIONS: dict[str, Grammar] = {
     "--remote_download_toplevel": None,
     "--action_env": ACTION_ENV,
 }
-#: The options :func:`resource_options` makes, never held in a plan's option lists: name -> the
+#: The options :func:`bazel_command` makes from a plan's resources, never held in a plan's option lists: name -> the
 #: field of ``Resources`` it is made from, and the grammar of its value (the number, its one
 #: group). A plan before tfbuild.plan/4 held them in its lists as well (startup and build options
 #: each their own): tfbuild.plan.decode lifts their values into ``resources``.
@@ -505,18 +492,12 @@ def check_options(field: str, options: tuple[str, ...], allowed: dict[str, Gramm
 
 
 def check_resources(resources: Resources) -> None:
-    """Each resource is a number the options made from it (:func:`resource_options`) may hold:
-    what a plan's resources become on bazel's command line, held to the grammar of
-    :data:`STARTUP_RESOURCES` and :data:`BUILD_RESOURCES`."""
-    made = resource_options(resources)
-    for options, table in ((made.startup, STARTUP_RESOURCES), (made.build, BUILD_RESOURCES)):
-        for option in options:
-            name, _, value = option.partition("=")
-            field, grammar = table[name]
-            if re.fullmatch(grammar, value) is None:
-                raise RefusedField(
-                    f"resources.{field}", str(getattr(resources, field)), "not a count bazel takes"
-                )
+    """Each resource is a number its option (:data:`STARTUP_RESOURCES`, :data:`BUILD_RESOURCES`)
+    may hold on bazel's command line."""
+    for field, _ in (*STARTUP_RESOURCES.values(), *BUILD_RESOURCES.values()):
+        value = str(getattr(resources, field))
+        if re.fullmatch(_NUMBER, value) is None:
+            raise RefusedField(f"resources.{field}", value, "not a count bazel takes")
 
 
 _RC_LINE = re.compile(r"([A-Za-z0-9_:-]+) (.*)", re.DOTALL)

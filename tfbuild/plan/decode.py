@@ -22,7 +22,6 @@ from tfbuild.core.defaults import TOOLCHAIN_REPOSITORY
 from tfbuild.plan.bazel import (
     BUILD_OPTIONS,
     BUILD_RESOURCES,
-    CONFIGS,
     STANDIN_WHEEL_NAMES,
     STARTUP_OPTIONS,
     STARTUP_RESOURCES,
@@ -45,7 +44,7 @@ from tfbuild.plan.model import (
 from tfbuild.plan.reproducible import BUILD_ENV, SNAPSHOT_URLS, snapshot_for
 from tfbuild.recipes.images import BaseImage
 
-__all__ = ["CONFIGS", "check_plan", "decode_plan"]
+__all__ = ["check_plan", "decode_plan"]
 
 #: Older plans a receipt may carry, still read (a /2 plan compiled with the image's compiler).
 READABLE_SCHEMAS = ("tfbuild.plan/2", "tfbuild.plan/3", PLAN_SCHEMA)
@@ -81,17 +80,12 @@ RUNTIME_ENV = {
 SYSROOT_BUILDERS = ("devtoolset-9", "image")
 
 
-def _text(field: str, value: object, pattern: str, what: str) -> None:
-    if not isinstance(value, str) or re.fullmatch(pattern, value) is None:
-        raise RefusedField(field, str(value), f"not {what}")
+def _text(field: str, value: str | None, pattern: str, what: str) -> None:
+    if value is not None and re.fullmatch(pattern, value) is None:
+        raise RefusedField(field, value, f"not {what}")
 
 
-def _optional(field: str, value: object, pattern: str, what: str) -> None:
-    if value is not None:
-        _text(field, value, pattern, what)
-
-
-def _each(field: str, values: Iterable[object], pattern: str, what: str) -> None:
+def _each(field: str, values: Iterable[str], pattern: str, what: str) -> None:
     for i, value in enumerate(values):
         _text(f"{field}[{i}]", value, pattern, what)
 
@@ -99,15 +93,15 @@ def _each(field: str, values: Iterable[object], pattern: str, what: str) -> None
 def _image(field: str, image: BaseImage) -> None:
     _text(f"{field}.name", image.name, _IMAGE_REFERENCE, "an image name")
     _text(f"{field}.reference", image.reference, _IMAGE_REFERENCE, "a Docker image reference")
-    _optional(f"{field}.image_id", image.image_id, f"sha256:{_SHA256}", "an image id")
+    _text(f"{field}.image_id", image.image_id, f"sha256:{_SHA256}", "an image id")
     _text(f"{field}.distro", image.distro, r"[a-z]+", "a distribution")
     _text(f"{field}.suite", image.suite, _SUITE, "a suite")
     _text(f"{field}.python", image.python, _VERSION2, "a Python version")
     _text(f"{field}.tcmalloc_package", image.tcmalloc_package, _PACKAGE, "a package name")
     _each(f"{field}.packaged_compilers", image.packaged_compilers, _COMPILER, "a compiler")
-    _optional(f"{field}.cuda", image.cuda, _RELEASE, "a version")
-    _optional(f"{field}.cudnn", image.cudnn, _RELEASE, "a version")
-    _optional(f"{field}.glibc", image.glibc, _VERSION2, "a glibc version")
+    _text(f"{field}.cuda", image.cuda, _RELEASE, "a version")
+    _text(f"{field}.cudnn", image.cudnn, _RELEASE, "a version")
+    _text(f"{field}.glibc", image.glibc, _VERSION2, "a glibc version")
 
 
 def _environment(plan: BuildPlan) -> None:
@@ -144,7 +138,7 @@ def _sysroot(plan: BuildPlan) -> None:
         _text("sysroot.name", sysroot.name, SYSROOT_DIST, "a SYSROOT_DIST name")
     else:
         _text("sysroot.name", sysroot.name, SYSROOT_NAME, "an absolute path without . or ..")
-    _optional("sysroot.glibc", sysroot.glibc, _VERSION2, "a glibc version")
+    _text("sysroot.glibc", sysroot.glibc, _VERSION2, "a glibc version")
     if sysroot.image is not None:
         _image("sysroot.image", sysroot.image)
 
@@ -153,14 +147,14 @@ def check_plan(plan: BuildPlan) -> None:
     """Every value of ``plan`` that reaches a rendered file is one tfbuild's planner writes: a
     :class:`RefusedField` names the first that is not."""
     _text("tensorflow", plan.tensorflow, _VERSION3, "a TensorFlow version X.Y.Z")
-    _optional("source.tarball", plan.source.tarball, _HTTPS_URL, "an https:// URL")
-    _optional("source.sha256", plan.source.sha256, _SHA256, "a sha256")
+    _text("source.tarball", plan.source.tarball, _HTTPS_URL, "an https:// URL")
+    _text("source.sha256", plan.source.sha256, _SHA256, "a sha256")
     _text("architecture", plan.architecture, r"[a-z0-9_]+", "an architecture")
     _text("python", plan.python, _VERSION2, "a Python version")
     _text("compiler", plan.compiler, _COMPILER, "a compiler (clang-N.N.N, gcc-N)")
-    _optional("compiler_path", plan.compiler_path, _COMPILER_PATH, "a compiler's path")
+    _text("compiler_path", plan.compiler_path, _COMPILER_PATH, "a compiler's path")
     _each("compiler_packages", plan.compiler_packages, _PACKAGE, "a package name")
-    _optional("llvm_apt_suite", plan.llvm_apt_suite, r"llvm-toolchain-[a-z]+-[0-9]{1,3}", "a suite")
+    _text("llvm_apt_suite", plan.llvm_apt_suite, r"llvm-toolchain-[a-z]+-[0-9]{1,3}", "a suite")
     extra = rf"{_PACKAGE}(?:=[0-9][0-9.]*(?:\.\*)?)?"
     _each("extra_packages", plan.extra_packages, extra, "a package (name or name=X.Y.*)")
     _text("target", plan.target, r"[A-Za-z0-9_.-]+", "a target name")
@@ -186,11 +180,11 @@ def check_plan(plan: BuildPlan) -> None:
         _text("cuda.cuda", plan.cuda.cuda, _RELEASE, "a CUDA version")
         _text("cuda.cudnn", plan.cuda.cudnn, _RELEASE, "a cuDNN version")
         _each("cuda.capabilities", plan.cuda.capabilities, _CAPABILITY, "a compute capability")
-    _optional("label", plan.label, _LABEL, "a local version label")
+    _text("label", plan.label, _LABEL, "a local version label")
     _snapshot(plan)
-    _optional("floor_goal", plan.floor_goal, _VERSION2, "a glibc version")
+    _text("floor_goal", plan.floor_goal, _VERSION2, "a glibc version")
     _sysroot(plan)
-    _optional(
+    _text(
         "exec_image",
         plan.exec_image,
         rf"{_REGISTRY}/{re.escape(TOOLCHAIN_REPOSITORY)}",

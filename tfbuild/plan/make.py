@@ -11,17 +11,19 @@ from tfbuild.core.variants import Variant
 from tfbuild.detect.host import HostFacts
 from tfbuild.plan.bazel import (
     REMOTE_EXECUTION,
+    WHEEL_TARGETS,
     bazel_options,
     choose_variant,
     configure_rc,
     exec_repository,
+    wheel_name,
 )
 from tfbuild.plan.model import BuildPlan, CudaPlan, PlanSource, Reason, Resources
 from tfbuild.plan.options import PlanOptions
 from tfbuild.plan.reproducible import ACTION_ENV, BUILD_ENV, choose_measures, choose_snapshot
 from tfbuild.plan.resources import choose_resources, slow_build_warning
 from tfbuild.plan.target import check_architecture, choose_target
-from tfbuild.plan.toolchain import choose_python, choose_toolchain
+from tfbuild.plan.toolchain import choose_python, choose_toolchain, recipe_image
 from tfbuild.recipes.images import BaseImage
 from tfbuild.recipes.recipe import Recipe
 from tfbuild.wheel.labels import local_label
@@ -107,33 +109,19 @@ def _choose_base_image(
     options: PlanOptions, recipe: Recipe, base_images: dict[str, BaseImage]
 ) -> tuple[BaseImage, Reason]:
     """The recipe's base image (its CUDA row's for an older CUDA build), or --base-image."""
-    if recipe.base_image not in base_images:
-        raise UnsupportedError(
-            f"unknown base image {recipe.base_image!r} in {recipe.where('base_image')}",
-            why=f"base-images.yaml has {', '.join(sorted(base_images))}",
-            fix="Add the image to base-images.yaml or use one of those.",
-        )
-    image_key = options.base_image or recipe.base_image
-    if options.base_image and options.base_image not in base_images:
-        raise UnsupportedError(
-            f"unknown base image {options.base_image!r}",
-            why=f"known: {', '.join(sorted(base_images))}",
-            fix="Name an entry of base-images.yaml, or a local image made by tfbuild base.",
-        )
-    if (
-        options.base_image is None
-        and options.variant == Variant.cuda
-        and recipe.cuda
-        and not recipe.cuda.hermetic
-    ):
-        image_key = recipe.cuda.base_image or image_key
-        if image_key not in base_images:
+    base = recipe_image(base_images, recipe.base_image, recipe.where("base_image"))
+    if options.base_image:
+        if options.base_image not in base_images:
             raise UnsupportedError(
-                f"unknown base image {image_key!r} in {recipe.where('cuda')}",
-                why=f"base-images.yaml has {', '.join(sorted(base_images))}",
-                fix="Add the image to base-images.yaml.",
+                f"unknown base image {options.base_image!r}",
+                why=f"known: {', '.join(sorted(base_images))}",
+                fix="Name an entry of base-images.yaml, or a local image made by tfbuild base.",
             )
-    base = base_images[image_key]
+        base = base_images[options.base_image]
+    cuda = recipe.cuda if options.variant == Variant.cuda else None
+    if options.base_image is None and cuda and cuda.base_image and not cuda.hermetic:
+        fix = "Add the image to base-images.yaml."
+        base = recipe_image(base_images, cuda.base_image, recipe.where("cuda"), fix)
     why = (
         "asked for with --base-image"
         + (f" (local image {base.image_id}, made by tfbuild base)" if base.image_id else "")
@@ -338,7 +326,7 @@ def make_plan(
     preload, tcmalloc_reason = _tcmalloc(host, base)
     reasons.append(tcmalloc_reason)
 
-    rc = configure_rc(
+    rc_lines = configure_rc(
         options, recipe, toolchain, cflags=target.cflags, python=python, cuda_plan=variant.cuda
     )
 
@@ -382,15 +370,15 @@ def make_plan(
         base_image=base,
         bazel=recipe.bazel,
         bazel_configs=variant.configs,
-        rc_lines=rc.lines,
+        rc_lines=rc_lines,
         build_options=(
             *bazel.build,
             *(f"--action_env={name}" for name in ACTION_ENV if options.reproducible),
         ),
         startup_options=bazel.startup,
-        build_target=rc.build_target,
+        build_target=WHEEL_TARGETS[recipe.wheel_flow],
         wheel_flow=recipe.wheel_flow,
-        wheel_name=rc.wheel_name,
+        wheel_name=wheel_name(options),
         cache_volume=options.cache_volume,
         runtime_env=dict((preload, *variant.runtime_env)),
         resources=resources,

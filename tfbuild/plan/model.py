@@ -76,7 +76,7 @@ class CudaPlan:
 @dataclass(frozen=True, kw_only=True)
 class Resources:
     """bazel's jobs, memory budget (MiB) and server heap (MiB), and the disk a build needs: the
-    plan's only record of them (bazel's options are made from them, plan.bazel.resource_options)."""
+    plan's only record of them (bazel's options are made from them, plan.bazel.bazel_command)."""
 
     jobs: int
     local_ram_mb: int
@@ -192,7 +192,7 @@ class BuildPlan:
         return f"{where}, against the image's own glibc"
 
 
-def check_package_versions(pins: tuple[tuple[Any, Any], ...]) -> tuple[tuple[str, str], ...]:
+def check_package_versions(pins: tuple[tuple[Any, Any], ...]) -> None:
     """``pins`` (name, version), each a Debian package name and version (deb-version(7)): what
     apt is given as ``name=version``. Anything else, text that a shell or apt would read as more
     than a pin included, is a ValueError naming it."""
@@ -204,7 +204,6 @@ def check_package_versions(pins: tuple[tuple[Any, Any], ...]) -> tuple[tuple[str
                 f"package_versions: the version of {name} ({str(version)[:60]!r}) is not a Debian "
                 "version ([epoch:]upstream[-revision])"
             )
-    return tuple((str(name), str(version)) for name, version in pins)
 
 
 def check_single_lines(data: Any) -> None:

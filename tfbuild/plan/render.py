@@ -212,18 +212,14 @@ _CONFIG_USE = re.compile(r"--config[= ]([A-Za-z0-9_.-]+)")
 _CONFIG_DEF = re.compile(r"^(?:build|common|test|run):([A-Za-z0-9_.-]+)\s", re.MULTILINE)
 
 
-def undefined_configs(files: dict[str, str], recipe: Recipe) -> list[str]:
-    """``--config=X`` uses that neither the rendered rc file nor the release's .bazelrc define."""
-    defined = set(_CONFIG_DEF.findall(files["tf_configure.bazelrc"])) | set(recipe.configs)
-    used = set(_CONFIG_USE.findall(files["build.sh"] + files["tf_configure.bazelrc"]))
-    return sorted(used - defined)
-
-
 def check(files: dict[str, str], recipe: Recipe | None) -> None:
-    """Every --config the files use is defined (no recipe: a rebuild's plan, checked when built)."""
+    """Every --config the files use is defined by the rendered rc file or the release's .bazelrc
+    (no recipe: a rebuild's plan, checked when built)."""
     if recipe is None:
         return
-    missing = undefined_configs(files, recipe)
+    defined = set(_CONFIG_DEF.findall(files["tf_configure.bazelrc"])) | set(recipe.configs)
+    used = set(_CONFIG_USE.findall(files["build.sh"] + files["tf_configure.bazelrc"]))
+    missing = sorted(used - defined)
     if missing:
         raise UnsupportedError(
             f"the build would use undefined bazel config(s) {', '.join(missing)}",
@@ -297,12 +293,11 @@ def _write_set(files: dict[str, tuple[str | bytes, int]], out: Path) -> None:
         ) from None
 
 
-def write_context(files: dict[str, str], out: Path) -> list[Path]:
+def write_context(files: dict[str, str], out: Path) -> None:
     """Write the files into ``out`` as one set (:func:`tfbuild.core.files.write_files`: every place
     checked, all written under temp names, then renamed), build.sh executable. For tfbuild's own
     work directories; ``render -o`` goes through :func:`publish_context`."""
     _write_set(_context_set(files), out)
-    return [out / name for name in files]
 
 
 #: A name a manifest may list: a plain file directly in the directory (never a path, never hidden).

@@ -38,6 +38,22 @@ class Toolchain:
     reasons: tuple[Reason, ...]
 
 
+def recipe_image(
+    base_images: dict[str, BaseImage],
+    key: str,
+    where: str,
+    fix: str = "Add the image to base-images.yaml or use one of those.",
+) -> BaseImage:
+    """The base image ``key`` that the recipe names at ``where``: an entry of base-images.yaml."""
+    if key not in base_images:
+        raise UnsupportedError(
+            f"unknown base image {key!r} in {where}",
+            why=f"base-images.yaml has {', '.join(sorted(base_images))}",
+            fix=fix,
+        )
+    return base_images[key]
+
+
 def choose_python(options: PlanOptions, recipe: Recipe, host: HostFacts) -> Reason:
     """The Python the wheel is for: asked for, else this host's when the release supports it."""
     allowed = ", ".join(recipe.python)
@@ -129,18 +145,11 @@ def _route(
             Reason(what="toolchain", value=f"hermetic, {route.sysroot}", why=route.why),
         )
     assert route.builder is not None and route.builder_image is not None  # the recipe gate
-    builder_image = base_images.get(route.builder_image)
-    if builder_image is None:
-        raise UnsupportedError(
-            f"unknown base image {route.builder_image!r} in {recipe.where('toolchain')}",
-            why=f"base-images.yaml has {', '.join(sorted(base_images))}",
-            fix="Add the image to base-images.yaml or use one of those.",
-        )
     sysroot = Sysroot(
         name=route.sysroot,
         glibc=DEVTOOLSET_GLIBC.get(route.builder),
         builder=route.builder,
-        image=builder_image,
+        image=recipe_image(base_images, route.builder_image, recipe.where("toolchain")),
     )
     value = f"sysroot {route.sysroot} ({route.builder})"
     return "sysroot", sysroot, recipe.floor, Reason(what="toolchain", value=value, why=route.why)

@@ -141,25 +141,14 @@ def _same_file(
         f"Do not publish {wheel.name}: rebuild it (or fetch it again) so that the wheel and its "
         "receipt come from the same build."
     )
-    if recorded.name != wheel.name:
-        raise InputError(
-            f"{wheel} does not match its receipt",
-            why=f"{path.name} describes {recorded.name!r}",
-            fix=fix,
-        )
-    if recorded.sha256.lower() != sha256:
-        raise InputError(
-            f"{wheel} does not match its receipt: sha256 {sha256}",
-            why=f"{path.name} records sha256 {recorded.sha256}, so the wheel was changed or "
-            "corrupted after it was built",
-            fix=fix,
-        )
-    if recorded.size != size:
-        raise InputError(
-            f"{wheel} does not match its receipt: {size} bytes",
-            why=f"{path.name} records {recorded.size} bytes",
-            fix=fix,
-        )
+    changed = f"{path.name} records sha256 {recorded.sha256}, so the wheel was changed or corrupted"
+    for differs, what, why in (
+        (recorded.name != wheel.name, "", f"{path.name} describes {recorded.name!r}"),
+        (recorded.sha256.lower() != sha256, f": sha256 {sha256}", f"{changed} after it was built"),
+        (recorded.size != size, f": {size} bytes", f"{path.name} records {recorded.size} bytes"),
+    ):
+        if differs:
+            raise InputError(f"{wheel} does not match its receipt{what}", why=why, fix=fix)
     if edited:
         raise InputError(f"{path} was edited after {wheel.name} was built", why=edited, fix=fix)
 
@@ -299,9 +288,10 @@ def _entry(wheel: Path) -> IndexEntry:
     )
 
 
-def wheels_in(directory: Path) -> list[Path]:
-    """Every entry of ``directory`` named ``*.whl``, sorted by name, but directories and hidden
-    (temp) files. Links and other non-files are listed, for :func:`collect` to refuse by name."""
+def collect(directory: Path) -> tuple[IndexEntry, ...]:
+    """Every wheel in ``directory``, checked against its receipt; an error if there are none. Every
+    entry named ``*.whl`` is one, sorted by name, but directories and hidden (temp) files: links and
+    other non-files are refused by name."""
     fix = "Name the directory the wheels are in, e.g. tfbuild index dist."
     if not directory.is_dir():
         raise InputError(f"{shown(str(directory))} is not a directory", fix=fix)
@@ -311,7 +301,7 @@ def wheels_in(directory: Path) -> list[Path]:
         raise InputError(
             f"cannot read {shown(str(directory))}", why=exc.strerror or str(exc), fix=fix
         ) from None
-    return sorted(
+    wheels = sorted(
         (
             p
             for p in entries
@@ -321,11 +311,6 @@ def wheels_in(directory: Path) -> list[Path]:
         ),
         key=lambda p: p.name,
     )
-
-
-def collect(directory: Path) -> tuple[IndexEntry, ...]:
-    """Every wheel in ``directory``, checked against its receipt; an error if there are none."""
-    wheels = wheels_in(directory)
     if not wheels:
         raise InputError(
             f"no wheels in {directory}",

@@ -39,7 +39,6 @@ def cuda_label(cuda: str) -> str:
 
 
 def local_label(target: str, variant: Variant, cuda: str | None = None) -> str:
-    """The local version label of a wheel built for ``target`` in ``variant``."""
     segments = [cpu_label(target)]
     if variant == Variant.mkl:
         segments.append("mkl")

@@ -212,8 +212,17 @@ def _grammar(receipt: OverlayReceipt) -> str | None:
         ("checks", all(_KERNEL.fullmatch(c.kernel) for c in receipt.checks)),
         ("framework_size", 0 < receipt.framework_size < 1 << 40),
     ]
-    if receipt.image is not None:
-        rules += _image_grammar(receipt.image)
+    if (image := receipt.image) is not None:
+        rules += [
+            ("image.tag", bool(_IMAGE_TAG.fullmatch(image.tag))),
+            ("image.id", bool(IMAGE_ID.fullmatch(image.id))),
+            ("image.compiler", bool(_CLANG.fullmatch(image.compiler))),
+            ("image.suite", bool(_SUITE.fullmatch(image.suite))),
+            ("image.sysroot_suite", bool(_SUITE.fullmatch(image.sysroot_suite))),
+            ("image.glibc", bool(_GLIBC.fullmatch(image.glibc))),
+            ("image.packages", _packages(image.packages) and image.compiler in image.packages),
+            ("image.sysroot_packages", _packages(image.sysroot_packages)),
+        ]
     texts = (receipt.created, receipt.tfbuild, receipt.git_version, receipt.stock, receipt.compiler)
     rules.append(("text fields", all(_text_ok(t) for t in (*texts, receipt.compiler_version))))
     rules.append(("skipped", all(_text_ok(t) for t in receipt.skipped)))
@@ -227,19 +236,6 @@ def _packages(packages: dict[str, str]) -> bool:
     return len(packages) <= MAX_PACKAGES and all(
         is_debian_package(name) and is_debian_version(version) for name, version in packages.items()
     )
-
-
-def _image_grammar(image: OverlayImage) -> list[tuple[str, bool]]:
-    return [
-        ("image.tag", bool(_IMAGE_TAG.fullmatch(image.tag))),
-        ("image.id", bool(IMAGE_ID.fullmatch(image.id))),
-        ("image.compiler", bool(_CLANG.fullmatch(image.compiler))),
-        ("image.suite", bool(_SUITE.fullmatch(image.suite))),
-        ("image.sysroot_suite", bool(_SUITE.fullmatch(image.sysroot_suite))),
-        ("image.glibc", bool(_GLIBC.fullmatch(image.glibc))),
-        ("image.packages", _packages(image.packages) and image.compiler in image.packages),
-        ("image.sysroot_packages", _packages(image.sysroot_packages)),
-    ]
 
 
 def decode_overlay_receipt(raw: bytes, *, source: str, charset: str = "utf-8") -> OverlayReceipt:

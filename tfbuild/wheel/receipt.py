@@ -34,7 +34,7 @@ import math
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import MISSING, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -155,15 +155,13 @@ def _wanted(kind: Any) -> str:
     return _PLAIN.get(kind, f"a {getattr(kind, '__name__', kind)}")
 
 
-def explain(
-    data: Any, kind: Any, name: str = "", *, instead: Mapping[type, type] | None = None
-) -> str | None:
+def explain(data: Any, kind: Any, name: str = "") -> str | None:
     """Why ``data`` (parsed JSON) does not fit ``kind``, in one clause naming the field (``name``
     is the path to it, "" for the whole receipt), or None when it fits. Each value is checked by
     :func:`tfbuild.core.serial.from_data` against its own type, so that this says what msgspec
-    refused. ``instead`` checks a type as another: one whose fields say their grammar."""
-    instead = instead or {}
-    kind = instead.get(kind, kind) if isinstance(kind, type) else kind
+    refused. A type of :data:`_CHECKED_AS` is checked as another: one whose fields say their
+    grammar."""
+    kind = _CHECKED_AS.get(kind, kind) if isinstance(kind, type) else kind
     origin, args = typing.get_origin(kind), typing.get_args(kind)
     if kind is Any:
         return None
@@ -171,22 +169,22 @@ def explain(
         if data is None and type(None) in args:
             return None
         options = [a for a in args if a not in (type(None), serial.Unset)]
-        return explain(data, options[0], name, instead=instead) if len(options) == 1 else None
+        return explain(data, options[0], name) if len(options) == 1 else None
     if dataclasses.is_dataclass(kind):
-        return _explain_fields(data, kind, name, instead)
+        return _explain_fields(data, kind, name)
     if origin is dict:
         if not isinstance(data, dict):
             return f"its {name} holds {type(data).__name__}, not an object"
         for key, value in data.items():
             at = f"{name}[{short(key)!r}]"
-            why = explain(key, args[0], f"{name} key", instead=instead)
-            if why or (why := explain(value, args[1], at, instead=instead)):
+            why = explain(key, args[0], f"{name} key")
+            if why or (why := explain(value, args[1], at)):
                 return why
         return None
     if origin is list or (origin is tuple and args[-1:] == (...,)):
         if not isinstance(data, list):
             return f"its {name} holds {type(data).__name__}, not a list"
-        items = (explain(v, args[0], f"{name}[{i}]", instead=instead) for i, v in enumerate(data))
+        items = (explain(v, args[0], f"{name}[{i}]") for i, v in enumerate(data))
         return next((why for why in items if why), None)
     try:  # a value checked whole: a plain type, a Literal, an Annotated one
         serial.from_data(data, kind)
@@ -195,7 +193,7 @@ def explain(
     return None
 
 
-def _explain_fields(data: Any, kind: Any, name: str, instead: Mapping[type, type]) -> str | None:
+def _explain_fields(data: Any, kind: Any, name: str) -> str | None:
     if not isinstance(data, dict):
         return f"its {name} holds {type(data).__name__}, not an object"
     fields = {f.name: f for f in dataclasses.fields(kind)}
@@ -210,7 +208,7 @@ def _explain_fields(data: Any, kind: Any, name: str, instead: Mapping[type, type
     hints = typing.get_type_hints(kind, include_extras=True)
     for key in fields:
         at = f"{name}.{key}" if name else key
-        if key in data and (why := explain(data[key], hints[key], at, instead=instead)):
+        if key in data and (why := explain(data[key], hints[key], at)):
             return why
     return None
 
@@ -263,25 +261,6 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def _unicode(value: Any) -> None:
-    """Every string (keys too) is text that encodes: no lone surrogate from a ``\\ud800`` escape."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValueError(
-                    "it holds a lone surrogate (\\ud800-\\udfff) in a string"
-                ) from None
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-
-
 def load_json(raw: bytes, *, charset: str = "utf-8") -> Any:
     """The JSON in ``raw`` (a file's bytes, an HTTP body in ``charset``), read bounded in size,
     nesting and numbers; a ValueError whose message is one clause for anything else: too large or
@@ -305,7 +284,10 @@ def load_json(raw: bytes, *, charset: str = "utf-8") -> Any:
         )
     except RecursionError:  # not reached after json_depth; kept so that it can never escape
         raise ValueError(deeper) from None
-    _unicode(data)
+    try:  # every string (keys too) is text that encodes: no lone surrogate from a \ud800 escape
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("it holds a lone surrogate (\\ud800-\\udfff) in a string") from None
     return data
 
 
@@ -553,10 +535,6 @@ class CanaryCheck:
         return all(self.smoke.get(name, SmokeOutcome(ok=False)).ok for name in CANARY_BUILDS)
 
 
-#: Sections other commands add to a published receipt (``update_receipt``): doctor's canary check.
-SECTIONS = ("canary",)
-
-
 @dataclass(frozen=True, kw_only=True)
 class Receipt:
     """A wheel's receipt. ``canary`` is what another command adds later (doctor's check)."""
@@ -594,11 +572,6 @@ class Receipt:
     #: doctor's canary check (instruction sets found, speedup), added to the published receipt by
     #: ``update_receipt``; written only once added.
     canary: CanaryCheck | None = None
-
-    @property
-    def sections(self) -> dict[str, CanaryCheck]:
-        """The sections other commands added, by name."""
-        return {"canary": self.canary} if self.canary is not None else {}
 
     # --- what readers ask ---------------------------------------------------------------------
 
@@ -642,13 +615,12 @@ class Receipt:
 
     # --- JSON ---------------------------------------------------------------------------------
 
-    # hand-written: a section not added (None) is written as no key, not as null
+    # hand-written: the canary section not added (None) is written as no key, not as null
     def to_json(self) -> dict[str, Any]:
-        """The receipt as JSON data: its fields in order, the sections at the top level last."""
+        """The receipt as JSON data: its fields in order, the canary section last."""
         data: dict[str, Any] = serial.to_data(self)
-        for name in SECTIONS:
-            if data[name] is None:  # not added: no key
-                del data[name]
+        if data["canary"] is None:
+            del data["canary"]
         return data
 
     # hand-written: untrusted input, its schema first, then every field to its type and grammar
@@ -667,7 +639,7 @@ class Receipt:
         try:
             receipt = serial.from_data(data, Receipt)
         except serial.DecodeFailure as exc:  # said again for people: which field, and why
-            why = explain(data, Receipt, instead=_CHECKED_AS)
+            why = explain(data, Receipt)
             raise InvalidReceipt(why or f"it is malformed: {exc}") from None
         why = _grammar(receipt, data)
         if why:
@@ -712,9 +684,8 @@ def _grammar(receipt: Receipt, data: dict[str, Any]) -> str | None:
         datetime.fromisoformat(receipt.created)
     except ValueError:
         return holds("created", receipt.created, "an ISO 8601 time")
-    for name in SECTIONS:  # a section not added is no key, never null
-        if name in data and data[name] is None:
-            return f"its {name} holds NoneType, not an object"
+    if "canary" in data and data["canary"] is None:  # a section not added is no key, never null
+        return "its canary holds NoneType, not an object"
     canary = receipt.canary
     if canary is None:
         return None

@@ -104,7 +104,6 @@ class WheelDiff:
 
 
 def compare(a: Path, b: Path) -> WheelDiff:
-    """Compare wheels ``a`` and ``b`` member by member (see the module's description)."""
     sha_a, sha_b = sha256_file(a), sha256_file(b)
     with _open(a) as zip_a, _open(b) as zip_b:
         files_a = {i.filename: i for i in zip_a.infolist() if not i.is_dir()}

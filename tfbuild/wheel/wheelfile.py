@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import csv
 import hashlib
 import io
@@ -117,24 +118,18 @@ def _metadata_with_version(text: bytes, version: str) -> bytes:
 
 def _entry(info: zipfile.ZipInfo, name: str, stamp: DateTime | None) -> zipfile.ZipInfo:
     """The header ``info``'s copy gets: its own, or the normalised one when ``stamp`` is given."""
-    entry = zipfile.ZipInfo(name, date_time=info.date_time if stamp is None else stamp)
-    entry.compress_type = info.compress_type
-    entry.CRC = info.CRC
-    entry.file_size = info.file_size
-    entry.compress_size = info.compress_size
+    entry = copy.copy(info)
+    entry.filename = name
     if stamp is None:
-        entry.flag_bits = info.flag_bits & ~_DATA_DESCRIPTOR_FLAG  # the sizes go in the header
-        entry.external_attr = info.external_attr
-        entry.internal_attr = info.internal_attr
-        entry.create_system = info.create_system
-        entry.create_version = info.create_version
-    else:
-        entry.flag_bits = 0  # bits 1-2 only say how hard deflate worked: readers ignore them
-        mode = 0o755 if (info.external_attr >> 16) & 0o111 else 0o644
-        entry.external_attr = (stat.S_IFREG | mode) << 16
-        entry.internal_attr = 0
-        entry.create_system = _UNIX
-        entry.create_version = _ZIP_VERSION
+        entry.flag_bits &= ~_DATA_DESCRIPTOR_FLAG  # the sizes go in the header
+        return entry
+    entry.date_time = stamp
+    entry.flag_bits = 0  # bits 1-2 only say how hard deflate worked: readers ignore them
+    mode = 0o755 if (info.external_attr >> 16) & 0o111 else 0o644
+    entry.external_attr = (stat.S_IFREG | mode) << 16
+    entry.internal_attr = 0
+    entry.create_system = _UNIX
+    entry.create_version = _ZIP_VERSION
     return entry
 
 
