@@ -9,10 +9,10 @@ from the base images ``tfbuild base`` makes (no registry), rendered from
 ``templates/overlay.Dockerfile.j2`` and built or reused by the hash of that file
 (:meth:`DockerEngine.ensure_image`): the base images' ids and every package it names are in it.
 
-Each compiler command runs in a one-shot container of that image (:class:`ImageRunner`): no network,
-as the invoking uid:gid, the stock TensorFlow package read-only and the scratch directory read-write,
-each at its own path, so the command is the one the host would run and the bytes do not depend on
-where it ran.
+Each compiler command runs in a one-shot container of that image (:meth:`InImage.toolchain`): no
+network, as the invoking uid:gid (what it writes is the user's), the stock TensorFlow package
+read-only and the scratch directory read-write, each at its own path, so the command is the one the
+host would run and the bytes do not depend on where it ran.
 
 What the receipt records (:class:`OverlayImage`): the image's tag and id, the suites, the sysroot's
 glibc, and the version of every package whose files the compile and link read (the compiler, its
@@ -349,36 +349,6 @@ def read_facts(engine: Engine, tag: str) -> ImageFacts:
     )
 
 
-class ImageRunner:
-    """Each compiler command in a one-shot container of the image: its directory read-write and
-    ``read_only`` directories (the stock TensorFlow) at their own paths, no network, as the
-    invoking uid:gid, so that what it writes is the user's."""
-
-    def __init__(self, engine: Engine, tag: str, read_only: Sequence[str]) -> None:
-        self._engine = engine
-        self._tag = tag
-        self._read_only = tuple(read_only)
-
-    def __call__(self, argv: Sequence[str], cwd: Path) -> Ran:
-        lines: list[str] = []
-        mounts = [
-            *(Mount(source=path, target=path, read_only=True) for path in self._read_only),
-            Mount(source=str(cwd), target=str(cwd)),
-        ]
-        result = self._engine.run(
-            self._tag,
-            list(argv),
-            mounts=mounts,
-            user=f"{os.getuid()}:{os.getgid()}",
-            workdir=str(cwd),
-            on_line=lines.append,
-            network_mode="none",
-        )
-        if result.oom_killed:
-            lines.append("error: the compiler ran out of memory (the container was OOM-killed)")
-        return Ran(code=result.exit_code, output="\n".join(lines))
-
-
 @dataclass(frozen=True, kw_only=True)
 class InImage:
     """The image, ready: its compiler, what the receipt says of it, and its toolchain."""
@@ -389,12 +359,32 @@ class InImage:
     spec: ImageSpec
 
     def toolchain(self, read_only: Sequence[str]) -> CompilerDrivers:
-        """Its commands each in a container that sees ``read_only`` (the stock TensorFlow)."""
+        """Its commands each in a one-shot container that sees ``read_only`` (the stock TensorFlow)."""
+
+        def run(argv: Sequence[str], cwd: Path) -> Ran:
+            lines: list[str] = []
+            mounts = [
+                *(Mount(source=path, target=path, read_only=True) for path in read_only),
+                Mount(source=str(cwd), target=str(cwd)),
+            ]
+            result = self.engine.run(
+                self.image.tag,
+                list(argv),
+                mounts=mounts,
+                user=f"{os.getuid()}:{os.getgid()}",
+                workdir=str(cwd),
+                on_line=lines.append,
+                network_mode="none",
+            )
+            if result.oom_killed:
+                lines.append("error: the compiler ran out of memory (the container was OOM-killed)")
+            return Ran(code=result.exit_code, output="\n".join(lines))
+
         return CompilerDrivers(
             cxx=self.spec.cxx,
             cc=self.spec.compiler,  # the package's C driver: clang-18
             flags=SYSROOT_FLAGS,
-            run=ImageRunner(self.engine, self.image.tag, read_only),
+            run=run,
             where=f"in {self.image.tag}",
         )
 
