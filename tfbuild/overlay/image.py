@@ -315,15 +315,9 @@ def _gone(log: Path) -> tuple[str, str] | None:
     return (found.group(1), found.group(2)) if found else None
 
 
-@dataclass(frozen=True, kw_only=True)
-class ImageFacts:
-    compiler: str  # the first line of its --version
-    packages: dict[str, str]
-    sysroot_packages: dict[str, str]
-
-
-def read_facts(engine: Engine, tag: str) -> ImageFacts:
-    """The compiler's --version and the recorded packages, as the image build wrote them down."""
+def read_facts(engine: Engine, tag: str, spec: ImageSpec) -> tuple[str, OverlayImage]:
+    """The first line of the compiler's --version, and what the receipt records of the image: its
+    id, and the recorded packages as the image build wrote them down."""
     lines: list[str] = []
     result = engine.run(tag, ["cat", FACTS], on_line=lines.append, network_mode="none")
     compiler = ""
@@ -342,8 +336,13 @@ def read_facts(engine: Engine, tag: str) -> ImageFacts:
             why=f"cat {FACTS} exited with {result.exit_code}: {' '.join(lines[-3:])}",
             fix=f"Remove the image (docker rmi {tag}) and rerun: tfbuild builds it again.",
         )
-    return ImageFacts(
-        compiler=compiler,
+    return compiler, OverlayImage(
+        tag=tag,
+        id=engine.image_id(tag) or "",
+        compiler=spec.compiler,
+        suite=spec.suite,
+        sysroot_suite=spec.sysroot_suite,
+        glibc=spec.glibc,
         packages=dict(sorted(stages["toolchain"].items())),
         sysroot_packages=dict(sorted(stages["sysroot"].items())),
     )
@@ -436,25 +435,15 @@ def image_toolchain(
             tag = ensure_overlay_image(
                 engine, with_base_images(engine, spec, fallback), say=say, proxies=proxies
             )
-        facts = read_facts(engine, tag)
-        image_id = engine.image_id(tag) or ""
+        version, image = read_facts(engine, tag, spec)
         yield InImage(
             engine=engine,
             spec=spec,
             compiler=CompilerExecutable(
                 path=spec.cxx,
                 family="clang",
-                version=facts.compiler,
+                version=version,
                 why=f"the recipe's {recipe_compiler}, in the overlay's toolchain image",
             ),
-            image=OverlayImage(
-                tag=tag,
-                id=image_id,
-                compiler=spec.compiler,
-                suite=spec.suite,
-                sysroot_suite=spec.sysroot_suite,
-                glibc=spec.glibc,
-                packages=facts.packages,
-                sysroot_packages=facts.sysroot_packages,
-            ),
+            image=image,
         )
