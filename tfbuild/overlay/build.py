@@ -171,31 +171,6 @@ def _compiler(request: OverlayRequest) -> CompilerExecutable:
     return found
 
 
-def _manifest(
-    stock: StockTensorFlow,
-    request: OverlayRequest,
-    cflags: tuple[str, ...],
-    registration: Registration,
-    compiled: Compiled,
-    compiler: CompilerExecutable,
-    pending: tuple[str, ...],
-) -> bytes:
-    manifest = OverlayManifest(
-        tensorflow=stock.version,
-        distribution=stock.distribution,
-        git_version=stock.git_version,
-        framework_size=stock.framework_bytes,
-        target=request.target,
-        cflags=cflags,
-        features=compiled.features,
-        compiler=compiler.version,
-        kernels=registration.names,
-        pending=pending,
-        token=compiled.token,
-    )
-    return (json.dumps(serial.to_data(manifest), indent=1) + "\n").encode()
-
-
 def beyond_here(target: str, cpu: CpuInfo | None = None) -> tuple[str, ...]:
     """The instruction sets of ``target`` that an overlay's loader checks and ``cpu`` (this
     machine's by default) lacks: archspec's features of the target, the system ones the kernels
@@ -330,12 +305,25 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
             scratch=scratch / "src",
             pending=pending,
         )
+        manifest = OverlayManifest(
+            tensorflow=stock.version,
+            distribution=stock.distribution,
+            git_version=stock.git_version,
+            framework_size=stock.framework_bytes,
+            target=request.target,
+            cflags=cflags,
+            features=compiled.features,
+            compiler=compiler.version,
+            kernels=registration.names,
+            pending=pending,
+            token=compiled.token,
+        )
         files = {
             f"{PLUGINS}/{LOADER}": compiled.loader.read_bytes(),
             f"{PLUGINS}/tfbuild_overlay/{KERNELS}": compiled.kernels.read_bytes(),
-            f"{PLUGINS}/tfbuild_overlay/{MANIFEST}": _manifest(
-                stock, request, cflags, registration, compiled, compiler, pending
-            ),
+            f"{PLUGINS}/tfbuild_overlay/{MANIFEST}": (
+                json.dumps(serial.to_data(manifest), indent=1) + "\n"
+            ).encode(),
         }
         if pending:
             files[f"{PLUGINS}/tfbuild_overlay/{CHECK_FILE}"] = pending_record(pending)
