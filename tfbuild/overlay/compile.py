@@ -339,14 +339,6 @@ def workarounds(
     return tuple(left)
 
 
-def _stage(scratch: Path, registration: Registration) -> None:
-    package = resources.files("tfbuild.overlay")
-    for name in SOURCES:
-        (scratch / name).write_bytes(package.joinpath(name).read_bytes())
-    for name, text in inc_files(registration).items():
-        (scratch / name).write_text(text)
-
-
 def _defines(
     stock: StockTensorFlow,
     target: str,
@@ -389,7 +381,11 @@ def compile_overlay(
     the build machine lacks, so the kernels' check waits for a machine that has them; the loader
     registers nothing until a CHECK file beside the kernels says it passed for these kernels
     (their sha256, :attr:`Compiled.token`)."""
-    _stage(scratch, registration)
+    package = resources.files("tfbuild.overlay")
+    for name in SOURCES:
+        (scratch / name).write_bytes(package.joinpath(name).read_bytes())
+    for name, text in inc_files(registration).items():
+        (scratch / name).write_text(text)
     include = str(Path(stock.include).resolve())
     maps = [
         f"-ffile-prefix-map={scratch}=overlay",
