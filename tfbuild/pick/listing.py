@@ -339,11 +339,9 @@ def _fetch_receipt(
         if refused := policy.refusal(final):  # fetch checked each redirect; the end, once more
             return None, f"receipt of {wheel} not used: {url} led to {_short(final)}: {refused}"
         return parse_any_receipt(body, charset=charset, wheel=wheel), None
-    except EnvironmentProblem as exc:
-        if deadline.expired():
+    except (EnvironmentProblem, InputError, UsageError) as exc:
+        if isinstance(exc, EnvironmentProblem) and deadline.expired():
             raise  # the whole pick is out of time
-        return None, f"receipt of {wheel} not used: {exc.line()}"
-    except (InputError, UsageError) as exc:
         return None, f"receipt of {wheel} not used: {exc.line()}"
     except (ValueError, UnicodeDecodeError) as exc:
         return None, f"receipt {url} not used: {exc}"
