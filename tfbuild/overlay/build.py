@@ -33,7 +33,7 @@ from tfbuild.core.files import DIST_LOCK, locked, sha256_file, write_files
 from tfbuild.detect.cpu import host_cpuinfo
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env, stock_spec
-from tfbuild.measure.stock import StockTensorFlow, for_overlay, read_stock
+from tfbuild.measure.stock import for_overlay, read_stock
 from tfbuild.overlay.check import verify_kernels
 from tfbuild.overlay.compile import (
     FRAMEWORK,
@@ -41,7 +41,6 @@ from tfbuild.overlay.compile import (
     LOADER,
     MACROS,
     SYSTEM_FLAGS,
-    Compiled,
     compile_overlay,
     host_toolchain,
     target_features,
