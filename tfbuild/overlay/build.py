@@ -33,7 +33,7 @@ from tfbuild.core.files import DIST_LOCK, locked, sha256_file, write_files
 from tfbuild.detect.cpu import host_cpuinfo
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env, stock_spec
-from tfbuild.measure.stock import StockTensorFlow, for_overlay, read_stock
+from tfbuild.measure.stock import for_overlay, read_stock
 from tfbuild.overlay.check import verify_kernels
 from tfbuild.overlay.compile import (
     FRAMEWORK,
@@ -41,7 +41,6 @@ from tfbuild.overlay.compile import (
     LOADER,
     MACROS,
     SYSTEM_FLAGS,
-    Compiled,
     compile_overlay,
     host_toolchain,
     target_features,
@@ -169,31 +168,6 @@ def _compiler(request: OverlayRequest) -> CompilerExecutable:
             fix="Name a C++ compiler on PATH (clang++-16, g++) or give its path.",
         )
     return found
-
-
-def _manifest(
-    stock: StockTensorFlow,
-    request: OverlayRequest,
-    cflags: tuple[str, ...],
-    registration: Registration,
-    compiled: Compiled,
-    compiler: CompilerExecutable,
-    pending: tuple[str, ...],
-) -> bytes:
-    manifest = OverlayManifest(
-        tensorflow=stock.version,
-        distribution=stock.distribution,
-        git_version=stock.git_version,
-        framework_size=stock.framework_bytes,
-        target=request.target,
-        cflags=cflags,
-        features=compiled.features,
-        compiler=compiler.version,
-        kernels=registration.names,
-        pending=pending,
-        token=compiled.token,
-    )
-    return (json.dumps(serial.to_data(manifest), indent=1) + "\n").encode()
 
 
 def beyond_here(target: str, cpu: CpuInfo | None = None) -> tuple[str, ...]:
@@ -330,12 +304,25 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
             scratch=scratch / "src",
             pending=pending,
         )
+        manifest = OverlayManifest(
+            tensorflow=stock.version,
+            distribution=stock.distribution,
+            git_version=stock.git_version,
+            framework_size=stock.framework_bytes,
+            target=request.target,
+            cflags=cflags,
+            features=compiled.features,
+            compiler=compiler.version,
+            kernels=registration.names,
+            pending=pending,
+            token=compiled.token,
+        )
         files = {
             f"{PLUGINS}/{LOADER}": compiled.loader.read_bytes(),
             f"{PLUGINS}/tfbuild_overlay/{KERNELS}": compiled.kernels.read_bytes(),
-            f"{PLUGINS}/tfbuild_overlay/{MANIFEST}": _manifest(
-                stock, request, cflags, registration, compiled, compiler, pending
-            ),
+            f"{PLUGINS}/tfbuild_overlay/{MANIFEST}": (
+                json.dumps(serial.to_data(manifest), indent=1) + "\n"
+            ).encode(),
         }
         if pending:
             files[f"{PLUGINS}/tfbuild_overlay/{CHECK_FILE}"] = pending_record(pending)

@@ -261,11 +261,6 @@ def compare(op: str, dtype: str, parts: Sequence[Part], bound: Bound) -> OpCheck
     )
 
 
-def failures(checks: Iterable[OpCheck]) -> tuple[OpCheck, ...]:
-    """The checks that failed; each one's :attr:`OpCheck.worst` and :meth:`OpCheck.line` say where."""
-    return tuple(c for c in checks if not c.passed)
-
-
 # --- running the script ---------------------------------------------------------------------------
 
 
@@ -386,7 +381,7 @@ def verify_kernels(
             "the check's corpus (tfbuild/scripts/check_tf.py) lacks them, or stock's ran there",
             fix="Report it to tfbuild with the receipt's TensorFlow and target.",
         )
-    failed = failures(r for r in results if r.overlaid)
+    failed = [r for r in results if r.overlaid and not r.passed]
     if failed:
         raise BuildFailed(
             f"{len(failed)} kernel(s) differ from stock TensorFlow beyond their bound",

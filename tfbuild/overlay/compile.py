@@ -79,40 +79,22 @@ LOADER_SAYS = "tfbuild overlay ("
 #: The stock TensorFlow's library the kernels link against (its soname), in the stock wheel.
 FRAMEWORK = "libtensorflow_framework.so.2"
 
+#: The instruction sets whose /proc/cpuinfo name is their compiler macro's, in lower case
+#: (``__AVX2__``: avx2). AVX512ER and AVX512PF are Knights Landing's (mic_knl).
+_SAME_NAMES = (
+    "SSE3 SSSE3 SSE4_1 SSE4_2 SSE4A POPCNT AVX AVX2 FMA FMA4 XOP F16C BMI2 MOVBE AES ADX RDSEED GFNI "
+    "VAES VPCLMULQDQ AVX512F AVX512DQ AVX512CD AVX512BW AVX512VL AVX512IFMA AVX512VBMI AVX512ER "
+    "AVX512PF AMX_TILE AMX_INT8 AMX_BF16 CLFLUSHOPT CLWB CLZERO FSGSBASE XSAVE XSAVEOPT XSAVEC RDPID "
+    "MOVDIRI MOVDIR64B SERIALIZE WAITPKG CLDEMOTE PKU SHA512 SM3 SM4 CMPCCXADD TBM"
+)
 #: The compiler's predefined macro -> the instruction set's /proc/cpuinfo name (loader.c's table).
 MACROS = {
-    "__SSE3__": "sse3",
-    "__SSSE3__": "ssse3",
-    "__SSE4_1__": "sse4_1",
-    "__SSE4_2__": "sse4_2",
-    "__SSE4A__": "sse4a",
-    "__POPCNT__": "popcnt",
+    **{f"__{name}__": name.lower() for name in _SAME_NAMES.split()},
     "__LZCNT__": "abm",
-    "__AVX__": "avx",
-    "__AVX2__": "avx2",
-    "__FMA__": "fma",
-    "__FMA4__": "fma4",
-    "__XOP__": "xop",
-    "__F16C__": "f16c",
     "__BMI__": "bmi1",
-    "__BMI2__": "bmi2",
-    "__MOVBE__": "movbe",
-    "__AES__": "aes",
     "__PCLMUL__": "pclmulqdq",
-    "__ADX__": "adx",
     "__RDRND__": "rdrand",
-    "__RDSEED__": "rdseed",
     "__SHA__": "sha_ni",
-    "__GFNI__": "gfni",
-    "__VAES__": "vaes",
-    "__VPCLMULQDQ__": "vpclmulqdq",
-    "__AVX512F__": "avx512f",
-    "__AVX512DQ__": "avx512dq",
-    "__AVX512CD__": "avx512cd",
-    "__AVX512BW__": "avx512bw",
-    "__AVX512VL__": "avx512vl",
-    "__AVX512IFMA__": "avx512ifma",
-    "__AVX512VBMI__": "avx512vbmi",
     "__AVX512VBMI2__": "avx512_vbmi2",
     "__AVX512VNNI__": "avx512_vnni",
     "__AVX512BITALG__": "avx512_bitalg",
@@ -120,35 +102,11 @@ MACROS = {
     "__AVX512BF16__": "avx512_bf16",
     "__AVX512FP16__": "avx512_fp16",
     "__AVX512VP2INTERSECT__": "avx512_vp2intersect",
-    "__AVX512ER__": "avx512er",  # Knights Landing's (mic_knl)
-    "__AVX512PF__": "avx512pf",
     "__AVXVNNI__": "avx_vnni",
     "__AVXIFMA__": "avx_ifma",
     "__AVXVNNIINT8__": "avx_vnni_int8",
     "__AVXVNNIINT16__": "avx_vnni_int16",
     "__AVXNECONVERT__": "avx_ne_convert",
-    "__AMX_TILE__": "amx_tile",
-    "__AMX_INT8__": "amx_int8",
-    "__AMX_BF16__": "amx_bf16",
-    "__CLFLUSHOPT__": "clflushopt",
-    "__CLWB__": "clwb",
-    "__CLZERO__": "clzero",
-    "__FSGSBASE__": "fsgsbase",
-    "__XSAVE__": "xsave",
-    "__XSAVEOPT__": "xsaveopt",
-    "__XSAVEC__": "xsavec",
-    "__RDPID__": "rdpid",
-    "__MOVDIRI__": "movdiri",
-    "__MOVDIR64B__": "movdir64b",
-    "__SERIALIZE__": "serialize",
-    "__WAITPKG__": "waitpkg",
-    "__CLDEMOTE__": "cldemote",
-    "__PKU__": "pku",
-    "__SHA512__": "sha512",
-    "__SM3__": "sm3",
-    "__SM4__": "sm4",
-    "__CMPCCXADD__": "cmpccxadd",
-    "__TBM__": "tbm",
     "__PRFCHW__": "",  # PREFETCHW: a hint, harmless where absent (a NOP on older CPUs)
     "__CRC32__": "",  # part of SSE4.2, checked there
 }
@@ -381,14 +339,6 @@ def workarounds(
     return tuple(left)
 
 
-def _stage(scratch: Path, registration: Registration) -> None:
-    package = resources.files("tfbuild.overlay")
-    for name in SOURCES:
-        (scratch / name).write_bytes(package.joinpath(name).read_bytes())
-    for name, text in inc_files(registration).items():
-        (scratch / name).write_text(text)
-
-
 def _defines(
     stock: StockTensorFlow,
     target: str,
@@ -431,7 +381,11 @@ def compile_overlay(
     the build machine lacks, so the kernels' check waits for a machine that has them; the loader
     registers nothing until a CHECK file beside the kernels says it passed for these kernels
     (their sha256, :attr:`Compiled.token`)."""
-    _stage(scratch, registration)
+    package = resources.files("tfbuild.overlay")
+    for name in SOURCES:
+        (scratch / name).write_bytes(package.joinpath(name).read_bytes())
+    for name, text in inc_files(registration).items():
+        (scratch / name).write_text(text)
     include = str(Path(stock.include).resolve())
     maps = [
         f"-ffile-prefix-map={scratch}=overlay",

@@ -9,10 +9,10 @@ from the base images ``tfbuild base`` makes (no registry), rendered from
 ``templates/overlay.Dockerfile.j2`` and built or reused by the hash of that file
 (:meth:`DockerEngine.ensure_image`): the base images' ids and every package it names are in it.
 
-Each compiler command runs in a one-shot container of that image (:class:`ImageRunner`): no network,
-as the invoking uid:gid, the stock TensorFlow package read-only and the scratch directory read-write,
-each at its own path, so the command is the one the host would run and the bytes do not depend on
-where it ran.
+Each compiler command runs in a one-shot container of that image (:meth:`InImage.toolchain`): no
+network, as the invoking uid:gid (what it writes is the user's), the stock TensorFlow package
+read-only and the scratch directory read-write, each at its own path, so the command is the one the
+host would run and the bytes do not depend on where it ran.
 
 What the receipt records (:class:`OverlayImage`): the image's tag and id, the suites, the sysroot's
 glibc, and the version of every package whose files the compile and link read (the compiler, its
@@ -315,15 +315,9 @@ def _gone(log: Path) -> tuple[str, str] | None:
     return (found.group(1), found.group(2)) if found else None
 
 
-@dataclass(frozen=True, kw_only=True)
-class ImageFacts:
-    compiler: str  # the first line of its --version
-    packages: dict[str, str]
-    sysroot_packages: dict[str, str]
-
-
-def read_facts(engine: Engine, tag: str) -> ImageFacts:
-    """The compiler's --version and the recorded packages, as the image build wrote them down."""
+def read_facts(engine: Engine, tag: str, spec: ImageSpec) -> tuple[str, OverlayImage]:
+    """The first line of the compiler's --version, and what the receipt records of the image: its
+    id, and the recorded packages as the image build wrote them down."""
     lines: list[str] = []
     result = engine.run(tag, ["cat", FACTS], on_line=lines.append, network_mode="none")
     compiler = ""
@@ -342,41 +336,16 @@ def read_facts(engine: Engine, tag: str) -> ImageFacts:
             why=f"cat {FACTS} exited with {result.exit_code}: {' '.join(lines[-3:])}",
             fix=f"Remove the image (docker rmi {tag}) and rerun: tfbuild builds it again.",
         )
-    return ImageFacts(
-        compiler=compiler,
+    return compiler, OverlayImage(
+        tag=tag,
+        id=engine.image_id(tag) or "",
+        compiler=spec.compiler,
+        suite=spec.suite,
+        sysroot_suite=spec.sysroot_suite,
+        glibc=spec.glibc,
         packages=dict(sorted(stages["toolchain"].items())),
         sysroot_packages=dict(sorted(stages["sysroot"].items())),
     )
-
-
-class ImageRunner:
-    """Each compiler command in a one-shot container of the image: its directory read-write and
-    ``read_only`` directories (the stock TensorFlow) at their own paths, no network, as the
-    invoking uid:gid, so that what it writes is the user's."""
-
-    def __init__(self, engine: Engine, tag: str, read_only: Sequence[str]) -> None:
-        self._engine = engine
-        self._tag = tag
-        self._read_only = tuple(read_only)
-
-    def __call__(self, argv: Sequence[str], cwd: Path) -> Ran:
-        lines: list[str] = []
-        mounts = [
-            *(Mount(source=path, target=path, read_only=True) for path in self._read_only),
-            Mount(source=str(cwd), target=str(cwd)),
-        ]
-        result = self._engine.run(
-            self._tag,
-            list(argv),
-            mounts=mounts,
-            user=f"{os.getuid()}:{os.getgid()}",
-            workdir=str(cwd),
-            on_line=lines.append,
-            network_mode="none",
-        )
-        if result.oom_killed:
-            lines.append("error: the compiler ran out of memory (the container was OOM-killed)")
-        return Ran(code=result.exit_code, output="\n".join(lines))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -389,12 +358,32 @@ class InImage:
     spec: ImageSpec
 
     def toolchain(self, read_only: Sequence[str]) -> CompilerDrivers:
-        """Its commands each in a container that sees ``read_only`` (the stock TensorFlow)."""
+        """Its commands each in a one-shot container that sees ``read_only`` (the stock TensorFlow)."""
+
+        def run(argv: Sequence[str], cwd: Path) -> Ran:
+            lines: list[str] = []
+            mounts = [
+                *(Mount(source=path, target=path, read_only=True) for path in read_only),
+                Mount(source=str(cwd), target=str(cwd)),
+            ]
+            result = self.engine.run(
+                self.image.tag,
+                list(argv),
+                mounts=mounts,
+                user=f"{os.getuid()}:{os.getgid()}",
+                workdir=str(cwd),
+                on_line=lines.append,
+                network_mode="none",
+            )
+            if result.oom_killed:
+                lines.append("error: the compiler ran out of memory (the container was OOM-killed)")
+            return Ran(code=result.exit_code, output="\n".join(lines))
+
         return CompilerDrivers(
             cxx=self.spec.cxx,
             cc=self.spec.compiler,  # the package's C driver: clang-18
             flags=SYSROOT_FLAGS,
-            run=ImageRunner(self.engine, self.image.tag, read_only),
+            run=run,
             where=f"in {self.image.tag}",
         )
 
@@ -446,25 +435,15 @@ def image_toolchain(
             tag = ensure_overlay_image(
                 engine, with_base_images(engine, spec, fallback), say=say, proxies=proxies
             )
-        facts = read_facts(engine, tag)
-        image_id = engine.image_id(tag) or ""
+        version, image = read_facts(engine, tag, spec)
         yield InImage(
             engine=engine,
             spec=spec,
             compiler=CompilerExecutable(
                 path=spec.cxx,
                 family="clang",
-                version=facts.compiler,
+                version=version,
                 why=f"the recipe's {recipe_compiler}, in the overlay's toolchain image",
             ),
-            image=OverlayImage(
-                tag=tag,
-                id=image_id,
-                compiler=spec.compiler,
-                suite=spec.suite,
-                sysroot_suite=spec.sysroot_suite,
-                glibc=spec.glibc,
-                packages=facts.packages,
-                sysroot_packages=facts.sysroot_packages,
-            ),
+            image=image,
         )

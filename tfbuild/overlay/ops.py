@@ -180,19 +180,14 @@ def plan_kernels(registry: Mapping[str, Sequence[StockKernel]]) -> Registration:
     return Registration(kernels=tuple(kernels), casts=casts, skipped=tuple(skipped))
 
 
-def _line(op: OverlayOp, dtype: str) -> str:
-    """The kernel files' macro of the op's kind (TFB_UNARY, TFB_GRAD, TFB_CLASS, TFB_OWN)."""
-    return f'TFB_{op.kind.upper()}("{op.name}", {op.kernel}, {CXX_TYPES[dtype]});'
-
-
 def inc_files(registration: Registration) -> dict[str, str]:
     """``<part>_ops.inc`` for each of :data:`PARTS`: one registration macro per line, in a fixed
     order."""
     by_name = {op.name: op for op in OPS}
     parts: dict[str, list[str]] = {part: [] for part in PARTS}
-    for name, dtype in registration.kernels:
+    for name, dtype in registration.kernels:  # the macro of its kind: TFB_UNARY, TFB_GRAD, ...
         op = by_name[name]
-        parts[op.part].append(_line(op, dtype))
+        parts[op.part].append(f'TFB_{op.kind.upper()}("{name}", {op.kernel}, {CXX_TYPES[dtype]});')
     for src, dst in registration.casts:
         parts["cwise"].append(f"TFB_CAST({CXX_TYPES[src]}, {CXX_TYPES[dst]});")
     head = "// Written by tfbuild (tfbuild/overlay/ops.py): the kernels this overlay registers.\n"

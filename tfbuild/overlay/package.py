@@ -37,33 +37,25 @@ class WheelName:
         return f"{DISTRIBUTION.replace('-', '_')}-{self.version}.dist-info"
 
 
-def _metadata(name: WheelName, requires: str, summary: str) -> str:
-    return (
-        "Metadata-Version: 2.1\n"
-        f"Name: {DISTRIBUTION}\n"
-        f"Version: {name.version}\n"
-        f"Summary: {summary}\n"
-        f"Requires-Dist: {requires}\n"
-    )
-
-
-def _wheel_file(name: WheelName) -> str:
-    return (
-        "Wheel-Version: 1.0\n"
-        "Generator: tfbuild overlay\n"
-        "Root-Is-Purelib: false\n"
-        f"Tag: py3-none-{name.platform}\n"
-    )
-
-
 def members(
     name: WheelName, *, files: Mapping[str, bytes], requires: str, summary: str
 ) -> dict[str, bytes]:
     """Every member of the wheel, ``files`` (paths under site-packages) plus its dist-info."""
     out = dict(sorted(files.items()))
     info = name.dist_info
-    out[f"{info}/METADATA"] = _metadata(name, requires, summary).encode()
-    out[f"{info}/WHEEL"] = _wheel_file(name).encode()
+    out[f"{info}/METADATA"] = (
+        "Metadata-Version: 2.1\n"
+        f"Name: {DISTRIBUTION}\n"
+        f"Version: {name.version}\n"
+        f"Summary: {summary}\n"
+        f"Requires-Dist: {requires}\n"
+    ).encode()
+    out[f"{info}/WHEEL"] = (
+        "Wheel-Version: 1.0\n"
+        "Generator: tfbuild overlay\n"
+        "Root-Is-Purelib: false\n"
+        f"Tag: py3-none-{name.platform}\n"
+    ).encode()
     record = "".join(f"{path},{record_hash(data)},{len(data)}\n" for path, data in out.items())
     out[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
     return out

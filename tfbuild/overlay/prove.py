@@ -116,17 +116,18 @@ def prove_overlay(
         say("its special-value check waits for a CPU with its instruction sets: running it here")
         check_installed(env.python, env=clean_env(), progress=say)
         line = load_line(env.python)
+    proof = OverlayProof(
+        wheel=wheel.name,
+        receipt=receipt,
+        python=env.python,
+        loaded=line is None,
+        load_message=line,
+        ops=(),
+    )
+    if line is not None:
+        say(line)
     if line is not None or not bench:
-        if line is not None:
-            say(line)
-        return OverlayProof(
-            wheel=wheel.name,
-            receipt=receipt,
-            python=env.python,
-            loaded=line is None,
-            load_message=line,
-            ops=(),
-        )
+        return proof
     seconds = budget if budget is not None else (90.0 if quick else 300.0)
     share = 2 / 3 if models else 1.0
     method = Method.quick(budget=seconds) if quick else Method(budget=seconds)
@@ -161,12 +162,8 @@ def prove_overlay(
         )
     else:
         timed_models = ()
-    return OverlayProof(
-        wheel=wheel.name,
-        receipt=receipt,
-        python=env.python,
-        loaded=True,
-        load_message=None,
+    return dataclasses.replace(
+        proof,
         ops=tuple(results),
         models=timed_models,
         # beside the ops the overlay replaces: the forecast is of a build, which would change all

@@ -1,15 +1,9 @@
 """`tfbuild pick`: which wheel of a directory or an index page runs best on a machine, and why.
 
-The wheels come from a local directory (``*.whl``, with the receipt ``<stem>.json`` beside each one
-when there is one) or from an HTML index page (PEP 503 anchors, ``<a href="NAME.whl#sha256=HEX">``,
-which is what ``tfbuild index`` writes), a local file (its links resolved against its own place) or
-an http(s) URL. The machine is this one, or a saved ``/proc/cpuinfo`` with
-a stated Python and CUDA driver.
-
-A wheel whose sha256 is not the one its receipt records (a local file's, computed; a link's
-``#sha256=``) is not the wheel that build wrote, and is refused first (stage ``integrity``). A
-receipt over http(s) is read only from where its wheel may be (the page's origin or an
-``--allow-origin`` one), redirects included: one that redirects elsewhere is not used.
+The wheels come from a local directory or an index page (:mod:`~tfbuild.pick.listing` says how, and
+which links and receipts it follows); a wheel that is not the file its receipt describes is refused
+first (stage ``integrity``). The machine is this one, or a saved ``/proc/cpuinfo`` with a stated
+Python and CUDA driver.
 
 Each wheel passes five checks in order, and the first that fails is the wheel's refusal reason:
 
@@ -28,17 +22,9 @@ Each wheel passes five checks in order, and the first that fails is the wheel's 
    assumed portable (the stock wheel);
 5. **cuda**: a CUDA build needs a driver that supports that CUDA release.
 
-Among the wheels that run (and match ``--tf`` / ``--variant``) the ranking is: newest TensorFlow,
-then a usable CUDA build over CPU builds, then the most specific CPU target (a target above its
-ancestors; among unrelated ones, more features), then the plain build over oneDNN (``mkl``), then an
-exact ``cpXY`` build over ``abi3`` over ``py3-none``.
-
-Overlays (``tfbuild_overlay-*.whl``, :mod:`tfbuild.overlay`) are judged by the same platform, python,
-glibc and CPU checks (the CPU must have every instruction set the overlay's loader checks for), and
-one more, **tensorflow**: the interpreter chosen for (``--python``'s, else tfbuild's own) has
-exactly the TensorFlow its receipt names installed, the same distribution, release and build. They
-are chosen apart from the wheels (:mod:`~tfbuild.pick.rank` says why): ``chosen`` is still the best
-wheel, ``overlay`` the best overlay for the TensorFlow installed.
+Among the wheels that run (and match ``--tf`` / ``--variant``), :mod:`~tfbuild.pick.rank` ranks
+them. Overlays (``tfbuild_overlay-*.whl``, :mod:`tfbuild.overlay`) pass checks of their own
+(:mod:`~tfbuild.pick.compat`) and are chosen apart from the wheels (:mod:`~tfbuild.pick.rank`).
 
 One module a job (each one's docstring, and ARCHITECTURE.md's table, say which), each importing
 only those before it: ``fetch``, ``listing``, ``machine``, ``compat``, ``rank``, ``install``,

@@ -66,8 +66,8 @@ _NOT_LOADED = "its loader would not load it here (stock kernels would run)"
 
 
 _INTERPRETER = re.compile(r"([a-z]+?)(\d)(\d*)")
-_MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_(.+)")
-_MUSLLINUX = re.compile(r"musllinux_(\d+)_(\d+)_(.+)")
+#: manylinux_X_Y_ARCH (glibc X.Y) or musllinux_X_Y_ARCH.
+_LINUX = re.compile(r"(many|musl)linux_(\d+)_(\d+)_(.+)")
 _LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
 
@@ -131,10 +131,9 @@ def _platform_check(platform: str, host: Host) -> tuple[str | None, _LibcNeed]:
     need: _LibcNeed = None
     if platform.startswith("linux_"):
         arch = platform[len("linux_") :]
-    elif found := _MANYLINUX.fullmatch(platform):
-        need, arch = (int(found.group(1)), int(found.group(2))), found.group(3)
-    elif found := _MUSLLINUX.fullmatch(platform):
-        need, arch = "musl", found.group(3)
+    elif found := _LINUX.fullmatch(platform):
+        glibc = (int(found.group(2)), int(found.group(3)))
+        need, arch = glibc if found.group(1) == "many" else "musl", found.group(4)
     else:
         legacy, _, rest = platform.partition("_")
         if legacy in _LEGACY_MANYLINUX and rest:

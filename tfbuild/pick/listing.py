@@ -154,29 +154,22 @@ class Origin:
         return cls(host=parts.hostname.lower(), scheme=parts.scheme or None, port=port)
 
     def admits(self, url: str) -> bool:
-        parts = urlsplit(url)
-        if self.scheme is not None and parts.scheme.lower() != self.scheme:
-            return False
-        if self.port is not None and _port(url) != self.port:
-            return False
-        return (parts.hostname or "").lower() == self.host
+        scheme, host, port = origin_of(url)
+        return host == self.host and self.scheme in (None, scheme) and self.port in (None, port)
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def _port(url: str) -> int | None:
-    parts = urlsplit(url)
-    try:
-        return parts.port or _DEFAULT_PORTS.get(parts.scheme.lower())
-    except ValueError:
-        return None
-
-
 def origin_of(url: str) -> tuple[str, str, int | None]:
-    """(scheme, host, port) of an http(s) URL, default ports filled in."""
+    """(scheme, host, port) of an http(s) URL, default ports filled in (None: an invalid port)."""
     parts = urlsplit(url)
-    return parts.scheme.lower(), (parts.hostname or "").lower(), _port(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or _DEFAULT_PORTS.get(scheme)
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -346,11 +339,9 @@ def _fetch_receipt(
         if refused := policy.refusal(final):  # fetch checked each redirect; the end, once more
             return None, f"receipt of {wheel} not used: {url} led to {_short(final)}: {refused}"
         return parse_any_receipt(body, charset=charset, wheel=wheel), None
-    except EnvironmentProblem as exc:
-        if deadline.expired():
+    except (EnvironmentProblem, InputError, UsageError) as exc:
+        if isinstance(exc, EnvironmentProblem) and deadline.expired():
             raise  # the whole pick is out of time
-        return None, f"receipt of {wheel} not used: {exc.line()}"
-    except (InputError, UsageError) as exc:
         return None, f"receipt of {wheel} not used: {exc.line()}"
     except (ValueError, UnicodeDecodeError) as exc:
         return None, f"receipt {url} not used: {exc}"

@@ -32,8 +32,21 @@ from tfbuild.recipes.tfversions import parse_version
 
 #: A Python or CUDA version as the user states it: X.Y, or X.Y.Z (the Z is dropped).
 _X_Y = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
-#: A glibc version as the user states it: X.Y.
-_GLIBC = re.compile(r"^(\d+)\.(\d+)$")
+#: Each X.Y option: the pattern its value must match (a glibc version is X.Y), what it states, and
+#: how to write it.
+_STATED = {
+    "--python": (_X_Y, "a Python version", "Write it as X.Y, e.g. 3.11."),
+    "--driver-cuda": (
+        _X_Y,
+        "a CUDA version",
+        "Write the newest CUDA the driver supports as X.Y (nvidia-smi prints it), or none.",
+    ),
+    "--glibc": (
+        re.compile(r"^(\d+)\.(\d+)$"),
+        "a glibc version",
+        "Write the machine's glibc as X.Y, e.g. 2.28 (ldd --version prints it).",
+    ),
+}
 #: A libstdc++ symbol version as the user states it (the part after GLIBCXX_): X.Y or X.Y.Z.
 _GLIBCXX_STATED = re.compile(r"^\d+\.\d+(?:\.\d+)?$")
 #: A version definition of libstdc++ that counts: GLIBCXX_3.4.32 (not GLIBCXX_LDBL_3.4, CXXABI_*).
@@ -104,47 +117,13 @@ class Host:
         return f"GLIBCXX_{self.libstdcxx}{stated}"
 
 
-def _x_y(text: str, pattern: re.Pattern[str], *, option: str, noun: str, fix: str) -> str:
-    """A version option's value as ``X.Y`` (``3.11.7`` -> ``3.11``); else one usage error line."""
+def _x_y(text: str, option: str) -> str:
+    """``option``'s value as ``X.Y`` (``3.11.7`` -> ``3.11``); else one usage error line."""
+    pattern, noun, fix = _STATED[option]
     found = pattern.match(text.strip())
     if not found:
         raise UsageError(f"{option} {text!r} is not {noun}", fix=fix)
     return f"{int(found.group(1))}.{int(found.group(2))}"
-
-
-def parse_python(text: str) -> str:
-    """``3.11`` (or ``3.11.7``) -> ``3.11``; anything else is a usage error."""
-    return _x_y(
-        text,
-        _X_Y,
-        option="--python",
-        noun="a Python version",
-        fix="Write it as X.Y, e.g. 3.11.",
-    )
-
-
-def parse_driver_cuda(text: str) -> str | None:
-    """``12.4`` (or ``12.4.1``) -> ``12.4``; ``none`` -> None (no GPU)."""
-    if text.strip().lower() == "none":
-        return None
-    return _x_y(
-        text,
-        _X_Y,
-        option="--driver-cuda",
-        noun="a CUDA version",
-        fix="Write the newest CUDA the driver supports as X.Y (nvidia-smi prints it), or none.",
-    )
-
-
-def parse_glibc(text: str) -> str:
-    """``2.28`` -> ``2.28``; anything else is a usage error."""
-    return _x_y(
-        text,
-        _GLIBC,
-        option="--glibc",
-        noun="a glibc version",
-        fix="Write the machine's glibc as X.Y, e.g. 2.28 (ldd --version prints it).",
-    )
 
 
 def parse_libstdcxx(text: str) -> str:
@@ -199,8 +178,11 @@ class _LinkMap(ctypes.Structure):
     _fields_ = (("l_addr", ctypes.c_void_p), ("l_name", ctypes.c_char_p))
 
 
-def _loaded_path(library: ctypes.CDLL) -> Path | None:
-    """The file the loader chose for a library it loaded (dlinfo RTLD_DI_LINKMAP)."""
+def find_libstdcxx() -> Path | None:
+    """The libstdc++ a program started here gets: ``find_library("stdc++")``'s soname, loaded by
+    the dynamic loader (its search path: LD_LIBRARY_PATH, ld.so.cache, the default directories),
+    and the file it chose (dlinfo RTLD_DI_LINKMAP)."""
+    soname = ctypes.util.find_library("stdc++")
     dlinfo = None
     for where in (None, "libdl.so.2"):  # glibc 2.34+ has dlinfo in libc, older ones in libdl
         try:
@@ -208,26 +190,17 @@ def _loaded_path(library: ctypes.CDLL) -> Path | None:
             break
         except (OSError, AttributeError):
             continue
-    if dlinfo is None:
+    if soname is None or dlinfo is None:
+        return None
+    try:
+        library = ctypes.CDLL(soname)
+    except OSError:
         return None
     link = ctypes.POINTER(_LinkMap)()
     if dlinfo(ctypes.c_void_p(library._handle), _RTLD_DI_LINKMAP, ctypes.byref(link)) != 0:
         return None
     name = link.contents.l_name if link else None
     return Path(name.decode()) if name else None
-
-
-def find_libstdcxx() -> Path | None:
-    """The libstdc++ a program started here gets: ``find_library("stdc++")``'s soname, loaded by
-    the dynamic loader (its search path: LD_LIBRARY_PATH, ld.so.cache, the default directories)."""
-    soname = ctypes.util.find_library("stdc++")
-    if soname is None:
-        return None
-    try:
-        library = ctypes.CDLL(soname)
-    except OSError:
-        return None
-    return _loaded_path(library)
 
 
 def libstdcxx_here() -> tuple[str | None, str]:
@@ -298,7 +271,7 @@ def describe_host(
     found."""
     from tfbuild.detect.cpuinfo import read_cpuinfo
 
-    stated_glibc = parse_glibc(glibc) if glibc is not None else None
+    stated_glibc = _x_y(glibc, "--glibc") if glibc is not None else None
     stated_libstdcxx = parse_libstdcxx(libstdcxx) if libstdcxx is not None else None
     live = cpuinfo is None
     info = cpu.host_cpuinfo() if cpuinfo is None else read_cpuinfo(cpuinfo)
@@ -307,14 +280,15 @@ def describe_host(
         implementation, version = asked.implementation, asked.version
         python_source = f"--python {interpreter}"
     elif python is not None:
-        implementation, version, python_source = "cp", parse_python(python), "--python"
+        implementation, version, python_source = "cp", _x_y(python, "--python"), "--python"
     else:
         name = sys.implementation.name
         implementation = {"cpython": "cp", "pypy": "pp"}.get(name, name)
         version = f"{sys.version_info.major}.{sys.version_info.minor}"
         python_source = f"{OWN_INTERPRETER}, {sys.executable}"
-    if driver_cuda is not None:
-        cuda = parse_driver_cuda(driver_cuda)
+    if driver_cuda is not None:  # none: no GPU
+        none = driver_cuda.strip().lower() == "none"
+        cuda = None if none else _x_y(driver_cuda, "--driver-cuda")
         cuda_source = "--driver-cuda"
     elif not live:
         cuda, cuda_source = (
