@@ -178,7 +178,7 @@ def kind_of(command: Sequence[str], labels: Mapping[str, str] | None, user: str 
     if stage is not None:
         return stage
     if command[:1] and command[0].startswith("clang"):
-        return "compile"  # a compiler command in the overlay's toolchain image (ImageRunner)
+        return "compile"  # a compiler command in the overlay's toolchain image (InImage.toolchain)
     return "container"
 
 

@@ -267,7 +267,7 @@ def bazel_command(plan: BuildPlan) -> BazelCommand:
 
 def bazel_options(options: PlanOptions) -> tuple[BazelCommand, tuple[Reason, ...]]:
     """bazel's startup options and the per-build options (caches, remote), without the resources'
-    (:func:`resource_options`, made from the plan's ``resources``), and the reasons for them."""
+    (:func:`bazel_command` adds them, made from the plan's ``resources``), and the reasons for them."""
     reasons: list[Reason] = []
     startup = (f"--output_user_root={CACHE_ROOT}/output",)
     build_options = [f"--repository_cache={CACHE_ROOT}/repository"]
