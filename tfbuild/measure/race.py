@@ -179,12 +179,6 @@ class _Starting:
             )
 
 
-def _at_once() -> int:
-    """How many workers start at once: one a CPU (importing TensorFlow and tracing, or compiling
-    with XLA, is one CPU's work each); none of them is timed yet."""
-    return usable_cpus()
-
-
 def race(
     entrants: Sequence[Entrant],
     *,
@@ -216,9 +210,12 @@ def race(
             starting.start(ordered[0], fatal=True)
             _check_memory(starting.workers[baseline], len(ordered))
             rest = ordered[1:]
+            # One start a CPU (importing TensorFlow and tracing, or compiling with XLA, is one
+            # CPU's work each); none of them is timed yet.
+            at_once = usable_cpus()
             if rest:
-                say(f"starting the {len(rest)} other ways of running it, {_at_once()} at a time")
-            with concurrent.futures.ThreadPoolExecutor(max_workers=_at_once()) as pool:
+                say(f"starting the {len(rest)} other ways of running it, {at_once} at a time")
+            with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
                 starts = [pool.submit(starting.start, e, fatal=e.name in fatal) for e in rest]
                 for job in starts:
                     job.result()
@@ -297,12 +294,8 @@ class _Timing:
 
     def leader(self, live: Sequence[str]) -> str:
         """The live entrant with the shortest median over the rounds so far."""
-
-        def median(name: str) -> float:
-            found = sorted(self.rounds.timed(name))
-            return found[len(found) // 2] if found else float("inf")
-
-        return min(live, key=median)
+        now = self.now(self.rounds.looks)
+        return min(live, key=lambda name: now.lane(name).median or float("inf"))
 
     def stop_far_slower(self, done: int, live: list[str]) -> list[str]:
         """After the first :data:`EARLY_ROUNDS` rounds, the entrants that every pair shows

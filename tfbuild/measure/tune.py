@@ -40,10 +40,6 @@ class TuneOptions:
     method: Method = field(default_factory=Method.quick)
 
 
-def _multiarch(architecture: str) -> str:
-    return "aarch64-linux-gnu" if architecture == "aarch64" else "x86_64-linux-gnu"
-
-
 def _openmp_build(python: str) -> bool:
     """Does this TensorFlow ship an OpenMP runtime (an OpenMP oneDNN build, --config=mkl)?"""
     where = tensorflow_dir(python)
@@ -66,7 +62,8 @@ def knobs(python: str) -> tuple[Lever, ...]:
         ),
         ONEDNN_OFF,
     ]
-    libs = Path("/usr/lib") / _multiarch(info.architecture)
+    multiarch = "aarch64-linux-gnu" if info.architecture == "aarch64" else "x86_64-linux-gnu"
+    libs = Path("/usr/lib") / multiarch
     for name, lib in (("tcmalloc", "libtcmalloc.so.4"), ("jemalloc", "libjemalloc.so.2")):
         if (libs / lib).exists():
             preload = (("LD_PRELOAD", str(libs / lib)),)
