@@ -281,7 +281,8 @@ class _Timing:
             self.check(model)
             leader = self.leader(live)
             pending = self.pending(live, leader)
-            say(_look_line(leader, rounds.rounds, pending))
+            still = f"{len(pending)} still undecided" if pending else "all decided"
+            say(f"after {rounds.rounds} rounds: {leader} fastest so far; {still}")
             if (
                 not pending
                 or rounds.looks >= method.looks
@@ -345,8 +346,3 @@ def _interval(now: Race, candidate: str, against: str) -> tuple[float, float, fl
         return None
     found = ratio(mine, theirs, paired=True, confidence=CONFIDENCE)
     return found.ratio, found.low, found.high
-
-
-def _look_line(leader: str, rounds: int, pending: set[str]) -> str:
-    still = f"{len(pending)} still undecided" if pending else "all decided"
-    return f"after {rounds} rounds: {leader} fastest so far; {still}"
