@@ -650,8 +650,16 @@ def main(argv: list[str] | None = None) -> int:
             problem = {"stage": exc.stage, "error": str(exc)}
             send({"ready": False, "error": str(exc), "model_error": problem})
             return 1
-        if args.profile:
-            return profile_model(send, tf, call, described, args)
+        if args.profile:  # one line: where the model's step spends its time (profile_tf.py)
+            _profile_tf = sibling("profile_tf")
+            if args.replaced is not None:
+                replaced = [k for k in args.replaced.split(",") if k]
+            else:  # the kernels this process runs at the overlay's priority
+                replaced = _profile_tf.overlaid(tf)
+            # load_model called it once already: the one untraced call the profile needs
+            found = _profile_tf.profile(tf, call, args.model_op, args.profile, replaced, warm=False)
+            send({**found, "describe": described})
+            return 0
         ops.append(Op(args.model_op, "model", "Gsample/s", args.model_batch, call))
         model = {"model": described}
     return serve(
@@ -679,27 +687,6 @@ def sibling(name: str) -> Any:
     if name not in sys.modules:
         import_file(name, Path(__file__).with_name(f"{name}.py"))
     return sys.modules[name]
-
-
-def profile_model(
-    send: Send,
-    tf: Any,
-    call: Callable[[], Any],
-    described: dict[str, Any],
-    args: argparse.Namespace,
-) -> int:
-    """``--profile STEPS``: one line, where the model's step spends its time (``profile_tf.py``),
-    counting the kernels of ``--replaced`` (default: those this process runs at the overlay's
-    priority)."""
-    _profile_tf = sibling("profile_tf")
-    if args.replaced is not None:
-        replaced = [k for k in args.replaced.split(",") if k]
-    else:
-        replaced = _profile_tf.overlaid(tf)
-    # load_model called it once already: the one untraced call the profile needs
-    found = _profile_tf.profile(tf, call, args.model_op, args.profile, replaced, warm=False)
-    send({**found, "describe": described})
-    return 0
 
 
 def serve(send: Send, ops: list[Op], ready: dict[str, Any]) -> int:
