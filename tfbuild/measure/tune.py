@@ -40,14 +40,6 @@ class TuneOptions:
     method: Method = field(default_factory=Method.quick)
 
 
-def _openmp_build(python: str) -> bool:
-    """Does this TensorFlow ship an OpenMP runtime (an OpenMP oneDNN build, --config=mkl)?"""
-    where = tensorflow_dir(python)
-    if where is None:
-        return False
-    return any(where.rglob("libiomp5*.so*")) or any(where.rglob("libgomp*.so*"))
-
-
 def knobs(python: str) -> tuple[Lever, ...]:
     """The settings that matter for this wheel on this machine, in the order they are tried (each
     tried under its name in a sentence: "tcmalloc preloaded")."""
@@ -68,7 +60,10 @@ def knobs(python: str) -> tuple[Lever, ...]:
         if (libs / lib).exists():
             preload = (("LD_PRELOAD", str(libs / lib)),)
             found.append(Lever(key=name, name=name, said=f"{name} preloaded", env=preload))
-    if _openmp_build(python):
+    where = tensorflow_dir(python)  # an OpenMP oneDNN build (--config=mkl) ships its runtime
+    if where is not None and (
+        any(where.rglob("libiomp5*.so*")) or any(where.rglob("libgomp*.so*"))
+    ):
         openmp = (
             ("KMP_AFFINITY", "granularity=fine,compact,1,0"),
             ("KMP_BLOCKTIME", "1"),

@@ -89,11 +89,6 @@ def load_libraries(root: str) -> "list[dict[str, Any]]":
     ]
 
 
-def glibc_version() -> "str | None":
-    text = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
-    return text.split()[-1] if text else None
-
-
 # --- the wheel's own words ---------------------------------------------------------------------
 
 
@@ -518,8 +513,9 @@ def _probe(wheel: str, wheelhouse: "str | None", work: str) -> "dict[str, Any]":
                 None if result["ok"] else likely_cause(result["error"], missing, info["top_level"])
             )
             imports.append(result)
+    glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
     return {
-        "glibc": glibc_version(),
+        "glibc": glibc.split()[-1] if glibc else None,
         "libraries": libraries,
         "python": here["version"],
         "wheel": {
