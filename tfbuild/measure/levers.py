@@ -392,23 +392,20 @@ def _race_arms(
     say: Progress,
 ) -> Race:
     """The arms raced, each judged against its ``reference`` (None: the baseline)."""
-    entrants = [
-        Entrant(
-            name=arm.name,
-            env=arm.env(options.base_env, options.overlay),
-            xla=arm.xla,
-            reference=reference(arm),
-        )
-        for arm in arms
-    ]
     return race(
-        entrants,
+        [_entrant(arm, options, reference(arm)) for arm in arms],
         python=options.python,
         model=options.model,
         method=options.method,
         deadline=deadline,
         say=say,
     )
+
+
+def _entrant(arm: Arm, options: ModelTuneOptions, reference: str | None = None) -> Entrant:
+    """The arm as a process of the race or the confirmation runs it."""
+    env = arm.env(options.base_env, options.overlay)
+    return Entrant(name=arm.name, env=env, xla=arm.xla, reference=reference)
 
 
 def reference_of(arm: Arm) -> str | None:
@@ -426,18 +423,6 @@ def confirm(arm: Arm, options: ModelTuneOptions, *, deadline: float, say: Progre
     stock = Arm()
     model = options.model
 
-    def worker(which: Arm) -> Worker:
-        return Worker(
-            options.python,
-            intra=0,
-            inter=0,
-            env=which.env(options.base_env, options.overlay),
-            label=which.name,
-            model=model,
-            xla=which.xla,
-            model_only=True,
-        )
-
     @contextlib.contextmanager
     def start() -> Iterator[tuple[Worker, Worker | None]]:
         # Both at once (nothing is timed while they start); each is closed however the other ends.
@@ -445,7 +430,8 @@ def confirm(arm: Arm, options: ModelTuneOptions, *, deadline: float, say: Progre
             contextlib.ExitStack() as stack,
             concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool,
         ):
-            jobs = [pool.submit(worker, which) for which in (arm, stock)]
+            entrants = [_entrant(which, options) for which in (arm, stock)]
+            jobs = [pool.submit(entrant.worker, options.python, model) for entrant in entrants]
             for job in jobs:
                 job.add_done_callback(lambda done: done.exception() or stack.push(done.result()))
             kept, base = (job.result() for job in jobs)

@@ -63,6 +63,20 @@ class Entrant:
     xla: str = "off"  # "jit": the step compiled whole with XLA (jit_compile=True)
     reference: str | None = None
 
+    def worker(self, python: str, model: ModelFile, script: Path = WORKER) -> Worker:
+        """A worker serving ``model`` alone, run this way, at TensorFlow's default threads."""
+        return Worker(
+            python,
+            intra=0,
+            inter=0,
+            env=self.env,
+            label=self.name,
+            model=model,
+            xla=self.xla,
+            model_only=True,
+            script=script,
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class Lane:
@@ -148,17 +162,7 @@ class _Starting:
     def start(self, entrant: Entrant, *, fatal: bool) -> None:
         began = time.monotonic()
         try:
-            made = Worker(
-                self.python,
-                intra=0,
-                inter=0,
-                env=entrant.env,
-                label=entrant.name,
-                model=self.model,
-                xla=entrant.xla,
-                model_only=True,
-                script=self.script,
-            )
+            made = entrant.worker(self.python, self.model, self.script)
         except (UnsupportedError, SmokeFailed) as exc:
             if fatal:
                 raise
