@@ -25,7 +25,7 @@ from tfbuild.scripts.worker import Op, serve, take_stdout
 
 
 def main() -> int:
-    protocol = take_stdout()
+    send = take_stdout()
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     for flag in ("--intra", "--inter", "--cpus", "--model", "--model-kind", "--model-batch"):
         parser.add_argument(flag, default="")
@@ -39,7 +39,7 @@ def main() -> int:
     if os.environ.get("KNOWN_FAIL") == "start":
         error = "InvalidArgumentError: XLA cannot compile this op (known worker)"
         problem = {"stage": "xla", "error": error}
-        protocol.send({"ready": False, "error": error, "model_error": problem})
+        send({"ready": False, "error": error, "model_error": problem})
         return 1
     blocks = int(os.environ.get("KNOWN_BLOCKS", "10"))
     calls = {"n": 0}
@@ -56,7 +56,7 @@ def main() -> int:
         "model": {"inputs": [], "params": blocks, "step": "predict", "xla": args.model_xla},
         "pid": os.getpid(),
     }
-    return serve(protocol, [op], ready)
+    return serve(send, [op], ready)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def main() -> int:
     parser.add_argument("--cpus", default="", help="comma-separated CPUs to run on")
     args = parser.parse_args()
     pin(args.cpus)
-    protocol = take_stdout()
+    send = take_stdout()
     blocks_of = {
         name: BLOCKS if args.role == "candidate" else round(BLOCKS * factor)
         for name, factor in FACTORS.items()
@@ -58,7 +58,7 @@ def main() -> int:
         for name, blocks in blocks_of.items()
     ]
     ready = {"role": args.role, "intra": args.intra, "inter": args.inter, "blocks": blocks_of}
-    return serve(protocol, ops, ready | {"pid": os.getpid()})
+    return serve(send, ops, ready | {"pid": os.getpid()})
 
 
 if __name__ == "__main__":

@@ -64,8 +64,8 @@ def test_the_first_stage_races_what_can_win_and_never_the_overlay_under_whole_st
     assert len(names) == len(set(names)) == 10
     assert "XLA auto + overlay" in names and "1 thread + overlay" in names
     assert not any("overlay" in a.keys and a.xla == "jit" for a in with_overlay)
-    assert [reference_of(a) for a in plain[:4]] == [None, Arm(), Arm(), Arm()]
-    assert reference_of(plain[4]) == Arm(levers=(ONE_THREAD,))
+    assert [reference_of(a) for a in plain[:4]] == [None, STOCK, STOCK, STOCK]
+    assert reference_of(plain[4]) == Arm(levers=(ONE_THREAD,)).name
 
 
 def test_each_process_gets_its_levers_and_the_overlay_on_or_off() -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tfbuild.core import commands
-from tfbuild.measure.forecast_onednn import onednn_call, read_onednn_verbose, read_probe
+from tfbuild.measure.forecast_onednn import onednn_call, read_probe
 
 RECORDED = ROOT / "tests" / "fixtures" / "onednn"
 ISA = "Intel AVX-512 with Intel DL Boost and bfloat16 support"  # the recording machine's
@@ -23,7 +23,7 @@ ISA = "Intel AVX-512 with Intel DL Boost and bfloat16 support"  # the recording 
     ],
 )
 def test_both_verbose_formats_give_the_isa_and_the_kernels(recording: str, conv: str) -> None:
-    onednn = read_onednn_verbose((RECORDED / recording).read_text())
+    onednn = read_probe(commands.Finished(returncode=0, stdout=(RECORDED / recording).read_text()))
     assert onednn.measured and onednn.error is None and onednn.forecast == "no change"
     assert onednn.isa == ISA
     # gemm_api's implementation column is empty in both: oneDNN's own sgemm.
@@ -31,24 +31,25 @@ def test_both_verbose_formats_give_the_isa_and_the_kernels(recording: str, conv:
 
 
 @pytest.mark.parametrize(
-    ("output", "failed", "said"),
+    ("output", "code", "said"),
     [
-        ("", "", "the stock wheel printed no oneDNN verbose line under tfbuild's probe"),
-        ("onednn_verbose,v9,something new\n", "", "tfbuild's oneDNN probe could not read the ISA"),
+        ("", 0, "the stock wheel printed no oneDNN verbose line under tfbuild's probe"),
+        ("onednn_verbose,v9,something new\n", 0, "tfbuild's oneDNN probe could not read the ISA"),
         (
             (RECORDED / "tf2.21.0-onednn3.7.3.txt")
             .read_text()
             .split("onednn_verbose,v1,primitive,exec")[0],
-            "",
+            0,
             "tfbuild's oneDNN probe read no matmul or conv kernel",
         ),
-        ("", "tfbuild's oneDNN probe exited with 1: ImportError: x", "probe exited with 1: "),
+        ("ImportError: x", 1, "tfbuild's oneDNN probe exited with 1: ImportError: x"),
+        ("", None, "tfbuild's oneDNN probe did not run: not found"),
     ],
 )
 def test_a_probe_that_reads_nothing_says_it_was_tfbuilds(
-    output: str, failed: str, said: str
+    output: str, code: int | None, said: str
 ) -> None:
-    onednn = read_onednn_verbose(output, failed=failed)
+    onednn = read_probe(commands.Finished(returncode=code, stderr=output, problem="not found"))
     assert not onednn.measured and onednn.forecast is None
     assert onednn.error is not None and said in onednn.error
     assert onednn.describe().startswith("not measured: ")

@@ -10,6 +10,7 @@ import json
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +31,24 @@ PYPY = {"implementation": "pypy", "version": "3.9.18", "major": 3, "minor": 9, "
 # --- the wheel's own words ---------------------------------------------------------------------
 
 
-def test_tags_come_from_the_wheel_file_and_expand_compressed_sets() -> None:
+def read_words(tmp_path: Path, wheel: str, metadata: str = "") -> dict[str, Any]:
+    """What ``read_wheel`` reads of a wheel holding these WHEEL and METADATA texts."""
+    path = tmp_path / "demo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("demo-1.0.dist-info/WHEEL", wheel)
+        archive.writestr("demo-1.0.dist-info/METADATA", metadata)
+    with zipfile.ZipFile(path) as archive:
+        return probe.read_wheel(archive)
+
+
+def test_tags_come_from_the_wheel_file_and_expand_compressed_sets(tmp_path: Path) -> None:
     text = "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-manylinux_2_17_x86_64\nTag: cp311-cp311-manylinux2014_x86_64\n"
-    assert probe.parse_tags(text) == [
+    assert read_words(tmp_path, text)["tags"] == [
         "cp311-cp311-manylinux_2_17_x86_64",
         "cp311-cp311-manylinux2014_x86_64",
     ]
-    assert probe.parse_tags("Wheel-Version: 1.0\n") == []
+    # no Tag line: the file name's tag
+    assert read_words(tmp_path, "Wheel-Version: 1.0\n")["tags"] == ["py3-none-any"]
     assert probe.expand_tag("py2.py3-none-any") == [("py2", "none", "any"), ("py3", "none", "any")]
     assert probe.expand_tag("py3-none") == []
     assert probe.tags_from_filename(
@@ -141,8 +153,10 @@ def test_top_level_names() -> None:
     assert probe.top_level_names(members, "\n") == found  # an empty top_level.txt says nothing
 
 
-def test_metadata_and_requirements() -> None:
-    metadata = probe.parse_metadata(
+def test_metadata_and_requirements(tmp_path: Path) -> None:
+    metadata = read_words(
+        tmp_path,
+        "Wheel-Version: 1.0\n",
         "Metadata-Version: 2.1\nName: tensorflow-cpu\nVersion: 2.21.0\n"
         "Requires-Python: >=3.9\n"
         "Requires-Dist: absl-py>=1.0.0\n"
@@ -151,7 +165,7 @@ def test_metadata_and_requirements() -> None:
         'Requires-Dist: nvidia-cublas-cu12==12.5.3.2; extra == "and-cuda"\n'
         "Requires-Dist: Typing_Extensions>=3.6.6\n"
         "\n"
-        "Requires-Dist: not-a-header (this is the description)\n"
+        "Requires-Dist: not-a-header (this is the description)\n",
     )
     assert metadata["name"] == "tensorflow-cpu"
     assert metadata["requires_python"] == ">=3.9"

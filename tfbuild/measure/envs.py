@@ -115,10 +115,6 @@ def env_key(spec: WheelSpec, python: str) -> str:
     return hashlib.sha256(f"{identity}\n{version}".encode()).hexdigest()[:16] + f"-py{version}"
 
 
-def envs_root() -> Path:
-    return cache.cache_root() / cache.ENVIRONMENTS
-
-
 def ensure_env(
     spec: WheelSpec, *, python: str = sys.executable, root: Path | None = None
 ) -> TestEnv:
@@ -128,7 +124,7 @@ def ensure_env(
     file adds that one's packages), so that every overlay of a release shares one TensorFlow."""
     if spec.kind == "installed":
         return TestEnv(python=spec.value, spec=spec, reused=True, location=None)
-    base = root or envs_root()
+    base = root or cache.cache_root() / cache.ENVIRONMENTS
     stock = _stock_of_overlay(spec)
     under = ensure_env(stock, python=python, root=root) if stock is not None else None
     final = base / env_key(spec, python)

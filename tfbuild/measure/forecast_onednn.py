@@ -34,16 +34,6 @@ def onednn_call(python: str, env: Mapping[str, str] | None = None) -> commands.C
     )
 
 
-def read_probe(done: commands.Finished) -> OneDnn:
-    """What the probe's run (:func:`onednn_call`) says oneDNN ran, or how it failed."""
-    failed = ""
-    if done.returncode is None:
-        failed = f"tfbuild's oneDNN probe did not run: {done.problem}"
-    elif done.returncode != 0:
-        failed = f"tfbuild's oneDNN probe exited with {done.returncode}: {done.last_line[:200]}"
-    return read_onednn_verbose(done.stdout + done.stderr, failed=failed)
-
-
 #: The verbose lines of oneDNN: "onednn_verbose," (2.x, 3.x), "dnnl_verbose," (before 2.x).
 _VERBOSE_PREFIXES = ("onednn_verbose", "dnnl_verbose")
 
@@ -63,14 +53,19 @@ def _verbose_fields(line: str) -> list[str] | None:
     return rest
 
 
-def read_onednn_verbose(output: str, *, failed: str = "") -> OneDnn:
-    """What oneDNN's verbose ``output`` says it ran: the ISA it detected and each primitive's
-    implementation; ``failed``: how the probe failed, when it did. Every failure to read it is
-    said as tfbuild's, never as a question about the wheel."""
+def read_probe(done: commands.Finished) -> OneDnn:
+    """What the probe's run (:func:`onednn_call`) says oneDNN ran, in its verbose output: the ISA
+    it detected and each primitive's implementation; or how the probe failed. Every failure to
+    read it is said as tfbuild's, never as a question about the wheel."""
+    error = None
+    if done.returncode is None:
+        error = f"tfbuild's oneDNN probe did not run: {done.problem}"
+    elif done.returncode != 0:
+        error = f"tfbuild's oneDNN probe exited with {done.returncode}: {done.last_line[:200]}"
     isa = None
     kernels: dict[str, list[str]] = {}
     seen = False
-    for line in output.splitlines():
+    for line in (done.stdout + done.stderr).splitlines():
         fields = _verbose_fields(line.strip())
         if fields is None:
             continue
@@ -82,7 +77,6 @@ def read_onednn_verbose(output: str, *, failed: str = "") -> OneDnn:
             kind = _KINDS[fields[2]]
             if impl not in kernels.setdefault(kind, []):
                 kernels[kind].append(impl)
-    error = failed or None
     if error is None and not seen:
         error = (
             "the stock wheel printed no oneDNN verbose line under tfbuild's probe: oneDNN ran "

@@ -96,14 +96,6 @@ class ClassResult(_Classed, frozen=True, rename={"klass": "class", "label": "ver
     interval: tuple[Round3, Round3]  # from the lowest op interval's start to the highest's end
     label: str
 
-    @property
-    def low(self) -> float:
-        return self.ratio[0]
-
-    @property
-    def high(self) -> float:
-        return self.ratio[1]
-
 
 def by_class(ops: Sequence[OpForecast]) -> tuple[ClassResult, ...]:
     """The ops by class, in :data:`CLASSES`' order."""
@@ -212,9 +204,10 @@ class Forecast:
 def _element_words(head: ClassResult, ops: Sequence[OpForecast]) -> str:
     """What the class's verdict says about TensorFlow's ops of that class, named with its ops."""
     ops_here = f"TensorFlow's {head.klass} ops ({', '.join(head.ops)})"
-    speed = f"{_times(head.low, head.high)} the stock speed here"
-    faster = f"would run {ops_here} about {_times(head.low, head.high)} faster here"
-    slower = f"would run {ops_here} about {_times(1 / head.high, 1 / head.low)} slower here"
+    low, high = head.ratio
+    speed = f"{_times(low, high)} the stock speed here"
+    faster = f"would run {ops_here} about {_times(low, high)} faster here"
+    slower = f"would run {ops_here} about {_times(1 / high, 1 / low)} slower here"
     if head.label == FASTER:
         return faster
     if head.label == SLOWER:

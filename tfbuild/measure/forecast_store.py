@@ -15,15 +15,11 @@ from tfbuild.core.files import write_text
 from tfbuild.measure.forecast_report import SCHEMA, Forecast
 
 
-def forecasts_dir() -> Path:
-    return cache_root() / FORECASTS
-
-
 def _forecast_file(tensorflow: str, target: str) -> Path:
     release = re.match(r"\d+\.\d+\.\d+", tensorflow)
     version = release.group(0) if release else "unknown"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", target)
-    return forecasts_dir() / f"tf-{version}-{safe}.json"
+    return cache_root() / FORECASTS / f"tf-{version}-{safe}.json"
 
 
 def save_forecast(forecast: Forecast) -> Path:

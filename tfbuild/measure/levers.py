@@ -288,9 +288,7 @@ class ModelTuneOptions:
     overlay_note: str | None = None  # why no overlay is measured, when none is
     knobs: tuple[Lever, ...] = ()  # the process settings raced on top of the fastest
     replaced: tuple[str, ...] = ()  # the kernels a rebuild recompiles, when no overlay names them
-    method: Method = dataclasses.field(
-        default_factory=lambda: Method(pairs=15, min_rep_seconds=0.05)
-    )
+    method: Method = dataclasses.field(default_factory=Method)
 
 
 def stage_one(overlay: OverlayLever | None) -> tuple[Arm, ...]:
@@ -327,7 +325,7 @@ def lever_results(
     arms: Sequence[Arm],
     model: ModelFile,
     overlay: OverlayLever | None,
-    reference: Callable[[Arm], Arm | None] | None = None,
+    reference: Callable[[Arm], str | None] | None = None,
 ) -> list[LeverResult]:
     """Each arm but the baseline against its ``reference``: by default stock at its threads (stock
     at one thread: against the default threads)."""
@@ -338,7 +336,7 @@ def lever_results(
             continue
         lane = found.lane(arm.name)
         failed = trouble(found, arm)
-        compared = found.compare(arm.name, against.name) if failed is None else None
+        compared = found.compare(arm.name, against) if failed is None else None
         if failed is not None:
             outcome = FAILED
         elif compared is None:
@@ -352,7 +350,7 @@ def lever_results(
                 name=arm.name,
                 levers=arm.keys,
                 threads=arm.threads,
-                against=against.name,
+                against=against,
                 outcome=outcome,
                 verdict=compared,
                 seconds=lane.median,
@@ -387,26 +385,15 @@ def choose(found: Race, arms: Sequence[Arm]) -> Arm | None:
 
 def _race_arms(
     arms: Sequence[Arm],
-    reference: Callable[[Arm], Arm | None],
+    reference: Callable[[Arm], str | None],
     options: ModelTuneOptions,
     *,
     deadline: float,
     say: Progress,
 ) -> Race:
     """The arms raced, each judged against its ``reference`` (None: the baseline)."""
-    entrants = []
-    for arm in arms:
-        against = reference(arm)
-        entrants.append(
-            Entrant(
-                name=arm.name,
-                env=arm.env(options.base_env, options.overlay),
-                xla=arm.xla,
-                reference=None if against is None else against.name,
-            )
-        )
     return race(
-        entrants,
+        [_entrant(arm, options, reference(arm)) for arm in arms],
         python=options.python,
         model=options.model,
         method=options.method,
@@ -415,13 +402,19 @@ def _race_arms(
     )
 
 
-def reference_of(arm: Arm) -> Arm | None:
+def _entrant(arm: Arm, options: ModelTuneOptions, reference: str | None = None) -> Entrant:
+    """The arm as a process of the race or the confirmation runs it."""
+    env = arm.env(options.base_env, options.overlay)
+    return Entrant(name=arm.name, env=env, xla=arm.xla, reference=reference)
+
+
+def reference_of(arm: Arm) -> str | None:
     """What an arm of the first stage is judged against: stock at its threads; stock at one
     thread, against stock at the default threads; stock, against nothing."""
     if not arm.levers:
         return None
     one_thread = arm.threads == "1" and arm.keys != (ONE_THREAD.key,)
-    return Arm(levers=(ONE_THREAD,)) if one_thread else Arm()
+    return ONE_THREAD.name if one_thread else STOCK
 
 
 def confirm(arm: Arm, options: ModelTuneOptions, *, deadline: float, say: Progress) -> OpResult:
@@ -430,18 +423,6 @@ def confirm(arm: Arm, options: ModelTuneOptions, *, deadline: float, say: Progre
     stock = Arm()
     model = options.model
 
-    def worker(which: Arm) -> Worker:
-        return Worker(
-            options.python,
-            intra=0,
-            inter=0,
-            env=which.env(options.base_env, options.overlay),
-            label=which.name,
-            model=model,
-            xla=which.xla,
-            model_only=True,
-        )
-
     @contextlib.contextmanager
     def start() -> Iterator[tuple[Worker, Worker | None]]:
         # Both at once (nothing is timed while they start); each is closed however the other ends.
@@ -449,7 +430,8 @@ def confirm(arm: Arm, options: ModelTuneOptions, *, deadline: float, say: Progre
             contextlib.ExitStack() as stack,
             concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool,
         ):
-            jobs = [pool.submit(worker, which) for which in (arm, stock)]
+            entrants = [_entrant(which, options) for which in (arm, stock)]
+            jobs = [pool.submit(entrant.worker, options.python, model) for entrant in entrants]
             for job in jobs:
                 job.add_done_callback(lambda done: done.exception() or stack.push(done.result()))
             kept, base = (job.result() for job in jobs)
@@ -535,8 +517,8 @@ def tune_model(options: ModelTuneOptions, *, say: Progress) -> ModelTune:
         second_arms = [chosen, *(chosen.with_(k) for k in knobs)]
         left = end - time.monotonic()
 
-        def on_chosen(arm: Arm) -> Arm | None:
-            return None if arm is chosen else chosen
+        def on_chosen(arm: Arm) -> str | None:
+            return None if arm is chosen else chosen.name
 
         second = _race_arms(
             second_arms, on_chosen, options, deadline=time.monotonic() + left / 2, say=say

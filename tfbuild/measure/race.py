@@ -63,6 +63,20 @@ class Entrant:
     xla: str = "off"  # "jit": the step compiled whole with XLA (jit_compile=True)
     reference: str | None = None
 
+    def worker(self, python: str, model: ModelFile, script: Path = WORKER) -> Worker:
+        """A worker serving ``model`` alone, run this way, at TensorFlow's default threads."""
+        return Worker(
+            python,
+            intra=0,
+            inter=0,
+            env=self.env,
+            label=self.name,
+            model=model,
+            xla=self.xla,
+            model_only=True,
+            script=script,
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class Lane:
@@ -148,17 +162,7 @@ class _Starting:
     def start(self, entrant: Entrant, *, fatal: bool) -> None:
         began = time.monotonic()
         try:
-            made = Worker(
-                self.python,
-                intra=0,
-                inter=0,
-                env=entrant.env,
-                label=entrant.name,
-                model=self.model,
-                xla=entrant.xla,
-                model_only=True,
-                script=self.script,
-            )
+            made = entrant.worker(self.python, self.model, self.script)
         except (UnsupportedError, SmokeFailed) as exc:
             if fatal:
                 raise
@@ -177,12 +181,6 @@ class _Starting:
                 loader_lines=tuple(worker.stderr_lines(LOADER_PREFIX)),
                 described=dict(worker.info.model or {}),
             )
-
-
-def _at_once() -> int:
-    """How many workers start at once: one a CPU (importing TensorFlow and tracing, or compiling
-    with XLA, is one CPU's work each); none of them is timed yet."""
-    return usable_cpus()
 
 
 def race(
@@ -216,9 +214,12 @@ def race(
             starting.start(ordered[0], fatal=True)
             _check_memory(starting.workers[baseline], len(ordered))
             rest = ordered[1:]
+            # One start a CPU (importing TensorFlow and tracing, or compiling with XLA, is one
+            # CPU's work each); none of them is timed yet.
+            at_once = usable_cpus()
             if rest:
-                say(f"starting the {len(rest)} other ways of running it, {_at_once()} at a time")
-            with concurrent.futures.ThreadPoolExecutor(max_workers=_at_once()) as pool:
+                say(f"starting the {len(rest)} other ways of running it, {at_once} at a time")
+            with concurrent.futures.ThreadPoolExecutor(max_workers=at_once) as pool:
                 starts = [pool.submit(starting.start, e, fatal=e.name in fatal) for e in rest]
                 for job in starts:
                     job.result()
@@ -284,7 +285,8 @@ class _Timing:
             self.check(model)
             leader = self.leader(live)
             pending = self.pending(live, leader)
-            say(_look_line(leader, rounds.rounds, pending))
+            still = f"{len(pending)} still undecided" if pending else "all decided"
+            say(f"after {rounds.rounds} rounds: {leader} fastest so far; {still}")
             if (
                 not pending
                 or rounds.looks >= method.looks
@@ -297,12 +299,8 @@ class _Timing:
 
     def leader(self, live: Sequence[str]) -> str:
         """The live entrant with the shortest median over the rounds so far."""
-
-        def median(name: str) -> float:
-            found = sorted(self.rounds.timed(name))
-            return found[len(found) // 2] if found else float("inf")
-
-        return min(live, key=median)
+        now = self.now(self.rounds.looks)
+        return min(live, key=lambda name: now.lane(name).median or float("inf"))
 
     def stop_far_slower(self, done: int, live: list[str]) -> list[str]:
         """After the first :data:`EARLY_ROUNDS` rounds, the entrants that every pair shows
@@ -352,8 +350,3 @@ def _interval(now: Race, candidate: str, against: str) -> tuple[float, float, fl
         return None
     found = ratio(mine, theirs, paired=True, confidence=CONFIDENCE)
     return found.ratio, found.low, found.high
-
-
-def _look_line(leader: str, rounds: int, pending: set[str]) -> str:
-    still = f"{len(pending)} still undecided" if pending else "all decided"
-    return f"after {rounds} rounds: {leader} fastest so far; {still}"

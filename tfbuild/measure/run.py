@@ -519,13 +519,15 @@ def compare(
     script: Path = WORKER,
     extra: Sequence[str] = (),
     model: ModelFile | None = None,
+    labels: tuple[str, str] = ("candidate", "baseline"),
 ) -> list[OpResult]:
     """Time every op for the candidate (and the baseline, in alternation) at each thread setting,
     within ``method.budget`` seconds: each setting's extra rounds get an equal share of what is
     left when it starts. A claimed difference is rechecked in fresh processes
     (:func:`time_and_recheck`). ``script`` and ``extra``: another program speaking the worker's
     protocol and its arguments (the overlay's models, ``tfbuild/scripts/models_tf.py``);
-    ``model``: the user's model, served alone (the smoke of an overlay with --model)."""
+    ``model``: the user's model, served alone (the smoke of an overlay with --model); ``labels``:
+    the two workers' names in what they say."""
     results: list[OpResult] = []
     end = time.monotonic() + method.budget
     for index, (label, intra, inter) in enumerate(thread_settings):
@@ -549,12 +551,12 @@ def compare(
         ) -> Iterator[tuple[Worker, Worker | None]]:
             with contextlib.ExitStack() as stack:
                 cand = stack.enter_context(
-                    worker(candidate_python, env=candidate_env, label="candidate")
+                    worker(candidate_python, env=candidate_env, label=labels[0])
                 )
                 base = None
                 if baseline_python is not None:
-                    env = baseline_env or candidate_env
-                    base = stack.enter_context(worker(baseline_python, env=env, label="baseline"))
+                    env = candidate_env if baseline_env is None else baseline_env
+                    base = stack.enter_context(worker(baseline_python, env=env, label=labels[1]))
                 yield cand, base
 
         results += time_and_recheck(
@@ -649,22 +651,15 @@ def try_setting(
     method: Method,
 ) -> SettingTrial:
     """Measure the candidate with a runtime setting against itself without it, in alternation, on
-    :data:`SETTING_OPS`; undecided ops are timed again while ``method.budget`` lasts."""
-    setting_env = {**base_env, **env}
-
-    @contextlib.contextmanager
-    def start() -> Iterator[tuple[Worker, Worker | None]]:
-        with (
-            Worker(python, intra=0, inter=0, env=setting_env, label=name) as with_it,
-            Worker(python, intra=0, inter=0, env=base_env, label="as is") as without,
-        ):
-            yield with_it, without
-
-    results = time_and_recheck(
-        start,
+    :data:`SETTING_OPS` at default threads (:func:`compare`)."""
+    results = compare(
+        python,
+        python,
+        candidate_env={**base_env, **env},
+        baseline_env=base_env,
         method=dataclasses.replace(method, ops=SETTING_OPS),
-        threads="default",
-        deadline=time.monotonic() + method.budget,
+        thread_settings=(("default", 0, 0),),
+        labels=(name, "as is"),
     )
     return SettingTrial(
         name=name, env=tuple(sorted(env.items())), intra=0, inter=0, results=tuple(results)

@@ -40,18 +40,6 @@ class TuneOptions:
     method: Method = field(default_factory=Method.quick)
 
 
-def _multiarch(architecture: str) -> str:
-    return "aarch64-linux-gnu" if architecture == "aarch64" else "x86_64-linux-gnu"
-
-
-def _openmp_build(python: str) -> bool:
-    """Does this TensorFlow ship an OpenMP runtime (an OpenMP oneDNN build, --config=mkl)?"""
-    where = tensorflow_dir(python)
-    if where is None:
-        return False
-    return any(where.rglob("libiomp5*.so*")) or any(where.rglob("libgomp*.so*"))
-
-
 def knobs(python: str) -> tuple[Lever, ...]:
     """The settings that matter for this wheel on this machine, in the order they are tried (each
     tried under its name in a sentence: "tcmalloc preloaded")."""
@@ -66,12 +54,16 @@ def knobs(python: str) -> tuple[Lever, ...]:
         ),
         ONEDNN_OFF,
     ]
-    libs = Path("/usr/lib") / _multiarch(info.architecture)
+    multiarch = "aarch64-linux-gnu" if info.architecture == "aarch64" else "x86_64-linux-gnu"
+    libs = Path("/usr/lib") / multiarch
     for name, lib in (("tcmalloc", "libtcmalloc.so.4"), ("jemalloc", "libjemalloc.so.2")):
         if (libs / lib).exists():
             preload = (("LD_PRELOAD", str(libs / lib)),)
             found.append(Lever(key=name, name=name, said=f"{name} preloaded", env=preload))
-    if _openmp_build(python):
+    where = tensorflow_dir(python)  # an OpenMP oneDNN build (--config=mkl) ships its runtime
+    if where is not None and (
+        any(where.rglob("libiomp5*.so*")) or any(where.rglob("libgomp*.so*"))
+    ):
         openmp = (
             ("KMP_AFFINITY", "granularity=fine,compact,1,0"),
             ("KMP_BLOCKTIME", "1"),

@@ -89,31 +89,7 @@ def load_libraries(root: str) -> "list[dict[str, Any]]":
     ]
 
 
-def glibc_version() -> "str | None":
-    text = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
-    return text.split()[-1] if text else None
-
-
 # --- the wheel's own words ---------------------------------------------------------------------
-
-
-def dist_info_dir(names: "list[str]") -> "str | None":
-    """The top-level ``*.dist-info`` directory that holds WHEEL (the first by name if several)."""
-    found = sorted(
-        name.split("/")[0]
-        for name in names
-        if name.count("/") == 1 and name.endswith(".dist-info/WHEEL")
-    )
-    return found[0] if found else None
-
-
-def parse_tags(wheel_text: str) -> "list[str]":
-    """The ``Tag:`` lines of a WHEEL file, in order."""
-    return [
-        value.strip()
-        for value in HeaderParser().parsestr(wheel_text).get_all("Tag") or []
-        if value.strip()
-    ]
 
 
 def tags_from_filename(filename: str) -> "list[str]":
@@ -131,31 +107,19 @@ def expand_tag(tag: str) -> "list[tuple[str, str, str]]":
     return [(p, a, f) for p in pythons for a in abis for f in platforms]
 
 
-def parse_metadata(text: str) -> "dict[str, Any]":
-    """Name, Version, Requires-Python and the Requires-Dist lines of a METADATA file."""
-    message = HeaderParser().parsestr(text)
-    return {
-        "name": message.get("Name"),
-        "version": message.get("Version"),
-        "requires_python": (message.get("Requires-Python") or "").strip() or None,
-        "requires_dist": [value.strip() for value in message.get_all("Requires-Dist") or []],
-    }
-
-
 _EXTENSION = re.compile(r"^([A-Za-z_]\w*)\.(?:cpython-[^.]+|abi3)\.so$")
 
 
-def top_level_names(names: "list[str]", top_level_txt: "str | None" = None) -> "list[str]":
+def top_level_names(names: "list[str]", top_level_txt: str = "") -> "list[str]":
     """The import names a wheel installs: ``top_level.txt``'s lines when it has them, else its
     top-level packages (a directory with ``__init__.py``), ``.py`` modules and extension modules
     with an ABI suffix (``_speedups.cpython-311-x86_64-linux-gnu.so``, ``_x.abi3.so``; a bare
     ``libx.so`` may be a plain library). ``*.dist-info`` and ``*.data`` are not import names, but
     ``*.data/purelib`` and ``*.data/platlib`` install at the top level, so what they hold counts."""
-    if top_level_txt is not None:
-        listed = {line.strip().replace("/", ".") for line in top_level_txt.splitlines()}
-        listed.discard("")
-        if listed:
-            return sorted(listed)
+    listed = {line.strip().replace("/", ".") for line in top_level_txt.splitlines()}
+    listed.discard("")
+    if listed:
+        return sorted(listed)
     found = set()
     for name in names:
         parts = name.split("/")
@@ -175,24 +139,28 @@ def top_level_names(names: "list[str]", top_level_txt: "str | None" = None) -> "
 
 
 def read_wheel(archive: "zipfile.ZipFile") -> "dict[str, Any]":
-    """What the wheel says of itself: name, version, tags, Requires-Python, Requires-Dist, top level."""
+    """What the wheel says of itself: name, version, tags (the ``Tag:`` lines of WHEEL, else its
+    file name's), Requires-Python, Requires-Dist (METADATA) and top-level names. They are read
+    from the top-level ``*.dist-info`` directory that holds WHEEL (the first by name if several)."""
     names = archive.namelist()
-    dist_info = dist_info_dir(names)
+    found = sorted(
+        n.split("/")[0] for n in names if n.count("/") == 1 and n.endswith(".dist-info/WHEEL")
+    )
+    dist_info = found[0] if found else None
 
-    def text(member: str) -> "str | None":
+    def text(member: str) -> str:
         if dist_info is None or dist_info + "/" + member not in names:
-            return None
+            return ""
         return archive.read(dist_info + "/" + member).decode("utf-8", "replace")
 
-    wheel_text = text("WHEEL")
-    tags = parse_tags(wheel_text) if wheel_text else []
-    metadata = parse_metadata(text("METADATA") or "")
+    tags = [value.strip() for value in HeaderParser().parsestr(text("WHEEL")).get_all("Tag") or []]
+    metadata = HeaderParser().parsestr(text("METADATA"))
     return {
-        "name": metadata["name"],
-        "version": metadata["version"],
-        "tags": tags or tags_from_filename(archive.filename or ""),
-        "requires_python": metadata["requires_python"],
-        "requires_dist": metadata["requires_dist"],
+        "name": metadata.get("Name"),
+        "version": metadata.get("Version"),
+        "tags": [tag for tag in tags if tag] or tags_from_filename(archive.filename or ""),
+        "requires_python": (metadata.get("Requires-Python") or "").strip() or None,
+        "requires_dist": [value.strip() for value in metadata.get_all("Requires-Dist") or []],
         "top_level": top_level_names(names, text("top_level.txt")),
     }
 
@@ -265,10 +233,6 @@ def _release(text: str) -> "tuple[int, ...]":
     return tuple(int(part) for part in text.split("."))
 
 
-def _pad(version: "tuple[int, ...]", length: int) -> "tuple[int, ...]":
-    return version + (0,) * (length - len(version))
-
-
 def _clause_holds(operator: str, wanted: str, star: bool, version: "tuple[int, ...]") -> bool:
     """One ``OP X.Y`` clause of a version specifier against a release version."""
     target = _release(wanted)
@@ -276,7 +240,7 @@ def _clause_holds(operator: str, wanted: str, star: bool, version: "tuple[int, .
         same = version[: len(target)] == target
         return same if operator == "==" else not same
     length = max(len(version), len(target))
-    mine, theirs = _pad(version, length), _pad(target, length)
+    mine, theirs = version + (0,) * (length - len(version)), target + (0,) * (length - len(target))
     if operator == "~=":  # >= X.Y and == X.*
         prefix = target[:-1] if len(target) > 1 else target
         return mine >= theirs and version[: len(prefix)] == prefix
@@ -549,8 +513,9 @@ def _probe(wheel: str, wheelhouse: "str | None", work: str) -> "dict[str, Any]":
                 None if result["ok"] else likely_cause(result["error"], missing, info["top_level"])
             )
             imports.append(result)
+    glibc = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else None
     return {
-        "glibc": glibc_version(),
+        "glibc": glibc.split()[-1] if glibc else None,
         "libraries": libraries,
         "python": here["version"],
         "wheel": {

@@ -41,27 +41,14 @@ priority).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
+import runpy
 import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any
-
-
-def _load(name: str) -> ModuleType:
-    """The script NAME.py beside this one, imported by its path (this process runs isolated,
-    ``python -I``: nothing of tfbuild's tree is on its path)."""
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {name}.py beside {__file__}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
 
 MODELS = ("lstm", "mlp_gelu", "mlp_bf16", "transformer")
 
@@ -157,9 +144,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    _worker = _load("worker")  # the measuring worker: its protocol and loop
+    # The measuring worker beside this one, its protocol and loop, run by its path (this process
+    # runs isolated, ``python -I``: nothing of tfbuild's tree is on its path).
+    _worker = SimpleNamespace(**runpy.run_path(str(Path(__file__).with_name("worker.py"))))
     _profile_tf = _worker.sibling("profile_tf")  # where a step's time goes
-    protocol = _worker.take_stdout()
+    send = _worker.take_stdout()
     _worker.pin(args.cpus)
     try:
         import numpy as np
@@ -174,9 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.profile:
             replaced = kernels if args.replaced is None else args.replaced.split(",")
             for name in args.models:
-                protocol.send(
-                    _profile_tf.profile(tf, build_model(tf, np, name), name, args.steps, replaced)
-                )
+                send(_profile_tf.profile(tf, build_model(tf, np, name), name, args.steps, replaced))
             return 0
         ops = []
         for name in args.models:
@@ -185,10 +172,10 @@ def main(argv: list[str] | None = None) -> int:
             ops.append(_worker.Op(f"model_{name}", "model", "Gsample/s", BATCH[name], step))
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
-        protocol.send({"ready": False, "error": _worker.failure(exc, 2000)})
+        send({"ready": False, "error": _worker.failure(exc, 2000)})
         return 1
     served: int = _worker.serve(
-        protocol,
+        send,
         ops,
         {
             "tensorflow": tf.__version__,

@@ -144,14 +144,6 @@ def op_events(xspace: Any) -> list[tuple[str, str, float]]:
     return found
 
 
-def _xplane_pb2() -> Any:
-    try:
-        from tensorflow.tsl.profiler.protobuf import xplane_pb2
-    except ImportError:
-        from tsl.profiler.protobuf import xplane_pb2
-    return xplane_pb2
-
-
 def _used_level(xspace: Any) -> int | None:
     """The host tracer level the session ran at, as the profile records it."""
     try:
@@ -176,7 +168,10 @@ def profile(
     that one call here; False when the caller already has (the worker calls a user's model once
     when it loads it), since a second untraced call lets TensorFlow judge the fast ops cheap, and
     the traced calls then leave them out (the overlay's kernels first, being fastest)."""
-    xplane_pb2 = _xplane_pb2()
+    try:
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    except ImportError:
+        from tsl.profiler.protobuf import xplane_pb2
     if warm:
         step()  # allocations, oneDNN primitives; every op still counts as expensive after it
     logdir = tempfile.mkdtemp(prefix="tfbuild-profile-")

@@ -58,7 +58,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import Any, NamedTuple
 
 WARMUP_CALLS = 3
 #: Element-wise inputs: 262,144 float32 (1 MiB), as rows so softmax and layer norm have an axis.
@@ -94,24 +94,22 @@ class Op(NamedTuple):
         return {"unit": self.unit, "work": self.work, "group": self.group, "dtype": self.dtype}
 
 
-class Protocol:
-    """The private copy of the original stdout, one JSON object per line."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self._stream = stream
-
-    def send(self, message: dict[str, Any]) -> None:
-        self._stream.write(json.dumps(message) + "\n")
-        self._stream.flush()
+#: Sends one message of the protocol: a JSON object, one line.
+Send = Callable[[dict[str, Any]], None]
 
 
-def take_stdout() -> Protocol:
+def take_stdout() -> Send:
     """Keep fd 1 for the protocol and send everything else written to stdout to stderr."""
     sys.stdout.flush()
-    private = os.dup(1)
+    private = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    return Protocol(os.fdopen(private, "w", encoding="utf-8", buffering=1))
+
+    def send(message: dict[str, Any]) -> None:
+        private.write(json.dumps(message) + "\n")
+        private.flush()
+
+    return send
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -626,7 +624,7 @@ def pin(cpus: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    protocol = take_stdout()
+    send = take_stdout()
     args = parse_args(sys.argv[1:] if argv is None else argv)
     pin(args.cpus)
     try:
@@ -641,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
         ops, dropped = ([], {}) if args.model_only else build_ops(tf, np, bf16=args.bf16)
     except Exception as exc:
         traceback.print_exc(file=sys.stderr)
-        protocol.send({"ready": False, "error": failure(exc, None)})
+        send({"ready": False, "error": failure(exc, None)})
         return 1
     model: dict[str, Any] = {}
     if args.model:
@@ -650,14 +648,22 @@ def main(argv: list[str] | None = None) -> int:
         except ModelProblem as exc:
             traceback.print_exc(file=sys.stderr)
             problem = {"stage": exc.stage, "error": str(exc)}
-            protocol.send({"ready": False, "error": str(exc), "model_error": problem})
+            send({"ready": False, "error": str(exc), "model_error": problem})
             return 1
-        if args.profile:
-            return profile_model(protocol, tf, call, described, args)
+        if args.profile:  # one line: where the model's step spends its time (profile_tf.py)
+            _profile_tf = sibling("profile_tf")
+            if args.replaced is not None:
+                replaced = [k for k in args.replaced.split(",") if k]
+            else:  # the kernels this process runs at the overlay's priority
+                replaced = _profile_tf.overlaid(tf)
+            # load_model called it once already: the one untraced call the profile needs
+            found = _profile_tf.profile(tf, call, args.model_op, args.profile, replaced, warm=False)
+            send({**found, "describe": described})
+            return 0
         ops.append(Op(args.model_op, "model", "Gsample/s", args.model_batch, call))
         model = {"model": described}
     return serve(
-        protocol,
+        send,
         ops,
         {
             "tensorflow": tf.__version__,
@@ -683,32 +689,11 @@ def sibling(name: str) -> Any:
     return sys.modules[name]
 
 
-def profile_model(
-    protocol: Protocol,
-    tf: Any,
-    call: Callable[[], Any],
-    described: dict[str, Any],
-    args: argparse.Namespace,
-) -> int:
-    """``--profile STEPS``: one line, where the model's step spends its time (``profile_tf.py``),
-    counting the kernels of ``--replaced`` (default: those this process runs at the overlay's
-    priority)."""
-    _profile_tf = sibling("profile_tf")
-    if args.replaced is not None:
-        replaced = [k for k in args.replaced.split(",") if k]
-    else:
-        replaced = _profile_tf.overlaid(tf)
-    # load_model called it once already: the one untraced call the profile needs
-    found = _profile_tf.profile(tf, call, args.model_op, args.profile, replaced, warm=False)
-    protocol.send({**found, "describe": described})
-    return 0
-
-
-def serve(protocol: Protocol, ops: list[Op], ready: dict[str, Any]) -> int:
+def serve(send: Send, ops: list[Op], ready: dict[str, Any]) -> int:
     """The ready line (``ready`` and the ops), then one reply per request until quit or end of
     input (also the loop of the tests' known-ratio worker, which serves its own ops)."""
     by_name = {op.name: op for op in ops}
-    protocol.send({"ready": True, **ready, "ops": {op.name: op.describe() for op in ops}})
+    send({"ready": True, **ready, "ops": {op.name: op.describe() for op in ops}})
     try:
         for line in iter(sys.stdin.readline, ""):
             if not line.strip():
@@ -716,7 +701,7 @@ def serve(protocol: Protocol, ops: list[Op], ready: dict[str, Any]) -> int:
             reply = handle(line, by_name)
             if reply is None:
                 break
-            protocol.send(reply)
+            send(reply)
     except BrokenPipeError:  # the driver went away: nobody to answer
         return 0
     except KeyboardInterrupt:
