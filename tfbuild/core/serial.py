@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import types
 import typing
 from collections.abc import Mapping
@@ -94,13 +95,8 @@ def _complete(value: Any) -> Any:
     code has, and its ``__post_init__`` has run on the whole value.
     """
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return type(value)(
-            **{
-                field.name: _complete(getattr(value, field.name))
-                for field in dataclasses.fields(value)
-                if field.init
-            }
-        )
+        kind = type(value)
+        return kind(**{name: _complete(getattr(value, name)) for name in _init_fields(kind)})
     if type(value) is tuple:
         return tuple(_complete(item) for item in value)
     if type(value) is list:
@@ -142,14 +138,11 @@ def _refuse_unknown_keys(data: Any, kind: Any, where: str) -> None:
     if dataclasses.is_dataclass(kind) and isinstance(kind, type):
         if not isinstance(data, Mapping):
             return  # msgspec says what was expected
-        hints = typing.get_type_hints(kind, include_extras=True)
-        # A field computed in __post_init__ (init=False) is read too, then computed again when the
-        # value is made through its __init__ (_complete): the data written holds it.
-        declared = {field.name for field in dataclasses.fields(kind)}
+        declared = _field_types(kind)
         for key, value in data.items():
             if key not in declared:
                 raise DecodeFailure(f"Object contains unknown field `{key}`", where=where)
-            _refuse_unknown_keys(value, hints[key], f"{where}.{key}")
+            _refuse_unknown_keys(value, declared[key], f"{where}.{key}")
         return
     if origin in (list, tuple, set, frozenset) and isinstance(data, list):
         args = typing.get_args(kind)
@@ -164,6 +157,21 @@ def _refuse_unknown_keys(data: Any, kind: Any, where: str) -> None:
         value_kind = typing.get_args(kind)[1] if typing.get_args(kind) else Any
         for key, value in data.items():
             _refuse_unknown_keys(value, value_kind, f"{where}.{key}")
+
+
+@functools.cache
+def _init_fields(kind: type) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(kind) if field.init)
+
+
+@functools.cache
+def _field_types(kind: type) -> dict[str, Any]:
+    """Each field of the dataclass ``kind`` and its type, once per class (typing resolves the
+    annotations' text anew on every call: most of a plan's decoding time before). A field computed
+    in ``__post_init__`` (init=False) is read too, then computed again when the value is made
+    through its ``__init__`` (:func:`_complete`): the data written holds it."""
+    hints = typing.get_type_hints(kind, include_extras=True)
+    return {field.name: hints[field.name] for field in dataclasses.fields(kind)}
 
 
 def _fits_shape(data: Any, kind: Any) -> bool:
