@@ -41,7 +41,9 @@ there stays under 5 x 0.01 % (Bonferroni), and that one says "same" wrongly unde
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -183,25 +185,15 @@ def _signed_rank_counts(n: int) -> tuple[int, ...]:
     return tuple(counts)
 
 
-def _lower_count(counts: Sequence[int], confidence: float) -> int | None:
-    """The largest t with P(statistic <= t) <= (1 - confidence) / 2; None if even t = 0 is
-    likelier (too few values for that confidence)."""
-    total = sum(counts)
-    tail = (1 - confidence) / 2 * total
-    running, t = 0, None
-    for value, count in enumerate(counts):
-        running += count
-        if running > tail:
-            break
-        t = value
-    return t
-
-
 def signed_rank_bound(n: int, confidence: float) -> int | None:
     """t such that the interval of n pairs runs from the (t+1)-th smallest Walsh average to the
     (t+1)-th largest (Hollander & Wolfe, 3.2); None when n pairs cannot give that confidence."""
     if n <= _EXACT_PAIRS:
-        return _lower_count(_signed_rank_counts(n), confidence)
+        # The largest t with P(statistic <= t) <= (1 - confidence) / 2, over the 2^n patterns;
+        # None if even t = 0 is likelier (too few values for that confidence).
+        tail = (1 - confidence) / 2 * 2**n
+        below = bisect.bisect_right(list(itertools.accumulate(_signed_rank_counts(n))), tail)
+        return below - 1 if below else None
     mean = n * (n + 1) / 4
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
     t = math.floor(mean - 0.5 - _z(confidence) * sd)
