@@ -118,11 +118,6 @@ class Page:
 # --- failures ---------------------------------------------------------------------------------
 
 
-def mib(size: int) -> str:
-    """A byte count as people read a limit: ``4 MiB``, or ``1000 bytes`` below one MiB."""
-    return f"{size / 2**20:g} MiB" if size >= 2**20 else f"{size} bytes"
-
-
 class HttpFailure(TfbuildError):
     """A request of ``url`` that failed; the subclass says how, and carries the exit code."""
 
@@ -172,10 +167,11 @@ class TooLarge(HttpFailure, InputError):
     """The body is over ``limit``: announced as ``declared`` bytes, or found so while reading."""
 
     def __init__(self, url: str, *, limit: int, declared: int | None) -> None:
+        most = f"{limit / 2**20:g} MiB" if limit >= 2**20 else f"{limit} bytes"  # as people say it
         if declared is not None:
-            why = f"it is {declared} bytes, over {mib(limit)}"
+            why = f"it is {declared} bytes, over {most}"
         else:
-            why = f"it is larger than {mib(limit)}"
+            why = f"it is larger than {most}"
         super().__init__(url, why, fix="Check the URL.")
 
 

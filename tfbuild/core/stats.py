@@ -363,14 +363,13 @@ def sequential(
     if per_look < 1:
         raise ValueError("per_look must be >= 1")
     looks = max(1, min(MAX_LOOKS, len(candidate) // per_look))
-    found = None
-    for look in range(1, looks + 1):
-        n = per_look * look if look < looks else len(candidate)
+    for look in range(1, looks):
+        n = per_look * look
         found = verdict(candidate[:n], baseline[:n], paired=True, margin=margin, looks=look)
         if found.decided:
-            break
-    assert found is not None
-    return found
+            return found
+    n = len(candidate)  # the last look takes every pair
+    return verdict(candidate[:n], baseline[:n], paired=True, margin=margin, looks=looks)
 
 
 def describe(found: Verdict) -> str:
