@@ -237,19 +237,6 @@ def container_gone(short_id: str, exc: docker.errors.APIError) -> ContainerGone 
     return None
 
 
-@contextlib.contextmanager
-def _gone(container: Any) -> Iterator[None]:
-    """The engine's "no such container" and "marked for removal" about ``container`` while it is
-    followed, waited for and inspected: it was removed from outside (ContainerGone)."""
-    try:
-        yield
-    except docker.errors.APIError as exc:
-        gone = container_gone(container.short_id, exc)
-        if gone is None:
-            raise
-        raise gone from exc
-
-
 def _unless_used(remove: Callable[..., Any], name: str) -> bool:
     """``remove(name)`` unless a container uses it (False then: the engine's 409); gone is fine."""
     try:
@@ -626,14 +613,21 @@ class DockerEngine:
 
     def _follow(self, container: Any, *, started: float, emit: LineCallback) -> RunResult:
         lines = _Lines(emit)
-        with self._talking(f"following container {container.short_id}"), _gone(container):
-            seen = self._pass_logs(container, lines, follow=True)
-            status = container.wait()
-            duration = time.monotonic() - started
-            # A follow can end before an unterminated last line (moby/moby#43860, seen on 20.10).
-            # Once the container has exited its log is complete: pass on what the follow missed.
-            self._pass_logs(container, lines, follow=False, skip=seen)
-            container.reload()
+        with self._talking(f"following container {container.short_id}"):
+            try:
+                seen = self._pass_logs(container, lines, follow=True)
+                status = container.wait()
+                duration = time.monotonic() - started
+                # A follow can end before an unterminated last line (moby/moby#43860, seen on
+                # 20.10). Once the container has exited its log is complete: pass on what the
+                # follow missed.
+                self._pass_logs(container, lines, follow=False, skip=seen)
+                container.reload()
+            except docker.errors.APIError as exc:  # removed from outside while followed?
+                gone = container_gone(container.short_id, exc)
+                if gone is None:
+                    raise
+                raise gone from exc
             if container.attrs["State"].get("Status") in _REMOVED:
                 raise ContainerGone(container.short_id, str(container.attrs["State"]["Status"]))
         lines.flush()
