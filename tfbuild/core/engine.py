@@ -581,9 +581,14 @@ class DockerEngine:
             return result
         except BaseException:
             # By label, not by id: an interrupt can land after the engine created the container
-            # but before its id reached us. A signal now waits until the container is gone.
-            with held_signals():
-                self._remove_run(run_id)
+            # but before its id reached us. A signal now waits until the container is gone. Best
+            # effort on the way out of an exception: a second failure must not hide the first.
+            with (
+                held_signals(),
+                contextlib.suppress(docker.errors.DockerException, TfbuildError, *_UNREACHABLE),
+            ):
+                for container_id in self.containers(label=f"{RUN_LABEL}={run_id}"):
+                    self.remove_container(container_id)
             raise
 
     def _start(
@@ -681,12 +686,6 @@ class DockerEngine:
                     fix="Mount a directory that does not contain the Docker socket.",
                 )
 
-    def _remove_run(self, run_id: str) -> None:
-        # Best effort on the way out of an exception: a second failure must not hide the first.
-        with contextlib.suppress(docker.errors.DockerException, TfbuildError, *_UNREACHABLE):
-            for container_id in self.containers(label=f"{RUN_LABEL}={run_id}"):
-                self.remove_container(container_id)
-
     def containers(self, label: str = f"{LABEL}=1", all: bool = True) -> list[str]:
         """The ids of the containers with ``label`` (``key=value`` or ``key``), stopped ones too."""
         with self._talking("listing containers"):
@@ -747,12 +746,11 @@ class DockerEngine:
             if (volume.get("Labels") or {}).get(LABEL) != "1":
                 continue
             size = (volume.get("UsageData") or {}).get("Size")
-            created = str(volume.get("CreatedAt") or "")
             found.append(
                 KeptVolume(
                     name=str(volume["Name"]),
                     size=int(size) if isinstance(size, int) and size >= 0 else None,
-                    created=engine_time(created),
+                    created=engine_time(str(volume.get("CreatedAt") or "")),
                     in_use=str(volume["Name"]) in mounted,
                 )
             )

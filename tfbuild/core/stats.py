@@ -169,10 +169,6 @@ class Summary:
 # --- the rank distributions ----------------------------------------------------------------------
 
 
-def _z(confidence: float) -> float:
-    return statistics.NormalDist().inv_cdf(1 - (1 - confidence) / 2)
-
-
 @functools.lru_cache(maxsize=256)
 def _signed_rank_counts(n: int) -> tuple[int, ...]:
     """How many of the 2^n sign patterns of ranks 1..n give each positive-rank sum 0..n(n+1)/2."""
@@ -196,7 +192,8 @@ def signed_rank_bound(n: int, confidence: float) -> int | None:
         return below - 1 if below else None
     mean = n * (n + 1) / 4
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-    t = math.floor(mean - 0.5 - _z(confidence) * sd)
+    z = statistics.NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    t = math.floor(mean - 0.5 - z * sd)
     return t if t >= 0 else None
 
 
