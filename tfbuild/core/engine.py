@@ -237,19 +237,6 @@ def container_gone(short_id: str, exc: docker.errors.APIError) -> ContainerGone 
     return None
 
 
-@contextlib.contextmanager
-def _gone(container: Any) -> Iterator[None]:
-    """The engine's "no such container" and "marked for removal" about ``container`` while it is
-    followed, waited for and inspected: it was removed from outside (ContainerGone)."""
-    try:
-        yield
-    except docker.errors.APIError as exc:
-        gone = container_gone(container.short_id, exc)
-        if gone is None:
-            raise
-        raise gone from exc
-
-
 def _unless_used(remove: Callable[..., Any], name: str) -> bool:
     """``remove(name)`` unless a container uses it (False then: the engine's 409); gone is fine."""
     try:
@@ -594,9 +581,14 @@ class DockerEngine:
             return result
         except BaseException:
             # By label, not by id: an interrupt can land after the engine created the container
-            # but before its id reached us. A signal now waits until the container is gone.
-            with held_signals():
-                self._remove_run(run_id)
+            # but before its id reached us. A signal now waits until the container is gone. Best
+            # effort on the way out of an exception: a second failure must not hide the first.
+            with (
+                held_signals(),
+                contextlib.suppress(docker.errors.DockerException, TfbuildError, *_UNREACHABLE),
+            ):
+                for container_id in self.containers(label=f"{RUN_LABEL}={run_id}"):
+                    self.remove_container(container_id)
             raise
 
     def _start(
@@ -626,14 +618,21 @@ class DockerEngine:
 
     def _follow(self, container: Any, *, started: float, emit: LineCallback) -> RunResult:
         lines = _Lines(emit)
-        with self._talking(f"following container {container.short_id}"), _gone(container):
-            seen = self._pass_logs(container, lines, follow=True)
-            status = container.wait()
-            duration = time.monotonic() - started
-            # A follow can end before an unterminated last line (moby/moby#43860, seen on 20.10).
-            # Once the container has exited its log is complete: pass on what the follow missed.
-            self._pass_logs(container, lines, follow=False, skip=seen)
-            container.reload()
+        with self._talking(f"following container {container.short_id}"):
+            try:
+                seen = self._pass_logs(container, lines, follow=True)
+                status = container.wait()
+                duration = time.monotonic() - started
+                # A follow can end before an unterminated last line (moby/moby#43860, seen on
+                # 20.10). Once the container has exited its log is complete: pass on what the
+                # follow missed.
+                self._pass_logs(container, lines, follow=False, skip=seen)
+                container.reload()
+            except docker.errors.APIError as exc:  # removed from outside while followed?
+                gone = container_gone(container.short_id, exc)
+                if gone is None:
+                    raise
+                raise gone from exc
             if container.attrs["State"].get("Status") in _REMOVED:
                 raise ContainerGone(container.short_id, str(container.attrs["State"]["Status"]))
         lines.flush()
@@ -686,12 +685,6 @@ class DockerEngine:
                     why=f"it is or contains the Docker socket {path}, which gives root on this machine",
                     fix="Mount a directory that does not contain the Docker socket.",
                 )
-
-    def _remove_run(self, run_id: str) -> None:
-        # Best effort on the way out of an exception: a second failure must not hide the first.
-        with contextlib.suppress(docker.errors.DockerException, TfbuildError, *_UNREACHABLE):
-            for container_id in self.containers(label=f"{RUN_LABEL}={run_id}"):
-                self.remove_container(container_id)
 
     def containers(self, label: str = f"{LABEL}=1", all: bool = True) -> list[str]:
         """The ids of the containers with ``label`` (``key=value`` or ``key``), stopped ones too."""
@@ -753,12 +746,11 @@ class DockerEngine:
             if (volume.get("Labels") or {}).get(LABEL) != "1":
                 continue
             size = (volume.get("UsageData") or {}).get("Size")
-            created = str(volume.get("CreatedAt") or "")
             found.append(
                 KeptVolume(
                     name=str(volume["Name"]),
                     size=int(size) if isinstance(size, int) and size >= 0 else None,
-                    created=engine_time(created),
+                    created=engine_time(str(volume.get("CreatedAt") or "")),
                     in_use=str(volume["Name"]) in mounted,
                 )
             )

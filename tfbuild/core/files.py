@@ -268,30 +268,26 @@ def _stage(directory: Path, target: Path, content: Content, mode: int, temps: li
     added to ``temps`` as it is made (signals held), so that it is removed on any way out."""
     if isinstance(content, Path):
         temp = directory / f"{TEMP_PREFIX}{target.name}.{secrets.token_hex(6)}"
-        linked = True
         with held_signals():  # a link takes microseconds
             try:
                 os.link(content, temp, follow_symlinks=False)
-                temps.append(temp)
             except OSError as exc:
                 if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
                     raise
-                linked = False
-        if not linked:  # another filesystem: a copy
-            with held_signals():
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            else:
                 temps.append(temp)
-                handle = os.fdopen(fd, "wb")
-            with handle, content.open("rb") as source:
-                shutil.copyfileobj(source, handle, 1 << 20)
-        temp.chmod(mode)
-        return
+                temp.chmod(mode)
+                return
     with held_signals():
         fd, name = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{target.name}.", dir=directory)
         temps.append(Path(name))
         handle = os.fdopen(fd, "wb")
     with handle:
-        handle.write(content.encode("utf-8") if isinstance(content, str) else content)
+        if isinstance(content, Path):  # another filesystem: a copy
+            with content.open("rb") as source:
+                shutil.copyfileobj(source, handle, 1 << 20)
+        else:
+            handle.write(content.encode("utf-8") if isinstance(content, str) else content)
         os.fchmod(handle.fileno(), mode)
 
 

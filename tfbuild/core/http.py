@@ -118,11 +118,6 @@ class Page:
 # --- failures ---------------------------------------------------------------------------------
 
 
-def mib(size: int) -> str:
-    """A byte count as people read a limit: ``4 MiB``, or ``1000 bytes`` below one MiB."""
-    return f"{size / 2**20:g} MiB" if size >= 2**20 else f"{size} bytes"
-
-
 class HttpFailure(TfbuildError):
     """A request of ``url`` that failed; the subclass says how, and carries the exit code."""
 
@@ -172,10 +167,11 @@ class TooLarge(HttpFailure, InputError):
     """The body is over ``limit``: announced as ``declared`` bytes, or found so while reading."""
 
     def __init__(self, url: str, *, limit: int, declared: int | None) -> None:
+        most = f"{limit / 2**20:g} MiB" if limit >= 2**20 else f"{limit} bytes"  # as people say it
         if declared is not None:
-            why = f"it is {declared} bytes, over {mib(limit)}"
+            why = f"it is {declared} bytes, over {most}"
         else:
-            why = f"it is larger than {mib(limit)}"
+            why = f"it is larger than {most}"
         super().__init__(url, why, fix="Check the URL.")
 
 
@@ -253,13 +249,52 @@ def download(
     _check_url(url)
     if deadline.expired():
         raise DeadlinePassed(url, seconds=deadline.seconds, received=0)
-    watch = _Watch()
+    import http.client
+    import urllib.error
+    import urllib.request
+
+    watch = _Watch(url, deadline, timeout)
     timer = threading.Timer(deadline.remaining(), watch.cut)
     timer.daemon = True
     timer.start()
     try:
-        transfer = _Transfer(url=url, deadline=deadline, timeout=timeout, watch=watch)
-        return transfer.run(_opener(url, watch, ca_bundle, redirect), sink, limit, on_progress)
+        opener = _opener(url, watch, ca_bundle, redirect)
+        request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
+        left = deadline.remaining()
+        # The socket's own timeout: the caller's per-operation time, or the deadline when sooner.
+        by_deadline = timeout is None or left <= timeout
+        per_operation = left if by_deadline or timeout is None else timeout
+        try:
+            response = opener.open(request, timeout=max(per_operation, 0.01))
+        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+            raise watch.failure(exc, by_deadline) from None
+        digest = hashlib.sha256()
+        with response:
+            announced = (response.headers.get("Content-Length") or "").strip()
+            length = int(announced) if announced.isascii() and announced.isdigit() else None
+            if length is not None and length > limit:
+                raise TooLarge(url, limit=limit, declared=length)
+            while not watch.fired:
+                try:
+                    chunk = response.read1(min(_CHUNK, limit + 1 - watch.received))
+                except (http.client.HTTPException, OSError, ValueError) as exc:
+                    raise watch.failure(exc, by_deadline) from None  # reset, timeout, cut
+                if not chunk:
+                    break
+                watch.received += len(chunk)
+                if watch.received > limit:
+                    raise TooLarge(url, limit=limit, declared=None)
+                digest.update(chunk)
+                sink(chunk)
+                if on_progress is not None:
+                    on_progress(watch.received, length)
+            final = str(response.geturl())
+            charset = response.headers.get_content_charset()
+        if watch.fired and watch.received != length:
+            raise DeadlinePassed(url, seconds=deadline.seconds, received=watch.received)
+        if length is not None and watch.received < length:
+            raise Truncated(url, received=watch.received, expected=length)
+        return Fetched(url=final, size=watch.received, sha256=digest.hexdigest(), charset=charset)
     finally:
         timer.cancel()
 
@@ -292,10 +327,13 @@ def _tls_context(ca_bundle: Path | None) -> ssl.SSLContext:
 
 
 class _Watch:
-    """The sockets of one request, shut down by a timer when the deadline comes; the body's bytes
-    received so far."""
+    """One request's sockets, shut down by a timer when its deadline comes; the body's bytes
+    received so far; and the failure each error of the request means."""
 
-    def __init__(self) -> None:
+    def __init__(self, url: str, deadline: Deadline, timeout: float | None) -> None:
+        self.url = url
+        self.deadline = deadline
+        self.timeout = timeout
         self.lock = threading.Lock()
         self.fired = False
         self.sockets: list[socket.socket] = []
@@ -313,70 +351,6 @@ class _Watch:
             for sock in self.sockets:
                 _shut(sock)
 
-
-def _shut(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):  # already closed
-        sock.shutdown(socket.SHUT_RDWR)  # a recv blocked in another thread returns at once
-
-
-@dataclass(kw_only=True)
-class _Transfer:
-    """One request: its URL, bounds and watch, and the failure each error means."""
-
-    url: str
-    deadline: Deadline
-    timeout: float | None
-    watch: _Watch
-
-    def run(
-        self,
-        opener: urllib.request.OpenerDirector,
-        sink: Callable[[bytes], object],
-        limit: int,
-        on_progress: Progress | None,
-    ) -> Fetched:
-        import http.client
-        import urllib.error
-        import urllib.request
-
-        request = urllib.request.Request(self.url, headers={"User-Agent": USER_AGENT})
-        left = self.deadline.remaining()
-        # The socket's own timeout: the caller's per-operation time, or the deadline when sooner.
-        by_deadline = self.timeout is None or left <= self.timeout
-        per_operation = left if by_deadline or self.timeout is None else self.timeout
-        try:
-            response = opener.open(request, timeout=max(per_operation, 0.01))
-        except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
-            raise self.failure(exc, by_deadline) from None
-        digest = hashlib.sha256()
-        with response:
-            announced = (response.headers.get("Content-Length") or "").strip()
-            length = int(announced) if announced.isascii() and announced.isdigit() else None
-            if length is not None and length > limit:
-                raise TooLarge(self.url, limit=limit, declared=length)
-            while not self.watch.fired:
-                try:
-                    chunk = response.read1(min(_CHUNK, limit + 1 - self.watch.received))
-                except (http.client.HTTPException, OSError, ValueError) as exc:
-                    raise self.failure(exc, by_deadline) from None  # reset, timeout, cut
-                if not chunk:
-                    break
-                self.watch.received += len(chunk)
-                if self.watch.received > limit:
-                    raise TooLarge(self.url, limit=limit, declared=None)
-                digest.update(chunk)
-                sink(chunk)
-                if on_progress is not None:
-                    on_progress(self.watch.received, length)
-            final = str(response.geturl())
-            charset = response.headers.get_content_charset()
-        received = self.watch.received
-        if self.watch.fired and received != length:
-            raise DeadlinePassed(self.url, seconds=self.deadline.seconds, received=received)
-        if length is not None and received < length:
-            raise Truncated(self.url, received=received, expected=length)
-        return Fetched(url=final, size=received, sha256=digest.hexdigest(), charset=charset)
-
     def failure(self, exc: Exception, by_deadline: bool) -> HttpFailure:
         """The failure ``exc`` (raised by urllib, http.client or a socket) means."""
         import ssl
@@ -387,10 +361,8 @@ class _Transfer:
             return StatusFailure(self.url, exc.code, str(exc.reason))
         reason: object = exc.reason if isinstance(exc, urllib.error.URLError) else exc
         timed_out = isinstance(reason, TimeoutError)
-        if self.watch.fired or self.deadline.expired() or (timed_out and by_deadline):
-            return DeadlinePassed(
-                self.url, seconds=self.deadline.seconds, received=self.watch.received
-            )
+        if self.fired or self.deadline.expired() or (timed_out and by_deadline):
+            return DeadlinePassed(self.url, seconds=self.deadline.seconds, received=self.received)
         if timed_out:
             return NetworkFailure(self.url, f"no answer within {self.timeout:g} s")
         if isinstance(reason, OSError) and reason.strerror:
@@ -399,6 +371,11 @@ class _Transfer:
             why = str(reason) or type(reason).__name__
         certificate = isinstance(reason, ssl.SSLCertVerificationError)
         return NetworkFailure(self.url, why, certificate=certificate)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed
+        sock.shutdown(socket.SHUT_RDWR)  # a recv blocked in another thread returns at once
 
 
 def _opener(

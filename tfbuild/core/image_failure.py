@@ -40,8 +40,10 @@ class StepOutput:
         if code:
             where += f", exit code {code.group(1)}"
         if self.instruction.upper().startswith("FROM "):
+            # The image of FROM [--platform=P] IMAGE [AS NAME].
+            words = [w for w in self.instruction.split()[1:] if not w.startswith("--")]
             return ImageUnavailable(
-                _from_image(self.instruction),
+                words[0] if words else self.instruction,
                 why=one_reason(error),
                 fix="Put the image on this engine (docker pull where its registry is reachable, "
                 "then docker save IMAGE | docker load here), or use another FROM image.",
@@ -142,12 +144,6 @@ def one_reason(error: str) -> str:
     if failed:
         return f"exit code {failed.group(1)}"
     return " ".join(error.split()).rstrip(".")
-
-
-def _from_image(instruction: str) -> str:
-    """The image of a ``FROM [--platform=P] IMAGE [AS NAME]`` instruction."""
-    words = [w for w in instruction.split()[1:] if not w.startswith("--")]
-    return words[0] if words else instruction
 
 
 class ImageUnavailable(EnvironmentProblem):

@@ -41,7 +41,9 @@ there stays under 5 x 0.01 % (Bonferroni), and that one says "same" wrongly unde
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -167,10 +169,6 @@ class Summary:
 # --- the rank distributions ----------------------------------------------------------------------
 
 
-def _z(confidence: float) -> float:
-    return statistics.NormalDist().inv_cdf(1 - (1 - confidence) / 2)
-
-
 @functools.lru_cache(maxsize=256)
 def _signed_rank_counts(n: int) -> tuple[int, ...]:
     """How many of the 2^n sign patterns of ranks 1..n give each positive-rank sum 0..n(n+1)/2."""
@@ -183,28 +181,19 @@ def _signed_rank_counts(n: int) -> tuple[int, ...]:
     return tuple(counts)
 
 
-def _lower_count(counts: Sequence[int], confidence: float) -> int | None:
-    """The largest t with P(statistic <= t) <= (1 - confidence) / 2; None if even t = 0 is
-    likelier (too few values for that confidence)."""
-    total = sum(counts)
-    tail = (1 - confidence) / 2 * total
-    running, t = 0, None
-    for value, count in enumerate(counts):
-        running += count
-        if running > tail:
-            break
-        t = value
-    return t
-
-
 def signed_rank_bound(n: int, confidence: float) -> int | None:
     """t such that the interval of n pairs runs from the (t+1)-th smallest Walsh average to the
     (t+1)-th largest (Hollander & Wolfe, 3.2); None when n pairs cannot give that confidence."""
     if n <= _EXACT_PAIRS:
-        return _lower_count(_signed_rank_counts(n), confidence)
+        # The largest t with P(statistic <= t) <= (1 - confidence) / 2, over the 2^n patterns;
+        # None if even t = 0 is likelier (too few values for that confidence).
+        tail = (1 - confidence) / 2 * 2**n
+        below = bisect.bisect_right(list(itertools.accumulate(_signed_rank_counts(n))), tail)
+        return below - 1 if below else None
     mean = n * (n + 1) / 4
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
-    t = math.floor(mean - 0.5 - _z(confidence) * sd)
+    z = statistics.NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    t = math.floor(mean - 0.5 - z * sd)
     return t if t >= 0 else None
 
 
@@ -371,14 +360,13 @@ def sequential(
     if per_look < 1:
         raise ValueError("per_look must be >= 1")
     looks = max(1, min(MAX_LOOKS, len(candidate) // per_look))
-    found = None
-    for look in range(1, looks + 1):
-        n = per_look * look if look < looks else len(candidate)
+    for look in range(1, looks):
+        n = per_look * look
         found = verdict(candidate[:n], baseline[:n], paired=True, margin=margin, looks=look)
         if found.decided:
-            break
-    assert found is not None
-    return found
+            return found
+    n = len(candidate)  # the last look takes every pair
+    return verdict(candidate[:n], baseline[:n], paired=True, margin=margin, looks=looks)
 
 
 def describe(found: Verdict) -> str:
