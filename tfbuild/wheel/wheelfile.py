@@ -133,23 +133,6 @@ def _entry(info: zipfile.ZipInfo, name: str, stamp: DateTime | None) -> zipfile.
     return entry
 
 
-def _copy_raw(
-    source: zipfile.ZipFile, info: zipfile.ZipInfo, entry: zipfile.ZipInfo, out: _Writer
-) -> None:
-    """Copy one member's compressed bytes under ``entry``'s header (no inflate, no deflate)."""
-    fp = source.fp
-    assert fp is not None
-    fp.seek(info.header_offset)
-    header = _LOCAL_HEADER.unpack(fp.read(_LOCAL_HEADER.size))
-    if header[0] != _LOCAL_SIGNATURE:
-        raise _damaged(
-            f"the wheel's member {info.filename} has a bad local header",
-            "the zip archive is damaged",
-        )
-    fp.seek(header[-2] + header[-1], os.SEEK_CUR)  # skip the local name and extra field
-    out.add_raw(entry, fp)
-
-
 class _Writer:
     """A zip archive written member by member, with the central directory at the end.
 
@@ -204,12 +187,22 @@ class _Writer:
             + name
         )
 
-    def add_raw(self, entry: zipfile.ZipInfo, data: IO[bytes]) -> None:
-        """``entry.compress_size`` bytes from ``data``, already compressed as ``entry`` says."""
+    def copy(self, source: zipfile.ZipFile, info: zipfile.ZipInfo, entry: zipfile.ZipInfo) -> None:
+        """Copy one member's compressed bytes under ``entry``'s header (no inflate, no deflate)."""
+        fp = source.fp
+        assert fp is not None
+        fp.seek(info.header_offset)
+        header = _LOCAL_HEADER.unpack(fp.read(_LOCAL_HEADER.size))
+        if header[0] != _LOCAL_SIGNATURE:
+            raise _damaged(
+                f"the wheel's member {info.filename} has a bad local header",
+                "the zip archive is damaged",
+            )
+        fp.seek(header[-2] + header[-1], os.SEEK_CUR)  # skip the local name and extra field
         self._header(entry)
         remaining = entry.compress_size
         while remaining:
-            chunk = data.read(min(_COPY_CHUNK, remaining))
+            chunk = fp.read(min(_COPY_CHUNK, remaining))
             if not chunk:
                 raise _damaged(
                     f"the wheel's member {entry.filename} is truncated",
@@ -346,7 +339,7 @@ def _rewrite(
                 if info.filename in replaced:
                     out.add_bytes(entry, replaced[info.filename])
                 else:
-                    _copy_raw(source, info, entry, out)
+                    out.copy(source, info, entry)
             out.add_bytes(_entry(source.getinfo(record_name), renamed(record_name), stamp), record)
             out.finish()
         _same_owner(wheel, partial)
