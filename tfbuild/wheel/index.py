@@ -360,12 +360,10 @@ def check_base_url(base_url: str) -> str:
 
 
 def _size(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
+    if size < 1024:
+        return f"{size} bytes"
+    power = min(3, (size.bit_length() - 1) // 10)  # 1024**power <= size, GiB at most
+    return f"{size / 1024**power:.1f} {('KiB', 'MiB', 'GiB')[power - 1]}"
 
 
 _STYLE = """\
