@@ -301,16 +301,13 @@ def collect(directory: Path) -> tuple[IndexEntry, ...]:
         raise InputError(
             f"cannot read {shown(str(directory))}", why=exc.strerror or str(exc), fix=fix
         ) from None
-    wheels = sorted(
-        (
-            p
-            for p in entries
-            if p.name.endswith(".whl")
-            and not p.name.startswith(".")
-            and not (p.is_dir() and not p.is_symlink())
-        ),
-        key=lambda p: p.name,
-    )
+    wheels = [
+        p
+        for p in sorted(entries, key=lambda p: p.name)
+        if p.name.endswith(".whl")
+        and not p.name.startswith(".")
+        and not (p.is_dir() and not p.is_symlink())
+    ]
     if not wheels:
         raise InputError(
             f"no wheels in {directory}",
