@@ -412,15 +412,12 @@ def _dist_info(wheel: Path, members: list[zipfile.ZipInfo], version: str) -> str
     if len(set(names)) != len(names):
         raise _damaged(f"{wheel.name} holds a member twice", "which copy pip installs is undefined")
     tops = {n.split("/", 1)[0] for n in names}
-    found = [
-        t
-        for t in tops
-        if t.endswith(".dist-info") and normalised(t[:-10]).endswith(normalised(version))
-    ]
+    dist_infos = sorted(t for t in tops if t.endswith(".dist-info"))
+    found = [t for t in dist_infos if normalised(t[:-10]).endswith(normalised(version))]
     if len(found) != 1:
         raise _damaged(
             f"{wheel.name} has no single .dist-info directory for version {version}",
-            f"found {', '.join(sorted(t for t in tops if t.endswith('.dist-info'))) or 'none'}",
+            f"found {', '.join(dist_infos) or 'none'}",
         )
     return found[0]
 
