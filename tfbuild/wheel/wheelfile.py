@@ -473,9 +473,7 @@ def _record(
             continue  # directories are not listed
         row = listed.get(info.filename, [])
         if info.filename in replaced or len(row) < 3 or not row[1]:
-            data = replaced.get(info.filename)
-            if data is None:
-                data = _member(source, info)
+            data = replaced[info.filename] if info.filename in replaced else _member(source, info)
             writer.writerow([rename(info.filename), record_hash(data), str(len(data))])
             continue
         if row[2] not in ("", str(info.file_size)):
