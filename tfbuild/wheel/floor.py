@@ -115,11 +115,6 @@ def inspect_wheel(wheel: Path, *, exclude: Iterable[str] = ()) -> WheelFloor:
         # auditwheel caches the ELF analysis by file path: a wheel rewritten under the same name
         # would get the old answer, and the cache holds the whole library tree.
         wheel_abi.get_wheel_elfdata.cache_clear()
-    return _floor(info, tool)
-
-
-def _floor(info: Any, tool: str) -> WheelFloor:
-    """The floor in auditwheel's analysis (a ``WheelAbIInfo``)."""
     needed: set[str] = set().union(*info.versioned_symbols.values())
     allowed = info.overall_policy != info.policies.linux
     return WheelFloor(
