@@ -292,6 +292,10 @@ def _plan_edited(receipt: dict[str, Any]) -> None:
     receipt["plan"]["target"] = "x86_64_v2"  # after the build: plan_sha256 no longer fits
 
 
+def _inputs_edited(receipt: dict[str, Any]) -> None:
+    receipt["inputs"]["tools"]["bazel"] = "7.4.2"  # after the build: inputs_sha256 no longer fits
+
+
 @pytest.mark.parametrize(
     ("spoil", "said"),
     [
@@ -310,8 +314,13 @@ def _plan_edited(receipt: dict[str, Any]) -> None:
             "was edited after {wheel} was built: its plan no longer matches its "
             "plan_sha256. Do not publish {wheel}",
         ),
+        (
+            _inputs_edited,
+            "was edited after {wheel} was built: its inputs no longer match its "
+            "inputs_sha256. Do not publish {wheel}",
+        ),
     ],
-    ids=["schema-1", "no-sha256", "plan-edited"],
+    ids=["schema-1", "no-sha256", "plan-edited", "inputs-edited"],
 )
 def test_an_unusable_receipt_stops_everything(
     dist: Path, spoil: Callable[[dict[str, Any]], None], said: str

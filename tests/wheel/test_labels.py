@@ -6,7 +6,8 @@ import pytest
 from packaging.version import Version
 
 from tfbuild.core.targets import targets
-from tfbuild.wheel.labels import cpu_label, cuda_label, labelled_version, local_label, parse_label
+from tfbuild.core.variants import Variant
+from tfbuild.wheel.labels import cpu_label, labelled_version, local_label, parse_label
 
 
 @pytest.mark.parametrize("target", sorted(targets()))
@@ -49,6 +50,7 @@ def test_reading_labels_back() -> None:
     assert (unknown.target, unknown.other) == (None, ("pentium9",))
     assert parse_label("native").target == "native"
     assert labelled_version("2.20.0.dev0+selfbuilt", "zen4") == "2.20.0.dev0+selfbuilt.zen4"
-    assert cpu_label("x86_64") == "x86_64" and cuda_label("12") == "cu120"
+    assert cpu_label("x86_64") == "x86_64"
+    assert local_label("zen4", Variant.cuda, "12") == "zen4.cu120"
     with pytest.raises(ValueError, match="CUDA version"):
         local_label("x86_64_v3", "cuda")

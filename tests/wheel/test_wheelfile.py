@@ -160,6 +160,17 @@ def test_a_damaged_wheel_is_one_clear_error_and_leaves_nothing(tmp_path: Path) -
         relabel(tmp_path / "tensorflow.zip", "x86_64v3", out)
 
 
+def test_a_wheel_with_two_dist_info_directories_of_its_version_is_refused(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path)
+    with zipfile.ZipFile(wheel, "a") as archive:
+        archive.writestr("other-2.21.0.dist-info/RECORD", "")
+    with pytest.raises(
+        InputError, match=r"no single \.dist-info directory for version 2\.21\.0"
+    ) as e:
+        relabel(wheel, "x86_64v3", tmp_path)
+    assert e.value.why == "found other-2.21.0.dist-info, tfbuild_standin-2.21.0.dist-info"
+
+
 @pytest.mark.parametrize("where", ["middle", "start", "header"])
 def test_a_member_with_a_flipped_byte_is_one_line_naming_it(tmp_path: Path, where: str) -> None:
     """Issue 21, item 3: the member METADATA, which relabel reads, has one byte flipped in its

@@ -115,11 +115,6 @@ def inspect_wheel(wheel: Path, *, exclude: Iterable[str] = ()) -> WheelFloor:
         # auditwheel caches the ELF analysis by file path: a wheel rewritten under the same name
         # would get the old answer, and the cache holds the whole library tree.
         wheel_abi.get_wheel_elfdata.cache_clear()
-    return _floor(info, tool)
-
-
-def _floor(info: Any, tool: str) -> WheelFloor:
-    """The floor in auditwheel's analysis (a ``WheelAbIInfo``)."""
     needed: set[str] = set().union(*info.versioned_symbols.values())
     allowed = info.overall_policy != info.policies.linux
     return WheelFloor(
@@ -182,19 +177,14 @@ def _symbol_key(symbol: str) -> tuple[str, tuple[int, ...], str]:
 def _check_archive(wheel: Path) -> None:
     """A zip archive with a RECORD, or one clear error (auditwheel would leave its unpacking
     directory behind, and call a missing RECORD a missing file)."""
+    why = "it has no .dist-info/RECORD, which lists the files auditwheel reads"
     try:
         with zipfile.ZipFile(wheel) as archive:
-            names = archive.namelist()
+            if any(re.fullmatch(r"[^/]+\.dist-info/RECORD", name) for name in archive.namelist()):
+                return
     except (zipfile.BadZipFile, OSError) as error:
-        raise InputError(
-            f"auditwheel cannot inspect {wheel.name}", why=str(error), fix="Rebuild the wheel."
-        ) from None
-    if not any(re.fullmatch(r"[^/]+\.dist-info/RECORD", name) for name in names):
-        raise InputError(
-            f"auditwheel cannot inspect {wheel.name}",
-            why="it has no .dist-info/RECORD, which lists the files auditwheel reads",
-            fix="Rebuild the wheel.",
-        )
+        why = str(error)
+    raise InputError(f"auditwheel cannot inspect {wheel.name}", why=why, fix="Rebuild the wheel.")
 
 
 def _has_elf(wheel: Path) -> bool:

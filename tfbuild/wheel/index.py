@@ -47,8 +47,8 @@ from tfbuild.core import serial
 from tfbuild.core.errors import InputError, UsageError
 from tfbuild.core.files import DIST_LOCK, locked, sha256_file, shown, write_files
 from tfbuild.wheel.labels import is_standin_name, parse_label, spelt_label, spelt_version
-from tfbuild.wheel.overlay_receipt import is_overlay_wheel, read_overlay_receipt
-from tfbuild.wheel.receipt import Receipt, WheelFloor, WheelRecord, read_receipt, receipt_path
+from tfbuild.wheel.overlay_receipt import OverlayReceipt, is_overlay_wheel, read_overlay_receipt
+from tfbuild.wheel.receipt import Receipt, WheelFloor, read_receipt, receipt_path
 
 SCHEMA = "tfbuild.index/1"
 INDEX_NAME = "index.html"
@@ -133,10 +133,11 @@ class IndexResult:
 
 
 def _same_file(
-    recorded: WheelRecord, path: Path, wheel: Path, sha256: str, size: int, edited: str = ""
+    found: Receipt | OverlayReceipt, path: Path, wheel: Path, sha256: str, size: int
 ) -> None:
-    """The receipt at ``path`` must describe exactly this file (the same name, sha256 and size) and
-    be as its build wrote it (``edited``: why it is not)."""
+    """The receipt at ``path`` must describe exactly this file (the same name, sha256 and size) and,
+    a build's, be as its build wrote it (its plan and inputs still hash to what it recorded)."""
+    recorded = found.wheel
     fix = (
         f"Do not publish {wheel.name}: rebuild it (or fetch it again) so that the wheel and its "
         "receipt come from the same build."
@@ -149,17 +150,14 @@ def _same_file(
     ):
         if differs:
             raise InputError(f"{wheel} does not match its receipt{what}", why=why, fix=fix)
-    if edited:
-        raise InputError(f"{path} was edited after {wheel.name} was built", why=edited, fix=fix)
-
-
-def _edited(receipt: Receipt) -> str:
-    """Why the receipt's plan or inputs are not what its build recorded ("" when they are)."""
-    if not receipt.plan_intact():
-        return "its plan no longer matches its plan_sha256"
-    if receipt.inputs_intact() is False:
-        return "its inputs no longer match its inputs_sha256"
-    return ""
+    if not isinstance(found, Receipt):
+        return
+    for edited, why in (
+        (not found.plan_intact(), "its plan no longer matches its plan_sha256"),
+        (found.inputs_intact() is False, "its inputs no longer match its inputs_sha256"),
+    ):
+        if edited:
+            raise InputError(f"{path} was edited after {wheel.name} was built", why=why, fix=fix)
 
 
 #: The characters a wheel's file name can hold. Each component is escaped to letters, digits, "_"
@@ -245,7 +243,7 @@ def _entry(wheel: Path) -> IndexEntry:
     overlay: OverlayOn | None = None
     if is_overlay_wheel(wheel):  # described by its receipt only, which must be there
         found = read_overlay_receipt(beside, wheel=wheel)
-        _same_file(found.wheel, beside, wheel, sha256, size)
+        _same_file(found, beside, wheel, sha256, size)
         receipt_name, target = beside.name, found.target
         overlay = OverlayOn(
             distribution=found.stock_name,
@@ -257,7 +255,7 @@ def _entry(wheel: Path) -> IndexEntry:
         )
     elif os.path.lexists(beside):  # a FIFO or a device there is refused by the reader, not skipped
         receipt = read_receipt(beside)
-        _same_file(receipt.wheel, beside, wheel, sha256, size, _edited(receipt))
+        _same_file(receipt, beside, wheel, sha256, size)
         receipt_name = beside.name
         standin = standin or receipt.standin
         floor = receipt.floor
@@ -301,16 +299,13 @@ def collect(directory: Path) -> tuple[IndexEntry, ...]:
         raise InputError(
             f"cannot read {shown(str(directory))}", why=exc.strerror or str(exc), fix=fix
         ) from None
-    wheels = sorted(
-        (
-            p
-            for p in entries
-            if p.name.endswith(".whl")
-            and not p.name.startswith(".")
-            and not (p.is_dir() and not p.is_symlink())
-        ),
-        key=lambda p: p.name,
-    )
+    wheels = [
+        p
+        for p in sorted(entries, key=lambda p: p.name)
+        if p.name.endswith(".whl")
+        and not p.name.startswith(".")
+        and not (p.is_dir() and not p.is_symlink())
+    ]
     if not wheels:
         raise InputError(
             f"no wheels in {directory}",
@@ -360,12 +355,10 @@ def check_base_url(base_url: str) -> str:
 
 
 def _size(size: int) -> str:
-    value = float(size)
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{size} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
+    if size < 1024:
+        return f"{size} bytes"
+    power = min(3, (size.bit_length() - 1) // 10)  # 1024**power <= size, GiB at most
+    return f"{size / 1024**power:.1f} {('KiB', 'MiB', 'GiB')[power - 1]}"
 
 
 _STYLE = """\

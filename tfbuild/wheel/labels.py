@@ -32,12 +32,6 @@ def cpu_label(target: str) -> str:
     return f"x86_64v{found.group(1)}" if found else target
 
 
-def cuda_label(cuda: str) -> str:
-    """``12.5.1`` -> ``cu125``; ``13.0`` -> ``cu130``."""
-    major, minor = ([*cuda.split("."), "0"])[:2]
-    return f"cu{int(major)}{int(minor)}"
-
-
 def local_label(target: str, variant: Variant, cuda: str | None = None) -> str:
     segments = [cpu_label(target)]
     if variant == Variant.mkl:
@@ -45,7 +39,8 @@ def local_label(target: str, variant: Variant, cuda: str | None = None) -> str:
     if variant == Variant.cuda:
         if not cuda:
             raise ValueError("a CUDA label needs the CUDA version")
-        segments.append(cuda_label(cuda))
+        major, minor = ([*cuda.split("."), "0"])[:2]  # 12.5.1 -> cu125, 13.0 -> cu130
+        segments.append(f"cu{int(major)}{int(minor)}")
     return ".".join(segments)
 
 

@@ -42,6 +42,7 @@ _RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 _WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}")
 _CFLAG = re.compile(r"-m[a-z0-9][a-z0-9_=.,+-]{0,127}")
 _KERNEL = re.compile(r"[A-Za-z0-9]+:[a-z0-9]+(?:->[a-z0-9]+)?")
+_FEATURE = re.compile(r"[a-z0-9_]{1,32}")
 #: tfbuild_overlay-RELEASE+LABEL-py3-none-PLATFORM.whl: the platform auditwheel's best manylinux
 #: policy for its libraries, or linux_x86_64 where none allows them (tfbuild.overlay.build).
 _WHEEL = re.compile(
@@ -163,11 +164,10 @@ def decode_overlay_manifest(raw: bytes, *, source: str) -> OverlayManifest:
         manifest = serial.from_data(load_json(raw), OverlayManifest)
     except ValueError as exc:
         raise InputError(what, why=str(exc), fix=fix) from None
-    feature = re.compile(r"[a-z0-9_]{1,32}")
     rules = [
         ("tensorflow", bool(_RELEASE.fullmatch(manifest.tensorflow))),
         ("target", bool(_WORD.fullmatch(manifest.target))),
-        ("features", all(feature.fullmatch(f) for f in manifest.features)),
+        ("features", all(_FEATURE.fullmatch(f) for f in manifest.features)),
         ("pending", set(manifest.pending) <= set(manifest.features)),
         ("token", manifest.token == "" or bool(SHA256.fullmatch(manifest.token))),
         ("kernels", all(_KERNEL.fullmatch(k) for k in manifest.kernels)),
@@ -192,11 +192,11 @@ def _grammar(receipt: OverlayReceipt) -> str | None:
         ("framework_sha256", bool(SHA256.fullmatch(receipt.framework_sha256))),
         ("target", bool(_WORD.fullmatch(receipt.target))),
         ("cflags", all(_CFLAG.fullmatch(f) for f in receipt.cflags)),
-        ("features", all(re.fullmatch(r"[a-z0-9_]{1,32}", f) for f in receipt.features)),
+        ("features", all(_FEATURE.fullmatch(f) for f in receipt.features)),
         (
             "left_out",
             all(
-                re.fullmatch(r"[a-z0-9_]{1,32}", o.instruction_set)
+                _FEATURE.fullmatch(o.instruction_set)
                 and re.fullmatch(r"-mno-[a-z0-9]{1,32}", o.flag)
                 and o.flag in receipt.cflags
                 and _text_ok(o.why)
@@ -226,10 +226,8 @@ def _grammar(receipt: OverlayReceipt) -> str | None:
     texts = (receipt.created, receipt.tfbuild, receipt.git_version, receipt.stock, receipt.compiler)
     rules.append(("text fields", all(_text_ok(t) for t in (*texts, receipt.compiler_version))))
     rules.append(("skipped", all(_text_ok(t) for t in receipt.skipped)))
-    for name, fine in rules:
-        if not fine:
-            return f"its {name} is not what tfbuild writes there"
-    return None
+    broken = next((name for name, fine in rules if not fine), None)
+    return f"its {broken} is not what tfbuild writes there" if broken else None
 
 
 def _packages(packages: dict[str, str]) -> bool:

@@ -170,11 +170,26 @@ def explain(data: Any, kind: Any, name: str = "") -> str | None:
             return None
         options = [a for a in args if a not in (type(None), serial.Unset)]
         return explain(data, options[0], name) if len(options) == 1 else None
+    if (dataclasses.is_dataclass(kind) or origin is dict) and not isinstance(data, dict):
+        return f"its {name} holds {type(data).__name__}, not an object"
     if dataclasses.is_dataclass(kind):
-        return _explain_fields(data, kind, name)
+        fields = {f.name: f for f in dataclasses.fields(kind)}
+        unknown = sorted(key for key in data if key not in fields)
+        if unknown:
+            listed = ", ".join(repr(short(key)) for key in unknown[:3])
+            where = name or "the receipt"
+            return f"{where} has the unknown key {listed}: tfbuild writes no such key"
+        for key, declared in fields.items():
+            required = declared.default is MISSING and declared.default_factory is MISSING
+            if required and key not in data:
+                return f"it is malformed: {f'its {name}' if name else 'it'} has no {key!r}"
+        hints = typing.get_type_hints(kind, include_extras=True)
+        for key in fields:
+            at = f"{name}.{key}" if name else key
+            if key in data and (why := explain(data[key], hints[key], at)):
+                return why
+        return None
     if origin is dict:
-        if not isinstance(data, dict):
-            return f"its {name} holds {type(data).__name__}, not an object"
         for key, value in data.items():
             at = f"{name}[{short(key)!r}]"
             why = explain(key, args[0], f"{name} key")
@@ -190,26 +205,6 @@ def explain(data: Any, kind: Any, name: str = "") -> str | None:
         serial.from_data(data, kind)
     except serial.DecodeFailure:
         return holds(name, data, _wanted(kind))
-    return None
-
-
-def _explain_fields(data: Any, kind: Any, name: str) -> str | None:
-    if not isinstance(data, dict):
-        return f"its {name} holds {type(data).__name__}, not an object"
-    fields = {f.name: f for f in dataclasses.fields(kind)}
-    unknown = sorted(key for key in data if key not in fields)
-    if unknown:
-        listed = ", ".join(repr(short(key)) for key in unknown[:3])
-        return f"{name or 'the receipt'} has the unknown key {listed}: tfbuild writes no such key"
-    for key, declared in fields.items():
-        required = declared.default is MISSING and declared.default_factory is MISSING
-        if required and key not in data:
-            return f"it is malformed: {f'its {name}' if name else 'it'} has no {key!r}"
-    hints = typing.get_type_hints(kind, include_extras=True)
-    for key in fields:
-        at = f"{name}.{key}" if name else key
-        if key in data and (why := explain(data[key], hints[key], at)):
-            return why
     return None
 
 
@@ -706,20 +701,18 @@ def _grammar(receipt: Receipt, data: dict[str, Any]) -> str | None:
 # --- decoding: bounded, typed ---------------------------------------------------------------------
 
 
-def decode_receipt(
-    raw: bytes, *, source: str, charset: str = "utf-8", fix: str = READ_FIX
-) -> Receipt:
+def decode_receipt(raw: bytes, *, source: str, charset: str = "utf-8") -> Receipt:
     """The receipt in ``raw`` (a file's bytes, an HTTP body), read from ``source`` (a path or URL,
     for the message): bounded in size, nesting and numbers, every field checked. Anything else is
     one :class:`InputError` (exit 3) saying why."""
     try:
         data = load_json(raw, charset=charset)
     except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError too
-        raise InputError(f"{source} is not a tfbuild receipt", why=str(exc), fix=fix) from None
+        raise InputError(f"{source} is not a tfbuild receipt", why=str(exc), fix=READ_FIX) from None
     try:
         return Receipt.from_json(data)
     except InvalidReceipt as exc:
-        raise InputError(f"{source} is not a usable receipt", why=str(exc), fix=fix) from None
+        raise InputError(f"{source} is not a usable receipt", why=str(exc), fix=READ_FIX) from None
 
 
 def read_receipt(path: Path, *, wheel: Path | None = None) -> Receipt:

@@ -188,18 +188,14 @@ def _entry_fields(a: zipfile.ZipInfo, b: zipfile.ZipInfo) -> tuple[str, ...]:
 def _layout(a: zipfile.ZipFile, b: zipfile.ZipFile, common: list[str]) -> tuple[str, ...]:
     """Archive-wide differences: the order of the shared members, directory entries, comment."""
     shared = set(common)
-    found: list[str] = []
-    order_a = [i.filename for i in a.infolist() if i.filename in shared]
-    order_b = [i.filename for i in b.infolist() if i.filename in shared]
-    if order_a != order_b:
-        found.append("member order")
-    dirs_a = [i.filename for i in a.infolist() if i.is_dir()]
-    dirs_b = [i.filename for i in b.infolist() if i.is_dir()]
-    if dirs_a != dirs_b:
-        found.append(f"directory entries ({len(dirs_a)} in a, {len(dirs_b)} in b)")
-    if a.comment != b.comment:
-        found.append("archive comment")
-    return tuple(found)
+    order_a, order_b = ([i.filename for i in z.infolist() if i.filename in shared] for z in (a, b))
+    dirs_a, dirs_b = ([i.filename for i in z.infolist() if i.is_dir()] for z in (a, b))
+    found = (
+        (order_a != order_b, "member order"),
+        (dirs_a != dirs_b, f"directory entries ({len(dirs_a)} in a, {len(dirs_b)} in b)"),
+        (a.comment != b.comment, "archive comment"),
+    )
+    return tuple(what for differs, what in found if differs)
 
 
 def _elf_diff(

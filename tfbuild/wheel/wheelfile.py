@@ -133,23 +133,6 @@ def _entry(info: zipfile.ZipInfo, name: str, stamp: DateTime | None) -> zipfile.
     return entry
 
 
-def _copy_raw(
-    source: zipfile.ZipFile, info: zipfile.ZipInfo, entry: zipfile.ZipInfo, out: _Writer
-) -> None:
-    """Copy one member's compressed bytes under ``entry``'s header (no inflate, no deflate)."""
-    fp = source.fp
-    assert fp is not None
-    fp.seek(info.header_offset)
-    header = _LOCAL_HEADER.unpack(fp.read(_LOCAL_HEADER.size))
-    if header[0] != _LOCAL_SIGNATURE:
-        raise _damaged(
-            f"the wheel's member {info.filename} has a bad local header",
-            "the zip archive is damaged",
-        )
-    fp.seek(header[-2] + header[-1], os.SEEK_CUR)  # skip the local name and extra field
-    out.add_raw(entry, fp)
-
-
 class _Writer:
     """A zip archive written member by member, with the central directory at the end.
 
@@ -204,12 +187,22 @@ class _Writer:
             + name
         )
 
-    def add_raw(self, entry: zipfile.ZipInfo, data: IO[bytes]) -> None:
-        """``entry.compress_size`` bytes from ``data``, already compressed as ``entry`` says."""
+    def copy(self, source: zipfile.ZipFile, info: zipfile.ZipInfo, entry: zipfile.ZipInfo) -> None:
+        """Copy one member's compressed bytes under ``entry``'s header (no inflate, no deflate)."""
+        fp = source.fp
+        assert fp is not None
+        fp.seek(info.header_offset)
+        header = _LOCAL_HEADER.unpack(fp.read(_LOCAL_HEADER.size))
+        if header[0] != _LOCAL_SIGNATURE:
+            raise _damaged(
+                f"the wheel's member {info.filename} has a bad local header",
+                "the zip archive is damaged",
+            )
+        fp.seek(header[-2] + header[-1], os.SEEK_CUR)  # skip the local name and extra field
         self._header(entry)
         remaining = entry.compress_size
         while remaining:
-            chunk = data.read(min(_COPY_CHUNK, remaining))
+            chunk = fp.read(min(_COPY_CHUNK, remaining))
             if not chunk:
                 raise _damaged(
                     f"the wheel's member {entry.filename} is truncated",
@@ -346,7 +339,7 @@ def _rewrite(
                 if info.filename in replaced:
                     out.add_bytes(entry, replaced[info.filename])
                 else:
-                    _copy_raw(source, info, entry, out)
+                    out.copy(source, info, entry)
             out.add_bytes(_entry(source.getinfo(record_name), renamed(record_name), stamp), record)
             out.finish()
         _same_owner(wheel, partial)
@@ -419,15 +412,12 @@ def _dist_info(wheel: Path, members: list[zipfile.ZipInfo], version: str) -> str
     if len(set(names)) != len(names):
         raise _damaged(f"{wheel.name} holds a member twice", "which copy pip installs is undefined")
     tops = {n.split("/", 1)[0] for n in names}
-    found = [
-        t
-        for t in tops
-        if t.endswith(".dist-info") and normalised(t[:-10]).endswith(normalised(version))
-    ]
+    dist_infos = sorted(t for t in tops if t.endswith(".dist-info"))
+    found = [t for t in dist_infos if normalised(t[:-10]).endswith(normalised(version))]
     if len(found) != 1:
         raise _damaged(
             f"{wheel.name} has no single .dist-info directory for version {version}",
-            f"found {', '.join(sorted(t for t in tops if t.endswith('.dist-info'))) or 'none'}",
+            f"found {', '.join(dist_infos) or 'none'}",
         )
     return found[0]
 
@@ -483,9 +473,7 @@ def _record(
             continue  # directories are not listed
         row = listed.get(info.filename, [])
         if info.filename in replaced or len(row) < 3 or not row[1]:
-            data = replaced.get(info.filename)
-            if data is None:
-                data = _member(source, info)
+            data = replaced[info.filename] if info.filename in replaced else _member(source, info)
             writer.writerow([rename(info.filename), record_hash(data), str(len(data))])
             continue
         if row[2] not in ("", str(info.file_size)):
