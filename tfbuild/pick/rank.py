@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from packaging.version import InvalidVersion, Version
 
 from tfbuild.core.errors import UnsupportedError, UsageError
-from tfbuild.core.variants import VARIANTS, Variant
+from tfbuild.core.variants import Variant
 from tfbuild.detect import cpu
 from tfbuild.pick.compat import STAGE_ORDER, Assessment, evaluate
 from tfbuild.pick.listing import WheelSource
@@ -43,25 +43,15 @@ class PickOptions:
     variant: Variant | None = None
     overlay: bool = False  # --overlay: only overlays, for the TensorFlow installed
 
-    @staticmethod
-    def parse(*, tf: str | None, variant: str | None, overlay: bool = False) -> PickOptions:
-        chosen: Variant | None = None
-        if variant is not None:
-            try:
-                chosen = Variant(variant.strip().lower())
-            except ValueError:
-                known = ", ".join(VARIANTS[:-1])
-                raise UsageError(
-                    f"unknown --variant {variant!r}", fix=f"Use {known} or {VARIANTS[-1]}."
-                ) from None
-        if tf is not None:
-            try:
-                Version(tf)
-            except InvalidVersion:
-                raise UsageError(
-                    f"--tf {tf!r} is not a version", fix="Write it like 2.20 or 2.20.1."
-                ) from None
-        return PickOptions(tf=tf, variant=chosen, overlay=overlay)
+    def __post_init__(self) -> None:
+        if self.tf is None:
+            return
+        try:
+            Version(self.tf)
+        except InvalidVersion:
+            raise UsageError(
+                f"--tf {self.tf!r} is not a version", fix="Write it like 2.20 or 2.20.1."
+            ) from None
 
 
 def _specificity(target: Microarchitecture) -> tuple[int, int]:
