@@ -106,7 +106,7 @@ def _filter(assessment: Assessment, options: PickOptions) -> str | None:
             reasons.append(f"not TensorFlow {options.tf} (--tf)")
     if options.variant is not None and assessment.variant != options.variant:
         reasons.append(f"not a {options.variant} build (--variant)")
-    if options.overlay and not assessment.overlay:
+    if options.overlay and not assessment.wheel.is_overlay:
         reasons.append("not an overlay (--overlay)")
     return "; ".join(reasons) or None
 
@@ -236,8 +236,8 @@ def pick(source: WheelSource, host: Host, options: PickOptions | None = None) ->
     options = options or PickOptions()
     assessments = [evaluate(w, host) for w in source.wheels]
     assessments = [replace(v, filtered=_filter(v, options)) for v in assessments]
-    wheels = _ordered([v for v in assessments if not v.overlay], host)
-    overlays = _ordered([v for v in assessments if v.overlay], host)
+    wheels = _ordered([v for v in assessments if not v.wheel.is_overlay], host)
+    overlays = _ordered([v for v in assessments if v.wheel.is_overlay], host)
     chosen = wheels[0] if wheels and wheels[0].rank == 1 else None
     overlay = overlays[0] if overlays and overlays[0].rank == 1 else None
     return PickResult(
