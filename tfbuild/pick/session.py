@@ -12,15 +12,10 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from tfbuild.core.errors import TfbuildError
+from tfbuild.core.errors import TfbuildError, UsageError
 from tfbuild.core.pythons import PythonChoice, python_executable
 from tfbuild.pick.fetch import FetchLimits
-from tfbuild.pick.install import (
-    InstallResult,
-    check_hash,
-    check_install_here,
-    install,
-)
+from tfbuild.pick.install import InstallResult, check_hash, install
 from tfbuild.pick.listing import load_wheels
 from tfbuild.pick.machine import describe_host, with_tensorflow
 from tfbuild.pick.options import PickRequest
@@ -44,7 +39,12 @@ class Picked:
 
 def choose(request: PickRequest) -> Picked:
     """The wheel of ``request.source`` that runs best on the machine, and why."""
-    check_install_here(install=request.install, cpuinfo=request.cpuinfo)
+    if request.install and request.cpuinfo is not None:
+        raise UsageError(
+            "--install and --cpuinfo together",
+            why="--install installs on this machine, --cpuinfo describes another one",
+            fix="Drop --cpuinfo to pick for this machine.",
+        )
     limits = FetchLimits(timeout=request.timeout)
     options = PickOptions(tf=request.tf, variant=request.variant, overlay=request.overlay)
     version = request.python.version if request.python is not None else None
