@@ -52,10 +52,11 @@ def test_the_commands_that_take_python_are_those_expected() -> None:
 
 def python_of(request: Any) -> Any:
     """The request's field made from --python (the plan options' for plan, render, ...; the smoke
-    options' for smoke)."""
+    options' for smoke; pick's request's for pick)."""
     if hasattr(request, "python"):
         return request.python
-    return (request.smoke if hasattr(request, "smoke") else request.plan).python
+    group = next(g for g in ("smoke", "pick", "plan") if hasattr(request, g))
+    return getattr(request, group).python
 
 
 def as_version(value: Any) -> str:

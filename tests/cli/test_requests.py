@@ -65,13 +65,13 @@ def test_pick_takes_an_interpreter_or_a_version() -> None:
     """An interpreter: its path, no version (pick asks it); a version: no interpreter."""
     by_path = request_of(["pick", "dist", "--python", sys.executable])
     assert isinstance(by_path, PickArgs)
-    assert by_path.source == "dist"
-    assert by_path.python == PythonChoice(
+    assert by_path.pick.source == "dist"
+    assert by_path.pick.python == PythonChoice(
         text=sys.executable, version=None, executable=sys.executable
     )
     by_version = request_of(["pick", "dist", "--python", "3.11"])
-    assert by_version.python == PythonChoice(text="3.11", version="3.11", executable=None)
-    assert request_of(["pick", "dist"]).python is None
+    assert by_version.pick.python == PythonChoice(text="3.11", version="3.11", executable=None)
+    assert request_of(["pick", "dist"]).pick.python is None
 
 
 def test_pick_keeps_repeated_options_in_their_order() -> None:
@@ -88,8 +88,8 @@ def test_pick_keeps_repeated_options_in_their_order() -> None:
             "a.example",
         ]
     )
-    assert request.pip_arg == ("--no-deps", "-q")
-    assert request.allow_origin == ("b.example:8080", "a.example")
+    assert request.pick.pip_arg == ("--no-deps", "-q")
+    assert request.pick.allow_origin == ("b.example:8080", "a.example")
 
 
 def test_smoke_splits_allow_slower_at_its_commas() -> None:

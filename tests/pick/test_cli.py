@@ -16,7 +16,7 @@ from tests.pick.test_index import write_index
 def test_pick_never_imports_rich() -> None:
     """``--json`` stays free of rich: the package that decides does not import it."""
     code = (
-        "import sys, tfbuild.pick, tfbuild.pick.install; "
+        "import sys, tfbuild.pick.session, tfbuild.pick.report; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rich'))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

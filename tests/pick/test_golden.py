@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import CPUINFO_DIR, cpuinfo_fixture, in_json
 from tests.goldens import GOLDEN_DIR, compare_or_write, json_text
 from tfbuild.core import serial
+from tfbuild.core.variants import Variant
 from tfbuild.pick.install import InstallResult
 from tfbuild.pick.listing import load_wheels
 from tfbuild.pick.machine import describe_host
@@ -21,21 +22,20 @@ from tfbuild.pick.report import pick_report
 GOLDEN = GOLDEN_DIR / "pick"
 
 CASES = {
-    "zen4": ("zen4", {}, None),
-    "haswell-cuda": ("haswell", {}, "12.6"),
-    "sapphirerapids-py312": ("sapphirerapids", {"tf": "2.21"}, None),
-    "zen5-mkl": ("zen5-vm", {"variant": "mkl"}, None),
-    "zen3-old": ("zen3", {"tf": "2.20"}, None),
-    "neoverse_n1": ("neoverse_n1", {}, None),
+    "zen4": ("zen4", PickOptions(), None),
+    "haswell-cuda": ("haswell", PickOptions(), "12.6"),
+    "sapphirerapids-py312": ("sapphirerapids", PickOptions(tf="2.21"), None),
+    "zen5-mkl": ("zen5-vm", PickOptions(variant=Variant.mkl), None),
+    "zen3-old": ("zen3", PickOptions(tf="2.20"), None),
+    "neoverse_n1": ("neoverse_n1", PickOptions(), None),
 }
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_pick_json(case: str, standin_dir: Path) -> None:
-    machine, asked, driver_cuda = CASES[case]
+    machine, options, driver_cuda = CASES[case]
     python = "3.12" if case.endswith("py312") else "3.11"
     host = describe_host(cpuinfo=cpuinfo_fixture(machine), python=python, driver_cuda=driver_cuda)
-    options = PickOptions.parse(tf=asked.get("tf"), variant=asked.get("variant"))
     result = pick(load_wheels(str(standin_dir)), host, options)
     installed = None
     if result.chosen is not None:

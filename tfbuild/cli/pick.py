@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import typer
@@ -13,10 +12,8 @@ import typer
 from tfbuild.cli.options import takes
 from tfbuild.cli.output import print_data, progressing
 from tfbuild.core.controls import printable
-from tfbuild.core.defaults import PICK_TIMEOUT_S
-from tfbuild.core.options import CPUINFO, JSON, TF, declared, option
-from tfbuild.core.pythons import PYTHON, PythonChoice, parse_python
-from tfbuild.core.variants import Variant
+from tfbuild.core.options import JSON, group, option
+from tfbuild.pick.options import PickRequest
 
 if TYPE_CHECKING:
     from tfbuild.overlay.pending import InstalledCheck
@@ -26,82 +23,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class PickArgs:
-    """What ``tfbuild pick`` was asked (the command line's; :class:`PickRequest` is pick's)."""
+    """What ``tfbuild pick`` was asked: pick's request, and the command's --json."""
 
-    source: str = declared(
-        MISSING,
-        argument=True,
-        metavar="DIR_OR_INDEX_URL",
-        help="A directory of wheels (e.g. dist), one .whl, or an index page that links to "
-        "them: a file (e.g. dist/index.html, written by tfbuild index) or an http(s) URL.",
-    )
-    cpuinfo: Path | None = option(CPUINFO, default=None)
-    python: PythonChoice | None = option(
-        PYTHON.but(
-            help="The Python to pick for: an interpreter (its version is matched, its TensorFlow "
-            "asked for overlays, --install installs into it) or a version (default: tfbuild's "
-            "own).",
-            convert=parse_python,
-        ),
-        default=None,
-    )
-    driver_cuda: str | None = declared(
-        None,
-        "--driver-cuda",
-        metavar="X.Y|none",
-        help="The newest CUDA the GPU driver supports (default: from nvidia-smi; none with "
-        "--cpuinfo).",
-    )
-    glibc: str | None = declared(
-        None,
-        "--glibc",
-        metavar="X.Y",
-        help="The machine's glibc (default: this machine's; not checked with --cpuinfo).",
-    )
-    libstdcxx: str | None = declared(
-        None,
-        "--libstdcxx",
-        metavar="X.Y.Z",
-        help="The newest GLIBCXX_ version of the machine's libstdc++, e.g. 3.4.25 (default: "
-        "this machine's; not checked with --cpuinfo).",
-    )
-    tf: str | None = option(TF.but(help="Only this TensorFlow release, e.g. 2.20."), default=None)
-    variant: Variant | None = declared(
-        None, "--variant", case_sensitive=False, help="Only this kind of build."
-    )
-    install: bool = declared(
-        False, "--install", help="pip install the chosen wheel into the --python interpreter."
-    )
-    pip_arg: tuple[str, ...] = declared(
-        (),
-        "--pip-arg",
-        metavar="ARG",
-        help="Pass ARG to pip install (repeat), e.g. --pip-arg=--no-deps.",
-    )
-    timeout: float = declared(
-        PICK_TIMEOUT_S,
-        "--timeout",
-        metavar="SECONDS",
-        help="One deadline for reading the index page and its receipts.",
-    )
-    allow_origin: tuple[str, ...] = declared(
-        (),
-        "--allow-origin",
-        metavar="HOST",
-        help="Also follow an index page's links to HOST (HOST:PORT, https://HOST) (repeat); "
-        "by default only links to the page's own origin.",
-    )
-    allow_unhashed: bool = declared(
-        False,
-        "--allow-unhashed",
-        help="--install a wheel whose index link carries no #sha256= (pip cannot check it).",
-    )
-    overlay: bool = declared(
-        False,
-        "--overlay",
-        help="Only overlays (tfbuild overlay) for the TensorFlow the interpreter has: "
-        "--install then installs one beside it instead of a wheel.",
-    )
+    pick: PickRequest = group(PickRequest)
     as_json: bool = option(JSON, default=False)
 
 
@@ -109,27 +33,9 @@ class PickArgs:
 def pick_command(command: PickArgs) -> None:
     """Choose the wheel that runs best here (or on a --cpuinfo machine), and say why; apart, the
     best overlay for the TensorFlow installed."""
-    from tfbuild.pick.session import PickRequest, choose, install_choice
+    from tfbuild.pick.session import choose, install_choice
 
-    python = command.python
-    request = PickRequest(
-        source=command.source,
-        cpuinfo=command.cpuinfo,
-        python=python.version if python is not None else None,
-        interpreter=python.executable if python is not None else None,
-        driver_cuda=command.driver_cuda,
-        glibc=command.glibc,
-        libstdcxx=command.libstdcxx,
-        tf=command.tf,
-        variant=command.variant,
-        install=command.install,
-        pip_args=command.pip_arg,
-        timeout=command.timeout,
-        allow_origins=command.allow_origin,
-        allow_unhashed=command.allow_unhashed,
-        overlay=command.overlay,
-    )
-    picked = choose(request)
+    picked = choose(command.pick)
     as_json = command.as_json
     if not as_json:
         from tfbuild.cli.wheel_display import print_pick
@@ -137,7 +43,7 @@ def pick_command(command: PickArgs) -> None:
         print_pick(picked.result)
     if picked.unhashed:
         sys.stderr.write(f"tfbuild: warning: {picked.unhashed}\n")
-    installed = install_choice(request, picked, capture=as_json)
+    installed = install_choice(command.pick, picked, capture=as_json)
 
     with progressing("pick", quiet=as_json) as say:
         checked = _check_pending(picked, installed, say)

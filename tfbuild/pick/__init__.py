@@ -27,8 +27,8 @@ them. Overlays (``tfbuild_overlay-*.whl``, :mod:`tfbuild.overlay`) pass checks o
 (:mod:`~tfbuild.pick.compat`) and are chosen apart from the wheels (:mod:`~tfbuild.pick.rank`).
 
 One module a job (each one's docstring, and ARCHITECTURE.md's table, say which), each importing
-only those before it: ``fetch``, ``listing``, ``machine``, ``compat``, ``rank``, ``install``,
-``session``; ``report`` is what ``--json`` writes of a result.
+only those before it: ``options`` (what the command takes), ``fetch``, ``listing``, ``machine``,
+``compat``, ``rank``, ``install``, ``session``; ``report`` is what ``--json`` writes of a result.
 
 The human output is :func:`tfbuild.cli.wheel_display.print_pick`; this package never imports rich, so
 ``--json`` does not either.
@@ -36,7 +36,8 @@ The human output is :func:`tfbuild.cli.wheel_display.print_pick`; this package n
 
 from __future__ import annotations
 
-from tfbuild.pick.compat import Assessment
-from tfbuild.pick.rank import PickResult
+from typing import TYPE_CHECKING
 
-__all__ = ["Assessment", "PickResult"]
+if TYPE_CHECKING:  # the command line loads pick.options; a plain import would load all of pick
+    from tfbuild.pick.compat import Assessment as Assessment
+    from tfbuild.pick.rank import PickResult as PickResult

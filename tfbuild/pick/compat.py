@@ -100,11 +100,6 @@ class Assessment:
         return Variant(self.label.variant)
 
     @property
-    def overlay(self) -> bool:
-        """An overlay: chosen apart from the wheels, for the TensorFlow installed."""
-        return self.wheel.is_overlay
-
-    @property
     def status(self) -> Literal["runs", "refused", "filtered"]:
         if not self.runs:
             return "refused"

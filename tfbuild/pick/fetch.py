@@ -142,7 +142,6 @@ def fetch_all(
     deadline.check("the receipts were not yet asked for")
     pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(items))))
     try:
-        futures = [pool.submit(work, item) for item in items]
-        return [future.result() for future in futures]
+        return list(pool.map(work, items))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)  # after an error, start no more

@@ -7,21 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from tfbuild.core import commands
-from tfbuild.core.errors import EnvironmentProblem, InputError, UsageError
+from tfbuild.core.errors import EnvironmentProblem, InputError
 from tfbuild.pick.compat import Assessment
-
-
-def check_install_here(*, install: bool, cpuinfo: Path | None) -> None:
-    """``--install`` installs on this machine: it cannot go with a ``--cpuinfo`` of another one."""
-    if install and cpuinfo is not None:
-        raise UsageError(
-            "--install and --cpuinfo together",
-            why="--install installs on this machine, --cpuinfo describes another one",
-            fix="Drop --cpuinfo to pick for this machine.",
-        )
 
 
 def check_hash(assessment: Assessment, *, source: str, allow_unhashed: bool) -> str | None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from packaging.version import InvalidVersion, Version
 
 from tfbuild.core.errors import UnsupportedError, UsageError
-from tfbuild.core.variants import VARIANTS, Variant
+from tfbuild.core.variants import Variant
 from tfbuild.detect import cpu
 from tfbuild.pick.compat import STAGE_ORDER, Assessment, evaluate
 from tfbuild.pick.listing import WheelSource
@@ -43,25 +43,15 @@ class PickOptions:
     variant: Variant | None = None
     overlay: bool = False  # --overlay: only overlays, for the TensorFlow installed
 
-    @staticmethod
-    def parse(*, tf: str | None, variant: str | None, overlay: bool = False) -> PickOptions:
-        chosen: Variant | None = None
-        if variant is not None:
-            try:
-                chosen = Variant(variant.strip().lower())
-            except ValueError:
-                known = ", ".join(VARIANTS[:-1])
-                raise UsageError(
-                    f"unknown --variant {variant!r}", fix=f"Use {known} or {VARIANTS[-1]}."
-                ) from None
-        if tf is not None:
-            try:
-                Version(tf)
-            except InvalidVersion:
-                raise UsageError(
-                    f"--tf {tf!r} is not a version", fix="Write it like 2.20 or 2.20.1."
-                ) from None
-        return PickOptions(tf=tf, variant=chosen, overlay=overlay)
+    def __post_init__(self) -> None:
+        if self.tf is None:
+            return
+        try:
+            Version(self.tf)
+        except InvalidVersion:
+            raise UsageError(
+                f"--tf {self.tf!r} is not a version", fix="Write it like 2.20 or 2.20.1."
+            ) from None
 
 
 def _specificity(target: Microarchitecture) -> tuple[int, int]:
@@ -116,7 +106,7 @@ def _filter(assessment: Assessment, options: PickOptions) -> str | None:
             reasons.append(f"not TensorFlow {options.tf} (--tf)")
     if options.variant is not None and assessment.variant != options.variant:
         reasons.append(f"not a {options.variant} build (--variant)")
-    if options.overlay and not assessment.overlay:
+    if options.overlay and not assessment.wheel.is_overlay:
         reasons.append("not an overlay (--overlay)")
     return "; ".join(reasons) or None
 
@@ -246,8 +236,8 @@ def pick(source: WheelSource, host: Host, options: PickOptions | None = None) ->
     options = options or PickOptions()
     assessments = [evaluate(w, host) for w in source.wheels]
     assessments = [replace(v, filtered=_filter(v, options)) for v in assessments]
-    wheels = _ordered([v for v in assessments if not v.overlay], host)
-    overlays = _ordered([v for v in assessments if v.overlay], host)
+    wheels = _ordered([v for v in assessments if not v.wheel.is_overlay], host)
+    overlays = _ordered([v for v in assessments if v.wheel.is_overlay], host)
     chosen = wheels[0] if wheels and wheels[0].rank == 1 else None
     overlay = overlays[0] if overlays and overlays[0].rank == 1 else None
     return PickResult(

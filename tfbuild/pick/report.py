@@ -108,9 +108,8 @@ class WheelEntry:
     reason: str
     filtered: str | None
     rank: int | None
-    overlay: (
-        OverlaySummary | None
-    )  # an overlay's receipt (null: a wheel, or an overlay without one)
+    # An overlay's receipt (null: a wheel, or an overlay without one).
+    overlay: OverlaySummary | None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,45 +11,15 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
-from tfbuild.core.defaults import PICK_TIMEOUT_S
-from tfbuild.core.errors import TfbuildError
-from tfbuild.core.pythons import python_executable
-from tfbuild.core.variants import Variant
+from tfbuild.core.errors import TfbuildError, UsageError
+from tfbuild.core.pythons import PythonChoice, python_executable
 from tfbuild.pick.fetch import FetchLimits
-from tfbuild.pick.install import (
-    InstallResult,
-    check_hash,
-    check_install_here,
-    install,
-)
+from tfbuild.pick.install import InstallResult, check_hash, install
 from tfbuild.pick.listing import load_wheels
 from tfbuild.pick.machine import describe_host, with_tensorflow
+from tfbuild.pick.options import PickRequest
 from tfbuild.pick.rank import PickOptions, PickResult, pick
-
-
-@dataclass(frozen=True, kw_only=True)
-class PickRequest:
-    """What ``tfbuild pick`` was asked (one field per option)."""
-
-    source: str
-    cpuinfo: Path | None = None
-    python: str | None = None
-    driver_cuda: str | None = None
-    glibc: str | None = None
-    libstdcxx: str | None = None
-    tf: str | None = None
-    variant: Variant | None = None
-    install: bool = False
-    #: The interpreter ``--python`` named (its version is matched, its TensorFlow asked, --install
-    #: installs into it); None when --python gave a version (``python``) or was not given.
-    interpreter: str | None = None
-    pip_args: tuple[str, ...] = ()
-    timeout: float = PICK_TIMEOUT_S
-    allow_origins: tuple[str, ...] = ()
-    allow_unhashed: bool = False
-    overlay: bool = False  # --overlay: only overlays, for the TensorFlow installed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,20 +39,27 @@ class Picked:
 
 def choose(request: PickRequest) -> Picked:
     """The wheel of ``request.source`` that runs best on the machine, and why."""
-    check_install_here(install=request.install, cpuinfo=request.cpuinfo)
+    if request.install and request.cpuinfo is not None:
+        raise UsageError(
+            "--install and --cpuinfo together",
+            why="--install installs on this machine, --cpuinfo describes another one",
+            fix="Drop --cpuinfo to pick for this machine.",
+        )
     limits = FetchLimits(timeout=request.timeout)
-    options = PickOptions.parse(tf=request.tf, variant=request.variant, overlay=request.overlay)
+    options = PickOptions(tf=request.tf, variant=request.variant, overlay=request.overlay)
+    version = request.python.version if request.python is not None else None
+    interpreter = request.python.executable if request.python is not None else None
     host = describe_host(
         cpuinfo=request.cpuinfo,
-        python=request.python,
-        interpreter=request.interpreter,
+        python=version,
+        interpreter=interpreter,
         driver_cuda=request.driver_cuda,
         glibc=request.glibc,
         libstdcxx=request.libstdcxx,
     )
-    wheels = load_wheels(request.source, limits=limits, allow_origins=request.allow_origins)
+    wheels = load_wheels(request.source, limits=limits, allow_origins=request.allow_origin)
     if any(w.is_overlay for w in wheels.wheels):  # only then: importing TensorFlow takes seconds
-        host = with_tensorflow(host, interpreter=request.interpreter, python=request.python)
+        host = with_tensorflow(host, interpreter=interpreter, python=version)
     result = pick(wheels, host, options)
     unhashed = None
     if request.install and result.to_install is not None:
@@ -100,17 +77,17 @@ def install_choice(request: PickRequest, picked: Picked, *, capture: bool) -> In
         return None
     return install(
         chosen,
-        python=_install_into(request),
-        pip_args=request.pip_args,
+        python=_install_into(request.python),
+        pip_args=request.pip_arg,
         capture=capture,
     )
 
 
-def _install_into(request: PickRequest) -> str:
+def _install_into(python: PythonChoice | None) -> str:
     """The interpreter ``--install`` installs into: ``--python``'s; for ``--python X.Y`` one of
     that version here (:func:`~tfbuild.core.pythons.python_executable`); else tfbuild's own."""
-    if request.interpreter is not None:
-        return request.interpreter
-    if request.python is not None:
-        return python_executable(request.python)
+    if python is not None and python.executable is not None:
+        return python.executable
+    if python is not None and python.version is not None:
+        return python_executable(python.version)
     return sys.executable
