@@ -57,10 +57,6 @@ class Compiler:
         compare 12.2.0 as newer than 12.2, wrongly excluding GCC 12.2.0 from "10.3:12.2"."""
         return ".".join(self.version.split(".")[:2])
 
-    @property
-    def version_tuple(self) -> tuple[int, ...]:
-        return parse_version(self.version)
-
 
 def _first_release(name: str, major: int) -> str:
     # A bare major ("gcc-12") means that series. Since GCC 5 a series starts at N.1.0 (N.0 is the
@@ -184,10 +180,6 @@ class CompilerFlags:
         uncovered = tuple(c.feature for c in self.coverage if c.flag is None)
         object.__setattr__(self, "uncovered", uncovered)
 
-    @property
-    def command_line(self) -> str:
-        return " ".join(self.flags)
-
 
 def _archspec_flags(target: Microarchitecture, compiler: Compiler) -> tuple[str, list[str]]:
     """archspec's flags for the target, with any warnings archspec emits collected, not printed."""
@@ -246,7 +238,7 @@ def _option_missing(feature: features.GuardFeature, compiler: Compiler) -> str |
     minimum = {"gcc": feature.gcc, "clang": feature.clang}.get(compiler.name)
     if minimum is None:
         return f"tfbuild knows the -m options of gcc and clang only, not {compiler.name}"
-    if compiler.version_tuple >= parse_version(minimum):
+    if parse_version(compiler.version) >= parse_version(minimum):
         return None
     return f"{compiler.name} {compiler.version} has no {feature.option} (needs {minimum}+)"
 
@@ -314,18 +306,7 @@ def flags_for(
         for implied in features.closure([name]):
             covered.setdefault(implied, feature.option)
         coverage.append(Coverage(feature=name, flag=feature.option))
-    uncovered = [c.feature for c in coverage if c.flag is None]
-    if base is not target and uncovered:
-        first = first_version(target, compiler.name)
-        newer = f"{compiler.name} {first} or newer" if first else f"a newer {compiler.name}"
-        raise UnsupportedError(
-            f"{compiler} cannot build for {target.name}",
-            why=f"archspec: {refusal}; the nearest target it knows, {base.name}, with the -m "
-            f"options {compiler} has, leaves {', '.join(uncovered)} off",
-            fix=f"Use {newer} (archspec spells {target.name} from there on), or build for "
-            f"{base.name}.",
-        )
-    return CompilerFlags(
+    result = CompilerFlags(
         compiler=compiler,
         target=target.name,
         march_target=base.name,
@@ -333,3 +314,14 @@ def flags_for(
         coverage=tuple(coverage),
         warnings=tuple(notes),
     )
+    if base is not target and result.uncovered:
+        first = first_version(target, compiler.name)
+        newer = f"{compiler.name} {first} or newer" if first else f"a newer {compiler.name}"
+        raise UnsupportedError(
+            f"{compiler} cannot build for {target.name}",
+            why=f"archspec: {refusal}; the nearest target it knows, {base.name}, with the -m "
+            f"options {compiler} has, leaves {', '.join(result.uncovered)} off",
+            fix=f"Use {newer} (archspec spells {target.name} from there on), or build for "
+            f"{base.name}.",
+        )
+    return result
