@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -181,18 +181,22 @@ class CompilerFlags:
         object.__setattr__(self, "uncovered", uncovered)
 
 
-def _archspec_flags(target: Microarchitecture, compiler: Compiler) -> tuple[str, list[str]]:
-    """archspec's flags for the target, with any warnings archspec emits collected, not printed."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        flags = target.optimization_flags(compiler.name, compiler.archspec_version)
-    return flags, [str(w.message) for w in caught]
-
-
-def _by_depth(target: Microarchitecture) -> list[Microarchitecture]:
-    """The target and its ancestors, most specific first."""
+def _spelled(
+    target: Microarchitecture, compiler: Compiler, refusals: list[str]
+) -> Iterator[tuple[Microarchitecture, str, list[str]]]:
+    """The target and its ancestors that archspec spells for ``compiler``, most specific first,
+    each with its flags and the warnings archspec emits (collected, not printed); why archspec
+    refuses the others (UnsupportedMicroarchitecture, InvalidCompilerVersion) goes to ``refusals``."""
     chain = [target, *target.ancestors]
-    return sorted(chain, key=lambda t: (len(t.ancestors), len(t.features)), reverse=True)
+    for candidate in sorted(chain, key=lambda t: (len(t.ancestors), len(t.features)), reverse=True):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                flags = candidate.optimization_flags(compiler.name, compiler.archspec_version)
+            except ValueError as exc:
+                refusals.append(str(exc))
+                continue
+        yield candidate, flags, [str(w.message) for w in caught]
 
 
 def _arch_token(flags: str) -> str | None:
@@ -214,11 +218,7 @@ def _march_features(base: Microarchitecture, flags: str, compiler: Compiler) -> 
     feature list is what the name implies. Explicit ``-m`` options are accounted for separately.
     """
     token = _arch_token(flags)
-    for candidate in _by_depth(base):
-        try:
-            candidate_flags, _ = _archspec_flags(candidate, compiler)
-        except ValueError:  # archspec's UnsupportedMicroarchitecture / InvalidCompilerVersion
-            continue
+    for candidate, candidate_flags, _ in _spelled(base, compiler, []):
         if _arch_token(candidate_flags) == token and _plain(candidate_flags):
             return frozenset(features.present(candidate.features))
     return frozenset()
@@ -248,25 +248,16 @@ def flags_for(
 ) -> CompilerFlags:
     """Flags for ``target`` built by ``compiler`` that cover every guard feature in
     ``machine_features`` (the guard features of the machine the wheel is for)."""
-    notes: list[str] = []
-    base: Microarchitecture | None = None
-    flags = ""
-    refusal = ""
-    for candidate in _by_depth(target):
-        try:
-            flags, caught = _archspec_flags(candidate, compiler)
-        except ValueError as exc:
-            refusal = refusal or str(exc)
-            continue
-        notes.extend(caught)
-        base = candidate
-        break
-    if base is None:
+    refusals: list[str] = []
+    spelled = next(_spelled(target, compiler, refusals), None)
+    refusal = refusals[0] if refusals else ""
+    if spelled is None:
         raise UnsupportedError(
             f"{compiler} cannot build for {target.name}",
             why=refusal or "archspec knows no flags for it",
             fix="Choose a newer compiler version or a more generic --target.",
         )
+    base, flags, notes = spelled
     if not flags:
         # archspec's answer when it has no data for this compiler in the family: the compiler's
         # default would be built, not the target.
