@@ -63,16 +63,14 @@ def _cpu_table(machine: MachineReport, title: str) -> Table:
 def _feature_table(machine: MachineReport) -> Table | None:
     if not machine.tensorflow_features.applicable:
         return None
-    coverage = (
-        {c.feature: c for c in machine.compiler_flags.coverage} if machine.compiler_flags else {}
-    )
-    compiler = machine.compiler_flags.compiler if machine.compiler_flags else None
+    flags = machine.compiler_flags
+    coverage = {c.feature: c for c in flags.coverage} if flags else {}
     table = Table(
         title="TensorFlow CPU features (what cpu_feature_guard checks)", title_justify="left"
     )
     table.add_column("feature")
     table.add_column("CPU has it")
-    table.add_column(f"enabled by ({safe(compiler.spec)})" if compiler else "enabled by")
+    table.add_column(f"enabled by ({safe(flags.compiler.spec)})" if flags else "enabled by")
     for name in (*machine.tensorflow_features.present, *machine.tensorflow_features.absent):
         has = name in machine.tensorflow_features.present
         cover = coverage.get(name)
