@@ -255,7 +255,6 @@ def test_at_most_60_tests_start_the_cli_as_a_process() -> None:
 SAME_IN_EVERY_PROCESS = {
     ("tfbuild/core/stats.py", "_signed_rank_counts"),  # arithmetic
     ("tfbuild/core/targets.py", "targets"),  # archspec's table, with tfbuild's additions
-    ("tfbuild/detect/cpu.py", "_targets"),  # archspec's microarchitectures.json
     ("tfbuild/detect/cpuinfo.py", "flags_read"),  # archspec's, and the guard features' table
     ("tfbuild/plan/render.py", "template_environment"),  # jinja2 over the package's templates
     ("tfbuild/wheel/labels.py", "_targets_by_label"),  # archspec's names

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # types of other commands' results: importing them would load
     from tfbuild.build.preflight import PreflightReport
     from tfbuild.build.release_check import ReleaseCheck
     from tfbuild.build.run import WheelResult
+    from tfbuild.detect.compilers import CompilerFlags
     from tfbuild.detect.cuda_report import CudaReport
     from tfbuild.detect.nvidia import NvidiaReport
     from tfbuild.plan.matrix import Skipped
@@ -62,16 +63,14 @@ def _cpu_table(machine: MachineReport, title: str) -> Table:
 def _feature_table(machine: MachineReport) -> Table | None:
     if not machine.tensorflow_features.applicable:
         return None
-    coverage = (
-        {c.feature: c for c in machine.compiler_flags.coverage} if machine.compiler_flags else {}
-    )
-    compiler = machine.compiler_flags.compiler if machine.compiler_flags else None
+    flags = machine.compiler_flags
+    coverage = {c.feature: c for c in flags.coverage} if flags else {}
     table = Table(
         title="TensorFlow CPU features (what cpu_feature_guard checks)", title_justify="left"
     )
     table.add_column("feature")
     table.add_column("CPU has it")
-    table.add_column(f"enabled by ({safe(compiler.spec)})" if compiler else "enabled by")
+    table.add_column(f"enabled by ({safe(flags.compiler.spec)})" if flags else "enabled by")
     for name in (*machine.tensorflow_features.present, *machine.tensorflow_features.absent):
         has = name in machine.tensorflow_features.present
         cover = coverage.get(name)
@@ -171,16 +170,18 @@ def _hanging(console: Console, head: str, text: str, *, indent: int = 2, style: 
         console.print(safe(line), highlight=False, soft_wrap=True)
 
 
+def _print_flags(console: Console, label: str, flags: CompilerFlags, *about: str) -> None:
+    """``label (compiler, about...): flags``, the flags on one line, left whole to be copied."""
+    said = ", ".join(safe(part) for part in (flags.compiler.spec, *about))
+    console.print(f"[bold]{label}[/bold] ({said}): {safe(' '.join(flags.flags))}", soft_wrap=True)
+
+
 def _print_answers(console: Console, report: DetectReport) -> None:
     """What ``--target`` and ``--why-not`` asked: the target's flags and where it runs, and
     whether each target fits each machine, and why not."""
     if report.target is not None:
         target = report.target
-        console.print(
-            f"[bold]Target {safe(target.name)}[/bold] ({safe(target.compiler_flags.compiler.spec)}): "
-            f"{safe(target.compiler_flags.command_line)}",
-            soft_wrap=True,  # a command line: left whole to be copied
-        )
+        _print_flags(console, f"Target {safe(target.name)}", target.compiler_flags)
         for fit in target.runs_on:
             mark, style = ("runs", "green") if fit.runs else ("does not run", "red")
             _hanging(console, f"  {mark}:", f" {fit.reason}", indent=4, style=style)
@@ -214,11 +215,7 @@ def print_detect(report: DetectReport) -> None:
         else:
             console.print(safe(machine.tensorflow_features.note or ""))
         if machine.compiler_flags:
-            console.print(
-                f"[bold]flags[/bold] ({safe(machine.compiler_flags.compiler.spec)}, "
-                f"{safe(machine.microarchitecture)}): {safe(machine.compiler_flags.command_line)}",
-                soft_wrap=True,
-            )
+            _print_flags(console, "flags", machine.compiler_flags, machine.microarchitecture)
         console.print()
     if report.common is not None:
         common = report.common
@@ -231,11 +228,7 @@ def print_detect(report: DetectReport) -> None:
                 f"TensorFlow features on all: {safe(' '.join(common.tensorflow_features.present))}"
             )
         if common.compiler_flags:
-            console.print(
-                f"[bold]flags[/bold] ({safe(common.compiler_flags.compiler.spec)}): "
-                f"{safe(common.compiler_flags.command_line)}",
-                soft_wrap=True,
-            )
+            _print_flags(console, "flags", common.compiler_flags)
         console.print()
     _print_answers(console, report)
     system = _system_rows(report)

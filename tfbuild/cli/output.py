@@ -96,17 +96,13 @@ def print_index(result: IndexResult) -> None:
         standin = "  STAND-IN" if entry.standin else ""
         if entry.overlay is not None:
             standin += f"  OVERLAY on {entry.overlay.requirement}"
-        _line(f"{entry.sha256}  {entry.name}{standin}")
+        typer.echo(printable(f"{entry.sha256}  {entry.name}{standin}"))
     count = len(result.entries)
     wheels = f"{count} wheel" if count == 1 else f"{count} wheels"
-    _line(f"wrote {result.index} and {result.sums}: {wheels}")
+    typer.echo(printable(f"wrote {result.index} and {result.sums}: {wheels}"))
 
 
 def print_base_image(result: MadeImage) -> None:
     """``tfbuild base``: the image, and whether it was made now or reused."""
     state = f"created in {result.seconds:.0f} s" if result.created else "already there, reused"
-    _line(f"{result.tag} ({result.image_id[:19]}): {state}")
-
-
-def _line(text: str) -> None:
-    typer.echo(printable(text))
+    typer.echo(printable(f"{result.tag} ({result.image_id[:19]}): {state}"))

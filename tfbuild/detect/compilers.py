@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -56,10 +56,6 @@ class Compiler:
         """``major.minor``: archspec's ranges ("10.3:12.2") mean whole minor series, and it would
         compare 12.2.0 as newer than 12.2, wrongly excluding GCC 12.2.0 from "10.3:12.2"."""
         return ".".join(self.version.split(".")[:2])
-
-    @property
-    def version_tuple(self) -> tuple[int, ...]:
-        return parse_version(self.version)
 
 
 def _first_release(name: str, major: int) -> str:
@@ -184,23 +180,23 @@ class CompilerFlags:
         uncovered = tuple(c.feature for c in self.coverage if c.flag is None)
         object.__setattr__(self, "uncovered", uncovered)
 
-    @property
-    def command_line(self) -> str:
-        return " ".join(self.flags)
 
-
-def _archspec_flags(target: Microarchitecture, compiler: Compiler) -> tuple[str, list[str]]:
-    """archspec's flags for the target, with any warnings archspec emits collected, not printed."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        flags = target.optimization_flags(compiler.name, compiler.archspec_version)
-    return flags, [str(w.message) for w in caught]
-
-
-def _by_depth(target: Microarchitecture) -> list[Microarchitecture]:
-    """The target and its ancestors, most specific first."""
+def _spelled(
+    target: Microarchitecture, compiler: Compiler, refusals: list[str]
+) -> Iterator[tuple[Microarchitecture, str, list[str]]]:
+    """The target and its ancestors that archspec spells for ``compiler``, most specific first,
+    each with its flags and the warnings archspec emits (collected, not printed); why archspec
+    refuses the others (UnsupportedMicroarchitecture, InvalidCompilerVersion) goes to ``refusals``."""
     chain = [target, *target.ancestors]
-    return sorted(chain, key=lambda t: (len(t.ancestors), len(t.features)), reverse=True)
+    for candidate in sorted(chain, key=lambda t: (len(t.ancestors), len(t.features)), reverse=True):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                flags = candidate.optimization_flags(compiler.name, compiler.archspec_version)
+            except ValueError as exc:
+                refusals.append(str(exc))
+                continue
+        yield candidate, flags, [str(w.message) for w in caught]
 
 
 def _arch_token(flags: str) -> str | None:
@@ -222,11 +218,7 @@ def _march_features(base: Microarchitecture, flags: str, compiler: Compiler) -> 
     feature list is what the name implies. Explicit ``-m`` options are accounted for separately.
     """
     token = _arch_token(flags)
-    for candidate in _by_depth(base):
-        try:
-            candidate_flags, _ = _archspec_flags(candidate, compiler)
-        except ValueError:  # archspec's UnsupportedMicroarchitecture / InvalidCompilerVersion
-            continue
+    for candidate, candidate_flags, _ in _spelled(base, compiler, []):
         if _arch_token(candidate_flags) == token and _plain(candidate_flags):
             return frozenset(features.present(candidate.features))
     return frozenset()
@@ -246,7 +238,7 @@ def _option_missing(feature: features.GuardFeature, compiler: Compiler) -> str |
     minimum = {"gcc": feature.gcc, "clang": feature.clang}.get(compiler.name)
     if minimum is None:
         return f"tfbuild knows the -m options of gcc and clang only, not {compiler.name}"
-    if compiler.version_tuple >= parse_version(minimum):
+    if parse_version(compiler.version) >= parse_version(minimum):
         return None
     return f"{compiler.name} {compiler.version} has no {feature.option} (needs {minimum}+)"
 
@@ -256,25 +248,16 @@ def flags_for(
 ) -> CompilerFlags:
     """Flags for ``target`` built by ``compiler`` that cover every guard feature in
     ``machine_features`` (the guard features of the machine the wheel is for)."""
-    notes: list[str] = []
-    base: Microarchitecture | None = None
-    flags = ""
-    refusal = ""
-    for candidate in _by_depth(target):
-        try:
-            flags, caught = _archspec_flags(candidate, compiler)
-        except ValueError as exc:
-            refusal = refusal or str(exc)
-            continue
-        notes.extend(caught)
-        base = candidate
-        break
-    if base is None:
+    refusals: list[str] = []
+    spelled = next(_spelled(target, compiler, refusals), None)
+    refusal = refusals[0] if refusals else ""
+    if spelled is None:
         raise UnsupportedError(
             f"{compiler} cannot build for {target.name}",
             why=refusal or "archspec knows no flags for it",
             fix="Choose a newer compiler version or a more generic --target.",
         )
+    base, flags, notes = spelled
     if not flags:
         # archspec's answer when it has no data for this compiler in the family: the compiler's
         # default would be built, not the target.
@@ -314,18 +297,7 @@ def flags_for(
         for implied in features.closure([name]):
             covered.setdefault(implied, feature.option)
         coverage.append(Coverage(feature=name, flag=feature.option))
-    uncovered = [c.feature for c in coverage if c.flag is None]
-    if base is not target and uncovered:
-        first = first_version(target, compiler.name)
-        newer = f"{compiler.name} {first} or newer" if first else f"a newer {compiler.name}"
-        raise UnsupportedError(
-            f"{compiler} cannot build for {target.name}",
-            why=f"archspec: {refusal}; the nearest target it knows, {base.name}, with the -m "
-            f"options {compiler} has, leaves {', '.join(uncovered)} off",
-            fix=f"Use {newer} (archspec spells {target.name} from there on), or build for "
-            f"{base.name}.",
-        )
-    return CompilerFlags(
+    result = CompilerFlags(
         compiler=compiler,
         target=target.name,
         march_target=base.name,
@@ -333,3 +305,14 @@ def flags_for(
         coverage=tuple(coverage),
         warnings=tuple(notes),
     )
+    if base is not target and result.uncovered:
+        first = first_version(target, compiler.name)
+        newer = f"{compiler.name} {first} or newer" if first else f"a newer {compiler.name}"
+        raise UnsupportedError(
+            f"{compiler} cannot build for {target.name}",
+            why=f"archspec: {refusal}; the nearest target it knows, {base.name}, with the -m "
+            f"options {compiler} has, leaves {', '.join(result.uncovered)} off",
+            fix=f"Use {newer} (archspec spells {target.name} from there on), or build for "
+            f"{base.name}.",
+        )
+    return result

@@ -9,7 +9,6 @@ checks that on the live machine the result equals ``archspec.cpu.host()``.
 
 from __future__ import annotations
 
-import functools
 import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -17,19 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tfbuild.core.errors import UnsupportedError, UsageError
+from tfbuild.core.targets import targets
 from tfbuild.detect import features
 from tfbuild.detect.cpuinfo import CpuInfo, parse_cpuinfo, read_cpuinfo
 from tfbuild.detect.values import FlagSet
 
 if TYPE_CHECKING:
     from archspec.cpu import Microarchitecture
-
-
-@functools.cache
-def _targets() -> dict[str, Microarchitecture]:
-    from tfbuild.core.targets import targets
-
-    return dict(targets())
 
 
 def family_root(architecture: str) -> str:
@@ -52,7 +45,7 @@ def _partial(info: CpuInfo) -> Microarchitecture:
 
 
 def _in_family(target: Microarchitecture, root: str) -> bool:
-    arch_root = _targets().get(root)
+    arch_root = targets().get(root)
     return arch_root is not None and (target == arch_root or arch_root in target.ancestors)
 
 
@@ -79,7 +72,7 @@ def compatible_targets(info: CpuInfo) -> list[Microarchitecture]:
     """Every archspec target a CPU with this dump's features can run code for."""
     root = family_root(info.architecture)
     partial = _partial(info)
-    return [t for t in _targets().values() if _compatible(partial, t, root)]
+    return [t for t in targets().values() if _compatible(partial, t, root)]
 
 
 def identify(info: CpuInfo) -> Microarchitecture:
@@ -114,10 +107,10 @@ def nearest_named(info: CpuInfo) -> Microarchitecture | None:
     identified = identify(info)
     if identified.vendor != "generic":
         return None
-    family = _targets().get(family_root(info.architecture))
+    family = targets().get(family_root(info.architecture))
     near = [
         t
-        for t in _targets().values()
+        for t in targets().values()
         if t.vendor == info.vendor and t > identified and t.family == family
     ]
     return min(near, key=lambda t: (len(t.features - info.flags), -len(t.ancestors)), default=None)
@@ -134,10 +127,9 @@ def lookup_target(name: str, *, option: str = "--target") -> Microarchitecture:
     that gave it) with suggestions."""
     import difflib
 
-    targets = _targets()
-    if name in targets:
-        return targets[name]
-    close = difflib.get_close_matches(name.replace("-", "_"), list(targets), n=3)
+    if name in targets():
+        return targets()[name]
+    close = difflib.get_close_matches(name.replace("-", "_"), list(targets()), n=3)
     hint = f"Did you mean {', '.join(close)}? " if close else ""
     raise UsageError(
         f"unknown {option} {name!r}",

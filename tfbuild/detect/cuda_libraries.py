@@ -267,7 +267,7 @@ def _install(search: Search, spec: _Spec, item: _Found) -> LibraryInstall:
         name=spec.name,
         version=best,
         header=item.header,
-        libraries=tuple(item.libraries),
+        libraries=tuple(sorted(item.libraries, key=str)),
         evidence=Evidence(sorted(evidence.items())),
         found_by=in_source_order(item.labels),
     )

@@ -41,9 +41,6 @@ class CudaToolkit:
     found_by: tuple[str, ...]  # labels from SOURCES
     libraries: tuple[PurePosixPath, ...]  # libcudart files, sorted by their text
 
-    def __post_init__(self) -> None:
-        _settle(self)
-
 
 @dataclass(frozen=True, kw_only=True)
 class LibraryInstall:
@@ -55,14 +52,6 @@ class LibraryInstall:
     libraries: tuple[PurePosixPath, ...]  # sorted by their text
     evidence: Evidence  # ("header" | "library" | "dist-info" | "conda-meta", version)
     found_by: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        _settle(self)
-
-
-def _settle(found: CudaToolkit | LibraryInstall) -> None:
-    """Libraries in text order, however the finder listed them."""
-    object.__setattr__(found, "libraries", tuple(sorted(found.libraries, key=str)))
 
 
 @dataclass(frozen=True, kw_only=True)

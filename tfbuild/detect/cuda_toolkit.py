@@ -284,7 +284,7 @@ def _inspect_toolkit(search: Search, root: PurePosixPath, lead: _Lead) -> CudaTo
         evidence=Evidence(sorted(evidence.items())),
         nvcc=nvcc if has_nvcc else None,
         found_by=in_source_order(lead.labels),
-        libraries=tuple(sorted(libraries)),
+        libraries=tuple(sorted(libraries, key=str)),
     )
 
 
