@@ -253,6 +253,8 @@ def test_at_most_60_tests_start_the_cli_as_a_process() -> None:
 #: from the environment or the machine would make one in-process run see another's: the runner
 #: (tests/cli_process.py) would have to clear it, and it is added here only then.
 SAME_IN_EVERY_PROCESS = {
+    ("tfbuild/core/serial.py", "_field_types"),  # the dataclasses' own annotations
+    ("tfbuild/core/serial.py", "_init_fields"),  # the dataclasses' own fields
     ("tfbuild/core/stats.py", "_signed_rank_counts"),  # arithmetic
     ("tfbuild/core/targets.py", "targets"),  # archspec's table, with tfbuild's additions
     ("tfbuild/detect/cpuinfo.py", "flags_read"),  # archspec's, and the guard features' table
