@@ -90,15 +90,11 @@ def stopped_from_outside(result: RunResult) -> bool:
     return result.exit_code == _SIGKILLED and not result.oom_killed
 
 
-def build_key(source: Path, toolchain_tag: str) -> str:
-    """One bazel output base per source tree and toolchain image."""
+def output_base_volume(cache_volume: str, source: Path, toolchain_tag: str) -> str:
+    """The volume mounted at OUTPUT_BASE, one per source tree and toolchain image: part of the
+    cache volume (removing that removes it), and a path that is the same in every build container."""
     text = f"{source.resolve()}\0{toolchain_tag}"
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-
-
-def output_base_volume(cache_volume: str, key: str) -> str:
-    """The volume mounted at OUTPUT_BASE for one source tree and toolchain: part of the cache
-    volume (removing that removes it), and a path that is the same in every build container."""
+    key = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return f"{cache_volume}.output-base.{key}"
 
 
