@@ -153,13 +153,9 @@ def debootstrap_for(
     shipped: Path,
     root: Path = Path("/"),
 ) -> Debootstrap:
-    """How debootstrap makes ``suite`` here, from its ``scripts`` directory, the host's keyrings
-    (below ``root``) and tfbuild's ``shipped`` ones; refused with the reason when it cannot."""
-    if suite not in SUITES:
-        raise UsageError(
-            f"unknown --suite {suite!r}",
-            fix=f"Use one of {', '.join(sorted(SUITES))}.",
-        )
+    """How debootstrap makes ``suite`` (one of SUITES: :func:`_check_prerequisites`) here, from its
+    ``scripts`` directory, the host's keyrings (below ``root``) and tfbuild's ``shipped`` ones;
+    refused with the reason when it cannot."""
     distro = SUITES[suite]
     name = distro.capitalize()
     notes: list[str] = []
