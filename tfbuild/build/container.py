@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.build.credentials import REMOTE_DIR, RemoteCredentials
+from tfbuild.build.credentials import REMOTE_DIR, RemoteCredentials, give_to
 from tfbuild.build.log import TAIL_LINES, BuildLog
 from tfbuild.build.remotes import host_network, remote_failure, waiting_note
 from tfbuild.build.source_tree import Source
@@ -169,9 +168,7 @@ def run_build(
     plan, attempts = request.plan, []
     context, out = work / "context", work / "out"
     out.mkdir()
-    uid, _, gid = request.user.partition(":")
-    if os.geteuid() == 0 and uid != "0":  # root building for another user: the output is theirs
-        os.chown(out, int(uid), int(gid or uid))
+    give_to(out, request.user)  # root building for another user: the output is theirs
     retries = request.oom_retries
     while True:
         write_context(render_files(plan), context)
