@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import ROOT
-from tfbuild.build.base_images import PROGRESS_EVERY_S, DebootstrapProgress, ToolLog
+from tests.engine_fake import FakeEngine, recording
+from tests.engine_recorder import stand_in_debootstrap
+from tfbuild.build.base_images import PROGRESS_EVERY_S, DebootstrapProgress, make_base_image
 
 RECORDED = ROOT / "tests" / "fixtures" / "debootstrap" / "bookworm-minbase.txt"
 
@@ -79,26 +81,33 @@ def test_warnings_and_errors_are_said_as_they_are() -> None:
 
 
 def test_the_log_keeps_every_line_and_shows_them_only_when_verbose(tmp_path: Path) -> None:
+    """tfbuild base with a stand-in debootstrap that prints the recorded output: the log file has
+    every line of it; the screen has them only with verbose, else a few lines of its stages."""
     lines = RECORDED.read_text(encoding="utf-8").splitlines()
+    stored = recording("base-image")
+    ((tag, _image_id),) = stored.made.items()
     for verbose in (False, True):
         shown: list[str] = []
-        say = shown.append
-        progress = DebootstrapProgress(lambda text, say=say: say(f"debootstrap: {text}"))
-        log = ToolLog(
-            tmp_path / "logs" / f"{verbose}.log",
-            say=shown.append,
-            progress=progress.line,
-            verbose=verbose,
-        )
-        for line in lines:
-            log.line(line)
-        log.close()
-        assert log.path.read_text(encoding="utf-8").splitlines() == lines
+        where = tmp_path / str(verbose)
+        with stand_in_debootstrap(where / "debootstrap"):
+            (where / "debootstrap" / "bin" / "debootstrap").write_text(
+                f'#!/bin/sh\ncat "{RECORDED}"\nmkdir -p "$5/etc/apt" "$5/tmp"\n'
+            )
+            make_base_image(
+                FakeEngine.replaying(stored),
+                suite="bookworm",
+                tag=tag,
+                on_line=shown.append,
+                verbose=verbose,
+                log_path=where / "logs" / "base.log",
+            )
+        assert (where / "logs" / "base.log").read_text(encoding="utf-8").splitlines() == lines
+        tools = [line for line in shown if line in lines]
         if verbose:
-            assert shown == lines
+            assert tools == lines
         else:
-            assert 10 < len(shown) < 30
-            assert all(line.startswith("debootstrap: ") for line in shown)
+            debootstrap = [line for line in shown if line.startswith("debootstrap: ")]
+            assert tools == [] and 10 < len(debootstrap) < 30
 
 
 def test_a_stage_that_prints_nothing_is_said_by_the_ticker() -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.engine_fake import FakeEngine, recording
 from tfbuild.build.base_images import (
     FAMILY_SCRIPTS,
     HOST_KEYRINGS,
@@ -22,6 +23,7 @@ from tfbuild.build.base_images import (
     debootstrap_failure,
     debootstrap_for,
     debootstrap_scripts,
+    make_base_image,
     shipped_keyrings,
 )
 from tfbuild.core.errors import BuildFailed, EnvironmentProblem, UsageError
@@ -164,9 +166,11 @@ def test_a_debootstrap_without_the_distributions_script_is_refused(tmp_path: Pat
     assert "has neither noble nor gutsy" in caught.value.line()
 
 
-def test_an_unknown_suite_is_a_usage_error(tmp_path: Path) -> None:
+def test_an_unknown_suite_is_a_usage_error() -> None:
+    stored = recording("base-image")
+    ((tag, _image_id),) = stored.made.items()  # a tag the engine has not
     with pytest.raises(UsageError, match="unknown --suite 'buster'"):
-        debootstrap_for("buster", scripts=tmp_path, shipped=shipped_keyrings())
+        make_base_image(FakeEngine.replaying(stored), suite="buster", tag=tag)
 
 
 def test_every_suite_is_made_by_this_hosts_debootstrap() -> None:

@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import recorded_host
-from tfbuild.build.container import _last_error, build_key, is_oom, stopped_from_outside
+from tfbuild.build.container import (
+    _last_error,
+    is_oom,
+    output_base_volume,
+    stopped_from_outside,
+)
 from tfbuild.build.run import ca_bundle_from, new_build_id, proxies_from
 from tfbuild.core.engine import RunResult
 from tfbuild.core.errors import InputError, Interrupted
@@ -99,11 +104,11 @@ def test_build_ids_sort_by_time_and_differ() -> None:
 
 def test_one_output_base_per_source_and_toolchain(tmp_path: Path) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
-    key = build_key(a, "tfbuild/toolchain:1")
-    assert key == build_key(a, "tfbuild/toolchain:1")
-    assert key != build_key(b, "tfbuild/toolchain:1")
-    assert key != build_key(a, "tfbuild/toolchain:2")
-    assert re.fullmatch(r"[0-9a-f]{16}", key)
+    volume = output_base_volume("tfbuild-cache", a, "tfbuild/toolchain:1")
+    assert volume == output_base_volume("tfbuild-cache", a, "tfbuild/toolchain:1")
+    assert volume != output_base_volume("tfbuild-cache", b, "tfbuild/toolchain:1")
+    assert volume != output_base_volume("tfbuild-cache", a, "tfbuild/toolchain:2")
+    assert re.fullmatch(r"tfbuild-cache\.output-base\.[0-9a-f]{16}", volume)
 
 
 def test_the_failure_line_is_the_last_error_in_the_tail() -> None:

@@ -32,7 +32,7 @@ import pytest
 from tests.conftest import CliResult
 from tests.docker.test_wheel import wheel_argv, wheel_cli
 from tests.remote.services import start_buildgrid, stop
-from tfbuild.build.container import build_key, output_base_volume
+from tfbuild.build.container import output_base_volume
 from tfbuild.build.log import bazel_processes
 from tfbuild.build.remotes import host_network
 from tfbuild.core.engine import PART_OF_LABEL, Mount
@@ -101,7 +101,7 @@ def test_a_second_build_from_a_fresh_output_base_takes_every_action_from_the_cac
         second, _ = wheel(clone, tmp_path / "second", volumes[1], *remote)
         # Each cache volume's output base is a volume of its own, removed with it.
         assert engine.volumes(f"{PART_OF_LABEL}={volumes[0]}") == [
-            output_base_volume(volumes[0], build_key(source, first["inputs"]["toolchain_image"]))
+            output_base_volume(volumes[0], source, first["inputs"]["toolchain_image"])
         ]
     finally:
         for volume in volumes:
@@ -190,9 +190,7 @@ def test_remote_credentials_reach_bazel_and_nothing_else(
             str(headers),
             env={"TMPDIR": str(temporary)},
         )
-        output_base = output_base_volume(
-            volume, build_key(source, receipt["inputs"]["toolchain_image"])
-        )
+        output_base = output_base_volume(volume, source, receipt["inputs"]["toolchain_image"])
         scanned = scan_volumes(engine, base_image, volume, output_base, token)
     finally:
         engine.remove_volume(volume)

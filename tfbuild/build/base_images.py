@@ -42,7 +42,7 @@ import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tfbuild.core.engine_protocol import Engine
@@ -153,13 +153,9 @@ def debootstrap_for(
     shipped: Path,
     root: Path = Path("/"),
 ) -> Debootstrap:
-    """How debootstrap makes ``suite`` here, from its ``scripts`` directory, the host's keyrings
-    (below ``root``) and tfbuild's ``shipped`` ones; refused with the reason when it cannot."""
-    if suite not in SUITES:
-        raise UsageError(
-            f"unknown --suite {suite!r}",
-            fix=f"Use one of {', '.join(sorted(SUITES))}.",
-        )
+    """How debootstrap makes ``suite`` (one of SUITES: :func:`_check_prerequisites`) here, from its
+    ``scripts`` directory, the host's keyrings (below ``root``) and tfbuild's ``shipped`` ones;
+    refused with the reason when it cannot."""
     distro = SUITES[suite]
     name = distro.capitalize()
     notes: list[str] = []
@@ -401,37 +397,6 @@ class DebootstrapProgress:
         self._say(text)
 
 
-class ToolLog:
-    """A tool's own lines: every one into ``path`` (and to ``say`` with ``verbose``), else read by
-    ``progress`` into a few lines said instead."""
-
-    def __init__(
-        self,
-        path: Path,
-        *,
-        say: Callable[[str], None],
-        progress: Callable[[str], None],
-        verbose: bool,
-    ) -> None:
-        self.path = path
-        self._say = say
-        self._progress = progress
-        self._verbose = verbose
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: TextIO = path.open("a", encoding="utf-8", errors="replace")
-
-    def line(self, text: str) -> None:
-        self._file.write(text + "\n")
-        self._file.flush()
-        if self._verbose:
-            self._say(text)
-        else:
-            self._progress(text)
-
-    def close(self) -> None:
-        self._file.close()
-
-
 def base_log_path(suite: str) -> Path:
     """Where a `tfbuild base` run keeps its tools' output: ``<cache>/logs/base-SUITE-TIME.log``."""
     from tfbuild.core.cache import LOGS, cache_root
@@ -485,7 +450,15 @@ def make_base_image(
         on_line(note)
     kept = log_path or base_log_path(suite)
     progress = DebootstrapProgress(lambda text: on_line(f"debootstrap: {text}"))
-    log = ToolLog(kept, say=on_line, progress=progress.line, verbose=verbose)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    log = kept.open("a", encoding="utf-8", errors="replace")
+
+    def tool_line(text: str) -> None:
+        """A tool's own line: into the log, and shown with ``verbose``, else read by ``progress``."""
+        log.write(text + "\n")
+        log.flush()
+        (on_line if verbose else progress.line)(text)
+
     workdir = Path(tempfile.mkdtemp(prefix="tfbuild-base-"))
     try:
         rootfs = workdir / "rootfs"
@@ -493,7 +466,7 @@ def make_base_image(
             f"debootstrap {suite} from {boot.mirror} into a temporary directory; its output: {kept}"
         )
         with ticking(progress.tick):  # a stage that prints nothing for a while is said too
-            code, output = _stream(boot.argv(rootfs, DEFAULT_PACKAGES), log.line)
+            code, output = _stream(boot.argv(rootfs, DEFAULT_PACKAGES), tool_line)
         if code != 0:
             lines = _log_lines(rootfs / "debootstrap" / "debootstrap.log")
             raise debootstrap_failure(boot, code, output, lines, kept=kept)
@@ -506,7 +479,7 @@ def make_base_image(
         steps.stage(f"packing the {suite} root filesystem (tar)")
         with ticking(steps.tick):
             code, output = _stream(
-                ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(archive), "."], log.line
+                ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(archive), "."], tool_line
             )
         if code != 0:
             raise BuildFailed(

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tfbuild.build.credentials import REMOTE_DIR, RemoteCredentials
+from tfbuild.build.credentials import REMOTE_DIR, RemoteCredentials, give_to
 from tfbuild.build.log import TAIL_LINES, BuildLog
 from tfbuild.build.remotes import host_network, remote_failure, waiting_note
 from tfbuild.build.source_tree import Source
@@ -90,15 +89,11 @@ def stopped_from_outside(result: RunResult) -> bool:
     return result.exit_code == _SIGKILLED and not result.oom_killed
 
 
-def build_key(source: Path, toolchain_tag: str) -> str:
-    """One bazel output base per source tree and toolchain image."""
+def output_base_volume(cache_volume: str, source: Path, toolchain_tag: str) -> str:
+    """The volume mounted at OUTPUT_BASE, one per source tree and toolchain image: part of the
+    cache volume (removing that removes it), and a path that is the same in every build container."""
     text = f"{source.resolve()}\0{toolchain_tag}"
-    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-
-
-def output_base_volume(cache_volume: str, key: str) -> str:
-    """The volume mounted at OUTPUT_BASE for one source tree and toolchain: part of the cache
-    volume (removing that removes it), and a path that is the same in every build container."""
+    key = hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return f"{cache_volume}.output-base.{key}"
 
 
@@ -173,9 +168,7 @@ def run_build(
     plan, attempts = request.plan, []
     context, out = work / "context", work / "out"
     out.mkdir()
-    uid, _, gid = request.user.partition(":")
-    if os.geteuid() == 0 and uid != "0":  # root building for another user: the output is theirs
-        os.chown(out, int(uid), int(gid or uid))
+    give_to(out, request.user)  # root building for another user: the output is theirs
     retries = request.oom_retries
     while True:
         write_context(render_files(plan), context)

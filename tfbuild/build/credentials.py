@@ -208,11 +208,11 @@ def remove_server_logs(engine: Engine, tag: str, output_base: str, log: BuildLog
         )
 
 
-def give_to(private: Path, user: str) -> None:
-    """Root building as another user: the private directory and its files become that user's, the
-    only one that reads them in the build container."""
+def give_to(directory: Path, user: str) -> None:
+    """Root building as another user: the directory and its files become that user's, the only
+    one that reads (or writes) them in the build container."""
     uid, _, gid = user.partition(":")
     if os.geteuid() != 0 or int(uid) == 0:
         return
-    for path in (private, *private.iterdir()):
+    for path in (directory, *directory.iterdir()):
         os.chown(path, int(uid), int(gid or uid), follow_symlinks=False)

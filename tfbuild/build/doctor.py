@@ -569,14 +569,11 @@ def run_doctor(
         checks.append(check)
         show(check)
 
-    def report(canary_report: CanaryReport | None = None) -> DoctorReport:
-        return DoctorReport(checks=tuple(checks), canary=canary_report)
-
     try:
         engine = DockerEngine.connect()
     except TfbuildError as exc:
         add(Check(name="engine", status="fail", detail=exc.what + f": {exc.why}", fix=exc.fix))
-        return report()
+        return DoctorReport(checks=tuple(checks))
     try:
         facts = host_facts()
         plan = plan_here(PlanOptions(skip_disk_check=True), engine, host=facts).plan
@@ -585,7 +582,7 @@ def run_doctor(
         add(resource_check(plan, cpus=facts.build_cpus, memory_bytes=facts.build_memory_bytes))
         add(network_check(dict(os.environ)))
         if not with_canary:
-            return report()
+            return DoctorReport(checks=tuple(checks))
         base, base_check = canary_base(
             engine, on_line=lambda line: say(f"base: {line}"), verbose=verbose
         )
@@ -606,7 +603,7 @@ def run_doctor(
             raise  # SIGINT or SIGTERM stopped the canary: no failed check, the run ends (130)
         except TfbuildError as exc:
             add(canary_failure(exc, base_check))
-            return report()
+            return DoctorReport(checks=tuple(checks))
         finally:
             if dist is None:
                 shutil.rmtree(holder, ignore_errors=True)
@@ -644,4 +641,4 @@ def run_doctor(
             add(check)
     finally:
         engine.close()
-    return report(canary_report)
+    return DoctorReport(checks=tuple(checks), canary=canary_report)

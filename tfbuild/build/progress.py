@@ -266,6 +266,7 @@ class _Plain(_Output):
 
     def line(self, text: str, counter: tuple[int, int] | None) -> None:
         text = printable(text)  # first: "ESC[0m::cmd" is a workflow command once ESC[0m is gone
+        decile = -1 if counter is None else counter[0] * 10 // counter[1]
         with self._lock:
             step = parse_step(text)
             if step is not None:
@@ -281,16 +282,9 @@ class _Plain(_Output):
                 self._write("> " + text if text.lstrip().startswith("::") else text)
             elif self._verbose or severity(text):
                 self._write(text)
-            elif step is not None:
+            elif step is not None or decile > self._decile:  # a step, or a tenth more done
+                self._decile = max(decile, self._decile)
                 self._write(f"[{self._tag}] {self._phase}: {self._where}")
-            elif counter is not None:
-                self._report(*counter)
-
-    def _report(self, done: int, total: int) -> None:
-        decile = done * 10 // total
-        if decile > self._decile:
-            self._decile = decile
-            self._write(f"[{self._tag}] {self._phase}: {self._where}")
 
     def note(self, text: str) -> None:
         self._write(f"[{self._tag}] {text}")

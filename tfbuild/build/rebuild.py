@@ -235,12 +235,12 @@ class VerifyResult:
         )
 
 
-def check_against_receipt(wheel: Path, receipt: Receipt, path: Path) -> str:
-    """The wheel's sha256, when it and its size are what ``receipt`` (read from ``path``) records.
+def check_against_receipt(wheel: Path, receipt: Receipt, path: Path) -> None:
+    """Refuse a wheel whose sha256 or size is not what ``receipt`` (read from ``path``) records.
 
-    Otherwise the wheel is not the file that build wrote (damaged, tampered with, or another
-    receipt's), and rebuilding would only say what is already known: exit 3, both hashes named,
-    nothing built. Not 8: "not reproducible" is a verdict about the build, and none was tried."""
+    Such a wheel is not the file that build wrote (damaged, tampered with, or another receipt's),
+    and rebuilding would only say what is already known: exit 3, both hashes named, nothing
+    built. Not 8: "not reproducible" is a verdict about the build, and none was tried."""
     sha256, size = sha256_file(wheel), wheel.stat().st_size
     recorded = receipt.wheel
     if (sha256, size) != (recorded.sha256, recorded.size):
@@ -251,19 +251,16 @@ def check_against_receipt(wheel: Path, receipt: Receipt, path: Path) -> str:
             fix="Verify the wheel that build wrote (fetch it again), or pass its own receipt "
             "with --receipt FILE.",
         )
-    return sha256
 
 
 @dataclass(frozen=True, kw_only=True)
 class VerifyRequest:
-    """What ``verify`` rebuilds, read and checked before any engine is connected to: the wheel,
-    its sha256 (the one its receipt records), the receipt and the isolated plan made from it."""
+    """What ``verify`` rebuilds, read and checked before any engine is connected to: the wheel, the
+    receipt it matches and the isolated plan made from it (on a cache volume of its own)."""
 
     wheel: Path
-    sha256: str
     receipt: Receipt
     planned: Planned
-    volume: str
 
 
 def prepare_verify(wheel: Path, *, receipt: Path | None = None) -> VerifyRequest:
@@ -273,11 +270,11 @@ def prepare_verify(wheel: Path, *, receipt: Path | None = None) -> VerifyRequest
     if not wheel.is_file():
         raise InputError(f"no wheel at {wheel}", fix="Name a .whl file built by tfbuild wheel.")
     found = load_receipt(wheel, receipt)
-    sha256 = check_against_receipt(wheel, found, receipt or receipt_path(wheel))
+    check_against_receipt(wheel, found, receipt or receipt_path(wheel))
     planned = plan_from_receipt(found)
     volume = f"tfbuild-verify-{new_build_id()}"
     planned = replace(planned, plan=isolated(planned.plan, cache_volume=volume))
-    return VerifyRequest(wheel=wheel, sha256=sha256, receipt=found, planned=planned, volume=volume)
+    return VerifyRequest(wheel=wheel, receipt=found, planned=planned)
 
 
 def verify(
@@ -289,13 +286,13 @@ def verify(
     verbose: bool = False,
 ) -> VerifyResult:
     """Rebuild the wheel of ``request`` (:func:`prepare_verify`) in isolation and compare the two."""
-    wheel, found, planned, volume = request.wheel, request.receipt, request.planned, request.volume
+    wheel, found, planned = request.wheel, request.receipt, request.planned
     check_base_image(engine, planned.plan)
     # SIGINT and SIGTERM stop the rebuild once; the clean-up below then runs to the end.
     with stop_on_signals(), contextlib.ExitStack() as cleanup:
         with held_signals():  # no signal between making these and registering their removal
             holder = Path(tempfile.mkdtemp(prefix="tfbuild-verify-"))
-            cleanup.callback(_remove_verify, engine, holder, volume)
+            cleanup.callback(_remove_verify, engine, holder, planned.plan.cache_volume)
         run = rebuild_run(
             found,
             BuildRun(
@@ -306,7 +303,7 @@ def verify(
         diff = compare(wheel, rebuilt.wheel)
         return VerifyResult(
             wheel=wheel,
-            sha256=request.sha256,
+            sha256=found.wheel.sha256,  # the wheel's: prepare_verify checked it is the same
             receipt_sha256=found.wheel.sha256,
             rebuilt_sha256=rebuilt.sha256,
             reproducible=diff.equal,

@@ -40,7 +40,6 @@ from typing import Any
 from tfbuild.build.container import (
     Attempt,
     BuildJob,
-    build_key,
     output_base_volume,
     prepare_cache,
     run_build,
@@ -234,9 +233,7 @@ def build_wheel(engine: Engine, request: BuildJob, progress: Progress) -> WheelR
                 log.phase("push toolchain")
                 exec_image = engine.push_image(tag, request.plan.exec_image, on_line=log.line)
                 log.note(f"remote actions run in {exec_image}")
-            output_base = output_base_volume(
-                request.plan.cache_volume, build_key(request.source.path, tag)
-            )
+            output_base = output_base_volume(request.plan.cache_volume, request.source.path, tag)
             if request.discard_output_base:
                 cleanup.callback(engine.remove_volume, output_base)
             if request.remote_credentials is not None:  # however the build ends (runs first)

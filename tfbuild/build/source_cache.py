@@ -21,6 +21,7 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -70,23 +71,24 @@ class SourceCache:
         name = hashlib.sha256(url.encode("utf-8")).hexdigest()
         return self.dir / "urls" / f"{name}.json"
 
-    def recorded_sha256(self, url: str) -> tuple[str | None, bool]:
-        """(the sha256 recorded at ``url``'s first download, or None; whether a record was there
-        but was no record of ``url``, and was deleted)."""
+    def recorded_sha256(self, url: str, on_line: Callable[[str], None]) -> str | None:
+        """The sha256 recorded at ``url``'s first download, or None. A record there that is no
+        record of ``url`` is deleted, and ``on_line`` says so."""
         record = self.record(url)
         try:
             raw = read_input(record, limit=_MAX_RECORD_BYTES, what=f"the record {record}")
             data = json.loads(raw)
         except FileNotFoundError:
-            return None, False
+            return None
         except (InputError, UnicodeDecodeError, ValueError):  # a FIFO or a device too: discarded
             data = None
         data = data if isinstance(data, dict) else {}
         sha256 = data.get("sha256")
         if data.get("url") == url and isinstance(sha256, str) and SHA256.fullmatch(sha256):
-            return sha256, False
+            return sha256
         remove_tree(record)
-        return None, True
+        on_line(f"discarding {record}: it is no sha256 record of {url}; downloading again")
+        return None
 
     def write_record(self, url: str, sha256: str) -> None:
         """Record that ``url`` served ``sha256`` at its first download, now."""

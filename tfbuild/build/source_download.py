@@ -49,7 +49,20 @@ def download_to(
     """Stream ``url`` into the file ``partial`` (created), saying its progress; the sha256 of what
     arrived. A failure of the download is a TfbuildError; one of writing ``partial``, OSError."""
     on_line(f"downloading {url}")
-    progress = _Progress(on_line)
+    next_line: int | None = None  # how much is downloaded when the next progress line is said
+
+    def progress(done: int, length: int | None) -> None:
+        """A line every 10 percent of the download, or every 50 MB when its size is unknown."""
+        nonlocal next_line
+        step = max(length // 10, 1) if length is not None else _UNSIZED_STEP
+        if done < (next_line or step):
+            return
+        next_line = (done // step + 1) * step
+        if length is None:
+            on_line(f"downloaded {_megabytes(done)} MB")
+        else:
+            on_line(f"downloaded {_megabytes(done)} / {_megabytes(length)} MB")
+
     with partial.open("wb") as out:
         try:
             fetched = http.download(
@@ -59,7 +72,7 @@ def download_to(
                 deadline=http.Deadline(deadline),
                 timeout=timeout,
                 ca_bundle=ca_bundle,
-                on_progress=progress.update,
+                on_progress=progress,
             )
         except http.HttpFailure as exc:
             raise _failure(url, exc) from None
@@ -76,26 +89,6 @@ def _failure(url: str, exc: http.HttpFailure) -> TfbuildError:
     if isinstance(exc, http.NetworkFailure) and exc.certificate:
         fix = _CA_FIX + fix
     return Unreachable(f"cannot download {url}", why=exc.why, fix=fix)
-
-
-class _Progress:
-    """A progress line every 10 percent of the download, or every 50 MB when its size is unknown."""
-
-    def __init__(self, on_line: Callable[[str], None]) -> None:
-        self.on_line = on_line
-        self.next: int | None = None
-
-    def update(self, done: int, length: int | None) -> None:
-        step = max(length // 10, 1) if length is not None else _UNSIZED_STEP
-        if self.next is None:
-            self.next = step
-        if done < self.next:
-            return
-        self.next = (done // step + 1) * step
-        if length is None:
-            self.on_line(f"downloaded {_megabytes(done)} MB")
-        else:
-            self.on_line(f"downloaded {_megabytes(done)} / {_megabytes(length)} MB")
 
 
 def _megabytes(size: int) -> str:

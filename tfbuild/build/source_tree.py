@@ -217,7 +217,7 @@ def _first_seen_tarball(fetch: _Fetch) -> str:
     """The tarball of an unpinned URL: verified against the sha256 recorded at the URL's first
     download, or downloaded and recorded now. A cached tarball that does not match its record is
     refused (the record is the only witness of what the URL served)."""
-    recorded = _recorded_sha256(fetch)
+    recorded = fetch.cache.recorded_sha256(fetch.url, fetch.on_line)
     if recorded is None:
         actual = _download_into_cache(fetch, None)
         _record_sha256(fetch, actual)
@@ -243,21 +243,10 @@ def _first_seen_tarball(fetch: _Fetch) -> str:
     )
 
 
-def _recorded_sha256(fetch: _Fetch) -> str | None:
-    """The sha256 recorded at the URL's first download, or None (a malformed record is discarded)."""
-    sha256, discarded = fetch.cache.recorded_sha256(fetch.url)
-    if discarded:
-        record = fetch.cache.record(fetch.url)
-        fetch.on_line(
-            f"discarding {record}: it is no sha256 record of {fetch.url}; downloading again"
-        )
-    return sha256
-
-
 def _record_sha256(fetch: _Fetch, sha256: str) -> None:
     """Record what ``fetch.url`` served at its first download (unless a run sharing the cache
     recorded it meanwhile: then that record must agree)."""
-    recorded = _recorded_sha256(fetch)
+    recorded = fetch.cache.recorded_sha256(fetch.url, fetch.on_line)
     if recorded is None:
         fetch.cache.write_record(fetch.url, sha256)
     elif recorded != sha256:
