@@ -249,8 +249,9 @@ def _value(doc: DataFile, node: yaml.Node, field: Field, dotted: str, lines: dic
     return value
 
 
-def entries_of(doc: DataFile, node: yaml.Node, what: str) -> Iterable[tuple[str, yaml.Node]]:
-    """The (name, value node) pairs of a top-level mapping of free names (each a token, once)."""
+def entries_of(doc: DataFile, text: str, what: str) -> Iterable[tuple[str, yaml.Node]]:
+    """The (name, value node) pairs of a data file that maps free names (each a token, once)."""
+    node = compose(text, doc)
     if not isinstance(node, yaml.MappingNode):
         raise refusal(doc, node, f"it must map {what}")
     seen: set[str] = set()
