@@ -65,6 +65,7 @@ _COMPILER = r"(?:gcc|clang)-[0-9]+(?:\.[0-9]+){0,2}"
 _COMPILER_PATH = r"/usr/lib/llvm-[0-9]{1,3}/bin/clang|/usr/bin/gcc-[0-9]{1,3}"
 _HTTPS_URL = r"https://[A-Za-z0-9.-]+(?::[0-9]+)?(?:/[A-Za-z0-9._~%/+=-]*)?"
 _REGISTRY = r"[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*"
+_EXEC_IMAGE = rf"{_REGISTRY}/{re.escape(TOOLCHAIN_REPOSITORY)}"  # --push-toolchain's repository
 _LABEL = r"[A-Za-z0-9]+(?:[._-][A-Za-z0-9]+)*"
 _CAPABILITY = r"(?:sm|compute)_[0-9]{2,3}[a-z]?"
 #: The runtime settings the planner writes into runtime.env (the wheel's users source it): the
@@ -184,12 +185,7 @@ def check_plan(plan: BuildPlan) -> None:
     _snapshot(plan)
     _text("floor_goal", plan.floor_goal, _VERSION2, "a glibc version")
     _sysroot(plan)
-    _text(
-        "exec_image",
-        plan.exec_image,
-        rf"{_REGISTRY}/{re.escape(TOOLCHAIN_REPOSITORY)}",
-        "a repository",
-    )
+    _text("exec_image", plan.exec_image, _EXEC_IMAGE, "a repository")
 
 
 def _lift_resources(plan: BuildPlan) -> BuildPlan:

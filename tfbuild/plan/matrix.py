@@ -21,7 +21,7 @@ from tfbuild.core.variants import VARIANTS, Variant
 from tfbuild.detect import cpu
 from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.detect.host import HostFacts
-from tfbuild.plan import BuildPlan, PlanOptions, make_plan
+from tfbuild.plan import GIB, BuildPlan, PlanOptions, make_plan
 from tfbuild.recipes.images import BaseImage
 from tfbuild.recipes.recipe import Recipe, RecipeSet
 from tfbuild.recipes.tfversions import parse_version
@@ -41,7 +41,6 @@ DEFAULT_OVERLAY_TARGETS = (
 DEFAULT_VARIANTS: tuple[Variant, ...] = (Variant.cpu,)
 #: GitHub Actions runs at most this many jobs from one matrix.
 GITHUB_MATRIX_LIMIT = 256
-_GIB = 1 << 30
 J = TypeVar("J")
 
 #: The build runner as the planner sees it: the wheels are never for this machine.
@@ -51,7 +50,7 @@ RUNNER = HostFacts(
     ),
     machine_is_build_host=False,
     build_cpus=16,
-    build_memory_bytes=64 * _GIB,
+    build_memory_bytes=64 * GIB,
     build_disk_path=None,
     build_disk_free_bytes=None,
     python="3.11",
@@ -120,9 +119,7 @@ def _recipes(recipes: RecipeSet, tf: list[str]) -> list[Recipe]:
     if tf == ["all"]:
         return list(recipes.recipes)
     chosen = [recipes.get(version) for version in tf]
-    return sorted(
-        {r.tensorflow: r for r in chosen}.values(), key=lambda r: parse_version(r.tensorflow)
-    )
+    return sorted({r.tensorflow: r for r in chosen}.values(), key=lambda r: r.version)
 
 
 def _targets(targets: list[str], default: Sequence[str] = DEFAULT_TARGETS) -> list[str]:
@@ -146,13 +143,6 @@ def _variants(variants: list[str]) -> list[Variant]:
                 fix="Pass e.g. --variants cpu,cuda.",
             )
     return [Variant(v) for v in variants] or list(DEFAULT_VARIANTS)
-
-
-def _args(tf: str, python: str, target: str, variant: Variant) -> str:
-    args = ["--tf", tf, "--python", python, "--target", target]
-    if variant != Variant.cpu:
-        args.append(f"--{variant}")
-    return " ".join(args)
 
 
 def build_matrix(
@@ -190,7 +180,8 @@ def build_matrix(
                     variant=variant,
                     label=plan.label or "",
                     cuda=plan.cuda.cuda if plan.cuda else "",
-                    args=_args(recipe.short, py, target, variant),
+                    args=f"--tf {recipe.short} --python {py} --target {target}"
+                    + ("" if variant == Variant.cpu else f" --{variant}"),
                 )
             )
     _check_size(

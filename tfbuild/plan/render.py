@@ -272,18 +272,17 @@ def output_dir(text: str, *, option: str) -> Path:
 MANIFEST = ".tfbuild-context"
 
 
-def _context_set(files: dict[str, str]) -> dict[str, tuple[str | bytes, int]]:
-    return {n: (t, 0o755 if n.endswith(".sh") else 0o644) for n, t in files.items()}
-
-
-def _write_set(files: dict[str, tuple[str | bytes, int]], out: Path) -> None:
+def write_context(files: dict[str, str], out: Path) -> None:
+    """Write the files into ``out`` as one set (:func:`tfbuild.core.files.write_files`: every place
+    checked, all written under temp names, then renamed), build.sh executable. For tfbuild's own
+    work directories; ``render -o`` goes through :func:`publish_context`."""
     fix = "Name a directory tfbuild may write into with -o DIR (it is made when missing)."
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"cannot create -o {out}", why=exc.strerror or str(exc), fix=fix) from None
     try:
-        write_files(out, files)
+        write_files(out, {n: (t, 0o755 if n.endswith(".sh") else 0o644) for n, t in files.items()})
     except OSError as exc:
         where = shown(exc.filename) if isinstance(exc.filename, str) else str(out)
         if isinstance(exc, IsADirectoryError):
@@ -291,13 +290,6 @@ def _write_set(files: dict[str, tuple[str | bytes, int]], out: Path) -> None:
         raise InputError(
             f"cannot write {where}", why=f"{exc.strerror or exc}; nothing was written", fix=fix
         ) from None
-
-
-def write_context(files: dict[str, str], out: Path) -> None:
-    """Write the files into ``out`` as one set (:func:`tfbuild.core.files.write_files`: every place
-    checked, all written under temp names, then renamed), build.sh executable. For tfbuild's own
-    work directories; ``render -o`` goes through :func:`publish_context`."""
-    _write_set(_context_set(files), out)
 
 
 #: A name a manifest may list: a plain file directly in the directory (never a path, never hidden).
@@ -373,7 +365,7 @@ def publish_context(files: dict[str, str], out: Path, *, force: bool = False) ->
     manifest = "".join(
         f"{hashlib.sha256(files[n].encode()).hexdigest()}  {n}\n" for n in sorted(files)
     )
-    _write_set({**_context_set(files), MANIFEST: (manifest, 0o644)}, out)
+    write_context({**files, MANIFEST: manifest}, out)  # the manifest is no script: 0644
     if not force:
         for stale in sorted(set(previous) - set(files)):
             (out / stale).unlink(missing_ok=True)

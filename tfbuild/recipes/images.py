@@ -10,7 +10,7 @@ from pathlib import Path
 from tfbuild.core import defaults
 from tfbuild.core.defaults import BASE_REPOSITORY
 from tfbuild.recipes.recipe import recipe_dirs
-from tfbuild.recipes.strict_yaml import DataFile, Field, compose, entries_of, read_text, validate
+from tfbuild.recipes.strict_yaml import DataFile, Field, entries_of, read_text, validate
 
 BASE_IMAGES_FILE = "base-images.yaml"
 
@@ -59,7 +59,7 @@ def parse_base_images(text: str, *, path: str) -> dict[str, BaseImage]:
         fix="Fix the file (its header comment documents each field).",
     )
     images: dict[str, BaseImage] = {}
-    for name, value_node in entries_of(doc, compose(text, doc), "image names to their pins"):
+    for name, value_node in entries_of(doc, text, "image names to their pins"):
         entry = validate(doc, value_node, BASE_IMAGE_SCHEMA, f"{name}.", {})
         images[name] = BaseImage(
             name=name,

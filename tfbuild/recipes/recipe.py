@@ -198,6 +198,11 @@ class Verified:
         return f"{word} ({read} of {named})"
 
 
+#: The fields of a recipe's source and wheel, which its file and its JSON group.
+_SOURCE = ("git", "tag", "commit", "tarball", "sha256")
+_WHEEL = ("wheel_flow", "hermetic_python", "pywrap_rules")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Recipe:
     tensorflow: str
@@ -214,22 +219,22 @@ class Recipe:
     wheel_flow: str
     hermetic_python: bool
     pywrap_rules: bool
+    #: The distribution snapshot (UTC time) the toolchain's packages are installed from.
+    snapshot: str | None = None
+    #: The oldest glibc (X.Y) its wheels should load on: the stock wheel's, no worse.
+    floor: str | None = None
+    #: How the wheel reaches that floor (None: the image's compiler against the image's glibc).
+    toolchain: ToolchainRoute | None = None
     configs: tuple[str, ...]
     copts: tuple[str, ...]
     defines: tuple[str, ...]
     cuda: CudaRow | None
     notes: str
-    lines: dict[str, int]  # "python", "cuda", ... -> line in the file, for messages
-    #: The distribution snapshot (UTC time) the toolchain's packages are installed from.
-    snapshot: str | None = None
-    #: The sha256 of the recipe file's text: its identity in a receipt (None for a derived recipe).
-    file_sha256: str | None = None
-    #: The oldest glibc (X.Y) its wheels should load on: the stock wheel's, no worse.
-    floor: str | None = None
-    #: How the wheel reaches that floor (None: the image's compiler against the image's glibc).
-    toolchain: ToolchainRoute | None = None
     #: How far the recipe was checked against the release's own files (None: no record).
     verified: Verified | None = None
+    lines: dict[str, int]  # "python", "cuda", ... -> line in the file, for messages
+    #: The sha256 of the recipe file's text: its identity in a receipt (None for a derived recipe).
+    file_sha256: str | None = None
 
     @property
     def version(self) -> tfversions.Version:
@@ -242,37 +247,17 @@ class Recipe:
     def where(self, key: str) -> str:
         return f"{self.path}:{self.lines.get(key, 1)}"
 
-    # hand-written: the JSON groups the flat source and wheel fields, and leaves out lines
     def to_json(self) -> dict[str, Any]:
-        return {
-            "tensorflow": self.tensorflow,
-            "path": self.path,
-            "source": {
-                "git": self.git,
-                "tag": self.tag,
-                "commit": self.commit,
-                "tarball": self.tarball,
-                "sha256": self.sha256,
-            },
-            "python": list(self.python),
-            "bazel": self.bazel,
-            "compiler": self.compiler,
-            "base_image": self.base_image,
-            "wheel": {
-                "flow": self.wheel_flow,
-                "hermetic_python": self.hermetic_python,
-                "pywrap_rules": self.pywrap_rules,
-            },
-            "snapshot": self.snapshot,
-            "floor": self.floor,
-            "toolchain": serial.to_data(self.toolchain),
-            "configs": list(self.configs),
-            "copts": list(self.copts),
-            "defines": list(self.defines),
-            "cuda": serial.to_data(self.cuda),
-            "notes": self.notes or None,
-            "verified": serial.to_data(self.verified),
-        }
+        """Its fields in order, the source's and the wheel's grouped as in the recipe file (the
+        wheel's flow as ``flow``), without ``lines`` and ``file_sha256``; empty notes as null."""
+        data: dict[str, Any] = {}
+        for name, value in serial.to_data(self).items():
+            group = "source" if name in _SOURCE else "wheel" if name in _WHEEL else None
+            if group is not None:
+                data.setdefault(group, {})[name.removeprefix("wheel_")] = value
+            elif name not in ("lines", "file_sha256"):
+                data[name] = value
+        return data | {"notes": self.notes or None}
 
 
 def _gate(recipe: Recipe) -> None:

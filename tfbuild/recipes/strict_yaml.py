@@ -107,15 +107,6 @@ def refusal(doc: DataFile, node: yaml.Node | yaml.Mark | None, message: str) -> 
     return InputError(f"invalid {doc.noun} {doc.path}:{line}", why=message, fix=doc.fix)
 
 
-class _Refused(yaml.YAMLError):
-    """What :class:`_DataLoader` refuses to compose, and where."""
-
-    def __init__(self, mark: yaml.Mark, why: str) -> None:
-        super().__init__(why)
-        self.mark = mark
-        self.why = why
-
-
 #: How deep a data file may nest (the recipe schema needs 3 levels). PyYAML composes recursively,
 #: so a few kilobytes of '[' would otherwise end in a RecursionError.
 MAX_DEPTH = 32
@@ -129,20 +120,23 @@ class _DataLoader(yaml.SafeLoader):
     laughs") expand to gigabytes when a tree is walked or constructed. The node tree is composed,
     never constructed: values are typed by :func:`_scalar`."""
 
-    def __init__(self, stream: str) -> None:
+    def __init__(self, stream: str, doc: DataFile) -> None:
         super().__init__(stream)
+        self.doc = doc
         self.depth = 0
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         event = self.peek_event()  # type: ignore[no-untyped-call]
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
-            raise _Refused(
+            raise refusal(
+                self.doc,
                 event.start_mark,
                 "it uses a YAML anchor or alias (& or *), which tfbuild's data files refuse "
                 "(a few of them can expand to gigabytes); write each value out",
             )
         if self.depth >= MAX_DEPTH:
-            raise _Refused(event.start_mark, f"it nests lists or mappings over {MAX_DEPTH} deep")
+            why = f"it nests lists or mappings over {MAX_DEPTH} deep"
+            raise refusal(self.doc, event.start_mark, why)
         self.depth += 1
         try:
             return super().compose_node(parent, index)
@@ -152,10 +146,10 @@ class _DataLoader(yaml.SafeLoader):
 
 def compose(text: str, doc: DataFile) -> yaml.Node:
     """The YAML node tree of a data file (one document, no anchors or aliases), or an InputError."""
-    try:
-        node = yaml.compose(text, Loader=_DataLoader)
-    except _Refused as exc:
-        raise refusal(doc, exc.mark, exc.why) from None
+    try:  # as yaml.compose; the loader's own refusals are InputErrors already
+        loader = _DataLoader(text, doc)
+        node = loader.get_single_node()
+        loader.dispose()
     except yaml.YAMLError as exc:
         why = f"it is not valid YAML ({getattr(exc, 'problem', None) or exc})"
         syntax = replace(doc, fix="Fix the YAML syntax.")
@@ -255,8 +249,9 @@ def _value(doc: DataFile, node: yaml.Node, field: Field, dotted: str, lines: dic
     return value
 
 
-def entries_of(doc: DataFile, node: yaml.Node, what: str) -> Iterable[tuple[str, yaml.Node]]:
-    """The (name, value node) pairs of a top-level mapping of free names (each a token, once)."""
+def entries_of(doc: DataFile, text: str, what: str) -> Iterable[tuple[str, yaml.Node]]:
+    """The (name, value node) pairs of a data file that maps free names (each a token, once)."""
+    node = compose(text, doc)
     if not isinstance(node, yaml.MappingNode):
         raise refusal(doc, node, f"it must map {what}")
     seen: set[str] = set()

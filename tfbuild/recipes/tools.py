@@ -5,15 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tfbuild.core.resources import data_dir
-from tfbuild.recipes.strict_yaml import (
-    DataFile,
-    Field,
-    compose,
-    entries_of,
-    read_text,
-    refusal,
-    validate,
-)
+from tfbuild.recipes.strict_yaml import DataFile, Field, entries_of, read_text, refusal, validate
 
 TOOLS_FILE = "tools.yaml"
 
@@ -45,7 +37,7 @@ def parse_tools(text: str, *, path: str) -> dict[str, ToolPin]:
         path=path, noun="tools file", fix="Fix the file (its header comment documents it)."
     )
     tools: dict[str, ToolPin] = {}
-    for name, value_node in entries_of(doc, compose(text, doc), "tool names to their pins"):
+    for name, value_node in entries_of(doc, text, "tool names to their pins"):
         entry = validate(doc, value_node, TOOL_SCHEMA, f"{name}.", {})
         if not entry["sha256"]:
             raise refusal(doc, value_node, f"'{name}.sha256' names no architecture")
