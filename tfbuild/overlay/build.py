@@ -157,19 +157,6 @@ def _stock_python(request: OverlayRequest, say: Progress) -> tuple[str, str]:
 _ON_HOST = "the overlay's kernels are compiled on this host"
 
 
-def _compiler(request: OverlayRequest) -> CompilerExecutable:
-    if request.compiler_path is None:
-        return find_compiler(request.compiler, needed_for=_ON_HOST)
-    found = compiler_at(request.compiler_path, why="--compiler")
-    if found is None:
-        raise UsageError(
-            f"--compiler {request.compiler_path}: no such compiler",
-            why="it is not on PATH, or it does not run and say its version (--version)",
-            fix="Name a C++ compiler on PATH (clang++-16, g++) or give its path.",
-        )
-    return found
-
-
 def beyond_here(target: str, cpu: CpuInfo | None = None) -> tuple[str, ...]:
     """The instruction sets of ``target`` that an overlay's loader checks and ``cpu`` (this
     machine's by default) lacks: archspec's features of the target, the system ones the kernels
@@ -227,8 +214,17 @@ def _where(
     """The compiler, and the overlay's toolchain image it is in: None on the host (``--compiler``,
     or the library's default), else ``in_image``, the command's default (its engine open until
     ``stack`` closes)."""
-    if request.compiler_path is not None or not request.in_image:
-        return _compiler(request), None
+    if request.compiler_path is not None:
+        given = compiler_at(request.compiler_path, why="--compiler")
+        if given is None:
+            raise UsageError(
+                f"--compiler {request.compiler_path}: no such compiler",
+                why="it is not on PATH, or it does not run and say its version (--version)",
+                fix="Name a C++ compiler on PATH (clang++-16, g++) or give its path.",
+            )
+        return given, None
+    if not request.in_image:
+        return find_compiler(request.compiler, needed_for=_ON_HOST), None
     from tfbuild.build.run import proxies_from
     from tfbuild.overlay.image import image_toolchain
 
