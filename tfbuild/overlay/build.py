@@ -199,15 +199,6 @@ def install_into(wheel: Path, site: Path) -> None:
             target.chmod((info.external_attr >> 16) & 0o777 or 0o644)
 
 
-def _host_fallback(request: OverlayRequest) -> str:
-    """How to build on this host instead of in the image: ``--compiler clang++-16``."""
-    try:
-        found = find_compiler(request.compiler or "clang", needed_for=_ON_HOST)
-    except EnvironmentProblem:
-        return "--compiler CXX (a C++ compiler on PATH)"
-    return f"--compiler {Path(found.path).name}"
-
-
 def _where(
     request: OverlayRequest, say: Progress, stack: contextlib.ExitStack
 ) -> tuple[CompilerExecutable, InImage | None]:
@@ -228,10 +219,16 @@ def _where(
     from tfbuild.build.run import proxies_from
     from tfbuild.overlay.image import image_toolchain
 
+    try:  # how to build on this host instead, said where the image cannot be had
+        host = find_compiler(request.compiler or "clang", needed_for=_ON_HOST)
+    except EnvironmentProblem:
+        fallback = "--compiler CXX (a C++ compiler on PATH)"
+    else:
+        fallback = f"--compiler {Path(host.path).name}"
     found = stack.enter_context(
         image_toolchain(
             request.image.compiler if request.image else request.compiler,
-            fallback=_host_fallback(request),
+            fallback=fallback,
             say=say,
             pinned=request.image,
             proxies=dict(proxies_from(os.environ)),
