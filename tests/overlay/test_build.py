@@ -215,12 +215,12 @@ def test_installed_builds_for_the_release_installed_and_refuses_another(
     """--installed takes the interpreter's release (a patch release of the recipe's minor is the
     same overlay); a --tf of another minor release is one line, before anything is built."""
     from tests.conftest import one_error_line, run_cli
-    from tfbuild.cli.overlay import _installed_release
+    from tfbuild.cli.overlay import installed_release
     from tfbuild.core.errors import UsageError
 
     python = built_overlay.python
-    assert _installed_release(python, None) == built_overlay.result.receipt.tensorflow == "2.21.0"
-    assert _installed_release(python, "2.21") == _installed_release(python, "2.21.1") == "2.21.0"
+    assert installed_release(python, None) == built_overlay.result.receipt.tensorflow == "2.21.0"
+    assert installed_release(python, "2.21") == installed_release(python, "2.21.1") == "2.21.0"
     ran = run_cli("overlay", "--installed", "--python", python, "--tf", "2.20")
     line = one_error_line(ran, UsageError.exit_code)
     assert line == (

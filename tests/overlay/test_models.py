@@ -14,7 +14,7 @@ from tfbuild.measure.models import check_model
 from tfbuild.measure.profile import amdahl
 from tfbuild.measure.protocol import OpInfo
 from tfbuild.measure.run import Method, Worker
-from tfbuild.overlay.models import SCRIPT, profile_models, prove_user_model
+from tfbuild.overlay.models import SCRIPT, profile_models, prove_models
 
 from .conftest import BuiltOverlay
 
@@ -80,9 +80,9 @@ def test_the_users_model_is_profiled_predicted_and_timed_as_the_built_in_ones(
     Tanh are the overlay's), the prediction from their share, and the overlay timed against stock."""
     site, python = built_overlay.site, built_overlay.python
     model = check_model(user_models / "gru_input.keras", batch=32)
-    found = prove_user_model(
+    (found,) = prove_models(
         python,
-        model,
+        model=model,
         stock_env=tf_env(site, TFBUILD_OVERLAY="off"),
         overlay_env=tf_env(site),
         method=Method(pairs=15, min_rep_seconds=0.02, budget=20.0),

@@ -36,10 +36,6 @@ if TYPE_CHECKING:
     from tfbuild.overlay.prove import OverlayProof
     from tfbuild.wheel.overlay_receipt import KernelCheck, OverlayReceipt
 
-#: The command that runs an overlay's pending check (tfbuild.overlay.pending.COMMAND, kept here
-#: to spare the CLI that import; a test keeps the two equal).
-COMMAND = "tfbuild overlay --check --python PYTHON"
-
 
 @dataclass(frozen=True, kw_only=True)
 class OverlayArgs:
@@ -80,7 +76,7 @@ def overlay_command(args: OverlayArgs) -> None:
         return
     if args.installed and args.stock is not None:
         raise UsageError("--installed and --stock both name the TensorFlow", fix="Drop one.")
-    installed = _installed_release(args.python, args.tf) if args.installed else None
+    installed = installed_release(args.python, args.tf) if args.installed else None
     release = ".".join(installed.split(".")[:2]) if installed else args.tf
     planned = plan_here(PlanOptions(tf=release, target=args.target, cpuinfo=args.cpuinfo))
     plan = planned.plan
@@ -171,7 +167,7 @@ def _checked_line(checks: Sequence[KernelCheck]) -> str:
     )
 
 
-def _installed_release(python: str, asked: str | None) -> str | None:
+def installed_release(python: str, asked: str | None = None) -> str | None:
     """The TensorFlow release installed for ``python`` (tensorflow-cpu's, else tensorflow's), or
     None when there is none to read (the build then says why). A ``--tf`` of another minor
     release than the one installed is refused; a patch release of it is the same overlay."""
@@ -204,6 +200,8 @@ def _block(text: str, *, width: int = 80) -> list[str]:
 def built_lines(wheel: Path, receipt: OverlayReceipt) -> list[str]:
     """What ``tfbuild overlay`` says of the wheel it made: each fact once, in 80 columns; the
     receipt (``--json``) holds every kernel's check and reason."""
+    from tfbuild.overlay.pending import COMMAND
+
     if receipt.pending:
         checked = (
             f"special-value check pending: the machine it was built on lacks "

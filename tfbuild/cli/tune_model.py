@@ -108,12 +108,12 @@ def find_overlay(
 def build_overlay_here(python: str, *, say: Say) -> Path:
     """An overlay for this CPU against ``python``'s TensorFlow, built with the host's compiler of
     the recipe's family, checked on special values, into dist/."""
-    from tfbuild.measure.envs import installed_version
+    from tfbuild.cli.overlay import installed_release
     from tfbuild.overlay.build import OverlayRequest, build_overlay
     from tfbuild.plan.here import plan_here
     from tfbuild.plan.options import PlanOptions
 
-    release = installed_version(python, "tensorflow-cpu") or installed_version(python, "tensorflow")
+    release = installed_release(python)
     if release is None:
         raise UsageError(
             "--overlay-wheel build: no TensorFlow distribution found in the tuned interpreter",
@@ -122,15 +122,7 @@ def build_overlay_here(python: str, *, say: Say) -> Path:
         )
     plan = plan_here(PlanOptions(tf=release)).plan
     say(f"building an overlay for {plan.target} against TensorFlow {release}")
-    result = build_overlay(
-        OverlayRequest.of_plan(
-            plan,
-            python=python,
-            venv_python=python,
-            out=Path("dist"),
-        ),
-        progress=say,
-    )
+    result = build_overlay(OverlayRequest.of_plan(plan, python=python), progress=say)
     say(f"built {result.wheel}")
     return result.wheel
 

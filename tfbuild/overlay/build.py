@@ -157,19 +157,6 @@ def _stock_python(request: OverlayRequest, say: Progress) -> tuple[str, str]:
 _ON_HOST = "the overlay's kernels are compiled on this host"
 
 
-def _compiler(request: OverlayRequest) -> CompilerExecutable:
-    if request.compiler_path is None:
-        return find_compiler(request.compiler, needed_for=_ON_HOST)
-    found = compiler_at(request.compiler_path, why="--compiler")
-    if found is None:
-        raise UsageError(
-            f"--compiler {request.compiler_path}: no such compiler",
-            why="it is not on PATH, or it does not run and say its version (--version)",
-            fix="Name a C++ compiler on PATH (clang++-16, g++) or give its path.",
-        )
-    return found
-
-
 def beyond_here(target: str, cpu: CpuInfo | None = None) -> tuple[str, ...]:
     """The instruction sets of ``target`` that an overlay's loader checks and ``cpu`` (this
     machine's by default) lacks: archspec's features of the target, the system ones the kernels
@@ -212,30 +199,36 @@ def install_into(wheel: Path, site: Path) -> None:
             target.chmod((info.external_attr >> 16) & 0o777 or 0o644)
 
 
-def _host_fallback(request: OverlayRequest) -> str:
-    """How to build on this host instead of in the image: ``--compiler clang++-16``."""
-    try:
-        found = find_compiler(request.compiler or "clang", needed_for=_ON_HOST)
-    except EnvironmentProblem:
-        return "--compiler CXX (a C++ compiler on PATH)"
-    return f"--compiler {Path(found.path).name}"
-
-
 def _where(
     request: OverlayRequest, say: Progress, stack: contextlib.ExitStack
 ) -> tuple[CompilerExecutable, InImage | None]:
     """The compiler, and the overlay's toolchain image it is in: None on the host (``--compiler``,
     or the library's default), else ``in_image``, the command's default (its engine open until
     ``stack`` closes)."""
-    if request.compiler_path is not None or not request.in_image:
-        return _compiler(request), None
+    if request.compiler_path is not None:
+        given = compiler_at(request.compiler_path, why="--compiler")
+        if given is None:
+            raise UsageError(
+                f"--compiler {request.compiler_path}: no such compiler",
+                why="it is not on PATH, or it does not run and say its version (--version)",
+                fix="Name a C++ compiler on PATH (clang++-16, g++) or give its path.",
+            )
+        return given, None
+    if not request.in_image:
+        return find_compiler(request.compiler, needed_for=_ON_HOST), None
     from tfbuild.build.run import proxies_from
     from tfbuild.overlay.image import image_toolchain
 
+    try:  # how to build on this host instead, said where the image cannot be had
+        host = find_compiler(request.compiler or "clang", needed_for=_ON_HOST)
+    except EnvironmentProblem:
+        fallback = "--compiler CXX (a C++ compiler on PATH)"
+    else:
+        fallback = f"--compiler {Path(host.path).name}"
     found = stack.enter_context(
         image_toolchain(
             request.image.compiler if request.image else request.compiler,
-            fallback=_host_fallback(request),
+            fallback=fallback,
             say=say,
             pinned=request.image,
             proxies=dict(proxies_from(os.environ)),
@@ -311,7 +304,7 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
             framework_size=stock.framework_bytes,
             target=request.target,
             cflags=cflags,
-            features=compiled.features,
+            features=features,
             compiler=compiler.version,
             kernels=registration.names,
             pending=pending,
@@ -359,7 +352,7 @@ def build_overlay(request: OverlayRequest, *, progress: Progress | None = None) 
             stock=stock_name,
             target=request.target,
             cflags=cflags,
-            features=compiled.features,
+            features=features,
             left_out=left_out,
             compiler=compiler.path,
             compiler_version=compiler.version,

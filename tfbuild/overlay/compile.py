@@ -117,7 +117,6 @@ _DEFINE = re.compile(r"#define (__[A-Z0-9_]+__) 1")
 class Compiled:
     kernels: Path
     loader: Path
-    features: tuple[str, ...]  # what the loader checks, by /proc/cpuinfo name, sorted
     token: str  # the kernels' sha256, which a passed check's record names
 
 
@@ -441,9 +440,7 @@ def compile_overlay(
         cwd=scratch,
         what="compiling the loader",
     )
-    return Compiled(
-        kernels=scratch / KERNELS, loader=scratch / LOADER, features=features, token=token
-    )
+    return Compiled(kernels=scratch / KERNELS, loader=scratch / LOADER, token=token)
 
 
 #: Mangled-name pieces of the code EIGEN_FAST_MATH changes: Eigen's packet math (Eigen::internal),

@@ -35,7 +35,7 @@ from tfbuild.measure.profile import (
     predict,
     profile_model,
 )
-from tfbuild.measure.run import Method, OpResult, compare
+from tfbuild.measure.run import WORKER, Method, OpResult, compare
 
 SCRIPT = commands.script("models_tf.py")
 MODELS = ("lstm", "mlp_gelu", "mlp_bf16", "transformer")
@@ -121,69 +121,48 @@ def prove_models(
     overlay_env: Mapping[str, str],
     method: Method,
     models: Sequence[str] = MODELS,
+    model: ModelFile | None = None,
     progress: Callable[[str], object] | None = None,
 ) -> tuple[ModelResult, ...]:
-    """Profile, predict, then time each model with the overlay against stock (default threads)."""
+    """The built-in ``models``, or the user's ``model`` instead, each profiled with the overlay on,
+    then off (counting the kernels it ran at the overlay's priority), and timed overlay against
+    stock at the machine's default threads; a disagreement between the two is said, not hidden."""
     say = progress or (lambda _message: None)
-    say(f"profiling {', '.join(models)}: where each model's time goes, overlay on, then off")
-    on = profile_models(python, models, env=overlay_env)
-    kernels = next(iter(on.values())).kernels
-    off = profile_models(python, models, env=stock_env, replaced=kernels)
-    say("each model with the overlay against stock, in alternation")
+    if model is None:
+        say(f"profiling {', '.join(models)}: where each model's time goes, overlay on, then off")
+        on = profile_models(python, models, env=overlay_env)
+        kernels = next(iter(on.values())).kernels
+        off = profile_models(python, models, env=stock_env, replaced=kernels)
+        say("each model with the overlay against stock, in alternation")
+        named = {f"model_{m}": (m, WHAT[m]) for m in models}  # op -> (model, what it is)
+    else:
+        say(f"profiling {model.op}: where its time goes, overlay on, then off")
+        on = {model.op: profile_model(python, model, env=overlay_env)}
+        kernels = on[model.op].kernels
+        off = {model.op: profile_model(python, model, env=stock_env, replaced=kernels)}
+        say(f"{model.op} with the overlay against stock, in alternation")
+        named = {model.op: (model.op, f"your model ({model.step}, batch {model.batch})")}
     timed = compare(
         python,
         python,
         candidate_env=overlay_env,
         baseline_env=stock_env,
-        method=dataclasses.replace(
-            method, ops=tuple(f"model_{m}" for m in models), min_margin=MARGIN
-        ),
+        method=dataclasses.replace(method, ops=tuple(named), min_margin=MARGIN),
         thread_settings=(("default", 0, 0),),
-        script=SCRIPT,
-        extra=("--models", ",".join(models)),
-        progress=say,
-    )
-    by_op = {r.op: r for r in timed}
-    return tuple(
-        _result(m, WHAT[m], off[m], on[m], by_op[f"model_{m}"])
-        for m in models
-        if f"model_{m}" in by_op
-    )
-
-
-def prove_user_model(
-    python: str,
-    model: ModelFile,
-    *,
-    stock_env: Mapping[str, str],
-    overlay_env: Mapping[str, str],
-    method: Method,
-    progress: Callable[[str], object] | None = None,
-) -> ModelResult:
-    """The user's model as the built-in ones: profiled with the overlay on, then off (counting
-    the kernels it ran at the overlay's priority), and timed overlay against stock at the
-    machine's default threads; a disagreement between the two is said, not hidden."""
-    say = progress or (lambda _message: None)
-    say(f"profiling {model.op}: where its time goes, overlay on, then off")
-    on = profile_model(python, model, env=overlay_env)
-    off = profile_model(python, model, env=stock_env, replaced=on.kernels)
-    say(f"{model.op} with the overlay against stock, in alternation")
-    timed = compare(
-        python,
-        python,
-        candidate_env=overlay_env,
-        baseline_env=stock_env,
-        method=dataclasses.replace(method, ops=(model.op,), min_margin=MARGIN),
-        thread_settings=(("default", 0, 0),),
+        script=SCRIPT if model is None else WORKER,
+        extra=("--models", ",".join(models)) if model is None else (),
         model=model,
         progress=say,
     )
-    measured = next((r for r in timed if r.op == model.op), None)
-    if measured is None:
+    by_op = {r.op: r for r in timed}
+    if model is not None and model.op not in by_op:
         raise SmokeFailed(
             f"{model.op} could not be timed with the overlay or without",
             why="it raised while timed",
             fix="Time it with tfbuild tune --model first: it says what fails.",
         )
-    what = f"your model ({model.step}, batch {model.batch})"
-    return _result(model.op, what, off, on, measured)
+    return tuple(
+        _result(name, what, off[name], on[name], by_op[op])
+        for op, (name, what) in named.items()
+        if op in by_op
+    )

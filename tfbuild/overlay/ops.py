@@ -201,11 +201,6 @@ def candidate_names() -> tuple[str, ...]:
     """Every kernel an overlay of this tfbuild can register, as ``Op:type``, whatever the release
     (its registry narrows them): the kernels a profile counts as "a rebuild recompiles these with
     a gain" when no overlay names its own."""
-    kernels = (
-        f"{op.name}:{dtype}"
-        for op in OPS
-        for dtype in CXX_TYPES
-        if (op.name, dtype) not in LEFT_OUT
-    )
-    casts = (f"Cast:{src}->{dst}" for src, dst in CASTS if (src, dst) not in LEFT_OUT_CASTS)
-    return (*kernels, *casts)
+    kernels = tuple((op.name, t) for op in OPS for t in CXX_TYPES if (op.name, t) not in LEFT_OUT)
+    casts = tuple(pair for pair in CASTS if pair not in LEFT_OUT_CASTS)
+    return Registration(kernels=kernels, casts=casts, skipped=()).names

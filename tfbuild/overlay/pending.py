@@ -44,14 +44,6 @@ def pending_record(pending: tuple[str, ...]) -> bytes:
     ).encode()
 
 
-def passed_record(manifest: OverlayManifest, cpu: CpuInfo, count: int) -> str:
-    return (
-        f"passed {manifest.token}\n"
-        f"{count} kernels checked against stock TensorFlow {manifest.tensorflow} on special "
-        f"values, on {cpu.brand or cpu.source}\n"
-    )
-
-
 def find_installed(python: str, env: Mapping[str, str]) -> Path:
     """The site-packages directory of the one overlay installed for ``python``."""
     # the directories TensorFlow scans are the ones this interpreter has in ``env``
@@ -122,7 +114,12 @@ def check_installed(
     if not manifest.pending:
         return InstalledCheck(site=site, manifest=manifest, checks=checks, record=None)
     record = own / CHECK_FILE
-    write_text(record, passed_record(manifest, cpu, len(checks)))
+    write_text(
+        record,
+        f"passed {manifest.token}\n"
+        f"{len(checks)} kernels checked against stock TensorFlow {manifest.tensorflow} on special "
+        f"values, on {cpu.brand or cpu.source}\n",
+    )
     _update_record(site, record)
     return InstalledCheck(site=site, manifest=manifest, checks=checks, record=record)
 
@@ -138,7 +135,7 @@ def _update_record(site: Path, changed: Path) -> None:
             continue
         data = changed.read_bytes()
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
-        for row in rows:
-            writer.writerow([name, record_hash(data), str(len(data))] if row[0] == name else row)
+        csv.writer(out, lineterminator="\n").writerows(
+            [name, record_hash(data), str(len(data))] if row[0] == name else row for row in rows
+        )
         write_text(record, out.getvalue())

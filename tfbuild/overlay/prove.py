@@ -26,7 +26,7 @@ from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env
 from tfbuild.measure.models import ModelFile
 from tfbuild.measure.run import Method, OpResult, compare
 from tfbuild.overlay.compile import loader_line
-from tfbuild.overlay.models import ModelResult, prove_models, prove_user_model
+from tfbuild.overlay.models import ModelResult, prove_models
 from tfbuild.smoke.session import forecast_beside
 from tfbuild.wheel.overlay_receipt import OverlayReceipt, read_overlay_receipt
 from tfbuild.wheel.receipt import receipt_path
@@ -145,23 +145,18 @@ def prove_overlay(
         progress=say,
     )
     rest = dataclasses.replace(method, budget=seconds - method.budget)
-    if model is not None:
-        timed_models: tuple[ModelResult, ...] = (
-            prove_user_model(
-                env.python,
-                model,
-                stock_env=stock_env,
-                overlay_env=overlay_env,
-                method=rest,
-                progress=say,
-            ),
+    timed_models = (
+        prove_models(
+            env.python,
+            stock_env=stock_env,
+            overlay_env=overlay_env,
+            method=rest,
+            model=model,
+            progress=say,
         )
-    elif models:
-        timed_models = prove_models(
-            env.python, stock_env=stock_env, overlay_env=overlay_env, method=rest, progress=say
-        )
-    else:
-        timed_models = ()
+        if model is not None or models
+        else ()
+    )
     return dataclasses.replace(
         proof,
         ops=tuple(results),
