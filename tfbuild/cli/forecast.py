@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -14,6 +14,9 @@ from tfbuild.cli.output import indented, print_data, progressing
 from tfbuild.core.controls import printable
 from tfbuild.core.options import BUDGET, HOST_COMPILER, JSON, STOCK, declared, group, option
 from tfbuild.plan.options import PlanOptions
+
+if TYPE_CHECKING:
+    from tfbuild.measure.forecast_report import Forecast
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,7 +91,7 @@ def forecast_command(forecast_args: ForecastArgs) -> None:
     print_forecast(forecast)
 
 
-def print_forecast(forecast: Any) -> None:
+def print_forecast(forecast: Forecast) -> None:
     """The summary line, then one row per op class and per op, then what was compiled how."""
     from tfbuild.cli.console import make_console
     from tfbuild.measure.forecast_report import CLASSES
@@ -101,8 +104,9 @@ def print_forecast(forecast: Any) -> None:
     lines = [*prose(forecast.summary), ""]
     lines.append(f"{'op':<16}{'stock':>8}{'target':>8}{'ratio':>8}  {'interval':<12}verdict")
     for klass in forecast.classes:
+        low, high = klass.ratio
         lines += prose(
-            f"{CLASSES[klass.klass]}: {klass.low:.2f}-{klass.high:.2f}x (interval "
+            f"{CLASSES[klass.klass]}: {low:.2f}-{high:.2f}x (interval "
             f"{klass.interval[0]:.2f}-{klass.interval[1]:.2f}), {klass.label}"
         )
         for op in forecast.ops:
