@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from tfbuild.core.stats import describe, verdict
@@ -26,7 +27,7 @@ from tfbuild.recipes.canary import TREE
 N, REPS, ROUNDS = 1 << 16, 200, 15
 
 
-def _build(work: Path, name: str, flags: tuple[str, ...]) -> ctypes.CDLL:
+def _build(work: Path, name: str, flags: Sequence[str]) -> ctypes.CDLL:
     tree = work / name
     shutil.copytree(TREE, tree)
     rc = ['build --action_env CC="gcc"', *(f"build:opt --copt={f}" for f in flags)]

@@ -24,6 +24,7 @@ from pathlib import Path
 # ~/.cache/tfbuild-tests/wheels (shared with the tests), and zipfile recompressing every member.
 from relabel_speed import interleaved, recompress, report, stock_wheel
 
+from tfbuild.core import serial
 from tfbuild.wheel.floor import inspect_wheel
 from tfbuild.wheel.receipt import WheelFloor
 from tfbuild.wheel.wheelfile import retag
@@ -56,7 +57,7 @@ def main() -> None:
     }
     report(wheel, interleaved(wheel, ways, ROUNDS), copy="plain copy")
     assert all(floor == floors[0] for floor in floors)
-    print(f"  floor: {floors[0].to_json()}")
+    print(f"  floor: {serial.to_data(floors[0])}")
 
     with tempfile.TemporaryDirectory(dir=wheel.parent) as out:
         retagged = retag(wheel, TAG, Path(out))

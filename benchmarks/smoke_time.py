@@ -11,11 +11,12 @@ import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 TARGETS = {"--quick": 120.0, "full": 600.0}
 
 
-def _run(spec: str, extra: list[str]) -> tuple[float, dict[str, object]]:
+def _run(spec: str, extra: list[str]) -> tuple[float, dict[str, Any]]:
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "tfbuild", "smoke", spec, "--json", "--allow-unused", *extra],
@@ -38,7 +39,7 @@ def main() -> int:
         elapsed, report = _run(args.spec, extra)
         results = report.get("results") or []
         verdicts: dict[str, int] = {}
-        for r in results:  # type: ignore[union-attr]
+        for r in results:
             label = (r.get("verdict") or {}).get("label", "-")
             verdicts[label] = verdicts.get(label, 0) + 1
         ok = "ok" if elapsed < TARGETS[name] else "MISSES the target"

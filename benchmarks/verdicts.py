@@ -66,7 +66,8 @@ class Recorded(Worker):
 
 def trial(method: Method, budget: float) -> Iterator[tuple[OpResult, int, int]]:
     """One fresh pair: each op's result and the two inner counts (candidate, baseline)."""
-    with Recorded("candidate") as cand, Recorded("baseline") as base:
+    cand, base = Recorded("candidate"), Recorded("baseline")
+    with cand, base:
         results = alternate(
             cand, base, method=method, threads="1", deadline=time.monotonic() + budget
         )
