@@ -24,3 +24,8 @@ STANDIN_WHEEL = "tfbuild_canary"
 #: machine). The one statement of it: the doctor's help, ``--canary``'s help and the offline hint
 #: all say this.
 DOCTOR_TIMES = "223 s the first time, which builds its toolchain image, 16-22 s after, on 2 cores"
+
+
+def multiarch(architecture: str) -> str:
+    """Debian's multiarch directory for ``architecture``: its libraries are in ``/usr/lib/<it>``."""
+    return "aarch64-linux-gnu" if architecture == "aarch64" else "x86_64-linux-gnu"

@@ -642,6 +642,21 @@ class SettingTrial:
 SETTING_OPS = ("matmul_1024", "conv2d_nhwc", "exp", "add", "softmax")
 
 
+def threads_env(cores: int | str) -> dict[str, str]:
+    """Intra-op threads on every core, inter-op one: TensorFlow reads these two variables when it
+    creates its thread pools (process_util.cc)."""
+    return {"TF_NUM_INTEROP_THREADS": "1", "TF_NUM_INTRAOP_THREADS": str(cores)}
+
+
+def openmp_env(cores: int | str) -> dict[str, str]:
+    """The OpenMP runtime's advised settings, for an OpenMP oneDNN build (--config=mkl)."""
+    return {
+        "KMP_AFFINITY": "granularity=fine,compact,1,0",
+        "KMP_BLOCKTIME": "1",
+        "OMP_NUM_THREADS": str(cores),
+    }
+
+
 def try_setting(
     python: str,
     *,

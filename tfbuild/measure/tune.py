@@ -20,13 +20,21 @@ from pathlib import Path
 from typing import Any
 
 from tfbuild.core import serial
+from tfbuild.core.defaults import multiarch
 from tfbuild.core.files import write_text
 from tfbuild.core.stats import UNDECIDED
 from tfbuild.detect import contention, cpu
 from tfbuild.detect.contention import Contention
 from tfbuild.measure.envs import WheelSpec, clean_env, ensure_env, tensorflow_dir
 from tfbuild.measure.levers import ONEDNN_OFF, Lever
-from tfbuild.measure.run import Method, SettingTrial, try_setting, why_undecided
+from tfbuild.measure.run import (
+    Method,
+    SettingTrial,
+    openmp_env,
+    threads_env,
+    try_setting,
+    why_undecided,
+)
 
 Progress = Callable[[str], None]
 SCHEMA = "tfbuild.tune/1"
@@ -46,16 +54,14 @@ def knobs(python: str) -> tuple[Lever, ...]:
     info = cpu.host_cpuinfo()
     cores = str(info.physical_cores or info.logical_cpus or 1)
     found = [
-        # TensorFlow reads these two when it creates its thread pools (process_util.cc).
         Lever(
             key="threads",
             name=f"threads intra={cores} inter=1",
-            env=(("TF_NUM_INTEROP_THREADS", "1"), ("TF_NUM_INTRAOP_THREADS", cores)),
+            env=tuple(sorted(threads_env(cores).items())),
         ),
         ONEDNN_OFF,
     ]
-    multiarch = "aarch64-linux-gnu" if info.architecture == "aarch64" else "x86_64-linux-gnu"
-    libs = Path("/usr/lib") / multiarch
+    libs = Path("/usr/lib") / multiarch(info.architecture)
     for name, lib in (("tcmalloc", "libtcmalloc.so.4"), ("jemalloc", "libjemalloc.so.2")):
         if (libs / lib).exists():
             preload = (("LD_PRELOAD", str(libs / lib)),)
@@ -64,11 +70,7 @@ def knobs(python: str) -> tuple[Lever, ...]:
     if where is not None and (
         any(where.rglob("libiomp5*.so*")) or any(where.rglob("libgomp*.so*"))
     ):
-        openmp = (
-            ("KMP_AFFINITY", "granularity=fine,compact,1,0"),
-            ("KMP_BLOCKTIME", "1"),
-            ("OMP_NUM_THREADS", cores),
-        )
+        openmp = tuple(sorted(openmp_env(cores).items()))
         found.append(Lever(key="openmp", name="openmp", env=openmp))
     return tuple(found)
 

@@ -6,6 +6,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from tfbuild.core.defaults import multiarch
 from tfbuild.core.errors import UnsupportedError, UsageError
 from tfbuild.core.variants import Variant
 from tfbuild.detect.host import HostFacts
@@ -153,10 +154,7 @@ def _image_python(
 
 
 def _tcmalloc(host: HostFacts, base: BaseImage) -> tuple[tuple[str, str], Reason]:
-    multiarch = (
-        "aarch64-linux-gnu" if host.machine.architecture == "aarch64" else "x86_64-linux-gnu"
-    )
-    tcmalloc = f"/usr/lib/{multiarch}/libtcmalloc.so.4"
+    tcmalloc = f"/usr/lib/{multiarch(host.machine.architecture)}/libtcmalloc.so.4"
     reason = Reason(
         what="TCMalloc",
         value=f"{base.tcmalloc_package}, LD_PRELOAD={tcmalloc}",

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from tfbuild.core import serial
+from tfbuild.core.defaults import multiarch
 from tfbuild.core.errors import EnvironmentProblem, InputError
 from tfbuild.core.files import read_input
 from tfbuild.core.pythons import packages_of
@@ -17,7 +18,15 @@ from tfbuild.detect.cpuinfo import CpuInfo
 from tfbuild.measure import forecast_report
 from tfbuild.measure.envs import TestEnv, WheelSpec, clean_env, ensure_env, stock_spec
 from tfbuild.measure.forecast_store import saved_forecast
-from tfbuild.measure.run import Method, OpResult, SettingTrial, compare, try_setting
+from tfbuild.measure.run import (
+    Method,
+    OpResult,
+    SettingTrial,
+    compare,
+    openmp_env,
+    threads_env,
+    try_setting,
+)
 from tfbuild.smoke.options import SmokeOptions
 from tfbuild.smoke.probe import ProbeResult, run_probe
 from tfbuild.smoke.report import SmokeReport, write_env_file
@@ -200,27 +209,21 @@ def _try_settings(
     python: str, base_env: dict[str, str], info: CpuInfo, method: Method, say: Progress
 ) -> tuple[SettingTrial, ...]:
     """The seed guides' runtime advice, each tried against the wheel without it."""
-    multiarch = "aarch64-linux-gnu" if info.architecture == "aarch64" else "x86_64-linux-gnu"
-    tcmalloc = Path(f"/usr/lib/{multiarch}/libtcmalloc.so.4")
+    tcmalloc = Path(f"/usr/lib/{multiarch(info.architecture)}/libtcmalloc.so.4")
     preload = tcmalloc.exists() and "LD_PRELOAD" not in base_env
     cores = info.physical_cores or info.logical_cpus or 1
     # Each: what is said, its name, its variables; TCMalloc where installed and LD_PRELOAD unset.
     settings = (
         ("TCMalloc preloaded", "tcmalloc", {"LD_PRELOAD": str(tcmalloc)}),
-        # TensorFlow reads these two variables when it creates its thread pools (process_util.cc).
         (
             f"intra-op threads = {cores} physical cores, inter-op = 1",
             f"threads intra={cores} inter=1",
-            {"TF_NUM_INTRAOP_THREADS": str(cores), "TF_NUM_INTEROP_THREADS": "1"},
+            threads_env(cores),
         ),
         (
             "OpenMP settings (OMP_NUM_THREADS, KMP_BLOCKTIME, KMP_AFFINITY)",
             "openmp",
-            {
-                "OMP_NUM_THREADS": str(cores),
-                "KMP_BLOCKTIME": "1",
-                "KMP_AFFINITY": "granularity=fine,compact,1,0",
-            },
+            openmp_env(cores),
         ),
     )
     trials = []
